@@ -1,0 +1,50 @@
+# Two commands do all the set-up on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+# torch is pinned to the CPU build that lies on this machine's disk; left to
+# itself pip would pick a CUDA build of several GB for sentence-transformers.
+TORCH := torch==2.13.0
+
+.PHONY: run test install install-test chromium lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(VENV)/.installed: $(BIN)/python pyproject.toml
+	$(BIN)/pip install --quiet $(TORCH)
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+
+install-test: $(VENV)/.installed-test
+
+chromium:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  echo "Installing Debian's Chromium for the browser tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+run: install
+	$(BIN)/python -m app --host $(HOST) --port $(PORT)
+
+test: install-test chromium
+	$(BIN)/ruff check app tests bench
+	$(BIN)/python -m pytest
+
+lint: install-test
+	$(BIN)/ruff check app tests bench
+
+bench: install-test
+	$(BIN)/python bench/prompt_build.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

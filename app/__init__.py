@@ -1,0 +1,1 @@
+"""Sugo: a self-hosted AI roleplay and chat front end."""

@@ -1,0 +1,32 @@
+"""Shared bits of the JSON API: how service errors become HTTP answers."""
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from app.errors import NotFound, UserError
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(UserError)
+    async def _user_error(request: Request, exc: UserError) -> JSONResponse:
+        return _answer(request, 400, str(exc))
+
+    @app.exception_handler(NotFound)
+    async def _not_found(request: Request, exc: NotFound) -> JSONResponse:
+        return _answer(request, 404, str(exc.args[0] if exc.args else "Not found."))
+
+
+def _answer(request: Request, status: int, message: str):
+    if request.url.path.startswith("/api/") or request.headers.get("HX-Request") != "true":
+        if not request.url.path.startswith("/api/") and "text/html" in request.headers.get("accept", ""):
+            from app.web import render
+
+            return render(request, "error.html", {"status": status, "message": message}, status_code=status)
+        return JSONResponse({"detail": message}, status_code=status)
+    # HTMX: show the message in the page's toast area instead of swapping the target.
+    from app.web import render
+
+    return render(
+        request, "partials/toast.html", {"message": message, "kind": "error"}, status_code=status,
+        headers={"HX-Retarget": "#toasts", "HX-Reswap": "beforeend"},
+    )  # fmt: skip

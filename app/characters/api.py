@@ -1,0 +1,69 @@
+from typing import Literal
+
+from fastapi import APIRouter, File, UploadFile
+from fastapi.responses import Response
+
+from app.characters import service
+from app.characters.schemas import CharacterIn, CharacterRead
+from app.deps import SessionDep
+
+router = APIRouter(prefix="/api/characters", tags=["characters"])
+
+
+@router.get("", response_model=list[CharacterRead])
+def list_characters(session: SessionDep, q: str | None = None) -> list[CharacterRead]:
+    """List characters, optionally filtered by name."""
+    return [service.to_read(c) for c in service.list_characters(session, query=q)]
+
+
+@router.post("", response_model=CharacterRead, status_code=201)
+def create_character(data: CharacterIn, session: SessionDep) -> CharacterRead:
+    """Write a new character."""
+    return service.to_read(service.create_character(session, data))
+
+
+@router.post("/import", response_model=CharacterRead, status_code=201)
+async def import_character(session: SessionDep, file: UploadFile = File(...)) -> CharacterRead:
+    """Import a SillyTavern Character Card V1/V2/V3 (PNG or JSON)."""
+    raw = await file.read()
+    return service.to_read(service.import_card(session, raw, file.filename))
+
+
+@router.get("/{character_id}", response_model=CharacterRead)
+def show_character(character_id: int, session: SessionDep) -> CharacterRead:
+    """One character."""
+    return service.to_read(service.get_character(session, character_id))
+
+
+@router.put("/{character_id}", response_model=CharacterRead)
+def update_character(character_id: int, data: CharacterIn, session: SessionDep) -> CharacterRead:
+    """Edit a character's card fields (extensions and unknown card fields are kept)."""
+    return service.to_read(service.update_character(session, character_id, data))
+
+
+@router.post("/{character_id}/avatar", response_model=CharacterRead)
+async def upload_character_avatar(character_id: int, session: SessionDep, file: UploadFile = File(...)) -> CharacterRead:
+    """Replace the character's picture."""
+    char = service.get_character(session, character_id)
+    data = CharacterIn.model_validate(service.to_read(char).model_dump())
+    return service.to_read(service.update_character(session, character_id, data, avatar=await file.read()))
+
+
+@router.delete("/{character_id}", status_code=204)
+def delete_character(character_id: int, session: SessionDep) -> None:
+    """Delete a character (chats keep their messages)."""
+    service.delete_character(session, character_id)
+
+
+@router.get("/{character_id}/export")
+def export_character(
+    character_id: int, session: SessionDep, format: Literal["png", "json"] = "png", spec: Literal["v2", "v3"] | None = None
+) -> Response:
+    """Export as a SillyTavern card: PNG (chara + ccv3 chunks) or JSON (V2 or V3)."""
+    char = service.get_character(session, character_id)
+    safe = "".join(ch for ch in char.name if ch.isalnum() or ch in " -_").strip() or "character"
+    if format == "png":
+        body, mime, ext = service.export_card_png(session, char), "image/png", "png"
+    else:
+        body, mime, ext = service.export_card_json(char, spec=spec), "application/json", "json"
+    return Response(body, media_type=mime, headers={"Content-Disposition": f'attachment; filename="{safe}.{ext}"'})

@@ -1,0 +1,81 @@
+"""Character pages."""
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+from pydantic import ValidationError
+
+from app import forms
+from app.characters import service
+from app.characters.schemas import CharacterIn
+from app.deps import SessionDep
+from app.errors import UserError
+from app.web import render
+
+router = APIRouter(include_in_schema=False)
+
+
+def _form_input(form) -> CharacterIn:
+    greetings = [g.strip() for g in forms.text(form, "alternate_greetings").replace("\r\n", "\n").split("\n---\n")]
+    try:
+        return CharacterIn(
+            **{f: forms.text(form, f) for f in ("name", "description", "personality", "scenario", "first_mes",
+                                                "mes_example", "creator_notes", "system_prompt",
+                                                "post_history_instructions", "creator", "character_version")},
+            alternate_greetings=[g for g in greetings if g],
+            tags=[t.strip() for t in forms.text(form, "tags").split(",") if t.strip()],
+        )  # fmt: skip
+    except ValidationError as err:
+        raise UserError("A character needs a name.") from err
+
+
+@router.get("/characters")
+def list_characters_page(request: Request, session: SessionDep, q: str | None = None) -> HTMLResponse:
+    """All characters, with card import."""
+    return render(request, "characters/list.html", {"characters": service.list_characters(session, query=q), "q": q})
+
+
+@router.get("/characters/new")
+def new_character_page(request: Request) -> HTMLResponse:
+    """Write a character from scratch."""
+    return render(request, "characters/edit.html", {"char": None})
+
+
+@router.post("/characters")
+async def create_character_page(request: Request, session: SessionDep) -> Response:
+    """Save a new character and open it."""
+    form = await request.form()
+    char = service.create_character(session, _form_input(form), avatar=await forms.upload(form, "avatar"))
+    return Response(status_code=204, headers={"HX-Redirect": f"/characters/{char.id}"})
+
+
+@router.post("/characters/import")
+async def import_character_page(request: Request, session: SessionDep) -> Response:
+    """Import a card and open the character."""
+    form = await request.form()
+    raw = await forms.upload(form, "file")
+    if not raw:
+        raise UserError("Choose a card file (PNG or JSON) to import.")
+    upload = form.get("file")
+    char = service.import_card(session, raw, getattr(upload, "filename", None))
+    return Response(status_code=204, headers={"HX-Redirect": f"/characters/{char.id}"})
+
+
+@router.get("/characters/{character_id}")
+def edit_character_page(character_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+    """View and edit a character."""
+    return render(request, "characters/edit.html", {"char": service.get_character(session, character_id)})
+
+
+@router.post("/characters/{character_id}")
+async def update_character_page(character_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+    """Save changes to a character."""
+    form = await request.form()
+    char = service.update_character(session, character_id, _form_input(form), avatar=await forms.upload(form, "avatar"))
+    return render(request, "characters/edit.html", {"char": char, "saved": True})
+
+
+@router.post("/characters/{character_id}/delete")
+def delete_character_page(character_id: int, session: SessionDep) -> Response:
+    """Delete a character."""
+    service.delete_character(session, character_id)
+    return Response(status_code=204, headers={"HX-Redirect": "/characters"})

@@ -1,0 +1,29 @@
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+
+class CharacterIn(BaseModel):
+    name: str = Field(min_length=1, max_length=200)
+    description: str = ""
+    personality: str = ""
+    scenario: str = ""
+    first_mes: str = ""
+    mes_example: str = ""
+    creator_notes: str = ""
+    system_prompt: str = ""
+    post_history_instructions: str = ""
+    alternate_greetings: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    creator: str = ""
+    character_version: str = ""
+
+
+class CharacterRead(CharacterIn):
+    id: int
+    avatar_url: str | None
+    extensions: dict
+    has_character_book: bool
+    card_spec: str
+    created_at: datetime
+    updated_at: datetime

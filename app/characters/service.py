@@ -1,0 +1,148 @@
+"""Characters: create, edit, import and export SillyTavern cards (JSON and PNG)."""
+
+from __future__ import annotations
+
+from sqlmodel import Session, col, select
+
+from app.characters import cards
+from app.characters.models import Character
+from app.characters.schemas import CharacterIn, CharacterRead
+from app.errors import NotFound, UserError
+from app.images.models import Image
+from app.images.service import store_image
+from app.timeutil import utcnow
+
+_CARD_FIELDS = tuple(CharacterIn.model_fields)
+
+
+def avatar_url(image_id: int | None) -> str | None:
+    return f"/images/{image_id}" if image_id else None
+
+
+def to_read(char: Character) -> CharacterRead:
+    return CharacterRead(
+        id=char.id,
+        **{f: getattr(char, f) for f in _CARD_FIELDS},
+        avatar_url=avatar_url(char.avatar_id),
+        extensions=char.extensions,
+        has_character_book=bool(char.character_book),
+        card_spec=char.card_spec,
+        created_at=char.created_at,
+        updated_at=char.updated_at,
+    )
+
+
+def list_characters(session: Session, *, query: str | None = None) -> list[Character]:
+    stmt = select(Character).order_by(Character.name)
+    if query:
+        stmt = stmt.where(col(Character.name).icontains(query.strip()))
+    return list(session.exec(stmt))
+
+
+def get_character(session: Session, character_id: int) -> Character:
+    char = session.get(Character, character_id)
+    if char is None:
+        raise NotFound(f"Character {character_id} does not exist.")
+    return char
+
+
+def create_character(session: Session, data: CharacterIn, *, avatar: bytes | None = None) -> Character:
+    char = Character(**data.model_dump())
+    if avatar:
+        char.avatar_id = store_image(session, avatar).id
+    session.add(char)
+    session.flush()
+    return char
+
+
+def update_character(
+    session: Session, character_id: int, data: CharacterIn, *, avatar: bytes | None = None
+) -> Character:
+    char = get_character(session, character_id)
+    for field, value in data.model_dump().items():
+        setattr(char, field, value)
+    if avatar:
+        char.avatar_id = store_image(session, avatar).id
+    char.updated_at = utcnow()
+    session.add(char)
+    session.flush()
+    return char
+
+
+def delete_character(session: Session, character_id: int) -> None:
+    session.delete(get_character(session, character_id))
+    session.flush()
+
+
+def import_card(session: Session, raw: bytes, filename: str | None = None) -> Character:
+    """One transaction: a refused card creates nothing, not even its picture."""
+    try:
+        card = cards.read_card(raw, filename)
+    except cards.CardError as err:
+        raise UserError(str(err)) from err
+    char = Character(
+        name=card.name.strip() or "Unnamed",
+        description=card.description,
+        personality=card.personality,
+        scenario=card.scenario,
+        first_mes=card.first_mes,
+        mes_example=card.mes_example,
+        creator_notes=card.creator_notes,
+        system_prompt=card.system_prompt,
+        post_history_instructions=card.post_history_instructions,
+        alternate_greetings=list(card.alternate_greetings),
+        tags=list(card.tags),
+        creator=card.creator,
+        character_version=card.character_version,
+        extensions=dict(card.extensions),
+        character_book=card.character_book,
+        card_spec=card.spec if card.spec in {"chara_card_v2", "chara_card_v3"} else "chara_card_v2",
+        card_data_extra=dict(card.data_extra),
+        card_top_extra=dict(card.top_extra),
+    )
+    if card.image:
+        char.avatar_id = store_image(session, card.image).id
+    session.add(char)
+    session.flush()
+    return char
+
+
+def to_card(char: Character) -> cards.CardData:
+    return cards.CardData(
+        spec=char.card_spec,
+        spec_version="3.0" if char.card_spec == "chara_card_v3" else "2.0",
+        name=char.name,
+        description=char.description,
+        personality=char.personality,
+        scenario=char.scenario,
+        first_mes=char.first_mes,
+        mes_example=char.mes_example,
+        creator_notes=char.creator_notes,
+        system_prompt=char.system_prompt,
+        post_history_instructions=char.post_history_instructions,
+        alternate_greetings=list(char.alternate_greetings),
+        tags=list(char.tags),
+        creator=char.creator,
+        character_version=char.character_version,
+        extensions=dict(char.extensions),
+        character_book=char.character_book,
+        data_extra=dict(char.card_data_extra),
+        top_extra=dict(char.card_top_extra),
+    )
+
+
+def export_card_json(char: Character, *, spec: str | None = None) -> bytes:
+    chosen = spec or ("v3" if char.card_spec == "chara_card_v3" else "v2")
+    if chosen not in {"v2", "v3"}:
+        raise UserError("Export format must be v2 or v3.")
+    return cards.card_to_json_bytes(to_card(char), spec=chosen)  # type: ignore[arg-type]
+
+
+def export_card_png(session: Session, char: Character) -> bytes:
+    image = session.get(Image, char.avatar_id) if char.avatar_id else None
+    return cards.write_card_png(to_card(char), image.data if image else None)
+
+
+def greetings(char: Character) -> list[str]:
+    """The first message and its alternates: they become swipes of the chat's opening message."""
+    return [g for g in [char.first_mes, *char.alternate_greetings] if g and g.strip()]

@@ -1,0 +1,157 @@
+from fastapi import APIRouter, File, Form, Request, UploadFile
+from fastapi.responses import Response, StreamingResponse
+
+from app.chats import generate, service, st_io, views
+from app.chats.schemas import (
+    ChatCreate,
+    ChatOptionsIn,
+    ChatPatch,
+    ChatRead,
+    GenerateIn,
+    MessageIn,
+    MessagePatch,
+    MessageRead,
+    PromptRead,
+    SwipeIn,
+)  # fmt: skip
+from app.deps import SessionDep
+from app.prompt.service import build_chat_prompt
+
+router = APIRouter(prefix="/api/chats", tags=["chats"])
+
+
+@router.get("", response_model=list[ChatRead])
+def list_chats(session: SessionDep, q: str | None = None) -> list[ChatRead]:
+    """Chats, most recent first; `q` filters by name."""
+    return [views.chat_read(session, s.chat) for s in service.list_chats(session, query=q)]
+
+
+@router.post("", response_model=ChatRead, status_code=201)
+def create_chat(data: ChatCreate, session: SessionDep) -> ChatRead:
+    """Start a chat with one or more characters; their greetings open it."""
+    chat = service.create_chat(session, character_ids=data.character_ids, name=data.name, mode=data.mode,
+                               persona_id=data.persona_id, connection_id=data.connection_id)  # fmt: skip
+    return views.chat_read(session, chat)
+
+
+@router.post("/import", response_model=ChatRead, status_code=201)
+async def import_chat(session: SessionDep, file: UploadFile = File(...), character_id: int | None = Form(None)) -> ChatRead:
+    """Import a SillyTavern .jsonl chat."""
+    chat = st_io.import_chat(session, await file.read(), character_id=character_id)
+    return views.chat_read(session, chat)
+
+
+@router.get("/{chat_id}", response_model=ChatRead)
+def show_chat(chat_id: int, session: SessionDep) -> ChatRead:
+    """One chat."""
+    return views.chat_read(session, service.get_chat(session, chat_id))
+
+
+@router.patch("/{chat_id}", response_model=ChatRead)
+def rename_chat(chat_id: int, data: ChatPatch, session: SessionDep) -> ChatRead:
+    """Rename a chat."""
+    chat = service.rename_chat(session, chat_id, data.name or "")
+    return views.chat_read(session, chat)
+
+
+@router.put("/{chat_id}/options", response_model=ChatRead)
+def update_chat_options(chat_id: int, data: ChatOptionsIn, session: SessionDep) -> ChatRead:
+    """Chat Settings: connection override, generation parameters, recent-message limit, persona."""
+    chat = service.update_chat_options(session, chat_id, settings=data.settings, connection_id=data.connection_id,
+                                       persona_id=data.persona_id, mode=data.mode)  # fmt: skip
+    return views.chat_read(session, chat)
+
+
+@router.delete("/{chat_id}", status_code=204)
+def delete_chat(chat_id: int, session: SessionDep) -> None:
+    """Delete a chat and its messages."""
+    service.delete_chat(session, chat_id)
+
+
+@router.get("/{chat_id}/messages", response_model=list[MessageRead])
+def list_messages(chat_id: int, session: SessionDep) -> list[MessageRead]:
+    """Every message, oldest first."""
+    service.get_chat(session, chat_id)
+    return [views.message_read(m) for m in service.list_messages(session, chat_id)]
+
+
+@router.post("/{chat_id}/messages", response_model=MessageRead, status_code=201)
+def post_message(chat_id: int, data: MessageIn, session: SessionDep) -> MessageRead:
+    """Add the user's message without asking for a reply."""
+    return views.message_read(service.add_user_message(session, service.get_chat(session, chat_id), data.content))
+
+
+@router.patch("/{chat_id}/messages/{message_id}", response_model=MessageRead)
+def update_message(chat_id: int, message_id: int, data: MessagePatch, session: SessionDep) -> MessageRead:
+    """Edit a message's text (its active version) or hide/unhide it from the AI."""
+    msg = service.get_message(session, chat_id, message_id)
+    if data.content is not None:
+        msg = service.edit_message(session, chat_id, message_id, data.content)
+    if data.hidden is not None:
+        msg = service.set_hidden(session, chat_id, message_id, data.hidden)
+    return views.message_read(msg)
+
+
+@router.delete("/{chat_id}/messages/{message_id}", status_code=204)
+def delete_message(chat_id: int, message_id: int, session: SessionDep) -> None:
+    """Delete a message."""
+    service.delete_message(session, chat_id, message_id)
+
+
+@router.post("/{chat_id}/messages/{message_id}/swipe", response_model=MessageRead)
+def select_swipe(chat_id: int, message_id: int, data: SwipeIn, session: SessionDep) -> MessageRead:
+    """Show another version (swipe) of a message."""
+    return views.message_read(service.select_swipe(session, chat_id, message_id, data.index))
+
+
+@router.post("/{chat_id}/messages/{message_id}/branch", response_model=ChatRead, status_code=201)
+def branch_chat(chat_id: int, message_id: int, session: SessionDep) -> ChatRead:
+    """A new chat with the history up to this message."""
+    return views.chat_read(session, service.branch_chat(session, chat_id, message_id))
+
+
+@router.post("/{chat_id}/generate")
+def generate_reply(chat_id: int, data: GenerateIn, request: Request) -> StreamingResponse:
+    """Store the user's message (if any) and stream the reply as server-sent events:
+    `start`, `token` {text}..., then `done`, `stopped` or `error` {kind, message}."""
+    state = request.app.state
+    gen = generate.start(
+        state.generations, engine=state.engine, keybox=state.keybox,
+        flush_interval_s=state.settings.stream_flush_interval_s, chat_id=chat_id, action=data.action,
+        content=data.content, speaker_id=data.speaker_id, message_id=data.message_id,
+    )  # fmt: skip
+    return StreamingResponse(
+        generate.subscribe(gen), media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "X-Message-Id": str(gen.message_id)},
+    )  # fmt: skip
+
+
+@router.get("/{chat_id}/generate")
+def follow_generation(chat_id: int, request: Request) -> Response:
+    """Follow the reply being written now (204 when none is)."""
+    gen = request.app.state.generations.get(chat_id)
+    if gen is None:
+        return Response(status_code=204)
+    return StreamingResponse(generate.subscribe(gen), media_type="text/event-stream")
+
+
+@router.post("/{chat_id}/stop")
+def stop_generation(chat_id: int, request: Request) -> dict:
+    """Stop the reply being written; what arrived so far is kept."""
+    return {"stopped": request.app.state.generations.stop(chat_id)}
+
+
+@router.get("/{chat_id}/prompt", response_model=PromptRead)
+def peek_prompt(chat_id: int, session: SessionDep) -> PromptRead:
+    """Peek Prompt: the exact messages the next reply would be asked with, block by block."""
+    prompt, _ = build_chat_prompt(session, service.get_chat(session, chat_id))
+    return views.prompt_read(prompt)
+
+
+@router.get("/{chat_id}/export")
+def export_chat(chat_id: int, session: SessionDep) -> Response:
+    """Export as a SillyTavern .jsonl chat."""
+    chat = service.get_chat(session, chat_id)
+    safe = "".join(ch for ch in chat.name if ch.isalnum() or ch in " -_").strip() or "chat"
+    return Response(st_io.export_chat(session, chat), media_type="application/jsonl",
+                    headers={"Content-Disposition": f'attachment; filename="{safe}.jsonl"'})  # fmt: skip

@@ -1,0 +1,281 @@
+"""Stream a reply end to end.
+
+The user's message is committed before the provider is called. The reply is written by a task
+that belongs to the server, not to the browser's connection: a phone that locks its screen
+mid-reply finds the finished reply when it comes back. The browser subscribes to the task's
+events over SSE; Stop sets the task's stop flag. What arrived before an error or a stop is kept,
+and the message is marked with the cause."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Literal
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from app.chats import service as chats
+from app.chats.models import Message
+from app.connections.crypto import KeyBox
+from app.connections.providers import get_provider
+from app.connections.providers.base import ProviderError, Usage
+from app.connections.service import provider_config
+from app.errors import UserError
+from app.prompt.service import build_chat_prompt
+from app.timeutil import utcnow
+
+log = logging.getLogger(__name__)
+
+Action = Literal["send", "regenerate", "swipe", "continue"]
+
+
+@dataclass
+class Generation:
+    chat_id: int
+    message_id: int
+    swipe_index: int
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    events: list[tuple[str, dict]] = field(default_factory=list)
+    changed: asyncio.Condition = field(default_factory=asyncio.Condition)
+    finished: bool = False
+    task: asyncio.Task | None = None
+
+
+class Generations:
+    """The replies being written right now, one per chat."""
+
+    def __init__(self) -> None:
+        self._by_chat: dict[int, Generation] = {}
+
+    def get(self, chat_id: int) -> Generation | None:
+        return self._by_chat.get(chat_id)
+
+    def add(self, gen: Generation) -> None:
+        self._by_chat[gen.chat_id] = gen
+
+    def remove(self, gen: Generation) -> None:
+        if self._by_chat.get(gen.chat_id) is gen:
+            del self._by_chat[gen.chat_id]
+
+    def stop(self, chat_id: int) -> bool:
+        gen = self._by_chat.get(chat_id)
+        if gen is None:
+            return False
+        gen.stop.set()
+        return True
+
+    async def shutdown(self) -> None:
+        for gen in list(self._by_chat.values()):
+            gen.stop.set()
+            if gen.task:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(gen.task, timeout=5)
+
+
+async def _publish(gen: Generation, event: str, data: dict) -> None:
+    async with gen.changed:
+        gen.events.append((event, data))
+        gen.changed.notify_all()
+
+
+async def subscribe(gen: Generation) -> AsyncIterator[str]:
+    """SSE for one browser: every event so far, then new ones until the reply is finished."""
+    seen = 0
+    while True:
+        async with gen.changed:
+            while seen >= len(gen.events) and not gen.finished:
+                await gen.changed.wait()
+            batch = gen.events[seen:]
+            seen = len(gen.events)
+            done = gen.finished and seen >= len(gen.events)
+        for event, data in batch:
+            yield f"event: {event}\ndata: {json.dumps(data)}\n\n"
+        if done:
+            return
+
+
+def prepare(
+    session: Session,
+    chat_id: int,
+    *,
+    action: Action,
+    content: str | None = None,
+    speaker_id: int | None = None,
+    message_id: int | None = None,
+) -> tuple[int, int]:
+    """Store what must be stored before the provider is called; return (message_id, swipe_index)
+    of the reply to write. Runs in its own transaction, committed by the caller."""
+    chat = chats.get_chat(session, chat_id)
+    characters = chats.chat_characters(session, chat_id)
+    if action == "send":
+        if content and content.strip():
+            chats.add_user_message(session, chat, content)
+        speaker = chats.next_speaker(session, chat, characters, speaker_id)
+        msg = chats.new_message(chat.id, "assistant", speaker.name, [""], character_id=speaker.id)
+        msg.swipes = [chats.swipe_record("", status="streaming")]
+        msg.status = "streaming"
+        session.add(msg)
+        chats.touch_chat(session, chat)
+        session.flush()
+        return msg.id, 0
+    target = chats.get_message(session, chat_id, message_id) if message_id else chats.last_message(session, chat_id)
+    if target is None or target.role != "assistant":
+        raise UserError("There is no reply to regenerate here; send a message instead.")
+    if target.id != chats.last_message(session, chat_id).id:
+        raise UserError("Only the last reply can get new versions; branch from here to rewrite history.")
+    swipes = [dict(s) for s in target.swipes]
+    swipes.append(chats.swipe_record("", status="streaming"))
+    target.swipes = swipes
+    target.active_swipe = len(swipes) - 1
+    target.content, target.status, target.error = "", "streaming", None
+    session.add(target)
+    session.flush()
+    return target.id, target.active_swipe
+
+
+class _ReplyWriter:
+    """Writes the growing reply to the database now and then, in short transactions of its own."""
+
+    def __init__(self, engine: Engine, message_id: int, swipe_index: int, flush_interval_s: float) -> None:
+        self.engine = engine
+        self.message_id = message_id
+        self.swipe_index = swipe_index
+        self.flush_interval_s = flush_interval_s
+        self.text = ""
+        self._last_flush = time.monotonic()
+
+    def append(self, delta: str) -> None:
+        self.text += delta
+        if time.monotonic() - self._last_flush >= self.flush_interval_s:
+            self.write("streaming")
+
+    def write(self, status: str, *, error: str | None = None, **swipe_extra) -> None:
+        self._last_flush = time.monotonic()
+        with Session(self.engine) as session:
+            msg = session.get(Message, self.message_id)
+            if msg is None:  # deleted while streaming: nothing to keep
+                return
+            swipes = [dict(s) for s in msg.swipes]
+            if self.swipe_index >= len(swipes):
+                return
+            swipes[self.swipe_index] = {**swipes[self.swipe_index], "content": self.text, "status": status,
+                                        "error": error, **swipe_extra}  # fmt: skip
+            msg.swipes = swipes
+            if msg.active_swipe == self.swipe_index:
+                msg.content, msg.status, msg.error = self.text, status, error
+            msg.updated_at = utcnow()
+            session.add(msg)
+            session.commit()
+
+
+async def run_generation(
+    gen: Generation, *, engine: Engine, keybox: KeyBox, flush_interval_s: float, speaker_id: int | None
+) -> None:
+    writer = _ReplyWriter(engine, gen.message_id, gen.swipe_index, flush_interval_s)
+    started = utcnow()
+    usage: Usage | None = None
+    model: str | None = None
+    try:
+        with Session(engine) as session:
+            chat = chats.get_chat(session, gen.chat_id)
+            msg = session.get(Message, gen.message_id)
+            speaker = session.get(chats.Character, msg.character_id) if msg and msg.character_id else None
+            prompt, effective = build_chat_prompt(session, chat, speaker=speaker, before_id=gen.message_id)
+            if effective.connection is None:
+                raise ProviderError("connection", "No connection is set up yet. Add one under Connections.")
+            config = provider_config(effective.connection, keybox)
+            provider = get_provider(effective.connection.kind)
+        await _publish(gen, "start", {"message_id": gen.message_id, "swipe_index": gen.swipe_index})
+        stream = provider.stream_chat(config, list(prompt.messages), effective.params)
+        try:
+            async for event in stream:
+                if gen.stop.is_set():
+                    break
+                if event.text:
+                    writer.append(event.text)
+                    await _publish(gen, "token", {"text": event.text})
+                if event.usage:
+                    usage = event.usage
+                if event.model:
+                    model = event.model
+        finally:
+            await stream.aclose()
+        extra = _swipe_meta(started, model, usage)
+        if gen.stop.is_set():
+            status = "partial" if writer.text else "error"
+            writer.write(status, error="Stopped before the reply was finished.", **extra)
+            await _publish(gen, "stopped", {"message_id": gen.message_id, "text_kept": bool(writer.text)})
+        else:
+            writer.write("ok", **extra)
+            await _publish(gen, "done", {"message_id": gen.message_id})
+    except ProviderError as err:
+        status = "partial" if writer.text else "error"
+        writer.write(status, error=err.message, **_swipe_meta(started, model, usage))
+        await _publish(gen, "error", {"message_id": gen.message_id, "kind": err.kind, "message": err.message})
+    except (UserError, ValueError) as err:
+        writer.write("partial" if writer.text else "error", error=str(err))
+        await _publish(gen, "error", {"message_id": gen.message_id, "kind": "setup", "message": str(err)})
+    except asyncio.CancelledError:
+        writer.write("partial" if writer.text else "error", error="The server stopped before the reply was finished.")
+        raise
+    except Exception as err:  # keep the partial reply whatever went wrong
+        log.exception("generation failed in chat %s", gen.chat_id)
+        writer.write("partial" if writer.text else "error", error=f"Unexpected error: {err}")
+        await _publish(gen, "error", {"message_id": gen.message_id, "kind": "internal", "message": str(err)})
+    finally:
+        async with gen.changed:
+            gen.finished = True
+            gen.changed.notify_all()
+
+
+def _swipe_meta(started, model: str | None, usage: Usage | None) -> dict:
+    meta: dict = {"gen_started": started.isoformat(), "gen_finished": utcnow().isoformat()}
+    if model:
+        meta["model"] = model
+    if usage:
+        meta["usage"] = {k: v for k, v in usage.__dict__.items() if v is not None}
+    return meta
+
+
+def start(
+    registry: Generations,
+    *,
+    engine: Engine,
+    keybox: KeyBox,
+    flush_interval_s: float,
+    chat_id: int,
+    action: Action,
+    content: str | None,
+    speaker_id: int | None,
+    message_id: int | None,
+) -> Generation:
+    if registry.get(chat_id):
+        raise UserError("A reply is already being written in this chat. Stop it first.")
+    with Session(engine) as session:
+        try:
+            msg_id, swipe_index = prepare(
+                session, chat_id, action=action, content=content, speaker_id=speaker_id, message_id=message_id
+            )
+            session.commit()
+        except Exception:
+            session.rollback()
+            raise
+    gen = Generation(chat_id=chat_id, message_id=msg_id, swipe_index=swipe_index)
+    registry.add(gen)
+
+    async def runner() -> None:
+        try:
+            await run_generation(
+                gen, engine=engine, keybox=keybox, flush_interval_s=flush_interval_s, speaker_id=speaker_id
+            )
+        finally:
+            registry.remove(gen)
+
+    gen.task = asyncio.get_running_loop().create_task(runner())
+    return gen

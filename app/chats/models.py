@@ -1,0 +1,64 @@
+from datetime import datetime
+
+from sqlalchemy import Index
+from sqlmodel import Field, SQLModel
+
+from app.modelbase import json_field
+from app.timeutil import utcnow
+
+CHAT_MODES = ("roleplay", "conversation")
+MESSAGE_ROLES = ("user", "assistant", "system")
+# "streaming" while a reply arrives; "partial" when the stream broke or was stopped with text kept;
+# "error" when nothing arrived.
+MESSAGE_STATUSES = ("ok", "streaming", "partial", "error")
+
+
+class Chat(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    name: str
+    mode: str = "roleplay"
+    connection_id: int | None = Field(default=None, foreign_key="connection.id", ondelete="SET NULL")
+    persona_id: int | None = Field(default=None, foreign_key="persona.id", ondelete="SET NULL")
+    # Per-chat overrides (generation parameters, recent-message limit, reply order); see
+    # chats/settings.py for the keys and their defaults.
+    settings: dict = json_field()
+    # What an imported SillyTavern chat carried in its header (chat_metadata and unknown keys),
+    # kept so an export gives it back.
+    st_header: dict = json_field()
+    # Group chats taking turns remember whose turn is next.
+    next_speaker: int = 0
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+    last_message_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class ChatCharacter(SQLModel, table=True):
+    __tablename__ = "chat_character"
+
+    chat_id: int = Field(foreign_key="chat.id", primary_key=True, ondelete="CASCADE")
+    character_id: int = Field(foreign_key="character.id", primary_key=True, ondelete="CASCADE")
+    position: int = 0
+
+
+class Message(SQLModel, table=True):
+    """One turn. `swipes` holds every alternative ({content, status, error, model, created_at,
+    gen_started, gen_finished, usage, st}); content/status/error mirror the active one so the
+    prompt builder and lists read one column."""
+
+    __table_args__ = (Index("ix_message_chat_id_id", "chat_id", "id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    chat_id: int = Field(foreign_key="chat.id", ondelete="CASCADE")
+    role: str = "user"
+    character_id: int | None = Field(default=None, foreign_key="character.id", ondelete="SET NULL")
+    name: str = ""
+    content: str = ""
+    swipes: list = json_field(list)
+    active_swipe: int = 0
+    hidden: bool = False
+    status: str = "ok"
+    error: str | None = None
+    # The SillyTavern line this message was imported from, minus what has columns, for export.
+    st_extra: dict = json_field()
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)

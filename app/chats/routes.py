@@ -1,0 +1,249 @@
+"""Chat pages: the list, the chat itself, message actions, Chat Settings and Peek Prompt."""
+
+from __future__ import annotations
+
+import json
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+from pydantic import ValidationError
+from sqlmodel import Session, col, select
+
+from app import forms
+from app.characters.service import list_characters
+from app.chats import service, st_io
+from app.chats.models import Chat, Message
+from app.chats.settings import ChatSettings
+from app.connections.discovery import find_local_servers
+from app.connections.presets import LOCAL_PRESET_BY_PORT, PRESETS
+from app.connections.service import default_connection, list_connections
+from app.deps import SessionDep, SettingsDep
+from app.errors import UserError
+from app.personas.service import default_persona, list_personas
+from app.prompt.blocks import GROUP_LABELS
+from app.prompt.service import build_chat_prompt
+from app.web import render
+
+router = APIRouter(include_in_schema=False)
+PAGE_SIZE = 60
+
+
+def _message_ctx(session: Session, request: Request, chat: Chat) -> dict:
+    characters = service.chat_characters(session, chat.id)
+    persona = service.chat_persona(session, chat)
+    last = service.last_message(session, chat.id)
+    return {
+        "chat": chat,
+        "characters": characters,
+        "avatars": {c.id: c.avatar_id for c in characters},
+        "persona_avatar": persona.avatar_id if persona else None,
+        "user_name": persona.name if persona else service.FALLBACK_USER_NAME,
+        "chat_char_name": characters[0].name if characters else "",
+        "last_id": last.id if last else None,
+        "generating": request.app.state.generations.get(chat.id) is not None,
+    }
+
+
+def _render_message(request: Request, session: Session, chat: Chat, msg: Message) -> HTMLResponse:
+    return render(request, "chats/_message.html", {**_message_ctx(session, request, chat), "m": msg})
+
+
+@router.get("/")
+async def home_page(request: Request, session: SessionDep, settings: SettingsDep, q: str | None = None) -> HTMLResponse:
+    """Chats, most recent first; on first run, the way to a first connection."""
+    connections = list_connections(session)
+    found = []
+    if not connections:
+        for f in await find_local_servers(settings.discovery_ports):
+            found.append({**f.__dict__, "preset": LOCAL_PRESET_BY_PORT.get(f.port, "custom")})
+    characters = list_characters(session)
+    return render(request, "home.html", {
+        "chats": service.list_chats(session, query=q), "q": q, "connections": connections, "found": found,
+        "presets": PRESETS, "characters": characters, "characters_exist": bool(characters),
+    })  # fmt: skip
+
+
+@router.get("/chats/new")
+def new_chat_page(request: Request, session: SessionDep, character_id: int | None = None) -> HTMLResponse:
+    """Pick characters, mode and persona for a new chat."""
+    return render(request, "chats/new.html", {
+        "characters": list_characters(session), "personas": list_personas(session), "preselect": character_id,
+    })  # fmt: skip
+
+
+@router.post("/chats")
+async def create_chat_page(request: Request, session: SessionDep) -> Response:
+    """Create the chat and open it."""
+    form = await request.form()
+    ids = [int(v) for v in form.getlist("character_ids") if str(v).isdigit()]
+    chat = service.create_chat(
+        session, character_ids=ids, name=forms.text(form, "name"), mode=forms.text(form, "mode", "roleplay"),
+        persona_id=forms.optional_number(form, "persona_id", int),
+    )  # fmt: skip
+    return Response(status_code=204, headers={"HX-Redirect": f"/chats/{chat.id}"})
+
+
+@router.post("/chats/import")
+async def import_chat_page(request: Request, session: SessionDep) -> Response:
+    """Import a SillyTavern .jsonl chat and open it."""
+    form = await request.form()
+    raw = await forms.upload(form, "file")
+    if not raw:
+        raise UserError("Choose a .jsonl chat file to import.")
+    chat = st_io.import_chat(session, raw, character_id=forms.optional_number(form, "character_id", int))
+    return Response(status_code=204, headers={"HX-Redirect": f"/chats/{chat.id}"})
+
+
+def _page_of_messages(session: Session, chat_id: int, *, before: int | None) -> tuple[list[Message], int | None]:
+    stmt = select(Message).where(Message.chat_id == chat_id)
+    if before:
+        stmt = stmt.where(col(Message.id) < before)
+    rows = list(session.exec(stmt.order_by(col(Message.id).desc()).limit(PAGE_SIZE + 1)))
+    more = len(rows) > PAGE_SIZE
+    rows = rows[:PAGE_SIZE]
+    rows.reverse()
+    return rows, (rows[0].id if more and rows else None)
+
+
+@router.get("/chats/{chat_id}")
+def show_chat_page(chat_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+    """The chat: newest messages, the composer, Chat Settings and Peek Prompt."""
+    chat = service.get_chat(session, chat_id)
+    messages, earlier = _page_of_messages(session, chat_id, before=None)
+    ctx = _message_ctx(session, request, chat)
+    return render(request, "chats/detail.html", {
+        **ctx, "messages": messages, "earlier_before": earlier, "settings": service.chat_settings(chat),
+        "has_connection": service.chat_connection(session, chat) is not None,
+    })  # fmt: skip
+
+
+@router.get("/chats/{chat_id}/messages")
+def list_messages_fragment(
+    chat_id: int, request: Request, session: SessionDep, before: int | None = None, after: int | None = None
+) -> HTMLResponse:
+    """Earlier messages (`before`) or messages newer than `after`, as fragments."""
+    chat = service.get_chat(session, chat_id)
+    if after is not None:
+        messages = list(session.exec(select(Message).where(Message.chat_id == chat_id, col(Message.id) > after)
+                                     .order_by(Message.id)))  # fmt: skip
+        earlier = None
+    else:
+        messages, earlier = _page_of_messages(session, chat_id, before=before)
+    return render(request, "chats/_messages.html",
+                  {**_message_ctx(session, request, chat), "messages": messages, "earlier_before": earlier})  # fmt: skip
+
+
+@router.get("/chats/{chat_id}/messages/{message_id}")
+def show_message_fragment(chat_id: int, message_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+    """One message."""
+    chat = service.get_chat(session, chat_id)
+    return _render_message(request, session, chat, service.get_message(session, chat_id, message_id))
+
+
+@router.get("/chats/{chat_id}/messages/{message_id}/edit")
+def edit_message_fragment(chat_id: int, message_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+    """The inline editor for a message."""
+    chat = service.get_chat(session, chat_id)
+    return render(request, "chats/_edit.html", {"chat": chat, "m": service.get_message(session, chat_id, message_id)})
+
+
+@router.post("/chats/{chat_id}/messages/{message_id}/edit")
+async def edit_message_page(chat_id: int, message_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+    """Save an edited message."""
+    form = await request.form()
+    msg = service.edit_message(session, chat_id, message_id, forms.text(form, "content"))
+    return _render_message(request, session, service.get_chat(session, chat_id), msg)
+
+
+@router.post("/chats/{chat_id}/messages/{message_id}/{action}")
+def message_action_page(chat_id: int, message_id: int, action: str, request: Request, session: SessionDep) -> Response:
+    """hide, unhide, delete, branch."""
+    chat = service.get_chat(session, chat_id)
+    if action in {"hide", "unhide"}:
+        msg = service.set_hidden(session, chat_id, message_id, action == "hide")
+        return _render_message(request, session, chat, msg)
+    if action == "delete":
+        service.delete_message(session, chat_id, message_id)
+        return HTMLResponse("")
+    if action == "branch":
+        branch = service.branch_chat(session, chat_id, message_id)
+        return Response(status_code=204, headers={"HX-Redirect": f"/chats/{branch.id}"})
+    raise UserError(f"Unknown message action “{action}”.")
+
+
+@router.post("/chats/{chat_id}/messages/{message_id}/swipe")
+def swipe_message_page(chat_id: int, message_id: int, to: int, request: Request, session: SessionDep) -> Response:
+    """Show another version; past the newest version of the last reply, ask for a new one."""
+    chat = service.get_chat(session, chat_id)
+    msg = service.get_message(session, chat_id, message_id)
+    if to >= len(msg.swipes):
+        last = service.last_message(session, chat_id)
+        if last is None or last.id != msg.id:
+            raise UserError("Only the last reply can get new versions.")
+        trigger = {"sugo:generate": {"action": "swipe", "message_id": msg.id}}
+        return Response(status_code=204, headers={"HX-Trigger": json.dumps(trigger)})
+    msg = service.select_swipe(session, chat_id, message_id, max(0, to))
+    return _render_message(request, session, chat, msg)
+
+
+def _settings_ctx(session: Session, chat: Chat, **extra) -> dict:
+    connections = list_connections(session)
+    chosen = service.chat_connection(session, chat)
+    return {
+        "chat": chat, "s": service.chat_settings(chat), "connections": connections, "conn": chosen,
+        "default_connection": default_connection(session), "personas": list_personas(session),
+        "default_persona": default_persona(session), "characters": service.chat_characters(session, chat.id),
+        **extra,
+    }  # fmt: skip
+
+
+@router.get("/chats/{chat_id}/settings")
+def chat_settings_page(chat_id: int, request: Request, session: SessionDep, hx: bool = False) -> HTMLResponse:
+    """Chat Settings (a side panel in the chat; a page on its own)."""
+    chat = service.get_chat(session, chat_id)
+    block = "settings_panel" if request.headers.get("HX-Request") == "true" else None
+    return render(request, "chats/settings.html", _settings_ctx(session, chat), block=block)
+
+
+@router.post("/chats/{chat_id}/settings")
+async def save_chat_settings_page(chat_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+    """Save Chat Settings and show the panel again."""
+    form = await request.form()
+    try:
+        settings = ChatSettings(
+            temperature=forms.optional_number(form, "temperature"), top_p=forms.optional_number(form, "top_p"),
+            max_tokens=forms.optional_number(form, "max_tokens", int),
+            context_size=forms.optional_number(form, "context_size", int),
+            stop=forms.lines(form, "stop") or None,
+            recent_message_limit=forms.optional_number(form, "recent_message_limit", int) or 80,
+            reply_order=forms.text(form, "reply_order") or "turns",
+        )  # fmt: skip
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise UserError(f"{str(first['loc'][0]).replace('_', ' ').capitalize()}: {first['msg']}") from err
+    service.rename_chat(session, chat_id, forms.text(form, "name"))
+    chat = service.update_chat_options(
+        session, chat_id, settings=settings, connection_id=forms.optional_number(form, "connection_id", int),
+        persona_id=forms.optional_number(form, "persona_id", int), mode=forms.text(form, "mode") or None,
+    )  # fmt: skip
+    return render(request, "chats/settings.html", _settings_ctx(session, chat, saved=True), block="settings_panel",
+                  headers={"HX-Trigger": "sugo:settings-saved"})  # fmt: skip
+
+
+@router.get("/chats/{chat_id}/prompt")
+def peek_prompt_page(chat_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+    """Peek Prompt: the blocks of the next prompt with token counts, and the messages as sent."""
+    chat = service.get_chat(session, chat_id)
+    prompt, _ = build_chat_prompt(session, chat)
+    block = "prompt_body" if request.headers.get("HX-Request") == "true" else None
+    return render(request, "chats/prompt.html", {
+        "chat": chat, "prompt": prompt, "group_labels": GROUP_LABELS,
+        "messages_json": json.dumps(list(prompt.messages), indent=2, ensure_ascii=False),
+    }, block=block)  # fmt: skip
+
+
+@router.post("/chats/{chat_id}/delete")
+def delete_chat_page(chat_id: int, session: SessionDep) -> Response:
+    """Delete a chat."""
+    service.delete_chat(session, chat_id)
+    return Response(status_code=204, headers={"HX-Redirect": "/"})

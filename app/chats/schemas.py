@@ -1,0 +1,103 @@
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from app.chats.settings import ChatSettings
+
+
+class ChatCreate(BaseModel):
+    character_ids: list[int] = Field(min_length=1)
+    name: str | None = None
+    mode: Literal["roleplay", "conversation"] = "roleplay"
+    persona_id: int | None = None
+    connection_id: int | None = None
+
+
+class ChatRead(BaseModel):
+    id: int
+    name: str
+    mode: str
+    character_ids: list[int]
+    persona_id: int | None
+    connection_id: int | None
+    settings: ChatSettings
+    created_at: datetime
+    last_message_at: datetime
+
+
+class ChatPatch(BaseModel):
+    name: str | None = None
+
+
+class ChatOptionsIn(BaseModel):
+    settings: ChatSettings = Field(default_factory=ChatSettings)
+    connection_id: int | None = None
+    persona_id: int | None = None
+    mode: Literal["roleplay", "conversation"] | None = None
+
+
+class SwipeRead(BaseModel):
+    content: str
+    status: str = "ok"
+    error: str | None = None
+    model: str | None = None
+
+
+class MessageRead(BaseModel):
+    id: int
+    role: str
+    name: str
+    character_id: int | None
+    content: str
+    active_swipe: int
+    swipes: list[SwipeRead]
+    hidden: bool
+    status: str
+    error: str | None
+    created_at: datetime
+
+
+class MessageIn(BaseModel):
+    content: str = Field(min_length=1)
+
+
+class MessagePatch(BaseModel):
+    content: str | None = None
+    hidden: bool | None = None
+
+
+class SwipeIn(BaseModel):
+    index: int = Field(ge=0)
+
+
+class GenerateIn(BaseModel):
+    """send: store `content` (if any) as the user's message, then a new reply;
+    regenerate / swipe: a new version of the last reply (older versions stay as swipes)."""
+
+    action: Literal["send", "regenerate", "swipe"] = "send"
+    content: str | None = None
+    speaker_id: int | None = None
+    message_id: int | None = None
+
+
+class PromptBlockRead(BaseModel):
+    name: str
+    label: str
+    group: str
+    role: str
+    tokens: int
+    text: str
+    message_id: int | None
+
+
+class PromptRead(BaseModel):
+    blocks: list[PromptBlockRead]
+    messages: list[dict]
+    total_tokens: int
+    context_size: int
+    reply_reserve: int
+    history_available: int
+    history_included: int
+    hidden_skipped: int
+    notes: list[str]

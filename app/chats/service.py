@@ -1,0 +1,318 @@
+"""Chats and their messages: the I/O shell around the pure prompt and window code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import func
+from sqlmodel import Session, col, delete, select
+
+from app.characters.models import Character
+from app.characters.service import greetings
+from app.chats.models import CHAT_MODES, Chat, ChatCharacter, Message
+from app.chats.settings import ChatSettings, read_settings
+from app.connections.models import Connection
+from app.connections.service import default_connection
+from app.errors import NotFound, UserError
+from app.personas.models import Persona
+from app.personas.service import FALLBACK_USER_NAME, default_persona
+from app.timeutil import utcnow
+
+
+@dataclass
+class ChatSummary:
+    chat: Chat
+    characters: list[Character]
+    last_message: Message | None
+    message_count: int
+
+
+def get_chat(session: Session, chat_id: int) -> Chat:
+    chat = session.get(Chat, chat_id)
+    if chat is None:
+        raise NotFound(f"Chat {chat_id} does not exist.")
+    return chat
+
+
+def chat_characters(session: Session, chat_id: int) -> list[Character]:
+    stmt = (
+        select(Character)
+        .join(ChatCharacter, col(ChatCharacter.character_id) == col(Character.id))
+        .where(ChatCharacter.chat_id == chat_id)
+        .order_by(ChatCharacter.position)
+    )
+    return list(session.exec(stmt))
+
+
+def chat_persona(session: Session, chat: Chat) -> Persona | None:
+    if chat.persona_id:
+        persona = session.get(Persona, chat.persona_id)
+        if persona:
+            return persona
+    return default_persona(session)
+
+
+def user_name(session: Session, chat: Chat) -> str:
+    persona = chat_persona(session, chat)
+    return persona.name if persona else FALLBACK_USER_NAME
+
+
+def chat_connection(session: Session, chat: Chat) -> Connection | None:
+    if chat.connection_id:
+        conn = session.get(Connection, chat.connection_id)
+        if conn:
+            return conn
+    return default_connection(session)
+
+
+def list_chats(session: Session, *, query: str | None = None) -> list[ChatSummary]:
+    stmt = select(Chat).order_by(col(Chat.last_message_at).desc(), col(Chat.id).desc())
+    if query and query.strip():
+        stmt = stmt.where(col(Chat.name).icontains(query.strip()))
+    chats = list(session.exec(stmt))
+    if not chats:
+        return []
+    ids = [c.id for c in chats]
+    counts = dict(
+        session.exec(
+            select(Message.chat_id, func.count(Message.id)).where(col(Message.chat_id).in_(ids)).group_by(Message.chat_id)
+        ).all()
+    )
+    last_ids = session.exec(
+        select(func.max(Message.id)).where(col(Message.chat_id).in_(ids)).group_by(Message.chat_id)
+    ).all()
+    last = {m.chat_id: m for m in session.exec(select(Message).where(col(Message.id).in_(last_ids)))}
+    return [ChatSummary(c, chat_characters(session, c.id), last.get(c.id), counts.get(c.id, 0)) for c in chats]
+
+
+def create_chat(
+    session: Session,
+    *,
+    character_ids: list[int],
+    name: str | None = None,
+    mode: str = "roleplay",
+    persona_id: int | None = None,
+    connection_id: int | None = None,
+    with_greetings: bool = True,
+) -> Chat:
+    if not character_ids:
+        raise UserError("Pick at least one character for the chat.")
+    if mode not in CHAT_MODES:
+        raise UserError("Mode must be roleplay or conversation.")
+    chars = []
+    for cid in dict.fromkeys(character_ids):
+        char = session.get(Character, cid)
+        if char is None:
+            raise UserError(f"Character {cid} does not exist.")
+        chars.append(char)
+    default_name = chars[0].name if len(chars) == 1 else ", ".join(c.name for c in chars[:3])
+    now = utcnow()
+    chat = Chat(
+        name=(name or "").strip() or f"{default_name} – {now:%Y-%m-%d %H:%M}",
+        mode=mode,
+        persona_id=persona_id,
+        connection_id=connection_id,
+        created_at=now,
+        updated_at=now,
+        last_message_at=now,
+    )
+    session.add(chat)
+    session.flush()
+    for pos, char in enumerate(chars):
+        session.add(ChatCharacter(chat_id=chat.id, character_id=char.id, position=pos))
+    if with_greetings:
+        for char in chars:
+            options = greetings(char)
+            if options:
+                session.add(new_message(chat.id, "assistant", char.name, options, character_id=char.id))
+    session.flush()
+    return chat
+
+
+def new_message(
+    chat_id: int, role: str, name: str, alternatives: list[str], *, character_id: int | None = None
+) -> Message:
+    now = utcnow()
+    swipes = [swipe_record(text) for text in alternatives] or [swipe_record("")]
+    return Message(
+        chat_id=chat_id, role=role, name=name, character_id=character_id, content=swipes[0]["content"],
+        swipes=swipes, active_swipe=0, created_at=now, updated_at=now,
+    )  # fmt: skip
+
+
+def swipe_record(content: str, *, status: str = "ok", error: str | None = None, **extra) -> dict:
+    return {"content": content, "status": status, "error": error, "created_at": utcnow().isoformat(), **extra}
+
+
+def rename_chat(session: Session, chat_id: int, name: str) -> Chat:
+    chat = get_chat(session, chat_id)
+    if not name.strip():
+        raise UserError("A chat needs a name.")
+    chat.name = name.strip()[:200]
+    chat.updated_at = utcnow()
+    session.add(chat)
+    return chat
+
+
+def update_chat_options(
+    session: Session,
+    chat_id: int,
+    *,
+    settings: ChatSettings,
+    connection_id: int | None,
+    persona_id: int | None,
+    mode: str | None = None,
+) -> Chat:
+    chat = get_chat(session, chat_id)
+    if connection_id is not None and session.get(Connection, connection_id) is None:
+        raise UserError(f"Connection {connection_id} does not exist.")
+    if persona_id is not None and session.get(Persona, persona_id) is None:
+        raise UserError(f"Persona {persona_id} does not exist.")
+    if mode is not None:
+        if mode not in CHAT_MODES:
+            raise UserError("Mode must be roleplay or conversation.")
+        chat.mode = mode
+    chat.connection_id = connection_id
+    chat.persona_id = persona_id
+    chat.settings = settings.model_dump(exclude_none=True)
+    chat.updated_at = utcnow()
+    session.add(chat)
+    session.flush()
+    return chat
+
+
+def chat_settings(chat: Chat) -> ChatSettings:
+    return read_settings(chat.settings)
+
+
+def delete_chat(session: Session, chat_id: int) -> None:
+    session.exec(delete(Message).where(Message.chat_id == chat_id))  # type: ignore[call-overload]
+    session.delete(get_chat(session, chat_id))
+    session.flush()
+
+
+def list_messages(session: Session, chat_id: int) -> list[Message]:
+    return list(session.exec(select(Message).where(Message.chat_id == chat_id).order_by(Message.id)))
+
+
+def get_message(session: Session, chat_id: int, message_id: int) -> Message:
+    msg = session.get(Message, message_id)
+    if msg is None or msg.chat_id != chat_id:
+        raise NotFound(f"Message {message_id} is not in chat {chat_id}.")
+    return msg
+
+
+def last_message(session: Session, chat_id: int) -> Message | None:
+    return session.exec(select(Message).where(Message.chat_id == chat_id).order_by(col(Message.id).desc())).first()
+
+
+def add_user_message(session: Session, chat: Chat, content: str) -> Message:
+    if not content.strip():
+        raise UserError("The message is empty.")
+    msg = new_message(chat.id, "user", user_name(session, chat), [content])
+    session.add(msg)
+    touch_chat(session, chat)
+    session.flush()
+    return msg
+
+
+def touch_chat(session: Session, chat: Chat) -> None:
+    chat.last_message_at = chat.updated_at = utcnow()
+    session.add(chat)
+
+
+def _sync_active(msg: Message) -> None:
+    active = msg.swipes[msg.active_swipe]
+    msg.content = active.get("content", "")
+    msg.status = active.get("status", "ok")
+    msg.error = active.get("error")
+    msg.updated_at = utcnow()
+
+
+def edit_message(session: Session, chat_id: int, message_id: int, content: str) -> Message:
+    msg = get_message(session, chat_id, message_id)
+    swipes = [dict(s) for s in msg.swipes] or [swipe_record("")]
+    swipes[msg.active_swipe] = {**swipes[msg.active_swipe], "content": content, "status": "ok", "error": None,
+                                "edited_at": utcnow().isoformat()}  # fmt: skip
+    msg.swipes = swipes
+    _sync_active(msg)
+    session.add(msg)
+    session.flush()
+    return msg
+
+
+def set_hidden(session: Session, chat_id: int, message_id: int, hidden: bool) -> Message:
+    msg = get_message(session, chat_id, message_id)
+    msg.hidden = hidden
+    msg.updated_at = utcnow()
+    session.add(msg)
+    session.flush()
+    return msg
+
+
+def delete_message(session: Session, chat_id: int, message_id: int) -> None:
+    session.delete(get_message(session, chat_id, message_id))
+    session.flush()
+
+
+def select_swipe(session: Session, chat_id: int, message_id: int, index: int) -> Message:
+    msg = get_message(session, chat_id, message_id)
+    if not 0 <= index < len(msg.swipes):
+        raise UserError(f"This message has {len(msg.swipes)} alternative(s); there is no number {index + 1}.")
+    msg.active_swipe = index
+    _sync_active(msg)
+    session.add(msg)
+    session.flush()
+    return msg
+
+
+def delete_swipe(session: Session, chat_id: int, message_id: int) -> Message:
+    msg = get_message(session, chat_id, message_id)
+    if len(msg.swipes) < 2:
+        raise UserError("This is the only version of the message; delete the message instead.")
+    swipes = list(msg.swipes)
+    swipes.pop(msg.active_swipe)
+    msg.swipes = swipes
+    msg.active_swipe = min(msg.active_swipe, len(swipes) - 1)
+    _sync_active(msg)
+    session.add(msg)
+    session.flush()
+    return msg
+
+
+def branch_chat(session: Session, chat_id: int, message_id: int) -> Chat:
+    """A new chat holding copies of every message up to and including `message_id`."""
+    source = get_chat(session, chat_id)
+    get_message(session, chat_id, message_id)
+    now = utcnow()
+    branch = Chat(
+        name=f"{source.name} (branch)"[:200], mode=source.mode, connection_id=source.connection_id,
+        persona_id=source.persona_id, settings=dict(source.settings), st_header=dict(source.st_header),
+        next_speaker=source.next_speaker, created_at=now, updated_at=now, last_message_at=now,
+    )  # fmt: skip
+    session.add(branch)
+    session.flush()
+    for link in session.exec(select(ChatCharacter).where(ChatCharacter.chat_id == chat_id)):
+        session.add(ChatCharacter(chat_id=branch.id, character_id=link.character_id, position=link.position))
+    stmt = select(Message).where(Message.chat_id == chat_id, col(Message.id) <= message_id).order_by(Message.id)
+    for msg in session.exec(stmt):
+        data = msg.model_dump(exclude={"id", "chat_id"})
+        session.add(Message(**data, chat_id=branch.id))
+    session.flush()
+    return branch
+
+
+def next_speaker(session: Session, chat: Chat, characters: list[Character], requested_id: int | None) -> Character:
+    if not characters:
+        raise UserError("This chat has no character left to answer; add one in Chat Settings.")
+    if requested_id is not None:
+        for char in characters:
+            if char.id == requested_id:
+                return char
+        raise UserError(f"Character {requested_id} is not in this chat.")
+    if len(characters) == 1:
+        return characters[0]
+    speaker = characters[chat.next_speaker % len(characters)]
+    chat.next_speaker = (chat.next_speaker + 1) % len(characters)
+    session.add(chat)
+    return speaker

@@ -1,0 +1,35 @@
+"""Per-chat settings kept in Chat.settings: what the Chat Settings panel edits. A missing or None
+value means "use the connection's value"."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from app.prompt.window import DEFAULT_RECENT_LIMIT, MAX_RECENT_LIMIT, MIN_RECENT_LIMIT
+
+
+class ChatSettings(BaseModel):
+    temperature: float | None = Field(default=None, ge=0, le=5)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    max_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
+    context_size: int | None = Field(default=None, ge=256, le=10_000_000)
+    stop: list[str] | None = None
+    recent_message_limit: int = Field(default=DEFAULT_RECENT_LIMIT, ge=MIN_RECENT_LIMIT, le=MAX_RECENT_LIMIT)
+    # "turns": group members answer in turn; "manual": the user picks who speaks each time.
+    reply_order: str = Field(default="turns", pattern="^(turns|manual)$")
+
+
+def read_settings(raw: dict | None) -> ChatSettings:
+    try:
+        return ChatSettings.model_validate(raw or {})
+    except ValueError:
+        # A value stored by an older version that no longer validates falls back to defaults
+        # field by field rather than breaking the chat.
+        good = {}
+        for key, value in (raw or {}).items():
+            try:
+                ChatSettings.model_validate({key: value})
+                good[key] = value
+            except ValueError:
+                continue
+        return ChatSettings.model_validate(good)

@@ -1,0 +1,109 @@
+"""SillyTavern .jsonl chats in and out of Sugo's tables. Each imported line is kept (minus the
+text Sugo stores in columns) so an export gives back every field SillyTavern wrote."""
+
+from __future__ import annotations
+
+from sqlmodel import Session, col, select
+
+from app.characters.models import Character
+from app.chats import service as chats
+from app.chats import st_jsonl
+from app.chats.models import Chat, Message
+from app.errors import UserError
+from app.timeutil import as_utc, utcnow
+
+
+def import_chat(session: Session, raw: bytes, *, character_id: int | None = None, name: str | None = None) -> Chat:
+    """Import a SillyTavern chat for a character (the one named in the file when none is given).
+    One transaction: a refused file creates nothing."""
+    try:
+        parsed = st_jsonl.parse_chat_jsonl(raw)
+    except st_jsonl.ChatImportError as err:
+        raise UserError(str(err)) from err
+    character = _find_character(session, character_id, parsed.character_name)
+    chat = chats.create_chat(
+        session,
+        character_ids=[character.id],
+        name=name or parsed.header.get("chat_name") or f"{character.name} – imported {utcnow():%Y-%m-%d %H:%M}",
+        with_greetings=False,
+    )
+    chat.st_header = parsed.header
+    now = utcnow()
+    last = None
+    for st in parsed.messages:
+        texts = st.swipes or [st.mes]
+        swipe_id = min(max(st.swipe_id, 0), len(texts) - 1) if st.swipes else 0
+        created = st.send_date.replace(tzinfo=None) if st.send_date else now
+        swipes = [chats.swipe_record(t) for t in texts]
+        base = dict(st.raw)
+        base["mes"] = ""
+        if "swipes" in base:
+            base["swipes"] = []
+        msg = Message(
+            chat_id=chat.id,
+            role="user" if st.is_user else "assistant",
+            name=st.name or (parsed.user_name if st.is_user else character.name),
+            character_id=None if st.is_user else character.id,
+            content=texts[swipe_id] if st.swipes else st.mes,
+            swipes=swipes,
+            active_swipe=swipe_id,
+            hidden=st.is_system,
+            st_extra=base,
+            created_at=created,
+            updated_at=created,
+        )
+        session.add(msg)
+        last = created
+    chat.last_message_at = last or now
+    session.add(chat)
+    session.flush()
+    return chat
+
+
+def _find_character(session: Session, character_id: int | None, name: str) -> Character:
+    if character_id is not None:
+        char = session.get(Character, character_id)
+        if char is None:
+            raise UserError(f"Character {character_id} does not exist.")
+        return char
+    if name:
+        char = session.exec(select(Character).where(col(Character.name) == name)).first()
+        if char:
+            return char
+    raise UserError(
+        f"This chat belongs to {name or 'an unnamed character'}, who is not in Sugo yet. "
+        "Import the character's card first, or pick the character to attach the chat to."
+    )
+
+
+def export_chat(session: Session, chat: Chat) -> bytes:
+    characters = chats.chat_characters(session, chat.id)
+    header = dict(chat.st_header) if chat.st_header else {}
+    # An imported chat keeps the user name it was written with unless a persona was chosen for it.
+    if chat.persona_id or "user_name" not in header:
+        header["user_name"] = chats.user_name(session, chat)
+    header["character_name"] = characters[0].name if characters else header.get("character_name", "")
+    header.setdefault("create_date", st_jsonl.format_send_date(as_utc(chat.created_at)))
+    header.setdefault("chat_metadata", {})
+    lines = []
+    for msg in chats.list_messages(session, chat.id):
+        texts = [s.get("content", "") for s in msg.swipes] or [msg.content]
+        had_swipes = "swipes" in msg.st_extra
+        # A message that never had alternatives is written without a swipes list, as ST does for
+        # user messages; anything with alternatives gets the full list.
+        write_swipes = texts if (len(texts) > 1 or had_swipes or msg.role == "assistant") else []
+        if msg.st_extra and not had_swipes and len(texts) == 1:
+            write_swipes = []
+        lines.append(
+            st_jsonl.message_line(
+                name=msg.name,
+                is_user=msg.role == "user",
+                is_system=msg.hidden,
+                mes=msg.content,
+                send_date=as_utc(msg.created_at),
+                swipes=write_swipes,
+                swipe_id=msg.active_swipe,
+                base=msg.st_extra or None,
+            )
+        )
+    return st_jsonl.write_chat_jsonl(header, lines)

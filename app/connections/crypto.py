@@ -1,0 +1,40 @@
+"""API keys at rest: Fernet (AES-128-CBC + HMAC) with a key kept in the data folder.
+
+The key file is created on first use with owner-only permissions. Someone who copies the database
+alone gets ciphertext; whoever has the whole data folder has the keys, which is the honest limit of
+a self-hosted app that must call the provider unattended."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from cryptography.fernet import Fernet, InvalidToken
+
+
+class KeyBox:
+    def __init__(self, key_path: Path) -> None:
+        self._fernet = Fernet(_load_or_create_key(key_path))
+
+    def encrypt(self, secret: str) -> str:
+        return self._fernet.encrypt(secret.encode()).decode()
+
+    def decrypt(self, token: str) -> str:
+        try:
+            return self._fernet.decrypt(token.encode()).decode()
+        except InvalidToken as err:
+            raise ValueError(
+                "A saved API key could not be decrypted: the data folder's secret.key changed. "
+                "Enter the key again."
+            ) from err
+
+
+def _load_or_create_key(path: Path) -> bytes:
+    if path.exists():
+        return path.read_bytes().strip()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = Fernet.generate_key()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(key)
+    return key

@@ -1,0 +1,28 @@
+from datetime import datetime
+
+from sqlmodel import Field, SQLModel
+
+from app.modelbase import json_field
+from app.timeutil import utcnow
+
+
+class Connection(SQLModel, table=True):
+    """A model endpoint the user brings. The API key is stored encrypted (see crypto.py)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str
+    kind: str = "openai"  # "openai" (chat completions) | "anthropic" (Messages API)
+    preset: str = "custom"
+    base_url: str
+    model: str = ""
+    api_key_encrypted: str | None = None
+    extra_headers: dict = json_field()
+    extra_body: dict = json_field()
+    temperature: float | None = 0.8
+    top_p: float | None = None
+    max_tokens: int = 512
+    context_size: int = 8192
+    stop: list = json_field(list)
+    is_default: bool = False
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)

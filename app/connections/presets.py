@@ -1,0 +1,39 @@
+"""Starting points for the connection form. A preset only fills fields; everything stays editable."""
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Preset:
+    id: str
+    label: str
+    kind: str
+    base_url: str
+    model: str = ""
+    needs_key: bool = False
+    context_size: int = 8192
+    extra_headers: dict = field(default_factory=dict)
+    hint: str = ""
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset("openai", "OpenAI", "openai", "https://api.openai.com/v1", "gpt-4o-mini", True, 128000,
+           hint="Needs an API key from platform.openai.com."),
+    Preset("anthropic", "Anthropic", "anthropic", "https://api.anthropic.com/v1", "claude-sonnet-4-5", True,
+           200000, hint="Native Messages API, with prompt caching."),
+    Preset("openrouter", "OpenRouter", "openai", "https://openrouter.ai/api/v1", "", True, 32768,
+           {"X-Title": "Sugo"}, hint="One key for many models; model names look like vendor/model."),
+    Preset("ollama", "Ollama", "openai", "http://127.0.0.1:11434/v1", "", False, 8192,
+           hint="Runs on this computer; model names as in `ollama list`."),
+    Preset("llamacpp", "llama.cpp server", "openai", "http://127.0.0.1:8080/v1", "", False, 8192,
+           hint="llama-server serves one model; the model name may be left empty."),
+    Preset("koboldcpp", "KoboldCpp", "openai", "http://127.0.0.1:5001/v1", "", False, 8192,
+           hint="KoboldCpp's OpenAI-compatible endpoint."),
+    Preset("lmstudio", "LM Studio", "openai", "http://127.0.0.1:1234/v1", "", False, 8192,
+           hint="Start the local server in LM Studio's Developer tab."),
+    Preset("custom", "Other OpenAI-compatible", "openai", "", "", False, 8192,
+           hint="vLLM, proxies, anything that speaks /v1/chat/completions."),
+)  # fmt: skip
+
+PRESETS_BY_ID = {p.id: p for p in PRESETS}
+LOCAL_PRESET_BY_PORT = {11434: "ollama", 8080: "llamacpp", 5001: "koboldcpp", 1234: "lmstudio"}

@@ -1,0 +1,107 @@
+"""What every provider speaks: plain configs in, text deltas out, errors that name their cause.
+
+A provider module exposes three coroutines with these signatures:
+
+    stream_chat(config, messages, params) -> AsyncIterator[StreamEvent]
+    complete_chat(config, messages, params) -> Completion
+    probe(config) -> ProbeResult          # "Test connection": a tiny real request
+
+`messages` is the provider-neutral list built by the prompt builder:
+[{"role": "system" | "user" | "assistant", "content": str}, ...], optionally with
+"cache": True on the last message of the stable prefix (Anthropic marks a cache breakpoint there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+ProviderKind = Literal["openai", "anthropic"]
+
+# The causes a user can act on; the UI words each one differently.
+ErrorKind = Literal[
+    "auth",  # 401/403: bad or missing key
+    "not_found",  # 404: wrong model name or wrong base URL
+    "rate_limit",  # 429: slow down or top up credit
+    "timeout",  # no answer in time
+    "connection",  # refused / DNS / TLS: nothing is listening there
+    "bad_request",  # 400/422: the server rejected the request (context too long, bad parameter)
+    "server",  # 5xx
+    "bad_response",  # the answer could not be understood (not JSON, broken SSE)
+    "stream_broken",  # the connection dropped in the middle of a streamed reply
+]
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    kind: ProviderKind
+    base_url: str
+    model: str
+    api_key: str | None = None
+    extra_headers: dict[str, str] = field(default_factory=dict)
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float = 300.0
+    connect_timeout_s: float = 10.0
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    stop: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_input_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """One piece of a streamed reply: a text delta, or the closing usage/finish reason."""
+
+    text: str = ""
+    usage: Usage | None = None
+    finish_reason: str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    model: str | None = None
+    usage: Usage | None = None
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    ok: bool
+    model: str | None
+    message: str
+
+
+class ProviderError(Exception):
+    """A failure with a cause the user can act on. `str(err)` is a complete sentence for the UI."""
+
+    def __init__(self, kind: ErrorKind, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+        self.message = message
+        self.status = status
+
+
+class Provider(Protocol):
+    def stream_chat(
+        self, config: ProviderConfig, messages: list[dict[str, Any]], params: GenerationParams
+    ) -> AsyncIterator[StreamEvent]: ...
+
+    async def complete_chat(
+        self, config: ProviderConfig, messages: list[dict[str, Any]], params: GenerationParams
+    ) -> Completion: ...
+
+    async def probe(self, config: ProviderConfig) -> ProbeResult: ...

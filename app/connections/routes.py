@@ -1,0 +1,117 @@
+"""Connection pages."""
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+from pydantic import ValidationError
+
+from app import forms
+from app.connections import service
+from app.connections.models import Connection
+from app.connections.presets import PRESETS, PRESETS_BY_ID
+from app.connections.schemas import ConnectionIn
+from app.deps import KeyBoxDep, SessionDep
+from app.errors import UserError
+from app.web import render
+
+router = APIRouter(include_in_schema=False)
+
+
+def _form_input(form) -> ConnectionIn:
+    try:
+        return ConnectionIn(
+            name=forms.text(form, "name"), kind=forms.text(form, "kind", "openai"),
+            preset=forms.text(form, "preset", "custom"), base_url=forms.text(form, "base_url"),
+            model=forms.text(form, "model"), api_key=forms.text(form, "api_key") or None,
+            clear_key=forms.checkbox(form, "clear_key"),
+            extra_headers=forms.json_object(form, "extra_headers", "Extra headers"),
+            extra_body=forms.json_object(form, "extra_body", "Extra body"),
+            temperature=forms.optional_number(form, "temperature"), top_p=forms.optional_number(form, "top_p"),
+            max_tokens=forms.optional_number(form, "max_tokens", int) or 512,
+            context_size=forms.optional_number(form, "context_size", int) or 8192,
+            stop=forms.lines(form, "stop"), is_default=forms.checkbox(form, "is_default"),
+        )  # fmt: skip
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise UserError(f"{' '.join(str(p) for p in first['loc'])}: {first['msg']}") from err
+
+
+@router.get("/connections")
+def list_connections_page(request: Request, session: SessionDep) -> HTMLResponse:
+    """All connections."""
+    return render(request, "connections/list.html", {"connections": service.list_connections(session)})
+
+
+@router.get("/connections/new")
+def new_connection_page(
+    request: Request, preset: str = "custom", base_url: str = "", model: str = "", name: str = ""
+) -> HTMLResponse:
+    """The form, filled from a preset (and from a discovered local server)."""
+    p = PRESETS_BY_ID.get(preset, PRESETS_BY_ID["custom"])
+    conn = Connection(
+        name=name or (p.label if p.id != "custom" else ""), kind=p.kind, preset=p.id,
+        base_url=base_url or p.base_url, model=model or p.model, context_size=p.context_size,
+        extra_headers=dict(p.extra_headers),
+    )  # fmt: skip
+    return render(request, "connections/edit.html", {"conn": conn, "presets": PRESETS, "preset": p})
+
+
+@router.post("/connections")
+async def create_connection_page(request: Request, session: SessionDep, keybox: KeyBoxDep) -> HTMLResponse:
+    """Save a new connection, then show the list."""
+    service.create_connection(session, keybox, _form_input(await request.form()))
+    session.flush()
+    return render(request, "connections/list.html", {"connections": service.list_connections(session)},
+                  headers={"HX-Push-Url": "/connections"})  # fmt: skip
+
+
+@router.get("/connections/{connection_id}")
+def edit_connection_page(connection_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+    """Edit one connection (the key is never shown, only whether one is saved)."""
+    conn = service.get_connection(session, connection_id)
+    return render(request, "connections/edit.html", {"conn": conn, "presets": PRESETS, "preset": None})
+
+
+@router.post("/connections/test")
+async def test_connection_form(request: Request, session: SessionDep, keybox: KeyBoxDep) -> HTMLResponse:
+    """Test the values in the form before saving (a saved key is used when the field is empty)."""
+    form = await request.form()
+    data = _form_input(form)
+    conn = Connection(name=data.name, kind=data.kind, base_url=data.base_url, model=data.model,
+                      extra_headers=data.extra_headers, extra_body=data.extra_body)  # fmt: skip
+    saved_id = forms.optional_number(form, "connection_id", int)
+    if data.api_key:
+        conn.api_key_encrypted = keybox.encrypt(data.api_key)
+    elif saved_id and not data.clear_key:
+        conn.api_key_encrypted = service.get_connection(session, saved_id).api_key_encrypted
+    result = await service.probe_connection(conn, keybox)
+    return render(request, "connections/_test_result.html", {"result": result})
+
+
+@router.post("/connections/{connection_id}")
+async def update_connection_page(connection_id: int, request: Request, session: SessionDep, keybox: KeyBoxDep) -> HTMLResponse:
+    """Save changes, then show the list."""
+    service.update_connection(session, keybox, connection_id, _form_input(await request.form()))
+    return render(request, "connections/list.html", {"connections": service.list_connections(session)},
+                  headers={"HX-Push-Url": "/connections"})  # fmt: skip
+
+
+@router.post("/connections/{connection_id}/test")
+async def test_saved_connection(connection_id: int, request: Request, session: SessionDep, keybox: KeyBoxDep) -> HTMLResponse:
+    """Test a saved connection."""
+    conn = service.get_connection(session, connection_id)
+    result = await service.probe_connection(conn, keybox)
+    return render(request, "connections/_test_result.html", {"result": result})
+
+
+@router.post("/connections/{connection_id}/default")
+def set_default_connection_page(connection_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+    """Make a connection the default."""
+    service.set_default(session, connection_id)
+    return render(request, "connections/list.html", {"connections": service.list_connections(session)})
+
+
+@router.post("/connections/{connection_id}/delete")
+def delete_connection_page(connection_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+    """Delete a connection."""
+    service.delete_connection(session, connection_id)
+    return render(request, "connections/list.html", {"connections": service.list_connections(session)})

@@ -1,0 +1,66 @@
+from datetime import datetime
+
+from pydantic import BaseModel, Field, field_validator
+
+
+class ConnectionIn(BaseModel):
+    """What the form and the API accept. `api_key`: empty keeps the saved key; `clear_key` removes it."""
+
+    name: str = Field(min_length=1, max_length=120)
+    kind: str = "openai"
+    preset: str = "custom"
+    base_url: str = Field(min_length=1, max_length=500)
+    model: str = ""
+    api_key: str | None = None
+    clear_key: bool = False
+    extra_headers: dict[str, str] = Field(default_factory=dict)
+    extra_body: dict = Field(default_factory=dict)
+    temperature: float | None = Field(default=0.8, ge=0, le=5)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    max_tokens: int = Field(default=512, ge=1, le=1_000_000)
+    context_size: int = Field(default=8192, ge=256, le=10_000_000)
+    stop: list[str] = Field(default_factory=list)
+    is_default: bool = False
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, v: str) -> str:
+        if v not in {"openai", "anthropic"}:
+            raise ValueError("kind must be 'openai' (chat completions) or 'anthropic' (Messages API)")
+        return v
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        v = v.strip().rstrip("/")
+        if not v.startswith(("http://", "https://")):
+            raise ValueError("The base URL must start with http:// or https://")
+        return v
+
+
+class ConnectionRead(BaseModel):
+    """A connection as shown anywhere outside the server: the key never leaves, only whether one is set."""
+
+    id: int
+    name: str
+    kind: str
+    preset: str
+    base_url: str
+    model: str
+    has_key: bool
+    extra_headers: dict[str, str]
+    extra_body: dict
+    temperature: float | None
+    top_p: float | None
+    max_tokens: int
+    context_size: int
+    stop: list[str]
+    is_default: bool
+    created_at: datetime
+    updated_at: datetime
+
+
+class ProbeOut(BaseModel):
+    ok: bool
+    model: str | None
+    message: str

@@ -1,0 +1,55 @@
+"""The engine: SQLite through pysqlite3 (it can load extensions), sqlite-vec on every connection,
+WAL and foreign keys. SQLite-specific SQL stays in this module."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pysqlite3.dbapi2 as sqlite3
+import sqlite_vec
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, create_engine
+
+log = logging.getLogger(__name__)
+
+
+def _on_connect(dbapi_conn, _record) -> None:
+    dbapi_conn.enable_load_extension(True)
+    sqlite_vec.load(dbapi_conn)
+    dbapi_conn.enable_load_extension(False)
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA busy_timeout=5000")
+    cur.close()
+
+
+def make_engine(database_path: Path) -> Engine:
+    database_path.parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(
+        f"sqlite:///{database_path}",
+        module=sqlite3,
+        connect_args={"check_same_thread": False, "timeout": 30},
+    )
+    event.listen(engine, "connect", _on_connect)
+    return engine
+
+
+def session_scope(engine: Engine) -> Iterator[Session]:
+    """A session that commits on success and rolls back on error (the request owns the transaction)."""
+    with Session(engine, expire_on_commit=False) as session:
+        try:
+            yield session
+            session.commit()
+        except Exception:
+            session.rollback()
+            raise
+
+
+def vec_version(engine: Engine) -> str:
+    with engine.connect() as conn:
+        return conn.exec_driver_sql("select vec_version()").scalar_one()

@@ -1,0 +1,53 @@
+"""Turning HTML form fields into the same input models the JSON API takes."""
+
+from __future__ import annotations
+
+import json
+
+from starlette.datastructures import FormData, UploadFile
+
+from app.errors import UserError
+
+
+def text(form: FormData, name: str, default: str = "") -> str:
+    value = form.get(name)
+    return value if isinstance(value, str) else default
+
+
+def optional_number(form: FormData, name: str, kind: type = float):
+    raw = text(form, name).strip()
+    if not raw:
+        return None
+    try:
+        return kind(raw)
+    except ValueError as err:
+        raise UserError(f"“{raw}” is not a number ({name.replace('_', ' ')}).") from err
+
+
+def checkbox(form: FormData, name: str) -> bool:
+    return text(form, name).lower() in {"true", "on", "1", "yes"}
+
+
+def lines(form: FormData, name: str) -> list[str]:
+    return [line for line in text(form, name).splitlines() if line.strip()]
+
+
+def json_object(form: FormData, name: str, label: str) -> dict:
+    raw = text(form, name).strip()
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as err:
+        raise UserError(f"{label} is not valid JSON: {err.msg} (line {err.lineno}, column {err.colno}).") from err
+    if not isinstance(value, dict):
+        raise UserError(f"{label} must be a JSON object like {{\"key\": \"value\"}}.")
+    return value
+
+
+async def upload(form: FormData, name: str) -> bytes | None:
+    value = form.get(name)
+    if isinstance(value, UploadFile) and value.filename:
+        data = await value.read()
+        return data or None
+    return None

@@ -1,0 +1,42 @@
+"""Pictures users upload (avatars): checked with Pillow before anything is stored."""
+
+from __future__ import annotations
+
+import io
+
+from PIL import Image as PILImage
+from PIL import UnidentifiedImageError
+from sqlmodel import Session
+
+from app.errors import NotFound, UserError
+from app.images.models import Image
+
+MAX_IMAGE_BYTES = 12 * 1024 * 1024
+_MIME = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
+
+
+def store_image(session: Session, raw: bytes) -> Image:
+    if not raw:
+        raise UserError("The picture is empty.")
+    if len(raw) > MAX_IMAGE_BYTES:
+        raise UserError(f"The picture is {len(raw) / 1024 / 1024:.1f} MB; pictures larger than 12 MB are refused.")
+    try:
+        with PILImage.open(io.BytesIO(raw)) as img:
+            fmt = img.format
+            width, height = img.size
+            img.verify()
+    except (UnidentifiedImageError, OSError, SyntaxError) as err:
+        raise UserError("This file is not a picture Sugo can read (PNG, JPEG, WEBP or GIF).") from err
+    if fmt not in _MIME:
+        raise UserError(f"Pictures in {fmt} format are not supported; use PNG, JPEG, WEBP or GIF.")
+    image = Image(mime=_MIME[fmt], width=width, height=height, data=raw)
+    session.add(image)
+    session.flush()
+    return image
+
+
+def get_image(session: Session, image_id: int) -> Image:
+    image = session.get(Image, image_id)
+    if image is None:
+        raise NotFound(f"Picture {image_id} does not exist.")
+    return image

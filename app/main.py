@@ -1,0 +1,73 @@
+"""create_app(): routers, static files, protection, and the lifespan that migrates the database
+and starts the scheduler."""
+
+from __future__ import annotations
+
+import logging
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from app.api_common import install_error_handlers
+from app.auth import ProtectionMiddleware, SessionSigner, load_session_secret
+from app.chats.generate import Generations
+from app.connections.crypto import KeyBox
+from app.db import make_engine
+from app.jobs import make_scheduler
+from app.migrate import upgrade_database
+from app.settings import Settings, load_settings
+from app.web import STATIC_DIR
+
+log = logging.getLogger(__name__)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or load_settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    engine = make_engine(settings.database_path)
+    # Migrate before serving anything: a request must never meet an old schema.
+    upgrade_database(engine)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        scheduler = make_scheduler()
+        if settings.start_scheduler:
+            scheduler.start()
+        app.state.scheduler = scheduler
+        try:
+            yield
+        finally:
+            await app.state.generations.shutdown()
+            if scheduler.running:
+                scheduler.shutdown(wait=False)
+            engine.dispose()
+
+    app = FastAPI(title="Sugo", version="0.1.0", lifespan=lifespan,
+                  description="Self-hosted AI roleplay and chat with memory that works.")  # fmt: skip
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.keybox = KeyBox(settings.secret_key_path)
+    app.state.generations = Generations()
+
+    signer = SessionSigner(load_session_secret(settings.session_key_path)) if settings.password else None
+    app.state.session_signer = signer
+    app.add_middleware(ProtectionMiddleware, password=settings.password, signer=signer)
+    install_error_handlers(app)
+
+    from app import pages
+    from app.characters.api import router as characters_api
+    from app.chats.api import router as chats_api
+    from app.connections.api import router as connections_api
+    from app.images.routes import router as images_routes
+    from app.personas.api import router as personas_api
+
+    for router in (connections_api, characters_api, personas_api, chats_api, images_routes, *pages.routers):
+        app.include_router(router)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    @app.get("/healthz", include_in_schema=False)
+    def healthz() -> dict:
+        return {"status": "ok"}
+
+    return app

@@ -1,0 +1,14 @@
+"""Every table, imported in one place for Alembic's target_metadata."""
+
+from sqlmodel import SQLModel
+
+from app import modelbase as _modelbase  # noqa: F401  (naming convention first)
+from app.characters.models import Character
+from app.chats.models import Chat, ChatCharacter, Message
+from app.connections.models import Connection
+from app.images.models import Image
+from app.personas.models import Persona
+
+metadata = SQLModel.metadata
+
+__all__ = ["Character", "Chat", "ChatCharacter", "Connection", "Image", "Message", "Persona", "metadata"]

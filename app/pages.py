@@ -1,0 +1,9 @@
+"""The HTML routers, in the order they are matched."""
+
+from app.characters.routes import router as characters
+from app.chats.routes import router as chats
+from app.connections.routes import router as connections
+from app.home import router as home
+from app.personas.routes import router as personas
+
+routers = (home, chats, characters, personas, connections)

@@ -1,0 +1,17 @@
+from datetime import datetime
+
+from sqlmodel import Field, SQLModel
+
+from app.timeutil import utcnow
+
+
+class Persona(SQLModel, table=True):
+    """Who the user plays: the name that {{user}} becomes and a description the model reads."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str
+    description: str = ""
+    avatar_id: int | None = Field(default=None, foreign_key="image.id", ondelete="SET NULL")
+    is_default: bool = False
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)

@@ -1,0 +1,55 @@
+"""Persona page."""
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+from pydantic import ValidationError
+
+from app import forms
+from app.deps import SessionDep
+from app.errors import UserError
+from app.personas import service
+from app.personas.schemas import PersonaIn
+from app.web import render
+
+router = APIRouter(include_in_schema=False)
+
+
+def _page(request: Request, session) -> HTMLResponse:
+    return render(request, "personas/list.html", {"personas": service.list_personas(session)})
+
+
+def _form_input(form) -> PersonaIn:
+    try:
+        return PersonaIn(name=forms.text(form, "name"), description=forms.text(form, "description"),
+                         is_default=forms.checkbox(form, "is_default"))  # fmt: skip
+    except ValidationError as err:
+        raise UserError("A persona needs a name.") from err
+
+
+@router.get("/personas")
+def list_personas_page(request: Request, session: SessionDep) -> HTMLResponse:
+    """All personas, editable in place."""
+    return _page(request, session)
+
+
+@router.post("/personas")
+async def create_persona_page(request: Request, session: SessionDep) -> HTMLResponse:
+    """Add a persona."""
+    form = await request.form()
+    service.create_persona(session, _form_input(form), avatar=await forms.upload(form, "avatar"))
+    return _page(request, session)
+
+
+@router.post("/personas/{persona_id}")
+async def update_persona_page(persona_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+    """Save a persona."""
+    form = await request.form()
+    service.update_persona(session, persona_id, _form_input(form), avatar=await forms.upload(form, "avatar"))
+    return _page(request, session)
+
+
+@router.post("/personas/{persona_id}/delete")
+def delete_persona_page(persona_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+    """Delete a persona."""
+    service.delete_persona(session, persona_id)
+    return _page(request, session)

@@ -1,0 +1,53 @@
+"""Prompt blocks: named pieces of the prompt, each in a group, with its own token estimate.
+The same blocks feed the provider, Peek Prompt and (later) the context grid."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Groups in prompt order. Stable groups come first so the prompt prefix stays the same from turn
+# to turn (providers' prompt caches hit); per-turn material sits near the newest messages.
+GROUPS: tuple[str, ...] = ("system", "above_conversation", "examples", "conversation", "dynamic", "at_depth")
+GROUP_LABELS = {
+    "system": "System",
+    "above_conversation": "Above the conversation",
+    "examples": "Example dialogue",
+    "conversation": "Conversation",
+    "dynamic": "Dynamic (near the newest turns)",
+    "at_depth": "Among the recent messages",
+}
+
+
+@dataclass(frozen=True)
+class PromptBlock:
+    name: str
+    label: str
+    group: str
+    role: str
+    text: str
+    tokens: int
+    message_id: int | None = None  # set for history blocks
+    depth: int | None = None  # for at_depth blocks: how many messages from the end
+
+
+@dataclass(frozen=True)
+class Prompt:
+    blocks: tuple[PromptBlock, ...]
+    messages: tuple[dict, ...]
+    total_tokens: int
+    context_size: int
+    reply_reserve: int
+    history_available: int  # visible messages inside the recent-message limit
+    history_included: int  # of those, how many fit the context
+    hidden_skipped: int
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def included_message_ids(self) -> list[int]:
+        return [b.message_id for b in self.blocks if b.message_id is not None]
+
+    def tokens_by_group(self) -> dict[str, int]:
+        totals = {g: 0 for g in GROUPS}
+        for block in self.blocks:
+            totals[block.group] += block.tokens
+        return {g: t for g, t in totals.items() if t}

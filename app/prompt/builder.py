@@ -1,0 +1,171 @@
+"""Prompt builder v1: a plain snapshot in, blocks and provider messages out. No I/O here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from app.prompt.blocks import Prompt, PromptBlock
+from app.prompt.macros import expand_macros
+from app.prompt.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
+from app.prompt.window import recent_window
+
+# SillyTavern's default main prompt for roleplay; a card's system_prompt replaces it ({{original}}
+# inside the card's prompt puts this back in).
+ROLEPLAY_MAIN_PROMPT = (
+    "Write {{char}}'s next reply in a fictional chat between {{char}} and {{user}}. "
+    "Stay in character, write in third person past tense for narration, and never speak or act for {{user}}."
+)
+CONVERSATION_MAIN_PROMPT = (
+    "You are {{char}}, chatting with {{user}} in a private conversation. Reply as {{char}} would, "
+    "in their own voice, naturally and briefly unless asked for more."
+)
+GROUP_NUDGE = "[Write the next reply only as {{char}}.]"
+
+
+@dataclass(frozen=True)
+class CardSnapshot:
+    id: int
+    name: str
+    description: str = ""
+    personality: str = ""
+    scenario: str = ""
+    mes_example: str = ""
+    system_prompt: str = ""
+    post_history_instructions: str = ""
+
+
+@dataclass(frozen=True)
+class HistoryMessage:
+    id: int
+    role: str  # "user" | "assistant" | "system"
+    name: str
+    content: str
+    hidden: bool = False
+
+
+@dataclass(frozen=True)
+class PromptContext:
+    mode: str
+    characters: tuple[CardSnapshot, ...]
+    speaker: CardSnapshot
+    user_name: str
+    persona_description: str
+    messages: tuple[HistoryMessage, ...]  # chronological, hidden ones included (the builder skips them)
+    context_size: int
+    reply_reserve: int
+    recent_limit: int = 80
+    extra_notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _examples_text(raw: str) -> str:
+    # SillyTavern separates example chats with <START>; each becomes a labelled example.
+    parts = [p.strip() for p in raw.replace("<start>", "<START>").split("<START>")]
+    return "\n\n".join(f"[Example Chat]\n{p}" for p in parts if p)
+
+
+def _character_text(card: CardSnapshot, *, group: bool, ex: Callable[[str], str]) -> str:
+    lines = []
+    if group:
+        lines.append(f"## {card.name}")
+    if card.description.strip():
+        lines.append(ex(card.description.strip()))
+    if card.personality.strip():
+        lines.append(f"{card.name}'s personality: {ex(card.personality.strip())}")
+    return "\n".join(lines) if (len(lines) > 1 or not group) else ""
+
+
+def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Prompt:
+    speaker = ctx.speaker
+    group = len(ctx.characters) > 1
+
+    def ex(text: str) -> str:
+        return expand_macros(text, char=speaker.name, user=ctx.user_name)
+
+    fixed_before: list[PromptBlock] = []
+
+    def add(into: list[PromptBlock], name: str, label: str, grp: str, text: str, role: str = "system") -> None:
+        text = text.strip()
+        if text:  # empty optional blocks take no tokens
+            into.append(PromptBlock(name, label, grp, role, text, count(text)))
+
+    main = CONVERSATION_MAIN_PROMPT if ctx.mode == "conversation" else ROLEPLAY_MAIN_PROMPT
+    if speaker.system_prompt.strip():
+        main = speaker.system_prompt.replace("{{original}}", main)
+    add(fixed_before, "main_prompt", "Main prompt", "system", ex(main))
+    for card in ctx.characters:
+        add(fixed_before, f"character_{card.id}", f"Character: {card.name}", "system",
+            _character_text(card, group=group, ex=ex))  # fmt: skip
+    scenarios = {c.scenario.strip() for c in ctx.characters if c.scenario.strip()}
+    add(fixed_before, "scenario", "Scenario", "system", "\n".join(f"Scenario: {ex(s)}" for s in sorted(scenarios)))
+    if ctx.persona_description.strip():
+        add(fixed_before, "persona", f"Persona: {ctx.user_name}", "above_conversation",
+            f"About {ctx.user_name}: {ex(ctx.persona_description.strip())}")  # fmt: skip
+    examples = "\n\n".join(_examples_text(c.mes_example) for c in ctx.characters if c.mes_example.strip())
+    add(fixed_before, "examples", "Example dialogue", "examples", ex(examples))
+
+    fixed_after: list[PromptBlock] = []
+    if group:
+        add(fixed_after, "group_nudge", "Group nudge", "at_depth", ex(GROUP_NUDGE))
+    if speaker.post_history_instructions.strip():
+        add(fixed_after, "post_history", "Post-history instructions", "at_depth",
+            ex(speaker.post_history_instructions.replace("{{original}}", "")))  # fmt: skip
+
+    visible = [m for m in ctx.messages if not m.hidden]
+    hidden_skipped = len(ctx.messages) - len(visible)
+    candidates = recent_window(visible, ctx.recent_limit)
+
+    fixed_tokens = sum(b.tokens + MESSAGE_OVERHEAD_TOKENS for b in (*fixed_before, *fixed_after))
+    budget = ctx.context_size - ctx.reply_reserve - fixed_tokens
+    history: list[PromptBlock] = []
+    used = 0
+    for msg in reversed(candidates):
+        text = ex(msg.content)
+        if group or msg.role == "system":
+            text = f"{msg.name}: {text}" if msg.role != "system" else text
+        role = "user" if msg.role == "user" else ("system" if msg.role == "system" else "assistant")
+        tokens = count(text)
+        # The newest message always goes in, even over budget: a reply to nothing is useless.
+        if history and used + tokens + MESSAGE_OVERHEAD_TOKENS > budget:
+            break
+        used += tokens + MESSAGE_OVERHEAD_TOKENS
+        history.append(PromptBlock(f"message_{msg.id}", f"{msg.name}", "conversation", role, text, tokens,
+                                   message_id=msg.id))  # fmt: skip
+    history.reverse()
+
+    notes = list(ctx.extra_notes)
+    if len(history) < len(candidates):
+        notes.append(
+            f"{len(candidates) - len(history)} older message(s) did not fit the context size "
+            f"({ctx.context_size} tokens minus {ctx.reply_reserve} reserved for the reply)."
+        )
+    blocks = (*fixed_before, *history, *fixed_after)
+    messages = _provider_messages(blocks)
+    total = sum(b.tokens for b in blocks) + MESSAGE_OVERHEAD_TOKENS * len(messages)
+    return Prompt(
+        blocks=tuple(blocks),
+        messages=tuple(messages),
+        total_tokens=total,
+        context_size=ctx.context_size,
+        reply_reserve=ctx.reply_reserve,
+        history_available=len(candidates),
+        history_included=len(history),
+        hidden_skipped=hidden_skipped,
+        notes=tuple(notes),
+    )
+
+
+def _provider_messages(blocks: Sequence[PromptBlock]) -> list[dict]:
+    """Consecutive system blocks before the conversation become one system message (many local
+    models accept only one); the end of that stable prefix carries the cache marker."""
+    messages: list[dict] = []
+    head: list[str] = []
+    i = 0
+    while i < len(blocks) and blocks[i].message_id is None and blocks[i].group != "at_depth":
+        head.append(blocks[i].text)
+        i += 1
+    if head:
+        messages.append({"role": "system", "content": "\n\n".join(head), "cache": True})
+    for block in blocks[i:]:
+        messages.append({"role": block.role, "content": block.text})
+    return messages

@@ -1,0 +1,73 @@
+"""All configuration, read once from SUGO_* environment variables."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# The loopback ports local model servers answer on out of the box; the first-run page offers
+# whichever of them answers.
+DEFAULT_DISCOVERY_PORTS = {"Ollama": 11434, "llama.cpp server": 8080, "KoboldCpp": 5001, "LM Studio": 1234}
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _discovery_ports() -> dict[str, int]:
+    # SUGO_DISCOVERY_PORTS="Ollama=11434,KoboldCpp=5001" replaces the defaults (tests point it at
+    # the test model server).
+    raw = os.environ.get("SUGO_DISCOVERY_PORTS")
+    if not raw:
+        return dict(DEFAULT_DISCOVERY_PORTS)
+    ports: dict[str, int] = {}
+    for part in raw.split(","):
+        if "=" in part:
+            name, port = part.split("=", 1)
+            ports[name.strip()] = int(port)
+    return ports
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path
+    host: str = "127.0.0.1"
+    port: int = 8000
+    password: str | None = None
+    discovery_ports: dict[str, int] = field(default_factory=dict)
+    # Streamed replies are written to the database at most this often, so a crash loses little
+    # and a long reply does not turn into thousands of writes.
+    stream_flush_interval_s: float = 0.5
+    start_scheduler: bool = True
+
+    @property
+    def database_path(self) -> Path:
+        return self.data_dir / "sugo.db"
+
+    @property
+    def database_url(self) -> str:
+        return f"sqlite:///{self.database_path}"
+
+    @property
+    def secret_key_path(self) -> Path:
+        return self.data_dir / "secret.key"
+
+    @property
+    def session_key_path(self) -> Path:
+        return self.data_dir / "session.key"
+
+
+def load_settings() -> Settings:
+    return Settings(
+        data_dir=Path(os.environ.get("SUGO_DATA_DIR", "./data")).resolve(),
+        host=os.environ.get("SUGO_HOST", "127.0.0.1"),
+        port=int(os.environ.get("SUGO_PORT", "8000")),
+        password=os.environ.get("SUGO_PASSWORD") or None,
+        discovery_ports=_discovery_ports(),
+        stream_flush_interval_s=float(os.environ.get("SUGO_STREAM_FLUSH_S", "0.5")),
+        start_scheduler=_env_bool("SUGO_SCHEDULER", True),
+    )

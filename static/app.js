@@ -1,0 +1,290 @@
+// Sugo's few lines of browser code: streaming replies, the composer, panels, shortcuts, theme.
+// Everything else is server-rendered HTML with HTMX.
+(function () {
+  "use strict";
+
+  const csrf = () => document.querySelector('meta[name="csrf-token"]')?.content || "";
+
+  function toast(message, kind) {
+    const box = document.getElementById("toasts");
+    if (!box) return;
+    const el = document.createElement("div");
+    el.className = "toast toast-" + (kind || "info");
+    el.setAttribute("role", "status");
+    el.textContent = message;
+    box.appendChild(el);
+    setTimeout(() => el.remove(), kind === "error" ? 9000 : 4000);
+  }
+
+  // Toasts rendered by the server (errors from HTMX requests) fade out on their own.
+  document.addEventListener("htmx:afterSwap", (e) => {
+    document.querySelectorAll("#toasts [data-autohide]").forEach((el) => {
+      el.removeAttribute("data-autohide");
+      setTimeout(() => el.remove(), 9000);
+    });
+    const focus = e.detail.target.querySelector("[data-autofocus]");
+    if (focus) { focus.focus(); focus.setSelectionRange?.(focus.value.length, focus.value.length); }
+  });
+  document.addEventListener("htmx:sendError", () => toast("Sugo's server did not answer. Is it still running?", "error"));
+
+  // ---- theme --------------------------------------------------------------------------------
+  document.addEventListener("click", (e) => {
+    if (!e.target.closest('[data-action="toggle-theme"]')) return;
+    const root = document.documentElement;
+    root.dataset.theme = root.dataset.theme === "light" ? "dark" : "light";
+    localStorage.setItem("sugo-theme", root.dataset.theme);
+  });
+
+  // ---- panels and dialogs -------------------------------------------------------------------
+  function openPanel(id) {
+    const panel = document.getElementById(id);
+    if (!panel) return;
+    panel.hidden = false;
+    document.getElementById("scrim")?.removeAttribute("hidden");
+    requestAnimationFrame(() => panel.classList.add("open"));
+  }
+  function closePanels() {
+    document.querySelectorAll(".panel.open").forEach((p) => { p.classList.remove("open"); p.hidden = true; });
+    document.getElementById("scrim")?.setAttribute("hidden", "");
+  }
+  document.addEventListener("click", (e) => {
+    const opener = e.target.closest("[data-open-panel]");
+    if (opener) openPanel(opener.dataset.openPanel);
+    const dlg = e.target.closest("[data-open-dialog]");
+    if (dlg) document.getElementById(dlg.dataset.openDialog)?.showModal();
+    if (e.target.closest("[data-close-panel]") || e.target.id === "scrim") closePanels();
+    if (e.target.closest("[data-close-dialog]")) e.target.closest("dialog")?.close();
+  });
+  document.addEventListener("sugo:settings-saved", () => {
+    const chat = document.getElementById("chat");
+    if (chat) refreshHeaderName();
+  });
+  function refreshHeaderName() {
+    const input = document.querySelector('#chat-settings-form input[name="name"]');
+    const title = document.getElementById("chat-name");
+    if (input && title) title.textContent = input.value;
+  }
+
+  // ---- the chat -----------------------------------------------------------------------------
+  const chatEl = () => document.getElementById("chat");
+  const chatId = () => chatEl()?.dataset.chatId;
+  const list = () => document.getElementById("message-list");
+  let streaming = null; // {controller, messageId}
+
+  function scrollToEnd(force) {
+    const l = list();
+    if (!l) return;
+    const nearEnd = l.scrollHeight - l.scrollTop - l.clientHeight < 160;
+    if (force || nearEnd) l.scrollTop = l.scrollHeight;
+  }
+
+  function lastMessageId() {
+    const items = list()?.querySelectorAll("article.msg");
+    return items && items.length ? Number(items[items.length - 1].dataset.id) : 0;
+  }
+
+  async function fetchFragment(url) {
+    const r = await fetch(url, { headers: { "HX-Request": "true" } });
+    if (!r.ok) throw new Error("HTTP " + r.status);
+    return r.text();
+  }
+
+  function replaceMessage(id, html) {
+    const old = document.getElementById("msg-" + id);
+    const tpl = document.createElement("template");
+    tpl.innerHTML = html.trim();
+    const fresh = tpl.content.firstElementChild;
+    if (!fresh) return;
+    if (old) old.replaceWith(fresh); else list().appendChild(fresh);
+    htmx.process(fresh);
+  }
+
+  async function appendNewMessages(afterId) {
+    const html = await fetchFragment(`/chats/${chatId()}/messages?after=${afterId}`);
+    const tpl = document.createElement("template");
+    tpl.innerHTML = html;
+    document.getElementById("chat-empty")?.remove();
+    for (const el of Array.from(tpl.content.children)) {
+      const existing = el.id && document.getElementById(el.id);
+      if (existing) existing.replaceWith(el); else list().appendChild(el);
+      htmx.process(el);
+    }
+    // The message that used to be last loses its "generate another version" arrow.
+    list().querySelectorAll("article.msg[data-last]").forEach((el) => {
+      if (Number(el.dataset.id) <= afterId) refreshMessage(el.dataset.id);
+    });
+    scrollToEnd(true);
+  }
+
+  async function refreshMessage(id) {
+    try { replaceMessage(id, await fetchFragment(`/chats/${chatId()}/messages/${id}`)); } catch (_) { /* gone */ }
+  }
+
+  function setBusy(busy) {
+    const send = document.getElementById("send-button");
+    const stop = document.getElementById("stop-button");
+    if (send) send.hidden = busy;
+    if (stop) stop.hidden = !busy;
+    chatEl()?.classList.toggle("is-generating", busy);
+  }
+
+  async function readStream(response, onEvent) {
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      let cut;
+      while ((cut = buffer.indexOf("\n\n")) >= 0) {
+        const raw = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        let event = "message", data = "";
+        for (const line of raw.split("\n")) {
+          if (line.startsWith("event:")) event = line.slice(6).trim();
+          else if (line.startsWith("data:")) data += line.slice(5).trim();
+        }
+        if (data) await onEvent(event, JSON.parse(data));
+      }
+    }
+  }
+
+  async function consume(response, beforeId) {
+    let textEl = null, text = "", messageId = null;
+    await readStream(response, async (event, data) => {
+      if (event === "start") {
+        messageId = data.message_id;
+        if (streaming) streaming.messageId = messageId;
+        await appendNewMessages(beforeId);
+        const item = document.getElementById("msg-" + messageId);
+        item?.classList.add("is-streaming");
+        textEl = item?.querySelector(".msg-text");
+        if (textEl) textEl.innerHTML = '<span class="typing" aria-label="Writing"><i></i><i></i><i></i></span>';
+      } else if (event === "token") {
+        text += data.text;
+        // Plain text while streaming; the server's sanitized Markdown replaces it at the end.
+        if (textEl) { textEl.textContent = text; scrollToEnd(false); }
+      } else if (event === "error") {
+        toast(data.message, "error");
+      }
+      if (["done", "error", "stopped"].includes(event) && (data.message_id || messageId)) {
+        await refreshMessage(data.message_id || messageId);
+        scrollToEnd(false);
+      }
+    });
+  }
+
+  async function generate(payload) {
+    if (streaming) { toast("A reply is already being written. Stop it first.", "error"); return false; }
+    const controller = new AbortController();
+    streaming = { controller, messageId: null };
+    setBusy(true);
+    const beforeId = lastMessageId();
+    try {
+      const r = await fetch(`/api/chats/${chatId()}/generate`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf() },
+        body: JSON.stringify(payload),
+        signal: controller.signal,
+      });
+      if (!r.ok) {
+        let msg = "The reply could not start (HTTP " + r.status + ").";
+        try { const j = await r.json(); msg = typeof j.detail === "string" ? j.detail : JSON.stringify(j.detail); } catch (_) {}
+        toast(msg, "error");
+        await appendNewMessages(beforeId).catch(() => {});
+        return false;
+      }
+      await consume(r, beforeId);
+      return true;
+    } catch (err) {
+      if (err.name !== "AbortError") toast("Lost the connection to Sugo while the reply was streaming; reload to see it.", "error");
+      return false;
+    } finally {
+      streaming = null;
+      setBusy(false);
+    }
+  }
+
+  async function follow() {
+    // A reply was being written when the page loaded (e.g. after a reload): watch it finish.
+    const r = await fetch(`/api/chats/${chatId()}/generate`);
+    if (r.status !== 200) return;
+    streaming = { controller: new AbortController(), messageId: null };
+    setBusy(true);
+    try { await consume(r, lastMessageId() - 1); } finally { streaming = null; setBusy(false); }
+  }
+
+  async function stop() {
+    if (!chatId()) return;
+    await fetch(`/api/chats/${chatId()}/stop`, { method: "POST", headers: { "X-CSRF-Token": csrf() } });
+  }
+
+  document.addEventListener("submit", async (e) => {
+    if (e.target.id !== "composer") return;
+    e.preventDefault();
+    const input = document.getElementById("composer-input");
+    const content = input.value;
+    const speaker = document.getElementById("speaker-select")?.value;
+    const payload = { action: "send", content: content.trim() ? content : null };
+    if (speaker) payload.speaker_id = Number(speaker);
+    input.value = "";
+    autosize(input);
+    const ok = await generate(payload);
+    if (!ok && content && !document.querySelector(".msg-user:last-of-type")) input.value = content;
+  });
+
+  document.addEventListener("click", (e) => {
+    if (e.target.closest("#stop-button")) stop();
+    const regen = e.target.closest('[data-action="regenerate"]');
+    if (regen) generate({ action: "regenerate", message_id: Number(regen.dataset.messageId) });
+  });
+
+  // The server answers "swipe past the newest version" with an HX-Trigger asking for a new one.
+  document.addEventListener("sugo:generate", (e) => generate(e.detail));
+
+  function autosize(el) {
+    el.style.height = "auto";
+    el.style.height = Math.min(el.scrollHeight, window.innerHeight * 0.4) + "px";
+  }
+  document.addEventListener("input", (e) => { if (e.target.id === "composer-input") autosize(e.target); });
+
+  // ---- keyboard -----------------------------------------------------------------------------
+  const coarse = window.matchMedia("(pointer: coarse)").matches;
+  document.addEventListener("keydown", (e) => {
+    const t = e.target;
+    if (t.id === "composer-input" && e.key === "Enter" && !e.shiftKey && !e.isComposing && (!coarse || e.ctrlKey || e.metaKey)) {
+      e.preventDefault();
+      document.getElementById("composer").requestSubmit();
+      return;
+    }
+    if (t.id === "composer-input" && e.key === "ArrowUp" && !t.value) {
+      // Up in an empty composer edits your last message, as in SillyTavern.
+      const mine = list()?.querySelectorAll("article.msg-user");
+      const last = mine && mine[mine.length - 1];
+      if (last) { e.preventDefault(); last.querySelector('[aria-label="Edit message"]')?.click(); }
+      return;
+    }
+    if (t.closest?.(".edit-form") && e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+      e.preventDefault(); t.closest("form").requestSubmit(); return;
+    }
+    if (e.key === "Escape") {
+      if (streaming) { stop(); return; }
+      closePanels();
+      return;
+    }
+    const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(t.tagName) && t.id !== "composer-input";
+    if (!typing && e.altKey && (e.key === "ArrowLeft" || e.key === "ArrowRight") && chatId()) {
+      const last = list()?.querySelector("article.msg[data-last]");
+      const btn = last?.querySelector(e.key === "ArrowLeft" ? ".swipe-left" : ".swipe-right");
+      if (btn && !btn.disabled) { e.preventDefault(); btn.click(); }
+    }
+  });
+
+  document.addEventListener("DOMContentLoaded", () => {
+    if (chatEl()) {
+      scrollToEnd(true);
+      if (chatEl().dataset.generating === "true") follow();
+    }
+  });
+})();
