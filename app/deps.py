@@ -23,6 +23,8 @@ def get_settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-SessionDep = Annotated[Session, Depends(get_session)]
+# scope="function": commit before the response leaves, so a client that reads right after a
+# write always sees it.
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 KeyBoxDep = Annotated[KeyBox, Depends(get_keybox)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]

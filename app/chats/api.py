@@ -111,7 +111,7 @@ def branch_chat(chat_id: int, message_id: int, session: SessionDep) -> ChatRead:
 
 
 @router.post("/{chat_id}/generate")
-def generate_reply(chat_id: int, data: GenerateIn, request: Request) -> StreamingResponse:
+async def generate_reply(chat_id: int, data: GenerateIn, request: Request) -> StreamingResponse:
     """Store the user's message (if any) and stream the reply as server-sent events:
     `start`, `token` {text}..., then `done`, `stopped` or `error` {kind, message}."""
     state = request.app.state
@@ -127,7 +127,7 @@ def generate_reply(chat_id: int, data: GenerateIn, request: Request) -> Streamin
 
 
 @router.get("/{chat_id}/generate")
-def follow_generation(chat_id: int, request: Request) -> Response:
+async def follow_generation(chat_id: int, request: Request) -> Response:
     """Follow the reply being written now (204 when none is)."""
     gen = request.app.state.generations.get(chat_id)
     if gen is None:
@@ -136,7 +136,7 @@ def follow_generation(chat_id: int, request: Request) -> Response:
 
 
 @router.post("/{chat_id}/stop")
-def stop_generation(chat_id: int, request: Request) -> dict:
+async def stop_generation(chat_id: int, request: Request) -> dict:
     """Stop the reply being written; what arrived so far is kept."""
     return {"stopped": request.app.state.generations.stop(chat_id)}
 

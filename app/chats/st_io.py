@@ -33,7 +33,7 @@ def import_chat(session: Session, raw: bytes, *, character_id: int | None = None
     for st in parsed.messages:
         texts = st.swipes or [st.mes]
         swipe_id = min(max(st.swipe_id, 0), len(texts) - 1) if st.swipes else 0
-        created = st.send_date.replace(tzinfo=None) if st.send_date else now
+        created = st.send_date or now
         swipes = [chats.swipe_record(t) for t in texts]
         base = dict(st.raw)
         base["mes"] = ""

@@ -1,0 +1,82 @@
+"""Fixtures shared by integration and browser tests: the test model server and a live Sugo."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.live import LiveSugo
+from tests.support.model_server import ModelServer
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SERAPHINA_PNG = FIXTURES / "default_Seraphina.png"
+
+# Nothing in the suite may reach a model hub.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def model_server() -> Iterator[ModelServer]:
+    with ModelServer() as server:
+        yield server
+
+
+@pytest.fixture
+def models(model_server: ModelServer) -> Iterator[ModelServer]:
+    model_server.reset()
+    model_server.api_key = None
+    yield model_server
+    model_server.reset()
+
+
+@pytest.fixture
+def sugo(tmp_path: Path) -> Iterator[LiveSugo]:
+    with LiveSugo(tmp_path / "data") as live:
+        yield live
+
+
+@pytest.fixture
+def api(sugo: LiveSugo):
+    with sugo.client() as client:
+        yield client
+
+
+def add_connection(api, models: ModelServer, **overrides) -> dict:
+    body = {"name": "Test model", "kind": "openai", "base_url": models.base_url, "model": "test-model",
+            "context_size": 8192, "max_tokens": 256, **overrides}  # fmt: skip
+    r = api.post("/api/connections", json=body)
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def add_character(api, name: str = "Aria", **fields) -> dict:
+    body = {"name": name, "description": f"{name} is a wandering bard.", "first_mes": f"*{name} waves.* Hello, {{{{user}}}}!",
+            **fields}  # fmt: skip
+    r = api.post("/api/characters", json=body)
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def new_chat(api, character_ids: list[int], **fields) -> dict:
+    r = api.post("/api/chats", json={"character_ids": character_ids, **fields})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def read_sse(response) -> list[tuple[str, dict]]:
+    import json
+
+    events = []
+    for block in response.text.split("\n\n"):
+        event, data = "message", ""
+        for line in block.splitlines():
+            if line.startswith("event:"):
+                event = line[6:].strip()
+            elif line.startswith("data:"):
+                data += line[5:].strip()
+        if data:
+            events.append((event, json.loads(data)))
+    return events

@@ -1,0 +1,261 @@
+"""A chat end to end over real HTTP: Sugo on 127.0.0.1 talking to the test model server."""
+
+import threading
+import time
+
+from sqlmodel import select
+
+from app.chats.models import Message
+from tests.conftest import add_character, add_connection, new_chat, read_sse
+from tests.support.model_server import Reply
+
+
+def _setup(api, models, **char_fields):
+    add_connection(api, models)
+    char = add_character(api, **char_fields)
+    return char, new_chat(api, [char["id"]])
+
+
+def _send(api, chat_id, content, **extra):
+    r = api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": content, **extra})
+    assert r.status_code == 200, r.text
+    return read_sse(r)
+
+
+class TestGreetings:
+    def test_alternate_greetings_become_swipes_of_the_first_message(self, api, models):
+        char, chat = _setup(api, models, alternate_greetings=["Second hello", "Third hello"])
+        msgs = api.get(f"/api/chats/{chat['id']}/messages").json()
+        assert len(msgs) == 1
+        assert [s["content"] for s in msgs[0]["swipes"]] == [char["first_mes"], "Second hello", "Third hello"]
+
+
+class TestSendAndStream:
+    def test_reply_streams_in_several_tokens_and_is_stored(self, api, models):
+        _, chat = _setup(api, models)
+        models.script(Reply(text="The bard tunes her lute and smiles.", chunk_size=5))
+        events = _send(api, chat["id"], "Play me a song")
+        kinds = [e for e, _ in events]
+        assert kinds[0] == "start" and kinds[-1] == "done"
+        tokens = [d["text"] for e, d in events if e == "token"]
+        assert len(tokens) > 3 and "".join(tokens) == "The bard tunes her lute and smiles."
+        msgs = api.get(f"/api/chats/{chat['id']}/messages").json()
+        assert [m["role"] for m in msgs] == ["assistant", "user", "assistant"]
+        assert msgs[-1]["content"] == "The bard tunes her lute and smiles." and msgs[-1]["status"] == "ok"
+
+    def test_prompt_sent_holds_character_persona_and_history(self, api, models):
+        api.post("/api/personas", json={"name": "Rowan", "description": "A tired knight."})
+        _, chat = _setup(api, models)
+        _send(api, chat["id"], "Hello {{char}}")
+        sent = models.last_request.json["messages"]
+        assert sent[0]["role"] == "system"
+        assert "Aria is a wandering bard." in sent[0]["content"]
+        assert "About Rowan: A tired knight." in sent[0]["content"]
+        assert sent[1] == {"role": "assistant", "content": "*Aria waves.* Hello, Rowan!"}
+        assert sent[-1] == {"role": "user", "content": "Hello Aria"}
+        assert models.last_request.json["stream"] is True
+
+    def test_users_message_is_stored_before_the_provider_is_called(self, api, sugo, models):
+        _, chat = _setup(api, models)
+        models.script(Reply(text="late", first_delay_s=1.5))
+        done = threading.Thread(target=_send, args=(api, chat["id"], "Remember the lighthouse"))
+        done.start()
+        deadline = time.monotonic() + 10
+        while not models.requests and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert models.requests, "the provider was never called"
+        # The provider has the request and has not answered yet: the user's words are already stored.
+        with sugo.session() as s:
+            texts = [m.content for m in s.exec(select(Message).where(Message.chat_id == chat["id"]))]
+        assert "Remember the lighthouse" in texts
+        done.join()
+
+    def test_generation_parameters_reach_the_provider(self, api, models):
+        _, chat = _setup(api, models)
+        api.put(f"/api/chats/{chat['id']}/options", json={"settings": {
+            "temperature": 1.3, "top_p": 0.9, "max_tokens": 77, "stop": ["\nUser:"], "recent_message_limit": 40}})
+        _send(api, chat["id"], "hi")
+        body = models.last_request.json
+        assert (body["temperature"], body["top_p"], body["max_tokens"], body["stop"]) == (1.3, 0.9, 77, ["\nUser:"])
+
+
+class TestErrors:
+    def test_broken_stream_keeps_the_partial_reply_and_names_the_cause(self, api, models):
+        _, chat = _setup(api, models)
+        models.script(Reply(text="The dragon opened one enormous eye and", chunk_size=6, break_after_chunks=3))
+        events = _send(api, chat["id"], "Wake the dragon")
+        error = [d for e, d in events if e == "error"][0]
+        assert error["kind"] == "stream_broken" and "dropped" in error["message"]
+        last = api.get(f"/api/chats/{chat['id']}/messages").json()[-1]
+        assert last["status"] == "partial"
+        assert last["content"] == "The dragon opened one enormous eye and"[:18]
+        assert "dropped" in last["error"]
+
+    def test_each_cause_is_named(self, api, models):
+        _, chat = _setup(api, models)
+        cases = [
+            (Reply(status=401, error="Invalid API key provided"), "auth", "API key"),
+            (Reply(status=429, error="Too many requests"), "rate_limit", "Rate limited"),
+            (Reply(status=500, error="boom"), "server", "boom"),
+        ]
+        for reply, kind, words in cases:
+            models.script(reply)
+            events = _send(api, chat["id"], "hi")
+            error = [d for e, d in events if e == "error"][0]
+            assert error["kind"] == kind and words in error["message"], error
+            last = api.get(f"/api/chats/{chat['id']}/messages").json()[-1]
+            assert last["status"] == "error" and words in last["error"]
+
+    def test_unknown_model_and_refused_connection(self, api, models):
+        add_connection(api, models, model="ghost-model", is_default=True)
+        char = add_character(api)
+        chat = new_chat(api, [char["id"]])
+        error = [d for e, d in _send(api, chat["id"], "hi") if e == "error"][0]
+        assert error["kind"] == "not_found" and "ghost-model" in error["message"]
+        import socket
+
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        add_connection(api, models, base_url=f"http://127.0.0.1:{port}/v1", is_default=True)
+        error = [d for e, d in _send(api, chat["id"], "hi") if e == "error"][0]
+        assert error["kind"] == "connection" and "refused" in error["message"]
+        # Both user messages are kept even though no reply came.
+        users = [m for m in api.get(f"/api/chats/{chat['id']}/messages").json() if m["role"] == "user"]
+        assert len(users) == 2
+
+    def test_no_connection_says_what_to_do(self, api):
+        char = add_character(api)
+        chat = new_chat(api, [char["id"]])
+        error = [d for e, d in _send(api, chat["id"], "hi") if e == "error"][0]
+        assert "Add one under Connections" in error["message"]
+
+
+class TestStop:
+    def test_stop_keeps_what_arrived(self, api, sugo, models):
+        _, chat = _setup(api, models)
+        models.script(Reply(text="word " * 200, chunk_size=5, delay_s=0.02))
+        result = {}
+        t = threading.Thread(target=lambda: result.setdefault("events", _send(api, chat["id"], "Tell a long tale")))
+        t.start()
+        time.sleep(0.6)
+        assert api.post(f"/api/chats/{chat['id']}/stop").json() == {"stopped": True}
+        t.join(10)
+        assert [e for e, _ in result["events"]][-1] == "stopped"
+        last = api.get(f"/api/chats/{chat['id']}/messages").json()[-1]
+        assert last["status"] == "partial" and 0 < len(last["content"]) < len("word " * 200)
+
+    def test_second_generation_in_the_same_chat_is_refused_while_one_runs(self, api, models):
+        _, chat = _setup(api, models)
+        models.script(Reply(text="slow " * 50, delay_s=0.02))
+        t = threading.Thread(target=_send, args=(api, chat["id"], "one"))
+        t.start()
+        time.sleep(0.3)
+        r = api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "two"})
+        assert r.status_code == 400 and "already" in r.json()["detail"]
+        api.post(f"/api/chats/{chat['id']}/stop")
+        t.join(10)
+
+
+class TestSwipesEditsHidden:
+    def test_swipe_regenerate_and_select(self, api, models):
+        _, chat = _setup(api, models)
+        models.script("First answer", "Second answer")
+        _send(api, chat["id"], "Question")
+        r = api.post(f"/api/chats/{chat['id']}/generate", json={"action": "swipe"})
+        assert read_sse(r)[-1][0] == "done"
+        last = api.get(f"/api/chats/{chat['id']}/messages").json()[-1]
+        assert [s["content"] for s in last["swipes"]] == ["First answer", "Second answer"]
+        assert last["active_swipe"] == 1 and last["content"] == "Second answer"
+        back = api.post(f"/api/chats/{chat['id']}/messages/{last['id']}/swipe", json={"index": 0}).json()
+        assert back["content"] == "First answer"
+        # The regenerated prompt did not include the reply being replaced.
+        assert all(m["content"] != "First answer" for m in models.last_request.json["messages"])
+
+    def test_edit_changes_the_active_version_only(self, api, models):
+        _, chat = _setup(api, models)
+        _send(api, chat["id"], "hi")
+        api.post(f"/api/chats/{chat['id']}/generate", json={"action": "swipe"})
+        last = api.get(f"/api/chats/{chat['id']}/messages").json()[-1]
+        edited = api.patch(f"/api/chats/{chat['id']}/messages/{last['id']}", json={"content": "Edited text"}).json()
+        assert edited["content"] == "Edited text"
+        assert edited["swipes"][0]["content"] == "Echo: hi" and edited["swipes"][1]["content"] == "Edited text"
+
+    def test_hidden_message_stays_visible_but_leaves_the_prompt(self, api, models):
+        _, chat = _setup(api, models)
+        models.script("Noted.")
+        _send(api, chat["id"], "The password is swordfish")
+        user_msg = [m for m in api.get(f"/api/chats/{chat['id']}/messages").json() if m["role"] == "user"][0]
+        api.patch(f"/api/chats/{chat['id']}/messages/{user_msg['id']}", json={"hidden": True})
+        peek = api.get(f"/api/chats/{chat['id']}/prompt").json()
+        assert user_msg["id"] not in [b["message_id"] for b in peek["blocks"]]
+        assert peek["hidden_skipped"] == 1
+        _send(api, chat["id"], "What is the password?")
+        assert "swordfish" not in str(models.last_request.json["messages"])
+        page = api.get(f"/chats/{chat['id']}").text
+        assert "swordfish" in page and "hidden from AI" in page
+
+    def test_delete_and_branch(self, api, models):
+        _, chat = _setup(api, models)
+        _send(api, chat["id"], "one")
+        _send(api, chat["id"], "two")
+        msgs = api.get(f"/api/chats/{chat['id']}/messages").json()
+        branch = api.post(f"/api/chats/{chat['id']}/messages/{msgs[2]['id']}/branch").json()
+        branch_msgs = api.get(f"/api/chats/{branch['id']}/messages").json()
+        assert [m["content"] for m in branch_msgs] == [m["content"] for m in msgs[:3]]
+        assert api.delete(f"/api/chats/{chat['id']}/messages/{msgs[-1]['id']}").status_code == 204
+        assert len(api.get(f"/api/chats/{chat['id']}/messages").json()) == len(msgs) - 1
+        # the branch is untouched
+        assert len(api.get(f"/api/chats/{branch['id']}/messages").json()) == 3
+
+
+class TestGroupChats:
+    def test_members_answer_in_turn_or_as_chosen(self, api, models):
+        add_connection(api, models)
+        a = add_character(api, "Aria")
+        b = add_character(api, "Bram")
+        chat = new_chat(api, [a["id"], b["id"]])
+        _send(api, chat["id"], "Hello both")
+        _send(api, chat["id"], "And again")
+        _send(api, chat["id"], "Bram only", speaker_id=b["id"])
+        names = [m["name"] for m in api.get(f"/api/chats/{chat['id']}/messages").json() if m["role"] == "assistant"]
+        assert names[-3:] == ["Aria", "Bram", "Bram"]
+        sys = models.last_request.json["messages"]
+        assert "## Aria" in sys[0]["content"] and "## Bram" in sys[0]["content"]
+        assert sys[-1]["content"] == "[Write the next reply only as Bram.]"
+
+
+class TestChatList:
+    def test_most_recent_first_and_search(self, api, models):
+        add_connection(api, models)
+        char = add_character(api)
+        first = new_chat(api, [char["id"]], name="Harbour night")
+        second = new_chat(api, [char["id"]], name="Forest morning")
+        _send(api, first["id"], "bump")
+        assert [c["name"] for c in api.get("/api/chats").json()] == ["Harbour night", "Forest morning"]
+        assert [c["name"] for c in api.get("/api/chats", params={"q": "forest"}).json()] == ["Forest morning"]
+        page = api.get("/", params={"q": "harb"}).text
+        assert "Harbour night" in page and "Forest morning" not in page
+        assert second["id"]
+
+    def test_delete_chat_removes_its_messages(self, api, sugo, models):
+        _, chat = _setup(api, models)
+        _send(api, chat["id"], "x")
+        assert api.delete(f"/api/chats/{chat['id']}").status_code == 204
+        with sugo.session() as s:
+            assert s.exec(select(Message).where(Message.chat_id == chat["id"])).first() is None
+
+
+class TestAnthropic:
+    def test_streams_through_the_messages_api_with_a_cache_breakpoint(self, api, models):
+        add_connection(api, models, kind="anthropic", base_url=models.anthropic_base_url)
+        char = add_character(api)
+        chat = new_chat(api, [char["id"]])
+        models.script(Reply(text="Claude-style answer", chunk_size=4))
+        events = _send(api, chat["id"], "Hi there")
+        assert "".join(d["text"] for e, d in events if e == "token") == "Claude-style answer"
+        body = models.last_request.json
+        assert models.last_request.path.endswith("/messages")
+        assert body["system"][-1]["cache_control"] == {"type": "ephemeral"}
+        assert body["messages"][0]["role"] == "user"

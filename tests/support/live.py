@@ -1,0 +1,71 @@
+"""A real Sugo server on 127.0.0.1 in a background thread, with its own data folder."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import uvicorn
+from sqlmodel import Session
+
+from app.main import create_app
+from app.settings import Settings
+
+
+class LiveSugo:
+    def __init__(self, data_dir: Path, *, password: str | None = None, discovery_ports: dict[str, int] | None = None,
+                 flush_interval_s: float = 0.05) -> None:  # fmt: skip
+        self.settings = Settings(
+            data_dir=data_dir, password=password, discovery_ports=discovery_ports or {},
+            stream_flush_interval_s=flush_interval_s, start_scheduler=True,
+        )  # fmt: skip
+        self.app = create_app(self.settings)
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def engine(self):
+        return self.app.state.engine
+
+    def session(self) -> Session:
+        return Session(self.engine)
+
+    def client(self, **kwargs) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=30, **kwargs)
+
+    def start(self) -> LiveSugo:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(self.app, loop="asyncio", http="h11", log_level="warning", access_log=False,
+                                timeout_graceful_shutdown=2)  # fmt: skip
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 20
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("Sugo did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        if self._server:
+            self._server.should_exit = True
+        if self._thread:
+            self._thread.join(timeout=10)
+
+    def __enter__(self) -> LiveSugo:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,99 @@
+"""The pure prompt builder: literal inputs, literal expectations."""
+
+from app.prompt.builder import CardSnapshot, HistoryMessage, PromptContext, build
+from app.prompt.macros import expand_macros
+from app.prompt.tokens import count_tokens
+
+ARIA = CardSnapshot(1, "Aria", description="{{char}} is a bard who teases {{user}}.", personality="warm",
+                    scenario="A tavern.", mes_example="<START>\n{{user}}: hi\n{{char}}: hey")  # fmt: skip
+
+
+def ctx(messages, **kw) -> PromptContext:
+    base = dict(mode="roleplay", characters=(ARIA,), speaker=ARIA, user_name="Rowan", persona_description="",
+                messages=tuple(messages), context_size=8192, reply_reserve=512, recent_limit=80)  # fmt: skip
+    base.update(kw)
+    return PromptContext(**base)
+
+
+def msg(i, role="user", text=None, hidden=False):
+    return HistoryMessage(i, role, "Rowan" if role == "user" else "Aria", text or f"message {i}", hidden)
+
+
+def test_blocks_in_group_order_with_macros_expanded():
+    p = build(ctx([msg(1), msg(2, "assistant")], persona_description="A knight."))
+    assert [b.name for b in p.blocks] == ["main_prompt", "character_1", "scenario", "persona", "examples",
+                                          "message_1", "message_2"]  # fmt: skip
+    assert [b.group for b in p.blocks][:5] == ["system", "system", "system", "above_conversation", "examples"]
+    assert p.blocks[1].text == "Aria is a bard who teases Rowan.\nAria's personality: warm"
+    assert "[Example Chat]\nRowan: hi\nAria: hey" == p.blocks[4].text
+
+
+def test_provider_messages_one_system_prefix_marked_for_cache_then_history():
+    p = build(ctx([msg(1), msg(2, "assistant")]))
+    assert p.messages[0]["role"] == "system" and p.messages[0]["cache"] is True
+    assert p.messages[1:] == ({"role": "user", "content": "message 1"}, {"role": "assistant", "content": "message 2"})
+
+
+def test_empty_optional_blocks_take_no_tokens():
+    bare = CardSnapshot(2, "Bare")
+    p = build(ctx([msg(1)], characters=(bare,), speaker=bare))
+    assert [b.name for b in p.blocks] == ["main_prompt", "message_1"]
+    assert all(b.tokens > 0 for b in p.blocks)
+
+
+def test_hidden_messages_are_skipped_and_counted():
+    p = build(ctx([msg(1), msg(2, hidden=True), msg(3)]))
+    assert p.included_message_ids == [1, 3]
+    assert p.hidden_skipped == 1
+
+
+def test_history_is_cut_to_fit_context_minus_reply_reserve_newest_kept():
+    long = [msg(i, text="word " * 100) for i in range(1, 41)]  # ~125 tokens each
+    p = build(ctx(long, context_size=2048, reply_reserve=512))
+    assert p.included_message_ids[-1] == 40
+    assert p.included_message_ids == list(range(41 - len(p.included_message_ids), 41))
+    assert p.total_tokens <= 2048 - 512
+    assert p.history_included < p.history_available == 40
+    assert any("did not fit" in n for n in p.notes)
+
+
+def test_recent_message_limit_caps_history():
+    p = build(ctx([msg(i) for i in range(1, 101)], recent_limit=20))
+    assert p.included_message_ids == list(range(81, 101))
+
+
+def test_newest_message_always_included_even_over_budget():
+    p = build(ctx([msg(1, text="x " * 5000)], context_size=600, reply_reserve=500))
+    assert p.included_message_ids == [1]
+
+
+def test_card_system_prompt_replaces_main_with_original():
+    card = CardSnapshot(3, "Vex", system_prompt="{{original}} Be terse.", post_history_instructions="Stay dark.")
+    p = build(ctx([msg(1)], characters=(card,), speaker=card))
+    assert p.blocks[0].text.startswith("Write Vex's next reply") and p.blocks[0].text.endswith("Be terse.")
+    assert p.blocks[-1].name == "post_history" and p.messages[-1] == {"role": "system", "content": "Stay dark."}
+
+
+def test_group_chat_names_speakers_and_nudges():
+    bram = CardSnapshot(4, "Bram", description="A smith.")
+    p = build(ctx([msg(1), HistoryMessage(2, "assistant", "Aria", "hi")], characters=(ARIA, bram), speaker=bram))
+    assert p.messages[1]["content"] == "Rowan: message 1" and p.messages[2]["content"] == "Aria: hi"
+    assert p.messages[-1]["content"] == "[Write the next reply only as Bram.]"
+    assert "## Bram\nA smith." in p.messages[0]["content"]
+
+
+def test_conversation_mode_uses_its_own_main_prompt():
+    p = build(ctx([msg(1)], mode="conversation"))
+    assert "private conversation" in p.blocks[0].text
+
+
+def test_macros_case_insensitive_and_v1_spellings():
+    assert expand_macros("{{Char}} <BOT> {{ user }} <USER>", char="A", user="B") == "A A B B"
+    assert expand_macros("no macros", char="A", user="B") == "no macros"
+
+
+def test_token_estimator():
+    assert count_tokens("") == 0
+    assert count_tokens("abcd" * 10) == 10
+    assert count_tokens("日本語のテキスト") == 8
+    assert 5 <= count_tokens("Привет, как дела?") <= 9
