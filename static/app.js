@@ -238,10 +238,10 @@
     if (e.target.closest("#stop-button")) stop();
     const regen = e.target.closest('[data-action="regenerate"]');
     if (regen) generate({ action: "regenerate", message_id: Number(regen.dataset.messageId) });
+    const more = e.target.closest('[data-action="swipe-new"]');
+    if (more) generate({ action: "swipe", message_id: Number(more.dataset.messageId) });
   });
 
-  // The server answers "swipe past the newest version" with an HX-Trigger asking for a new one.
-  document.addEventListener("sugo:generate", (e) => generate(e.detail));
 
   function autosize(el) {
     el.style.height = "auto";

@@ -155,6 +155,14 @@ async def edit_message_page(chat_id: int, message_id: int, request: Request, ses
     return _render_message(request, session, service.get_chat(session, chat_id), msg)
 
 
+@router.post("/chats/{chat_id}/messages/{message_id}/swipe")
+def swipe_message_page(chat_id: int, message_id: int, to: int, request: Request, session: SessionDep) -> Response:
+    """Show another version of a message (the page asks for a new version through the API)."""
+    chat = service.get_chat(session, chat_id)
+    msg = service.select_swipe(session, chat_id, message_id, max(0, to))
+    return _render_message(request, session, chat, msg)
+
+
 @router.post("/chats/{chat_id}/messages/{message_id}/{action}")
 def message_action_page(chat_id: int, message_id: int, action: str, request: Request, session: SessionDep) -> Response:
     """hide, unhide, delete, branch."""
@@ -169,21 +177,6 @@ def message_action_page(chat_id: int, message_id: int, action: str, request: Req
         branch = service.branch_chat(session, chat_id, message_id)
         return Response(status_code=204, headers={"HX-Redirect": f"/chats/{branch.id}"})
     raise UserError(f"Unknown message action “{action}”.")
-
-
-@router.post("/chats/{chat_id}/messages/{message_id}/swipe")
-def swipe_message_page(chat_id: int, message_id: int, to: int, request: Request, session: SessionDep) -> Response:
-    """Show another version; past the newest version of the last reply, ask for a new one."""
-    chat = service.get_chat(session, chat_id)
-    msg = service.get_message(session, chat_id, message_id)
-    if to >= len(msg.swipes):
-        last = service.last_message(session, chat_id)
-        if last is None or last.id != msg.id:
-            raise UserError("Only the last reply can get new versions.")
-        trigger = {"sugo:generate": {"action": "swipe", "message_id": msg.id}}
-        return Response(status_code=204, headers={"HX-Trigger": json.dumps(trigger)})
-    msg = service.select_swipe(session, chat_id, message_id, max(0, to))
-    return _render_message(request, session, chat, msg)
 
 
 def _settings_ctx(session: Session, chat: Chat, **extra) -> dict:

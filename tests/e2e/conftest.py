@@ -1,0 +1,71 @@
+"""Browser tests: Playwright driving Debian's Chromium (never a downloaded browser), at desktop
+and phone sizes, against a live Sugo and the test model server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.live import LiveSugo
+
+CHROMIUM = "/usr/bin/chromium"
+SCREENS = Path(__file__).resolve().parents[2] / "test-results" / "screens"
+VIEWPORTS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "/e2e/" in str(item.fspath):
+            item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    return {
+        **browser_type_launch_args,
+        "executable_path": CHROMIUM,
+        "args": ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"],  # fmt: skip
+    }
+
+
+@pytest.fixture(params=list(VIEWPORTS), ids=list(VIEWPORTS))
+def screen(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def browser_context_args(browser_context_args, screen):
+    phone = screen == "phone"
+    return {**browser_context_args, "viewport": VIEWPORTS[screen], "has_touch": phone, "is_mobile": phone,
+            "device_scale_factor": 1}  # fmt: skip
+
+
+@pytest.fixture
+def live(tmp_path) -> Iterator[LiveSugo]:
+    with LiveSugo(tmp_path / "data") as sugo:
+        yield sugo
+
+
+@pytest.fixture
+def shot(page, screen, request):
+    """Save a screenshot to test-results/screens/<test>-<device>-<name>.png for a human to look at."""
+    SCREENS.mkdir(parents=True, exist_ok=True)
+    base = request.node.originalname
+
+    def take(name: str) -> Path:
+        path = SCREENS / f"{base}-{screen}-{name}.png"
+        page.screenshot(path=str(path))
+        return path
+
+    return take
+
+
+@pytest.fixture
+def no_script_runs(page):
+    """Fails the test if any page script opens a dialog (what an injected alert() would do)."""
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    return dialogs

@@ -1,0 +1,178 @@
+"""The whole first capability in a real browser: import a card, chat with streaming, swipe, edit,
+hide, Peek Prompt, Chat Settings."""
+
+import json
+import re
+
+from playwright.sync_api import Page, expect
+
+from tests.conftest import SERAPHINA_PNG
+from tests.support.model_server import Reply
+
+STREAMED = "Seraphina brushes the hair from your forehead. The forest is quiet tonight, and you are safe here."
+
+
+def _connection(live, models, name="Local test", model="test-model"):
+    with live.client() as c:
+        r = c.post("/api/connections", json={"name": name, "base_url": models.base_url, "model": model,
+                                             "context_size": 8192, "max_tokens": 200})  # fmt: skip
+        assert r.status_code == 201, r.text
+        return r.json()
+
+
+def test_import_card_chat_stream_swipe_edit_hide_peek_settings(page: Page, live, models, shot):
+    models.models = ["test-model", "other-model"]
+    _connection(live, models)
+    other = _connection(live, models, name="Second endpoint", model="other-model")
+
+    # Import the SillyTavern V2/V3 PNG card.
+    page.goto(live.url + "/characters")
+    expect(page.get_by_text("No characters yet")).to_be_visible()
+    page.set_input_files("#card-file", str(SERAPHINA_PNG))
+    page.wait_for_url(re.compile(r"/characters/\d+$"))
+    expect(page.locator("h1")).to_have_text("Seraphina")
+    shot("character")
+
+    # Start a chat with her; her greeting opens it.
+    page.get_by_role("link", name="Start a chat").click()
+    page.get_by_role("button", name="Start chat").click()
+    page.wait_for_url(re.compile(r"/chats/\d+$"))
+    chat_id = int(page.url.rsplit("/", 1)[1])
+    expect(page.locator("article.msg-assistant")).to_have_count(1)
+
+    # Send a message and watch the reply stream in, token by token.
+    models.script(Reply(text=STREAMED, chunk_size=3, delay_s=0.03), Reply(text="A second, different reply."))
+    page.fill("#composer-input", "Where am I?")
+    page.click("#send-button")
+    reply = page.locator("article.msg-assistant").nth(1)
+    expect(page.locator("#stop-button")).to_be_visible()
+    partial = reply.locator(".msg-text")
+    expect(partial).to_contain_text("Seraphina brushes")  # arrived before the end
+    assert len(partial.inner_text()) < len(STREAMED), "the reply should still be streaming"
+    shot("streaming")
+    expect(partial).to_have_text(STREAMED)
+    expect(page.locator("#send-button")).to_be_visible()
+    expect(page.locator("article.msg-user .msg-text")).to_have_text("Where am I?")
+    expect(reply.locator(".swipe-counter")).to_have_text("1/1")
+
+    # Swipe right past the newest version: a second reply is generated; then back to the first.
+    reply.locator(".swipe-right").click()
+    reply = page.locator("article.msg-assistant").nth(1)
+    expect(reply.locator(".swipe-counter")).to_have_text("2/2")
+    expect(reply.locator(".msg-text")).to_have_text("A second, different reply.")
+    reply.locator(".swipe-left").click()
+    reply = page.locator("article.msg-assistant").nth(1)
+    expect(reply.locator(".swipe-counter")).to_have_text("1/2")
+    expect(reply.locator(".msg-text")).to_have_text(STREAMED)
+    shot("swiped")
+
+    # Edit the user's message.
+    user = page.locator("article.msg-user")
+    user.hover()
+    user.get_by_role("button", name="Edit message").click()
+    page.locator(".edit-form textarea").fill("Where am I, *really*?")
+    page.locator(".edit-form").get_by_role("button", name="Save").click()
+    expect(page.locator("article.msg-user .msg-text")).to_have_text("Where am I, really?")
+    expect(page.locator("article.msg-user .msg-text em")).to_have_text("really")
+
+    # Hide it from the AI: it stays visible, marked, and leaves Peek Prompt.
+    page.locator("article.msg-user").hover()
+    page.locator("article.msg-user").get_by_role("button", name="Hide message").click()
+    expect(page.locator("article.msg-user.is-hidden")).to_be_visible()
+    expect(page.locator("article.msg-user .badge-hidden")).to_contain_text("hidden from AI")
+    page.click("#peek-button")
+    dialog = page.locator("#peek-dialog")
+    expect(dialog.locator(".prompt-blocks")).to_be_visible()
+    expect(dialog).to_contain_text("1 hidden message(s) left out")
+    expect(dialog.locator(".prompt-blocks")).not_to_contain_text("Where am I")
+    expect(dialog.locator(".prompt-blocks")).to_contain_text(STREAMED[:40])
+    shot("peek")
+    dialog.get_by_role("button", name="Close Peek Prompt").click()
+
+    # Chat Settings: switch this chat to the second connection.
+    page.click("#settings-button")
+    panel = page.locator("#settings-panel")
+    expect(panel.locator("#chat-connection")).to_be_visible()
+    shot("settings")
+    panel.locator("#chat-connection").select_option(str(other["id"]))
+    panel.get_by_role("button", name="Save settings").click()
+    expect(panel.get_by_text("Saved.")).to_be_visible()
+    with live.client() as c:
+        assert c.get(f"/api/chats/{chat_id}").json()["connection_id"] == other["id"]
+    panel.get_by_role("button", name="Close Chat Settings").click()
+    page.fill("#composer-input", "Anyone there?")
+    page.click("#send-button")
+    expect(page.locator("article.msg-assistant").last.locator(".msg-text")).to_have_text("Echo: Anyone there?")
+    assert models.last_request.json["model"] == "other-model"
+    shot("after-settings")
+
+
+def test_nothing_in_a_message_executes(page: Page, live, models, no_script_runs):
+    payload = ('<script>window.__pwned = 1; alert("script")</script> <img src=x onerror="window.__pwned = 2; alert(2)"> '
+               '[click me](javascript:window.__pwned=3) <svg onload="alert(4)"></svg>')  # fmt: skip
+    _connection(live, models)
+    with live.client() as c:
+        char = c.post("/api/characters", json={"name": "Vex", "first_mes": payload}).json()
+        chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()
+    page.goto(f"{live.url}/chats/{chat['id']}")
+    models.script(Reply(text=payload, chunk_size=7))
+    page.fill("#composer-input", payload)
+    page.click("#send-button")
+    expect(page.locator("article.msg-assistant")).to_have_count(2)
+    expect(page.locator("article.msg-assistant").last.locator(".msg-text")).to_contain_text("<script>")
+    page.reload()
+    expect(page.locator("article.msg")).to_have_count(3)
+    link = page.get_by_text("[click me](javascript:window.__pwned=3)").first
+    expect(link).to_be_visible()
+    assert page.locator(".msg-text a[href^='javascript']").count() == 0
+    page.wait_for_timeout(300)
+    assert page.evaluate("window.__pwned") is None
+    assert no_script_runs == []
+
+
+def test_stop_keeps_the_partial_reply(page: Page, live, models):
+    _connection(live, models)
+    with live.client() as c:
+        char = c.post("/api/characters", json={"name": "Bram", "first_mes": "Hm?"}).json()
+        chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()
+    page.goto(f"{live.url}/chats/{chat['id']}")
+    models.script(Reply(text="and then " * 300, chunk_size=4, delay_s=0.02))
+    page.fill("#composer-input", "Tell me everything")
+    page.click("#send-button")
+    reply = page.locator("article.msg-assistant").last
+    expect(reply.locator(".msg-text")).to_contain_text("and then and then")
+    page.click("#stop-button")
+    expect(page.locator("#send-button")).to_be_visible()
+    expect(reply.locator(".badge-warn")).to_have_text("incomplete")
+    with live.client() as c:
+        last = c.get(f"/api/chats/{chat['id']}/messages").json()[-1]
+    assert last["status"] == "partial" and 0 < len(last["content"]) < len("and then " * 300)
+
+
+def test_error_mid_stream_is_shown_and_the_partial_reply_kept(page: Page, live, models, shot):
+    _connection(live, models)
+    with live.client() as c:
+        char = c.post("/api/characters", json={"name": "Bram", "first_mes": "Hm?"}).json()
+        chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()
+    page.goto(f"{live.url}/chats/{chat['id']}")
+    models.script(Reply(text="The forge roars as the bellows", chunk_size=5, break_after_chunks=3))
+    page.fill("#composer-input", "Work the forge")
+    page.click("#send-button")
+    reply = page.locator("article.msg-assistant").last
+    expect(reply.locator(".msg-error")).to_contain_text("dropped")
+    expect(reply.locator(".msg-text")).to_contain_text("The forge roars")
+    expect(page.locator("#toasts .toast-error")).to_contain_text("dropped")
+    shot("broken-stream")
+
+
+def test_peek_prompt_page_lists_blocks_with_tokens(page: Page, live, models):
+    with live.client() as c:
+        char = c.post("/api/characters", json={"name": "Iris", "description": "An archivist.",
+                                                "mes_example": "<START>\n{{user}}: hi\n{{char}}: hello"}).json()  # fmt: skip
+        chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()
+    page.goto(f"{live.url}/chats/{chat['id']}/prompt")
+    blocks = page.locator(".prompt-block")
+    expect(blocks.first).to_contain_text("Main prompt")
+    expect(page.locator(".prompt-block[data-block='examples']")).to_contain_text("[Example Chat]")
+    messages = json.loads(page.locator("#prompt-json").text_content())
+    assert messages[0]["role"] == "system" and "An archivist." in messages[0]["content"]
