@@ -28,5 +28,5 @@ def _answer(request: Request, status: int, message: str):
 
     return render(
         request, "partials/toast.html", {"message": message, "kind": "error"}, status_code=status,
-        headers={"HX-Retarget": "#toasts", "HX-Reswap": "beforeend"},
+        headers={"HX-Retarget": "#toasts", "HX-Reswap": "beforeend", "HX-Reselect": ".toast"},
     )  # fmt: skip

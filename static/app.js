@@ -281,7 +281,27 @@
     }
   });
 
+  // ---- times in the reader's own zone --------------------------------------------------------
+  const dayFmt = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
+  const dateFmt = new Intl.DateTimeFormat(undefined, { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
+  function localTimes(root) {
+    (root || document).querySelectorAll("time[datetime]:not([data-local])").forEach((el) => {
+      const d = new Date(el.getAttribute("datetime"));
+      if (isNaN(d)) return;
+      const today = new Date();
+      const yesterday = new Date(today.getTime() - 86400000);
+      const same = (a, b) => a.toDateString() === b.toDateString();
+      el.textContent = same(d, today) ? "Today at " + dayFmt.format(d)
+        : same(d, yesterday) ? "Yesterday at " + dayFmt.format(d) : dateFmt.format(d);
+      el.title = d.toString();
+      el.dataset.local = "1";
+    });
+  }
+  document.addEventListener("htmx:load", (e) => localTimes(e.detail.elt));
+  new MutationObserver(() => localTimes()).observe(document.documentElement, { childList: true, subtree: true });
+
   document.addEventListener("DOMContentLoaded", () => {
+    localTimes();
     if (chatEl()) {
       scrollToEnd(true);
       if (chatEl().dataset.generating === "true") follow();
