@@ -13,6 +13,7 @@ from app.api_common import install_error_handlers
 from app.auth import ProtectionMiddleware, SessionSigner, load_session_secret
 from app.chats.generate import Generations
 from app.connections.crypto import KeyBox
+from app.connections.providers._http import close_clients
 from app.db import make_engine
 from app.jobs import make_scheduler
 from app.migrate import upgrade_database
@@ -39,6 +40,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             await app.state.generations.shutdown()
+            await close_clients()
             if scheduler.running:
                 scheduler.shutdown(wait=False)
             engine.dispose()

@@ -80,3 +80,9 @@ def read_sse(response) -> list[tuple[str, dict]]:
         if data:
             events.append((event, json.loads(data)))
     return events
+
+
+def pytest_collection_modifyitems(config, items):
+    # Browser tests last: Playwright's sync API keeps an event loop running in the main thread for
+    # the rest of the session, and the async provider tests need to start their own.
+    items.sort(key=lambda item: "/e2e/" in str(item.fspath))

@@ -20,19 +20,24 @@ from typing import Literal
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from app.characters.models import Character
 from app.chats import service as chats
-from app.chats.models import Message
+from app.chats.models import Chat, Message
 from app.connections.crypto import KeyBox
 from app.connections.providers import get_provider
-from app.connections.providers.base import ProviderError, Usage
+from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError, Usage
 from app.connections.service import provider_config
 from app.errors import UserError
+from app.personas.models import Persona
+from app.prompt.blocks import Prompt
 from app.prompt.service import build_chat_prompt
 from app.timeutil import utcnow
 
 log = logging.getLogger(__name__)
 
 Action = Literal["send", "regenerate", "swipe", "continue"]
+# Longest the reply waits for a browser to receive its `start` event (API clients may not read).
+START_WAIT_S = 0.05
 
 
 @dataclass
@@ -45,6 +50,9 @@ class Generation:
     changed: asyncio.Condition = field(default_factory=asyncio.Condition)
     finished: bool = False
     task: asyncio.Task | None = None
+    # Set once a browser has been sent the `start` event: the page shows the stored message and a
+    # typing indicator while the prompt is built.
+    start_sent: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class Generations:
@@ -96,11 +104,34 @@ async def subscribe(gen: Generation) -> AsyncIterator[str]:
             done = gen.finished and seen >= len(gen.events)
         for event, data in batch:
             yield f"event: {event}\ndata: {json.dumps(data)}\n\n"
+            if event == "start":
+                gen.start_sent.set()
         if done:
             return
 
 
-def prepare(
+@dataclass
+class StoredTurn:
+    """What is committed before anything else happens, and what was loaded to do it."""
+
+    message_id: int
+    swipe_index: int
+    chat: Chat
+    characters: list[Character]
+    persona: Persona | None
+    speaker: Character | None
+
+
+@dataclass
+class PreparedReply:
+    prompt: Prompt | None = None
+    params: GenerationParams | None = None
+    config: ProviderConfig | None = None
+    kind: str | None = None
+    problem: str | None = None  # why the reply cannot be asked for (no connection, unreadable key)
+
+
+def store_turn(
     session: Session,
     chat_id: int,
     *,
@@ -108,35 +139,64 @@ def prepare(
     content: str | None = None,
     speaker_id: int | None = None,
     message_id: int | None = None,
-) -> tuple[int, int]:
-    """Store what must be stored before the provider is called; return (message_id, swipe_index)
-    of the reply to write. Runs in its own transaction, committed by the caller."""
+) -> StoredTurn:
+    """Store the user's message and the reply's placeholder, and commit: the user's words are safe
+    on disk before the provider hears of them, and the page can show both at once."""
     chat = chats.get_chat(session, chat_id)
     characters = chats.chat_characters(session, chat_id)
+    persona = chats.chat_persona(session, chat)
     if action == "send":
         if content and content.strip():
-            chats.add_user_message(session, chat, content)
+            name = persona.name if persona else chats.FALLBACK_USER_NAME
+            chats.add_user_message(session, chat, content, name=name, flush=False)
         speaker = chats.next_speaker(session, chat, characters, speaker_id)
-        msg = chats.new_message(chat.id, "assistant", speaker.name, [""], character_id=speaker.id)
-        msg.swipes = [chats.swipe_record("", status="streaming")]
-        msg.status = "streaming"
-        session.add(msg)
+        target = chats.new_message(chat.id, "assistant", speaker.name, [""], character_id=speaker.id)
+        target.swipes = [chats.swipe_record("", status="streaming")]
+        target.status = "streaming"
+        session.add(target)
         chats.touch_chat(session, chat)
-        session.flush()
-        return msg.id, 0
-    target = chats.get_message(session, chat_id, message_id) if message_id else chats.last_message(session, chat_id)
-    if target is None or target.role != "assistant":
-        raise UserError("There is no reply to regenerate here; send a message instead.")
-    if target.id != chats.last_message(session, chat_id).id:
-        raise UserError("Only the last reply can get new versions; branch from here to rewrite history.")
-    swipes = [dict(s) for s in target.swipes]
-    swipes.append(chats.swipe_record("", status="streaming"))
-    target.swipes = swipes
-    target.active_swipe = len(swipes) - 1
-    target.content, target.status, target.error = "", "streaming", None
-    session.add(target)
+    else:
+        target = chats.get_message(session, chat_id, message_id) if message_id else chats.last_message(session, chat_id)
+        if target is None or target.role != "assistant":
+            raise UserError("There is no reply to regenerate here; send a message instead.")
+        if target.id != chats.last_message(session, chat_id).id:
+            raise UserError("Only the last reply can get new versions; branch from here to rewrite history.")
+        swipes = [dict(s) for s in target.swipes]
+        swipes.append(chats.swipe_record("", status="streaming"))
+        target.swipes = swipes
+        target.active_swipe = len(swipes) - 1
+        target.content, target.status, target.error = "", "streaming", None
+        session.add(target)
+        speaker = next((c for c in characters if c.id == target.character_id), None)
     session.flush()
-    return target.id, target.active_swipe
+    session.commit()
+    return StoredTurn(target.id, target.active_swipe, chat, characters, persona, speaker)
+
+
+def prepare_request(session: Session, turn: StoredTurn, *, keybox: KeyBox) -> PreparedReply:
+    """Build the prompt and the provider config for a stored turn. Never raises: the placeholder
+    is committed and must end marked, never left "streaming"."""
+    reply = PreparedReply()
+    try:
+        prompt, effective = build_chat_prompt(
+            session, turn.chat, speaker=turn.speaker, before_id=turn.message_id,
+            characters=turn.characters, persona=turn.persona,
+        )  # fmt: skip
+    except Exception as err:
+        log.exception("building the prompt failed in chat %s", turn.chat.id)
+        reply.problem = f"The prompt could not be built: {err}"
+        return reply
+    reply.prompt, reply.params = prompt, effective.params
+    if effective.connection is None:
+        reply.problem = "No connection is set up yet. Add one under Connections."
+        return reply
+    try:
+        reply.config = provider_config(effective.connection, keybox)
+    except ValueError as err:
+        reply.problem = str(err)
+        return reply
+    reply.kind = effective.connection.kind
+    return reply
 
 
 class _ReplyWriter:
@@ -175,24 +235,21 @@ class _ReplyWriter:
 
 
 async def run_generation(
-    gen: Generation, *, engine: Engine, keybox: KeyBox, flush_interval_s: float, speaker_id: int | None
+    gen: Generation, turn: StoredTurn, *, engine: Engine, keybox: KeyBox, flush_interval_s: float
 ) -> None:
     writer = _ReplyWriter(engine, gen.message_id, gen.swipe_index, flush_interval_s)
     started = utcnow()
     usage: Usage | None = None
     model: str | None = None
     try:
-        with Session(engine) as session:
-            chat = chats.get_chat(session, gen.chat_id)
-            msg = session.get(Message, gen.message_id)
-            speaker = session.get(chats.Character, msg.character_id) if msg and msg.character_id else None
-            prompt, effective = build_chat_prompt(session, chat, speaker=speaker, before_id=gen.message_id)
-            if effective.connection is None:
-                raise ProviderError("connection", "No connection is set up yet. Add one under Connections.")
-            config = provider_config(effective.connection, keybox)
-            provider = get_provider(effective.connection.kind)
-        await _publish(gen, "start", {"message_id": gen.message_id, "swipe_index": gen.swipe_index})
-        stream = provider.stream_chat(config, list(prompt.messages), effective.params)
+        with contextlib.suppress(TimeoutError):
+            # Let the response carry the `start` event out before the event loop is busy building.
+            await asyncio.wait_for(gen.start_sent.wait(), timeout=START_WAIT_S)
+        with Session(engine, expire_on_commit=False) as session:
+            reply = prepare_request(session, turn, keybox=keybox)
+        if reply.problem:
+            raise ProviderError("connection", reply.problem)
+        stream = get_provider(reply.kind).stream_chat(reply.config, list(reply.prompt.messages), reply.params)
         try:
             async for event in stream:
                 if gen.stop.is_set():
@@ -218,9 +275,6 @@ async def run_generation(
         status = "partial" if writer.text else "error"
         writer.write(status, error=err.message, **_swipe_meta(started, model, usage))
         await _publish(gen, "error", {"message_id": gen.message_id, "kind": err.kind, "message": err.message})
-    except (UserError, ValueError) as err:
-        writer.write("partial" if writer.text else "error", error=str(err))
-        await _publish(gen, "error", {"message_id": gen.message_id, "kind": "setup", "message": str(err)})
     except asyncio.CancelledError:
         writer.write("partial" if writer.text else "error", error="The server stopped before the reply was finished.")
         raise
@@ -255,25 +309,24 @@ def start(
     speaker_id: int | None,
     message_id: int | None,
 ) -> Generation:
+    """Store the turn, then hand the rest to a task; the `start` event (the reply's id) is the first
+    thing streamed, before the prompt is even built."""
     if registry.get(chat_id):
         raise UserError("A reply is already being written in this chat. Stop it first.")
-    with Session(engine) as session:
+    with Session(engine, expire_on_commit=False) as session:
         try:
-            msg_id, swipe_index = prepare(
-                session, chat_id, action=action, content=content, speaker_id=speaker_id, message_id=message_id
-            )
-            session.commit()
+            turn = store_turn(session, chat_id, action=action, content=content, speaker_id=speaker_id,
+                              message_id=message_id)  # fmt: skip
         except Exception:
             session.rollback()
             raise
-    gen = Generation(chat_id=chat_id, message_id=msg_id, swipe_index=swipe_index)
+    gen = Generation(chat_id=chat_id, message_id=turn.message_id, swipe_index=turn.swipe_index)
+    gen.events.append(("start", {"message_id": turn.message_id, "swipe_index": turn.swipe_index}))
     registry.add(gen)
 
     async def runner() -> None:
         try:
-            await run_generation(
-                gen, engine=engine, keybox=keybox, flush_interval_s=flush_interval_s, speaker_id=speaker_id
-            )
+            await run_generation(gen, turn, engine=engine, keybox=keybox, flush_interval_s=flush_interval_s)
         finally:
             registry.remove(gen)
 

@@ -206,13 +206,16 @@ def last_message(session: Session, chat_id: int) -> Message | None:
     return session.exec(select(Message).where(Message.chat_id == chat_id).order_by(col(Message.id).desc())).first()
 
 
-def add_user_message(session: Session, chat: Chat, content: str) -> Message:
+def add_user_message(
+    session: Session, chat: Chat, content: str, *, name: str | None = None, flush: bool = True
+) -> Message:
     if not content.strip():
         raise UserError("The message is empty.")
-    msg = new_message(chat.id, "user", user_name(session, chat), [content])
+    msg = new_message(chat.id, "user", name or user_name(session, chat), [content])
     session.add(msg)
     touch_chat(session, chat)
-    session.flush()
+    if flush:
+        session.flush()
     return msg
 
 

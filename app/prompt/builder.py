@@ -55,6 +55,8 @@ class PromptContext:
     context_size: int
     reply_reserve: int
     recent_limit: int = 80
+    # Hidden messages the caller already left out of `messages` (they are only counted).
+    hidden_elsewhere: int = 0
     extra_notes: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -112,7 +114,7 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
             ex(speaker.post_history_instructions.replace("{{original}}", "")))  # fmt: skip
 
     visible = [m for m in ctx.messages if not m.hidden]
-    hidden_skipped = len(ctx.messages) - len(visible)
+    hidden_skipped = len(ctx.messages) - len(visible) + ctx.hidden_elsewhere
     candidates = recent_window(visible, ctx.recent_limit)
 
     fixed_tokens = sum(b.tokens + MESSAGE_OVERHEAD_TOKENS for b in (*fixed_before, *fixed_after))
