@@ -2,8 +2,6 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-HOST ?= 127.0.0.1
-PORT ?= 8000
 # torch is pinned to the CPU build that lies on this machine's disk; left to
 # itself pip would pick a CUDA build of several GB for sentence-transformers.
 TORCH := torch==2.13.0
@@ -34,7 +32,7 @@ chromium:
 	fi
 
 run: install
-	$(BIN)/python -m app --host $(HOST) --port $(PORT)
+	$(BIN)/python -m app
 
 test: install-test chromium
 	$(BIN)/ruff check app tests bench
