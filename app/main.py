@@ -7,6 +7,8 @@ import logging
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from app.api_common import install_error_handlers
@@ -21,6 +23,7 @@ from app.settings import Settings, load_settings
 from app.web import STATIC_DIR
 
 log = logging.getLogger(__name__)
+SWAGGER_UI = "swagger-ui-5.35.0"
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -45,7 +48,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 scheduler.shutdown(wait=False)
             engine.dispose()
 
-    app = FastAPI(title="Sugo", version="0.1.0", lifespan=lifespan,
+    # /docs is served from vendored Swagger UI files: the stock page loads them from a CDN, which
+    # people running Sugo offline cannot reach.
+    app = FastAPI(title="Sugo", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Self-hosted AI roleplay and chat with memory that works.")  # fmt: skip
     app.state.settings = settings
     app.state.engine = engine
@@ -67,6 +72,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in (connections_api, characters_api, personas_api, chats_api, images_routes, *pages.routers):
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    @app.get("/docs", include_in_schema=False)
+    def api_docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url, title="Sugo API",
+            swagger_js_url=f"/static/{SWAGGER_UI}/swagger-ui-bundle.js",
+            swagger_css_url=f"/static/{SWAGGER_UI}/swagger-ui.css", swagger_favicon_url="/static/favicon.svg",
+        )  # fmt: skip
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> dict:

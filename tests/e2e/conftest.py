@@ -11,7 +11,8 @@ import pytest
 from tests.support.live import LiveSugo
 
 CHROMIUM = "/usr/bin/chromium"
-SCREENS = Path(__file__).resolve().parents[2] / "test-results" / "screens"
+# Not under test-results/: pytest-playwright empties that folder at the start of every run.
+SCREENS = Path(__file__).resolve().parents[2] / "screenshots"
 VIEWPORTS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
 
 
@@ -51,7 +52,7 @@ def live(tmp_path) -> Iterator[LiveSugo]:
 
 @pytest.fixture
 def shot(page, screen, request):
-    """Save a screenshot to test-results/screens/<test>-<device>-<name>.png for a human to look at."""
+    """Save a screenshot to screenshots/<test>-<device>-<name>.png for a human to look at."""
     SCREENS.mkdir(parents=True, exist_ok=True)
     base = request.node.originalname
 

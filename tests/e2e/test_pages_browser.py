@@ -176,3 +176,9 @@ def test_light_theme_is_remembered(page: Page, live, shot):
     page.reload()
     assert page.evaluate("document.documentElement.dataset.theme") == "light"
     shot("light")
+
+
+def test_api_docs_render_without_network(page: Page, live):
+    page.goto(live.url + "/docs")
+    expect(page.locator(".swagger-ui .title")).to_contain_text("Sugo")
+    expect(page.locator(".opblock-tag-section").first).to_be_visible()

@@ -259,3 +259,18 @@ class TestAnthropic:
         assert models.last_request.path.endswith("/messages")
         assert body["system"][-1]["cache_control"] == {"type": "ephemeral"}
         assert body["messages"][0]["role"] == "user"
+
+
+class TestFollow:
+    def test_a_second_page_can_follow_a_reply_being_written(self, api, sugo, models):
+        _, chat = _setup(api, models)
+        models.script(Reply(text="one two three four five six", chunk_size=3, delay_s=0.05))
+        t = threading.Thread(target=_send, args=(api, chat["id"], "go"))
+        t.start()
+        time.sleep(0.2)
+        with sugo.client() as other:
+            events = read_sse(other.get(f"/api/chats/{chat['id']}/generate"))
+        t.join(10)
+        assert events[0][0] == "start" and events[-1][0] == "done"
+        assert "".join(d["text"] for e, d in events if e == "token") == "one two three four five six"
+        assert api.get(f"/api/chats/{chat['id']}/generate").status_code == 204

@@ -40,3 +40,11 @@ def test_migrations_are_applied_at_start(sugo):
 def test_data_folder_is_where_settings_say(sugo):
     assert (sugo.settings.data_dir / "sugo.db").exists()
     assert (sugo.settings.data_dir / "secret.key").exists()
+
+
+def test_openapi_docs_work_offline(api):
+    page = api.get("/docs").text
+    assert "/static/swagger-ui-5.35.0/swagger-ui-bundle.js" in page and "cdn" not in page.lower()
+    assert api.get("/static/swagger-ui-5.35.0/swagger-ui-bundle.js").status_code == 200
+    paths = api.get("/openapi.json").json()["paths"]
+    assert {"/api/chats", "/api/characters", "/api/personas", "/api/connections", "/api/chats/{chat_id}/generate"} <= set(paths)
