@@ -10,10 +10,12 @@ from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
+from sqlmodel import Session
 
 from app.api_common import install_error_handlers
 from app.auth import ProtectionMiddleware, SessionSigner, load_session_secret
 from app.chats.generate import Generations
+from app.chats.service import finish_interrupted_replies
 from app.connections.crypto import KeyBox
 from app.connections.providers._http import close_clients
 from app.db import make_engine
@@ -32,6 +34,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     engine = make_engine(settings.database_path)
     # Migrate before serving anything: a request must never meet an old schema.
     upgrade_database(engine)
+    with Session(engine) as session:
+        if finished := finish_interrupted_replies(session):
+            log.warning("Marked %d reply(s) cut off by the last shutdown as incomplete.", finished)
+        session.commit()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):

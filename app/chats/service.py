@@ -319,3 +319,23 @@ def next_speaker(session: Session, chat: Chat, characters: list[Character], requ
     chat.next_speaker = (chat.next_speaker + 1) % len(characters)
     session.add(chat)
     return speaker
+
+
+INTERRUPTED = "Sugo stopped before this reply was finished."
+
+
+def finish_interrupted_replies(session: Session) -> int:
+    """At start: replies still marked "streaming" were cut off by a stop or crash of the server.
+    Keep what was written and mark them, so no message waits forever for a stream that is gone."""
+    count = 0
+    for msg in session.exec(select(Message).where(Message.status == "streaming")):
+        swipes = [dict(s) for s in msg.swipes]
+        for swipe in swipes:
+            if swipe.get("status") == "streaming":
+                swipe["status"] = "partial" if swipe.get("content") else "error"
+                swipe["error"] = INTERRUPTED
+        msg.swipes = swipes
+        _sync_active(msg)
+        session.add(msg)
+        count += 1
+    return count

@@ -274,3 +274,35 @@ class TestFollow:
         assert events[0][0] == "start" and events[-1][0] == "done"
         assert "".join(d["text"] for e, d in events if e == "token") == "one two three four five six"
         assert api.get(f"/api/chats/{chat['id']}/generate").status_code == 204
+
+
+def test_replies_cut_off_by_a_shutdown_or_a_crash_keep_their_text_and_are_marked(tmp_path, models):
+    from app.chats.service import INTERRUPTED
+    from tests.conftest import add_character, add_connection, new_chat
+    from tests.support.live import LiveSugo
+
+    data = tmp_path / "data"
+    with LiveSugo(data) as first, first.client() as c:
+        add_connection(c, models)
+        char = add_character(c)
+        chat = new_chat(c, [char["id"]])
+        models.script(Reply(text="a long tale " * 100, chunk_size=4, delay_s=0.02))
+        threading.Thread(target=lambda: c.post(f"/api/chats/{chat['id']}/generate",
+                                               json={"action": "send", "content": "go"}), daemon=True).start()
+        time.sleep(1.0)
+    # A clean shutdown stops the reply and keeps what arrived.
+    with LiveSugo(data) as second, second.client() as c:
+        last = c.get(f"/api/chats/{chat['id']}/messages").json()[-1]
+        assert last["status"] == "partial" and last["content"].startswith("a long tale")
+        assert last["error"] == "Stopped before the reply was finished."
+        # Now leave a row as a crash would: still "streaming".
+        with second.session() as s:
+            msg = s.get(Message, last["id"])
+            msg.status = "streaming"
+            msg.swipes = [{**msg.swipes[0], "status": "streaming", "error": None}]
+            s.add(msg)
+            s.commit()
+    with LiveSugo(data) as third, third.client() as c:
+        last = c.get(f"/api/chats/{chat['id']}/messages").json()[-1]
+        assert last["status"] == "partial" and last["error"] == INTERRUPTED
+        assert last["content"].startswith("a long tale")
