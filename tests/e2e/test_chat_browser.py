@@ -7,6 +7,7 @@ import re
 from playwright.sync_api import Page, expect
 
 from tests.conftest import SERAPHINA_PNG
+from tests.support.cards import v2_only_png
 from tests.support.model_server import Reply
 
 STREAMED = "Seraphina brushes the hair from your forehead. The forest is quiet tonight, and you are safe here."
@@ -20,17 +21,22 @@ def _connection(live, models, name="Local test", model="test-model"):
         return r.json()
 
 
-def test_import_card_chat_stream_swipe_edit_hide_peek_settings(page: Page, live, models, shot):
+def test_import_card_chat_stream_swipe_edit_hide_peek_settings(page: Page, live, models, shot, tmp_path):
     models.models = ["test-model", "other-model"]
+    card = tmp_path / "Seraphina-v2.png"
+    card.write_bytes(v2_only_png(SERAPHINA_PNG.read_bytes()))
     _connection(live, models)
     other = _connection(live, models, name="Second endpoint", model="other-model")
 
-    # Import the SillyTavern V2/V3 PNG card.
+    # Import a SillyTavern V2 PNG card (only the `chara` chunk).
     page.goto(live.url + "/characters")
     expect(page.get_by_text("No characters yet")).to_be_visible()
-    page.set_input_files("#card-file", str(SERAPHINA_PNG))
+    page.set_input_files("#card-file", str(card))
     page.wait_for_url(re.compile(r"/characters/\d+$"))
     expect(page.locator("h1")).to_have_text("Seraphina")
+    with live.client() as c:
+        imported = c.get("/api/characters/" + page.url.rsplit("/", 1)[1]).json()
+    assert imported["card_spec"] == "chara_card_v2" and imported["avatar_url"]
     shot("character")
 
     # Start a chat with her; her greeting opens it.

@@ -186,3 +186,15 @@ class TestStChats:
         with sugo.engine.connect() as db:
             assert db.execute(text("select count(*) from chat")).scalar_one() == 0
             assert db.execute(text("select count(*) from message")).scalar_one() == 0
+
+
+def test_v2_only_png_imports_as_v2_and_exports_both_chunks(api):
+    from app.characters.cards import read_png_text_chunks
+    from tests.support.cards import v2_only_png
+
+    raw = v2_only_png(SERAPHINA_PNG.read_bytes())
+    assert set(read_png_text_chunks(raw)) >= {"chara"} and "ccv3" not in read_png_text_chunks(raw)
+    char = api.post("/api/characters/import", files={"file": ("s.png", raw, "image/png")}).json()
+    assert char["card_spec"] == "chara_card_v2" and char["name"] == "Seraphina"
+    chunks = read_png_text_chunks(api.get(f"/api/characters/{char['id']}/export", params={"format": "png"}).content)
+    assert {"chara", "ccv3"} <= set(chunks)
