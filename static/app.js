@@ -25,6 +25,14 @@
     const focus = e.detail.target.querySelector("[data-autofocus]");
     if (focus) { focus.focus(); focus.setSelectionRange?.(focus.value.length, focus.value.length); }
   });
+  // After a message is deleted, the message now last gets its "new version" arrow and regenerate.
+  document.addEventListener("htmx:afterRequest", (e) => {
+    const path = e.detail.requestConfig?.path || "";
+    if (e.detail.successful && /\/messages\/\d+\/delete$/.test(path) && chatId()) {
+      const last = lastMessageId();
+      if (last) refreshMessage(last);
+    }
+  });
   document.addEventListener("htmx:sendError", () => toast("Sugo's server did not answer. Is it still running?", "error"));
 
   // ---- theme --------------------------------------------------------------------------------
