@@ -43,6 +43,7 @@ lint: install-test
 
 bench: install-test
 	$(BIN)/python bench/prompt_build.py
+	$(BIN)/python bench/cache_prefix.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

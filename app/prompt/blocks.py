@@ -40,6 +40,7 @@ class Prompt:
     history_available: int  # visible messages inside the recent-message limit
     history_included: int  # of those, how many fit the context
     hidden_skipped: int
+    window_dropped: int = 0  # older messages the recent-message window dropped (whole batches)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property

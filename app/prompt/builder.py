@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from app.prompt.blocks import Prompt, PromptBlock
 from app.prompt.macros import expand_macros
 from app.prompt.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
-from app.prompt.window import recent_window
+from app.prompt.window import WindowPlan, batch_size, fit_window, plan_window
 
 # SillyTavern's default main prompt for roleplay; a card's system_prompt replaces it ({{original}}
 # inside the card's prompt puts this back in).
@@ -57,6 +57,10 @@ class PromptContext:
     recent_limit: int = 80
     # Hidden messages the caller already left out of `messages` (they are only counted).
     hidden_elsewhere: int = 0
+    # When the caller already cut `messages` to the window (the pinned first message, then the
+    # newest ones), its plan; otherwise the builder plans the window over `messages` itself.
+    window: WindowPlan | None = None
+    keep_first: bool = True
     extra_notes: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -115,25 +119,26 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
 
     visible = [m for m in ctx.messages if not m.hidden]
     hidden_skipped = len(ctx.messages) - len(visible) + ctx.hidden_elsewhere
-    candidates = recent_window(visible, ctx.recent_limit)
+    plan = ctx.window or plan_window(len(visible), ctx.recent_limit, keep_first=ctx.keep_first)
+    if ctx.window is None:
+        visible = visible[: plan.pinned] + (visible[len(visible) - plan.recent :] if plan.recent else [])
+
+    rendered = []
+    for msg in visible:
+        text = ex(msg.content)
+        if group and msg.role != "system":
+            text = f"{msg.name}: {text}"
+        role = "user" if msg.role == "user" else ("system" if msg.role == "system" else "assistant")
+        rendered.append((msg, role, text, count(text)))
 
     fixed_tokens = sum(b.tokens + MESSAGE_OVERHEAD_TOKENS for b in (*fixed_before, *fixed_after))
     budget = ctx.context_size - ctx.reply_reserve - fixed_tokens
-    history: list[PromptBlock] = []
-    used = 0
-    for msg in reversed(candidates):
-        text = ex(msg.content)
-        if group or msg.role == "system":
-            text = f"{msg.name}: {text}" if msg.role != "system" else text
-        role = "user" if msg.role == "user" else ("system" if msg.role == "system" else "assistant")
-        tokens = count(text)
-        # The newest message always goes in, even over budget: a reply to nothing is useless.
-        if history and used + tokens + MESSAGE_OVERHEAD_TOKENS > budget:
-            break
-        used += tokens + MESSAGE_OVERHEAD_TOKENS
-        history.append(PromptBlock(f"message_{msg.id}", f"{msg.name}", "conversation", role, text, tokens,
-                                   message_id=msg.id))  # fmt: skip
-    history.reverse()
+    sizes = [tokens + MESSAGE_OVERHEAD_TOKENS for _, _, _, tokens in rendered]
+    drop_recent, drop_pinned = fit_window(sizes, budget, pinned=plan.pinned, batch=batch_size(ctx.recent_limit))
+    kept = rendered[drop_pinned : plan.pinned] + rendered[plan.pinned + drop_recent :]
+    history = [PromptBlock(f"message_{m.id}", m.name, "conversation", role, text, tokens, message_id=m.id)
+               for m, role, text, tokens in kept]  # fmt: skip
+    candidates = rendered
 
     notes = list(ctx.extra_notes)
     if len(history) < len(candidates):
@@ -153,6 +158,7 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
         history_available=len(candidates),
         history_included=len(history),
         hidden_skipped=hidden_skipped,
+        window_dropped=plan.dropped,
         notes=tuple(notes),
     )
 

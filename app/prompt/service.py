@@ -15,6 +15,7 @@ from app.errors import UserError
 from app.personas.models import Persona
 from app.prompt.blocks import Prompt
 from app.prompt.builder import CardSnapshot, HistoryMessage, PromptContext, build
+from app.prompt.window import WindowPlan, plan_window
 
 # With no connection yet, Peek Prompt still works with these sizes.
 FALLBACK_CONTEXT_SIZE = 8192
@@ -52,37 +53,45 @@ def card_snapshot(char: Character) -> CardSnapshot:
     )  # fmt: skip
 
 
-# The reply path's one hot query, in plain SQL through the driver: it runs before every reply and
-# the ORM's per-statement overhead was most of its cost. Hidden messages come along (and are
-# counted, not sent) so one statement usually suffices; a chat with many hidden messages among the
-# newest ones takes a second, wider look.
-_HISTORY_SQL = (
-    "SELECT id, role, name, content, hidden FROM message "
-    "WHERE chat_id = ? AND status != 'error' AND content != '' AND id < ? "
-    "ORDER BY id DESC LIMIT ?"
+# The reply path's hot queries, in plain SQL through the driver: they run before every reply and
+# the ORM's per-statement overhead was most of their cost. All use the (chat_id, id) index.
+_SENDABLE = "chat_id = ? AND status != 'error' AND content != '' AND id < ?"
+_COUNT_SQL = f"SELECT count(*), coalesce(sum(hidden), 0) FROM message WHERE {_SENDABLE}"
+_FIRST_SQL = f"SELECT id, role, name, content FROM message WHERE {_SENDABLE} AND hidden = 0 ORDER BY id LIMIT 1"
+_NEWEST_SQL = (
+    f"SELECT id, role, name, content FROM message WHERE {_SENDABLE} AND hidden = 0 ORDER BY id DESC LIMIT ?"
 )
+_HIDDEN_AFTER_SQL = f"SELECT count(*) FROM message WHERE {_SENDABLE} AND hidden = 1 AND id > ?"
 _NO_UPPER_BOUND = 2**62
 
 
-def history_rows(
-    session: Session, chat_id: int, *, before_id: int | None, limit: int
-) -> tuple[list[HistoryMessage], int]:
-    """The newest `limit` messages the AI may read (oldest first) and how many hidden messages lie
-    among them, over the (chat_id, id) index: a 5,000-message chat costs what an 80-message one does."""
+@dataclass(frozen=True)
+class History:
+    messages: list[HistoryMessage]  # the window: the pinned first message, then the newest ones
+    plan: WindowPlan
+    hidden: int  # hidden messages inside the window's span (counted for Peek Prompt, never sent)
+
+
+def history_window(session: Session, chat_id: int, *, before_id: int | None, limit: int) -> History:
+    """The recent-message window of a chat, read without touching the messages it leaves out: a
+    5,000-message chat costs what an 80-message one does."""
+    conn = session.connection()
     upper = before_id if before_id is not None else _NO_UPPER_BOUND
-    fetch = limit + 16
-    while True:
-        rows = session.connection().exec_driver_sql(_HISTORY_SQL, (chat_id, upper, fetch)).all()
-        visible = [r for r in rows if not r[4]]
-        if len(visible) >= limit or len(rows) < fetch:
-            break
-        fetch *= 4
-    visible = visible[:limit]
-    if not visible:
-        return [], 0
-    oldest = visible[-1][0]
-    hidden = sum(1 for r in rows if r[4] and r[0] > oldest)
-    return [HistoryMessage(r[0], r[1], r[2], r[3]) for r in reversed(visible)], hidden
+    total, hidden_total = conn.exec_driver_sql(_COUNT_SQL, (chat_id, upper)).one()
+    plan = plan_window(total - hidden_total, limit)
+    rows = []
+    if plan.pinned:
+        rows.extend(conn.exec_driver_sql(_FIRST_SQL, (chat_id, upper)).all())
+    if plan.recent:
+        rows.extend(reversed(conn.exec_driver_sql(_NEWEST_SQL, (chat_id, upper, plan.recent)).all()))
+    messages = [HistoryMessage(*row) for row in rows]
+    hidden = 0
+    if hidden_total and messages:
+        # Without drops every hidden message lies inside the window's span; with drops, those
+        # among the dropped ones are not counted.
+        start = messages[plan.pinned].id - 1 if plan.dropped else 0
+        hidden = conn.exec_driver_sql(_HIDDEN_AFTER_SQL, (chat_id, upper, start)).scalar_one()
+    return History(messages, plan, hidden)
 
 
 _UNSET = object()
@@ -108,15 +117,16 @@ def build_chat_prompt(
         persona = chats.chat_persona(session, chat)
     effective = effective_params(chat, chats.chat_connection(session, chat))
     settings = chats.chat_settings(chat)
-    rows, hidden = history_rows(session, chat.id, before_id=before_id, limit=settings.recent_message_limit)
+    history = history_window(session, chat.id, before_id=before_id, limit=settings.recent_message_limit)
     ctx = PromptContext(
         mode=chat.mode,
         characters=tuple(card_snapshot(c) for c in characters),
         speaker=card_snapshot(speaker),
         user_name=persona.name if persona else chats.FALLBACK_USER_NAME,
         persona_description=persona.description if persona else "",
-        messages=tuple(rows),
-        hidden_elsewhere=hidden,
+        messages=tuple(history.messages),
+        hidden_elsewhere=history.hidden,
+        window=history.plan,
         context_size=effective.context_size,
         reply_reserve=effective.params.max_tokens or FALLBACK_MAX_TOKENS,
         recent_limit=settings.recent_message_limit,

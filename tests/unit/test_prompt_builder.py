@@ -47,19 +47,23 @@ def test_hidden_messages_are_skipped_and_counted():
     assert p.hidden_skipped == 1
 
 
-def test_history_is_cut_to_fit_context_minus_reply_reserve_newest_kept():
-    long = [msg(i, text="word " * 100) for i in range(1, 41)]  # ~125 tokens each
-    p = build(ctx(long, context_size=2048, reply_reserve=512))
-    assert p.included_message_ids[-1] == 40
-    assert p.included_message_ids == list(range(41 - len(p.included_message_ids), 41))
+def test_history_is_cut_to_fit_context_in_whole_batches_first_message_kept():
+    long = [msg(i, text="word " * 100) for i in range(1, 41)]  # ~129 tokens each with overhead
+    p = build(ctx(long, context_size=2048, reply_reserve=512, recent_limit=20))
+    ids = p.included_message_ids
+    # limit 20 over 40 messages: the window is the first message plus the newest 15 (batches of 6);
+    # ~2,060 tokens do not fit 1,536 minus the fixed blocks, so one more batch of 6 goes.
+    assert ids[0] == 1 and ids[1:] == list(range(41 - len(ids) + 1, 41))
+    assert p.history_available == 16 and len(ids) == 10
     assert p.total_tokens <= 2048 - 512
-    assert p.history_included < p.history_available == 40
     assert any("did not fit" in n for n in p.notes)
 
 
-def test_recent_message_limit_caps_history():
+def test_recent_message_limit_caps_history_with_batch_drops():
     p = build(ctx([msg(i) for i in range(1, 101)], recent_limit=20))
-    assert p.included_message_ids == list(range(81, 101))
+    # 100 messages, limit 20, batch 6: 84 dropped after the pinned first message, 16 remain.
+    assert p.included_message_ids == [1, *range(86, 101)]
+    assert p.window_dropped == 84
 
 
 def test_newest_message_always_included_even_over_budget():
