@@ -23,6 +23,9 @@ def _form_input(form) -> CharacterIn:
                                                 "post_history_instructions", "creator", "character_version")},
             alternate_greetings=[g for g in greetings if g],
             tags=[t.strip() for t in forms.text(form, "tags").split(",") if t.strip()],
+            character_note=forms.text(form, "character_note"),
+            character_note_depth=forms.optional_number(form, "character_note_depth", int),
+            character_note_role=forms.text(form, "character_note_role") or None,
         )  # fmt: skip
     except ValidationError as err:
         raise UserError("A character needs a name.") from err
@@ -37,7 +40,7 @@ def list_characters_page(request: Request, session: SessionDep, q: str | None = 
 @router.get("/characters/new")
 def new_character_page(request: Request) -> HTMLResponse:
     """Write a character from scratch."""
-    return render(request, "characters/edit.html", {"char": None})
+    return render(request, "characters/edit.html", {"char": None, "note_of": service.character_note})
 
 
 @router.post("/characters")
@@ -63,7 +66,8 @@ async def import_character_page(request: Request, session: SessionDep) -> Respon
 @router.get("/characters/{character_id}")
 def edit_character_page(character_id: int, request: Request, session: SessionDep) -> HTMLResponse:
     """View and edit a character."""
-    return render(request, "characters/edit.html", {"char": service.get_character(session, character_id)})
+    char = service.get_character(session, character_id)
+    return render(request, "characters/edit.html", {"char": char, "note_of": service.character_note})
 
 
 @router.post("/characters/{character_id}")
@@ -71,7 +75,7 @@ async def update_character_page(character_id: int, request: Request, session: Se
     """Save changes to a character."""
     form = await request.form()
     char = service.update_character(session, character_id, _form_input(form), avatar=await forms.upload(form, "avatar"))
-    return render(request, "characters/edit.html", {"char": char, "saved": True})
+    return render(request, "characters/edit.html", {"char": char, "saved": True, "note_of": service.character_note})
 
 
 @router.post("/characters/{character_id}/delete")

@@ -17,6 +17,11 @@ class CharacterIn(BaseModel):
     tags: list[str] = Field(default_factory=list)
     creator: str = ""
     character_version: str = ""
+    # The Character's Note (SillyTavern's `extensions.depth_prompt`), injected at a depth among the
+    # recent messages. None leaves what the card has untouched.
+    character_note: str | None = None
+    character_note_depth: int | None = Field(default=None, ge=0, le=100)
+    character_note_role: str | None = Field(default=None, pattern="^(system|user|assistant)$")
 
 
 class CharacterRead(CharacterIn):

@@ -12,7 +12,33 @@ from app.images.models import Image
 from app.images.service import store_image
 from app.timeutil import utcnow
 
-_CARD_FIELDS = tuple(CharacterIn.model_fields)
+_NOTE_FIELDS = ("character_note", "character_note_depth", "character_note_role")
+_CARD_FIELDS = tuple(f for f in CharacterIn.model_fields if f not in _NOTE_FIELDS)
+
+
+def character_note(char: Character) -> tuple[str, int, str]:
+    """(text, depth, role) of the card's Character's Note; ("", 4, "system") when it has none."""
+    note = char.extensions.get("depth_prompt") if isinstance(char.extensions, dict) else None
+    if not isinstance(note, dict):
+        return "", 4, "system"
+    depth = note.get("depth", 4)
+    role = note.get("role", "system")
+    return (str(note.get("prompt") or ""), depth if isinstance(depth, int) else 4,
+            role if role in {"system", "user", "assistant"} else "system")  # fmt: skip
+
+
+def _apply_note(char: Character, data: CharacterIn) -> None:
+    if data.character_note is None and data.character_note_depth is None and data.character_note_role is None:
+        return
+    text, depth, role = character_note(char)
+    existing = char.extensions.get("depth_prompt")
+    if not isinstance(existing, dict) and not (data.character_note or "").strip():
+        return  # nothing to write, and no key to keep in step
+    note = dict(existing) if isinstance(existing, dict) else {}
+    note["prompt"] = data.character_note if data.character_note is not None else text
+    note["depth"] = data.character_note_depth if data.character_note_depth is not None else depth
+    note["role"] = data.character_note_role or role
+    char.extensions = {**char.extensions, "depth_prompt": note}
 
 
 def avatar_url(image_id: int | None) -> str | None:
@@ -20,9 +46,13 @@ def avatar_url(image_id: int | None) -> str | None:
 
 
 def to_read(char: Character) -> CharacterRead:
+    note, depth, role = character_note(char)
     return CharacterRead(
         id=char.id,
         **{f: getattr(char, f) for f in _CARD_FIELDS},
+        character_note=note,
+        character_note_depth=depth,
+        character_note_role=role,
         avatar_url=avatar_url(char.avatar_id),
         extensions=char.extensions,
         has_character_book=bool(char.character_book),
@@ -47,7 +77,8 @@ def get_character(session: Session, character_id: int) -> Character:
 
 
 def create_character(session: Session, data: CharacterIn, *, avatar: bytes | None = None) -> Character:
-    char = Character(**data.model_dump())
+    char = Character(**data.model_dump(exclude=set(_NOTE_FIELDS)))
+    _apply_note(char, data)
     if avatar:
         char.avatar_id = store_image(session, avatar).id
     session.add(char)
@@ -59,8 +90,9 @@ def update_character(
     session: Session, character_id: int, data: CharacterIn, *, avatar: bytes | None = None
 ) -> Character:
     char = get_character(session, character_id)
-    for field, value in data.model_dump().items():
+    for field, value in data.model_dump(exclude=set(_NOTE_FIELDS)).items():
         setattr(char, field, value)
+    _apply_note(char, data)
     if avatar:
         char.avatar_id = store_image(session, avatar).id
     char.updated_at = utcnow()

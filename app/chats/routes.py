@@ -210,6 +210,10 @@ async def save_chat_settings_page(chat_id: int, request: Request, session: Sessi
             stop=forms.lines(form, "stop") or None,
             recent_message_limit=forms.optional_number(form, "recent_message_limit", int) or 80,
             reply_order=forms.text(form, "reply_order") or "turns",
+            context_note=forms.text(form, "context_note").strip(),
+            context_note_depth=forms.optional_number(form, "context_note_depth", int) or 0,
+            context_note_role=forms.text(form, "context_note_role") or "system",
+            time_awareness=forms.checkbox(form, "time_awareness"),
         )  # fmt: skip
     except ValidationError as err:
         first = err.errors()[0]

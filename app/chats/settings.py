@@ -17,6 +17,13 @@ class ChatSettings(BaseModel):
     recent_message_limit: int = Field(default=DEFAULT_RECENT_LIMIT, ge=MIN_RECENT_LIMIT, le=MAX_RECENT_LIMIT)
     # "turns": group members answer in turn; "manual": the user picks who speaks each time.
     reply_order: str = Field(default="turns", pattern="^(turns|manual)$")
+    # A short note among the recent messages (SillyTavern's Author's Note). Kept close to the newest
+    # message it is acted on more reliably and leaves the cached prefix alone.
+    context_note: str = Field(default="", max_length=4000)
+    context_note_depth: int = Field(default=4, ge=0, le=100)
+    context_note_role: str = Field(default="system", pattern="^(system|user|assistant)$")
+    # Tell the model the current date and time (just above the newest turns).
+    time_awareness: bool = False
 
 
 def read_settings(raw: dict | None) -> ChatSettings:

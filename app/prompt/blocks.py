@@ -5,17 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# Groups in prompt order. Stable groups come first so the prompt prefix stays the same from turn
-# to turn (providers' prompt caches hit); per-turn material sits near the newest messages.
-GROUPS: tuple[str, ...] = ("system", "above_conversation", "examples", "conversation", "dynamic", "at_depth")
-GROUP_LABELS = {
-    "system": "System",
-    "above_conversation": "Above the conversation",
-    "examples": "Example dialogue",
-    "conversation": "Conversation",
-    "dynamic": "Dynamic (near the newest turns)",
-    "at_depth": "Among the recent messages",
-}
+from app.prompt.layout import GROUP_LABELS, GROUPS  # noqa: E402,F401  (re-exported for views)
 
 
 @dataclass(frozen=True)
@@ -28,6 +18,7 @@ class PromptBlock:
     tokens: int
     message_id: int | None = None  # set for history blocks
     depth: int | None = None  # for at_depth blocks: how many messages from the end
+    kind: str = ""  # the layout slot (app/prompt/layout.py)
 
 
 @dataclass(frozen=True)

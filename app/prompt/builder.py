@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from app.prompt.blocks import Prompt, PromptBlock
+from app.prompt.layout import GROUP_OF, ORDER_OF, depth_index, dynamic_insert_index
 from app.prompt.macros import expand_macros
 from app.prompt.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from app.prompt.window import WindowPlan, batch_size, fit_window, plan_window
@@ -21,6 +22,8 @@ CONVERSATION_MAIN_PROMPT = (
     "in their own voice, naturally and briefly unless asked for more."
 )
 GROUP_NUDGE = "[Write the next reply only as {{char}}.]"
+# The groups merged into the one leading system message that forms the cacheable prefix.
+STABLE_GROUPS = ("system", "above_conversation", "examples")
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,24 @@ class HistoryMessage:
 
 
 @dataclass(frozen=True)
+class DepthNote:
+    """A short note among the recent messages: 0 after the newest message, d before the d-th newest."""
+
+    text: str
+    depth: int = 4
+    role: str = "system"
+    kind: str = "context_note"
+    label: str = "Context note"
+
+
+@dataclass(frozen=True)
+class DynamicBlock:
+    kind: str
+    label: str
+    text: str
+
+
+@dataclass(frozen=True)
 class PromptContext:
     mode: str
     characters: tuple[CardSnapshot, ...]
@@ -61,6 +82,9 @@ class PromptContext:
     # newest ones), its plan; otherwise the builder plans the window over `messages` itself.
     window: WindowPlan | None = None
     keep_first: bool = True
+    depth_notes: tuple[DepthNote, ...] = ()
+    dynamic: tuple[DynamicBlock, ...] = ()
+    current_time: str | None = None  # e.g. "Monday, 30 November 2026, 14:05"; the caller reads the clock
     extra_notes: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -90,31 +114,44 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
 
     fixed_before: list[PromptBlock] = []
 
-    def add(into: list[PromptBlock], name: str, label: str, grp: str, text: str, role: str = "system") -> None:
+    def add(into: list[PromptBlock], kind: str, label: str, text: str, *, name: str | None = None,
+            role: str = "system", depth: int | None = None) -> None:  # fmt: skip
         text = text.strip()
         if text:  # empty optional blocks take no tokens
-            into.append(PromptBlock(name, label, grp, role, text, count(text)))
+            into.append(PromptBlock(name or kind, label, GROUP_OF[kind], role, text, count(text), depth=depth, kind=kind))
 
     main = CONVERSATION_MAIN_PROMPT if ctx.mode == "conversation" else ROLEPLAY_MAIN_PROMPT
     if speaker.system_prompt.strip():
         main = speaker.system_prompt.replace("{{original}}", main)
-    add(fixed_before, "main_prompt", "Main prompt", "system", ex(main))
+    add(fixed_before, "main_prompt", "Main prompt", ex(main))
     for card in ctx.characters:
-        add(fixed_before, f"character_{card.id}", f"Character: {card.name}", "system",
-            _character_text(card, group=group, ex=ex))  # fmt: skip
+        add(fixed_before, "character", f"Character: {card.name}", _character_text(card, group=group, ex=ex),
+            name=f"character_{card.id}")  # fmt: skip
     scenarios = {c.scenario.strip() for c in ctx.characters if c.scenario.strip()}
-    add(fixed_before, "scenario", "Scenario", "system", "\n".join(f"Scenario: {ex(s)}" for s in sorted(scenarios)))
+    add(fixed_before, "scenario", "Scenario", "\n".join(f"Scenario: {ex(s)}" for s in sorted(scenarios)))
     if ctx.persona_description.strip():
-        add(fixed_before, "persona", f"Persona: {ctx.user_name}", "above_conversation",
+        add(fixed_before, "persona", f"Persona: {ctx.user_name}",
             f"About {ctx.user_name}: {ex(ctx.persona_description.strip())}")  # fmt: skip
     examples = "\n\n".join(_examples_text(c.mes_example) for c in ctx.characters if c.mes_example.strip())
-    add(fixed_before, "examples", "Example dialogue", "examples", ex(examples))
+    add(fixed_before, "examples", "Example dialogue", ex(examples))
+    fixed_before.sort(key=lambda b: ORDER_OF[b.kind])
+
+    dynamic: list[PromptBlock] = []
+    for block in ctx.dynamic:
+        add(dynamic, block.kind, block.label, ex(block.text))
+    if ctx.current_time:
+        add(dynamic, "current_time", "Current time", f"Current time: {ctx.current_time}")
+    dynamic.sort(key=lambda b: ORDER_OF[b.kind])
+    notes_at_depth: list[PromptBlock] = []
+    for note in ctx.depth_notes:
+        add(notes_at_depth, note.kind, f"{note.label} (depth {note.depth})", ex(note.text), role=note.role,
+            depth=note.depth, name=f"{note.kind}_{len(notes_at_depth)}")  # fmt: skip
 
     fixed_after: list[PromptBlock] = []
     if group:
-        add(fixed_after, "group_nudge", "Group nudge", "at_depth", ex(GROUP_NUDGE))
+        add(fixed_after, "group_nudge", "Group nudge", ex(GROUP_NUDGE))
     if speaker.post_history_instructions.strip():
-        add(fixed_after, "post_history", "Post-history instructions", "at_depth",
+        add(fixed_after, "post_history", "Post-history instructions",
             ex(speaker.post_history_instructions.replace("{{original}}", "")))  # fmt: skip
 
     visible = [m for m in ctx.messages if not m.hidden]
@@ -131,13 +168,15 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
         role = "user" if msg.role == "user" else ("system" if msg.role == "system" else "assistant")
         rendered.append((msg, role, text, count(text)))
 
-    fixed_tokens = sum(b.tokens + MESSAGE_OVERHEAD_TOKENS for b in (*fixed_before, *fixed_after))
+    fixed_tokens = sum(b.tokens + MESSAGE_OVERHEAD_TOKENS
+                       for b in (*fixed_before, *dynamic, *notes_at_depth, *fixed_after))  # fmt: skip
     budget = ctx.context_size - ctx.reply_reserve - fixed_tokens
     sizes = [tokens + MESSAGE_OVERHEAD_TOKENS for _, _, _, tokens in rendered]
     drop_recent, drop_pinned = fit_window(sizes, budget, pinned=plan.pinned, batch=batch_size(ctx.recent_limit))
     kept = rendered[drop_pinned : plan.pinned] + rendered[plan.pinned + drop_recent :]
-    history = [PromptBlock(f"message_{m.id}", m.name, "conversation", role, text, tokens, message_id=m.id)
-               for m, role, text, tokens in kept]  # fmt: skip
+    history = [PromptBlock(f"message_{m.id}", m.name, "conversation", role, text, tokens, message_id=m.id,
+                           kind="message") for m, role, text, tokens in kept]  # fmt: skip
+    conversation = _place_among_history(history, [m.name for m, *_ in kept], dynamic, notes_at_depth)
     candidates = rendered
 
     notes = list(ctx.extra_notes)
@@ -146,7 +185,7 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
             f"{len(candidates) - len(history)} older message(s) did not fit the context size "
             f"({ctx.context_size} tokens minus {ctx.reply_reserve} reserved for the reply)."
         )
-    blocks = (*fixed_before, *history, *fixed_after)
+    blocks = (*fixed_before, *conversation, *fixed_after)
     messages = _provider_messages(blocks)
     total = sum(b.tokens for b in blocks) + MESSAGE_OVERHEAD_TOKENS * len(messages)
     return Prompt(
@@ -163,13 +202,31 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
     )
 
 
+def _place_among_history(
+    history: list[PromptBlock], speakers: list[str], dynamic: list[PromptBlock], notes: list[PromptBlock]
+) -> list[PromptBlock]:
+    """The conversation with the dynamic group above the newest speaker turns and each note at its
+    depth (counted in history messages; at one spot, dynamic blocks come before notes)."""
+    at: dict[int, list[PromptBlock]] = {}
+    if dynamic:
+        at.setdefault(dynamic_insert_index(speakers), []).extend(dynamic)
+    for note in notes:
+        at.setdefault(depth_index(len(history), note.depth or 0), []).append(note)
+    out: list[PromptBlock] = []
+    for i in range(len(history) + 1):
+        out.extend(at.get(i, ()))
+        if i < len(history):
+            out.append(history[i])
+    return out
+
+
 def _provider_messages(blocks: Sequence[PromptBlock]) -> list[dict]:
     """Consecutive system blocks before the conversation become one system message (many local
     models accept only one); the end of that stable prefix carries the cache marker."""
     messages: list[dict] = []
     head: list[str] = []
     i = 0
-    while i < len(blocks) and blocks[i].message_id is None and blocks[i].group != "at_depth":
+    while i < len(blocks) and blocks[i].group in STABLE_GROUPS:
         head.append(blocks[i].text)
         i += 1
     if head:

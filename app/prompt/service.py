@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlmodel import Session
 
 from app.characters.models import Character
+from app.characters.service import character_note
 from app.chats import service as chats
 from app.chats.models import Chat
 from app.connections.models import Connection
@@ -14,7 +16,7 @@ from app.connections.providers.base import GenerationParams
 from app.errors import UserError
 from app.personas.models import Persona
 from app.prompt.blocks import Prompt
-from app.prompt.builder import CardSnapshot, HistoryMessage, PromptContext, build
+from app.prompt.builder import CardSnapshot, DepthNote, HistoryMessage, PromptContext, build
 from app.prompt.window import WindowPlan, plan_window
 
 # With no connection yet, Peek Prompt still works with these sizes.
@@ -97,6 +99,11 @@ def history_window(session: Session, chat_id: int, *, before_id: int | None, lim
 _UNSET = object()
 
 
+def _now_text() -> str:
+    now = datetime.now().astimezone()
+    return f"{now:%A, %d %B %Y, %H:%M} ({now.tzname()})"
+
+
 def build_chat_prompt(
     session: Session,
     chat: Chat,
@@ -118,6 +125,12 @@ def build_chat_prompt(
     effective = effective_params(chat, chats.chat_connection(session, chat))
     settings = chats.chat_settings(chat)
     history = history_window(session, chat.id, before_id=before_id, limit=settings.recent_message_limit)
+    notes = []
+    note_text, note_depth, note_role = character_note(speaker)
+    if note_text.strip():
+        notes.append(DepthNote(note_text, note_depth, note_role, label=f"{speaker.name}'s note"))
+    if settings.context_note.strip():
+        notes.append(DepthNote(settings.context_note, settings.context_note_depth, settings.context_note_role))
     ctx = PromptContext(
         mode=chat.mode,
         characters=tuple(card_snapshot(c) for c in characters),
@@ -127,6 +140,8 @@ def build_chat_prompt(
         messages=tuple(history.messages),
         hidden_elsewhere=history.hidden,
         window=history.plan,
+        depth_notes=tuple(notes),
+        current_time=_now_text() if settings.time_awareness else None,
         context_size=effective.context_size,
         reply_reserve=effective.params.max_tokens or FALLBACK_MAX_TOKENS,
         recent_limit=settings.recent_message_limit,

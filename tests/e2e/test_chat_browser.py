@@ -182,3 +182,35 @@ def test_peek_prompt_page_lists_blocks_with_tokens(page: Page, live, models):
     expect(page.locator(".prompt-block[data-block='examples']")).to_contain_text("[Example Chat]")
     messages = json.loads(page.locator("#prompt-json").text_content())
     assert messages[0]["role"] == "system" and "An archivist." in messages[0]["content"]
+
+
+def test_context_note_at_depth_two_shows_in_peek_prompt_at_that_depth(page: Page, live, models, shot):
+    _connection(live, models)
+    with live.client() as c:
+        char = c.post("/api/characters", json={"name": "Iris", "first_mes": "The archive is quiet."}).json()
+        chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()
+        for text in ("First question", "Second question"):
+            c.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": text})
+    page.goto(f"{live.url}/chats/{chat['id']}")
+    page.click("#settings-button")
+    panel = page.locator("#settings-panel")
+    panel.locator("#context-note").fill("Iris is hiding a letter.")
+    panel.locator("#context-note-depth").fill("2")
+    panel.get_by_role("button", name="Save settings").click()
+    expect(panel.get_by_text("Saved.")).to_be_visible()
+    expect(panel.locator("#depth-warning")).to_have_count(0)
+    panel.get_by_role("button", name="Close Chat Settings").click()
+    page.click("#peek-button")
+    blocks = page.locator("#peek-dialog .prompt-block")
+    expect(blocks.filter(has_text="Context note (depth 2)")).to_have_count(1)
+    names = blocks.evaluate_all("els => els.map(e => e.dataset.block)")
+    note = names.index("context_note_0")
+    # Two history messages follow the note: the previous reply and the newest message.
+    assert [n.startswith("message_") for n in names[note + 1 :]] == [True, True]
+    shot("context-note")
+    page.locator("#peek-dialog").get_by_role("button", name="Close Peek Prompt").click()
+    # A deep note is allowed, with a warning that it breaks prompt caching.
+    page.click("#settings-button")
+    panel.locator("#context-note-depth").fill("9")
+    panel.get_by_role("button", name="Save settings").click()
+    expect(panel.locator("#depth-warning")).to_contain_text("breaks prompt caching")

@@ -306,3 +306,29 @@ def test_replies_cut_off_by_a_shutdown_or_a_crash_keep_their_text_and_are_marked
         last = c.get(f"/api/chats/{chat['id']}/messages").json()[-1]
         assert last["status"] == "partial" and last["error"] == INTERRUPTED
         assert last["content"].startswith("a long tale")
+
+
+class TestContextNotes:
+    def test_chat_note_and_character_note_sit_at_their_depths(self, api, models):
+        _, chat = _setup(api, models)
+        char_id = api.get(f"/api/chats/{chat['id']}").json()["character_ids"][0]
+        body = api.get(f"/api/characters/{char_id}").json()
+        body.update(character_note="Aria hums when nervous.", character_note_depth=0)
+        api.put(f"/api/characters/{char_id}", json=body)
+        for text in ("one", "two", "three"):
+            _send(api, chat["id"], text)
+        api.put(f"/api/chats/{chat['id']}/options", json={"settings": {
+            "context_note": "It is still raining.", "context_note_depth": 2, "time_awareness": True}})
+        _send(api, chat["id"], "four")
+        sent = models.last_request.json["messages"]
+        contents = [m["content"] for m in sent]
+        note_at = contents.index("It is still raining.")
+        # depth 2: before the second newest message of the history (the previous reply, then "four")
+        # depth 2: before the second newest history message; the character's note at depth 0 last.
+        assert contents[note_at + 1 :] == ["Echo: three", "four", "Aria hums when nervous."]
+        # The current time sits just above the four newest speaker turns.
+        assert contents[contents.index("Echo: two") - 1].startswith("Current time: ")
+        assert "Current time" not in contents[0]  # never in the cached system prefix
+        exported = api.get(f"/api/characters/{char_id}/export", params={"format": "json"}).json()
+        assert exported["data"]["extensions"]["depth_prompt"] == {"prompt": "Aria hums when nervous.", "depth": 0,
+                                                                  "role": "system"}  # fmt: skip

@@ -101,3 +101,55 @@ def test_token_estimator():
     assert count_tokens("abcd" * 10) == 10
     assert count_tokens("日本語のテキスト") == 8
     assert 5 <= count_tokens("Привет, как дела?") <= 9
+
+
+def _conv(n):
+    # alternate user / assistant, one message per speaker turn
+    return [msg(i, "user" if i % 2 else "assistant") for i in range(1, n + 1)]
+
+
+def test_every_block_lands_in_its_group_in_layout_order():
+    from app.prompt.builder import DepthNote, DynamicBlock
+    from app.prompt.layout import GROUP_OF, GROUPS
+
+    bram = CardSnapshot(5, "Bram", description="A smith.", post_history_instructions="Stay in scene.")
+    p = build(ctx(_conv(10), characters=(ARIA, bram), speaker=bram, persona_description="A knight.",
+                  current_time="Monday 14:05", depth_notes=(DepthNote("Mind the storm.", depth=2),),
+                  dynamic=(DynamicBlock("keyword_lore", "Lore: lighthouse", "The lighthouse is old."),)))  # fmt: skip
+    for block in p.blocks:
+        assert block.group == GROUP_OF[block.kind], block
+    # Outside the conversation the groups appear in layout order.
+    stable = [GROUPS.index(b.group) for b in p.blocks if b.group in ("system", "above_conversation", "examples")]
+    assert stable == sorted(stable)
+    kinds = [b.kind for b in p.blocks]
+    assert kinds[-2:] == ["group_nudge", "post_history"]
+
+
+def test_dynamic_group_sits_above_the_four_newest_turns_and_notes_at_their_depth():
+    from app.prompt.builder import DepthNote
+
+    p = build(ctx(_conv(10), current_time="Monday 14:05", depth_notes=(DepthNote("Mind the storm.", depth=2),)))
+    conv = [b for b in p.blocks if b.group not in ("system", "above_conversation", "examples")]
+    names = [b.name for b in conv]
+    assert names.index("current_time") == names.index("message_7")  - 1  # above the 4 newest turns (7..10)
+    assert names[names.index("context_note_0") + 1] == "message_9"  # depth 2: before the 2nd newest
+    assert names[-1] == "message_10"
+    # The cached system prefix holds no per-turn block.
+    assert "Monday" not in p.messages[0]["content"]
+
+
+def test_a_note_at_depth_zero_follows_the_newest_message():
+    from app.prompt.builder import DepthNote
+
+    p = build(ctx(_conv(3), depth_notes=(DepthNote("After everything.", depth=0),)))
+    assert p.messages[-1] == {"role": "system", "content": "After everything."}
+
+
+def test_empty_dynamic_blocks_and_notes_add_zero_tokens():
+    from app.prompt.builder import DepthNote, DynamicBlock
+
+    base = build(ctx(_conv(6)))
+    with_empty = build(ctx(_conv(6), depth_notes=(DepthNote("   ", depth=2),),
+                           dynamic=(DynamicBlock("recalled_memories", "Recalled", ""),)))  # fmt: skip
+    assert with_empty.total_tokens == base.total_tokens
+    assert with_empty.messages == base.messages

@@ -1,0 +1,88 @@
+"""Where every kind of prompt block goes: one ordered table.
+
+Stable groups come first so the prompt prefix stays the same from turn to turn and providers'
+prompt caches hit; what changes every turn sits near the newest messages. Kinds that no feature
+produces yet are slots that later features fill (memories, lorebooks, tools); the order and the
+group are decided here, once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+GROUPS: tuple[str, ...] = ("system", "above_conversation", "examples", "conversation", "dynamic", "at_depth")
+GROUP_LABELS = {
+    "system": "System",
+    "above_conversation": "Above the conversation",
+    "examples": "Example dialogue",
+    "conversation": "Conversation",
+    "dynamic": "Just above the newest turns",
+    "at_depth": "Among the recent messages",
+}
+# Dynamic blocks go just above this many of the newest speaker turns.
+DYNAMIC_TURNS = 4
+
+
+@dataclass(frozen=True)
+class Slot:
+    kind: str
+    group: str
+    label: str
+
+
+LAYOUT: tuple[Slot, ...] = (
+    # system part
+    Slot("main_prompt", "system", "System, chat and character prompts"),
+    Slot("character", "system", "Character attributes"),
+    Slot("scenario", "system", "Scenario"),
+    Slot("tool_guidance", "system", "Tool guidance"),
+    Slot("constraints", "system", "Constraints"),
+    Slot("long_term_memory", "system", "Long-term memories"),
+    Slot("constant_lore", "system", "Constant lorebook entries"),
+    # above the conversation
+    Slot("persona", "above_conversation", "Participant profiles"),
+    Slot("personal_memories", "above_conversation", "Personal memories"),
+    Slot("reminders", "above_conversation", "Reminders and tasks"),
+    Slot("older_short_term_memory", "above_conversation", "Older short-term memory"),
+    # examples and conversation
+    Slot("examples", "examples", "Example dialogue"),
+    Slot("message", "conversation", "Recent messages"),
+    # just above the four most recent speaker turns
+    Slot("recent_short_term_memory", "dynamic", "Recent short-term memory"),
+    Slot("keyword_lore", "dynamic", "Keyword- or chance-activated lorebook entries"),
+    Slot("recalled_memories", "dynamic", "Recalled memories"),
+    Slot("retrieved_documents", "dynamic", "Retrieved documents"),
+    Slot("participants_present", "dynamic", "Participants present"),
+    Slot("current_time", "dynamic", "Current time"),
+    # among the recent messages
+    Slot("context_note", "at_depth", "Context note"),
+    Slot("tool_reminders", "at_depth", "Tool reminders"),
+    Slot("time_awareness", "at_depth", "Time awareness"),
+    Slot("group_nudge", "at_depth", "Group nudge"),
+    Slot("post_history", "at_depth", "Post-history instructions"),
+)
+GROUP_OF = {slot.kind: slot.group for slot in LAYOUT}
+ORDER_OF = {slot.kind: i for i, slot in enumerate(LAYOUT)}
+
+
+def dynamic_insert_index(speakers: Sequence[str], turns: int = DYNAMIC_TURNS) -> int:
+    """Index in the history (a list of speaker names, oldest first) where the dynamic group goes:
+    before the `turns` newest speaker turns, a turn being consecutive messages of one speaker. A
+    history with fewer turns puts it first, right after the example dialogue."""
+    seen = 0
+    index = len(speakers)
+    previous = None
+    for i in range(len(speakers) - 1, -1, -1):
+        if speakers[i] != previous:
+            seen += 1
+            previous = speakers[i]
+            if seen > turns:
+                return index
+        index = i
+    return 0
+
+
+def depth_index(history_length: int, depth: int) -> int:
+    """Where a note at `depth` goes: 0 after the newest message, d before the d-th newest."""
+    return max(0, history_length - max(0, depth))
