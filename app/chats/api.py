@@ -1,3 +1,5 @@
+from typing import Literal
+
 from fastapi import APIRouter, File, Form, Request, UploadFile
 from fastapi.responses import Response, StreamingResponse
 
@@ -14,7 +16,8 @@ from app.chats.schemas import (
     PromptRead,
     SwipeIn,
 )  # fmt: skip
-from app.deps import SessionDep
+from app.deps import KeyBoxDep, SessionDep
+from app.prompt.report import context_report, snapshot
 from app.prompt.service import build_chat_prompt
 
 router = APIRouter(prefix="/api/chats", tags=["chats"])
@@ -146,6 +149,31 @@ def peek_prompt(chat_id: int, session: SessionDep) -> PromptRead:
     """Peek Prompt: the exact messages the next reply would be asked with, block by block."""
     prompt, _ = build_chat_prompt(session, service.get_chat(session, chat_id))
     return views.prompt_read(prompt)
+
+
+@router.get("/{chat_id}/context")
+def show_context(chat_id: int, session: SessionDep) -> dict:
+    """The context grid as data: tokens per group, free space, cost estimate, cache hit rate."""
+    report = context_report(session, service.get_chat(session, chat_id))
+    return {
+        "context_size": report.prompt.context_size, "reply_reserve": report.prompt.reply_reserve,
+        "used_tokens": report.grid.used_tokens, "free_tokens": report.grid.free_tokens, "over_by": report.grid.over_by,
+        "cell_tokens": report.grid.cell_tokens,
+        "legend": [row.__dict__ for row in report.grid.legend],
+        "sizes": [row.__dict__ for row in report.sizes],
+        "cost": report.cost.__dict__, "prefix_tokens": report.prefix_tokens,
+        "last_input_tokens": report.last_input_tokens, "last_cached_tokens": report.last_cached_tokens,
+        "cache_hit_rate": report.cache_hit_rate, "replies_with_usage": report.replies_with_usage,
+    }  # fmt: skip
+
+
+@router.get("/{chat_id}/prompt/snapshot")
+def download_prompt_snapshot(chat_id: int, session: SessionDep, keybox: KeyBoxDep,
+                             format: Literal["text", "json"] = "text") -> Response:  # fmt: skip
+    """The exact package for the next reply: annotated text, or the provider's JSON body."""
+    name, content = snapshot(session, service.get_chat(session, chat_id), keybox, fmt=format)
+    media = "application/json" if format == "json" else "text/plain; charset=utf-8"
+    return Response(content, media_type=media, headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
 
 @router.get("/{chat_id}/export")

@@ -50,6 +50,9 @@ class Message(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     chat_id: int = Field(foreign_key="chat.id", ondelete="CASCADE")
     role: str = "user"
+    # "message", or "refresh": a mark the user set with /refresh; the AI reads nothing before the
+    # newest one (deleting the mark undoes the cut).
+    kind: str = Field(default="message", sa_column_kwargs={"server_default": "message"})
     character_id: int | None = Field(default=None, foreign_key="character.id", ondelete="SET NULL")
     name: str = ""
     content: str = ""

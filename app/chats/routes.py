@@ -21,6 +21,7 @@ from app.deps import SessionDep, SettingsDep
 from app.errors import UserError
 from app.personas.service import default_persona, list_personas
 from app.prompt.blocks import GROUP_LABELS
+from app.prompt.report import context_report
 from app.prompt.service import build_chat_prompt
 from app.web import render
 
@@ -237,6 +238,20 @@ def peek_prompt_page(chat_id: int, request: Request, session: SessionDep) -> HTM
         "chat": chat, "prompt": prompt, "group_labels": GROUP_LABELS,
         "messages_json": json.dumps(list(prompt.messages), indent=2, ensure_ascii=False),
     }, block=block)  # fmt: skip
+
+
+@router.get("/chats/{chat_id}/context")
+def context_grid_page(chat_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+    """The context grid: what fills the model's context, the size table, the cost of a reply."""
+    chat = service.get_chat(session, chat_id)
+    block = "context_body" if request.headers.get("HX-Request") == "true" else None
+    return render(request, "chats/context.html", {"chat": chat, "report": context_report(session, chat)}, block=block)
+
+
+@router.get("/help/forgetting")
+def forgetting_help_page(request: Request) -> HTMLResponse:
+    """Why does it forget? The usual causes and what to do."""
+    return render(request, "help_forgetting.html")
 
 
 @router.post("/chats/{chat_id}/delete")

@@ -24,5 +24,9 @@ class Connection(SQLModel, table=True):
     context_size: int = 8192
     stop: list = json_field(list)
     is_default: bool = False
+    # Prices per million tokens, for the cost estimate in the context grid (None: unknown).
+    price_input_per_m: float | None = None
+    price_output_per_m: float | None = None
+    price_cached_input_per_m: float | None = None
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)

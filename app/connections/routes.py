@@ -29,6 +29,9 @@ def _form_input(form) -> ConnectionIn:
             max_tokens=forms.optional_number(form, "max_tokens", int) or 512,
             context_size=forms.optional_number(form, "context_size", int) or 8192,
             stop=forms.lines(form, "stop"), is_default=forms.checkbox(form, "is_default"),
+            price_input_per_m=forms.optional_number(form, "price_input_per_m"),
+            price_output_per_m=forms.optional_number(form, "price_output_per_m"),
+            price_cached_input_per_m=forms.optional_number(form, "price_cached_input_per_m"),
         )  # fmt: skip
     except ValidationError as err:
         first = err.errors()[0]

@@ -21,6 +21,9 @@ class ConnectionIn(BaseModel):
     context_size: int = Field(default=8192, ge=256, le=10_000_000)
     stop: list[str] = Field(default_factory=list)
     is_default: bool = False
+    price_input_per_m: float | None = Field(default=None, ge=0)
+    price_output_per_m: float | None = Field(default=None, ge=0)
+    price_cached_input_per_m: float | None = Field(default=None, ge=0)
 
     @field_validator("kind")
     @classmethod
@@ -56,6 +59,9 @@ class ConnectionRead(BaseModel):
     context_size: int
     stop: list[str]
     is_default: bool
+    price_input_per_m: float | None
+    price_output_per_m: float | None
+    price_cached_input_per_m: float | None
     created_at: datetime
     updated_at: datetime
 

@@ -19,7 +19,9 @@ def to_read(conn: Connection) -> ConnectionRead:
         model=conn.model, has_key=bool(conn.api_key_encrypted), extra_headers=conn.extra_headers,
         extra_body=conn.extra_body, temperature=conn.temperature, top_p=conn.top_p,
         max_tokens=conn.max_tokens, context_size=conn.context_size, stop=conn.stop,
-        is_default=conn.is_default, created_at=conn.created_at, updated_at=conn.updated_at,
+        is_default=conn.is_default, price_input_per_m=conn.price_input_per_m,
+        price_output_per_m=conn.price_output_per_m, price_cached_input_per_m=conn.price_cached_input_per_m,
+        created_at=conn.created_at, updated_at=conn.updated_at,
     )  # fmt: skip
 
 
@@ -41,7 +43,8 @@ def default_connection(session: Session) -> Connection | None:
 
 def _apply(conn: Connection, data: ConnectionIn, keybox: KeyBox) -> None:
     for field in ("name", "kind", "preset", "base_url", "model", "extra_headers", "extra_body",
-                  "temperature", "top_p", "max_tokens", "context_size", "stop"):  # fmt: skip
+                  "temperature", "top_p", "max_tokens", "context_size", "stop", "price_input_per_m",
+                  "price_output_per_m", "price_cached_input_per_m"):  # fmt: skip
         setattr(conn, field, getattr(data, field))
     conn.name = conn.name.strip()
     conn.model = conn.model.strip()

@@ -214,3 +214,34 @@ def test_context_note_at_depth_two_shows_in_peek_prompt_at_that_depth(page: Page
     panel.locator("#context-note-depth").fill("9")
     panel.get_by_role("button", name="Save settings").click()
     expect(panel.locator("#depth-warning")).to_contain_text("breaks prompt caching")
+
+
+def test_context_grid_shows_legend_cost_and_downloads_a_snapshot(page: Page, live, models, shot):
+    with live.client() as c:
+        c.post("/api/connections", json={"name": "Priced", "base_url": models.base_url, "model": "test-model",
+                                          "context_size": 8192, "max_tokens": 300, "price_input_per_m": 3,
+                                          "price_output_per_m": 15, "price_cached_input_per_m": 0.3})  # fmt: skip
+        char = c.post("/api/characters", json={"name": "Iris", "description": "An archivist. " * 80,
+                                                "first_mes": "The archive is quiet."}).json()  # fmt: skip
+        chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()
+        c.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Any letters today?"})
+    page.goto(f"{live.url}/chats/{chat['id']}")
+    page.click("#context-button")
+    dialog = page.locator("#context-dialog")
+    expect(dialog.locator(".ctx-grid .cell").first).to_be_visible()
+    legend = dialog.locator("#context-legend")
+    expect(legend).to_contain_text("System")
+    expect(legend).to_contain_text("Conversation")
+    expect(legend).to_contain_text("Reserved for the reply")
+    expect(legend).to_contain_text("Free")
+    expect(dialog.locator("#context-cost")).to_contain_text("Estimated input cost per reply: $")
+    expect(dialog.locator("#context-sizes tbody tr").first).to_contain_text("Character: Iris")
+    shot("grid")
+    with page.expect_download() as download_info:
+        dialog.locator("#snapshot-text").click()
+    download = download_info.value
+    assert download.suggested_filename.endswith(".txt")
+    text = open(download.path(), encoding="utf-8").read()
+    assert "Sugo prompt snapshot" in text and "Any letters today?" in text
+    dialog.get_by_role("link", name="Why does it forget?").click()
+    expect(page.locator("h1")).to_have_text("Why does it forget?")

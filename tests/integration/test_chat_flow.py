@@ -332,3 +332,46 @@ class TestContextNotes:
         exported = api.get(f"/api/characters/{char_id}/export", params={"format": "json"}).json()
         assert exported["data"]["extensions"]["depth_prompt"] == {"prompt": "Aria hums when nervous.", "depth": 0,
                                                                   "role": "system"}  # fmt: skip
+
+
+class TestContextGridAndSnapshot:
+    def test_context_report_sizes_cost_and_cache_rate(self, api, models):
+        add_connection(api, models, price_input_per_m=3.0, price_output_per_m=15.0, price_cached_input_per_m=0.3)
+        char = add_character(api, description="A bard. " * 200)
+        chat = new_chat(api, [char["id"]])
+        models.script(Reply(text="Noted.", usage={"input_tokens": 1200, "output_tokens": 3, "cached_input_tokens": 900}))
+        _send(api, chat["id"], "hello")
+        ctx = api.get(f"/api/chats/{chat['id']}/context").json()
+        legend = {row["key"]: row for row in ctx["legend"]}
+        assert legend["system"]["tokens"] > 400 and legend["conversation"]["tokens"] > 0
+        assert legend["reply"]["tokens"] == 256 and legend["free"]["tokens"] == ctx["free_tokens"]
+        assert ctx["used_tokens"] + ctx["reply_reserve"] + ctx["free_tokens"] == ctx["context_size"]
+        assert ctx["sizes"][0]["label"] == "Character: Aria"  # the biggest block first
+        assert ctx["cost"]["input_cost"] == ctx["used_tokens"] * 3.0 / 1e6
+        assert ctx["cost"]["input_cost_cached"] < ctx["cost"]["input_cost"]
+        assert (ctx["last_input_tokens"], ctx["last_cached_tokens"]) == (1200, 900)
+        assert ctx["cache_hit_rate"] == 0.75 and ctx["replies_with_usage"] == 1
+        page = api.get(f"/chats/{chat['id']}/context", headers={"HX-Request": "true"}).text
+        assert "<html" not in page and "ctx-grid" in page and "Why does it forget?" in page
+
+    def test_snapshots_are_the_exact_package(self, api, models):
+        add_connection(api, models, api_key="sk-never-in-a-snapshot")
+        char = add_character(api)
+        chat = new_chat(api, [char["id"]])
+        _send(api, chat["id"], "remember the lighthouse")
+        text = api.get(f"/api/chats/{chat['id']}/prompt/snapshot", params={"format": "text"})
+        assert "attachment" in text.headers["content-disposition"]
+        assert "Sugo prompt snapshot" in text.text and "remember the lighthouse" in text.text
+        assert "--- [1] Main prompt" in text.text and "messages in the recent window fit" in text.text
+        raw = api.get(f"/api/chats/{chat['id']}/prompt/snapshot", params={"format": "json"})
+        body = raw.json()
+        assert body["provider"] == "openai" and body["url"].endswith("/chat/completions")
+        peek = api.get(f"/api/chats/{chat['id']}/prompt").json()
+        assert [m["content"] for m in body["body"]["messages"]] == [m["content"] for m in peek["messages"]]
+        assert "sk-never-in-a-snapshot" not in raw.text and "sk-never-in-a-snapshot" not in text.text
+        # What the provider received for the last reply had the same shape.
+        assert set(body["body"]) >= {"model", "messages", "stream", "max_tokens"}
+
+    def test_help_page(self, api):
+        page = api.get("/help/forgetting").text
+        assert "Why does it forget?" in page and "refresh" in page.lower()

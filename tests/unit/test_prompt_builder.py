@@ -153,3 +153,15 @@ def test_empty_dynamic_blocks_and_notes_add_zero_tokens():
                            dynamic=(DynamicBlock("recalled_memories", "Recalled", ""),)))  # fmt: skip
     assert with_empty.total_tokens == base.total_tokens
     assert with_empty.messages == base.messages
+
+
+def test_group_totals_add_up_to_the_prompt_total_and_breakdown_is_sorted():
+    from app.prompt.builder import DepthNote
+    from app.prompt.inspect import group_totals, size_breakdown
+
+    p = build(ctx(_conv(8), persona_description="A knight.", current_time="now",
+                  depth_notes=(DepthNote("note", depth=1),)))  # fmt: skip
+    assert sum(group_totals(p).values()) == p.total_tokens
+    sizes = size_breakdown(p)
+    assert [r.tokens for r in sizes] == sorted((r.tokens for r in sizes), reverse=True)
+    assert any(r.label == "Recent messages (8)" for r in sizes)
