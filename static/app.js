@@ -233,6 +233,19 @@
     e.preventDefault();
     const input = document.getElementById("composer-input");
     const content = input.value;
+    if (content.trim().toLowerCase() === "/refresh") {
+      input.value = "";
+      const r = await fetch(`/chats/${chatId()}/refresh`, { method: "POST", headers: { "HX-Request": "true", "X-CSRF-Token": csrf() } });
+      if (r.ok) {
+        const tpl = document.createElement("template");
+        tpl.innerHTML = (await r.text()).trim();
+        const mark = tpl.content.firstElementChild;
+        list().appendChild(mark);
+        htmx.process(mark);
+        scrollToEnd(true);
+      } else toast("The refresh mark could not be added.", "error");
+      return;
+    }
     const speaker = document.getElementById("speaker-select")?.value;
     const payload = { action: "send", content: content.trim() ? content : null };
     if (speaker) payload.speaker_id = Number(speaker);

@@ -84,6 +84,12 @@ def post_message(chat_id: int, data: MessageIn, session: SessionDep) -> MessageR
     return views.message_read(service.add_user_message(session, service.get_chat(session, chat_id), data.content))
 
 
+@router.post("/{chat_id}/refresh", response_model=MessageRead, status_code=201)
+def add_refresh_mark(chat_id: int, session: SessionDep) -> MessageRead:
+    """/refresh: the AI reads nothing above this mark; delete the mark to undo the cut."""
+    return views.message_read(service.add_refresh_mark(session, service.get_chat(session, chat_id)))
+
+
 @router.patch("/{chat_id}/messages/{message_id}", response_model=MessageRead)
 def update_message(chat_id: int, message_id: int, data: MessagePatch, session: SessionDep) -> MessageRead:
     """Edit a message's text (its active version) or hide/unhide it from the AI."""

@@ -240,6 +240,14 @@ def peek_prompt_page(chat_id: int, request: Request, session: SessionDep) -> HTM
     }, block=block)  # fmt: skip
 
 
+@router.post("/chats/{chat_id}/refresh")
+def add_refresh_mark_page(chat_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+    """/refresh: cut the recent messages here (the mark can be deleted to undo)."""
+    chat = service.get_chat(session, chat_id)
+    mark = service.add_refresh_mark(session, chat)
+    return _render_message(request, session, chat, mark)
+
+
 @router.get("/chats/{chat_id}/context")
 def context_grid_page(chat_id: int, request: Request, session: SessionDep) -> HTMLResponse:
     """The context grid: what fills the model's context, the size table, the cost of a reply."""

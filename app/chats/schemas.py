@@ -46,6 +46,7 @@ class SwipeRead(BaseModel):
 
 class MessageRead(BaseModel):
     id: int
+    kind: str = "message"  # or "refresh": a mark that cuts what the AI reads
     role: str
     name: str
     character_id: int | None

@@ -339,3 +339,17 @@ def finish_interrupted_replies(session: Session) -> int:
         session.add(msg)
         count += 1
     return count
+
+
+REFRESH_TEXT = "Refresh: the AI reads nothing above this line."
+
+
+def add_refresh_mark(session: Session, chat: Chat) -> Message:
+    """Cut the recent messages here. Long-term parts (card, persona, notes) stay; deleting the mark
+    undoes the cut."""
+    msg = new_message(chat.id, "system", "Refresh", [REFRESH_TEXT])
+    msg.kind = "refresh"
+    session.add(msg)
+    touch_chat(session, chat)
+    session.flush()
+    return msg

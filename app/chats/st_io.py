@@ -39,9 +39,11 @@ def import_chat(session: Session, raw: bytes, *, character_id: int | None = None
         base["mes"] = ""
         if "swipes" in base:
             base["swipes"] = []
+        refresh = isinstance(st.raw.get("extra"), dict) and st.raw["extra"].get("sugo_kind") == "refresh"
         msg = Message(
             chat_id=chat.id,
-            role="user" if st.is_user else "assistant",
+            kind="refresh" if refresh else "message",
+            role="system" if refresh else ("user" if st.is_user else "assistant"),
             name=st.name or (parsed.user_name if st.is_user else character.name),
             character_id=None if st.is_user else character.id,
             content=texts[swipe_id] if st.swipes else st.mes,
@@ -87,23 +89,27 @@ def export_chat(session: Session, chat: Chat) -> bytes:
     header.setdefault("chat_metadata", {})
     lines = []
     for msg in chats.list_messages(session, chat.id):
+        base = dict(msg.st_extra)
+        if msg.kind == "refresh" and not base:
+            # SillyTavern has no refresh marks: a hidden system line that Sugo recognises again.
+            base = {"extra": {"sugo_kind": "refresh"}}
         texts = [s.get("content", "") for s in msg.swipes] or [msg.content]
-        had_swipes = "swipes" in msg.st_extra
+        had_swipes = "swipes" in base
         # A message that never had alternatives is written without a swipes list, as ST does for
         # user messages; anything with alternatives gets the full list.
         write_swipes = texts if (len(texts) > 1 or had_swipes or msg.role == "assistant") else []
-        if msg.st_extra and not had_swipes and len(texts) == 1:
+        if base and not had_swipes and len(texts) == 1:
             write_swipes = []
         lines.append(
             st_jsonl.message_line(
                 name=msg.name,
                 is_user=msg.role == "user",
-                is_system=msg.hidden,
+                is_system=msg.hidden or msg.kind == "refresh",
                 mes=msg.content,
                 send_date=as_utc(msg.created_at),
                 swipes=write_swipes,
                 swipe_id=msg.active_swipe,
-                base=msg.st_extra or None,
+                base=base or None,
             )
         )
     return st_jsonl.write_chat_jsonl(header, lines)

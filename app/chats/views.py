@@ -19,7 +19,7 @@ def chat_read(session: Session, chat: Chat) -> ChatRead:
 
 def message_read(msg: Message) -> MessageRead:
     return MessageRead(
-        id=msg.id, role=msg.role, name=msg.name, character_id=msg.character_id, content=msg.content,
+        id=msg.id, kind=msg.kind, role=msg.role, name=msg.name, character_id=msg.character_id, content=msg.content,
         active_swipe=msg.active_swipe,
         swipes=[SwipeRead(content=s.get("content", ""), status=s.get("status", "ok"), error=s.get("error"),
                           model=s.get("model")) for s in msg.swipes],

@@ -57,7 +57,8 @@ def card_snapshot(char: Character) -> CardSnapshot:
 
 # The reply path's hot queries, in plain SQL through the driver: they run before every reply and
 # the ORM's per-statement overhead was most of their cost. All use the (chat_id, id) index.
-_SENDABLE = "chat_id = ? AND status != 'error' AND content != '' AND id < ?"
+_SENDABLE = "chat_id = ? AND kind = 'message' AND status != 'error' AND content != '' AND id > ? AND id < ?"
+_LAST_REFRESH_SQL = "SELECT coalesce(max(id), 0) FROM message WHERE chat_id = ? AND kind = 'refresh' AND id < ?"
 _COUNT_SQL = f"SELECT count(*), coalesce(sum(hidden), 0) FROM message WHERE {_SENDABLE}"
 _FIRST_SQL = f"SELECT id, role, name, content FROM message WHERE {_SENDABLE} AND hidden = 0 ORDER BY id LIMIT 1"
 _NEWEST_SQL = (
@@ -72,6 +73,7 @@ class History:
     messages: list[HistoryMessage]  # the window: the pinned first message, then the newest ones
     plan: WindowPlan
     hidden: int  # hidden messages inside the window's span (counted for Peek Prompt, never sent)
+    refreshed: bool = False  # a refresh mark cut the history
 
 
 def history_window(session: Session, chat_id: int, *, before_id: int | None, limit: int) -> History:
@@ -79,21 +81,25 @@ def history_window(session: Session, chat_id: int, *, before_id: int | None, lim
     5,000-message chat costs what an 80-message one does."""
     conn = session.connection()
     upper = before_id if before_id is not None else _NO_UPPER_BOUND
-    total, hidden_total = conn.exec_driver_sql(_COUNT_SQL, (chat_id, upper)).one()
-    plan = plan_window(total - hidden_total, limit)
+    # After a refresh mark the AI reads only what follows it, and the chat's first message is not
+    # pinned any more: the refresh is a fresh start.
+    lower = conn.exec_driver_sql(_LAST_REFRESH_SQL, (chat_id, upper)).scalar_one()
+    span = (chat_id, lower, upper)
+    total, hidden_total = conn.exec_driver_sql(_COUNT_SQL, span).one()
+    plan = plan_window(total - hidden_total, limit, keep_first=not lower)
     rows = []
     if plan.pinned:
-        rows.extend(conn.exec_driver_sql(_FIRST_SQL, (chat_id, upper)).all())
+        rows.extend(conn.exec_driver_sql(_FIRST_SQL, span).all())
     if plan.recent:
-        rows.extend(reversed(conn.exec_driver_sql(_NEWEST_SQL, (chat_id, upper, plan.recent)).all()))
+        rows.extend(reversed(conn.exec_driver_sql(_NEWEST_SQL, (*span, plan.recent)).all()))
     messages = [HistoryMessage(*row) for row in rows]
     hidden = 0
     if hidden_total and messages:
         # Without drops every hidden message lies inside the window's span; with drops, those
         # among the dropped ones are not counted.
         start = messages[plan.pinned].id - 1 if plan.dropped else 0
-        hidden = conn.exec_driver_sql(_HIDDEN_AFTER_SQL, (chat_id, upper, start)).scalar_one()
-    return History(messages, plan, hidden)
+        hidden = conn.exec_driver_sql(_HIDDEN_AFTER_SQL, (*span, start)).scalar_one()
+    return History(messages, plan, hidden, refreshed=bool(lower))
 
 
 _UNSET = object()
@@ -126,6 +132,10 @@ def build_chat_prompt(
     settings = chats.chat_settings(chat)
     history = history_window(session, chat.id, before_id=before_id, limit=settings.recent_message_limit)
     notes = []
+    if history.refreshed:
+        extra = ("A refresh mark cuts the conversation: nothing above it is sent. Delete the mark to undo.",)
+    else:
+        extra = ()
     note_text, note_depth, note_role = character_note(speaker)
     if note_text.strip():
         notes.append(DepthNote(note_text, note_depth, note_role, label=f"{speaker.name}'s note"))
@@ -142,6 +152,7 @@ def build_chat_prompt(
         window=history.plan,
         depth_notes=tuple(notes),
         current_time=_now_text() if settings.time_awareness else None,
+        extra_notes=extra,
         context_size=effective.context_size,
         reply_reserve=effective.params.max_tokens or FALLBACK_MAX_TOKENS,
         recent_limit=settings.recent_message_limit,

@@ -245,3 +245,26 @@ def test_context_grid_shows_legend_cost_and_downloads_a_snapshot(page: Page, liv
     assert "Sugo prompt snapshot" in text and "Any letters today?" in text
     dialog.get_by_role("link", name="Why does it forget?").click()
     expect(page.locator("h1")).to_have_text("Why does it forget?")
+
+
+def test_refresh_command_and_undo(page: Page, live, models, shot):
+    _connection(live, models)
+    with live.client() as c:
+        char = c.post("/api/characters", json={"name": "Bram", "first_mes": "Hm?"}).json()
+        chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()
+        c.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Remember the anvil."})
+    page.goto(f"{live.url}/chats/{chat['id']}")
+    page.fill("#composer-input", "/refresh")
+    page.click("#send-button")
+    mark = page.locator(".refresh-mark")
+    expect(mark).to_contain_text("the AI reads nothing above this line")
+    page.click("#peek-button")
+    dialog = page.locator("#peek-dialog")
+    expect(dialog).to_contain_text("A refresh mark cuts the conversation")
+    expect(dialog.locator(".prompt-blocks")).not_to_contain_text("Remember the anvil.")
+    shot("refresh")
+    dialog.get_by_role("button", name="Close Peek Prompt").click()
+    mark.get_by_role("button", name="Undo refresh").click()
+    expect(page.locator(".refresh-mark")).to_have_count(0)
+    page.click("#peek-button")
+    expect(page.locator("#peek-dialog .prompt-blocks")).to_contain_text("Remember the anvil.")

@@ -375,3 +375,31 @@ class TestContextGridAndSnapshot:
     def test_help_page(self, api):
         page = api.get("/help/forgetting").text
         assert "Why does it forget?" in page and "refresh" in page.lower()
+
+
+class TestRefresh:
+    def test_refresh_cuts_the_history_and_deleting_the_mark_undoes_it(self, api, models):
+        _, chat = _setup(api, models)
+        _send(api, chat["id"], "The key is under the mat.")
+        mark = api.post(f"/api/chats/{chat['id']}/refresh").json()
+        assert mark["kind"] == "refresh"
+        _send(api, chat["id"], "Where is the key?")
+        sent = models.last_request.json["messages"]
+        assert [m["content"] for m in sent[1:]] == ["Where is the key?"]  # nothing above the mark
+        peek = api.get(f"/api/chats/{chat['id']}/prompt").json()
+        assert any("refresh mark" in n for n in peek["notes"])
+        assert api.delete(f"/api/chats/{chat['id']}/messages/{mark['id']}").status_code == 204
+        _send(api, chat["id"], "And now?")
+        contents = [m["content"] for m in models.last_request.json["messages"]]
+        assert "The key is under the mat." in contents and "*Aria waves.* Hello, User!" in contents
+
+    def test_refresh_marks_survive_a_jsonl_round_trip(self, api, models):
+        _, chat = _setup(api, models)
+        _send(api, chat["id"], "one")
+        api.post(f"/api/chats/{chat['id']}/refresh")
+        exported = api.get(f"/api/chats/{chat['id']}/export").content
+        char_id = api.get(f"/api/chats/{chat['id']}").json()["character_ids"][0]
+        again = api.post("/api/chats/import", files={"file": ("c.jsonl", exported)}, data={"character_id": char_id}).json()
+        kinds = [m["kind"] for m in api.get(f"/api/chats/{again['id']}/messages").json()]
+        assert kinds[-1] == "refresh"
+        assert api.get(f"/api/chats/{again['id']}/export").content == exported
