@@ -45,7 +45,12 @@ class Message(SQLModel, table=True):
     gen_started, gen_finished, usage, st}); content/status/error mirror the active one so the
     prompt builder and lists read one column."""
 
-    __table_args__ = (Index("ix_message_chat_id_id", "chat_id", "id"),)
+    # The second index covers the prompt's window count, so a long chat is counted from the index
+    # alone (app/prompt/service.py).
+    __table_args__ = (
+        Index("ix_message_chat_id_id", "chat_id", "id"),
+        Index("ix_message_chat_window", "chat_id", "kind", "id", "status", "hidden"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     chat_id: int = Field(foreign_key="chat.id", ondelete="CASCADE")

@@ -155,13 +155,18 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
             ex(speaker.post_history_instructions.replace("{{original}}", "")))  # fmt: skip
 
     visible = [m for m in ctx.messages if not m.hidden]
+    empty = {m.id for m in visible if not m.content.strip()}
     hidden_skipped = len(ctx.messages) - len(visible) + ctx.hidden_elsewhere
     plan = ctx.window or plan_window(len(visible), ctx.recent_limit, keep_first=ctx.keep_first)
     if ctx.window is None:
         visible = visible[: plan.pinned] + (visible[len(visible) - plan.recent :] if plan.recent else [])
 
     rendered = []
-    for msg in visible:
+    pinned = 0
+    for index, msg in enumerate(visible):
+        if msg.id in empty:
+            continue
+        pinned += index < plan.pinned
         text = ex(msg.content)
         if group and msg.role != "system":
             text = f"{msg.name}: {text}"
@@ -172,8 +177,8 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
                        for b in (*fixed_before, *dynamic, *notes_at_depth, *fixed_after))  # fmt: skip
     budget = ctx.context_size - ctx.reply_reserve - fixed_tokens
     sizes = [tokens + MESSAGE_OVERHEAD_TOKENS for _, _, _, tokens in rendered]
-    drop_recent, drop_pinned = fit_window(sizes, budget, pinned=plan.pinned, batch=batch_size(ctx.recent_limit))
-    kept = rendered[drop_pinned : plan.pinned] + rendered[plan.pinned + drop_recent :]
+    drop_recent, drop_pinned = fit_window(sizes, budget, pinned=pinned, batch=batch_size(ctx.recent_limit))
+    kept = rendered[drop_pinned:pinned] + rendered[pinned + drop_recent :]
     history = [PromptBlock(f"message_{m.id}", m.name, "conversation", role, text, tokens, message_id=m.id,
                            kind="message") for m, role, text, tokens in kept]  # fmt: skip
     conversation = _place_among_history(history, [m.name for m, *_ in kept], dynamic, notes_at_depth)

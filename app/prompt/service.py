@@ -57,7 +57,9 @@ def card_snapshot(char: Character) -> CardSnapshot:
 
 # The reply path's hot queries, in plain SQL through the driver: they run before every reply and
 # the ORM's per-statement overhead was most of their cost. All use the (chat_id, id) index.
-_SENDABLE = "chat_id = ? AND kind = 'message' AND status != 'error' AND content != '' AND id > ? AND id < ?"
+# Messages with empty text are counted but never sent (the builder skips them); leaving
+# `content` out of the filter lets the count run on an index alone.
+_SENDABLE = "chat_id = ? AND kind = 'message' AND status != 'error' AND id > ? AND id < ?"
 _LAST_REFRESH_SQL = "SELECT coalesce(max(id), 0) FROM message WHERE chat_id = ? AND kind = 'refresh' AND id < ?"
 _COUNT_SQL = f"SELECT count(*), coalesce(sum(hidden), 0) FROM message WHERE {_SENDABLE}"
 _FIRST_SQL = f"SELECT id, role, name, content FROM message WHERE {_SENDABLE} AND hidden = 0 ORDER BY id LIMIT 1"

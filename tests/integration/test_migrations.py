@@ -1,0 +1,38 @@
+"""Migrations: they bring an old database forward without losing rows, and they match the models."""
+
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import text
+
+from app.db import make_engine
+from app.migrate import alembic_config, include_name, upgrade_database
+from app.models import metadata
+
+FIRST_REVISION = "dbf415ff1540"
+
+
+def test_upgrade_from_the_first_schema_keeps_data(tmp_path):
+    engine = make_engine(tmp_path / "old.db")
+    cfg = alembic_config()
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, FIRST_REVISION)
+        conn.execute(text("insert into chat (id, name, mode, settings, st_header, next_speaker, created_at, updated_at,"
+                          " last_message_at) values (1, 'Old', 'roleplay', '{}', '{}', 0, '2024-01-01', '2024-01-01',"
+                          " '2024-01-01')"))  # fmt: skip
+        conn.execute(text("insert into message (chat_id, role, name, content, swipes, active_swipe, hidden, status,"
+                          " st_extra, created_at, updated_at) values (1, 'user', 'U', 'hello', '[]', 0, 0, 'ok', '{}',"
+                          " '2024-01-01', '2024-01-01')"))  # fmt: skip
+    upgrade_database(engine)
+    with engine.connect() as conn:
+        assert conn.execute(text("select content, kind from message")).one() == ("hello", "message")
+        assert conn.execute(text("select price_input_per_m from connection")).all() == []
+
+
+def test_models_and_migrations_agree(tmp_path):
+    engine = make_engine(tmp_path / "new.db")
+    upgrade_database(engine)
+    with engine.connect() as conn:
+        ctx = MigrationContext.configure(conn, opts={"include_name": include_name, "compare_type": False})
+        assert compare_metadata(ctx, metadata) == []
