@@ -192,11 +192,15 @@ def _settings_ctx(session: Session, chat: Chat, **extra) -> dict:
 
 
 @router.get("/chats/{chat_id}/settings")
-def chat_settings_page(chat_id: int, request: Request, session: SessionDep, hx: bool = False) -> HTMLResponse:
+def chat_settings_page(chat_id: int, request: Request, session: SessionDep) -> HTMLResponse:
     """Chat Settings (a side panel in the chat; a page on its own)."""
     chat = service.get_chat(session, chat_id)
     block = "settings_panel" if request.headers.get("HX-Request") == "true" else None
     return render(request, "chats/settings.html", _settings_ctx(session, chat), block=block)
+
+
+def _or_default(value, default):
+    return default if value is None else value
 
 
 @router.post("/chats/{chat_id}/settings")
@@ -212,7 +216,7 @@ async def save_chat_settings_page(chat_id: int, request: Request, session: Sessi
             recent_message_limit=forms.optional_number(form, "recent_message_limit", int) or 80,
             reply_order=forms.text(form, "reply_order") or "turns",
             context_note=forms.text(form, "context_note").strip(),
-            context_note_depth=forms.optional_number(form, "context_note_depth", int) or 0,
+            context_note_depth=_or_default(forms.optional_number(form, "context_note_depth", int), 4),
             context_note_role=forms.text(form, "context_note_role") or "system",
             time_awareness=forms.checkbox(form, "time_awareness"),
         )  # fmt: skip

@@ -1,0 +1,104 @@
+"""Memory Recall chunks: old messages grouped five at a time. Pure functions.
+
+A chunk is built only from messages that have left the live window (the caller passes those),
+never from hidden messages or discarded swipes (the caller passes each message's active text), and
+only once five are available: leftovers wait for the next round. Each chunk keeps a fingerprint of
+its sources, so an edit, swipe, hide or delete of any of them shows the chunk as stale.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+CHUNK_SIZE = 5
+
+
+@dataclass(frozen=True)
+class MessageText:
+    id: int
+    name: str
+    content: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class ChunkDraft:
+    message_ids: tuple[int, ...]
+    content: str  # "Name: text" blocks joined by blank lines
+    first_message_at: datetime
+    last_message_at: datetime
+    fingerprint: str
+
+    @property
+    def message_count(self) -> int:
+        return len(self.message_ids)
+
+
+def fingerprint(messages: Iterable[MessageText]) -> str:
+    digest = hashlib.sha256()
+    for msg in messages:
+        digest.update(f"{msg.id}\x1f{msg.name}\x1f{msg.content}\x1e".encode())
+    return digest.hexdigest()[:32]
+
+
+def chunk_text(messages: Sequence[MessageText]) -> str:
+    return "\n\n".join(f"{m.name}: {m.content.strip()}" for m in messages)
+
+
+def chunk_messages(messages: Sequence[MessageText], *, size: int = CHUNK_SIZE) -> list[ChunkDraft]:
+    """Complete groups of `size` from `messages` (oldest first, already unchunked and eligible)."""
+    drafts = []
+    usable = [m for m in messages if m.content.strip()]
+    for start in range(0, len(usable) - size + 1, size):
+        group = usable[start : start + size]
+        drafts.append(
+            ChunkDraft(
+                message_ids=tuple(m.id for m in group),
+                content=chunk_text(group),
+                first_message_at=group[0].created_at,
+                last_message_at=group[-1].created_at,
+                fingerprint=fingerprint(group),
+            )
+        )
+    return drafts
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    id: int
+    message_ids: tuple[int, ...]
+    fingerprint: str
+
+
+def stale_chunks(stored: Sequence[StoredChunk], current: dict[int, MessageText]) -> list[int]:
+    """Chunks whose sources changed: a message was deleted, hidden (absent from `current`), edited
+    or swiped (its text differs). `current` maps message id to its active, visible text."""
+    stale = []
+    for chunk in stored:
+        sources = [current.get(i) for i in chunk.message_ids]
+        if any(s is None for s in sources) or fingerprint(sources) != chunk.fingerprint:  # type: ignore[arg-type]
+            stale.append(chunk.id)
+    return stale
+
+
+def embedding_windows(messages: Sequence[MessageText], *, max_words: int) -> list[str]:
+    """Texts to embed for one chunk so nothing is cut off unseen: small embedding models read only
+    the first few hundred word pieces, so each message is embedded on its own, and a message longer
+    than the model reads is split into overlapping windows. A chunk's score is then the best of its
+    windows (the caller combines)."""
+    windows = []
+    overlap = max(1, max_words // 4)
+    for msg in messages:
+        words = f"{msg.name}: {msg.content.strip()}".split()
+        if len(words) <= max_words:
+            windows.append(" ".join(words))
+            continue
+        step = max_words - overlap
+        for start in range(0, len(words), step):
+            windows.append(" ".join(words[start : start + max_words]))
+            if start + max_words >= len(words):
+                break
+    return windows
