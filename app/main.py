@@ -20,6 +20,7 @@ from app.connections.crypto import KeyBox
 from app.connections.providers._http import close_clients
 from app.db import make_engine
 from app.jobs import make_scheduler
+from app.memory.recall import jobs as recall_jobs
 from app.migrate import upgrade_database
 from app.settings import Settings, load_settings
 from app.web import STATIC_DIR
@@ -44,6 +45,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         scheduler = make_scheduler()
         if settings.start_scheduler:
             scheduler.start()
+            recall_jobs.register(scheduler, engine)
         app.state.scheduler = scheduler
         try:
             yield
@@ -73,9 +75,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     from app.chats.api import router as chats_api
     from app.connections.api import router as connections_api
     from app.images.routes import router as images_routes
+    from app.memory.recall.api import router as memory_api
     from app.personas.api import router as personas_api
 
-    for router in (connections_api, characters_api, personas_api, chats_api, images_routes, *pages.routers):
+    for router in (connections_api, characters_api, personas_api, chats_api, memory_api, images_routes,
+                   *pages.routers):  # fmt: skip
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 

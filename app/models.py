@@ -7,8 +7,12 @@ from app.characters.models import Character
 from app.chats.models import Chat, ChatCharacter, Message
 from app.connections.models import Connection
 from app.images.models import Image
+from app.memory.recall.models import MemoryChunk, MemoryVector
 from app.personas.models import Persona
 
 metadata = SQLModel.metadata
 
-__all__ = ["Character", "Chat", "ChatCharacter", "Connection", "Image", "Message", "Persona", "metadata"]
+__all__ = [
+    "Character", "Chat", "ChatCharacter", "Connection", "Image", "MemoryChunk", "MemoryVector", "Message", "Persona",
+    "metadata",
+]

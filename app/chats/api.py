@@ -17,6 +17,7 @@ from app.chats.schemas import (
     SwipeIn,
 )  # fmt: skip
 from app.deps import KeyBoxDep, SessionDep
+from app.memory.recall.jobs import schedule_embed_chat
 from app.prompt.report import context_report, snapshot
 from app.prompt.service import build_chat_prompt
 
@@ -128,6 +129,8 @@ async def generate_reply(chat_id: int, data: GenerateIn, request: Request) -> St
         state.generations, engine=state.engine, keybox=state.keybox,
         flush_interval_s=state.settings.stream_flush_interval_s, chat_id=chat_id, action=data.action,
         content=data.content, speaker_id=data.speaker_id, message_id=data.message_id,
+        # Memory work after every reply; the reply never waits for it.
+        after_reply=lambda chat: schedule_embed_chat(getattr(state, "scheduler", None), state.engine, chat),
     )  # fmt: skip
     return StreamingResponse(
         generate.subscribe(gen), media_type="text/event-stream",

@@ -13,7 +13,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -235,7 +235,8 @@ class _ReplyWriter:
 
 
 async def run_generation(
-    gen: Generation, turn: StoredTurn, *, engine: Engine, keybox: KeyBox, flush_interval_s: float
+    gen: Generation, turn: StoredTurn, *, engine: Engine, keybox: KeyBox, flush_interval_s: float,
+    after_reply: Callable[[int], None] | None = None,
 ) -> None:
     writer = _ReplyWriter(engine, gen.message_id, gen.swipe_index, flush_interval_s)
     started = utcnow()
@@ -271,6 +272,8 @@ async def run_generation(
         else:
             writer.write("ok", **extra)
             await _publish(gen, "done", {"message_id": gen.message_id})
+        if after_reply:
+            after_reply(gen.chat_id)
     except ProviderError as err:
         status = "partial" if writer.text else "error"
         writer.write(status, error=err.message, **_swipe_meta(started, model, usage))
@@ -308,6 +311,7 @@ def start(
     content: str | None,
     speaker_id: int | None,
     message_id: int | None,
+    after_reply: Callable[[int], None] | None = None,
 ) -> Generation:
     """Store the turn, then hand the rest to a task; the `start` event (the reply's id) is the first
     thing streamed, before the prompt is even built."""
@@ -326,7 +330,8 @@ def start(
 
     async def runner() -> None:
         try:
-            await run_generation(gen, turn, engine=engine, keybox=keybox, flush_interval_s=flush_interval_s)
+            await run_generation(gen, turn, engine=engine, keybox=keybox, flush_interval_s=flush_interval_s,
+                                 after_reply=after_reply)  # fmt: skip
         finally:
             registry.remove(gen)
 

@@ -1,0 +1,44 @@
+from datetime import datetime
+
+from sqlalchemy import Column, LargeBinary
+from sqlmodel import Field, SQLModel
+
+from app.modelbase import json_field
+from app.timeutil import utcnow
+
+# "waiting": no vector yet; "vectorized": has vectors of `embedding_space_id`; "unavailable": the
+# embedding source failed (the error says why).
+CHUNK_STATUSES = ("waiting", "vectorized", "unavailable")
+
+
+class MemoryChunk(SQLModel, table=True):
+    """Five old messages of a chat, as Memory Recall finds them again."""
+
+    __tablename__ = "memory_chunk"
+
+    id: int | None = Field(default=None, primary_key=True)
+    chat_id: int = Field(foreign_key="chat.id", ondelete="CASCADE", index=True)
+    content: str
+    message_ids: list = json_field(list)
+    fingerprint: str = ""
+    message_count: int = 0
+    first_message_at: datetime
+    last_message_at: datetime
+    created_at: datetime = Field(default_factory=utcnow)
+    status: str = "waiting"
+    embedding_space_id: str | None = None
+    error: str | None = None
+    # Set on chunks imported from a file: they never move this chat's chunk cursor.
+    source_chat_id: str | None = None
+
+
+class MemoryVector(SQLModel, table=True):
+    """One embedded window of a chunk (a message, or part of a long one), float32 little-endian."""
+
+    __tablename__ = "memory_vector"
+
+    id: int | None = Field(default=None, primary_key=True)
+    chunk_id: int = Field(foreign_key="memory_chunk.id", ondelete="CASCADE", index=True)
+    space_id: str = Field(index=True)
+    window: int = 0
+    embedding: bytes = Field(sa_column=Column(LargeBinary, nullable=False))

@@ -1,0 +1,93 @@
+"""Memory Recall storage, embedding and search, with the real built-in model and sqlite-vec."""
+
+import time
+
+from sqlalchemy import text
+from sqlmodel import Session, select
+
+from app.chats.models import Message
+from app.chats.service import new_message
+from app.memory.recall.jobs import embed_chat
+from app.memory.recall.models import MemoryChunk
+from tests.conftest import add_character, add_connection, new_chat, read_sse
+
+FACT = "My sister Elowen hid the brass key inside the old clock tower, behind the third gear."
+
+
+def _fill(sugo, chat_id, character_id, n=120, fact_at=20):
+    with Session(sugo.engine) as s:
+        for i in range(1, n + 1):
+            user = i % 2 == 0
+            content = FACT if i == fact_at else (f"We keep walking along the coast road, day {i}." if user
+                                                 else f"The wind picks up over the dunes, hour {i}.")  # fmt: skip
+            msg = new_message(chat_id, "user" if user else "assistant", "Rowan" if user else "Aria", [content])
+            msg.character_id = None if user else character_id
+            s.add(msg)
+        s.commit()
+        return [m.id for m in s.exec(select(Message).where(Message.chat_id == chat_id).order_by(Message.id))]
+
+
+def _chunks(sugo, chat_id):
+    with Session(sugo.engine) as s:
+        return list(s.exec(select(MemoryChunk).where(MemoryChunk.chat_id == chat_id).order_by(MemoryChunk.id)))
+
+
+def test_chunks_leave_the_live_window_get_vectors_and_a_fact_is_found(api, sugo):
+    char = add_character(api)
+    chat = new_chat(api, [char["id"]])
+    ids = _fill(sugo, chat["id"], char["id"])
+    added, removed, embedded = embed_chat(sugo.engine, chat["id"])
+    chunks = _chunks(sugo, chat["id"])
+    assert added == len(chunks) == embedded > 0 and removed == 0
+    assert all(c.status == "vectorized" and c.embedding_space_id == "builtin:all-MiniLM-L6-v2:384" for c in chunks)
+    assert all(len(c.message_ids) == 5 for c in chunks)
+    # Nothing still in the live window is chunked, and neither is the pinned first message.
+    window = api.get(f"/api/chats/{chat['id']}/prompt").json()
+    in_window = {b["message_id"] for b in window["blocks"] if b["message_id"]}
+    assert not in_window & {i for c in chunks for i in c.message_ids}
+    assert ids[0] not in {i for c in chunks for i in c.message_ids}
+    # Running the job again changes nothing.
+    assert embed_chat(sugo.engine, chat["id"]) == (0, 0, 0)
+
+    found = api.get(f"/api/chats/{chat['id']}/memories/search", params={"q": "Where did Elowen hide the key?"}).json()
+    top = found["results"][0]
+    assert FACT in top["content"] and ids[20] in top["message_ids"]
+    assert top["similarity"] > 0.25 and found["note"] is None
+
+    # Editing the fact makes the old text unrecallable; the chunk is rebuilt from the new text.
+    api.patch(f"/api/chats/{chat['id']}/messages/{ids[20]}", json={"content": "We rested by the harbour wall."})
+    added, removed, _ = embed_chat(sugo.engine, chat["id"])
+    assert removed >= 1 and added >= 1
+    assert not any("Elowen" in c.content for c in _chunks(sugo, chat["id"]))
+    again = api.get(f"/api/chats/{chat['id']}/memories/search", params={"q": "Elowen brass key"}).json()
+    assert not any("Elowen" in r["content"] for r in again["results"])
+
+    # Deleting the chat leaves no chunk and no vector rows.
+    api.delete(f"/api/chats/{chat['id']}")
+    with sugo.engine.connect() as db:
+        assert db.execute(text("select count(*) from memory_chunk")).scalar_one() == 0
+        assert db.execute(text("select count(*) from memory_vector")).scalar_one() == 0
+
+
+def test_hidden_messages_are_never_chunked(api, sugo):
+    char = add_character(api)
+    chat = new_chat(api, [char["id"]])
+    ids = _fill(sugo, chat["id"], char["id"])
+    api.patch(f"/api/chats/{chat['id']}/messages/{ids[20]}", json={"hidden": True})
+    embed_chat(sugo.engine, chat["id"])
+    assert not any(ids[20] in c.message_ids for c in _chunks(sugo, chat["id"]))
+
+
+def test_replies_schedule_the_memory_job(api, sugo, models):
+    add_connection(api, models)
+    char = add_character(api)
+    chat = new_chat(api, [char["id"]])
+    _fill(sugo, chat["id"], char["id"])
+    read_sse(api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Onwards."}))
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        chunks = _chunks(sugo, chat["id"])
+        if chunks and all(c.status == "vectorized" for c in chunks):
+            break
+        time.sleep(0.2)
+    assert chunks and all(c.status == "vectorized" for c in chunks)
