@@ -219,6 +219,7 @@ async def save_chat_settings_page(chat_id: int, request: Request, session: Sessi
             context_note_depth=_or_default(forms.optional_number(form, "context_note_depth", int), 4),
             context_note_role=forms.text(form, "context_note_role") or "system",
             time_awareness=forms.checkbox(form, "time_awareness"),
+            memory_recall=forms.checkbox(form, "memory_recall") if forms.text(form, "memory_recall_shown") else None,
         )  # fmt: skip
     except ValidationError as err:
         first = err.errors()[0]

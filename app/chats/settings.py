@@ -24,6 +24,12 @@ class ChatSettings(BaseModel):
     context_note_role: str = Field(default="system", pattern="^(system|user|assistant)$")
     # Tell the model the current date and time (just above the newest turns).
     time_awareness: bool = False
+    # Memory Recall: None follows the mode (on for Conversation, off for Roleplay). Turning it off
+    # keeps the stored memories; they are still built and embedded.
+    memory_recall: bool | None = None
+
+    def recall_enabled(self, mode: str) -> bool:
+        return self.memory_recall if self.memory_recall is not None else mode == "conversation"
 
 
 def read_settings(raw: dict | None) -> ChatSettings:

@@ -16,7 +16,8 @@ from app.connections.providers.base import GenerationParams
 from app.errors import UserError
 from app.personas.models import Persona
 from app.prompt.blocks import Prompt
-from app.prompt.builder import CardSnapshot, DepthNote, HistoryMessage, PromptContext, build
+from app.prompt.builder import CardSnapshot, DepthNote, DynamicBlock, HistoryMessage, PromptContext, build
+from app.prompt.tokens import count_tokens
 from app.prompt.window import WindowPlan, plan_window
 
 # With no connection yet, Peek Prompt still works with these sizes.
@@ -107,6 +108,28 @@ def history_window(session: Session, chat_id: int, *, before_id: int | None, lim
 _UNSET = object()
 
 
+def _recall_query(messages: list[HistoryMessage]) -> str:
+    """The newest user message, with the message before it when it is very short ("and then?")."""
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].role == "user":
+            text = messages[i].content
+            if len(text.split()) < 4 and i > 0:
+                text = f"{messages[i - 1].content}\n{text}"
+            return text
+    return ""
+
+
+def _recall(session: Session, chat: Chat, history: History, context_size: int):
+    from app.memory.recall.jobs import default_embedder
+    from app.memory.recall.service import recall_for_prompt
+
+    recent = history.messages[history.plan.pinned :]
+    return recall_for_prompt(
+        session, chat.id, _recall_query(history.messages), context_size=context_size,
+        window_start_id=recent[0].id if recent else None, count=count_tokens, embedder=default_embedder(),
+    )  # fmt: skip
+
+
 def _now_text() -> str:
     now = datetime.now().astimezone()
     return f"{now:%A, %d %B %Y, %H:%M} ({now.tzname()})"
@@ -134,10 +157,17 @@ def build_chat_prompt(
     settings = chats.chat_settings(chat)
     history = history_window(session, chat.id, before_id=before_id, limit=settings.recent_message_limit)
     notes = []
+    extra: list[str] = []
     if history.refreshed:
-        extra = ("A refresh mark cuts the conversation: nothing above it is sent. Delete the mark to undo.",)
+        extra.append("A refresh mark cuts the conversation: nothing above it is sent. Delete the mark to undo.")
+    dynamic: list[DynamicBlock] = []
+    if settings.recall_enabled(chat.mode):
+        recall = _recall(session, chat, history, effective.context_size)
+        extra.append(recall.note)
+        if recall.block:
+            dynamic.append(DynamicBlock("recalled_memories", "Recalled memories", recall.block))
     else:
-        extra = ()
+        extra.append("Memory Recall is off for this chat (Chat Settings → Memory Recall); memories are still kept.")
     note_text, note_depth, note_role = character_note(speaker)
     if note_text.strip():
         notes.append(DepthNote(note_text, note_depth, note_role, label=f"{speaker.name}'s note"))
@@ -154,7 +184,8 @@ def build_chat_prompt(
         window=history.plan,
         depth_notes=tuple(notes),
         current_time=_now_text() if settings.time_awareness else None,
-        extra_notes=extra,
+        extra_notes=tuple(extra),
+        dynamic=tuple(dynamic),
         context_size=effective.context_size,
         reply_reserve=effective.params.max_tokens or FALLBACK_MAX_TOKENS,
         recent_limit=settings.recent_message_limit,

@@ -91,3 +91,51 @@ def test_replies_schedule_the_memory_job(api, sugo, models):
             break
         time.sleep(0.2)
     assert chunks and all(c.status == "vectorized" for c in chunks)
+
+
+def _wait_vectorized(sugo, chat_id, timeout=90):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        chunks = _chunks(sugo, chat_id)
+        if chunks and all(c.status == "vectorized" for c in chunks):
+            return chunks
+        time.sleep(0.2)
+    raise AssertionError("chunks were not vectorized in time")
+
+
+def test_a_fact_from_message_20_of_300_is_recalled_into_the_prompt_and_nothing_for_unrelated(api, sugo, models):
+    add_connection(api, models, context_size=16384)
+    char = add_character(api)
+    chat = new_chat(api, [char["id"]], mode="conversation")
+    _fill(sugo, chat["id"], char["id"], n=300, fact_at=20)
+    read_sse(api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Let us rest a while."}))
+    _wait_vectorized(sugo, chat["id"])
+
+    read_sse(api.post(f"/api/chats/{chat['id']}/generate",
+                      json={"action": "send", "content": "Where did Elowen hide the brass key?"}))  # fmt: skip
+    sent = models.last_request.json["messages"]
+    memories = [m["content"] for m in sent if m["content"].startswith("<memories>")]
+    assert len(memories) == 1 and FACT in memories[0]
+    # The memory sits just above the newest turns, never in the cached system prefix.
+    assert FACT not in sent[0]["content"] and sent.index(next(m for m in sent if m["content"] == memories[0])) > 1
+    peek = api.get(f"/api/chats/{chat['id']}/prompt").json()
+    assert any(n.startswith("Memory Recall: recalled") for n in peek["notes"])
+
+    read_sse(api.post(f"/api/chats/{chat['id']}/generate",
+                      json={"action": "send", "content": "What is the capital city of Mongolia?"}))  # fmt: skip
+    assert not any(m["content"].startswith("<memories>") for m in models.last_request.json["messages"])
+    peek = api.get(f"/api/chats/{chat['id']}/prompt").json()
+    assert any(n.startswith("Memory Recall: nothing recalled") for n in peek["notes"])
+
+
+def test_recall_is_off_for_roleplay_by_default_and_can_be_turned_on(api, sugo, models):
+    add_connection(api, models, context_size=16384)
+    char = add_character(api)
+    chat = new_chat(api, [char["id"]])
+    _fill(sugo, chat["id"], char["id"])
+    embed_chat(sugo.engine, chat["id"])
+    read_sse(api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Where did Elowen hide the key?"}))
+    assert not any(m["content"].startswith("<memories>") for m in models.last_request.json["messages"])
+    api.put(f"/api/chats/{chat['id']}/options", json={"settings": {"memory_recall": True}})
+    read_sse(api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Where did Elowen hide the key?"}))
+    assert any(FACT in m["content"] for m in models.last_request.json["messages"])

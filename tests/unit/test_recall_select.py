@@ -1,0 +1,45 @@
+from app.memory.recall.recall import (
+    Candidate,
+    memory_block,
+    memory_budget,
+    select_memories,
+    truncate,
+)  # fmt: skip
+from app.prompt.tokens import count_tokens
+
+
+def c(i, sim, text="x " * 50, lex=0.0):
+    return Candidate(i, text, sim, lex, f"span {i}")
+
+
+def test_budget_is_15_percent_clamped():
+    assert memory_budget(8192) == 1228
+    assert memory_budget(1000) == 384
+    assert memory_budget(200000) == 1536
+
+
+def test_weak_matches_are_ignored_and_reason_given():
+    assert select_memories([c(1, 0.1), c(2, 0.2)], budget=1000, threshold=0.25, count=count_tokens) == (
+        [], "nothing relevant enough")  # fmt: skip
+    assert select_memories([], budget=1000, threshold=0.25, count=count_tokens) == ([], "no memories yet")
+
+
+def test_best_first_within_budget():
+    big = "x " * 150  # ~83 tokens as a memory
+    chosen, why = select_memories([c(1, 0.7, big), c(2, 0.5, big), c(3, 0.3, big)], budget=280, threshold=0.25,
+                                  count=count_tokens)  # fmt: skip
+    assert [r.chunk_id for r in chosen] == [1, 2] and why == ""
+    block = memory_block(chosen)
+    assert block.startswith("<memories>") and "--- Memory 1 (span 1) ---" in block and block.endswith("</memories>")
+
+
+def test_lexical_only_needs_real_overlap():
+    chosen, _ = select_memories([c(1, None, lex=0.2), c(2, None, lex=3.0)], budget=600, threshold=0.25, count=count_tokens)
+    assert [r.chunk_id for r in chosen] == [2]
+
+
+def test_long_memories_keep_head_and_tail():
+    text = "HEAD " + "middle " * 2000 + " TAIL"
+    short = truncate(text, 100, count_tokens)
+    assert short.startswith("HEAD") and short.endswith("TAIL") and "[recalled memory truncated]" in short
+    assert count_tokens(short) <= 110
