@@ -139,3 +139,26 @@ def test_recall_is_off_for_roleplay_by_default_and_can_be_turned_on(api, sugo, m
     api.put(f"/api/chats/{chat['id']}/options", json={"settings": {"memory_recall": True}})
     read_sse(api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Where did Elowen hide the key?"}))
     assert any(FACT in m["content"] for m in models.last_request.json["messages"])
+
+
+def test_a_fact_at_the_tail_of_a_long_chunk_is_still_found(api, sugo):
+    """all-MiniLM-L6-v2 reads 256 word pieces; five long roleplay messages are far more. The fact
+    sits at the very end of the chunk's last message and must still be found."""
+    char = add_character(api)
+    chat = new_chat(api, [char["id"]])
+    filler = ("The caravan creaked on through the grey afternoon while the drivers argued about the price "
+              "of salt, the weather, and the road ahead. ") * 12  # ~260 words per message  # fmt: skip
+    with Session(sugo.engine) as s:
+        for i in range(1, 121):
+            user = i % 2 == 0
+            content = filler + (" At last Rowan admitted that the silver compass was buried under the willow." if i == 10
+                                else "")  # fmt: skip
+            msg = new_message(chat["id"], "user" if user else "assistant", "Rowan" if user else "Aria", [content])
+            s.add(msg)
+        s.commit()
+    embed_chat(sugo.engine, chat["id"])
+    chunk = next(c for c in _chunks(sugo, chat["id"]) if "silver compass" in c.content)
+    assert chunk.content.rstrip().endswith("buried under the willow.") and len(chunk.content.split()) > 1000
+    found = api.get(f"/api/chats/{chat['id']}/memories/search", params={"q": "Where is the silver compass buried?"}).json()
+    assert found["results"][0]["chunk_id"] == chunk.id
+    assert found["results"][0]["similarity"] > 0.4  # above the 0.25 recall threshold, with room

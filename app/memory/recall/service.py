@@ -24,6 +24,7 @@ from app.memory.recall.recall import TOP_K, Candidate, memory_block, memory_budg
 from app.memory.recall.vectors import chunk_similarities, store_vectors
 
 log = logging.getLogger(__name__)
+WINDOW_WORDS = 96
 
 
 def _texts(session: Session, chat_id: int, ids: list[int] | None = None, *, before: int | None = None) -> list[MessageText]:
@@ -92,7 +93,9 @@ def embed_pending(session: Session, chat_id: int, embedder: Embedder, *, limit: 
     done = 0
     for chunk in waiting:
         sources = _texts(session, chat_id, list(chunk.message_ids))
-        windows = embedding_windows(sources, max_words=embedder.max_words) or [chunk.content]
+        # Windows shorter than the model could read: a fact in a long message then dominates its
+        # window instead of being averaged away with the filler around it.
+        windows = embedding_windows(sources, max_words=min(embedder.max_words, WINDOW_WORDS)) or [chunk.content]
         try:
             vectors = embedder.embed_passages(windows)
         except EmbeddingError as err:
