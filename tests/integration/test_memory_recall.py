@@ -162,3 +162,44 @@ def test_a_fact_at_the_tail_of_a_long_chunk_is_still_found(api, sugo):
     found = api.get(f"/api/chats/{chat['id']}/memories/search", params={"q": "Where is the silver compass buried?"}).json()
     assert found["results"][0]["chunk_id"] == chunk.id
     assert found["results"][0]["similarity"] > 0.4  # above the 0.25 recall threshold, with room
+
+
+def test_memories_export_import_forget_clear_rebuild(api, sugo):
+    import json as _json
+
+    char = add_character(api)
+    chat = new_chat(api, [char["id"]])
+    _fill(sugo, chat["id"], char["id"])
+    embed_chat(sugo.engine, chat["id"])
+    listed = api.get(f"/api/chats/{chat['id']}/memories").json()
+    assert listed and all(m["status"] == "vectorized" for m in listed)
+
+    exported = api.get(f"/api/chats/{chat['id']}/memories/export")
+    assert exported.headers["content-disposition"].endswith('-memory-recall.marinara.json"')
+    doc = exported.json()
+    assert doc["type"] == "marinara_memory_recall" and doc["data"]["sourceChat"]["memoryCount"] == len(listed)
+    assert len(doc["data"]["chunks"][0]["embedding"]) == 384
+
+    other = new_chat(api, [char["id"]], name="Elsewhere")
+    result = api.post(f"/api/chats/{other['id']}/memories/import", files={"file": ("m.marinara.json", exported.content)}).json()
+    assert result == {"imported": len(listed), "skipped": 0, "queued": 0}
+    again = api.post(f"/api/chats/{other['id']}/memories/import", files={"file": ("m.json", exported.content)}).json()
+    assert again == {"imported": 0, "skipped": len(listed), "queued": 0}
+    # Imported vectors are usable as they are: the fact is found in the other chat.
+    found = api.get(f"/api/chats/{other['id']}/memories/search", params={"q": "Where did Elowen hide the key?"}).json()
+    assert FACT in found["results"][0]["content"] and found["results"][0]["similarity"] > 0.25
+
+    # A Marinara file whose vectors are in another space is queued for embedding.
+    doc["data"]["chunks"] = [{**doc["data"]["chunks"][0], "content": "Aria: A new memory.", "embedding": [0.1] * 1536,
+                              "embeddingSpaceId": "openai/text-embedding-3-small/x"}]  # fmt: skip
+    queued = api.post(f"/api/chats/{other['id']}/memories/import", files={"file": ("x.marinara", _json.dumps(doc))}).json()
+    assert queued == {"imported": 1, "skipped": 0, "queued": 1}
+    assert api.post(f"/api/chats/{other['id']}/memories/import", files={"file": ("bad.json", b"[]")}).status_code == 400
+
+    first = listed[0]["id"]
+    assert api.delete(f"/api/chats/{chat['id']}/memories/{first}").status_code == 204
+    assert first not in [m["id"] for m in api.get(f"/api/chats/{chat['id']}/memories").json()]
+    assert api.post(f"/api/chats/{chat['id']}/memories/rebuild").json()["queued"] == len(listed) - 1
+    assert all(m["status"] == "waiting" for m in api.get(f"/api/chats/{chat['id']}/memories").json())
+    assert api.delete(f"/api/chats/{chat['id']}/memories").json() == {"removed": len(listed) - 1}
+    assert len(api.get(f"/api/chats/{chat['id']}/messages").json()) == 121  # messages untouched

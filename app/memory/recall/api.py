@@ -1,9 +1,10 @@
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, File, Query, Request, UploadFile
+from fastapi.responses import Response
 
 from app.chats.service import get_chat
 from app.deps import SessionDep
 from app.memory.recall import service
-from app.memory.recall.jobs import default_embedder
+from app.memory.recall.jobs import default_embedder, schedule_embed_chat
 
 router = APIRouter(prefix="/api/chats", tags=["memory"])
 
@@ -24,3 +25,60 @@ def search_memories(chat_id: int, session: SessionDep, q: str = Query(min_length
             for h in hits
         ],
     }  # fmt: skip
+
+
+def _chunk_json(chunk) -> dict:
+    return {"id": chunk.id, "content": chunk.content, "message_ids": chunk.message_ids,
+            "message_count": chunk.message_count, "first_message_at": chunk.first_message_at,
+            "last_message_at": chunk.last_message_at, "created_at": chunk.created_at, "status": chunk.status,
+            "embedding_space_id": chunk.embedding_space_id, "error": chunk.error, "imported": bool(chunk.source_chat_id)}  # fmt: skip
+
+
+@router.get("/{chat_id}/memories")
+def list_memories(chat_id: int, session: SessionDep) -> list[dict]:
+    """The chat's memories (chunks), oldest first, with their embedding status."""
+    get_chat(session, chat_id)
+    return [_chunk_json(c) for c in service.list_chunks(session, chat_id)]
+
+
+@router.delete("/{chat_id}/memories/{chunk_id}", status_code=204)
+def forget_memory(chat_id: int, chunk_id: int, session: SessionDep) -> None:
+    """Forget one memory."""
+    service.forget_chunk(session, chat_id, chunk_id)
+
+
+@router.delete("/{chat_id}/memories", status_code=200)
+def clear_memories(chat_id: int, session: SessionDep) -> dict:
+    """Remove every memory of the chat; its messages stay."""
+    get_chat(session, chat_id)
+    return {"removed": service.clear_chunks(session, chat_id)}
+
+
+@router.post("/{chat_id}/memories/rebuild")
+def rebuild_memories(chat_id: int, request: Request, session: SessionDep) -> dict:
+    """Embed every memory again with the current model (runs in the background)."""
+    get_chat(session, chat_id)
+    count = service.mark_for_rebuild(session, chat_id)
+    session.commit()
+    state = request.app.state
+    schedule_embed_chat(getattr(state, "scheduler", None), state.engine, chat_id)
+    return {"queued": count}
+
+
+@router.get("/{chat_id}/memories/export")
+def export_memories(chat_id: int, session: SessionDep) -> Response:
+    """Download the memories as a `.marinara.json` file (Marinara Engine's format)."""
+    name, body = service.export_file(session, chat_id)
+    return Response(body, media_type="application/json", headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+
+@router.post("/{chat_id}/memories/import")
+async def import_memories(chat_id: int, request: Request, session: SessionDep, file: UploadFile = File(...)) -> dict:
+    """Merge a `.marinara.json` / `.json` / `.marinara` memory file; reports imported and skipped."""
+    get_chat(session, chat_id)
+    result = service.import_file(session, chat_id, await file.read(), current_space=default_embedder().space.id)
+    session.commit()
+    state = request.app.state
+    if result["queued"]:
+        schedule_embed_chat(getattr(state, "scheduler", None), state.engine, chat_id)
+    return result

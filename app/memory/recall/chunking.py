@@ -92,7 +92,7 @@ def embedding_windows(messages: Sequence[MessageText], *, max_words: int) -> lis
     windows = []
     overlap = max(1, max_words // 4)
     for msg in messages:
-        words = f"{msg.name}: {msg.content.strip()}".split()
+        words = (f"{msg.name}: " if msg.name else "").split() + msg.content.strip().split()
         if len(words) <= max_words:
             windows.append(" ".join(words))
             continue

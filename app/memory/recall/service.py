@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ from sqlmodel import Session, col, delete, select
 
 from app.chats import service as chats
 from app.chats.models import Message
+from app.errors import NotFound, UserError
 from app.memory.recall.chunking import (
     MessageText,
     StoredChunk,
@@ -18,10 +20,12 @@ from app.memory.recall.chunking import (
     stale_chunks,
 )
 from app.memory.recall.embedders import Embedder, EmbeddingError, MiniLM
+from app.memory.recall.formats import ChunkRecord, MemoryFileError, export_envelope, parse_import
 from app.memory.recall.lexical import BM25, fuse
 from app.memory.recall.models import MemoryChunk, MemoryVector
 from app.memory.recall.recall import TOP_K, Candidate, memory_block, memory_budget, select_memories
-from app.memory.recall.vectors import chunk_similarities, store_vectors
+from app.memory.recall.vectors import chunk_similarities, store_vectors, unpack
+from app.timeutil import as_utc, utcnow
 
 log = logging.getLogger(__name__)
 WINDOW_WORDS = 96
@@ -92,7 +96,7 @@ def embed_pending(session: Session, chat_id: int, embedder: Embedder, *, limit: 
                                                           MemoryChunk.status == "waiting").limit(limit)))  # fmt: skip
     done = 0
     for chunk in waiting:
-        sources = _texts(session, chat_id, list(chunk.message_ids))
+        sources = _texts(session, chat_id, list(chunk.message_ids)) if chunk.message_ids else _blocks(chunk)
         # Windows shorter than the model could read: a fact in a long message then dominates its
         # window instead of being averaged away with the filler around it.
         windows = embedding_windows(sources, max_words=min(embedder.max_words, WINDOW_WORDS)) or [chunk.content]
@@ -110,6 +114,11 @@ def embed_pending(session: Session, chat_id: int, embedder: Embedder, *, limit: 
         done += 1
     session.flush()
     return done
+
+
+def _blocks(chunk: MemoryChunk) -> list[MessageText]:
+    """An imported chunk has no local messages: its "Name: text" blocks stand in for them."""
+    return [MessageText(0, "", block, chunk.first_message_at) for block in chunk.content.split("\n\n") if block.strip()]
 
 
 @dataclass(frozen=True)
@@ -187,3 +196,96 @@ def _span(chunk: MemoryChunk) -> str:
     if first.date() == last.date():
         return f"{first:%Y-%m-%d}, {chunk.message_count} messages"
     return f"{first:%Y-%m-%d} to {last:%Y-%m-%d}, {chunk.message_count} messages"
+
+
+def list_chunks(session: Session, chat_id: int) -> list[MemoryChunk]:
+    return list(session.exec(select(MemoryChunk).where(MemoryChunk.chat_id == chat_id)
+                             .order_by(MemoryChunk.first_message_at, MemoryChunk.id)))  # fmt: skip
+
+
+def forget_chunk(session: Session, chat_id: int, chunk_id: int) -> None:
+    chunk = session.get(MemoryChunk, chunk_id)
+    if chunk is None or chunk.chat_id != chat_id:
+        raise NotFound(f"Memory {chunk_id} is not in chat {chat_id}.")
+    session.delete(chunk)
+    session.flush()
+
+
+def clear_chunks(session: Session, chat_id: int) -> int:
+    """Remove every memory of the chat (its messages stay)."""
+    chunks = list_chunks(session, chat_id)
+    for chunk in chunks:
+        session.delete(chunk)
+    session.flush()
+    return len(chunks)
+
+
+def mark_for_rebuild(session: Session, chat_id: int) -> int:
+    """Every memory goes back to "waiting" and is embedded again (after a model change)."""
+    chunks = list_chunks(session, chat_id)
+    for chunk in chunks:
+        chunk.status, chunk.error, chunk.embedding_space_id = "waiting", None, None
+        session.add(chunk)
+    ids = [c.id for c in chunks]
+    if ids:
+        session.exec(delete(MemoryVector).where(col(MemoryVector.chunk_id).in_(ids)))  # type: ignore[call-overload]
+    session.flush()
+    return len(chunks)
+
+
+def export_file(session: Session, chat_id: int) -> tuple[str, bytes]:
+    from app.chats.service import get_chat
+
+    chat = get_chat(session, chat_id)
+    records = []
+    for chunk in list_chunks(session, chat_id):
+        windows = [unpack(v.embedding) for v in session.exec(
+            select(MemoryVector).where(MemoryVector.chunk_id == chunk.id).order_by(MemoryVector.window))]  # fmt: skip
+        records.append(ChunkRecord(
+            content=chunk.content, embedding=_mean(windows), space_id=chunk.embedding_space_id,
+            message_count=chunk.message_count, first_message_at=as_utc(chunk.first_message_at),
+            last_message_at=as_utc(chunk.last_message_at), created_at=as_utc(chunk.created_at), windows=windows or None,
+        ))  # fmt: skip
+    doc = export_envelope(chat_id=chat.id, name=chat.name, mode=chat.mode, chunks=records, now=utcnow())
+    safe = "".join(ch for ch in chat.name if ch.isalnum() or ch in " -_").strip() or "chat"
+    return f"{safe}-memory-recall.marinara.json", json.dumps(doc, ensure_ascii=False).encode()
+
+
+def _mean(windows: list[list[float]]) -> list[float] | None:
+    if not windows:
+        return None
+    dims = len(windows[0])
+    mean = [sum(w[i] for w in windows) / len(windows) for i in range(dims)]
+    norm = sum(x * x for x in mean) ** 0.5 or 1.0
+    return [x / norm for x in mean]
+
+
+def import_file(session: Session, chat_id: int, raw: bytes, *, current_space: str) -> dict:
+    """Merge a memory file into the chat: duplicates (same first and last time and content) are
+    skipped, vectors in a known space are kept, the others queued for embedding. One transaction."""
+    try:
+        source, records = parse_import(raw, now=utcnow())
+    except MemoryFileError as err:
+        raise UserError(str(err)) from err
+    existing = {(as_utc(c.first_message_at).isoformat(), as_utc(c.last_message_at).isoformat(), c.content)
+                for c in list_chunks(session, chat_id)}  # fmt: skip
+    imported = skipped = queued = 0
+    for rec in records:
+        if rec.key in existing:
+            skipped += 1
+            continue
+        existing.add(rec.key)
+        chunk = MemoryChunk(chat_id=chat_id, content=rec.content, message_ids=[], message_count=rec.message_count,
+                            first_message_at=rec.first_message_at, last_message_at=rec.last_message_at,
+                            created_at=rec.created_at, source_chat_id=source)  # fmt: skip
+        session.add(chunk)
+        session.flush()
+        vectors = rec.windows or ([rec.embedding] if rec.embedding else [])
+        if rec.space_id == current_space and vectors:
+            store_vectors(session, chunk.id, rec.space_id, vectors)
+            chunk.status, chunk.embedding_space_id = "vectorized", rec.space_id
+        else:
+            queued += 1
+        imported += 1
+    session.flush()
+    return {"imported": imported, "skipped": skipped, "queued": queued}
