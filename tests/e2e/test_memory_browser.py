@@ -1,0 +1,46 @@
+"""The memory viewer in a real browser, desktop and phone."""
+
+from playwright.sync_api import Page, expect
+from sqlmodel import Session
+
+from app.chats.service import new_message
+from app.memory.recall.jobs import embed_chat
+
+FACT = "My sister Elowen hid the brass key inside the old clock tower."
+
+
+def test_memory_viewer_lists_searches_forgets_exports_and_clears(page: Page, live, shot):
+    with live.client() as c:
+        char = c.post("/api/characters", json={"name": "Aria", "first_mes": "Hello."}).json()
+        chat = c.post("/api/chats", json={"character_ids": [char["id"]], "mode": "conversation"}).json()
+    with Session(live.engine) as s:
+        for i in range(1, 121):
+            text = FACT if i == 20 else f"We keep walking along the coast road, day {i}."
+            s.add(new_message(chat["id"], "user" if i % 2 == 0 else "assistant", "Rowan" if i % 2 == 0 else "Aria", [text]))
+        s.commit()
+    embed_chat(live.engine, chat["id"])
+    page.on("dialog", lambda d: d.accept())
+
+    page.goto(f"{live.url}/chats/{chat['id']}")
+    page.click("#settings-button")
+    expect(page.locator("#memory-recall")).to_be_checked()  # on by default in a Conversation chat
+    page.locator("#memories-link").click()
+    count = int(page.locator("#memory-count").inner_text())
+    assert count > 5
+    expect(page.locator(".memory-card").first).to_contain_text("Vectorized")
+    page.fill("input[name=q]", "Where is the brass key?")
+    expect(page.locator("#memory-results .memory-hit").first).to_contain_text("Elowen")
+    shot("viewer")
+
+    page.locator(".memory-card").first.get_by_role("button", name="Forget memory").click()
+    expect(page.locator(".memory-card")).to_have_count(count - 1)
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Export").click()
+    assert download.value.suggested_filename.endswith(".marinara.json")
+    page.get_by_role("button", name="Clear all").click()
+    expect(page.locator("#memory-view .notice-ok")).to_contain_text("The messages are untouched")
+    expect(page.locator(".memory-card")).to_have_count(0)
+    page.set_input_files("input[type=file][name=file]", download.value.path())
+    page.get_by_role("button", name="Import", exact=True).click()
+    expect(page.locator("#memory-view .notice-ok")).to_contain_text(f"Imported {count - 1}")
+    expect(page.locator(".memory-card")).to_have_count(count - 1)
