@@ -203,3 +203,27 @@ def test_memories_export_import_forget_clear_rebuild(api, sugo):
     assert all(m["status"] == "waiting" for m in api.get(f"/api/chats/{chat['id']}/memories").json())
     assert api.delete(f"/api/chats/{chat['id']}/memories").json() == {"removed": len(listed) - 1}
     assert len(api.get(f"/api/chats/{chat['id']}/messages").json()) == 121  # messages untouched
+
+
+def test_malformed_memory_files_change_nothing(api, sugo):
+    import json as _json
+
+    char = add_character(api)
+    chat = new_chat(api, [char["id"]])
+    good = {"type": "marinara_memory_recall", "version": 1, "exportedAt": "2026-09-01T12:00:00.000Z",
+            "data": {"sourceChat": {"id": "abc", "name": "x", "mode": "roleplay", "memoryCount": 2},
+                     "chunks": [{"content": "Aria: fine", "embedding": [0.1] * 384, "messageCount": 5,
+                                 "firstMessageAt": "2026-08-30T10:00:00.000Z", "lastMessageAt": "2026-08-30T10:07:00.000Z",
+                                 "createdAt": "2026-08-30T10:08:00.000Z"},
+                                {"content": "Aria: broken", "embedding": [0.1, float("inf")]}]}}  # fmt: skip
+    cases = [
+        (_json.dumps(good).encode(), "NaN or infinity"),
+        (_json.dumps({**good, "type": "marinara_lorebook"}).encode(), "not a Memory Recall export"),
+        (_json.dumps({**good, "version": 2}).encode(), "version 1"),
+        (b"\x00not json", "not a JSON"),
+        (b" " * (50 * 1024 * 1024), "50.0 MB"),
+    ]
+    for raw, words in cases:
+        r = api.post(f"/api/chats/{chat['id']}/memories/import", files={"file": ("m.marinara.json", raw)})
+        assert r.status_code == 400 and words in r.json()["detail"], (words, r.text[:200])
+    assert api.get(f"/api/chats/{chat['id']}/memories").json() == []

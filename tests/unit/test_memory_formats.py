@@ -46,3 +46,14 @@ def test_marinara_file_with_its_default_model_keeps_vectors():
 def test_bad_files_are_refused_clearly(raw, words):
     with pytest.raises(MemoryFileError, match=words):
         parse_import(raw, now=NOW)
+
+
+def test_non_finite_numbers_and_oversized_files_are_refused():
+    doc = {"type": "marinara_memory_recall", "version": 1,
+           "data": {"sourceChat": {"id": "a"}, "chunks": [{"content": "x", "embedding": [0.1, float("nan")]}]}}
+    with pytest.raises(MemoryFileError, match="NaN or infinity"):
+        parse_import(json.dumps(doc).encode(), now=NOW)  # json writes NaN, as a broken exporter might
+    with pytest.raises(MemoryFileError, match="50.0 MB"):
+        parse_import(b" " * (50 * 1024 * 1024), now=NOW)
+    with pytest.raises(MemoryFileError, match="version 1"):
+        parse_import(b'{"type": "marinara_memory_recall", "version": 2, "data": {}}', now=NOW)

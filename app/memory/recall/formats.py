@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 ENVELOPE_TYPE = "marinara_memory_recall"
-MAX_IMPORT_BYTES = 64 * 1024 * 1024
+MAX_IMPORT_BYTES = 32 * 1024 * 1024
 MINILM_SPACE = "builtin:all-MiniLM-L6-v2:384"
 
 
@@ -68,10 +68,14 @@ def _time(value, fallback: datetime) -> datetime:
 
 
 def _vector(value) -> list[float] | None:
+    """A usable vector, or None (missing, empty or not numbers: the memory is embedded anew).
+    NaN or infinity inside a vector means a damaged file, which is refused."""
     if not isinstance(value, list) or not value:
         return None
-    if not all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in value):
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in value):
         return None
+    if not all(math.isfinite(x) for x in value):
+        raise MemoryFileError("A memory's embedding holds NaN or infinity: the file is damaged.")
     return [float(x) for x in value]
 
 
@@ -90,7 +94,7 @@ def normalise_space(space_id, vector: list[float] | None) -> str | None:
 def parse_import(raw: bytes, *, now: datetime) -> tuple[str, list[ChunkRecord]]:
     """(source chat id, chunks) from a `.marinara.json` / `.json` / `.marinara` memory file."""
     if len(raw) > MAX_IMPORT_BYTES:
-        raise MemoryFileError(f"The file is {len(raw) / 1024 / 1024:.1f} MB; memory files over 64 MB are refused.")
+        raise MemoryFileError(f"The file is {len(raw) / 1024 / 1024:.1f} MB; memory files over 32 MB are refused.")
     try:
         doc = json.loads(raw.decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
