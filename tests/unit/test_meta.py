@@ -25,4 +25,5 @@ def test_every_block_a_route_renders_exists_in_its_template():
 def test_no_runtime_downloads_of_browsers_or_weights():
     for path in list((ROOT / "app").rglob("*.py")) + [ROOT / "Makefile", ROOT / ".ci" / "run"]:
         text = path.read_text()
-        assert "playwright install" not in text and "huggingface.co" not in text, path
+        # Spelled in pieces so this test does not match the search it performs.
+        assert "playwright " + "install" not in text and "huggingface" + ".co" not in text, path
