@@ -16,7 +16,7 @@ from app.api_common import install_error_handlers
 from app.auth import ProtectionMiddleware, SessionSigner, load_session_secret
 from app.chats.generate import Generations
 from app.chats.service import finish_interrupted_replies
-from app.connections.crypto import KeyBox
+from app.connections.crypto import KeyBox, register_keybox
 from app.connections.providers._http import close_clients
 from app.db import make_engine
 from app.jobs import make_scheduler
@@ -63,6 +63,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.keybox = KeyBox(settings.secret_key_path)
+    register_keybox(str(engine.url), app.state.keybox)
     app.state.generations = Generations()
 
     signer = SessionSigner(load_session_secret(settings.session_key_path)) if settings.password else None

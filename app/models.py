@@ -5,7 +5,7 @@ from sqlmodel import SQLModel
 from app import modelbase as _modelbase  # noqa: F401  (naming convention first)
 from app.characters.models import Character
 from app.chats.models import Chat, ChatCharacter, Message
-from app.connections.models import Connection
+from app.connections.models import AppDefault, Connection
 from app.images.models import Image
 from app.memory.recall.models import MemoryChunk, MemoryVector
 from app.personas.models import Persona
@@ -13,6 +13,6 @@ from app.personas.models import Persona
 metadata = SQLModel.metadata
 
 __all__ = [
-    "Character", "Chat", "ChatCharacter", "Connection", "Image", "MemoryChunk", "MemoryVector", "Message", "Persona",
+    "AppDefault", "Character", "Chat", "ChatCharacter", "Connection", "Image", "MemoryChunk", "MemoryVector", "Message", "Persona",
     "metadata",
 ]

@@ -19,6 +19,8 @@ from app.connections.presets import LOCAL_PRESET_BY_PORT, PRESETS
 from app.connections.service import default_connection, list_connections
 from app.deps import SessionDep, SettingsDep
 from app.errors import UserError
+from app.memory.recall.embedding import embedding_choice
+from app.memory.recall.sources import BUILTIN_MODELS
 from app.personas.service import default_persona, list_personas
 from app.prompt.blocks import GROUP_LABELS
 from app.prompt.report import context_report
@@ -187,6 +189,7 @@ def _settings_ctx(session: Session, chat: Chat, **extra) -> dict:
         "chat": chat, "s": service.chat_settings(chat), "connections": connections, "conn": chosen,
         "default_connection": default_connection(session), "personas": list_personas(session),
         "default_persona": default_persona(session), "characters": service.chat_characters(session, chat.id),
+        "embedding": embedding_choice(session, chat, automatic=True), "builtin_models": BUILTIN_MODELS,
         **extra,
     }  # fmt: skip
 
@@ -220,6 +223,7 @@ async def save_chat_settings_page(chat_id: int, request: Request, session: Sessi
             context_note_role=forms.text(form, "context_note_role") or "system",
             time_awareness=forms.checkbox(form, "time_awareness"),
             memory_recall=forms.checkbox(form, "memory_recall") if forms.text(form, "memory_recall_shown") else None,
+            builtin_embedding=forms.text(form, "builtin_embedding") or None,
         )  # fmt: skip
     except ValidationError as err:
         first = err.errors()[0]

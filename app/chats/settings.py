@@ -27,6 +27,9 @@ class ChatSettings(BaseModel):
     # Memory Recall: None follows the mode (on for Conversation, off for Roleplay). Turning it off
     # keeps the stored memories; they are still built and embedded.
     memory_recall: bool | None = None
+    # A built-in embedding model picked for this chat (e.g. the multilingual one for a chat in
+    # another language); None follows the connection and Connections → Defaults.
+    builtin_embedding: str | None = Field(default=None, pattern="^(all-MiniLM-L6-v2|multilingual-e5-small)$")
 
     def recall_enabled(self, mode: str) -> bool:
         return self.memory_recall if self.memory_recall is not None else mode == "conversation"

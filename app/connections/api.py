@@ -1,4 +1,5 @@
 from fastapi import APIRouter, Request
+from pydantic import BaseModel, Field
 
 from app.connections import service
 from app.connections.discovery import find_local_servers
@@ -31,6 +32,27 @@ def list_presets() -> list[dict]:
 async def discover_local_servers(settings: SettingsDep) -> list[dict]:
     """Local model servers answering on their usual loopback ports."""
     return [f.__dict__ for f in await find_local_servers(settings.discovery_ports)]
+
+
+class DefaultsIn(BaseModel):
+    embeddings: str = Field(description='"builtin:all-MiniLM-L6-v2", "builtin:multilingual-e5-small" or "connection:<id>"')
+
+
+@router.get("/defaults")
+def show_defaults(session: SessionDep) -> dict:
+    """Connections → Defaults: the embedding source used where nothing more specific is set."""
+    from app.memory.recall.embedding import default_embedding_setting
+
+    return {"embeddings": default_embedding_setting(session) or "builtin:all-MiniLM-L6-v2"}
+
+
+@router.put("/defaults")
+def save_defaults(data: DefaultsIn, session: SessionDep) -> dict:
+    """Set the default embedding source: a built-in model, or a connection with an embedding model."""
+    from app.memory.recall.embedding import set_default_embedding
+
+    set_default_embedding(session, data.embeddings)
+    return {"embeddings": data.embeddings}
 
 
 @router.get("/{connection_id}", response_model=ConnectionRead)

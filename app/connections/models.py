@@ -28,5 +28,19 @@ class Connection(SQLModel, table=True):
     price_input_per_m: float | None = None
     price_output_per_m: float | None = None
     price_cached_input_per_m: float | None = None
+    # Semantic search (embeddings): a model on this connection's OpenAI-compatible /embeddings, at
+    # embedding_url when set, or with the key and address of embedding_connection_id (borrowed).
+    embedding_model: str = ""
+    embedding_url: str = ""
+    embedding_connection_id: int | None = None
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+class AppDefault(SQLModel, table=True):
+    """App-wide choices from Connections → Defaults, one row per key."""
+
+    __tablename__ = "app_default"
+
+    key: str = Field(primary_key=True)
+    value: str = ""

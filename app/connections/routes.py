@@ -16,6 +16,16 @@ from app.web import render
 router = APIRouter(include_in_schema=False)
 
 
+def _list(request: Request, session, **extra) -> HTMLResponse:
+    from app.memory.recall.embedding import default_embedding_setting
+    from app.memory.recall.sources import BUILTIN_MODELS
+
+    return render(request, "connections/list.html", {
+        "connections": service.list_connections(session), "builtin_models": BUILTIN_MODELS,
+        "default_embedding": default_embedding_setting(session), **extra,
+    }, headers=extra.pop("headers", None))  # fmt: skip
+
+
 def _form_input(form) -> ConnectionIn:
     try:
         return ConnectionIn(
@@ -32,6 +42,8 @@ def _form_input(form) -> ConnectionIn:
             price_input_per_m=forms.optional_number(form, "price_input_per_m"),
             price_output_per_m=forms.optional_number(form, "price_output_per_m"),
             price_cached_input_per_m=forms.optional_number(form, "price_cached_input_per_m"),
+            embedding_model=forms.text(form, "embedding_model"), embedding_url=forms.text(form, "embedding_url"),
+            embedding_connection_id=forms.optional_number(form, "embedding_connection_id", int),
         )  # fmt: skip
     except ValidationError as err:
         first = err.errors()[0]
@@ -41,12 +53,21 @@ def _form_input(form) -> ConnectionIn:
 @router.get("/connections")
 def list_connections_page(request: Request, session: SessionDep) -> HTMLResponse:
     """All connections."""
-    return render(request, "connections/list.html", {"connections": service.list_connections(session)})
+    return _list(request, session)
+
+
+@router.post("/connections/defaults")
+async def save_defaults_page(request: Request, session: SessionDep) -> HTMLResponse:
+    """Connections → Defaults: the embedding source used where nothing more specific is set."""
+    from app.memory.recall.embedding import set_default_embedding
+    value = forms.text(await request.form(), "embeddings")
+    set_default_embedding(session, value)
+    return _list(request, session, defaults_saved=True)
 
 
 @router.get("/connections/new")
 def new_connection_page(
-    request: Request, preset: str = "custom", base_url: str = "", model: str = "", name: str = ""
+    request: Request, session: SessionDep, preset: str = "custom", base_url: str = "", model: str = "", name: str = ""
 ) -> HTMLResponse:
     """The form, filled from a preset (and from a discovered local server)."""
     p = PRESETS_BY_ID.get(preset, PRESETS_BY_ID["custom"])
@@ -55,7 +76,8 @@ def new_connection_page(
         base_url=base_url or p.base_url, model=model or p.model, context_size=p.context_size,
         extra_headers=dict(p.extra_headers),
     )  # fmt: skip
-    return render(request, "connections/edit.html", {"conn": conn, "presets": PRESETS, "preset": p})
+    return render(request, "connections/edit.html", {"conn": conn, "presets": PRESETS, "preset": p,
+                                                     "connections": service.list_connections(session)})  # fmt: skip
 
 
 @router.post("/connections")
@@ -63,15 +85,15 @@ async def create_connection_page(request: Request, session: SessionDep, keybox: 
     """Save a new connection, then show the list."""
     service.create_connection(session, keybox, _form_input(await request.form()))
     session.flush()
-    return render(request, "connections/list.html", {"connections": service.list_connections(session)},
-                  headers={"HX-Push-Url": "/connections"})  # fmt: skip
+    return _list(request, session, headers={"HX-Push-Url": "/connections"})
 
 
 @router.get("/connections/{connection_id}")
 def edit_connection_page(connection_id: int, request: Request, session: SessionDep) -> HTMLResponse:
     """Edit one connection (the key is never shown, only whether one is saved)."""
     conn = service.get_connection(session, connection_id)
-    return render(request, "connections/edit.html", {"conn": conn, "presets": PRESETS, "preset": None})
+    return render(request, "connections/edit.html", {"conn": conn, "presets": PRESETS, "preset": None,
+                                                     "connections": service.list_connections(session)})  # fmt: skip
 
 
 @router.post("/connections/test")
@@ -94,8 +116,7 @@ async def test_connection_form(request: Request, session: SessionDep, keybox: Ke
 async def update_connection_page(connection_id: int, request: Request, session: SessionDep, keybox: KeyBoxDep) -> HTMLResponse:
     """Save changes, then show the list."""
     service.update_connection(session, keybox, connection_id, _form_input(await request.form()))
-    return render(request, "connections/list.html", {"connections": service.list_connections(session)},
-                  headers={"HX-Push-Url": "/connections"})  # fmt: skip
+    return _list(request, session, headers={"HX-Push-Url": "/connections"})
 
 
 @router.post("/connections/{connection_id}/test")
@@ -110,11 +131,12 @@ async def test_saved_connection(connection_id: int, request: Request, session: S
 def set_default_connection_page(connection_id: int, request: Request, session: SessionDep) -> HTMLResponse:
     """Make a connection the default."""
     service.set_default(session, connection_id)
-    return render(request, "connections/list.html", {"connections": service.list_connections(session)})
+    return _list(request, session)
 
 
 @router.post("/connections/{connection_id}/delete")
 def delete_connection_page(connection_id: int, request: Request, session: SessionDep) -> HTMLResponse:
     """Delete a connection."""
     service.delete_connection(session, connection_id)
-    return render(request, "connections/list.html", {"connections": service.list_connections(session)})
+    return _list(request, session)
+

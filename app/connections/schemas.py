@@ -24,6 +24,9 @@ class ConnectionIn(BaseModel):
     price_input_per_m: float | None = Field(default=None, ge=0)
     price_output_per_m: float | None = Field(default=None, ge=0)
     price_cached_input_per_m: float | None = Field(default=None, ge=0)
+    embedding_model: str = Field(default="", max_length=200)
+    embedding_url: str = Field(default="", max_length=500)
+    embedding_connection_id: int | None = None
 
     @field_validator("kind")
     @classmethod
@@ -38,6 +41,14 @@ class ConnectionIn(BaseModel):
         v = v.strip().rstrip("/")
         if not v.startswith(("http://", "https://")):
             raise ValueError("The base URL must start with http:// or https://")
+        return v
+
+    @field_validator("embedding_url")
+    @classmethod
+    def _embedding_url(cls, v: str) -> str:
+        v = v.strip().rstrip("/")
+        if v and not v.startswith(("http://", "https://")):
+            raise ValueError("The embedding endpoint URL must start with http:// or https://")
         return v
 
 
@@ -62,6 +73,9 @@ class ConnectionRead(BaseModel):
     price_input_per_m: float | None
     price_output_per_m: float | None
     price_cached_input_per_m: float | None
+    embedding_model: str
+    embedding_url: str
+    embedding_connection_id: int | None
     created_at: datetime
     updated_at: datetime
 

@@ -21,6 +21,8 @@ def to_read(conn: Connection) -> ConnectionRead:
         max_tokens=conn.max_tokens, context_size=conn.context_size, stop=conn.stop,
         is_default=conn.is_default, price_input_per_m=conn.price_input_per_m,
         price_output_per_m=conn.price_output_per_m, price_cached_input_per_m=conn.price_cached_input_per_m,
+        embedding_model=conn.embedding_model, embedding_url=conn.embedding_url,
+        embedding_connection_id=conn.embedding_connection_id,
         created_at=conn.created_at, updated_at=conn.updated_at,
     )  # fmt: skip
 
@@ -44,10 +46,14 @@ def default_connection(session: Session) -> Connection | None:
 def _apply(conn: Connection, data: ConnectionIn, keybox: KeyBox) -> None:
     for field in ("name", "kind", "preset", "base_url", "model", "extra_headers", "extra_body",
                   "temperature", "top_p", "max_tokens", "context_size", "stop", "price_input_per_m",
-                  "price_output_per_m", "price_cached_input_per_m"):  # fmt: skip
+                  "price_output_per_m", "price_cached_input_per_m", "embedding_model", "embedding_url",
+                  "embedding_connection_id"):  # fmt: skip
         setattr(conn, field, getattr(data, field))
     conn.name = conn.name.strip()
     conn.model = conn.model.strip()
+    conn.embedding_model = conn.embedding_model.strip()
+    if conn.embedding_connection_id is not None and conn.embedding_connection_id == conn.id:
+        conn.embedding_connection_id = None  # borrowing from itself is "same as this connection"
     if data.clear_key:
         conn.api_key_encrypted = None
     elif data.api_key and data.api_key.strip():
@@ -80,6 +86,9 @@ def delete_connection(session: Session, connection_id: int) -> None:
     conn = get_connection(session, connection_id)
     was_default = conn.is_default
     session.delete(conn)
+    for borrower in session.exec(select(Connection).where(Connection.embedding_connection_id == connection_id)):
+        borrower.embedding_connection_id = None
+        session.add(borrower)
     session.flush()
     if was_default:
         nxt = session.exec(select(Connection).order_by(Connection.id)).first()

@@ -120,13 +120,13 @@ def _recall_query(messages: list[HistoryMessage]) -> str:
 
 
 def _recall(session: Session, chat: Chat, history: History, context_size: int):
-    from app.memory.recall.jobs import default_embedder
+    from app.memory.recall.embedding import embedder_for_chat
     from app.memory.recall.service import recall_for_prompt
 
     recent = history.messages[history.plan.pinned :]
     return recall_for_prompt(
         session, chat.id, _recall_query(history.messages), context_size=context_size,
-        window_start_id=recent[0].id if recent else None, count=count_tokens, embedder=default_embedder(),
+        window_start_id=recent[0].id if recent else None, count=count_tokens, embedder=embedder_for_chat(session, chat.id),
     )  # fmt: skip
 
 

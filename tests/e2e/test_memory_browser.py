@@ -44,3 +44,51 @@ def test_memory_viewer_lists_searches_forgets_exports_and_clears(page: Page, liv
     page.get_by_role("button", name="Import", exact=True).click()
     expect(page.locator("#memory-view .notice-ok")).to_contain_text(f"Imported {count - 1}")
     expect(page.locator(".memory-card")).to_have_count(count - 1)
+
+
+def test_switching_the_embedding_model_then_rebuild_shows_progress_and_stops(page: Page, live, models, shot):
+    with live.client() as c:
+        plain = c.post("/api/connections", json={"name": "Chat model", "base_url": models.base_url, "model": "test-model"}).json()
+        embeds = c.post("/api/connections", json={"name": "Embedder", "base_url": models.base_url, "model": "test-model",
+                                                  "embedding_model": "test-embedding"}).json()  # fmt: skip
+        char = c.post("/api/characters", json={"name": "Aria", "first_mes": "Hello."}).json()
+        chat = c.post("/api/chats", json={"character_ids": [char["id"]], "mode": "conversation",
+                                          "connection_id": plain["id"]}).json()  # fmt: skip
+    with Session(live.engine) as s:
+        for i in range(1, 241):
+            text = FACT if i == 20 else f"We keep walking along the coast road, day {i}."
+            s.add(new_message(chat["id"], "user" if i % 2 == 0 else "assistant", "Rowan" if i % 2 == 0 else "Aria", [text]))
+        s.commit()
+    embed_chat(live.engine, chat["id"])
+    page.on("dialog", lambda d: d.accept())
+
+    # Chat Settings → Memory Recall: pick the multilingual built-in model for this chat.
+    page.goto(f"{live.url}/chats/{chat['id']}")
+    page.click("#settings-button")
+    expect(page.locator("#builtin-embedding")).to_contain_text("Automatic: all-MiniLM-L6-v2")
+    page.select_option("#builtin-embedding", "multilingual-e5-small")
+    page.locator("#chat-settings-form button[type=submit]").click()
+    expect(page.locator("#builtin-embedding")).to_have_value("multilingual-e5-small")
+    page.goto(f"{live.url}/chats/{chat['id']}/memories")
+    count = int(page.locator("#memory-count").inner_text())
+    expect(page.locator("#space-mismatch")).to_contain_text(f"{count} memories were embedded with another model")
+    expect(page.locator(".memory-card").first).to_contain_text("Other model")
+    expect(page.locator("#embedding-source")).to_contain_text("multilingual-e5-small")
+    shot("other-model")
+
+    # Back to Automatic, on a connection with a (slow) embedding model: Rebuild, watch, Stop.
+    with live.client() as c:
+        c.put(f"/api/chats/{chat['id']}/options", json={"connection_id": embeds["id"], "settings": {"builtin_embedding": None}})
+    models.embedding_delay_s = 0.5
+    try:
+        page.reload()
+        expect(page.locator("#embedding-source")).to_contain_text("test-embedding")
+        page.get_by_role("button", name="Rebuild all").click()
+        expect(page.locator("#rebuild-progress")).to_contain_text(f"/ {count}")
+        shot("rebuilding")
+        page.locator("#rebuild-progress").get_by_role("button", name="Stop").click()
+        expect(page.locator("#rebuild-result")).to_contain_text("Rebuild stopped after", timeout=15000)
+    finally:
+        models.embedding_delay_s = 0.0
+    expect(page.locator("#space-mismatch")).to_be_visible()
+    shot("stopped")

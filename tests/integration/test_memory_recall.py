@@ -199,8 +199,12 @@ def test_memories_export_import_forget_clear_rebuild(api, sugo):
     first = listed[0]["id"]
     assert api.delete(f"/api/chats/{chat['id']}/memories/{first}").status_code == 204
     assert first not in [m["id"] for m in api.get(f"/api/chats/{chat['id']}/memories").json()]
-    assert api.post(f"/api/chats/{chat['id']}/memories/rebuild").json()["queued"] == len(listed) - 1
-    assert all(m["status"] == "waiting" for m in api.get(f"/api/chats/{chat['id']}/memories").json())
+    assert api.post(f"/api/chats/{chat['id']}/memories/rebuild").json()["total"] == len(listed) - 1
+    deadline = time.monotonic() + 60
+    while (status := api.get(f"/api/chats/{chat['id']}/memories/status").json())["rebuild"]["running"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert status["rebuild"]["done"] == len(listed) - 1 and status["statuses"]["vectorized"] == len(listed) - 1
     assert api.delete(f"/api/chats/{chat['id']}/memories").json() == {"removed": len(listed) - 1}
     assert len(api.get(f"/api/chats/{chat['id']}/messages").json()) == 121  # messages untouched
 

@@ -239,6 +239,8 @@ class ModelServer:
         self.models: list[str] = list(models)
         # Delay between deltas of unscripted echo replies, so demos show tokens arriving.
         self.echo_delay_s = echo_delay_s
+        # Seconds each /embeddings call takes, to watch slow background work (progress, Stop).
+        self.embedding_delay_s = 0.0
         self.requests: list[RecordedRequest] = []
         self._requested_port = port
         self._lock = threading.Lock()
@@ -397,6 +399,8 @@ class ModelServer:
             return _openai_error(401, "Incorrect API key provided.", "invalid_api_key")
         if not valid or not isinstance(body, dict) or "input" not in body:
             return _openai_error(400, "The request body must be JSON with an 'input' field.")
+        if self.embedding_delay_s:
+            await asyncio.sleep(self.embedding_delay_s)
         inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
         texts = [item if isinstance(item, str) else json.dumps(item) for item in inputs]
         dim = body.get("dimensions") if isinstance(body.get("dimensions"), int) else EMBEDDING_DIM

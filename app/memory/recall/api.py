@@ -3,8 +3,9 @@ from fastapi.responses import Response
 
 from app.chats.service import get_chat
 from app.deps import SessionDep
-from app.memory.recall import service
-from app.memory.recall.jobs import default_embedder, schedule_embed_chat
+from app.memory.recall import jobs, service
+from app.memory.recall.embedding import build_embedder, embedder_for_chat, embedding_choice
+from app.memory.recall.jobs import schedule_embed_chat
 
 router = APIRouter(prefix="/api/chats", tags=["memory"])
 
@@ -14,7 +15,7 @@ def search_memories(chat_id: int, session: SessionDep, q: str = Query(min_length
                     k: int = Query(default=8, ge=1, le=50)) -> dict:  # fmt: skip
     """Memory Recall's ranking for a query: chunks with their scores and the ids of their source messages."""
     get_chat(session, chat_id)
-    hits, note = service.search(session, chat_id, q, default_embedder(), k=k)
+    hits, note = service.search(session, chat_id, q, embedder_for_chat(session, chat_id), k=k)
     return {
         "note": note,
         "results": [
@@ -54,15 +55,43 @@ def clear_memories(chat_id: int, session: SessionDep) -> dict:
     return {"removed": service.clear_chunks(session, chat_id)}
 
 
-@router.post("/{chat_id}/memories/rebuild")
+@router.get("/{chat_id}/memories/status")
+def memory_status(chat_id: int, request: Request, session: SessionDep) -> dict:
+    """Counts by status, the embedding source in use (and where that choice comes from), how many
+    memories were embedded in another space, and the progress of a running rebuild."""
+    chat = get_chat(session, chat_id)
+    choice = embedding_choice(session, chat)
+    space = build_embedder(choice).space
+    chunks = service.list_chunks(session, chat_id)
+    rebuild = jobs.rebuild_state(request.app.state.engine, chat_id)
+    return {
+        "count": len(chunks),
+        "statuses": {s: sum(1 for c in chunks if c.status == s) for s in ("vectorized", "waiting", "unavailable")},
+        "source": {"kind": choice.kind, "model": choice.model, "origin": choice.origin, "space": space.id},
+        "other_space": sum(1 for c in chunks if c.status == "vectorized" and not space.matches(c.embedding_space_id)),
+        "rebuild": None if rebuild is None else {
+            "total": rebuild.total, "done": rebuild.done, "running": rebuild.running, "stopped": rebuild.stopped,
+            "error": rebuild.error,
+        },
+    }  # fmt: skip
+
+
+@router.post("/{chat_id}/memories/rebuild", status_code=202)
 def rebuild_memories(chat_id: int, request: Request, session: SessionDep) -> dict:
-    """Embed every memory again with the current model (runs in the background)."""
+    """Embed every memory again with the chat's current model, in the background; each keeps its
+    old vectors until its turn, so stopping loses nothing. Follow it with GET .../memories/status."""
     get_chat(session, chat_id)
-    count = service.mark_for_rebuild(session, chat_id)
-    session.commit()
     state = request.app.state
-    schedule_embed_chat(getattr(state, "scheduler", None), state.engine, chat_id)
-    return {"queued": count}
+    rebuild = jobs.start_rebuild(getattr(state, "scheduler", None), state.engine, chat_id)
+    return {"total": rebuild.total, "done": rebuild.done, "running": rebuild.running}
+
+
+@router.post("/{chat_id}/memories/rebuild/stop")
+def stop_rebuilding(chat_id: int, request: Request, session: SessionDep) -> dict:
+    """Stop a running rebuild after the batch in hand."""
+    get_chat(session, chat_id)
+    rebuild = jobs.stop_rebuild(request.app.state.engine, chat_id)
+    return {"stopping": bool(rebuild and rebuild.running)}
 
 
 @router.get("/{chat_id}/memories/export")
@@ -76,7 +105,7 @@ def export_memories(chat_id: int, session: SessionDep) -> Response:
 async def import_memories(chat_id: int, request: Request, session: SessionDep, file: UploadFile = File(...)) -> dict:
     """Merge a `.marinara.json` / `.json` / `.marinara` memory file; reports imported and skipped."""
     get_chat(session, chat_id)
-    result = service.import_file(session, chat_id, await file.read(), current_space=default_embedder().space.id)
+    result = service.import_file(session, chat_id, await file.read(), space=embedder_for_chat(session, chat_id).space)
     session.commit()
     state = request.app.state
     if result["queued"]:

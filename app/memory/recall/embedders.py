@@ -43,6 +43,15 @@ class EmbeddingSpace:
     def id(self) -> str:
         return f"{self.source}:{self.model}:{self.dims}"
 
+    def matches(self, space_id: str | None) -> bool:
+        """Whether vectors stored under `space_id` are comparable with this space's (a remote
+        model's size is unknown until it first answers)."""
+        if not space_id:
+            return False
+        if self.dims:
+            return space_id == self.id
+        return space_id.startswith(f"{self.source}:{self.model}:")
+
 
 class Embedder(Protocol):
     space: EmbeddingSpace
@@ -125,6 +134,8 @@ class OpenAICompatible:
 
     max_words = 350
     threshold = 0.25
+    # Vector sizes seen per (address, model): a new instance then knows its space before it calls.
+    _known_dims: dict[tuple[str, str], int] = {}
 
     def __init__(self, base_url: str, model: str, *, api_key: str | None = None, dims: int = 0,
                  timeout_s: float = 60.0) -> None:  # fmt: skip
@@ -132,7 +143,7 @@ class OpenAICompatible:
         self.model = model
         self.api_key = api_key
         self.timeout_s = timeout_s
-        self.space = EmbeddingSpace("openai", model, dims)
+        self.space = EmbeddingSpace("openai", model, dims or self._known_dims.get((self.base_url, model), 0))
 
     def embed_passages(self, texts: list[str]) -> list[list[float]]:
         if not texts:
@@ -154,6 +165,7 @@ class OpenAICompatible:
             raise EmbeddingError(f"Asked for {len(texts)} embeddings, got {len(vectors)}.")
         if not self.space.dims:
             self.space = EmbeddingSpace("openai", self.model, len(vectors[0]))
+            self._known_dims[(self.base_url, self.model)] = len(vectors[0])
         return vectors
 
     def embed_query(self, text: str) -> list[float]:

@@ -1,21 +1,19 @@
 """Lexical ranking for Memory Recall, and its fusion with vector similarity. Pure functions.
 
-Chats are full of names, objects and places, which a small embedding model blurs; BM25 with
-stemming and stopwords counts them (rare words weigh most). Scores of the two rankings are
-min-max normalised and mixed with tested weights (reciprocal-rank fusion did worse on chat memory),
-and a fraction of each neighbouring chunk's score is added, since a conversation spills across
-chunk borders. It also serves alone when no embedding source answers.
+Chats are full of names, objects and places, which a small embedding model blurs; BM25 (SQLite
+FTS5 with the Porter stemmer, see index.lexical_scores) counts them, rare words weighing most. This
+module turns a message into the FTS5 query (stopwords dropped) and fuses the two rankings: scores
+are min-max normalised over the candidates and mixed with tested weights (reciprocal-rank fusion did
+worse on chat memory), and a fraction of each neighbouring chunk's score is added, since a
+conversation spills across chunk borders. Lexical ranking also serves alone when no embedding
+source answers.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-K1 = 1.2
-B = 0.75
 # Default mix; settings may change them.
 DENSE_WEIGHT = 0.45
 NEIGHBOUR_SHARE = 0.15
@@ -33,50 +31,19 @@ STOPWORDS = frozenset(
     и в во не что он она на я с со как а то все так его но да ты к у же вы за бы по ее мне было вот от
     меня еще нет о из ему""".split()
 )
-def stem(word: str) -> str:
-    """A light English stemmer: enough to match lighthouse/lighthouses, story/stories,
-    walk/walked/walking."""
-    if len(word) <= 3:
-        return word
-    if word.endswith("ies") and len(word) > 4:
-        word = word[:-3] + "y"
-    elif word.endswith(("sses", "xes", "zes", "ches", "shes")):
-        word = word[:-2]
-    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    for suffix in ("ingly", "edly", "ing", "ed", "ly"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
 
 
-def tokenize(text: str) -> list[str]:
-    return [stem(w) for w in (m.lower() for m in _WORD.findall(text)) if w not in STOPWORDS and len(w) > 1]
+MAX_QUERY_TERMS = 32
 
 
-class BM25:
-    def __init__(self, documents: Sequence[str]) -> None:
-        self.docs = [Counter(tokenize(d)) for d in documents]
-        self.lengths = [sum(c.values()) for c in self.docs]
-        self.avg = (sum(self.lengths) / len(self.docs)) if self.docs else 0.0
-        df: Counter[str] = Counter()
-        for doc in self.docs:
-            df.update(doc.keys())
-        n = len(self.docs)
-        self.idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
-
-    def scores(self, query: str) -> list[float]:
-        terms = set(tokenize(query))
-        out = []
-        for doc, length in zip(self.docs, self.lengths, strict=True):
-            score = 0.0
-            for term in terms:
-                tf = doc.get(term)
-                if tf:
-                    norm = K1 * (1 - B + B * length / self.avg) if self.avg else K1
-                    score += self.idf[term] * tf * (K1 + 1) / (tf + norm)
-            out.append(score)
-        return out
+def match_expression(query: str) -> str | None:
+    """An FTS5 expression matching any meaningful word of the query (None when it has none). Words
+    are quoted, so nothing the user typed is read as FTS5 syntax."""
+    words: list[str] = []
+    for word in (m.lower() for m in _WORD.findall(query)):
+        if word not in STOPWORDS and len(word) > 1 and word not in words:
+            words.append(word)
+    return " OR ".join(f'"{w}"' for w in words[:MAX_QUERY_TERMS]) or None
 
 
 def _minmax(values: Sequence[float]) -> list[float]:
@@ -87,24 +54,28 @@ def _minmax(values: Sequence[float]) -> list[float]:
 
 
 def fuse(
-    dense: Sequence[float] | None,
-    lexical: Sequence[float],
+    dense: Mapping[int, float] | None,
+    lexical: Mapping[int, float],
+    neighbours: Mapping[int, tuple[int | None, int | None]],
     *,
     dense_weight: float = DENSE_WEIGHT,
     neighbour_share: float = NEIGHBOUR_SHARE,
-) -> list[float]:
-    """Combined scores for chunks in chronological order. Without dense scores (no embedding
-    source) the lexical ranking stands alone."""
-    if not lexical:
-        return []
-    lex = _minmax(lexical)
+) -> dict[int, float]:
+    """Combined score of each chunk in `lexical` (which names every chunk considered, 0 where no
+    word matched). `dense` gives their similarities (missing means 0), or is None without an
+    embedding source, and the lexical ranking stands alone. `neighbours` maps a chunk to the chunks
+    before and after it in time."""
+    ids = list(lexical)
+    if not ids:
+        return {}
+    lex = dict(zip(ids, _minmax([lexical[i] for i in ids]), strict=True))
     if dense is None:
         mixed = lex
     else:
-        den = _minmax(dense)
-        mixed = [dense_weight * d + (1 - dense_weight) * x for d, x in zip(den, lex, strict=True)]
-    out = []
-    for i, score in enumerate(mixed):
-        neighbours = [mixed[j] for j in (i - 1, i + 1) if 0 <= j < len(mixed)]
-        out.append(score + neighbour_share * (sum(neighbours) / len(neighbours) if neighbours else 0.0))
+        den = dict(zip(ids, _minmax([dense.get(i, 0.0) for i in ids]), strict=True))
+        mixed = {i: dense_weight * den[i] + (1 - dense_weight) * lex[i] for i in ids}
+    out = {}
+    for i in ids:
+        around = [mixed.get(n, 0.0) for n in neighbours.get(i, (None, None)) if n is not None]
+        out[i] = mixed[i] + neighbour_share * (sum(around) / len(around) if around else 0.0)
     return out

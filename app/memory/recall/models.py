@@ -1,6 +1,6 @@
 from datetime import datetime
 
-from sqlalchemy import Column, LargeBinary
+from sqlalchemy import Column, Index, LargeBinary
 from sqlmodel import Field, SQLModel
 
 from app.modelbase import json_field
@@ -15,6 +15,7 @@ class MemoryChunk(SQLModel, table=True):
     """Five old messages of a chat, as Memory Recall finds them again."""
 
     __tablename__ = "memory_chunk"
+    __table_args__ = (Index("ix_memory_chunk_chat_time", "chat_id", "first_message_at", "id"),)
 
     id: int | None = Field(default=None, primary_key=True)
     chat_id: int = Field(foreign_key="chat.id", ondelete="CASCADE", index=True)
@@ -33,12 +34,22 @@ class MemoryChunk(SQLModel, table=True):
 
 
 class MemoryVector(SQLModel, table=True):
-    """One embedded window of a chunk (a message, or part of a long one), float32 little-endian."""
+    """One embedded window of a chunk (a message, or part of a long one), float32 little-endian,
+    with its sign bits (`code`) for the fast first pass of a search (see index.py).
+
+    Ids only grow (AUTOINCREMENT), so a search index can load just the rows newer than the ones it
+    holds; deletions bump `memory_revision` by trigger, which makes it reload."""
 
     __tablename__ = "memory_vector"
+    __table_args__ = (
+        Index("ix_memory_vector_chat_space", "chat_id", "space_id", "id"),
+        {"sqlite_autoincrement": True},
+    )
 
     id: int | None = Field(default=None, primary_key=True)
+    chat_id: int
     chunk_id: int = Field(foreign_key="memory_chunk.id", ondelete="CASCADE", index=True)
-    space_id: str = Field(index=True)
+    space_id: str
     window: int = 0
     embedding: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    code: bytes = Field(sa_column=Column(LargeBinary, nullable=False))

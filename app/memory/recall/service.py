@@ -12,6 +12,7 @@ from sqlmodel import Session, col, delete, select
 from app.chats import service as chats
 from app.chats.models import Message
 from app.errors import NotFound, UserError
+from app.memory.recall import index
 from app.memory.recall.chunking import (
     MessageText,
     StoredChunk,
@@ -19,19 +20,27 @@ from app.memory.recall.chunking import (
     embedding_windows,
     stale_chunks,
 )
-from app.memory.recall.embedders import Embedder, EmbeddingError, MiniLM
+from app.memory.recall.embedders import Embedder, EmbeddingError, EmbeddingSpace, MiniLM
 from app.memory.recall.formats import ChunkRecord, MemoryFileError, export_envelope, parse_import
-from app.memory.recall.lexical import BM25, fuse
+from app.memory.recall.lexical import fuse, match_expression
 from app.memory.recall.models import MemoryChunk, MemoryVector
 from app.memory.recall.recall import TOP_K, Candidate, memory_block, memory_budget, select_memories
-from app.memory.recall.vectors import chunk_similarities, store_vectors, unpack
+from app.memory.recall.vectors import (
+    sign_code,
+    similarities_by_chunk,
+    similarities_by_vector,
+    store_vectors,
+    unpack,
+)
 from app.timeutil import as_utc, utcnow
 
 log = logging.getLogger(__name__)
 WINDOW_WORDS = 96
 
 
-def _texts(session: Session, chat_id: int, ids: list[int] | None = None, *, before: int | None = None) -> list[MessageText]:
+def _texts(
+    session: Session, chat_id: int, ids: list[int] | None = None, *, before: int | None = None
+) -> list[MessageText]:
     """Messages the AI could read (visible, not failed), with their active text."""
     stmt = select(Message.id, Message.name, Message.content, Message.created_at).where(
         Message.chat_id == chat_id, Message.kind == "message", Message.hidden == False,  # noqa: E712
@@ -50,7 +59,9 @@ def live_window_start(session: Session, chat_id: int) -> int | None:
     from app.prompt.service import history_window  # the prompt service calls back into recall
 
     chat = chats.get_chat(session, chat_id)
-    window = history_window(session, chat_id, before_id=None, limit=chats.chat_settings(chat).recent_message_limit)
+    window = history_window(
+        session, chat_id, before_id=None, limit=chats.chat_settings(chat).recent_message_limit
+    )
     recent = window.messages[window.plan.pinned :]
     return recent[0].id if recent else None
 
@@ -90,35 +101,61 @@ def sync_chunks(session: Session, chat_id: int) -> tuple[int, int]:
     return added, removed
 
 
-def embed_pending(session: Session, chat_id: int, embedder: Embedder, *, limit: int = 50) -> int:
-    """Give waiting chunks their vectors; a failing source marks them unavailable, with the reason."""
-    waiting = list(session.exec(select(MemoryChunk).where(MemoryChunk.chat_id == chat_id,
-                                                          MemoryChunk.status == "waiting").limit(limit)))  # fmt: skip
-    done = 0
-    for chunk in waiting:
-        sources = _texts(session, chat_id, list(chunk.message_ids)) if chunk.message_ids else _blocks(chunk)
+def embed_pending(session: Session, chat_id: int, embedder: Embedder, *, limit: int = 64) -> int:
+    """Give up to `limit` waiting chunks their vectors; returns how many got them (0 when none
+    waits, or the source failed: the chunks then say why)."""
+    waiting = list(session.exec(select(MemoryChunk).where(MemoryChunk.chat_id == chat_id, MemoryChunk.status == "waiting")
+                                .order_by(MemoryChunk.id).limit(limit)))  # fmt: skip
+    return embed_chunks(session, chat_id, waiting, embedder)[0]
+
+
+def embed_chunks(session: Session, chat_id: int, chunks: list[MemoryChunk], embedder: Embedder) -> tuple[int, str | None]:
+    """Embed these chunks, replacing any vectors they had; (how many, the source's error). Their
+    windows go to the model in one call: batching keeps the job's throughput at the model's own.
+    A failing source marks them unavailable, with the reason."""
+    if not chunks:
+        return 0, None
+    sources = _texts(session, chat_id, sorted({i for c in chunks for i in c.message_ids}))
+    by_id = {m.id: m for m in sources}
+    plan: list[tuple[MemoryChunk, int, int]] = []  # chunk, first window, window count
+    windows: list[str] = []
+    for chunk in chunks:
+        texts = [by_id[i] for i in chunk.message_ids if i in by_id] if chunk.message_ids else _blocks(chunk)
         # Windows shorter than the model could read: a fact in a long message then dominates its
         # window instead of being averaged away with the filler around it.
-        windows = embedding_windows(sources, max_words=min(embedder.max_words, WINDOW_WORDS)) or [chunk.content]
-        try:
-            vectors = embedder.embed_passages(windows)
-        except EmbeddingError as err:
+        own = embedding_windows(texts, max_words=min(embedder.max_words, WINDOW_WORDS)) or [chunk.content]
+        plan.append((chunk, len(windows), len(own)))
+        windows.extend(own)
+    try:
+        vectors = embedder.embed_passages(windows)
+    except EmbeddingError as err:
+        for chunk in chunks:
             chunk.status, chunk.error = "unavailable", str(err)
             session.add(chunk)
-            log.warning("embedding failed in chat %s: %s", chat_id, err)
-            break
-        session.exec(delete(MemoryVector).where(MemoryVector.chunk_id == chunk.id))  # type: ignore[call-overload]
-        store_vectors(session, chunk.id, embedder.space.id, vectors)
-        chunk.status, chunk.error, chunk.embedding_space_id = "vectorized", None, embedder.space.id
+        session.flush()
+        log.warning("embedding failed in chat %s: %s", chat_id, err)
+        return 0, str(err)
+    session.exec(delete(MemoryVector).where(col(MemoryVector.chunk_id).in_([c.id for c in chunks])))  # type: ignore[call-overload]
+    space_id = embedder.space.id
+    for chunk, first, count in plan:
+        store_vectors(session, chat_id, chunk.id, space_id, vectors[first : first + count])
+        chunk.status, chunk.error, chunk.embedding_space_id = "vectorized", None, space_id
         session.add(chunk)
-        done += 1
     session.flush()
-    return done
+    return len(chunks), None
+
+
+def list_chunk_ids(session: Session, chat_id: int) -> list[int]:
+    return list(session.exec(select(MemoryChunk.id).where(MemoryChunk.chat_id == chat_id).order_by(MemoryChunk.id)))
 
 
 def _blocks(chunk: MemoryChunk) -> list[MessageText]:
     """An imported chunk has no local messages: its "Name: text" blocks stand in for them."""
-    return [MessageText(0, "", block, chunk.first_message_at) for block in chunk.content.split("\n\n") if block.strip()]
+    return [
+        MessageText(0, "", block, chunk.first_message_at)
+        for block in chunk.content.split("\n\n")
+        if block.strip()
+    ]
 
 
 @dataclass(frozen=True)
@@ -129,28 +166,68 @@ class Hit:
     lexical: float
 
 
-def search(session: Session, chat_id: int, query: str, embedder: Embedder | None, *, k: int = 8) -> tuple[list[Hit], str | None]:
+# The first, approximate pass keeps this many windows for exact scoring (a chat with fewer windows
+# than this is searched exactly); each ranking then offers this many chunks to the fusion.
+NEAREST_WINDOWS = 512
+CANDIDATES_PER_RANKING = 48
+
+
+def search(
+    session: Session, chat_id: int, query: str, embedder: Embedder | None, *, k: int = 8
+) -> tuple[list[Hit], str | None]:
     """Chunks ranked by vector similarity fused with lexical matching; (hits, why vectors were not
-    used) — a failing embedding source falls back to text matching and says so."""
-    chunks = list(session.exec(select(MemoryChunk).where(MemoryChunk.chat_id == chat_id).order_by(MemoryChunk.first_message_at)))
-    if not chunks or not query.strip():
+    used) — a failing embedding source falls back to text matching and says so.
+
+    Work stays proportional to the candidates, not the chat: the nearest windows by sign bits,
+    rescored exactly, and the best BM25 matches from FTS5; then their neighbours in time."""
+    if not query.strip():
         return [], None
-    lexical = BM25([c.content for c in chunks]).scores(query)
-    dense = None
+    match = match_expression(query)
+    lexical = index.lexical_scores(session, chat_id, match, limit=CANDIDATES_PER_RANKING)
+    dense: dict[int, float] | None = None
     note = None
-    sims: dict[int, float] = {}
+    query_vector: list[float] | None = None
     if embedder is None:
         note = "No embedding source: ranked by text matching only."
     else:
         try:
-            sims = chunk_similarities(session, chat_id, embedder.space.id, embedder.embed_query(query))
-            dense = [sims.get(c.id, 0.0) for c in chunks]
+            query_vector = embedder.embed_query(query)
         except EmbeddingError as err:
             note = f"The embedding source failed ({err}); ranked by text matching only."
-    scores = fuse(dense, lexical)
-    hits = [Hit(c, s, sims.get(c.id), lx) for c, s, lx in zip(chunks, scores, lexical, strict=True)]
-    hits.sort(key=lambda h: h.score, reverse=True)
-    return hits[:k], note
+    space_id = embedder.space.id if embedder is not None else ""
+    if query_vector is not None:
+        vector_ids, _ = index.nearest_windows(
+            session, chat_id, space_id, sign_code(query_vector), limit=NEAREST_WINDOWS
+        )
+        dense = {}
+        for chunk_id, similarity in similarities_by_vector(
+            session, vector_ids.tolist(), query_vector
+        ).values():
+            dense[chunk_id] = max(similarity, dense.get(chunk_id, -1.0))
+    best_dense = sorted(dense or {}, key=lambda c: dense[c], reverse=True)[:CANDIDATES_PER_RANKING]  # type: ignore[index]
+    candidates = list(dict.fromkeys([*best_dense, *lexical]))
+    if not candidates:
+        return [], note
+    neighbours = index.chronological_neighbours(session, candidates)
+    pool = list(
+        dict.fromkeys([*candidates, *(n for pair in neighbours.values() for n in pair if n is not None)])
+    )
+    unscored = [c for c in pool if c not in lexical]
+    lexical.update(index.lexical_scores(session, chat_id, match, limit=0, only=unscored))
+    lexical = {c: lexical.get(c, 0.0) for c in pool}
+    if dense is not None and query_vector is not None:
+        dense.update(
+            similarities_by_chunk(session, [c for c in pool if c not in dense], space_id, query_vector)
+        )
+    scores = fuse(dense, lexical, neighbours)
+    ranked = sorted(pool, key=lambda c: scores[c], reverse=True)[:k]
+    chunks = {c.id: c for c in session.exec(select(MemoryChunk).where(col(MemoryChunk.id).in_(ranked)))}
+    hits = [
+        Hit(chunks[c], scores[c], dense.get(c) if dense is not None else None, lexical[c])
+        for c in ranked
+        if c in chunks
+    ]
+    return hits, note
 
 
 @dataclass(frozen=True)
@@ -161,8 +238,14 @@ class RecallResult:
 
 
 def recall_for_prompt(
-    session: Session, chat_id: int, query: str, *, context_size: int, window_start_id: int | None,
-    count: Callable[[str], int], embedder: Embedder | None,
+    session: Session,
+    chat_id: int,
+    query: str,
+    *,
+    context_size: int,
+    window_start_id: int | None,
+    count: Callable[[str], int],
+    embedder: Embedder | None,
 ) -> RecallResult:
     """Memories for the next reply: ranked chunks of this chat, past the live window, above the
     similarity threshold, within 15% of the context (clamped 384–1,536 tokens)."""
@@ -178,7 +261,9 @@ def recall_for_prompt(
     candidates = [Candidate(h.chunk.id, h.chunk.content, h.similarity if embedder else None, h.lexical,
                             _span(h.chunk)) for h in hits]  # fmt: skip
     threshold = embedder.threshold if embedder else 0.0
-    recalled, why = select_memories(candidates, budget=memory_budget(context_size), threshold=threshold, count=count)
+    recalled, why = select_memories(
+        candidates, budget=memory_budget(context_size), threshold=threshold, count=count
+    )
     how = fallback or (note[:-1].lower() if note else "")
     if recalled:
         sims = ", ".join(f"{r.similarity:.2f}" for r in recalled if r.similarity is not None)
@@ -220,19 +305,6 @@ def clear_chunks(session: Session, chat_id: int) -> int:
     return len(chunks)
 
 
-def mark_for_rebuild(session: Session, chat_id: int) -> int:
-    """Every memory goes back to "waiting" and is embedded again (after a model change)."""
-    chunks = list_chunks(session, chat_id)
-    for chunk in chunks:
-        chunk.status, chunk.error, chunk.embedding_space_id = "waiting", None, None
-        session.add(chunk)
-    ids = [c.id for c in chunks]
-    if ids:
-        session.exec(delete(MemoryVector).where(col(MemoryVector.chunk_id).in_(ids)))  # type: ignore[call-overload]
-    session.flush()
-    return len(chunks)
-
-
 def export_file(session: Session, chat_id: int) -> tuple[str, bytes]:
     from app.chats.service import get_chat
 
@@ -260,7 +332,7 @@ def _mean(windows: list[list[float]]) -> list[float] | None:
     return [x / norm for x in mean]
 
 
-def import_file(session: Session, chat_id: int, raw: bytes, *, current_space: str) -> dict:
+def import_file(session: Session, chat_id: int, raw: bytes, *, space: EmbeddingSpace) -> dict:
     """Merge a memory file into the chat: duplicates (same first and last time and content) are
     skipped, vectors in a known space are kept, the others queued for embedding. One transaction."""
     try:
@@ -281,8 +353,8 @@ def import_file(session: Session, chat_id: int, raw: bytes, *, current_space: st
         session.add(chunk)
         session.flush()
         vectors = rec.windows or ([rec.embedding] if rec.embedding else [])
-        if rec.space_id == current_space and vectors:
-            store_vectors(session, chunk.id, rec.space_id, vectors)
+        if space.matches(rec.space_id) and vectors:
+            store_vectors(session, chat_id, chunk.id, rec.space_id, vectors)
             chunk.status, chunk.embedding_space_id = "vectorized", rec.space_id
         else:
             queued += 1

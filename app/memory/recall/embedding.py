@@ -1,0 +1,71 @@
+"""The embedder a chat uses right now: reads its settings, connections and Connections → Defaults,
+lets sources.choose_embedding_source decide, and builds the embedder."""
+
+from __future__ import annotations
+
+from sqlmodel import Session, select
+
+from app.chats.models import Chat
+from app.chats.settings import read_settings
+from app.connections.crypto import keybox_for
+from app.connections.models import AppDefault, Connection
+from app.connections.service import default_connection
+from app.errors import UserError
+from app.memory.recall.embedders import BUILTINS, Embedder, OpenAICompatible
+from app.memory.recall.sources import BUILTIN_MODELS, ConnectionInfo, EmbeddingChoice, choose_embedding_source
+
+DEFAULT_EMBEDDING_KEY = "embeddings"
+
+
+def _info(conn: Connection, session: Session) -> ConnectionInfo:
+    keybox = keybox_for(str(session.get_bind().url))
+    key = None
+    if conn.api_key_encrypted and keybox is not None:
+        try:
+            key = keybox.decrypt(conn.api_key_encrypted)
+        except ValueError:
+            key = None  # the request then fails with the server's own "unauthorized", said in the viewer
+    return ConnectionInfo(conn.id, conn.name, conn.kind, conn.base_url, key, conn.embedding_model,
+                          conn.embedding_url, conn.embedding_connection_id)  # fmt: skip
+
+
+def default_embedding_setting(session: Session) -> str:
+    row = session.get(AppDefault, DEFAULT_EMBEDDING_KEY)
+    return row.value if row else ""
+
+
+def set_default_embedding(session: Session, value: str) -> None:
+    """Store Connections → Defaults → Embeddings: "builtin:<model>" or "connection:<id>" of a
+    connection that has an embedding model."""
+    kind, _, rest = value.partition(":")
+    conn = session.get(Connection, int(rest)) if kind == "connection" and rest.isdigit() else None
+    if not ((kind == "builtin" and rest in BUILTIN_MODELS) or (conn is not None and conn.embedding_model)):
+        raise UserError("Pick a built-in model or a connection that has an embedding model.")
+    row = session.get(AppDefault, DEFAULT_EMBEDDING_KEY) or AppDefault(key=DEFAULT_EMBEDDING_KEY)
+    row.value = value
+    session.add(row)
+    session.flush()
+
+
+def embedding_choice(session: Session, chat: Chat | None, *, automatic: bool = False) -> EmbeddingChoice:
+    """The chat's embedding source; `automatic` leaves out the chat's own pick of a built-in model
+    (what "Automatic" would give, shown beside that pick in Chat Settings)."""
+    connections = {c.id: _info(c, session) for c in session.exec(select(Connection))}
+    chat_conn = None
+    chat_builtin = None
+    if chat is not None:
+        chat_builtin = None if automatic else read_settings(chat.settings).builtin_embedding
+        conn = session.get(Connection, chat.connection_id) if chat.connection_id else default_connection(session)
+        chat_conn = connections.get(conn.id) if conn else None
+    return choose_embedding_source(chat_builtin=chat_builtin, chat_connection=chat_conn,
+                                   default=default_embedding_setting(session), connections=connections)  # fmt: skip
+
+
+def build_embedder(choice: EmbeddingChoice) -> Embedder:
+    if choice.kind == "builtin":
+        return BUILTINS[choice.model]()
+    return OpenAICompatible(choice.base_url, choice.model, api_key=choice.api_key)
+
+
+def embedder_for_chat(session: Session, chat_id: int) -> Embedder:
+    return build_embedder(embedding_choice(session, session.get(Chat, chat_id)))

@@ -1,0 +1,104 @@
+"""memory search index: growing vector ids with sign codes, a revision bumped on deletions, FTS5
+
+Revision ID: a1c0de5e4a11
+Revises: 97f31f672fdd
+Create Date: 2026-11-30 07:40:00
+
+Recall must answer in well under 60 ms on chats of 100,000 chunks, so:
+- memory_vector ids never repeat (AUTOINCREMENT) and each row carries its chat and the sign bits of
+  its vector: a search keeps those bits in memory and loads only rows newer than it has;
+- a trigger counts deletions per chat in memory_revision, so that cache knows when to reload;
+- fts_memory_chunk (FTS5, external content) ranks chunks by BM25 without reading them all.
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "a1c0de5e4a11"
+down_revision: str | None = "97f31f672fdd"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+
+def _sign_code(blob: bytes) -> bytes:
+    from app.memory.recall.vectors import sign_code, unpack
+
+    return sign_code(unpack(blob))
+
+
+def upgrade() -> None:
+    bind = op.get_bind()
+    op.create_table(
+        "memory_vector_new",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("chat_id", sa.Integer(), nullable=False),
+        sa.Column("chunk_id", sa.Integer(), nullable=False),
+        sa.Column("space_id", sa.String(), nullable=False),
+        sa.Column("window", sa.Integer(), nullable=False),
+        sa.Column("embedding", sa.LargeBinary(), nullable=False),
+        sa.Column("code", sa.LargeBinary(), nullable=False),
+        sa.ForeignKeyConstraint(["chunk_id"], ["memory_chunk.id"], name="fk_memory_vector_chunk_id_memory_chunk",
+                                ondelete="CASCADE"),  # fmt: skip
+        sa.PrimaryKeyConstraint("id", name="pk_memory_vector"),
+        sqlite_autoincrement=True,
+    )
+    rows = bind.execute(sa.text(
+        "SELECT v.id, c.chat_id, v.chunk_id, v.space_id, v.window, v.embedding "
+        "FROM memory_vector v JOIN memory_chunk c ON c.id = v.chunk_id ORDER BY v.id"
+    )).all()  # fmt: skip
+    for row in rows:
+        bind.execute(
+            sa.text("INSERT INTO memory_vector_new (id, chat_id, chunk_id, space_id, window, embedding, code) "
+                    "VALUES (:id, :chat_id, :chunk_id, :space_id, :window, :embedding, :code)"),
+            {**row._mapping, "code": _sign_code(row.embedding)},
+        )  # fmt: skip
+    op.drop_table("memory_vector")
+    op.rename_table("memory_vector_new", "memory_vector")
+    op.create_index("ix_memory_vector_chunk_id", "memory_vector", ["chunk_id"])
+    op.create_index("ix_memory_vector_chat_space", "memory_vector", ["chat_id", "space_id", "id"])
+    op.create_index("ix_memory_chunk_chat_time", "memory_chunk", ["chat_id", "first_message_at", "id"])
+
+    op.execute("CREATE TABLE memory_revision (chat_id INTEGER PRIMARY KEY, deletions INTEGER NOT NULL DEFAULT 0)")
+    op.execute(
+        "CREATE TRIGGER memory_vector_deleted AFTER DELETE ON memory_vector BEGIN "
+        "INSERT INTO memory_revision (chat_id, deletions) VALUES (OLD.chat_id, 1) "
+        "ON CONFLICT (chat_id) DO UPDATE SET deletions = deletions + 1; END"
+    )
+    op.execute(
+        "CREATE VIRTUAL TABLE fts_memory_chunk USING fts5(content, chat_id UNINDEXED, "
+        f"content='memory_chunk', content_rowid='id', tokenize='{FTS_TOKENIZER}')"
+    )
+    op.execute(
+        "CREATE TRIGGER memory_chunk_fts_insert AFTER INSERT ON memory_chunk BEGIN "
+        "INSERT INTO fts_memory_chunk (rowid, content, chat_id) VALUES (NEW.id, NEW.content, NEW.chat_id); END"
+    )
+    op.execute(
+        "CREATE TRIGGER memory_chunk_fts_delete AFTER DELETE ON memory_chunk BEGIN "
+        "INSERT INTO fts_memory_chunk (fts_memory_chunk, rowid, content, chat_id) "
+        "VALUES ('delete', OLD.id, OLD.content, OLD.chat_id); END"
+    )
+    op.execute(
+        "CREATE TRIGGER memory_chunk_fts_update AFTER UPDATE OF content, chat_id ON memory_chunk BEGIN "
+        "INSERT INTO fts_memory_chunk (fts_memory_chunk, rowid, content, chat_id) "
+        "VALUES ('delete', OLD.id, OLD.content, OLD.chat_id); "
+        "INSERT INTO fts_memory_chunk (rowid, content, chat_id) VALUES (NEW.id, NEW.content, NEW.chat_id); END"
+    )
+    op.execute("INSERT INTO fts_memory_chunk (fts_memory_chunk) VALUES ('rebuild')")
+
+
+def downgrade() -> None:
+    for trigger in ("memory_chunk_fts_update", "memory_chunk_fts_delete", "memory_chunk_fts_insert",
+                    "memory_vector_deleted"):  # fmt: skip
+        op.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    op.execute("DROP TABLE IF EXISTS fts_memory_chunk")
+    op.execute("DROP TABLE IF EXISTS memory_revision")
+    op.drop_index("ix_memory_chunk_chat_time", "memory_chunk")
+    op.drop_index("ix_memory_vector_chat_space", "memory_vector")
+    with op.batch_alter_table("memory_vector") as batch:
+        batch.drop_column("code")
+        batch.drop_column("chat_id")
+    op.create_index("ix_memory_vector_space_id", "memory_vector", ["space_id"])
