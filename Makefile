@@ -44,6 +44,8 @@ lint: install-test
 bench: install-test
 	$(BIN)/python bench/prompt_build.py
 	$(BIN)/python bench/cache_prefix.py
+	$(BIN)/python bench/recall.py
+	$(BIN)/python bench/lore_scan.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

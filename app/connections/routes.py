@@ -47,7 +47,8 @@ def _form_input(form) -> ConnectionIn:
         )  # fmt: skip
     except ValidationError as err:
         first = err.errors()[0]
-        raise UserError(f"{' '.join(str(p) for p in first['loc'])}: {first['msg']}") from err
+        field = " ".join(str(p) for p in first["loc"]).replace("_", " ")
+        raise UserError(f"{field.capitalize()}: {first['msg'].removeprefix('Value error, ')}") from err
 
 
 @router.get("/connections")

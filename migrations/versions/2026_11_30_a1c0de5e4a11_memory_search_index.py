@@ -7,8 +7,9 @@ Create Date: 2026-11-30 07:40:00
 Recall must answer in well under 60 ms on chats of 100,000 chunks, so:
 - memory_vector ids never repeat (AUTOINCREMENT) and each row carries its chat and the sign bits of
   its vector: a search keeps those bits in memory and loads only rows newer than it has;
-- a trigger counts deletions per chat in memory_revision, so that cache knows when to reload;
-- fts_memory_chunk (FTS5, external content) ranks chunks by BM25 without reading them all.
+- a trigger notes each deleted vector in memory_tombstone, so that cache drops just those;
+- fts_memory_chunk (FTS5) finds the chunks sharing rare words with a query without reading them all,
+  and fts_memory_vocab says how many chunks hold each word.
 """
 
 from collections.abc import Sequence
@@ -20,9 +21,6 @@ revision: str = "a1c0de5e4a11"
 down_revision: str | None = "97f31f672fdd"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
-
-FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
-
 
 def _sign_code(blob: bytes) -> bytes:
     from app.memory.recall.vectors import sign_code, unpack
@@ -62,40 +60,41 @@ def upgrade() -> None:
     op.create_index("ix_memory_vector_chat_space", "memory_vector", ["chat_id", "space_id", "id"])
     op.create_index("ix_memory_chunk_chat_time", "memory_chunk", ["chat_id", "first_message_at", "id"])
 
-    op.execute("CREATE TABLE memory_revision (chat_id INTEGER PRIMARY KEY, deletions INTEGER NOT NULL DEFAULT 0)")
+    # One row per deleted vector, so a search index drops just those; the sweep empties it and
+    # records how far in memory_tombstone_floor (an index behind that floor reloads).
+    op.execute("CREATE TABLE memory_tombstone (id INTEGER PRIMARY KEY AUTOINCREMENT, chat_id INTEGER NOT NULL, "
+               "vector_id INTEGER NOT NULL)")  # fmt: skip
+    op.execute("CREATE INDEX ix_memory_tombstone_chat ON memory_tombstone (chat_id, id)")
+    op.execute("CREATE TABLE memory_tombstone_floor (id INTEGER PRIMARY KEY CHECK (id = 1), floor INTEGER NOT NULL)")
+    op.execute("INSERT INTO memory_tombstone_floor (id, floor) VALUES (1, 0)")
     op.execute(
         "CREATE TRIGGER memory_vector_deleted AFTER DELETE ON memory_vector BEGIN "
-        "INSERT INTO memory_revision (chat_id, deletions) VALUES (OLD.chat_id, 1) "
-        "ON CONFLICT (chat_id) DO UPDATE SET deletions = deletions + 1; END"
+        "INSERT INTO memory_tombstone (chat_id, vector_id) VALUES (OLD.chat_id, OLD.id); END"
     )
-    op.execute(
-        "CREATE VIRTUAL TABLE fts_memory_chunk USING fts5(content, chat_id UNINDEXED, "
-        f"content='memory_chunk', content_rowid='id', tokenize='{FTS_TOKENIZER}')"
-    )
-    op.execute(
-        "CREATE TRIGGER memory_chunk_fts_insert AFTER INSERT ON memory_chunk BEGIN "
-        "INSERT INTO fts_memory_chunk (rowid, content, chat_id) VALUES (NEW.id, NEW.content, NEW.chat_id); END"
-    )
+    # Contentless: the indexed text is the chunk's words as lexical.index_text gives them (stemmed,
+    # no stopwords, prefixed with the chat), which SQLite cannot compute, so the app writes it; only
+    # removal is a trigger.
+    op.execute("CREATE VIRTUAL TABLE fts_memory_chunk USING fts5(body, content='', contentless_delete=1, "
+               "tokenize='unicode61 remove_diacritics 0')")  # fmt: skip
+    op.execute("CREATE VIRTUAL TABLE fts_memory_vocab USING fts5vocab(fts_memory_chunk, 'row')")
     op.execute(
         "CREATE TRIGGER memory_chunk_fts_delete AFTER DELETE ON memory_chunk BEGIN "
-        "INSERT INTO fts_memory_chunk (fts_memory_chunk, rowid, content, chat_id) "
-        "VALUES ('delete', OLD.id, OLD.content, OLD.chat_id); END"
+        "DELETE FROM fts_memory_chunk WHERE rowid = OLD.id; END"
     )
-    op.execute(
-        "CREATE TRIGGER memory_chunk_fts_update AFTER UPDATE OF content, chat_id ON memory_chunk BEGIN "
-        "INSERT INTO fts_memory_chunk (fts_memory_chunk, rowid, content, chat_id) "
-        "VALUES ('delete', OLD.id, OLD.content, OLD.chat_id); "
-        "INSERT INTO fts_memory_chunk (rowid, content, chat_id) VALUES (NEW.id, NEW.content, NEW.chat_id); END"
-    )
-    op.execute("INSERT INTO fts_memory_chunk (fts_memory_chunk) VALUES ('rebuild')")
+    from app.memory.recall.lexical import index_text
+
+    for chunk_id, chat_id, content in bind.execute(sa.text("SELECT id, chat_id, content FROM memory_chunk")).all():
+        bind.execute(sa.text("INSERT INTO fts_memory_chunk (rowid, body) VALUES (:id, :body)"),
+                     {"id": chunk_id, "body": index_text(content, chat_id)})  # fmt: skip
 
 
 def downgrade() -> None:
-    for trigger in ("memory_chunk_fts_update", "memory_chunk_fts_delete", "memory_chunk_fts_insert",
-                    "memory_vector_deleted"):  # fmt: skip
+    for trigger in ("memory_chunk_fts_delete", "memory_vector_deleted"):
         op.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    op.execute("DROP TABLE IF EXISTS fts_memory_vocab")
     op.execute("DROP TABLE IF EXISTS fts_memory_chunk")
-    op.execute("DROP TABLE IF EXISTS memory_revision")
+    op.execute("DROP TABLE IF EXISTS memory_tombstone_floor")
+    op.execute("DROP TABLE IF EXISTS memory_tombstone")
     op.drop_index("ix_memory_chunk_chat_time", "memory_chunk")
     op.drop_index("ix_memory_vector_chat_space", "memory_vector")
     with op.batch_alter_table("memory_vector") as batch:

@@ -57,6 +57,30 @@ def test_connection_form_errors_and_key_never_shown(page: Page, live, models):
     assert models.last_request.json["min_p"] == 0.05
 
 
+def test_connection_embedding_model_and_defaults(page: Page, live, models, shot):
+    with live.client() as c:
+        c.post("/api/connections", json={"name": "Embeddings box", "base_url": models.base_url, "model": "test-model"})
+    page.goto(live.url + "/connections")
+    # Nothing set: the built-in model is the default, and no connection can be picked yet.
+    expect(page.locator("#default-embeddings")).to_have_value("builtin:all-MiniLM-L6-v2")
+    expect(page.locator("#default-embeddings option")).to_have_count(2)
+    page.get_by_role("link", name="Edit").click()
+    page.locator("#embedding-section summary").click()
+    page.fill("input[name=embedding_model]", "test-embedding")
+    page.fill("input[name=embedding_url]", "ftp://nope")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#toasts")).to_contain_text("embedding endpoint URL must start with http")
+    page.fill("input[name=embedding_url]", models.base_url)
+    page.get_by_role("button", name="Save").click()
+    page.select_option("#default-embeddings", label="Embeddings box: test-embedding")
+    page.get_by_role("button", name="Save defaults").click()
+    expect(page.locator("#defaults")).to_contain_text("Saved.")
+    expect(page.locator("#default-embeddings")).to_have_value(re.compile(r"connection:\d+"))
+    shot("defaults")
+    with live.client() as c:
+        assert c.get("/api/connections/defaults").json()["embeddings"].startswith("connection:")
+
+
 def test_write_a_character_then_chat_with_a_persona(page: Page, live, models, shot):
     with live.client() as c:
         c.post("/api/connections", json={"name": "T", "base_url": models.base_url, "model": "test-model"})

@@ -231,3 +231,32 @@ def test_malformed_memory_files_change_nothing(api, sugo):
         r = api.post(f"/api/chats/{chat['id']}/memories/import", files={"file": ("m.marinara.json", raw)})
         assert r.status_code == 400 and words in r.json()["detail"], (words, r.text[:200])
     assert api.get(f"/api/chats/{chat['id']}/memories").json() == []
+
+
+def test_the_search_index_follows_deletions_and_new_vectors(api, sugo):
+    """The sign bits kept in memory must follow forgets, edits and new chunks, and a sweep's pruning."""
+    from app.memory.recall.jobs import sweep
+
+    char = add_character(api)
+    chat = new_chat(api, [char["id"]])
+    ids = _fill(sugo, chat["id"], char["id"])
+    embed_chat(sugo.engine, chat["id"])
+
+    def top(q):
+        return api.get(f"/api/chats/{chat['id']}/memories/search", params={"q": q}).json()["results"][0]
+
+    found = top("Where did Elowen hide the brass key?")
+    assert FACT in found["content"]
+    api.delete(f"/api/chats/{chat['id']}/memories/{found['chunk_id']}")
+    assert all(FACT not in r["content"] for r in api.get(f"/api/chats/{chat['id']}/memories/search",
+                                                          params={"q": "Elowen brass key clock tower"}).json()["results"])  # fmt: skip
+    sweep(sugo.engine)  # prunes the tombstones: the index must notice it missed none
+    # A new fact, in new messages, is found by the same (kept) index.
+    with Session(sugo.engine) as s:
+        for i in range(160):  # the fact must leave the live window
+            text = "Mirela buried the silver compass under the old willow." if i == 3 else f"We rest, hour {i}."
+            s.add(new_message(chat["id"], "user" if i % 2 else "assistant", "Rowan" if i % 2 else "Aria", [text]))
+        s.commit()
+    embed_chat(sugo.engine, chat["id"])
+    assert "silver compass" in top("Where is the silver compass buried?")["content"]
+    assert len(ids) == 121

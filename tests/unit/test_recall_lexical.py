@@ -1,36 +1,51 @@
-from app.memory.recall.lexical import fuse, match_expression
+from app.memory.recall.lexical import (
+    CANDIDATE_POSTINGS,
+    candidate_terms,
+    fuse,
+    index_text,
+    match_expression,
+    query_terms,
+    stem,
+    tokenize,
+)
 
 
-def test_match_expression_keeps_meaningful_words_quoted():
-    assert (
-        match_expression("What did Tobiah say about the lighthouses?") == '"tobiah" OR "say" OR "lighthouses"'
-    )
+def test_tokenize_drops_stopwords_stems_and_folds_accents():
+    assert tokenize("The lighthouses were walking") == ["lighthouse", "walk"]
+    assert stem("stories") == "story" and stem("is") == "is"
+    assert tokenize("Café snake_case Ёлка") == ["cafe", "snake", "case", "елка"]
+    assert index_text("The lighthouses were walking", 12) == "c12qlighthouse c12qwalk"
 
 
-def test_match_expression_neutralises_fts_syntax():
-    assert match_expression('NEAR(a b) "x" OR* col:val') == '"near" OR "col" OR "val"'
+def test_a_query_of_stopwords_has_no_terms():
+    assert query_terms("what is the", 3) == []
+    assert query_terms("Tobiah, tobiah and the lighthouses", 3) == ["c3qtobiah", "c3qlighthouse"]
 
 
-def test_a_query_of_stopwords_matches_nothing():
-    assert match_expression("what is the") is None
-    assert match_expression("") is None
+def test_candidate_search_leaves_out_the_commonest_words():
+    freq = {"key": 40, "brass": 12, "said": CANDIDATE_POSTINGS, "absent": 0}
+    assert candidate_terms(freq) == ["brass", "key"]
+    # Words in too many chunks to tell them apart are not searched at all.
+    assert candidate_terms({"said": 50_000, "went": 90_000}) == []
+    assert candidate_terms({"absent": 0}) == []
+
+
+def test_words_are_prefixed_with_their_chat_and_quoted():
+    assert match_expression(query_terms("Tobiah NEAR(x)", 7)) == '"c7qtobiah" OR "c7qnear"'
+    assert match_expression([]) is None
+    # Chat 1's "2abc" and chat 12's "abc" never meet.
+    assert index_text("2abc", 1) != index_text("abc", 12)
 
 
 def test_fusion_normalises_over_the_candidates():
-    fused = fuse(
-        {1: 0.2, 2: 0.9, 3: 0.1}, {1: 0.0, 2: 2.0, 3: 1.0}, {}, dense_weight=0.5, neighbour_share=0.0
-    )
+    fused = fuse({1: 0.2, 2: 0.9, 3: 0.1}, {1: 0.0, 2: 2.0, 3: 1.0}, {}, dense_weight=0.5, neighbour_share=0.0)
     assert fused == {1: 0.0625, 2: 1.0, 3: 0.25}
 
 
 def test_neighbours_lend_a_share_of_their_score():
     chain = {1: (None, 2), 2: (1, 3), 3: (2, None)}
-    alone = fuse(
-        {1: 0.2, 2: 0.9, 3: 0.1}, {1: 0.0, 2: 2.0, 3: 1.0}, {}, dense_weight=0.5, neighbour_share=0.0
-    )
-    helped = fuse(
-        {1: 0.2, 2: 0.9, 3: 0.1}, {1: 0.0, 2: 2.0, 3: 1.0}, chain, dense_weight=0.5, neighbour_share=0.2
-    )
+    alone = fuse({1: 0.2, 2: 0.9, 3: 0.1}, {1: 0.0, 2: 2.0, 3: 1.0}, {}, dense_weight=0.5, neighbour_share=0.0)
+    helped = fuse({1: 0.2, 2: 0.9, 3: 0.1}, {1: 0.0, 2: 2.0, 3: 1.0}, chain, dense_weight=0.5, neighbour_share=0.2)
     assert helped[1] == alone[1] + 0.2 * alone[2]
     assert helped[2] == alone[2] + 0.2 * (alone[1] + alone[3]) / 2
 

@@ -6,8 +6,9 @@ hundred windows by bits, then scores only those exactly (vectors.similarities_by
 small enough to fit in that first cut is thus searched exactly.
 
 The bits are loaded once per (database, chat, space) and then kept in step cheaply: vector ids only
-grow, so new rows are those above the highest id held; any deletion bumps the chat's
-memory_revision (by trigger), and a changed revision reloads everything.
+grow, so new rows are those above the highest id held; a trigger notes every deleted vector in
+memory_tombstone, and those are left out. The periodic sweep empties memory_tombstone and raises
+memory_tombstone_floor; an index that had not read up to the floor reloads.
 """
 
 from __future__ import annotations
@@ -15,21 +16,29 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 from sqlmodel import Session
 
+from app.memory.recall.lexical import match_expression
+
 MAX_INDEXES = 32  # chats whose bits stay in memory (least recently searched go first)
+PART_SIZE = 100_000  # windows scanned per thread, at least
+_PARTS = 2
+_scan_threads = ThreadPoolExecutor(max_workers=_PARTS, thread_name_prefix="recall-scan")
 
 
 @dataclass
 class _Bits:
-    revision: int = -1
+    tombstone: int = 0  # the last memory_tombstone id applied
     max_id: int = 0
     size: int = 0
+    dead_count: int = 0
     vector_ids: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     chunk_ids: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    dead: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=bool))
     words: list[np.ndarray] = field(default_factory=list)  # one uint64 column per 64 dimensions
 
     def append(self, rows: Sequence[tuple[int, int, bytes]]) -> None:
@@ -45,32 +54,67 @@ class _Bits:
             capacity = max(need, 2 * len(self.vector_ids), 1024)
             self.vector_ids = _grow(self.vector_ids, capacity)
             self.chunk_ids = _grow(self.chunk_ids, capacity)
+            self.dead = _grow(self.dead, capacity)
             self.words = [_grow(w, capacity) for w in self.words]
         end = self.size + len(rows)
-        self.vector_ids[self.size : end] = [r[0] for r in rows]
-        self.chunk_ids[self.size : end] = [r[1] for r in rows]
+        self.vector_ids[self.size : end] = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        self.chunk_ids[self.size : end] = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+        self.dead[self.size : end] = False
         for column, word in enumerate(self.words):
             word[self.size : end] = codes[:, column]
         self.size = end
         self.max_id = int(rows[-1][0])
 
+    def bury(self, vector_ids: Sequence[int]) -> None:
+        """Leave out deleted vectors (ids are sorted: they were appended in id order)."""
+        if not vector_ids or not self.size:
+            return
+        held = self.vector_ids[: self.size]
+        wanted = np.asarray(vector_ids, dtype=np.int64)
+        at = np.searchsorted(held, wanted)
+        inside = at < self.size
+        at, wanted = at[inside], wanted[inside]
+        hit = at[held[at] == wanted]  # ids of other spaces are not held
+        newly = hit[~self.dead[hit]]
+        self.dead[newly] = True
+        self.dead_count += len(newly)
+
     def nearest(self, query_code: bytes, limit: int) -> tuple[np.ndarray, np.ndarray]:
         """(vector ids, chunk ids) of the `limit` windows whose bits differ least from the query's."""
-        if self.size == 0:
+        alive = self.size - self.dead_count
+        if alive <= 0:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        if limit >= alive:
+            picked = np.flatnonzero(~self.dead[: self.size])
+            return self.vector_ids[picked], self.chunk_ids[picked]
         query_words = np.frombuffer(query_code, dtype=np.uint64)
-        distance = np.zeros(self.size, dtype=np.uint16)
-        scratch = np.empty(self.size, dtype=np.uint64)
-        counts = np.empty(self.size, dtype=np.uint8)
+        # Big chats are cut in parts scanned on separate threads (numpy lets go of the GIL), each
+        # keeping its own best `limit`; the best of those are the best overall.
+        step = max(PART_SIZE, -(-self.size // _PARTS))
+        parts = [(lo, min(lo + step, self.size)) for lo in range(0, self.size, step)]
+        found = list(_scan_threads.map(lambda part: self._nearest_in(query_words, limit, *part), parts))
+        positions = np.concatenate([p for p, _ in found])
+        distances = np.concatenate([d for _, d in found])
+        if len(positions) > limit:
+            keep = np.argpartition(distances, limit)[:limit]
+            positions = positions[keep]
+        return self.vector_ids[positions], self.chunk_ids[positions]
+
+    def _nearest_in(self, query_words: np.ndarray, limit: int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        distance = np.zeros(hi - lo, dtype=np.uint16)
+        scratch = np.empty(hi - lo, dtype=np.uint64)
+        counts = np.empty(hi - lo, dtype=np.uint8)
         for word, q in zip(self.words, query_words, strict=True):
-            np.bitwise_xor(word[: self.size], q, out=scratch)
+            np.bitwise_xor(word[lo:hi], q, out=scratch)
             np.bitwise_count(scratch, out=counts)
             distance += counts
-        if limit < self.size:
-            picked = np.argpartition(distance, limit)[:limit]
+        if self.dead_count:
+            distance[self.dead[lo:hi]] = np.iinfo(np.uint16).max
+        if limit < hi - lo:
+            best = np.argpartition(distance, limit)[:limit]
         else:
-            picked = np.arange(self.size)
-        return self.vector_ids[picked], self.chunk_ids[picked]
+            best = np.arange(hi - lo)
+        return best + lo, distance[best]
 
 
 def _grow(values: np.ndarray, capacity: int) -> np.ndarray:
@@ -83,18 +127,13 @@ _indexes: OrderedDict[tuple[str, int, str], _Bits] = OrderedDict()
 _lock = threading.Lock()
 
 
-def _revision(session: Session, chat_id: int) -> int:
-    row = (
-        session.connection()
-        .exec_driver_sql("SELECT deletions FROM memory_revision WHERE chat_id = ?", (chat_id,))
-        .first()
-    )
-    return int(row[0]) if row else 0
+def _rows(session: Session, sql: str, params: tuple) -> list[tuple]:
+    # The driver's own cursor: loading half a million rows through SQLAlchemy's result objects
+    # costs several times more.
+    return session.connection().connection.driver_connection.execute(sql, params).fetchall()
 
 
-def nearest_windows(
-    session: Session, chat_id: int, space_id: str, query_code: bytes, *, limit: int
-) -> tuple[np.ndarray, np.ndarray]:
+def nearest_windows(session: Session, chat_id: int, space_id: str, query_code: bytes, *, limit: int) -> tuple[np.ndarray, np.ndarray]:
     """The chat's windows (of one space) nearest to the query by sign bits: (vector ids, chunk ids)."""
     key = (str(session.get_bind().url), chat_id, space_id)
     with _lock:
@@ -102,19 +141,32 @@ def nearest_windows(
         _indexes[key] = bits
         while len(_indexes) > MAX_INDEXES:
             _indexes.popitem(last=False)
-        revision = _revision(session, chat_id)
-        if revision != bits.revision:
-            bits = _indexes[key] = _Bits(revision=revision)
-        rows = (
-            session.connection()
-            .exec_driver_sql(
-                "SELECT id, chunk_id, code FROM memory_vector WHERE chat_id = ? AND space_id = ? AND id > ? ORDER BY id",
-                (chat_id, space_id, bits.max_id),
-            )
-            .all()
-        )
-        bits.append(rows)
+        floor = _rows(session, "SELECT floor FROM memory_tombstone_floor", ())[0][0]
+        newest = _rows(session, "SELECT coalesce(max(id), 0) FROM memory_vector WHERE chat_id = ? AND space_id = ?",
+                       (chat_id, space_id))[0][0]  # fmt: skip
+        issued = _rows(session, "SELECT seq FROM sqlite_sequence WHERE name = 'memory_tombstone'", ())
+        last_tombstone = issued[0][0] if issued else 0  # the highest ever issued (AUTOINCREMENT)
+        if (bits.tombstone < floor or bits.dead_count > bits.size // 3 or newest < bits.max_id
+                or last_tombstone < bits.tombstone):  # fmt: skip
+            # Tombstones it never saw were pruned, most of it is dead, or this is another database
+            # file at the same path (ids went back): start again.
+            bits = _indexes[key] = _Bits(tombstone=last_tombstone)
+        bits.append(_rows(session, "SELECT id, chunk_id, code FROM memory_vector WHERE chat_id = ? AND space_id = ? "
+                                   "AND id > ? ORDER BY id", (chat_id, space_id, bits.max_id)))  # fmt: skip
+        buried = _rows(session, "SELECT id, vector_id FROM memory_tombstone WHERE chat_id = ? AND id > ? ORDER BY id",
+                       (chat_id, bits.tombstone))  # fmt: skip
+        if buried:
+            bits.bury(sorted(v for _, v in buried))
+            bits.tombstone = buried[-1][0]
         return bits.nearest(query_code, limit)
+
+
+def prune_tombstones(session: Session) -> None:
+    """Empty memory_tombstone (the sweep does it); indexes that had not read them all reload."""
+    conn = session.connection()
+    top = conn.exec_driver_sql("SELECT coalesce(max(id), 0) FROM memory_tombstone").scalar_one()
+    conn.exec_driver_sql("DELETE FROM memory_tombstone WHERE id <= ?", (top,))
+    conn.exec_driver_sql("UPDATE memory_tombstone_floor SET floor = max(floor, ?)", (top,))
 
 
 def forget_all() -> None:
@@ -123,24 +175,26 @@ def forget_all() -> None:
         _indexes.clear()
 
 
-def lexical_scores(
-    session: Session, chat_id: int, match: str | None, *, limit: int, only: Sequence[int] | None = None
-) -> dict[int, float]:
-    """BM25 scores (higher is better) of the chat's chunks for an FTS5 match expression: the best
-    `limit`, or those among `only`."""
-    if not match or (only is not None and not only):
+def doc_freq(session: Session, terms: Sequence[str]) -> dict[str, int]:
+    """How many chunks hold each (chat-prefixed) term: the chat's own counts."""
+    rows = session.connection().exec_driver_sql(
+        f"SELECT term, doc FROM fts_memory_vocab WHERE term IN ({','.join('?' * len(terms))})", tuple(terms)
+    ).all()
+    found = {term: int(doc) for term, doc in rows}
+    return {t: found.get(t, 0) for t in terms}
+
+
+def lexical_candidates(session: Session, terms: Sequence[str], *, limit: int) -> dict[int, float]:
+    """The chunks holding the given (chat-prefixed) words, best BM25 first, with their scores
+    (higher is better). One pass over the words' postings: FTS5 ranks them, keeps the best `limit`."""
+    match = match_expression(terms)
+    if match is None:
         return {}
-    sql = ("SELECT rowid, -bm25(fts_memory_chunk) FROM fts_memory_chunk "
-           "WHERE fts_memory_chunk MATCH ? AND chat_id = ?")  # fmt: skip
-    params: list = [match, chat_id]
-    if only is not None:
-        sql += f" AND rowid IN ({','.join('?' * len(only))})"
-        params += list(only)
-    sql += " ORDER BY bm25(fts_memory_chunk) LIMIT ?"
-    params.append(limit if only is None else len(only))
-    return {
-        int(rowid): float(score) for rowid, score in session.connection().exec_driver_sql(sql, tuple(params))
-    }
+    rows = session.connection().exec_driver_sql(
+        "SELECT rowid, -bm25(fts_memory_chunk) AS score FROM fts_memory_chunk WHERE fts_memory_chunk MATCH ? "
+        "ORDER BY score DESC LIMIT ?", (match, limit),
+    ).all()  # fmt: skip
+    return {int(rowid): float(score) for rowid, score in rows}
 
 
 def chronological_neighbours(

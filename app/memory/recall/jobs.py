@@ -14,6 +14,7 @@ from sqlmodel import Session, col, select, update
 
 from app.chats.models import Chat
 from app.memory.recall.embedding import embedder_for_chat
+from app.memory.recall.index import prune_tombstones
 from app.memory.recall.models import MemoryChunk
 from app.memory.recall.service import embed_chunks, embed_pending, list_chunk_ids, sync_chunks
 from app.timeutil import utcnow
@@ -49,7 +50,7 @@ def sweep(engine: Engine) -> None:
     with Session(engine) as session:
         session.exec(update(MemoryChunk).where(col(MemoryChunk.status) == "unavailable")  # type: ignore[call-overload]
                      .values(status="waiting", error=None))  # fmt: skip
-        session.connection().exec_driver_sql("DELETE FROM memory_revision WHERE chat_id NOT IN (SELECT id FROM chat)")
+        prune_tombstones(session)
         session.commit()
         ids = list(session.exec(select(Chat.id)))
     for chat_id in ids:

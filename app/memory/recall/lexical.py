@@ -1,24 +1,26 @@
 """Lexical ranking for Memory Recall, and its fusion with vector similarity. Pure functions.
 
-Chats are full of names, objects and places, which a small embedding model blurs; BM25 (SQLite
-FTS5 with the Porter stemmer, see index.lexical_scores) counts them, rare words weighing most. This
-module turns a message into the FTS5 query (stopwords dropped) and fuses the two rankings: scores
-are min-max normalised over the candidates and mixed with tested weights (reciprocal-rank fusion did
-worse on chat memory), and a fraction of each neighbouring chunk's score is added, since a
-conversation spills across chunk borders. Lexical ranking also serves alone when no embedding
-source answers.
+Chats are full of names, objects and places, which a small embedding model blurs; BM25 with light
+stemming and stopwords counts them, rare words weighing most. SQLite FTS5 holds each chunk's words
+as `index_text` gives them, prefixed with their chat (index.py finds the chunks sharing the query's rarer words, then scores
+the candidates on all of them). Scores of the two rankings are min-max normalised over the candidates and mixed with tested weights
+(reciprocal-rank fusion did worse on chat memory), and a fraction of each neighbouring chunk's score
+is added, since a conversation spills across chunk borders. Lexical ranking also serves alone when
+no embedding source answers.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 
 # Default mix; settings may change them.
 DENSE_WEIGHT = 0.45
 NEIGHBOUR_SHARE = 0.15
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being below
     between both but by can did do does doing down during each few for from further had has have having he
@@ -33,17 +35,78 @@ STOPWORDS = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A light English stemmer: enough to match lighthouse/lighthouses, story/stories,
+    walk/walked/walking."""
+    if len(word) <= 3:
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith(("sses", "xes", "zes", "ches", "shes")):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ingly", "edly", "ing", "ed", "ly"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def fold(text: str) -> str:
+    """Lower case without accents, so "cafe" finds "café" (and "ёлка" finds "елка")."""
+    text = text.lower()
+    if text.isascii():
+        return text
+    return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
+
+
+def tokenize(text: str) -> list[str]:
+    return [stem(w) for w in _WORD.findall(fold(text)) if w not in STOPWORDS and len(w) > 1]
+
+
+def chat_term(chat_id: int, token: str) -> str:
+    """A word as the index holds it: prefixed with its chat ("c12qlighthouse"), so a search only
+    meets its own chat's words and BM25 weighs a word by how rare it is in that chat. The first
+    "q" after the digits ends the chat id, so no two chats' words can collide."""
+    return f"c{chat_id}q{token}"
+
+
+def index_text(content: str, chat_id: int) -> str:
+    """What the full-text index holds for a chunk: its stemmed words without stopwords, each
+    prefixed with the chat (FTS5 splits on the spaces)."""
+    return " ".join(chat_term(chat_id, t) for t in tokenize(content))
+
+
 MAX_QUERY_TERMS = 32
+# Candidate search reads at most about this many postings: the commonest words of a query are left
+# out of it (they still count in the scores), so a 100,000-chunk chat answers as fast as a small one.
+CANDIDATE_POSTINGS = 8_000
 
 
-def match_expression(query: str) -> str | None:
-    """An FTS5 expression matching any meaningful word of the query (None when it has none). Words
-    are quoted, so nothing the user typed is read as FTS5 syntax."""
-    words: list[str] = []
-    for word in (m.lower() for m in _WORD.findall(query)):
-        if word not in STOPWORDS and len(word) > 1 and word not in words:
-            words.append(word)
-    return " OR ".join(f'"{w}"' for w in words[:MAX_QUERY_TERMS]) or None
+def query_terms(query: str, chat_id: int) -> list[str]:
+    """The query's words as the index holds them for the chat, each once, in order."""
+    return [chat_term(chat_id, t) for t in dict.fromkeys(tokenize(query))][:MAX_QUERY_TERMS]
+
+
+def candidate_terms(doc_freq: Mapping[str, int]) -> list[str]:
+    """The rarest present words whose postings fit CANDIDATE_POSTINGS. A word in more chunks than
+    that tells them apart too little to be worth reading (BM25 gives it almost no weight); the
+    vector ranking is left to find what such a query means."""
+    present = sorted((f, t) for t, f in doc_freq.items() if f > 0)
+    kept, total = [], 0
+    for freq, term in present:
+        if total + freq > CANDIDATE_POSTINGS:
+            break
+        kept.append(term)
+        total += freq
+    return kept
+
+
+def match_expression(terms: Sequence[str]) -> str | None:
+    """An FTS5 expression for chunks holding any of the (chat-prefixed) words, quoted: nothing the
+    user typed is read as FTS5 syntax."""
+    return " OR ".join(f'"{t}"' for t in terms) or None
 
 
 def _minmax(values: Sequence[float]) -> list[float]:

@@ -1,8 +1,9 @@
 from datetime import datetime
 
-from sqlalchemy import Column, Index, LargeBinary
+from sqlalchemy import Column, Index, LargeBinary, event
 from sqlmodel import Field, SQLModel
 
+from app.memory.recall.lexical import index_text
 from app.modelbase import json_field
 from app.timeutil import utcnow
 
@@ -38,7 +39,7 @@ class MemoryVector(SQLModel, table=True):
     with its sign bits (`code`) for the fast first pass of a search (see index.py).
 
     Ids only grow (AUTOINCREMENT), so a search index can load just the rows newer than the ones it
-    holds; deletions bump `memory_revision` by trigger, which makes it reload."""
+    holds; a trigger notes deletions in `memory_tombstone`, which it drops."""
 
     __tablename__ = "memory_vector"
     __table_args__ = (
@@ -53,3 +54,12 @@ class MemoryVector(SQLModel, table=True):
     window: int = 0
     embedding: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     code: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+
+
+@event.listens_for(MemoryChunk, "after_insert")
+def _index_words(mapper, connection, chunk: MemoryChunk) -> None:
+    """Every new chunk's words go into the full-text index (fts_memory_chunk, see index.py); SQLite
+    cannot stem them itself, so no trigger can. Deletion is a trigger."""
+    connection.exec_driver_sql(
+        "INSERT INTO fts_memory_chunk (rowid, body) VALUES (?, ?)", (chunk.id, index_text(chunk.content, chunk.chat_id))
+    )

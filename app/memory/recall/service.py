@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from sqlmodel import Session, col, delete, select
@@ -22,7 +23,7 @@ from app.memory.recall.chunking import (
 )
 from app.memory.recall.embedders import Embedder, EmbeddingError, EmbeddingSpace, MiniLM
 from app.memory.recall.formats import ChunkRecord, MemoryFileError, export_envelope, parse_import
-from app.memory.recall.lexical import fuse, match_expression
+from app.memory.recall.lexical import candidate_terms, fuse, query_terms
 from app.memory.recall.models import MemoryChunk, MemoryVector
 from app.memory.recall.recall import TOP_K, Candidate, memory_block, memory_budget, select_memories
 from app.memory.recall.vectors import (
@@ -168,8 +169,20 @@ class Hit:
 
 # The first, approximate pass keeps this many windows for exact scoring (a chat with fewer windows
 # than this is searched exactly); each ranking then offers this many chunks to the fusion.
-NEAREST_WINDOWS = 512
-CANDIDATES_PER_RANKING = 48
+NEAREST_WINDOWS = 256
+CANDIDATES_PER_RANKING = 32
+LEXICAL_DEPTH = 400
+_query_threads = ThreadPoolExecutor(max_workers=2, thread_name_prefix="recall-query")
+
+
+def _nearest_chunks(engine, chat_id: int, space_id: str, vector: list[float]) -> dict[int, float]:
+    """Best exact similarity per chunk among the windows nearest to the query by sign bits."""
+    dense: dict[int, float] = {}
+    with Session(engine) as session:
+        vector_ids, _ = index.nearest_windows(session, chat_id, space_id, sign_code(vector), limit=NEAREST_WINDOWS)
+        for chunk_id, similarity in similarities_by_vector(session, vector_ids.tolist(), vector).values():
+            dense[chunk_id] = max(similarity, dense.get(chunk_id, -1.0))
+    return dense
 
 
 def search(
@@ -182,9 +195,6 @@ def search(
     rescored exactly, and the best BM25 matches from FTS5; then their neighbours in time."""
     if not query.strip():
         return [], None
-    match = match_expression(query)
-    lexical = index.lexical_scores(session, chat_id, match, limit=CANDIDATES_PER_RANKING)
-    dense: dict[int, float] | None = None
     note = None
     query_vector: list[float] | None = None
     if embedder is None:
@@ -194,31 +204,29 @@ def search(
             query_vector = embedder.embed_query(query)
         except EmbeddingError as err:
             note = f"The embedding source failed ({err}); ranked by text matching only."
-    space_id = embedder.space.id if embedder is not None else ""
+    space_id = embedder.space.id if embedder is not None else ""  # a remote model's size is known now
+    # The vector pass (numpy and SQLite, both letting go of the GIL) runs on its own connection
+    # while this one looks up the words. The embedding ran alone before: beside other work it
+    # slows down by more than the overlap would save.
+    pending = None
     if query_vector is not None:
-        vector_ids, _ = index.nearest_windows(
-            session, chat_id, space_id, sign_code(query_vector), limit=NEAREST_WINDOWS
-        )
-        dense = {}
-        for chunk_id, similarity in similarities_by_vector(
-            session, vector_ids.tolist(), query_vector
-        ).values():
-            dense[chunk_id] = max(similarity, dense.get(chunk_id, -1.0))
+        pending = _query_threads.submit(_nearest_chunks, session.get_bind(), chat_id, space_id, query_vector)
+    terms = query_terms(query, chat_id)
+    freq = index.doc_freq(session, terms) if terms else {}
+    # Scored once, deep enough that the dense candidates and the neighbours mostly find their own
+    # score here; a chunk below this depth counts as sharing no rare word with the query.
+    lexical_scores = index.lexical_candidates(session, candidate_terms(freq), limit=LEXICAL_DEPTH)
+    lexical_ids = list(lexical_scores)[:CANDIDATES_PER_RANKING]
+    dense: dict[int, float] | None = pending.result() if pending is not None else None
     best_dense = sorted(dense or {}, key=lambda c: dense[c], reverse=True)[:CANDIDATES_PER_RANKING]  # type: ignore[index]
-    candidates = list(dict.fromkeys([*best_dense, *lexical]))
+    candidates = list(dict.fromkeys([*best_dense, *lexical_ids]))
     if not candidates:
         return [], note
     neighbours = index.chronological_neighbours(session, candidates)
-    pool = list(
-        dict.fromkeys([*candidates, *(n for pair in neighbours.values() for n in pair if n is not None)])
-    )
-    unscored = [c for c in pool if c not in lexical]
-    lexical.update(index.lexical_scores(session, chat_id, match, limit=0, only=unscored))
-    lexical = {c: lexical.get(c, 0.0) for c in pool}
+    pool = list(dict.fromkeys([*candidates, *(n for pair in neighbours.values() for n in pair if n is not None)]))
+    lexical = {c: lexical_scores.get(c, 0.0) for c in pool}
     if dense is not None and query_vector is not None:
-        dense.update(
-            similarities_by_chunk(session, [c for c in pool if c not in dense], space_id, query_vector)
-        )
+        dense.update(similarities_by_chunk(session, [c for c in pool if c not in dense], space_id, query_vector))
     scores = fuse(dense, lexical, neighbours)
     ranked = sorted(pool, key=lambda c: scores[c], reverse=True)[:k]
     chunks = {c.id: c for c in session.exec(select(MemoryChunk).where(col(MemoryChunk.id).in_(ranked)))}
