@@ -76,11 +76,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     from app.chats.api import router as chats_api
     from app.connections.api import router as connections_api
     from app.images.routes import router as images_routes
+    from app.lore.api import chat_router as chat_lore_api
+    from app.lore.api import router as lore_api
     from app.memory.recall.api import router as memory_api
     from app.personas.api import router as personas_api
 
-    for router in (connections_api, characters_api, personas_api, chats_api, memory_api, images_routes,
-                   *pages.routers):  # fmt: skip
+    for router in (connections_api, characters_api, personas_api, chats_api, memory_api, lore_api, chat_lore_api,
+                   images_routes, *pages.routers):  # fmt: skip
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 

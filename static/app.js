@@ -47,6 +47,10 @@
   function openPanel(id) {
     const panel = document.getElementById(id);
     if (!panel) return;
+    // The panel's content is fetched anew on every open: until it arrives, show that it is loading
+    // rather than the old form, whose edits the fresh one would silently replace.
+    const body = panel.querySelector("#panel-body");
+    if (body) body.innerHTML = '<p class="muted small" role="status">Loading…</p>';
     panel.hidden = false;
     document.getElementById("scrim")?.removeAttribute("hidden");
     requestAnimationFrame(() => panel.classList.add("open"));

@@ -65,5 +65,5 @@ def export_character(
     if format == "png":
         body, mime, ext = service.export_card_png(session, char), "image/png", "png"
     else:
-        body, mime, ext = service.export_card_json(char, spec=spec), "application/json", "json"
+        body, mime, ext = service.export_card_json(session, char, spec=spec), "application/json", "json"
     return Response(body, media_type=mime, headers={"Content-Disposition": f'attachment; filename="{safe}.{ext}"'})

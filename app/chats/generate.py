@@ -28,6 +28,7 @@ from app.connections.providers import get_provider
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError, Usage
 from app.connections.service import provider_config
 from app.errors import UserError
+from app.lore.prompting import generation_seed
 from app.personas.models import Persona
 from app.prompt.blocks import Prompt
 from app.prompt.service import build_chat_prompt
@@ -180,8 +181,10 @@ def prepare_request(session: Session, turn: StoredTurn, *, keybox: KeyBox) -> Pr
     try:
         prompt, effective = build_chat_prompt(
             session, turn.chat, speaker=turn.speaker, before_id=turn.message_id,
-            characters=turn.characters, persona=turn.persona,
+            characters=turn.characters, persona=turn.persona, record_lore=True,
+            lore_seed=generation_seed(turn.chat.id, turn.message_id, turn.swipe_index),
         )  # fmt: skip
+        session.commit()  # the scan's timed effects, variables and Active Context
     except Exception as err:
         log.exception("building the prompt failed in chat %s", turn.chat.id)
         reply.problem = f"The prompt could not be built: {err}"

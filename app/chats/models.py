@@ -27,6 +27,11 @@ class Chat(SQLModel, table=True):
     st_header: dict = json_field()
     # Group chats taking turns remember whose turn is next.
     next_speaker: int = 0
+    # Macro variables ({{setvar}}, {{getvar}}, {{addvar}}), per chat.
+    variables: dict = json_field()
+    # Lorebook timed effects (sticky, cooldown) by entry id, and the last scan for Active Context.
+    lore_timed: dict = json_field()
+    lore_last_scan: dict = json_field()
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
     last_message_at: datetime = Field(default_factory=utcnow, index=True)

@@ -182,6 +182,19 @@ def message_action_page(chat_id: int, message_id: int, action: str, request: Req
     raise UserError(f"Unknown message action “{action}”.")
 
 
+def _lore_ctx(session: Session, chat: Chat) -> dict:
+    from app.lore import service as lore
+    from app.lore.report import limit_notice, skipped_notice
+
+    snap = chat.lore_last_scan or {}
+    active_by_book: dict[str, list] = {}
+    for item in snap.get("active", []):
+        active_by_book.setdefault(item["book"], []).append(item)
+    return {"lorebooks": lore.list_books(session), "chat_lorebooks": set(lore.chat_book_ids(session, chat.id)),
+            "lore_scan": snap, "lore_active": active_by_book,
+            "lore_notice": skipped_notice(snap) if snap else None, "lore_limit_notice": limit_notice(snap) if snap else None}  # fmt: skip
+
+
 def _settings_ctx(session: Session, chat: Chat, **extra) -> dict:
     connections = list_connections(session)
     chosen = service.chat_connection(session, chat)
@@ -190,6 +203,7 @@ def _settings_ctx(session: Session, chat: Chat, **extra) -> dict:
         "default_connection": default_connection(session), "personas": list_personas(session),
         "default_persona": default_persona(session), "characters": service.chat_characters(session, chat.id),
         "embedding": embedding_choice(session, chat, automatic=True), "builtin_models": BUILTIN_MODELS,
+        **_lore_ctx(session, chat),
         **extra,
     }  # fmt: skip
 
@@ -224,11 +238,16 @@ async def save_chat_settings_page(chat_id: int, request: Request, session: Sessi
             time_awareness=forms.checkbox(form, "time_awareness"),
             memory_recall=forms.checkbox(form, "memory_recall") if forms.text(form, "memory_recall_shown") else None,
             builtin_embedding=forms.text(form, "builtin_embedding") or None,
+            lore_token_budget=_or_default(forms.optional_number(form, "lore_token_budget", int), 8192),
         )  # fmt: skip
     except ValidationError as err:
         first = err.errors()[0]
         raise UserError(f"{str(first['loc'][0]).replace('_', ' ').capitalize()}: {first['msg']}") from err
     service.rename_chat(session, chat_id, forms.text(form, "name"))
+    if forms.text(form, "lorebooks_shown"):
+        from app.lore.service import set_chat_books
+
+        set_chat_books(session, chat_id, [int(v) for v in form.getlist("lorebook_ids") if isinstance(v, str) and v.isdigit()])
     chat = service.update_chat_options(
         session, chat_id, settings=settings, connection_id=forms.optional_number(form, "connection_id", int),
         persona_id=forms.optional_number(form, "persona_id", int), mode=forms.text(form, "mode") or None,

@@ -29,6 +29,8 @@ class ChatSettings(BaseModel):
     memory_recall: bool | None = None
     # A built-in embedding model picked for this chat (e.g. the multilingual one for a chat in
     # another language); None follows the connection and Connections → Defaults.
+    # Lorebook Token Budget: all the chat's lorebooks together, on top of each book's own budget.
+    lore_token_budget: int = Field(default=8192, ge=0, le=1_000_000)
     builtin_embedding: str | None = Field(default=None, pattern="^(all-MiniLM-L6-v2|multilingual-e5-small)$")
 
     def recall_enabled(self, mode: str) -> bool:

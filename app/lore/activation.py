@@ -14,436 +14,74 @@ The steps, in the order SillyTavern's World Info runs them (reference/sillytaver
 3. When a book is Recursive, passes 1..Max Depth scan the text of the entries admitted by the
    previous pass whose own Recursion switch is on; what they find counts against the same budgets.
 
-Matching is compiled once per lorebook version (`compile_book`) so a scan costs a dictionary
-lookup per distinct word of the scanned text, not a regex per key.
+Matching is compiled once per lorebook version (`compile_book`, in `matching.py`) so a scan costs
+a dictionary lookup per distinct word of the scanned text, not a regex per key. The data types
+live in `entries.py`; they and the matching names are re-exported here, so callers import the
+whole scan API from this module.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-SELECTIVE_LOGICS = ("and_any", "and_all", "not_any", "not_all")
-POSITIONS = ("before_char", "after_char", "before_examples", "after_examples", "at_depth")
-ROLES = ("system", "user", "assistant")
-MAX_SCAN_DEPTH = 1000  # SillyTavern's MAX_SCAN_DEPTH
-MIN_RECURSION_DEPTH, MAX_RECURSION_DEPTH = 1, 10
-MIN_ENTRY_LIMIT, MAX_ENTRY_LIMIT = 1, 1000
-DEFAULT_CHAT_TOKEN_BUDGET = 8192
-
-# Reasons, as the Active Context panel shows them.
-SKIP_BOOK, SKIP_CHAT, SKIP_BOTH, SKIP_LIMIT = (
-    "lorebook budget",
-    "chat budget",
-    "lorebook and chat budgets",
-    "entry limit",
+from app.lore.entries import (
+    DEFAULT_CHAT_TOKEN_BUDGET,
+    MAX_ENTRY_LIMIT,
+    MAX_RECURSION_DEPTH,
+    MAX_SCAN_DEPTH,
+    MIN_ENTRY_LIMIT,
+    MIN_RECURSION_DEPTH,
+    POSITIONS,
+    ROLES,
+    SELECTIVE_LOGICS,
+    SKIP_BOOK,
+    SKIP_BOTH,
+    SKIP_CHAT,
+    SKIP_LIMIT,
+    ActiveEntry,
+    KeyProblem,
+    LoreBook,
+    LoreEntry,
+    RejectedEntry,
+    ScanRequest,
+    ScanResult,
+    SkippedEntry,
+    TimedState,
+    clamp,
 )
+from app.lore.matching import CompiledBook, Hit, Segment, compile_book, parse_regex_key
 
-
-@dataclass(frozen=True)
-class LoreBook:
-    id: int
-    name: str
-    token_budget: int = 2048  # 0 = unlimited
-    entry_limit: int = 100  # 1..1000 entries per generation
-    recursive: bool = False
-    max_depth: int = 3  # recursion passes after the first scan, 1..10
-    scan_depth: int = 2  # newest messages scanned, for entries that say None
-    case_sensitive: bool = False  # default for entries that say None
-    match_whole_words: bool = True  # default for entries that say None
-    use_group_scoring: bool = False  # default for entries that say None (SillyTavern's global setting)
-    description: str = ""
-    # Fields of the file this book came from that Sugo does not model, per format (see worldinfo.py).
-    extra: dict[str, Any] = field(default_factory=dict, hash=False)
-
-
-@dataclass(frozen=True)
-class LoreEntry:
-    id: int
-    book_id: int
-    title: str = ""
-    content: str = ""
-    keys: tuple[str, ...] = ()
-    secondary_keys: tuple[str, ...] = ()
-    selective_logic: str = "and_any"  # one of SELECTIVE_LOGICS
-    case_sensitive: bool | None = None
-    match_whole_words: bool | None = None
-    constant: bool = False
-    enabled: bool = True
-    order: int = 100  # lower is admitted first and placed higher in its position
-    position: str = "before_char"  # one of POSITIONS
-    depth: int = 4  # for at_depth
-    role: str = "system"  # for at_depth
-    probability: int = 100
-    use_probability: bool = True
-    scan_depth: int | None = None
-    sticky: int = 0  # messages the entry stays active after it fired
-    cooldown: int = 0  # messages it cannot fire after it fired (after sticky ends)
-    delay: int = 0  # cannot fire until the chat has this many messages
-    group: str = ""  # inclusion groups, comma-separated
-    group_weight: int = 100
-    group_override: bool = False  # "Prioritize Inclusion": the highest order wins the group
-    recursion: bool = False  # may this entry's text activate other entries
-    exclude_recursion: bool = False  # cannot be activated by another entry's text
-    delay_until_recursion: int = 0  # >0: only activates on recursion pass >= this level
-    selective: bool = True  # SillyTavern's legacy switch: secondary keys apply only when on
-    use_group_scoring: bool | None = None
-    extra: dict[str, Any] = field(default_factory=dict, hash=False)
-
-
-@dataclass(frozen=True)
-class TimedState:
-    """Timed effects of one entry in one chat, in message-count units (the chat's message count
-    when the generation ran, as `ScanRequest.message_count`)."""
-
-    started_at: int  # the message count when the entry fired
-    sticky_until: int  # stays active while the message count is below this
-    cooldown_until: int  # once sticky is over, cannot fire while the message count is below this
-
-
-@dataclass(frozen=True)
-class ScanRequest:
-    messages: Sequence[str]  # oldest first, the newest last; "Name: text" if names should match
-    books: Sequence[LoreBook]
-    entries: Sequence[LoreEntry]  # of any of the books; entries of other books are ignored
-    chat_token_budget: int = DEFAULT_CHAT_TOKEN_BUDGET  # 0 = unlimited
-    timed: Mapping[int, TimedState] = field(default_factory=dict)  # entry id -> state, as last returned
-    message_count: int | None = None  # the chat's message count; None = len(messages)
-    seed: int = 0  # one per generation: the same seed gives the same rolls
-
-
-@dataclass(frozen=True)
-class ActiveEntry:
-    entry: LoreEntry
-    book: LoreBook
-    matched_keys: tuple[str, ...]
-    tokens: int
-    text: str  # rendered by the caller's macro renderer
-    found_at_depth: int  # 0 = recent messages (or constant/sticky), 1.. = recursion pass
-    reason: str  # "constant", "sticky" or "key"
-
-
-@dataclass(frozen=True)
-class SkippedEntry:
-    """Activated but left out by a budget or the entry limit."""
-
-    entry: LoreEntry
-    book: LoreBook
-    matched_keys: tuple[str, ...]
-    tokens: int
-    book_used: int  # tokens of this book already admitted when it was tried
-    chat_used: int  # tokens of all books already admitted when it was tried
-    reason: str  # SKIP_BOOK, SKIP_CHAT, SKIP_BOTH or SKIP_LIMIT
-    found_at_depth: int
-
-
-@dataclass(frozen=True)
-class RejectedEntry:
-    """Matched (or constant, or sticky) but did not fire, for the keyword test panel."""
-
-    entry: LoreEntry
-    book: LoreBook
-    matched_keys: tuple[str, ...]
-    # "delay", "cooldown", "group" (another entry won its inclusion group), "probability",
-    # "waits for recursion" (delay until recursion and no pass reached its level), or "empty"
-    # (it fired, its macros ran, but its text rendered empty, so it is not listed as active).
-    reason: str
-    found_at_depth: int
-
-
-@dataclass(frozen=True)
-class KeyProblem:
-    entry_id: int
-    key: str
-    message: str
-
-
-@dataclass
-class ScanResult:
-    active: list[ActiveEntry]  # in admission order: constants, sticky, key matches, recursion finds
-    skipped: list[SkippedEntry]
-    rejected: list[RejectedEntry]
-    timed: dict[int, TimedState]  # store this with the chat for the next generation
-    book_used: dict[int, int]  # book id -> tokens admitted
-    chat_used: int
-    passes: int  # 1 + recursion passes that ran
-    problems: list[KeyProblem]  # keys written as /regex/ that do not compile (matched as plain text)
-
-
-# ---------------------------------------------------------------------------------------------
-# Matching
-
-# Scripts written without spaces between words: a key containing them matches as a substring,
-# and their characters count as word boundaries for keys in other scripts (Thai, Lao, Myanmar,
-# Hangul jamo, Khmer, kana, Bopomofo, CJK ideographs, Hangul syllables, halfwidth kana, CJK ext B+).
-# Korean writes spaces, but particles stick to nouns (드래곤이), so a substring is what users mean.
-_NO_SPACE = (
-    "\u0e00-\u0eff\u1000-\u109f\u1100-\u11ff\u1780-\u17ff\u3040-\u30ff\u3100-\u312f\u3130-\u318f"
-    "\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
-    "\U00020000-\U0003134f"
-)
-_WORD_CHAR = rf"[^\W{_NO_SPACE}]"
-_WORD = re.compile(_WORD_CHAR + "+")
-_HAS_NO_SPACE = re.compile(f"[{_NO_SPACE}]")
-_REGEX_KEY = re.compile(r"^/([\s\S]+?)/([gimsuyd]*)$")
-_UNESCAPED_SLASH = re.compile(r"(^|[^\\])/")
-
-_Hit = tuple[int, int, bool]  # (slot, key index, secondary?)
-
-
-def parse_regex_key(key: str) -> re.Pattern[str] | None:
-    """A key written `/pattern/flags` as a compiled pattern, None for a plain key. Follows
-    SillyTavern's parseRegexFromString: an unescaped slash inside makes it a plain key. JavaScript
-    syntax that Python spells differently (named groups) is translated; `re.error` propagates."""
-    m = _REGEX_KEY.match(key)
-    if not m or _UNESCAPED_SLASH.search(m.group(1)):
-        return None
-    pattern, flags = m.group(1).replace("\\/", "/"), m.group(2)
-    pattern = re.sub(r"\(\?<([A-Za-z_]\w*)>", r"(?P<\1>", pattern)
-    pattern = re.sub(r"\\k<([A-Za-z_]\w*)>", r"(?P=\1)", pattern)
-    bits = (re.IGNORECASE if "i" in flags else 0) | (re.MULTILINE if "m" in flags else 0)
-    return re.compile(pattern, bits | (re.DOTALL if "s" in flags else 0))
-
-
-class _Segment:
-    """One scanned text (a window of messages or recursion text) with its lazily built views."""
-
-    __slots__ = ("text", "_lower", "_folded", "_words", "_words_cs")
-
-    def __init__(self, text: str):
-        self.text = text
-        self._lower: str | None = None
-        self._folded: str | None = None
-        self._words: set[str] | None = None
-        self._words_cs: set[str] | None = None
-
-    @property
-    def lower(self) -> str:
-        if self._lower is None:
-            self._lower = self.text.lower()
-        return self._lower
-
-    @property
-    def folded(self) -> str:
-        if self._folded is None:
-            self._folded = self.text.casefold()
-        return self._folded
-
-    @property
-    def words(self) -> set[str]:
-        if self._words is None:
-            self._words = set(_WORD.findall(self.lower))
-        return self._words
-
-    @property
-    def words_cs(self) -> set[str]:
-        if self._words_cs is None:
-            self._words_cs = set(_WORD.findall(self.text))
-        return self._words_cs
-
-
-@dataclass
-class _Matchers:
-    """The keys of the entries that scan the same number of messages, sorted by how they match."""
-
-    words: dict[str, list[_Hit]] = field(default_factory=dict)  # whole single words, lowercased
-    words_cs: dict[str, list[_Hit]] = field(default_factory=dict)
-    phrases: dict[str, list[tuple[_Hit, str]]] = field(default_factory=dict)  # by their first word
-    phrases_cs: dict[str, list[tuple[_Hit, str]]] = field(default_factory=dict)
-    substrings: list[tuple[str, _Hit]] = field(default_factory=list)
-    substrings_cs: list[tuple[str, _Hit]] = field(default_factory=list)
-    # (pattern, a literal every match contains or None, hit): the literal is checked first with
-    # `in`, because Python's re scans slowly under IGNORECASE (no fast literal search).
-    regexes: list[tuple[re.Pattern[str], str | None, _Hit]] = field(default_factory=list)
-
-    def add_regex(self, pattern: re.Pattern[str], hit: _Hit) -> None:
-        literal = _required_literal(pattern.pattern)
-        if literal is not None and pattern.flags & re.IGNORECASE:
-            literal = literal.casefold()
-        self.regexes.append((pattern, literal, hit))
-
-    def add(self, key: str, hit: _Hit, *, case_sensitive: bool, whole_words: bool) -> None:
-        needle = key if case_sensitive else key.lower()
-        first = _WORD.search(needle)
-        if not whole_words or first is None or _HAS_NO_SPACE.search(needle):
-            (self.substrings_cs if case_sensitive else self.substrings).append((needle, hit))
-        elif first.group() == needle:
-            (self.words_cs if case_sensitive else self.words).setdefault(needle, []).append(hit)
-        else:
-            (self.phrases_cs if case_sensitive else self.phrases).setdefault(first.group(), []).append(
-                (hit, needle)
-            )
-
-    def run(self, seg: _Segment) -> list[_Hit]:
-        hits: list[_Hit] = []
-        if self.words:
-            _lookup_words(self.words, seg.words, hits)
-        if self.words_cs:
-            _lookup_words(self.words_cs, seg.words_cs, hits)
-        if self.phrases:
-            _lookup_phrases(self.phrases, seg.words, seg.lower, hits)
-        if self.phrases_cs:
-            _lookup_phrases(self.phrases_cs, seg.words_cs, seg.text, hits)
-        if self.substrings:
-            lower = seg.lower
-            hits.extend(hit for needle, hit in self.substrings if needle in lower)
-        hits.extend(hit for needle, hit in self.substrings_cs if needle in seg.text)
-        for pattern, literal, hit in self.regexes:
-            if literal is not None and literal not in (
-                seg.folded if pattern.flags & re.IGNORECASE else seg.text
-            ):
-                continue
-            if pattern.search(seg.text):
-                hits.append(hit)
-        return hits
-
-
-def _required_literal(pattern: str) -> str | None:
-    """The plain text a regex opens with (after \\b or ^), which every match must contain; None
-    when there is none of 2+ characters or the pattern has a top-level alternative."""
-    depth, escaped, in_class = 0, False, False
-    for ch in pattern:
-        if escaped:
-            escaped = False
-        elif ch == "\\":
-            escaped = True
-        elif in_class:
-            in_class = ch != "]"
-        elif ch == "[":
-            in_class = True
-        elif ch in "()":
-            depth += 1 if ch == "(" else -1
-        elif ch == "|" and depth == 0:
-            return None
-    body = pattern
-    while body.startswith(("\\b", "^")):
-        body = body[1:] if body.startswith("^") else body[2:]
-    run: list[str] = []
-    for ch in body:
-        if ch.isalnum() or ch in " _-'\"":
-            run.append(ch)
-            continue
-        if ch in "?*{" and run:
-            run.pop()  # the character before an optional quantifier may be absent
-        break
-    return "".join(run) if len(run) >= 2 else None
-
-
-def _lookup_words(index: dict[str, list[_Hit]], words: set[str], hits: list[_Hit]) -> None:
-    # Walk the smaller side: a chat window has a few hundred distinct words, a book thousands of keys.
-    if len(words) <= len(index):
-        for word in words:
-            if found := index.get(word):
-                hits.extend(found)
-    else:
-        for word, found in index.items():
-            if word in words:
-                hits.extend(found)
-
-
-def _lookup_phrases(phrases, words: set[str], text: str, hits: list[_Hit]) -> None:
-    for first, items in phrases.items():
-        if first in words:
-            hits.extend(hit for hit, needle in items if _whole_found(needle, text))
-
-
-def _is_word_char(ch: str) -> bool:
-    return (ch.isalnum() or ch == "_") and not _HAS_NO_SPACE.match(ch)
-
-
-def _whole_found(needle: str, text: str) -> bool:
-    """`needle` occurs in `text` with no word character just before or after it. (A regex per key
-    would do the same, but compiling the Unicode word class costs ~6 ms per key.)"""
-    start = text.find(needle)
-    while start != -1:
-        end = start + len(needle)
-        if not (start and _is_word_char(text[start - 1])) and not (
-            end < len(text) and _is_word_char(text[end])
-        ):
-            return True
-        start = text.find(needle, start + 1)
-    return False
-
-
-@dataclass(frozen=True)
-class _Slot:
-    entry: LoreEntry
-    groups: tuple[str, ...]
-    secondary: int  # secondary keys in use (0 when not selective)
-    scored: bool  # group scoring on for this entry
-
-
-@dataclass(frozen=True, eq=False)
-class CompiledBook:
-    """A book's enabled entries with their keys compiled. Build it with `compile_book` and cache it
-    per lorebook version; `scan` recompiles by itself when the book or its entries changed."""
-
-    book: LoreBook
-    entries: tuple[LoreEntry, ...]  # the book's entries as given, enabled or not: the cache check
-    slots: tuple[_Slot, ...]
-    by_id: Mapping[int, int]  # entry id -> slot
-    constants: tuple[int, ...]
-    delayed: tuple[int, ...]  # slots with delay_until_recursion
-    windows: tuple[tuple[int, _Matchers], ...]  # (scan depth, matchers of the entries scanning that deep)
-    problems: tuple[KeyProblem, ...]
-
-
-def _clamp(value: int, low: int, high: int) -> int:
-    return max(low, min(high, value))
-
-
-def compile_book(book: LoreBook, entries: Sequence[LoreEntry]) -> CompiledBook:
-    """Compile the keys of `book`'s enabled entries (entries of other books are ignored)."""
-    entries = tuple(e for e in entries if e.book_id == book.id)
-    slots: list[_Slot] = []
-    windows: dict[int, _Matchers] = {}
-    problems: list[KeyProblem] = []
-    for entry in entries:
-        if not entry.enabled:
-            continue
-        index = len(slots)
-        case_sensitive = book.case_sensitive if entry.case_sensitive is None else entry.case_sensitive
-        whole_words = book.match_whole_words if entry.match_whole_words is None else entry.match_whole_words
-        depth = _clamp(book.scan_depth if entry.scan_depth is None else entry.scan_depth, 0, MAX_SCAN_DEPTH)
-        matchers = windows.setdefault(depth, _Matchers())
-        secondary = 0
-        for is_secondary, keys in ((False, entry.keys), (True, entry.secondary_keys)):
-            if is_secondary and not entry.selective:
-                break
-            for key_index, raw in enumerate(keys):
-                key = raw.strip()
-                if not key:
-                    continue
-                secondary += is_secondary
-                hit = (index, key_index, is_secondary)
-                try:
-                    pattern = parse_regex_key(key)
-                except re.error as err:
-                    problems.append(
-                        KeyProblem(entry.id, raw, f"not a valid regular expression ({err}); matched as text")
-                    )
-                    pattern = None
-                if pattern is not None:
-                    matchers.add_regex(pattern, hit)
-                else:
-                    matchers.add(key, hit, case_sensitive=case_sensitive, whole_words=whole_words)
-        groups = tuple(dict.fromkeys(g.strip() for g in entry.group.split(",") if g.strip()))
-        scored = book.use_group_scoring if entry.use_group_scoring is None else entry.use_group_scoring
-        slots.append(_Slot(entry, groups, secondary, scored))
-    return CompiledBook(
-        book=book, entries=entries, slots=tuple(slots),
-        by_id={slot.entry.id: i for i, slot in reversed(list(enumerate(slots)))},
-        constants=tuple(i for i, s in enumerate(slots) if s.entry.constant),
-        delayed=tuple(i for i, s in enumerate(slots) if s.entry.delay_until_recursion > 0),
-        windows=tuple(sorted(windows.items())), problems=tuple(problems),
-    )  # fmt: skip
-
-
-# ---------------------------------------------------------------------------------------------
-# The scan
+__all__ = [
+    "DEFAULT_CHAT_TOKEN_BUDGET",
+    "MAX_ENTRY_LIMIT",
+    "MAX_RECURSION_DEPTH",
+    "MAX_SCAN_DEPTH",
+    "MIN_ENTRY_LIMIT",
+    "MIN_RECURSION_DEPTH",
+    "POSITIONS",
+    "ROLES",
+    "SELECTIVE_LOGICS",
+    "SKIP_BOOK",
+    "SKIP_BOTH",
+    "SKIP_CHAT",
+    "SKIP_LIMIT",
+    "ActiveEntry",
+    "CompiledBook",
+    "KeyProblem",
+    "LoreBook",
+    "LoreEntry",
+    "RejectedEntry",
+    "ScanRequest",
+    "ScanResult",
+    "SkippedEntry",
+    "TimedState",
+    "compile_book",
+    "parse_regex_key",
+    "scan",
+    "scan_text",
+]
 
 
 def _unit(seed: int, *parts: object) -> float:
@@ -482,22 +120,22 @@ class _Scan:
         self.book_count = [0] * len(books)
         self.chat_used = 0
         self.recursion_texts: list[str] = []
-        self.windows: dict[int, _Segment] = {}
+        self.windows: dict[int, Segment] = {}
         self.result = ScanResult([], [], [], {}, {}, 0, 0, [p for b in books for p in b.problems])
 
     # -- matching state
 
-    def window(self, depth: int) -> _Segment:
+    def window(self, depth: int) -> Segment:
         messages = self.request.messages
         depth = min(depth, len(messages))
         if depth not in self.windows:
             newest_first = [messages[i] for i in range(len(messages) - 1, len(messages) - 1 - depth, -1)]
             # As SillyTavern's buffer: newest first, each message after \x01, so a regex key can
             # anchor on a message start (/\x01Alice:/).
-            self.windows[depth] = _Segment("\x01" + "\n\x01".join(newest_first) if newest_first else "")
+            self.windows[depth] = Segment("\x01" + "\n\x01".join(newest_first) if newest_first else "")
         return self.windows[depth]
 
-    def record(self, b: int, hits: list[_Hit], touched: set[tuple[int, int]], *, recursion: bool) -> None:
+    def record(self, b: int, hits: list[Hit], touched: set[tuple[int, int]], *, recursion: bool) -> None:
         slots = self.books[b].slots
         for slot, key_index, is_secondary in hits:
             key = (b, slot)
@@ -669,7 +307,7 @@ class _Scan:
         budget, chat_budget = max(book.token_budget, 0), max(self.request.chat_token_budget, 0)
         used = self.book_used[c.book]
         reason = None
-        if self.book_count[c.book] >= _clamp(book.entry_limit, MIN_ENTRY_LIMIT, MAX_ENTRY_LIMIT):
+        if self.book_count[c.book] >= clamp(book.entry_limit, MIN_ENTRY_LIMIT, MAX_ENTRY_LIMIT):
             reason = SKIP_LIMIT
         else:
             over_book = budget > 0 and used + tokens > budget
@@ -726,7 +364,7 @@ class _Scan:
             return False
         touched: set[tuple[int, int]] = set()
         if text:
-            segment = _Segment(text)
+            segment = Segment(text)
             for b in eligible:
                 for _, matchers in self.books[b].windows:
                     self.record(b, matchers.run(segment), touched, recursion=True)
@@ -760,7 +398,7 @@ class _Scan:
 
 def _recursion_depth(book: LoreBook) -> int:
     """How many recursion passes may look at this book's entries (0 when it is not recursive)."""
-    return _clamp(book.max_depth, MIN_RECURSION_DEPTH, MAX_RECURSION_DEPTH) if book.recursive else 0
+    return clamp(book.max_depth, MIN_RECURSION_DEPTH, MAX_RECURSION_DEPTH) if book.recursive else 0
 
 
 def _compiled_books(request: ScanRequest, compiled: Mapping[int, CompiledBook] | None) -> list[CompiledBook]:

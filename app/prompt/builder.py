@@ -83,6 +83,8 @@ class PromptContext:
     window: WindowPlan | None = None
     keep_first: bool = True
     depth_notes: tuple[DepthNote, ...] = ()
+    # Blocks of the stable part beyond the card's (constant lorebook entries); their kind places them.
+    fixed: tuple[DynamicBlock, ...] = ()
     dynamic: tuple[DynamicBlock, ...] = ()
     current_time: str | None = None  # e.g. "Monday, 30 November 2026, 14:05"; the caller reads the clock
     extra_notes: tuple[str, ...] = field(default_factory=tuple)
@@ -134,6 +136,8 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
             f"About {ctx.user_name}: {ex(ctx.persona_description.strip())}")  # fmt: skip
     examples = "\n\n".join(_examples_text(c.mes_example) for c in ctx.characters if c.mes_example.strip())
     add(fixed_before, "examples", "Example dialogue", ex(examples))
+    for block in ctx.fixed:
+        add(fixed_before, block.kind, block.label, block.text)
     fixed_before.sort(key=lambda b: ORDER_OF[b.kind])
 
     dynamic: list[PromptBlock] = []

@@ -34,6 +34,7 @@ class Slot:
 LAYOUT: tuple[Slot, ...] = (
     # system part
     Slot("main_prompt", "system", "System, chat and character prompts"),
+    Slot("lore_before_char", "system", "Constant lorebook entries placed before the character"),
     Slot("character", "system", "Character attributes"),
     Slot("scenario", "system", "Scenario"),
     Slot("tool_guidance", "system", "Tool guidance"),
@@ -46,7 +47,9 @@ LAYOUT: tuple[Slot, ...] = (
     Slot("reminders", "above_conversation", "Reminders and tasks"),
     Slot("older_short_term_memory", "above_conversation", "Older short-term memory"),
     # examples and conversation
+    Slot("lore_before_examples", "examples", "Constant lorebook entries placed before the examples"),
     Slot("examples", "examples", "Example dialogue"),
+    Slot("lore_after_examples", "examples", "Constant lorebook entries placed after the examples"),
     Slot("message", "conversation", "Recent messages"),
     # just above the four most recent speaker turns
     Slot("recent_short_term_memory", "dynamic", "Recent short-term memory"),
@@ -57,6 +60,7 @@ LAYOUT: tuple[Slot, ...] = (
     Slot("current_time", "dynamic", "Current time"),
     # among the recent messages
     Slot("context_note", "at_depth", "Context note"),
+    Slot("lore_at_depth", "at_depth", "Lorebook entries at a depth"),
     Slot("tool_reminders", "at_depth", "Tool reminders"),
     Slot("time_awareness", "at_depth", "Time awareness"),
     Slot("group_nudge", "at_depth", "Group nudge"),

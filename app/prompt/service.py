@@ -130,6 +130,21 @@ def _recall(session: Session, chat: Chat, history: History, context_size: int):
     )  # fmt: skip
 
 
+def _lore(session: Session, chat: Chat, history: History, characters, persona, speaker, *, before_id: int | None,
+          seed: int | None, chat_budget: int):  # fmt: skip
+    from app.lore.prompting import generation_seed, lore_for_prompt, message_count
+
+    visible = [m for m in history.messages if not m.hidden]
+    user = persona.name if persona else chats.FALLBACK_USER_NAME
+    return lore_for_prompt(
+        session, chat, messages=[f"{m.name}: {m.content}" for m in visible],
+        message_count=message_count(session, chat.id, before_id), character_ids=[c.id for c in characters],
+        persona_id=persona.id if persona else None, char=speaker.name, user=user,
+        seed=seed if seed is not None else generation_seed(chat.id, before_id, 0), chat_budget=chat_budget,
+        count=count_tokens,
+    )  # fmt: skip
+
+
 def _now_text() -> str:
     now = datetime.now().astimezone()
     return f"{now:%A, %d %B %Y, %H:%M} ({now.tzname()})"
@@ -143,6 +158,8 @@ def build_chat_prompt(
     before_id: int | None = None,
     characters: list[Character] | None = None,
     persona: Persona | None | object = _UNSET,
+    lore_seed: int | None = None,
+    record_lore: bool = False,
 ) -> tuple[Prompt, Effective]:
     """The prompt for the next reply in `chat` (or for regenerating the message `before_id`).
     Callers that already loaded the chat's characters and persona pass them in (the reply path
@@ -168,6 +185,18 @@ def build_chat_prompt(
             dynamic.append(DynamicBlock("recalled_memories", "Recalled memories", recall.block))
     else:
         extra.append("Memory Recall is off for this chat (Chat Settings → Memory Recall); memories are still kept.")
+    lore = _lore(session, chat, history, characters, persona, speaker, before_id=before_id, seed=lore_seed,
+                 chat_budget=settings.lore_token_budget)  # fmt: skip
+    fixed: list[DynamicBlock] = []
+    if lore is not None:
+        extra.append(lore.note)
+        fixed.extend(lore.fixed)
+        dynamic.extend(lore.dynamic)
+        notes.extend(lore.depth_notes)
+    if record_lore:
+        from app.lore.prompting import record_scan
+
+        record_scan(session, chat, lore)
     note_text, note_depth, note_role = character_note(speaker)
     if note_text.strip():
         notes.append(DepthNote(note_text, note_depth, note_role, label=f"{speaker.name}'s note"))
@@ -183,6 +212,7 @@ def build_chat_prompt(
         hidden_elsewhere=history.hidden,
         window=history.plan,
         depth_notes=tuple(notes),
+        fixed=tuple(fixed),
         current_time=_now_text() if settings.time_awareness else None,
         extra_notes=tuple(extra),
         dynamic=tuple(dynamic),

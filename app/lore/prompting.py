@@ -1,0 +1,181 @@
+"""Lorebooks in the prompt: which books a chat uses, their scan for the next reply, and what the
+scan leaves with the chat (timed effects, macro variables, the last scan for Active Context)."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from sqlmodel import Session
+
+from app.chats.models import Chat
+from app.lore import service
+from app.lore.activation import (
+    ActiveEntry,
+    CompiledBook,
+    LoreEntry,
+    ScanRequest,
+    ScanResult,
+    TimedState,
+    compile_book,
+    scan,
+    scan_text,
+)
+from app.lore.report import inspector_note, snapshot
+from app.prompt.builder import DepthNote, DynamicBlock
+from app.prompt.macros import MacroContext, expand_macros
+from app.timeutil import utcnow
+
+# Constant entries stay in the stable, cached part of the prompt, placed by their position;
+# entries found by keys change from turn to turn, so they go just above the newest turns.
+CONSTANT_KINDS = {
+    "before_char": ("lore_before_char", "Lore before the character"),
+    "after_char": ("constant_lore", "Constant lore"),
+    "before_examples": ("lore_before_examples", "Lore before the examples"),
+    "after_examples": ("lore_after_examples", "Lore after the examples"),
+}
+POSITION_RANK = {p: i for i, p in enumerate(("before_char", "after_char", "before_examples", "after_examples"))}
+
+_compiled: dict[tuple[str, int], tuple[int, CompiledBook]] = {}
+_compiled_lock = threading.Lock()
+
+
+@dataclass
+class LoreOutcome:
+    fixed: list[DynamicBlock] = field(default_factory=list)
+    dynamic: list[DynamicBlock] = field(default_factory=list)
+    depth_notes: list[DepthNote] = field(default_factory=list)
+    note: str = ""
+    snapshot: dict = field(default_factory=dict)
+    timed: dict = field(default_factory=dict)
+    variables: dict = field(default_factory=dict)
+
+
+def generation_seed(chat_id: int, message_id: int | None, swipe_index: int) -> int:
+    """One seed per reply version: the same swipe rolls the same, another swipe rolls anew."""
+    digest = hashlib.sha256(f"{chat_id}:{message_id}:{swipe_index}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def _compiled_books(session: Session, books, entries_by_book) -> dict[int, CompiledBook]:
+    url = str(session.get_bind().url)
+    out = {}
+    with _compiled_lock:
+        for row, data in books:
+            cached = _compiled.get((url, row.id))
+            if cached is None or cached[0] != row.version:
+                cached = (row.version, compile_book(data, entries_by_book.get(row.id, [])))
+                _compiled[(url, row.id)] = cached
+            out[row.id] = cached[1]
+    return out
+
+
+def _load(session: Session, chat: Chat, character_ids: Sequence[int], persona_id: int | None):
+    rows = service.books_for_chat(session, chat.id, character_ids, persona_id)
+    books = [(row, service.book_data(row)) for row in rows]
+    entries = [service.entry_data(e) for e in service.entries_of(session, [row.id for row in rows])]
+    by_book: dict[int, list[LoreEntry]] = {}
+    for entry in entries:
+        by_book.setdefault(entry.book_id, []).append(entry)
+    return books, entries, by_book
+
+
+def message_count(session: Session, chat_id: int, before_id: int | None) -> int:
+    """Messages of the chat before the reply: the clock of sticky, cooldown and delay."""
+    sql = "SELECT count(*) FROM message WHERE chat_id = ? AND kind = 'message'"
+    params: tuple = (chat_id,)
+    if before_id is not None:
+        sql, params = sql + " AND id < ?", (chat_id, before_id)
+    return int(session.connection().exec_driver_sql(sql, params).scalar_one())
+
+
+def _renderer(chat: Chat, *, char: str, user: str, seed: int, variables: dict) -> Callable[[LoreEntry], str]:
+    def render(entry: LoreEntry) -> str:
+        context = MacroContext(variables=variables, pick_seed=f"{chat.id}:lore:{entry.id}", random_seed=seed ^ entry.id)
+        return expand_macros(entry.content, char=char, user=user, context=context).strip()
+
+    return render
+
+
+def lore_for_prompt(
+    session: Session, chat: Chat, *, messages: Sequence[str], message_count: int, character_ids: Sequence[int],
+    persona_id: int | None, char: str, user: str, seed: int, chat_budget: int, count: Callable[[str], int],
+) -> LoreOutcome | None:
+    """The scan for the next reply, as prompt blocks. None when the chat uses no lorebook."""
+    books, entries, by_book = _load(session, chat, character_ids, persona_id)
+    if not books:
+        return None
+    variables = dict(chat.variables or {})
+    timed = {int(k): TimedState(**v) for k, v in (chat.lore_timed or {}).items() if isinstance(v, dict)}
+    request = ScanRequest(messages=list(messages), books=[d for _, d in books], entries=entries,
+                          chat_token_budget=chat_budget, timed=timed, message_count=message_count, seed=seed)  # fmt: skip
+    result = scan(request, count=count, render=_renderer(chat, char=char, user=user, seed=seed, variables=variables),
+                  compiled=_compiled_books(session, books, by_book))  # fmt: skip
+    outcome = _blocks(result)
+    outcome.snapshot = snapshot(result, chat_budget=chat_budget, at=utcnow())
+    outcome.note = inspector_note(outcome.snapshot)
+    outcome.timed = {str(k): {"started_at": v.started_at, "sticky_until": v.sticky_until,
+                              "cooldown_until": v.cooldown_until} for k, v in result.timed.items()}  # fmt: skip
+    outcome.variables = variables
+    return outcome
+
+
+def _blocks(result: ScanResult) -> LoreOutcome:
+    outcome = LoreOutcome()
+    constant: dict[str, list[ActiveEntry]] = {}
+    keyword: list[ActiveEntry] = []
+    at_depth: dict[tuple[int, str], list[ActiveEntry]] = {}
+    for active in result.active:
+        entry = active.entry
+        if entry.position == "at_depth":
+            at_depth.setdefault((entry.depth, entry.role), []).append(active)
+        elif active.reason == "constant":
+            constant.setdefault(entry.position, []).append(active)
+        else:
+            keyword.append(active)
+
+    def text(items: list[ActiveEntry]) -> str:
+        # Within one place, lower Order first (as SillyTavern and Marinara write them).
+        items = sorted(items, key=lambda a: (POSITION_RANK.get(a.entry.position, 9), a.entry.order, a.entry.id))
+        return "\n\n".join(a.text for a in items)
+
+    for position, items in constant.items():
+        kind, label = CONSTANT_KINDS.get(position, CONSTANT_KINDS["after_char"])
+        outcome.fixed.append(DynamicBlock(kind, label, text(items)))
+    if keyword:
+        outcome.dynamic.append(DynamicBlock("keyword_lore", "Lorebook entries", text(keyword)))
+    for (depth, role), items in sorted(at_depth.items()):
+        outcome.depth_notes.append(DepthNote(text(items), depth, role, kind="lore_at_depth", label="Lore"))
+    return outcome
+
+
+def record_scan(session: Session, chat: Chat, outcome: LoreOutcome | None) -> None:
+    """Keep what the scan for a reply leaves: timed effects, variables, and the scan itself."""
+    if outcome is None:
+        if chat.lore_last_scan:
+            chat.lore_last_scan = {}
+            session.add(chat)
+        return
+    chat.lore_timed = outcome.timed
+    chat.variables = outcome.variables
+    chat.lore_last_scan = outcome.snapshot
+    session.add(chat)
+
+
+def test_keywords(session: Session, chat: Chat | None, book_ids: Sequence[int], text: str, *, char: str, user: str,
+                  chat_budget: int, count: Callable[[str], int]) -> dict:  # fmt: skip
+    """The keyword test panel: which entries of these books fire on a pasted text, which are
+    skipped and why. Nothing is stored; variables set by macros are thrown away."""
+    rows = [service.get_book(session, b) for b in book_ids]
+    books = [service.book_data(r) for r in rows]
+    entries = [service.entry_data(e) for e in service.entries_of(session, [r.id for r in rows])]
+    variables = dict(chat.variables or {}) if chat else {}
+
+    def render(entry: LoreEntry) -> str:
+        context = MacroContext(variables=variables, pick_seed=f"test:{entry.id}", random_seed=entry.id)
+        return expand_macros(entry.content, char=char, user=user, context=context).strip()
+
+    result = scan_text(text, books, entries, count=count, render=render, chat_token_budget=chat_budget)
+    return snapshot(result, chat_budget=chat_budget, at=utcnow())

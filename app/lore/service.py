@@ -1,0 +1,298 @@
+"""Lorebooks: stored books and entries, files in and out, and which books a chat uses."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+
+from sqlmodel import Session, col, or_, select
+
+from app.errors import NotFound, UserError
+from app.lore.activation import LoreBook, LoreEntry
+from app.lore.models import Lorebook, LorebookEntry, LorebookLink
+from app.lore.worldinfo import (
+    LoreFileError,
+    encode_file,
+    export_character_book,
+    export_marinara_lorebook,
+    export_world_info,
+    parse_character_book,
+    parse_lore_file,
+)
+from app.timeutil import utcnow
+
+BOOK_FIELDS = tuple(f.name for f in dataclasses.fields(LoreBook) if f.name != "id")
+ENTRY_FIELDS = tuple(f.name for f in dataclasses.fields(LoreEntry) if f.name not in ("id", "book_id"))
+EXPORT_FORMATS = ("world_info", "marinara", "character_book")
+
+
+# --- between rows and the scan's plain data ----------------------------------------------------
+
+
+def book_data(book: Lorebook) -> LoreBook:
+    return LoreBook(id=book.id, **{f: getattr(book, f) for f in BOOK_FIELDS})  # type: ignore[arg-type]
+
+
+def entry_data(entry: LorebookEntry) -> LoreEntry:
+    values = {f: getattr(entry, f) for f in ENTRY_FIELDS}
+    values["keys"], values["secondary_keys"] = tuple(entry.keys), tuple(entry.secondary_keys)
+    return LoreEntry(id=entry.id, book_id=entry.lorebook_id, **values)  # type: ignore[arg-type]
+
+
+def _entry_row(book_id: int, entry: LoreEntry) -> LorebookEntry:
+    values = {f: getattr(entry, f) for f in ENTRY_FIELDS}
+    values["keys"], values["secondary_keys"] = list(entry.keys), list(entry.secondary_keys)
+    return LorebookEntry(lorebook_id=book_id, file_id=entry.id, **values)
+
+
+def _file_entry(entry: LorebookEntry) -> LoreEntry:
+    """The entry as export functions want it: with the id it had in its file, when it had one."""
+    data = entry_data(entry)
+    return dataclasses.replace(data, id=entry.file_id if entry.file_id is not None else entry.id)
+
+
+# --- books -------------------------------------------------------------------------------------
+
+
+def list_books(session: Session) -> list[Lorebook]:
+    return list(session.exec(select(Lorebook).order_by(Lorebook.name, Lorebook.id)))
+
+
+def get_book(session: Session, book_id: int) -> Lorebook:
+    book = session.get(Lorebook, book_id)
+    if book is None:
+        raise NotFound(f"Lorebook {book_id} does not exist.")
+    return book
+
+
+def touch(session: Session, book: Lorebook) -> None:
+    book.version += 1
+    book.updated_at = utcnow()
+    session.add(book)
+
+
+def create_book(session: Session, name: str, **fields) -> Lorebook:
+    name = name.strip()
+    if not name:
+        raise UserError("A lorebook needs a name.")
+    book = Lorebook(name=name, **fields)
+    session.add(book)
+    session.flush()
+    return book
+
+
+def update_book(session: Session, book_id: int, **fields) -> Lorebook:
+    book = get_book(session, book_id)
+    for key, value in fields.items():
+        if key == "name":
+            value = str(value).strip()
+            if not value:
+                raise UserError("A lorebook needs a name.")
+        setattr(book, key, value)
+    touch(session, book)
+    session.flush()
+    return book
+
+
+def delete_book(session: Session, book_id: int) -> None:
+    session.delete(get_book(session, book_id))
+    session.flush()
+
+
+def entry_counts(session: Session) -> dict[int, int]:
+    from sqlalchemy import func
+
+    rows = session.exec(select(LorebookEntry.lorebook_id, func.count()).group_by(LorebookEntry.lorebook_id))
+    return dict(rows.all())
+
+
+# --- entries -----------------------------------------------------------------------------------
+
+
+def list_entries(session: Session, book_id: int, *, query: str = "") -> list[LorebookEntry]:
+    stmt = select(LorebookEntry).where(LorebookEntry.lorebook_id == book_id)
+    if query.strip():
+        like = f"%{query.strip()}%"
+        stmt = stmt.where(or_(col(LorebookEntry.title).ilike(like), col(LorebookEntry.content).ilike(like),
+                              col(LorebookEntry.keys).cast(str).ilike(like)))  # type: ignore[attr-defined]  # fmt: skip
+    return list(session.exec(stmt.order_by(LorebookEntry.order, LorebookEntry.id)))
+
+
+def get_entry(session: Session, book_id: int, entry_id: int) -> LorebookEntry:
+    entry = session.get(LorebookEntry, entry_id)
+    if entry is None or entry.lorebook_id != book_id:
+        raise NotFound(f"Entry {entry_id} is not in lorebook {book_id}.")
+    return entry
+
+
+def save_entry(session: Session, book_id: int, values: dict, entry_id: int | None = None) -> LorebookEntry:
+    """Create or update an entry from already validated values (see schemas.EntryIn)."""
+    book = get_book(session, book_id)
+    entry = get_entry(session, book_id, entry_id) if entry_id else LorebookEntry(lorebook_id=book_id)
+    for key, value in values.items():
+        setattr(entry, key, list(value) if key in ("keys", "secondary_keys") else value)
+    entry.updated_at = utcnow()
+    session.add(entry)
+    touch(session, book)
+    session.flush()
+    return entry
+
+
+def delete_entry(session: Session, book_id: int, entry_id: int) -> None:
+    session.delete(get_entry(session, book_id, entry_id))
+    touch(session, get_book(session, book_id))
+    session.flush()
+
+
+def set_entries_enabled(session: Session, book_id: int, entry_ids: Iterable[int] | None, enabled: bool) -> int:
+    """Bulk enable or disable: the given entries, or all of the book's when `entry_ids` is None."""
+    book = get_book(session, book_id)
+    stmt = select(LorebookEntry).where(LorebookEntry.lorebook_id == book_id)
+    if entry_ids is not None:
+        stmt = stmt.where(col(LorebookEntry.id).in_(list(entry_ids)))
+    changed = 0
+    for entry in session.exec(stmt):
+        if entry.enabled != enabled:
+            entry.enabled = enabled
+            session.add(entry)
+            changed += 1
+    touch(session, book)
+    session.flush()
+    return changed
+
+
+# --- links ---------------------------------------------------------------------------------------
+
+LINK_TARGETS = ("chat", "character", "persona")
+
+
+def links_of(session: Session, book_id: int) -> list[LorebookLink]:
+    return list(session.exec(select(LorebookLink).where(LorebookLink.lorebook_id == book_id)))
+
+
+def attach(session: Session, book_id: int, target: str, target_id: int) -> None:
+    if target not in LINK_TARGETS:
+        raise UserError(f"A lorebook attaches to a {', '.join(LINK_TARGETS[:-1])} or {LINK_TARGETS[-1]}.")
+    get_book(session, book_id)
+    column = getattr(LorebookLink, f"{target}_id")
+    exists = session.exec(select(LorebookLink).where(LorebookLink.lorebook_id == book_id, column == target_id)).first()
+    if exists is None:
+        session.add(LorebookLink(lorebook_id=book_id, **{f"{target}_id": target_id}))
+        session.flush()
+
+
+def detach(session: Session, book_id: int, target: str, target_id: int) -> None:
+    if target not in LINK_TARGETS:
+        raise UserError(f"A lorebook attaches to a {', '.join(LINK_TARGETS[:-1])} or {LINK_TARGETS[-1]}.")
+    column = getattr(LorebookLink, f"{target}_id")
+    for link in session.exec(select(LorebookLink).where(LorebookLink.lorebook_id == book_id, column == target_id)):
+        session.delete(link)
+    session.flush()
+
+
+def set_chat_books(session: Session, chat_id: int, book_ids: Sequence[int]) -> None:
+    """The lorebooks attached to the chat itself become exactly these."""
+    wanted = set(book_ids)
+    for book_id in wanted:
+        get_book(session, book_id)
+    for link in session.exec(select(LorebookLink).where(LorebookLink.chat_id == chat_id)):
+        if link.lorebook_id not in wanted:
+            session.delete(link)
+        wanted.discard(link.lorebook_id)
+    for book_id in sorted(wanted):
+        session.add(LorebookLink(lorebook_id=book_id, chat_id=chat_id))
+    session.flush()
+
+
+def chat_book_ids(session: Session, chat_id: int) -> list[int]:
+    return [link.lorebook_id for link in session.exec(select(LorebookLink).where(LorebookLink.chat_id == chat_id))]
+
+
+def books_for_chat(session: Session, chat_id: int, character_ids: Sequence[int], persona_id: int | None) -> list[Lorebook]:
+    """Enabled lorebooks in effect for a chat: global ones and those attached to the chat, to one
+    of its characters or to its persona."""
+    conditions = [LorebookLink.chat_id == chat_id]
+    if character_ids:
+        conditions.append(col(LorebookLink.character_id).in_(list(character_ids)))
+    if persona_id is not None:
+        conditions.append(LorebookLink.persona_id == persona_id)
+    linked = set(session.exec(select(LorebookLink.lorebook_id).where(or_(*conditions))))
+    books = session.exec(select(Lorebook).where(Lorebook.enabled == True,  # noqa: E712
+                                                or_(Lorebook.is_global == True, col(Lorebook.id).in_(linked)))  # noqa: E712
+                         .order_by(Lorebook.id))  # fmt: skip
+    return list(books)
+
+
+def entries_of(session: Session, book_ids: Sequence[int]) -> list[LorebookEntry]:
+    if not book_ids:
+        return []
+    stmt = select(LorebookEntry).where(col(LorebookEntry.lorebook_id).in_(list(book_ids)))
+    return list(session.exec(stmt.order_by(LorebookEntry.lorebook_id, LorebookEntry.id)))
+
+
+# --- files -------------------------------------------------------------------------------------
+
+
+def import_file(session: Session, raw: bytes, *, filename: str = "", character_id: int | None = None) -> Lorebook:
+    """A lorebook from a SillyTavern World Info file, a card's character_book or a Marinara
+    `.marinara.json`; one transaction: a refused file writes nothing."""
+    stem = filename.rsplit("/", 1)[-1]
+    for suffix in (".marinara.json", ".json", ".marinara"):
+        stem = stem.removesuffix(suffix)
+    try:
+        parsed = parse_lore_file(raw, name=stem or "Imported lorebook")
+    except LoreFileError as err:
+        raise UserError(str(err)) from err
+    return store_parsed(session, parsed.book, parsed.entries, character_id=character_id)
+
+
+def store_parsed(session: Session, book: LoreBook, entries: Sequence[LoreEntry], *, character_id: int | None = None) -> Lorebook:
+    row = Lorebook(**{f: getattr(book, f) for f in BOOK_FIELDS})
+    row.name = (row.name or "Imported lorebook").strip()[:200] or "Imported lorebook"
+    session.add(row)
+    session.flush()
+    session.add_all([_entry_row(row.id, e) for e in entries])
+    if character_id is not None:
+        session.add(LorebookLink(lorebook_id=row.id, character_id=character_id))
+    session.flush()
+    return row
+
+
+def export_file(session: Session, book_id: int, fmt: str) -> tuple[str, bytes]:
+    if fmt not in EXPORT_FORMATS:
+        raise UserError(f"Export formats: {', '.join(EXPORT_FORMATS)}.")
+    book = get_book(session, book_id)
+    data = book_data(book)
+    entries = [_file_entry(e) for e in session.exec(select(LorebookEntry).where(LorebookEntry.lorebook_id == book_id)
+                                                      .order_by(LorebookEntry.id))]  # fmt: skip
+    safe = "".join(ch for ch in book.name if ch.isalnum() or ch in " -_").strip() or "lorebook"
+    if fmt == "world_info":
+        return f"{safe}.json", encode_file(export_world_info(data, entries))
+    if fmt == "character_book":
+        return f"{safe}.character_book.json", encode_file(export_character_book(data, entries))
+    return f"{safe}.marinara.json", encode_file(export_marinara_lorebook(data, entries, now=utcnow()))
+
+
+def import_character_book(session: Session, raw: dict, *, character_id: int, name: str) -> Lorebook:
+    """A card's embedded `character_book` as a lorebook attached to the character."""
+    try:
+        parsed = parse_character_book(raw, name=name)
+    except LoreFileError as err:
+        raise UserError(f"The card's embedded lorebook could not be read: {err}") from err
+    book = parsed.book if parsed.book.name else dataclasses.replace(parsed.book, name=name)
+    return store_parsed(session, book, parsed.entries, character_id=character_id)
+
+
+def character_book_for(session: Session, character_id: int, *, original: dict | None) -> dict | None:
+    """The `character_book` for a card export: the first lorebook attached to the character once it
+    was edited (or when the card had none); the card's own book, byte for byte, while untouched."""
+    link = session.exec(select(LorebookLink).where(LorebookLink.character_id == character_id)
+                        .order_by(LorebookLink.id)).first()  # fmt: skip
+    if link is None:
+        return None
+    book = get_book(session, link.lorebook_id)
+    if original is not None and book.version == 0:
+        return None
+    entries = [_file_entry(e) for e in session.exec(select(LorebookEntry).where(LorebookEntry.lorebook_id == book.id)
+                                                      .order_by(LorebookEntry.id))]  # fmt: skip
+    return export_character_book(book_data(book), entries)

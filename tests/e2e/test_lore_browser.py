@@ -1,0 +1,65 @@
+"""Lorebooks in a real browser, desktop and phone: write a book, test its keywords, chat so that
+one entry fires and a bigger one is skipped by the budget, and read why in Active Context."""
+
+from playwright.sync_api import Page, expect
+
+LIBRARY = "The great library of Vellmar holds " + "dusty scrolls and sea charts " * 420  # ~3,000 tokens
+
+
+def test_lorebook_entries_fire_and_a_skipped_one_is_explained(page: Page, live, models, shot):
+    with live.client() as c:
+        c.post("/api/connections", json={"name": "Local", "base_url": models.base_url, "model": "test-model",
+                                         "context_size": 16384, "max_tokens": 200})  # fmt: skip
+        char = c.post("/api/characters", json={"name": "Aria", "first_mes": "The harbour is quiet."}).json()
+        chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()
+    page.on("dialog", lambda d: d.accept())
+
+    page.goto(live.url + "/lorebooks")
+    expect(page.locator(".empty")).to_contain_text("No lorebooks yet")
+    page.fill("input[name=name]", "Vellmar")
+    page.get_by_role("button", name="Create").click()
+    expect(page.locator("h1")).to_contain_text("Vellmar")
+    expect(page.locator("#token-budget")).to_have_value("2048")
+
+    for title, keys, content in (("Library", "library, archive", LIBRARY),
+                                 ("Tobiah", "Tobiah", "Tobiah keeps the lighthouse and lost an eye in the war.")):  # fmt: skip
+        page.get_by_role("link", name="New entry").click()
+        page.fill("input[name=title]", title)
+        page.fill("#entry-keys", keys)
+        page.fill("#entry-content", content)
+        page.get_by_role("button", name="Save entry").click()
+        expect(page.locator("#book-message")).to_contain_text("Entry added")
+    expect(page.locator(".lore-entry")).to_have_count(2)
+    shot("book")
+
+    # The keyword test panel: Tobiah fires, the library entry never fits 2,048 tokens.
+    page.locator("#keyword-test summary").click()
+    page.fill("#keyword-test-text", "Take me to the library, then to Tobiah.")
+    page.get_by_role("button", name="Test keywords").click()
+    expect(page.locator("#test-skipped-notice")).to_contain_text("1 matching lore entry was skipped by token budget.")
+    expect(page.locator(".lore-skipped")).to_contain_text("lorebook budget")
+    expect(page.locator(".lore-fires")).to_contain_text("Tobiah")
+    shot("keyword-test")
+
+    # Attach it to the chat in Chat Settings, then chat.
+    page.goto(f"{live.url}/chats/{chat['id']}")
+    page.click("#settings-button")
+    panel = page.locator("#settings-panel")
+    panel.get_by_label("Vellmar").check()
+    panel.get_by_role("button", name="Save settings").click()
+    expect(panel.get_by_text("Saved.")).to_be_visible()
+    panel.get_by_role("button", name="Close Chat Settings").click()
+    page.fill("#composer-input", "Tell me about the library and Tobiah.")
+    page.click("#send-button")
+    expect(page.locator("#send-button")).to_be_visible(timeout=15000)
+    assert "Tobiah keeps the lighthouse" in "\n".join(m["content"] for m in models.last_request.json["messages"])
+
+    page.click("#settings-button")
+    expect(panel.locator("#active-context")).to_contain_text("1 active, 1 skipped")
+    notice = panel.locator("#lore-skipped-notice")
+    expect(notice).to_contain_text("1 matching lore entry was skipped by token budget.")
+    expect(notice).to_contain_text("Token Budget of “Vellmar” (2048 tokens")
+    notice.locator("summary").click()
+    expect(notice).to_contain_text("Library (Vellmar) — lorebook budget; matched library")
+    notice.scroll_into_view_if_needed()
+    shot("active-context")

@@ -1,0 +1,154 @@
+"""Lorebooks over real HTTP: files in and out, cards' books, refused files, and entries firing in
+the prompt sent to the model, with Active Context telling what was skipped and why."""
+
+import json
+from pathlib import Path
+
+from sqlalchemy import text
+
+from tests.conftest import add_character, add_connection, new_chat, read_sse
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+ELDORIA = FIXTURES / "Eldoria.json"
+
+
+def _count(sugo, table):
+    with sugo.engine.connect() as db:
+        return db.execute(text(f"select count(*) from {table}")).scalar_one()
+
+
+def _import(api, name, raw):
+    return api.post("/api/lorebooks/import", files={"file": (name, raw)})
+
+
+def _entries_without_ids(api, book_id):
+    drop = {"id", "lorebook_id", "created_at", "updated_at"}
+    return [{k: v for k, v in e.items() if k not in drop} for e in api.get(f"/api/lorebooks/{book_id}").json()["entries"]]
+
+
+def test_world_info_imports_exports_and_reimports_identically(api):
+    raw = ELDORIA.read_bytes()
+    book = _import(api, "Eldoria.json", raw)
+    assert book.status_code == 201, book.text
+    book = book.json()
+    assert book["name"] == "Eldoria" and book["entry_count"] == len(json.loads(raw)["entries"])
+    exported = api.get(f"/api/lorebooks/{book['id']}/export", params={"format": "world_info"})
+    assert exported.headers["content-disposition"] == 'attachment; filename="Eldoria.json"'
+    assert exported.content == raw  # byte for byte, unknown fields and all
+    again = _import(api, "Eldoria.json", exported.content).json()
+    assert _entries_without_ids(api, again["id"]) == _entries_without_ids(api, book["id"])
+    # Through Marinara's envelope and back, nothing is lost either.
+    marinara = api.get(f"/api/lorebooks/{book['id']}/export", params={"format": "marinara"}).content
+    assert json.loads(marinara)["type"] == "marinara_lorebook"
+    third = _import(api, "Eldoria.marinara.json", marinara).json()
+    # Marinara has no "use the book's setting" for case and whole words: it writes the book's value.
+    resolved = [{**e, "case_sensitive": bool(e["case_sensitive"]),
+                 "match_whole_words": e["match_whole_words"] is not False} for e in _entries_without_ids(api, book["id"])]  # fmt: skip
+    assert _entries_without_ids(api, third["id"]) == resolved
+
+
+def test_a_cards_embedded_book_becomes_a_lorebook_of_the_character(api):
+    png = (FIXTURES / "default_Seraphina.png").read_bytes()
+    char = api.post("/api/characters/import", files={"file": ("Seraphina.png", png)}).json()
+    books = api.get("/api/lorebooks").json()
+    assert len(books) == 1 and books[0]["entry_count"] > 0
+    shown = api.get(f"/api/lorebooks/{books[0]['id']}").json()
+    assert shown["links"] == [{"character_id": char["id"]}]
+    # Untouched, the card exports its book as it came; edited, the edit goes into the card.
+    before = api.get(f"/api/characters/{char['id']}/export", params={"format": "json", "spec": "v2"}).json()
+    entry = shown["entries"][0]
+    edited = {k: v for k, v in entry.items() if k not in ("id", "lorebook_id", "file_id", "created_at", "updated_at")}
+    assert api.put(f"/api/lorebooks/{books[0]['id']}/entries/{entry['id']}",
+                   json={**edited, "content": "Edited in Sugo."}).status_code == 200  # fmt: skip
+    after = api.get(f"/api/characters/{char['id']}/export", params={"format": "json", "spec": "v2"}).json()
+    assert "Edited in Sugo." not in json.dumps(before) and "Edited in Sugo." in json.dumps(after)
+
+
+def test_malformed_files_are_refused_and_write_nothing(api, sugo):
+    huge_entry = {"uid": 0, "key": ["x"], "content": "y" * (1024 * 1024)}
+    too_many = {"entries": {str(i): {"uid": i, "key": [f"k{i}"], "content": "c"} for i in range(10_001)}}
+    cases = [
+        (b"\x00 not json", "JSON"),
+        (b"[1, 2, 3]", "lorebook"),
+        (json.dumps({"entries": "nope"}).encode(), "entries"),
+        (json.dumps(too_many).encode(), "10,000"),
+        (json.dumps({"entries": {str(i): {**huge_entry, "uid": i} for i in range(40)}}).encode(), "MB"),
+    ]
+    for raw, words in cases:
+        r = _import(api, "bad.json", raw)
+        assert r.status_code == 400 and words in r.json()["detail"], (words, r.text[:300])
+    assert _count(sugo, "lorebook") == 0 and _count(sugo, "lorebook_entry") == 0
+
+
+def _lore_chat(api, models, *, chat_budget=8192, book_budget=2048):
+    add_connection(api, models, context_size=32768)
+    char = add_character(api, name="Aria")
+    chat = new_chat(api, [char["id"]], mode="roleplay")
+    book = api.post("/api/lorebooks", json={"name": "Vellmar", "token_budget": book_budget}).json()
+    big = "The great library of Vellmar holds " + "dusty scrolls and maps " * 700  # ~3,000 tokens
+    entries = [
+        {"title": "Always", "content": "Vellmar is a harbour city ruled by a council of captains.", "constant": True},
+        {"title": "Library", "content": big, "keys": ["library"], "order": 10},
+        {"title": "Tobiah", "content": "Tobiah keeps the lighthouse and lost an eye in the war.", "keys": ["tobiah"],
+         "order": 20},
+        {"title": "Deep", "content": "Whispers say the tide carries voices.", "keys": ["tide"], "position": "at_depth",
+         "depth": 1, "role": "system"},
+        {"title": "Unrelated", "content": "Dragons nest in the north.", "keys": ["dragon"]},
+    ]  # fmt: skip
+    for e in entries:
+        assert api.post(f"/api/lorebooks/{book['id']}/entries", json=e).status_code == 201
+    api.put(f"/api/chats/{chat['id']}/lorebooks", json={"book_ids": [book["id"]]})
+    api.put(f"/api/chats/{chat['id']}/options", json={"settings": {"lore_token_budget": chat_budget}})
+    return chat, book
+
+
+def test_entries_fire_into_the_prompt_and_active_context_says_what_was_skipped(api, models):
+    chat, book = _lore_chat(api, models)
+    read_sse(api.post(f"/api/chats/{chat['id']}/generate",
+                      json={"action": "send", "content": "Tell me about the library, Tobiah and the tide."}))  # fmt: skip
+    sent = models.last_request.json["messages"]
+    everything = "\n".join(m["content"] for m in sent)
+    # The constant sits in the cached system prompt; keyword entries just above the newest turns.
+    assert "council of captains" in sent[0]["content"]
+    assert "Tobiah keeps the lighthouse" in everything and "Tobiah keeps the lighthouse" not in sent[0]["content"]
+    assert "Whispers say the tide" in everything and "Dragons" not in everything
+    # The 3,000-token library entry never fits a 2,048 budget; the smaller entry after it does.
+    assert "great library" not in everything
+
+    lore = api.get(f"/api/chats/{chat['id']}/lorebooks").json()
+    assert lore["notice"].startswith("1 matching lore entry was skipped by token budget.")
+    assert "Token Budget of “Vellmar” (2048 tokens" in lore["notice"]
+    skipped = lore["last_scan"]["skipped"]
+    assert [(s["title"], s["reason"], s["matched_keys"]) for s in skipped] == [("Library", "lorebook budget", ["library"])]
+    assert skipped[0]["tokens"] > 2048
+    assert {a["title"] for a in lore["last_scan"]["active"]} == {"Always", "Tobiah", "Deep"}
+    peek = api.get(f"/api/chats/{chat['id']}/prompt").json()
+    assert any(n.startswith("Lorebooks: 3 entries active") for n in peek["notes"])
+
+    # The keyword test panel reports the same, and stores nothing.
+    tested = api.post("/api/lorebooks/test", json={"text": "library and Tobiah", "chat_id": chat["id"]}).json()
+    assert [(s["title"], s["reason"]) for s in tested["skipped"]] == [("Library", "lorebook budget")]
+    assert {a["title"] for a in tested["active"]} == {"Always", "Tobiah"}
+
+
+def test_the_chat_budget_applies_on_top_and_is_named(api, models):
+    chat, book = _lore_chat(api, models, chat_budget=40, book_budget=0)
+    read_sse(api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "The library and Tobiah?"}))
+    lore = api.get(f"/api/chats/{chat['id']}/lorebooks").json()
+    reasons = {s["title"]: s["reason"] for s in lore["last_scan"]["skipped"]}
+    assert reasons["Library"] == "chat budget"
+    assert "this chat's Lorebook Token Budget (40 tokens; Chat Settings → Lorebooks)" in lore["notice"]
+
+
+def test_macros_in_entries_run_and_variables_stay_with_the_chat(api, models):
+    add_connection(api, models)
+    char = add_character(api, name="Aria")
+    chat = new_chat(api, [char["id"]])
+    book = api.post("/api/lorebooks", json={"name": "Macros", "is_global": True}).json()
+    api.post(f"/api/lorebooks/{book['id']}/entries", json={
+        "title": "Counter", "constant": True,
+        "content": "{{addvar::visits::1}}{{char}} greets {{user}}; visit {{getvar::visits}}.{{// hidden note}}"})  # fmt: skip
+    for _ in range(2):
+        read_sse(api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Hello"}))
+    system = models.last_request.json["messages"][0]["content"]
+    assert "Aria greets User; visit 2." in system and "hidden note" not in system
