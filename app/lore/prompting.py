@@ -50,7 +50,6 @@ class LoreOutcome:
     note: str = ""
     snapshot: dict = field(default_factory=dict)
     timed: dict = field(default_factory=dict)
-    variables: dict = field(default_factory=dict)
 
 
 def generation_seed(chat_id: int, message_id: int | None, swipe_index: int) -> int:
@@ -102,12 +101,13 @@ def _renderer(chat: Chat, *, char: str, user: str, seed: int, variables: dict) -
 def lore_for_prompt(
     session: Session, chat: Chat, *, messages: Sequence[str], message_count: int, character_ids: Sequence[int],
     persona_id: int | None, char: str, user: str, seed: int, chat_budget: int, count: Callable[[str], int],
+    variables: dict,
 ) -> LoreOutcome | None:
-    """The scan for the next reply, as prompt blocks. None when the chat uses no lorebook."""
+    """The scan for the next reply, as prompt blocks. None when the chat uses no lorebook.
+    `variables` are the chat's macro variables, changed in place by the entries' macros."""
     books, entries, by_book = _load(session, chat, character_ids, persona_id)
     if not books:
         return None
-    variables = dict(chat.variables or {})
     timed = {int(k): TimedState(**v) for k, v in (chat.lore_timed or {}).items() if isinstance(v, dict)}
     request = ScanRequest(messages=list(messages), books=[d for _, d in books], entries=entries,
                           chat_token_budget=chat_budget, timed=timed, message_count=message_count, seed=seed)  # fmt: skip
@@ -118,7 +118,6 @@ def lore_for_prompt(
     outcome.note = inspector_note(outcome.snapshot)
     outcome.timed = {str(k): {"started_at": v.started_at, "sticky_until": v.sticky_until,
                               "cooldown_until": v.cooldown_until} for k, v in result.timed.items()}  # fmt: skip
-    outcome.variables = variables
     return outcome
 
 
@@ -151,16 +150,17 @@ def _blocks(result: ScanResult) -> LoreOutcome:
     return outcome
 
 
-def record_scan(session: Session, chat: Chat, outcome: LoreOutcome | None) -> None:
-    """Keep what the scan for a reply leaves: timed effects, variables, and the scan itself."""
+def record_scan(session: Session, chat: Chat, outcome: LoreOutcome | None, variables: dict) -> None:
+    """Keep what building the prompt for a reply leaves: macro variables, timed effects, and the
+    scan itself for Active Context."""
+    if variables != (chat.variables or {}):
+        chat.variables = variables
     if outcome is None:
         if chat.lore_last_scan:
             chat.lore_last_scan = {}
-            session.add(chat)
-        return
-    chat.lore_timed = outcome.timed
-    chat.variables = outcome.variables
-    chat.lore_last_scan = outcome.snapshot
+    else:
+        chat.lore_timed = outcome.timed
+        chat.lore_last_scan = outcome.snapshot
     session.add(chat)
 
 

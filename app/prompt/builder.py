@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from app.prompt.blocks import Prompt, PromptBlock
 from app.prompt.layout import GROUP_OF, ORDER_OF, depth_index, dynamic_insert_index
-from app.prompt.macros import expand_macros
+from app.prompt.macros import MacroContext, expand_macros
 from app.prompt.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from app.prompt.window import WindowPlan, batch_size, fit_window, plan_window
 
@@ -87,6 +87,10 @@ class PromptContext:
     fixed: tuple[DynamicBlock, ...] = ()
     dynamic: tuple[DynamicBlock, ...] = ()
     current_time: str | None = None  # e.g. "Monday, 30 November 2026, 14:05"; the caller reads the clock
+    # Variables and seeds for {{setvar}}, {{random}}, {{pick}}... in prompts and card fields. Chat
+    # messages and recalled memories only get {{char}} and {{user}}: their macros would otherwise
+    # run again on every reply ({{addvar}} in an old message would count up each turn).
+    macros: MacroContext | None = None
     extra_notes: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -112,6 +116,9 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
     group = len(ctx.characters) > 1
 
     def ex(text: str) -> str:
+        return expand_macros(text, char=speaker.name, user=ctx.user_name, context=ctx.macros)
+
+    def ex_chat(text: str) -> str:
         return expand_macros(text, char=speaker.name, user=ctx.user_name)
 
     fixed_before: list[PromptBlock] = []
@@ -142,7 +149,7 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
 
     dynamic: list[PromptBlock] = []
     for block in ctx.dynamic:
-        add(dynamic, block.kind, block.label, ex(block.text))
+        add(dynamic, block.kind, block.label, ex_chat(block.text))
     if ctx.current_time:
         add(dynamic, "current_time", "Current time", f"Current time: {ctx.current_time}")
     dynamic.sort(key=lambda b: ORDER_OF[b.kind])
@@ -171,7 +178,7 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
         if msg.id in empty:
             continue
         pinned += index < plan.pinned
-        text = ex(msg.content)
+        text = ex_chat(msg.content)
         if group and msg.role != "system":
             text = f"{msg.name}: {text}"
         role = "user" if msg.role == "user" else ("system" if msg.role == "system" else "assistant")

@@ -17,6 +17,7 @@ from app.errors import UserError
 from app.personas.models import Persona
 from app.prompt.blocks import Prompt
 from app.prompt.builder import CardSnapshot, DepthNote, DynamicBlock, HistoryMessage, PromptContext, build
+from app.prompt.macros import MacroContext
 from app.prompt.tokens import count_tokens
 from app.prompt.window import WindowPlan, plan_window
 
@@ -131,8 +132,8 @@ def _recall(session: Session, chat: Chat, history: History, context_size: int):
 
 
 def _lore(session: Session, chat: Chat, history: History, characters, persona, speaker, *, before_id: int | None,
-          seed: int | None, chat_budget: int):  # fmt: skip
-    from app.lore.prompting import generation_seed, lore_for_prompt, message_count
+          seed: int, chat_budget: int, variables: dict):  # fmt: skip
+    from app.lore.prompting import lore_for_prompt, message_count
 
     visible = [m for m in history.messages if not m.hidden]
     user = persona.name if persona else chats.FALLBACK_USER_NAME
@@ -140,8 +141,7 @@ def _lore(session: Session, chat: Chat, history: History, characters, persona, s
         session, chat, messages=[f"{m.name}: {m.content}" for m in visible],
         message_count=message_count(session, chat.id, before_id), character_ids=[c.id for c in characters],
         persona_id=persona.id if persona else None, char=speaker.name, user=user,
-        seed=seed if seed is not None else generation_seed(chat.id, before_id, 0), chat_budget=chat_budget,
-        count=count_tokens,
+        seed=seed, chat_budget=chat_budget, count=count_tokens, variables=variables,
     )  # fmt: skip
 
 
@@ -185,18 +185,20 @@ def build_chat_prompt(
             dynamic.append(DynamicBlock("recalled_memories", "Recalled memories", recall.block))
     else:
         extra.append("Memory Recall is off for this chat (Chat Settings → Memory Recall); memories are still kept.")
-    lore = _lore(session, chat, history, characters, persona, speaker, before_id=before_id, seed=lore_seed,
-                 chat_budget=settings.lore_token_budget)  # fmt: skip
+    from app.lore.prompting import generation_seed
+
+    seed = lore_seed if lore_seed is not None else generation_seed(chat.id, before_id, 0)
+    # One set of variables for the lorebook scan and the prompt; kept only after a real reply.
+    variables = dict(chat.variables or {})
+    lore = _lore(session, chat, history, characters, persona, speaker, before_id=before_id, seed=seed,
+                 chat_budget=settings.lore_token_budget, variables=variables)  # fmt: skip
     fixed: list[DynamicBlock] = []
     if lore is not None:
         extra.append(lore.note)
         fixed.extend(lore.fixed)
         dynamic.extend(lore.dynamic)
         notes.extend(lore.depth_notes)
-    if record_lore:
-        from app.lore.prompting import record_scan
-
-        record_scan(session, chat, lore)
+    macros = MacroContext(variables=variables, pick_seed=f"chat:{chat.id}", random_seed=seed)
     note_text, note_depth, note_role = character_note(speaker)
     if note_text.strip():
         notes.append(DepthNote(note_text, note_depth, note_role, label=f"{speaker.name}'s note"))
@@ -213,6 +215,7 @@ def build_chat_prompt(
         window=history.plan,
         depth_notes=tuple(notes),
         fixed=tuple(fixed),
+        macros=macros,
         current_time=_now_text() if settings.time_awareness else None,
         extra_notes=tuple(extra),
         dynamic=tuple(dynamic),
@@ -220,4 +223,9 @@ def build_chat_prompt(
         reply_reserve=effective.params.max_tokens or FALLBACK_MAX_TOKENS,
         recent_limit=settings.recent_message_limit,
     )
-    return build(ctx), effective
+    prompt = build(ctx)
+    if record_lore:
+        from app.lore.prompting import record_scan
+
+        record_scan(session, chat, lore, variables)
+    return prompt, effective

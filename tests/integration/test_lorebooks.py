@@ -152,3 +152,20 @@ def test_macros_in_entries_run_and_variables_stay_with_the_chat(api, models):
         read_sse(api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Hello"}))
     system = models.last_request.json["messages"][0]["content"]
     assert "Aria greets User; visit 2." in system and "hidden note" not in system
+
+
+def test_macros_in_card_fields_run_and_messages_keep_theirs_inert(api, models, sugo):
+    add_connection(api, models)
+    char = add_character(api, name="Aria", description="{{setvar::weather::rain}}In {{pick::Vellmar::Vellmar}} it is "
+                                                         "{{getvar::weather}}.{{// not for the AI}}")  # fmt: skip
+    chat = new_chat(api, [char["id"]])
+    read_sse(api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "{{addvar::n::1}}Hi"}))
+    system = models.last_request.json["messages"][0]["content"]
+    assert "In Vellmar it is rain." in system and "not for the AI" not in system
+    with sugo.engine.connect() as db:
+        stored = db.execute(text("select variables from chat where id = :c"), {"c": chat["id"]}).scalar_one()
+    assert json.loads(stored) == {"weather": "rain"}  # the message's {{addvar}} never ran
+    # Peek Prompt builds the same prompt without keeping anything.
+    api.get(f"/api/chats/{chat['id']}/prompt")
+    with sugo.engine.connect() as db:
+        assert json.loads(db.execute(text("select variables from chat where id = :c"), {"c": chat["id"]}).scalar_one()) == {"weather": "rain"}
