@@ -38,8 +38,9 @@ CONSTANT_KINDS = {
 }
 POSITION_RANK = {p: i for i, p in enumerate(("before_char", "after_char", "before_examples", "after_examples"))}
 
-_compiled: dict[tuple[str, int], tuple[int, CompiledBook]] = {}
-_compiled_lock = threading.Lock()
+# (database, book id) -> (version, entries, compiled matchers)
+_cache: dict[tuple[str, int], tuple[int, list[LoreEntry], CompiledBook]] = {}
+_cache_lock = threading.Lock()
 
 
 @dataclass
@@ -58,27 +59,26 @@ def generation_seed(chat_id: int, message_id: int | None, swipe_index: int) -> i
     return int.from_bytes(digest[:8], "big")
 
 
-def _compiled_books(session: Session, books, entries_by_book) -> dict[int, CompiledBook]:
-    url = str(session.get_bind().url)
-    out = {}
-    with _compiled_lock:
-        for row, data in books:
-            cached = _compiled.get((url, row.id))
-            if cached is None or cached[0] != row.version:
-                cached = (row.version, compile_book(data, entries_by_book.get(row.id, [])))
-                _compiled[(url, row.id)] = cached
-            out[row.id] = cached[1]
-    return out
-
-
 def _load(session: Session, chat: Chat, character_ids: Sequence[int], persona_id: int | None):
+    """The chat's books with their entries and compiled matchers. Entries are read and compiled
+    again only when a book's version changed: a big book costs its scan, not its loading."""
     rows = service.books_for_chat(session, chat.id, character_ids, persona_id)
-    books = [(row, service.book_data(row)) for row in rows]
-    entries = [service.entry_data(e) for e in service.entries_of(session, [row.id for row in rows])]
-    by_book: dict[int, list[LoreEntry]] = {}
-    for entry in entries:
-        by_book.setdefault(entry.book_id, []).append(entry)
-    return books, entries, by_book
+    url = str(session.get_bind().url)
+    with _cache_lock:
+        stale = [row.id for row in rows if _cache.get((url, row.id), (None,))[0] != row.version]
+        fresh: dict[int, list[LoreEntry]] = {row_id: [] for row_id in stale}
+        for entry in service.entries_of(session, stale):
+            fresh[entry.lorebook_id].append(service.entry_data(entry))
+        books, entries, compiled = [], [], {}
+        for row in rows:
+            data = service.book_data(row)
+            if row.id in fresh:
+                _cache[(url, row.id)] = (row.version, fresh[row.id], compile_book(data, fresh[row.id]))
+            _, book_entries, book_compiled = _cache[(url, row.id)]
+            books.append(data)
+            entries.extend(book_entries)
+            compiled[row.id] = book_compiled
+    return books, entries, compiled
 
 
 def message_count(session: Session, chat_id: int, before_id: int | None) -> int:
@@ -105,14 +105,14 @@ def lore_for_prompt(
 ) -> LoreOutcome | None:
     """The scan for the next reply, as prompt blocks. None when the chat uses no lorebook.
     `variables` are the chat's macro variables, changed in place by the entries' macros."""
-    books, entries, by_book = _load(session, chat, character_ids, persona_id)
+    books, entries, compiled = _load(session, chat, character_ids, persona_id)
     if not books:
         return None
     timed = {int(k): TimedState(**v) for k, v in (chat.lore_timed or {}).items() if isinstance(v, dict)}
-    request = ScanRequest(messages=list(messages), books=[d for _, d in books], entries=entries,
+    request = ScanRequest(messages=list(messages), books=books, entries=entries,
                           chat_token_budget=chat_budget, timed=timed, message_count=message_count, seed=seed)  # fmt: skip
     result = scan(request, count=count, render=_renderer(chat, char=char, user=user, seed=seed, variables=variables),
-                  compiled=_compiled_books(session, books, by_book))  # fmt: skip
+                  compiled=compiled)  # fmt: skip
     outcome = _blocks(result)
     outcome.snapshot = snapshot(result, chat_budget=chat_budget, at=utcnow())
     outcome.note = inspector_note(outcome.snapshot)
