@@ -9,6 +9,7 @@ from app.characters import service
 from app.characters.schemas import CharacterIn
 from app.deps import SessionDep
 from app.errors import UserError
+from app.lore.service import books_of_character
 from app.web import render
 
 router = APIRouter(include_in_schema=False)
@@ -67,7 +68,8 @@ async def import_character_page(request: Request, session: SessionDep) -> Respon
 def edit_character_page(character_id: int, request: Request, session: SessionDep) -> HTMLResponse:
     """View and edit a character."""
     char = service.get_character(session, character_id)
-    return render(request, "characters/edit.html", {"char": char, "note_of": service.character_note})
+    return render(request, "characters/edit.html", {"char": char, "note_of": service.character_note,
+                                                    "lorebooks": books_of_character(session, character_id)})  # fmt: skip
 
 
 @router.post("/characters/{character_id}")
@@ -75,7 +77,8 @@ async def update_character_page(character_id: int, request: Request, session: Se
     """Save changes to a character."""
     form = await request.form()
     char = service.update_character(session, character_id, _form_input(form), avatar=await forms.upload(form, "avatar"))
-    return render(request, "characters/edit.html", {"char": char, "saved": True, "note_of": service.character_note})
+    return render(request, "characters/edit.html", {"char": char, "saved": True, "note_of": service.character_note,
+                                                    "lorebooks": books_of_character(session, character_id)})  # fmt: skip
 
 
 @router.post("/characters/{character_id}/delete")

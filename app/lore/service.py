@@ -204,6 +204,11 @@ def set_chat_books(session: Session, chat_id: int, book_ids: Sequence[int]) -> N
     session.flush()
 
 
+def books_of_character(session: Session, character_id: int) -> list[Lorebook]:
+    ids = select(LorebookLink.lorebook_id).where(LorebookLink.character_id == character_id)
+    return list(session.exec(select(Lorebook).where(col(Lorebook.id).in_(ids)).order_by(Lorebook.name)))
+
+
 def chat_book_ids(session: Session, chat_id: int) -> list[int]:
     return [link.lorebook_id for link in session.exec(select(LorebookLink).where(LorebookLink.chat_id == chat_id))]
 

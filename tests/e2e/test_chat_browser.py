@@ -38,6 +38,12 @@ def test_import_card_chat_stream_swipe_edit_hide_peek_settings(page: Page, live,
         imported = c.get("/api/characters/" + page.url.rsplit("/", 1)[1]).json()
     assert imported["card_spec"] == "chara_card_v2" and imported["avatar_url"]
     shot("character")
+    # The card's embedded lorebook became a lorebook attached to the character.
+    page.locator("summary", has_text="Advanced").click()
+    expect(page.locator("#character-lorebooks")).to_contain_text("Lorebooks:")
+    page.locator("#character-lorebooks a").first.click()
+    expect(page.locator(".lore-entry").first).to_be_visible()
+    page.go_back()
 
     # Start a chat with her; her greeting opens it.
     page.get_by_role("link", name="Start a chat").click()

@@ -16,6 +16,7 @@ def test_lorebook_entries_fire_and_a_skipped_one_is_explained(page: Page, live, 
 
     page.goto(live.url + "/lorebooks")
     expect(page.locator(".empty")).to_contain_text("No lorebooks yet")
+    shot("empty-list")
     page.fill("input[name=name]", "Vellmar")
     page.get_by_role("button", name="Create").click()
     expect(page.locator("h1")).to_contain_text("Vellmar")
@@ -27,6 +28,8 @@ def test_lorebook_entries_fire_and_a_skipped_one_is_explained(page: Page, live, 
         page.fill("input[name=title]", title)
         page.fill("#entry-keys", keys)
         page.fill("#entry-content", content)
+        if title == "Tobiah":
+            shot("entry-editor")
         page.get_by_role("button", name="Save entry").click()
         expect(page.locator("#book-message")).to_contain_text("Entry added")
     expect(page.locator(".lore-entry")).to_have_count(2)
