@@ -60,7 +60,7 @@ def test_keywords(data: KeywordTestIn, session: SessionDep) -> dict:
     else:
         book_ids = [b.id for b in service.list_books(session) if b.enabled]
     budget = chats.chat_settings(chat).lore_token_budget if chat else 8192
-    snap = prompting.test_keywords(session, chat, book_ids, data.text, char="{{char}}", user="{{user}}",
+    snap = prompting.keyword_test(session, chat, book_ids, data.text, char="{{char}}", user="{{user}}",
                                    chat_budget=budget, count=count_tokens)  # fmt: skip
     return {**snap, "notice": skipped_notice(snap), "limit_notice": limit_notice(snap)}
 

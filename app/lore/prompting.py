@@ -90,9 +90,12 @@ def message_count(session: Session, chat_id: int, before_id: int | None) -> int:
     return int(session.connection().exec_driver_sql(sql, params).scalar_one())
 
 
-def _renderer(chat: Chat, *, char: str, user: str, seed: int, variables: dict) -> Callable[[LoreEntry], str]:
+def _renderer(pick_prefix: str, *, char: str, user: str, seed: int, variables: dict) -> Callable[[LoreEntry], str]:
+    """Entry text through the macros: {{pick}} stays put per chat and entry, {{random}} and dice
+    follow the reply's seed, {{setvar}} writes into `variables`."""
+
     def render(entry: LoreEntry) -> str:
-        context = MacroContext(variables=variables, pick_seed=f"{chat.id}:lore:{entry.id}", random_seed=seed ^ entry.id)
+        context = MacroContext(variables=variables, pick_seed=f"{pick_prefix}:{entry.id}", random_seed=seed ^ entry.id)
         return expand_macros(entry.content, char=char, user=user, context=context).strip()
 
     return render
@@ -111,7 +114,7 @@ def lore_for_prompt(
     timed = {int(k): TimedState(**v) for k, v in (chat.lore_timed or {}).items() if isinstance(v, dict)}
     request = ScanRequest(messages=list(messages), books=books, entries=entries,
                           chat_token_budget=chat_budget, timed=timed, message_count=message_count, seed=seed)  # fmt: skip
-    result = scan(request, count=count, render=_renderer(chat, char=char, user=user, seed=seed, variables=variables),
+    result = scan(request, count=count, render=_renderer(f"{chat.id}:lore", char=char, user=user, seed=seed, variables=variables),
                   compiled=compiled)  # fmt: skip
     outcome = _blocks(result)
     outcome.snapshot = snapshot(result, chat_budget=chat_budget, at=utcnow())
@@ -164,18 +167,14 @@ def record_scan(session: Session, chat: Chat, outcome: LoreOutcome | None, varia
     session.add(chat)
 
 
-def test_keywords(session: Session, chat: Chat | None, book_ids: Sequence[int], text: str, *, char: str, user: str,
-                  chat_budget: int, count: Callable[[str], int]) -> dict:  # fmt: skip
+def keyword_test(session: Session, chat: Chat | None, book_ids: Sequence[int], text: str, *, char: str, user: str,
+                 chat_budget: int, count: Callable[[str], int]) -> dict:  # fmt: skip
     """The keyword test panel: which entries of these books fire on a pasted text, which are
     skipped and why. Nothing is stored; variables set by macros are thrown away."""
     rows = [service.get_book(session, b) for b in book_ids]
     books = [service.book_data(r) for r in rows]
     entries = [service.entry_data(e) for e in service.entries_of(session, [r.id for r in rows])]
     variables = dict(chat.variables or {}) if chat else {}
-
-    def render(entry: LoreEntry) -> str:
-        context = MacroContext(variables=variables, pick_seed=f"test:{entry.id}", random_seed=entry.id)
-        return expand_macros(entry.content, char=char, user=user, context=context).strip()
-
+    render = _renderer(f"{chat.id}:lore" if chat else "test", char=char, user=user, seed=0, variables=variables)
     result = scan_text(text, books, entries, count=count, render=render, chat_token_budget=chat_budget)
     return snapshot(result, chat_budget=chat_budget, at=utcnow())

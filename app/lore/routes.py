@@ -138,13 +138,11 @@ async def import_lorebook_page(request: Request, session: SessionDep) -> HTMLRes
 def _book_page(request: Request, session, book_id: int, *, message: str | None = None, test: dict | None = None,
                q: str = "", headers: dict | None = None) -> HTMLResponse:  # fmt: skip
     book = service.get_book(session, book_id)
-    links = service.links_of(session, book_id)
     return render(request, "lore/book.html", {
         "book": book, "entries": service.list_entries(session, book_id, query=q), "q": q, "message": message,
         "characters": list_characters(session), "personas": list_personas(session),
         "chats": chats.list_chats(session), "count_tokens": count_tokens,
-        "linked": {("chat", lk.chat_id) for lk in links if lk.chat_id} | {("character", lk.character_id) for lk in links
-                   if lk.character_id} | {("persona", lk.persona_id) for lk in links if lk.persona_id},
+        "linked": service.link_targets(session, book_id),
         "position_label": position_label, "test": test,
     }, headers=headers)  # fmt: skip
 
@@ -173,15 +171,8 @@ def delete_lorebook_page(book_id: int, request: Request, session: SessionDep) ->
 async def save_links_page(book_id: int, request: Request, session: SessionDep) -> HTMLResponse:
     """Attach the book to exactly the checked chats, characters and personas."""
     form = await request.form()
-    wanted = {tuple(v.split(":", 1)) for v in form.getlist("link") if isinstance(v, str) and ":" in v}
-    current = {("chat", lk.chat_id) for lk in service.links_of(session, book_id) if lk.chat_id}
-    current |= {("character", lk.character_id) for lk in service.links_of(session, book_id) if lk.character_id}
-    current |= {("persona", lk.persona_id) for lk in service.links_of(session, book_id) if lk.persona_id}
-    wanted_ids = {(kind, int(i)) for kind, i in wanted if i.isdigit()}
-    for kind, target_id in wanted_ids - current:
-        service.attach(session, book_id, kind, target_id)
-    for kind, target_id in current - wanted_ids:
-        service.detach(session, book_id, kind, target_id)
+    pairs = (v.split(":", 1) for v in form.getlist("link") if isinstance(v, str) and ":" in v)
+    service.set_links(session, book_id, {(kind, int(i)) for kind, i in pairs if i.isdigit()})
     return _book_page(request, session, book_id, message="Attachments saved.")
 
 
@@ -204,7 +195,7 @@ async def test_keywords_page(book_id: int, request: Request, session: SessionDep
     text = forms.text(form, "text")
     if not text.strip():
         raise UserError("Paste some text to test the keywords against.")
-    snap = prompting.test_keywords(session, None, [book_id], text, char="{{char}}", user="{{user}}",
+    snap = prompting.keyword_test(session, None, [book_id], text, char="{{char}}", user="{{user}}",
                                    chat_budget=8192, count=count_tokens)  # fmt: skip
     result = {**snap, "notice": skipped_notice(snap), "limit_notice": limit_notice(snap), "text": text}
     return render(request, "lore/_test_result.html", {"test": result})

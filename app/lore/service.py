@@ -170,6 +170,25 @@ def links_of(session: Session, book_id: int) -> list[LorebookLink]:
     return list(session.exec(select(LorebookLink).where(LorebookLink.lorebook_id == book_id)))
 
 
+def link_targets(session: Session, book_id: int) -> set[tuple[str, int]]:
+    """Where a book is attached, as ("chat" | "character" | "persona", id) pairs."""
+    targets = set()
+    for link in links_of(session, book_id):
+        for kind in LINK_TARGETS:
+            if (target_id := getattr(link, f"{kind}_id")) is not None:
+                targets.add((kind, target_id))
+    return targets
+
+
+def set_links(session: Session, book_id: int, wanted: set[tuple[str, int]]) -> None:
+    """Attach the book to exactly these targets."""
+    current = link_targets(session, book_id)
+    for kind, target_id in sorted(wanted - current):
+        attach(session, book_id, kind, target_id)
+    for kind, target_id in sorted(current - wanted):
+        detach(session, book_id, kind, target_id)
+
+
 def attach(session: Session, book_id: int, target: str, target_id: int) -> None:
     if target not in LINK_TARGETS:
         raise UserError(f"A lorebook attaches to a {', '.join(LINK_TARGETS[:-1])} or {LINK_TARGETS[-1]}.")

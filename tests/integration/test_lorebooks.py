@@ -169,3 +169,17 @@ def test_macros_in_card_fields_run_and_messages_keep_theirs_inert(api, models, s
     api.get(f"/api/chats/{chat['id']}/prompt")
     with sugo.engine.connect() as db:
         assert json.loads(db.execute(text("select variables from chat where id = :c"), {"c": chat["id"]}).scalar_one()) == {"weather": "rain"}
+
+
+def test_attachments_from_the_book_page_and_the_api(api):
+    char = add_character(api, name="Aria")
+    persona = api.post("/api/personas", json={"name": "Rowan"}).json()
+    book = api.post("/api/lorebooks", json={"name": "Places"}).json()
+    r = api.post(f"/lorebooks/{book['id']}/links", data={"link": [f"character:{char['id']}", f"persona:{persona['id']}"]})
+    assert r.status_code == 200
+    links = api.get(f"/api/lorebooks/{book['id']}").json()["links"]
+    assert sorted(links, key=str) == sorted([{"character_id": char["id"]}, {"persona_id": persona["id"]}], key=str)
+    api.post(f"/lorebooks/{book['id']}/links", data={"link": [f"persona:{persona['id']}"]})
+    assert api.get(f"/api/lorebooks/{book['id']}").json()["links"] == [{"persona_id": persona["id"]}]
+    bad = api.post(f"/api/lorebooks/{book['id']}/links", json={"target": "planet", "target_id": 1})
+    assert bad.status_code == 400 and "attaches to a chat, character or persona" in bad.json()["detail"]
