@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 
+from sqlalchemy import String, cast
 from sqlmodel import Session, col, or_, select
 
 from app.errors import NotFound, UserError
@@ -114,7 +115,7 @@ def list_entries(session: Session, book_id: int, *, query: str = "") -> list[Lor
     if query.strip():
         like = f"%{query.strip()}%"
         stmt = stmt.where(or_(col(LorebookEntry.title).ilike(like), col(LorebookEntry.content).ilike(like),
-                              col(LorebookEntry.keys).cast(str).ilike(like)))  # type: ignore[attr-defined]  # fmt: skip
+                              cast(LorebookEntry.keys, String).ilike(like)))  # type: ignore[arg-type]  # fmt: skip
     return list(session.exec(stmt.order_by(LorebookEntry.order, LorebookEntry.id)))
 
 

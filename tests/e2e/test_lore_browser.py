@@ -34,6 +34,11 @@ def test_lorebook_entries_fire_and_a_skipped_one_is_explained(page: Page, live, 
         expect(page.locator("#book-message")).to_contain_text("Entry added")
     expect(page.locator(".lore-entry")).to_have_count(2)
     shot("book")
+    page.fill("input[name=q]", "lighthouse")
+    expect(page.locator(".lore-entry")).to_have_count(1)
+    expect(page.locator(".lore-entry")).to_contain_text("Tobiah")
+    page.fill("input[name=q]", "")
+    expect(page.locator(".lore-entry")).to_have_count(2)
 
     # The keyword test panel: Tobiah fires, the library entry never fits 2,048 tokens.
     page.locator("#keyword-test summary").click()

@@ -183,3 +183,20 @@ def test_attachments_from_the_book_page_and_the_api(api):
     assert api.get(f"/api/lorebooks/{book['id']}").json()["links"] == [{"persona_id": persona["id"]}]
     bad = api.post(f"/api/lorebooks/{book['id']}/links", json={"target": "planet", "target_id": 1})
     assert bad.status_code == 400 and "attaches to a chat, character or persona" in bad.json()["detail"]
+
+
+def test_search_and_bulk_enable_in_a_big_book(api):
+    book = api.post("/api/lorebooks", json={"name": "Big"}).json()
+    for i in range(30):
+        api.post(f"/api/lorebooks/{book['id']}/entries", json={"title": f"Entry {i}", "keys": [f"key{i}", "shared"],
+                                                               "content": "Tobiah" if i % 10 == 0 else "filler"})  # fmt: skip
+    by_key = api.get(f"/api/lorebooks/{book['id']}/entries", params={"q": "key7"}).json()
+    assert [e["title"] for e in by_key] == ["Entry 7"]
+    by_text = api.get(f"/api/lorebooks/{book['id']}/entries", params={"q": "tobiah"}).json()
+    assert sorted(e["title"] for e in by_text) == ["Entry 0", "Entry 10", "Entry 20"]
+    # The page's bulk buttons act on the entries the search shows.
+    r = api.post(f"/lorebooks/{book['id']}/entries/enable", data={"q": "tobiah", "enabled": "false"})
+    assert r.status_code == 200 and "Disabled 3 entries." in r.text
+    entries = api.get(f"/api/lorebooks/{book['id']}/entries").json()
+    assert sum(not e["enabled"] for e in entries) == 3
+    assert api.post(f"/api/lorebooks/{book['id']}/entries/enable", json={"enabled": True}).json() == {"changed": 3}
