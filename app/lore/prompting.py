@@ -3,6 +3,7 @@ scan leaves with the chat (timed effects, macro variables, the last scan for Act
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import threading
 from collections.abc import Callable, Sequence
@@ -41,6 +42,9 @@ POSITION_RANK = {p: i for i, p in enumerate(("before_char", "after_char", "befor
 # (database, book id) -> (version, entries, compiled matchers)
 _cache: dict[tuple[str, int], tuple[int, list[LoreEntry], CompiledBook]] = {}
 _cache_lock = threading.Lock()
+# (database, book id, speaker, persona) -> the same, for books whose keys hold {{char}} / {{user}}
+_named: dict[tuple[str, int, str, str], tuple[int, list[LoreEntry], CompiledBook]] = {}
+MAX_NAMED = 64
 
 
 @dataclass
@@ -59,9 +63,28 @@ def generation_seed(chat_id: int, message_id: int | None, swipe_index: int) -> i
     return int.from_bytes(digest[:8], "big")
 
 
-def _load(session: Session, chat: Chat, character_ids: Sequence[int], persona_id: int | None):
+def with_key_macros(entries: Sequence[LoreEntry], *, char: str, user: str) -> list[LoreEntry]:
+    """Keys written with {{char}} or {{user}} (as character books often are) as they read for this
+    speaker and persona, as SillyTavern matches them."""
+    out = []
+    for entry in entries:
+        if _has_key_macros(entry):
+            entry = dataclasses.replace(
+                entry, keys=tuple(expand_macros(k, char=char, user=user) for k in entry.keys),
+                secondary_keys=tuple(expand_macros(k, char=char, user=user) for k in entry.secondary_keys),
+            )  # fmt: skip
+        out.append(entry)
+    return out
+
+
+def _has_key_macros(entry: LoreEntry) -> bool:
+    return any("{{" in k or "<" in k for k in (*entry.keys, *entry.secondary_keys))
+
+
+def _load(session: Session, chat: Chat, character_ids: Sequence[int], persona_id: int | None, *, char: str, user: str):
     """The chat's books with their entries and compiled matchers. Entries are read and compiled
-    again only when a book's version changed: a big book costs its scan, not its loading."""
+    again only when a book's version changed: a big book costs its scan, not its loading. A book
+    whose keys hold macros is compiled once per speaker and persona name as well."""
     rows = service.books_for_chat(session, chat.id, character_ids, persona_id)
     url = str(session.get_bind().url)
     with _cache_lock:
@@ -75,6 +98,14 @@ def _load(session: Session, chat: Chat, character_ids: Sequence[int], persona_id
             if row.id in fresh:
                 _cache[(url, row.id)] = (row.version, fresh[row.id], compile_book(data, fresh[row.id]))
             _, book_entries, book_compiled = _cache[(url, row.id)]
+            if any(_has_key_macros(e) for e in book_entries):
+                named = _named.get((url, row.id, char, user))
+                if named is None or named[0] != row.version:
+                    resolved = with_key_macros(book_entries, char=char, user=user)
+                    named = _named[(url, row.id, char, user)] = (row.version, resolved, compile_book(data, resolved))
+                    while len(_named) > MAX_NAMED:
+                        _named.pop(next(iter(_named)))
+                _, book_entries, book_compiled = named
             books.append(data)
             entries.extend(book_entries)
             compiled[row.id] = book_compiled
@@ -108,7 +139,7 @@ def lore_for_prompt(
 ) -> LoreOutcome | None:
     """The scan for the next reply, as prompt blocks. None when the chat uses no lorebook.
     `variables` are the chat's macro variables, changed in place by the entries' macros."""
-    books, entries, compiled = _load(session, chat, character_ids, persona_id)
+    books, entries, compiled = _load(session, chat, character_ids, persona_id, char=char, user=user)
     if not books:
         return None
     timed = {int(k): TimedState(**v) for k, v in (chat.lore_timed or {}).items() if isinstance(v, dict)}

@@ -200,3 +200,18 @@ def test_search_and_bulk_enable_in_a_big_book(api):
     entries = api.get(f"/api/lorebooks/{book['id']}/entries").json()
     assert sum(not e["enabled"] for e in entries) == 3
     assert api.post(f"/api/lorebooks/{book['id']}/entries/enable", json={"enabled": True}).json() == {"changed": 3}
+
+
+def test_keys_written_with_char_and_user_match_the_speaker_and_persona(api, models):
+    add_connection(api, models)
+    char = add_character(api, name="Seraphina", first_mes="Welcome, traveller.")
+    # Scan depth 1: only the newest message (names are scanned too, so the greeting would match).
+    book = api.post("/api/lorebooks", json={"name": "Glade", "is_global": True, "scan_depth": 1}).json()
+    api.post(f"/api/lorebooks/{book['id']}/entries", json={"title": "Her", "keys": ["{{char}}"],
+                                                           "content": "She guards the glade."})  # fmt: skip
+    literal = new_chat(api, [char["id"]])
+    read_sse(api.post(f"/api/chats/{literal['id']}/generate", json={"action": "send", "content": "Who is char?"}))
+    assert "She guards the glade." not in "\n".join(m["content"] for m in models.last_request.json["messages"])
+    named = new_chat(api, [char["id"]])
+    read_sse(api.post(f"/api/chats/{named['id']}/generate", json={"action": "send", "content": "Who is Seraphina?"}))
+    assert "She guards the glade." in "\n".join(m["content"] for m in models.last_request.json["messages"])
