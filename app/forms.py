@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from pydantic import ValidationError
 from starlette.datastructures import FormData, UploadFile
 
 from app.errors import UserError
@@ -51,3 +52,10 @@ async def upload(form: FormData, name: str) -> bytes | None:
         data = await value.read()
         return data or None
     return None
+
+
+def invalid(err: ValidationError) -> UserError:
+    """A form's first validation error as one sentence: "Token budget: Input should be ..."."""
+    first = err.errors()[0]
+    field = " ".join(str(p) for p in first["loc"]).replace("_", " ")
+    return UserError(f"{field.capitalize()}: {first['msg'].removeprefix('Value error, ')}")

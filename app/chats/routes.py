@@ -241,8 +241,7 @@ async def save_chat_settings_page(chat_id: int, request: Request, session: Sessi
             lore_token_budget=_or_default(forms.optional_number(form, "lore_token_budget", int), 8192),
         )  # fmt: skip
     except ValidationError as err:
-        first = err.errors()[0]
-        raise UserError(f"{str(first['loc'][0]).replace('_', ' ').capitalize()}: {first['msg']}") from err
+        raise forms.invalid(err) from err
     service.rename_chat(session, chat_id, forms.text(form, "name"))
     if forms.text(form, "lorebooks_shown"):
         from app.lore.service import set_chat_books

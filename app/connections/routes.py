@@ -10,7 +10,6 @@ from app.connections.models import Connection
 from app.connections.presets import PRESETS, PRESETS_BY_ID
 from app.connections.schemas import ConnectionIn
 from app.deps import KeyBoxDep, SessionDep
-from app.errors import UserError
 from app.web import render
 
 router = APIRouter(include_in_schema=False)
@@ -46,9 +45,7 @@ def _form_input(form) -> ConnectionIn:
             embedding_connection_id=forms.optional_number(form, "embedding_connection_id", int),
         )  # fmt: skip
     except ValidationError as err:
-        first = err.errors()[0]
-        field = " ".join(str(p) for p in first["loc"]).replace("_", " ")
-        raise UserError(f"{field.capitalize()}: {first['msg'].removeprefix('Value error, ')}") from err
+        raise forms.invalid(err) from err
 
 
 @router.get("/connections")

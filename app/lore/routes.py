@@ -49,12 +49,6 @@ def _tri(form, name: str) -> bool | None:
     return None if value == "" else value == "true"
 
 
-def _invalid(err: ValidationError) -> UserError:
-    first = err.errors()[0]
-    field = " ".join(str(p) for p in first["loc"]).replace("_", " ")
-    return UserError(f"{field.capitalize()}: {first['msg'].removeprefix('Value error, ')}")
-
-
 def _book_input(form) -> BookIn:
     try:
         return BookIn(
@@ -69,7 +63,7 @@ def _book_input(form) -> BookIn:
             use_group_scoring=forms.checkbox(form, "use_group_scoring"),
         )  # fmt: skip
     except ValidationError as err:
-        raise _invalid(err) from err
+        raise forms.invalid(err) from err
 
 
 def _or(value, default):
@@ -100,7 +94,7 @@ def _entry_input(form) -> EntryIn:
             selective=True,
         )  # fmt: skip
     except ValidationError as err:
-        raise _invalid(err) from err
+        raise forms.invalid(err) from err
 
 
 def _list(request: Request, session, **extra) -> HTMLResponse:

@@ -72,25 +72,12 @@ class EntryIn(BaseModel):
             cleaned.append(key)
         return cleaned
 
-    @field_validator("selective_logic")
+    @field_validator("selective_logic", "position", "role")
     @classmethod
-    def _logic(cls, v: str) -> str:
-        if v not in SELECTIVE_LOGICS:
-            raise ValueError(f"must be one of {', '.join(SELECTIVE_LOGICS)}")
-        return v
-
-    @field_validator("position")
-    @classmethod
-    def _position(cls, v: str) -> str:
-        if v not in POSITIONS:
-            raise ValueError(f"must be one of {', '.join(POSITIONS)}")
-        return v
-
-    @field_validator("role")
-    @classmethod
-    def _role(cls, v: str) -> str:
-        if v not in ROLES:
-            raise ValueError(f"must be one of {', '.join(ROLES)}")
+    def _choice(cls, v: str, info) -> str:
+        allowed = {"selective_logic": SELECTIVE_LOGICS, "position": POSITIONS, "role": ROLES}[info.field_name]
+        if v not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}")
         return v
 
 

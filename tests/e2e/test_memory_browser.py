@@ -9,16 +9,21 @@ from app.memory.recall.jobs import embed_chat
 FACT = "My sister Elowen hid the brass key inside the old clock tower."
 
 
+def _fill_and_embed(live, chat_id: int, messages: int) -> None:
+    """A long chat with the fact at message 20, chunked and embedded as the background job would."""
+    with Session(live.engine) as s:
+        for i in range(1, messages + 1):
+            text = FACT if i == 20 else f"We keep walking along the coast road, day {i}."
+            s.add(new_message(chat_id, "user" if i % 2 == 0 else "assistant", "Rowan" if i % 2 == 0 else "Aria", [text]))
+        s.commit()
+    embed_chat(live.engine, chat_id)
+
+
 def test_memory_viewer_lists_searches_forgets_exports_and_clears(page: Page, live, shot):
     with live.client() as c:
         char = c.post("/api/characters", json={"name": "Aria", "first_mes": "Hello."}).json()
         chat = c.post("/api/chats", json={"character_ids": [char["id"]], "mode": "conversation"}).json()
-    with Session(live.engine) as s:
-        for i in range(1, 121):
-            text = FACT if i == 20 else f"We keep walking along the coast road, day {i}."
-            s.add(new_message(chat["id"], "user" if i % 2 == 0 else "assistant", "Rowan" if i % 2 == 0 else "Aria", [text]))
-        s.commit()
-    embed_chat(live.engine, chat["id"])
+    _fill_and_embed(live, chat["id"], 120)
     page.on("dialog", lambda d: d.accept())
 
     page.goto(f"{live.url}/chats/{chat['id']}")
@@ -54,12 +59,7 @@ def test_switching_the_embedding_model_then_rebuild_shows_progress_and_stops(pag
         char = c.post("/api/characters", json={"name": "Aria", "first_mes": "Hello."}).json()
         chat = c.post("/api/chats", json={"character_ids": [char["id"]], "mode": "conversation",
                                           "connection_id": plain["id"]}).json()  # fmt: skip
-    with Session(live.engine) as s:
-        for i in range(1, 241):
-            text = FACT if i == 20 else f"We keep walking along the coast road, day {i}."
-            s.add(new_message(chat["id"], "user" if i % 2 == 0 else "assistant", "Rowan" if i % 2 == 0 else "Aria", [text]))
-        s.commit()
-    embed_chat(live.engine, chat["id"])
+    _fill_and_embed(live, chat["id"], 240)
     page.on("dialog", lambda d: d.accept())
 
     # Chat Settings → Memory Recall: pick the multilingual built-in model for this chat.
