@@ -68,6 +68,8 @@ def test_switching_the_embedding_model_then_rebuild_shows_progress_and_stops(pag
     expect(page.locator("#builtin-embedding")).to_contain_text("Automatic: all-MiniLM-L6-v2")
     page.select_option("#builtin-embedding", "multilingual-e5-small")
     page.locator("#chat-settings-form button[type=submit]").click()
+    # The saved panel comes back with "Saved." (the select held the new value before the save).
+    expect(page.locator("#chat-settings-form").get_by_text("Saved.")).to_be_visible()
     expect(page.locator("#builtin-embedding")).to_have_value("multilingual-e5-small")
     page.goto(f"{live.url}/chats/{chat['id']}/memories")
     count = int(page.locator("#memory-count").inner_text())
