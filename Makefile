@@ -36,10 +36,12 @@ run: install
 
 test: install-test chromium
 	$(BIN)/ruff check app tests bench
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 
 lint: install-test
 	$(BIN)/ruff check app tests bench
+	$(BIN)/lint-imports
 
 bench: install-test
 	$(BIN)/python bench/prompt_build.py

@@ -4,6 +4,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from app.errors import NotFound, UserError
+from app.web import render
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -19,13 +20,9 @@ def install_error_handlers(app: FastAPI) -> None:
 def _answer(request: Request, status: int, message: str):
     if request.url.path.startswith("/api/") or request.headers.get("HX-Request") != "true":
         if not request.url.path.startswith("/api/") and "text/html" in request.headers.get("accept", ""):
-            from app.web import render
-
             return render(request, "error.html", {"status": status, "message": message}, status_code=status)
         return JSONResponse({"detail": message}, status_code=status)
     # HTMX: show the message in the page's toast area instead of swapping the target.
-    from app.web import render
-
     return render(
         request, "partials/toast.html", {"message": message, "kind": "error"}, status_code=status,
         headers={"HX-Retarget": "#toasts", "HX-Reswap": "beforeend", "HX-Reselect": ".toast"},

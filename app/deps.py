@@ -1,4 +1,4 @@
-"""Request dependencies: the request owns the transaction."""
+"""Request dependencies: the request owns the transaction; the app's services come from app.state."""
 
 from collections.abc import Iterator
 from typing import Annotated
@@ -8,23 +8,29 @@ from sqlmodel import Session
 
 from app.connections.crypto import KeyBox
 from app.db import session_scope
+from app.services import Services
 from app.settings import Settings
 
 
+def get_services(request: Request) -> Services:
+    return request.app.state.services
+
+
 def get_session(request: Request) -> Iterator[Session]:
-    yield from session_scope(request.app.state.engine)
+    yield from session_scope(request.app.state.services.engine)
 
 
 def get_keybox(request: Request) -> KeyBox:
-    return request.app.state.keybox
+    return request.app.state.services.keybox
 
 
 def get_settings(request: Request) -> Settings:
-    return request.app.state.settings
+    return request.app.state.services.settings
 
 
 # scope="function": commit before the response leaves, so a client that reads right after a
 # write always sees it.
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
+ServicesDep = Annotated[Services, Depends(get_services)]
 KeyBoxDep = Annotated[KeyBox, Depends(get_keybox)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]

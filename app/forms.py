@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.datastructures import FormData, UploadFile
 
 from app.errors import UserError
+
+M = TypeVar("M", bound=BaseModel)
 
 
 def text(form: FormData, name: str, default: str = "") -> str:
@@ -59,3 +62,18 @@ def invalid(err: ValidationError) -> UserError:
     first = err.errors()[0]
     field = " ".join(str(p) for p in first["loc"]).replace("_", " ")
     return UserError(f"{field.capitalize()}: {first['msg'].removeprefix('Value error, ')}")
+
+
+def parse(model: type[M], **values: Any) -> M:
+    """`model(**values)`, where a value of None (a field left blank: `optional_number` and friends
+    give None) is left out, so the model's own default fills it and no form repeats it. A
+    validation error becomes one UserError sentence."""
+    try:
+        return model(**{name: value for name, value in values.items() if value is not None})
+    except ValidationError as err:
+        raise invalid(err) from err
+
+
+def default_of(model: type[BaseModel], name: str) -> Any:
+    """The default `model` declares for the field `name`."""
+    return model.model_fields[name].get_default(call_default_factory=True)

@@ -19,7 +19,7 @@ def _safe_next(target: str | None) -> str:
 @router.get("/login")
 def login_page(request: Request, next: str = "/") -> Response:
     """The login form."""
-    if not request.app.state.settings.password:
+    if not request.app.state.services.settings.password:
         return RedirectResponse("/", status_code=303)
     return render(request, "login.html", {"next": _safe_next(next)})
 
@@ -27,14 +27,14 @@ def login_page(request: Request, next: str = "/") -> Response:
 @router.post("/login")
 async def log_in(request: Request) -> Response:
     """Check the password and start a session."""
-    settings = request.app.state.settings
+    settings = request.app.state.services.settings
     form = await request.form()
     target = _safe_next(str(form.get("next") or "/"))
     if not settings.password:
         return RedirectResponse("/", status_code=303)
     if not password_matches(str(form.get("password") or ""), settings.password):
         return render(request, "login.html", {"next": target, "error": "Wrong password."}, status_code=401)
-    token = request.app.state.session_signer.dumps({"auth": True, "csrf": secrets.token_urlsafe(32)})
+    token = request.app.state.services.session_signer.dumps({"auth": True, "csrf": secrets.token_urlsafe(32)})
     response = RedirectResponse(target, status_code=303)
     response.set_cookie(SESSION_COOKIE, token, max_age=SESSION_MAX_AGE_S, httponly=True, samesite="lax",
                         secure=request.url.scheme == "https")  # fmt: skip

@@ -1,5 +1,5 @@
-"""create_app(): routers, static files, protection, and the lifespan that migrates the database
-and starts the scheduler."""
+"""create_app(): the app's services object, routers, static files, protection, and the lifespan
+that starts the scheduler with every prompt source's jobs."""
 
 from __future__ import annotations
 
@@ -12,74 +12,80 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from sqlmodel import Session
 
+from app import pages
 from app.api_common import install_error_handlers
 from app.auth import ProtectionMiddleware, SessionSigner, load_session_secret
-from app.chats.generate import Generations
+from app.characters.api import router as characters_api
+from app.chats.api import router as chats_api
 from app.chats.service import finish_interrupted_replies
-from app.connections.crypto import KeyBox, register_keybox
+from app.connections.api import router as connections_api
+from app.connections.crypto import KeyBox
 from app.connections.providers._http import close_clients
 from app.db import make_engine
-from app.jobs import make_scheduler
-from app.memory.recall import jobs as recall_jobs
+from app.generation.reply import Generations
+from app.images.routes import router as images_routes
+from app.jobs import make_scheduler, register_jobs
+from app.lore.api import chat_router as chat_lore_api
+from app.lore.api import router as lore_api
+from app.lore.prompting import CompiledBooks
+from app.memory.recall.api import router as memory_api
+from app.memory.recall.runtime import RecallRuntime
 from app.migrate import upgrade_database
+from app.personas.api import router as personas_api
+from app.prompt.sources import PromptSources
+from app.services import Services
 from app.settings import Settings, load_settings
+from app.sources import default_sources
 from app.web import STATIC_DIR
 
 log = logging.getLogger(__name__)
 SWAGGER_UI = "swagger-ui-5.35.0"
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    settings = settings or load_settings()
+def build_services(settings: Settings, *, sources: PromptSources | None = None) -> Services:
+    """Everything the app keeps while it runs, for one data folder; the database is migrated first
+    (a request must never meet an old schema)."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     engine = make_engine(settings.database_path)
-    # Migrate before serving anything: a request must never meet an old schema.
     upgrade_database(engine)
     with Session(engine) as session:
         if finished := finish_interrupted_replies(session):
             log.warning("Marked %d reply(s) cut off by the last shutdown as incomplete.", finished)
         session.commit()
+    signer = SessionSigner(load_session_secret(settings.session_key_path)) if settings.password else None
+    return Services(
+        settings=settings, engine=engine, keybox=KeyBox(settings.secret_key_path), lorebooks=CompiledBooks(),
+        recall=RecallRuntime(), sources=sources if sources is not None else default_sources(),
+        generations=Generations(), session_signer=signer,
+    )  # fmt: skip
+
+
+def create_app(settings: Settings | None = None, *, sources: PromptSources | None = None) -> FastAPI:
+    services = build_services(settings or load_settings(), sources=sources)
+    settings = services.settings
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        scheduler = make_scheduler()
         if settings.start_scheduler:
-            scheduler.start()
-            recall_jobs.register(scheduler, engine)
-        app.state.scheduler = scheduler
+            services.scheduler = make_scheduler()
+            services.scheduler.start()
+            register_jobs(services.scheduler, services.sources.jobs(), services)
         try:
             yield
         finally:
-            await app.state.generations.shutdown()
+            await services.generations.shutdown()
             await close_clients()
-            if scheduler.running:
-                scheduler.shutdown(wait=False)
-            engine.dispose()
+            if services.scheduler is not None and services.scheduler.running:
+                services.scheduler.shutdown(wait=False)
+            services.close()
 
     # /docs is served from vendored Swagger UI files: the stock page loads them from a CDN, which
     # people running Sugo offline cannot reach.
     app = FastAPI(title="Sugo", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Self-hosted AI roleplay and chat with memory that works.")  # fmt: skip
-    app.state.settings = settings
-    app.state.engine = engine
-    app.state.keybox = KeyBox(settings.secret_key_path)
-    register_keybox(str(engine.url), app.state.keybox)
-    app.state.generations = Generations()
-
-    signer = SessionSigner(load_session_secret(settings.session_key_path)) if settings.password else None
-    app.state.session_signer = signer
-    app.add_middleware(ProtectionMiddleware, password=settings.password, signer=signer)
+    app.state.services = services
+    app.add_middleware(ProtectionMiddleware, password=settings.password, signer=services.session_signer)
     install_error_handlers(app)
-
-    from app import pages
-    from app.characters.api import router as characters_api
-    from app.chats.api import router as chats_api
-    from app.connections.api import router as connections_api
-    from app.images.routes import router as images_routes
-    from app.lore.api import chat_router as chat_lore_api
-    from app.lore.api import router as lore_api
-    from app.memory.recall.api import router as memory_api
-    from app.personas.api import router as personas_api
 
     for router in (connections_api, characters_api, personas_api, chats_api, memory_api, lore_api, chat_lore_api,
                    images_routes, *pages.routers):  # fmt: skip

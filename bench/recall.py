@@ -34,7 +34,7 @@ from sqlmodel import Session, select  # noqa: E402
 
 from app.chats.models import Chat, Message  # noqa: E402
 from app.chats.service import new_message  # noqa: E402
-from app.db import make_engine  # noqa: E402
+from app.main import build_services  # noqa: E402
 from app.memory.recall.chunking import MessageText, embedding_windows  # noqa: E402
 from app.memory.recall.embedders import MiniLM  # noqa: E402
 from app.memory.recall.jobs import embed_chat  # noqa: E402
@@ -42,8 +42,8 @@ from app.memory.recall.lexical import index_text  # noqa: E402
 from app.memory.recall.models import MemoryChunk  # noqa: E402
 from app.memory.recall.service import WINDOW_WORDS, recall_for_prompt  # noqa: E402
 from app.memory.recall.vectors import sign_code  # noqa: E402
-from app.migrate import upgrade_database  # noqa: E402
 from app.prompt.tokens import count_tokens  # noqa: E402
+from app.settings import Settings  # noqa: E402
 
 COMMON = ("the road river lamp rain shutters map dawn tower key clock gear harbour boat sail wind dune caravan "
           "salt price weather market bread fish kitchen inn room stairs night war eye keeper lighthouse forest "
@@ -83,11 +83,9 @@ class Text:
         ])  # fmt: skip
 
 
-def fresh_engine(folder: Path):
-    folder.mkdir(parents=True, exist_ok=True)
-    engine = make_engine(folder / "sugo.db")
-    upgrade_database(engine)
-    return engine
+def fresh_services(folder: Path):
+    """The app's services over an empty data folder, as Sugo builds them (no scheduler)."""
+    return build_services(Settings(data_dir=folder, start_scheduler=False))
 
 
 def median_ms(values: list[float]) -> float:
@@ -98,7 +96,8 @@ def median_ms(values: list[float]) -> float:
 
 
 def throughput(folder: Path, text: Text, messages: int = 400, rounds: int = 3) -> None:
-    engine = fresh_engine(folder)
+    services = fresh_services(folder)
+    engine = services.engine
     with Session(engine) as s:
         chat = Chat(name="throughput", mode="conversation")
         s.add(chat)
@@ -113,7 +112,7 @@ def throughput(folder: Path, text: Text, messages: int = 400, rounds: int = 3) -
                       .where(Message.chat_id == chat_id).order_by(Message.id)).all()  # fmt: skip
     model = MiniLM._load()
     minilm = MiniLM()
-    embed_chat(engine, chat_id)  # warm-up: first run compiles and allocates
+    embed_chat(services, chat_id)  # warm-up: first run compiles and allocates
     with Session(engine) as s:
         chunks = list(s.exec(select(MemoryChunk).where(MemoryChunk.chat_id == chat_id)))
         by_id = {r[0]: MessageText(*r) for r in rows}
@@ -126,7 +125,7 @@ def throughput(folder: Path, text: Text, messages: int = 400, rounds: int = 3) -
                 s.delete(chunk)
             s.commit()
         t0 = time.perf_counter()
-        added, _, embedded = embed_chat(engine, chat_id)
+        added, _, embedded = embed_chat(services, chat_id)
         job_s.append(time.perf_counter() - t0)
         assert added == embedded == len(chunks)
         t0 = time.perf_counter()
@@ -138,13 +137,17 @@ def throughput(folder: Path, text: Text, messages: int = 400, rounds: int = 3) -
     print(f"embed_job_windows_per_s={len(texts) / job:.1f}")
     print(f"embed_direct_windows_per_s={len(texts) / direct:.1f}")
     print(f"embed_throughput_ratio={direct / job:.3f}")
-    engine.dispose()
+    services.close()
 
 
 # --- recall latency ---------------------------------------------------------------------------
 
 
-def fill_chunks(engine, chat_id: int, count: int, text: Text, windows_per_chunk: int = 5) -> int:
+def fill_chunks(engine, chat_id: int, count: int, text: Text, windows_per_chunk: int = 5,
+                source: str | None = None) -> int:
+    """Raw inserts of `count` chunks with their vectors (random unit vectors) and words; `source`
+    marks them imported from another chat (Memory Recall → Import), which the memory job leaves
+    alone. Returns the number of windows."""
     start = datetime(2025, 1, 1, tzinfo=UTC)
     rng = text.rng
     np_rng = np.random.default_rng(rng.randint(0, 2**31))
@@ -159,10 +162,11 @@ def fill_chunks(engine, chat_id: int, count: int, text: Text, windows_per_chunk:
                 blocks = [f"{rng.choice(text.names)}: {text.sentence(rng.randint(20, 60))}" for _ in range(5)]
                 at = (start + timedelta(minutes=7 * i)).strftime("%Y-%m-%d %H:%M:%S.%f")  # as SQLAlchemy stores it
                 chunk_rows.append((chat_id, "\n\n".join(blocks), "[]", "", 5, at, at, at, "vectorized",
-                                   "builtin:all-MiniLM-L6-v2:384"))  # fmt: skip
+                                   "builtin:all-MiniLM-L6-v2:384", source))  # fmt: skip
             cur.executemany(
                 "INSERT INTO memory_chunk (chat_id, content, message_ids, fingerprint, message_count, first_message_at,"
-                " last_message_at, created_at, status, embedding_space_id) VALUES (?,?,?,?,?,?,?,?,?,?)", chunk_rows)
+                " last_message_at, created_at, status, embedding_space_id, source_chat_id)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?)", chunk_rows)  # fmt: skip
             first_id = cur.execute("SELECT max(id) FROM memory_chunk").fetchone()[0] - n + 1
             cur.executemany("INSERT INTO fts_memory_chunk (rowid, body) VALUES (?, ?)",
                             [(first_id + k, index_text(row[1], chat_id)) for k, row in enumerate(chunk_rows)])  # fmt: skip
@@ -180,7 +184,8 @@ def fill_chunks(engine, chat_id: int, count: int, text: Text, windows_per_chunk:
 
 
 def recall_latency(folder: Path, sizes: list[int], text: Text, runs: int = 30) -> None:
-    engine = fresh_engine(folder)
+    services = fresh_services(folder)
+    engine = services.engine
     embedder = MiniLM()
     embedder.embed_query("warm up")
     for size in sizes:
@@ -199,7 +204,8 @@ def recall_latency(folder: Path, sizes: list[int], text: Text, runs: int = 30) -
             with Session(engine) as s:
                 t = time.perf_counter()
                 result = recall_for_prompt(s, chat_id, query, context_size=16384, window_start_id=None,
-                                           count=count_tokens, embedder=embedder)  # fmt: skip
+                                           count=count_tokens, embedder=embedder, bits=services.recall.index,
+                                           threads=services.recall.queries)  # fmt: skip
                 elapsed = time.perf_counter() - t
             assert result.note.startswith("Memory Recall"), result.note
             return elapsed
@@ -217,7 +223,7 @@ def recall_latency(folder: Path, sizes: list[int], text: Text, runs: int = 30) -
         print(f"recall_query_embed_ms_p50_{label}={median_ms(embed_only):.1f}")
         print(f"recall_ms_p90_{label}={sorted(times)[int(len(times) * 0.9)] * 1000:.1f}")
         print(f"recall_ms_p50_{label}={median_ms(times):.1f}")
-    engine.dispose()
+    services.close()
 
 
 def main() -> None:

@@ -25,14 +25,6 @@
     const focus = e.detail.target.querySelector("[data-autofocus]");
     if (focus) { focus.focus(); focus.setSelectionRange?.(focus.value.length, focus.value.length); }
   });
-  // After a message is deleted, the message now last gets its "new version" arrow and regenerate.
-  document.addEventListener("htmx:afterRequest", (e) => {
-    const path = e.detail.requestConfig?.path || "";
-    if (e.detail.successful && /\/messages\/\d+\/delete$/.test(path) && chatId()) {
-      const last = lastMessageId();
-      if (last) refreshMessage(last);
-    }
-  });
   document.addEventListener("htmx:sendError", () => toast("Sugo's server did not answer. Is it still running?", "error"));
 
   // ---- theme --------------------------------------------------------------------------------
@@ -95,41 +87,19 @@
     return items && items.length ? Number(items[items.length - 1].dataset.id) : 0;
   }
 
-  async function fetchFragment(url) {
-    const r = await fetch(url, { headers: { "HX-Request": "true" } });
-    if (!r.ok) throw new Error("HTTP " + r.status);
-    return r.text();
-  }
-
-  function replaceMessage(id, html) {
-    const old = document.getElementById("msg-" + id);
-    const tpl = document.createElement("template");
-    tpl.innerHTML = html.trim();
-    const fresh = tpl.content.firstElementChild;
-    if (!fresh) return;
-    if (old) old.replaceWith(fresh); else list().appendChild(fresh);
-    htmx.process(fresh);
-  }
-
+  // The server renders messages and htmx swaps them. "settle:0ms" puts the final attributes on at
+  // once, so a class added right after (is-streaming) is not undone by htmx's settling.
   async function appendNewMessages(afterId) {
-    const html = await fetchFragment(`/chats/${chatId()}/messages?after=${afterId}`);
-    const tpl = document.createElement("template");
-    tpl.innerHTML = html;
-    document.getElementById("chat-empty")?.remove();
-    for (const el of Array.from(tpl.content.children)) {
-      const existing = el.id && document.getElementById(el.id);
-      if (existing) existing.replaceWith(el); else list().appendChild(el);
-      htmx.process(el);
-    }
-    // The message that used to be last loses its "generate another version" arrow.
-    list().querySelectorAll("article.msg[data-last]").forEach((el) => {
-      if (Number(el.dataset.id) <= afterId) refreshMessage(el.dataset.id);
-    });
+    // The answer also re-renders, out of band, the message that was last (it loses its "new
+    // version" arrow) and drops the empty-chat note.
+    await htmx.ajax("GET", `/chats/${chatId()}/messages?after=${afterId}`, { target: "#message-list", swap: "beforeend settle:0ms" });
     scrollToEnd(true);
   }
 
-  async function refreshMessage(id) {
-    try { replaceMessage(id, await fetchFragment(`/chats/${chatId()}/messages/${id}`)); } catch (_) { /* gone */ }
+  function refreshMessage(id) {
+    // Without its target htmx.ajax would swap into the page itself: a message gone is left alone.
+    if (!document.getElementById("msg-" + id)) return Promise.resolve();
+    return htmx.ajax("GET", `/chats/${chatId()}/messages/${id}`, { target: "#msg-" + id, swap: "outerHTML settle:0ms" }).catch(() => {});
   }
 
   function setBusy(busy) {
@@ -168,7 +138,9 @@
       if (event === "start") {
         messageId = data.message_id;
         if (streaming) streaming.messageId = messageId;
-        await appendNewMessages(beforeId);
+        // A new reply is new to the page; a regenerated one, or one followed after a reload, is there.
+        if (document.getElementById("msg-" + messageId)) await refreshMessage(messageId);
+        else await appendNewMessages(beforeId);
         const item = document.getElementById("msg-" + messageId);
         item?.classList.add("is-streaming");
         textEl = item?.querySelector(".msg-text");
@@ -239,15 +211,9 @@
     const content = input.value;
     if (content.trim().toLowerCase() === "/refresh") {
       input.value = "";
-      const r = await fetch(`/chats/${chatId()}/refresh`, { method: "POST", headers: { "HX-Request": "true", "X-CSRF-Token": csrf() } });
-      if (r.ok) {
-        const tpl = document.createElement("template");
-        tpl.innerHTML = (await r.text()).trim();
-        const mark = tpl.content.firstElementChild;
-        list().appendChild(mark);
-        htmx.process(mark);
-        scrollToEnd(true);
-      } else toast("The refresh mark could not be added.", "error");
+      // An error answer lands in the toasts (the server retargets it there).
+      await htmx.ajax("POST", `/chats/${chatId()}/refresh`, { target: "#message-list", swap: "beforeend" });
+      scrollToEnd(true);
       return;
     }
     const speaker = document.getElementById("speaker-select")?.value;

@@ -6,6 +6,8 @@ from fastapi.responses import Response
 from app.characters import service
 from app.characters.schemas import CharacterIn, CharacterRead
 from app.deps import SessionDep
+from app.downloads import attachment
+from app.lore import card_books
 
 router = APIRouter(prefix="/api/characters", tags=["characters"])
 
@@ -26,7 +28,7 @@ def create_character(data: CharacterIn, session: SessionDep) -> CharacterRead:
 async def import_character(session: SessionDep, file: UploadFile = File(...)) -> CharacterRead:
     """Import a SillyTavern Character Card V1/V2/V3 (PNG or JSON)."""
     raw = await file.read()
-    return service.to_read(service.import_card(session, raw, file.filename))
+    return service.to_read(card_books.import_card(session, raw, file.filename))
 
 
 @router.get("/{character_id}", response_model=CharacterRead)
@@ -61,9 +63,6 @@ def export_character(
 ) -> Response:
     """Export as a SillyTavern card: PNG (chara + ccv3 chunks) or JSON (V2 or V3)."""
     char = service.get_character(session, character_id)
-    safe = "".join(ch for ch in char.name if ch.isalnum() or ch in " -_").strip() or "character"
-    if format == "png":
-        body, mime, ext = service.export_card_png(session, char), "image/png", "png"
-    else:
-        body, mime, ext = service.export_card_json(session, char, spec=spec), "application/json", "json"
-    return Response(body, media_type=mime, headers={"Content-Disposition": f'attachment; filename="{safe}.{ext}"'})
+    body = card_books.export_card(session, char, fmt=format, spec=spec)
+    mime, ext = ("image/png", "png") if format == "png" else ("application/json", "json")
+    return Response(body, media_type=mime, headers={"Content-Disposition": attachment(char.name, ext, fallback="character")})

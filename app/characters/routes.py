@@ -9,8 +9,9 @@ from app.characters import service
 from app.characters.schemas import CharacterIn
 from app.deps import SessionDep
 from app.errors import UserError
+from app.lore import card_books
 from app.lore.service import books_of_character
-from app.web import render
+from app.web import HxRequest, render, render_blocks
 
 router = APIRouter(include_in_schema=False)
 
@@ -33,9 +34,10 @@ def _form_input(form) -> CharacterIn:
 
 
 @router.get("/characters")
-def list_characters_page(request: Request, session: SessionDep, q: str | None = None) -> HTMLResponse:
-    """All characters, with card import."""
-    return render(request, "characters/list.html", {"characters": service.list_characters(session, query=q), "q": q})
+def list_characters_page(request: Request, session: SessionDep, hx: HxRequest, q: str | None = None) -> HTMLResponse:
+    """All characters, with card import; the search box asks for the list alone."""
+    return render(request, "characters/list.html", {"characters": service.list_characters(session, query=q), "q": q},
+                  block="character_list" if hx else None)  # fmt: skip
 
 
 @router.get("/characters/new")
@@ -60,7 +62,7 @@ async def import_character_page(request: Request, session: SessionDep) -> Respon
     if not raw:
         raise UserError("Choose a card file (PNG or JSON) to import.")
     upload = form.get("file")
-    char = service.import_card(session, raw, getattr(upload, "filename", None))
+    char = card_books.import_card(session, raw, getattr(upload, "filename", None))
     return Response(status_code=204, headers={"HX-Redirect": f"/characters/{char.id}"})
 
 
@@ -73,12 +75,12 @@ def edit_character_page(character_id: int, request: Request, session: SessionDep
 
 
 @router.post("/characters/{character_id}")
-async def update_character_page(character_id: int, request: Request, session: SessionDep) -> HTMLResponse:
-    """Save changes to a character."""
+async def update_character_page(character_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+    """Save changes to a character: for HTMX, the page's content (name, picture and form all may change)."""
     form = await request.form()
     char = service.update_character(session, character_id, _form_input(form), avatar=await forms.upload(form, "avatar"))
-    return render(request, "characters/edit.html", {"char": char, "saved": True, "note_of": service.character_note,
-                                                    "lorebooks": books_of_character(session, character_id)})  # fmt: skip
+    ctx = {"char": char, "saved": True, "note_of": service.character_note, "lorebooks": books_of_character(session, character_id)}
+    return render_blocks(request, "characters/edit.html", ctx, ["content"]) if hx else render(request, "characters/edit.html", ctx)
 
 
 @router.post("/characters/{character_id}/delete")

@@ -107,7 +107,8 @@ def delete_character(session: Session, character_id: int) -> None:
 
 
 def import_card(session: Session, raw: bytes, filename: str | None = None) -> Character:
-    """One transaction: a refused card creates nothing, not even its picture."""
+    """One transaction: a refused card creates nothing, not even its picture. The card's embedded
+    lorebook stays in `character_book`; app/lore/card_books.py makes it a lorebook."""
     try:
         card = cards.read_card(raw, filename)
     except cards.CardError as err:
@@ -136,11 +137,6 @@ def import_card(session: Session, raw: bytes, filename: str | None = None) -> Ch
         char.avatar_id = store_image(session, card.image).id
     session.add(char)
     session.flush()
-    if card.character_book is not None:
-        # The embedded book becomes a lorebook attached to the character, editable like any other.
-        from app.lore.service import import_character_book
-
-        import_character_book(session, card.character_book, character_id=char.id, name=f"{char.name}'s lorebook")
     return char
 
 
@@ -168,22 +164,16 @@ def to_card(char: Character, character_book: dict | None = None) -> cards.CardDa
     )
 
 
-def _book(session: Session, char: Character) -> dict | None:
-    from app.lore.service import character_book_for
-
-    return character_book_for(session, char.id, original=char.character_book)
-
-
-def export_card_json(session: Session, char: Character, *, spec: str | None = None) -> bytes:
+def export_card_json(char: Character, *, spec: str | None = None, character_book: dict | None = None) -> bytes:
     chosen = spec or ("v3" if char.card_spec == "chara_card_v3" else "v2")
     if chosen not in {"v2", "v3"}:
         raise UserError("Export format must be v2 or v3.")
-    return cards.card_to_json_bytes(to_card(char, _book(session, char)), spec=chosen)  # type: ignore[arg-type]
+    return cards.card_to_json_bytes(to_card(char, character_book), spec=chosen)  # type: ignore[arg-type]
 
 
-def export_card_png(session: Session, char: Character) -> bytes:
+def export_card_png(session: Session, char: Character, *, character_book: dict | None = None) -> bytes:
     image = session.get(Image, char.avatar_id) if char.avatar_id else None
-    return cards.write_card_png(to_card(char, _book(session, char)), image.data if image else None)
+    return cards.write_card_png(to_card(char, character_book), image.data if image else None)
 
 
 def greetings(char: Character) -> list[str]:

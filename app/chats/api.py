@@ -1,9 +1,9 @@
 from typing import Literal
 
-from fastapi import APIRouter, File, Form, Request, UploadFile
+from fastapi import APIRouter, File, Form, UploadFile
 from fastapi.responses import Response, StreamingResponse
 
-from app.chats import generate, service, st_io, views
+from app.chats import service, st_io, views
 from app.chats.schemas import (
     ChatCreate,
     ChatOptionsIn,
@@ -13,12 +13,13 @@ from app.chats.schemas import (
     MessageIn,
     MessagePatch,
     MessageRead,
-    PromptRead,
     SwipeIn,
 )  # fmt: skip
-from app.deps import KeyBoxDep, SessionDep
-from app.memory.recall.jobs import schedule_embed_chat
+from app.deps import ServicesDep, SessionDep
+from app.downloads import attachment, content_disposition
+from app.generation import reply
 from app.prompt.report import context_report, snapshot
+from app.prompt.schemas import PromptRead, prompt_read
 from app.prompt.service import build_chat_prompt
 
 router = APIRouter(prefix="/api/chats", tags=["chats"])
@@ -121,49 +122,43 @@ def branch_chat(chat_id: int, message_id: int, session: SessionDep) -> ChatRead:
 
 
 @router.post("/{chat_id}/generate")
-async def generate_reply(chat_id: int, data: GenerateIn, request: Request) -> StreamingResponse:
+async def generate_reply(chat_id: int, data: GenerateIn, services: ServicesDep) -> StreamingResponse:
     """Store the user's message (if any) and stream the reply as server-sent events:
     `start`, `token` {text}..., then `done`, `stopped` or `error` {kind, message}."""
-    state = request.app.state
-    gen = generate.start(
-        state.generations, engine=state.engine, keybox=state.keybox,
-        flush_interval_s=state.settings.stream_flush_interval_s, chat_id=chat_id, action=data.action,
-        content=data.content, speaker_id=data.speaker_id, message_id=data.message_id,
-        # Memory work after every reply; the reply never waits for it.
-        after_reply=lambda chat: schedule_embed_chat(getattr(state, "scheduler", None), state.engine, chat),
-    )  # fmt: skip
+    gen = reply.start(services, chat_id=chat_id, action=data.action, content=data.content,
+                      speaker_id=data.speaker_id, message_id=data.message_id)  # fmt: skip
     return StreamingResponse(
-        generate.subscribe(gen), media_type="text/event-stream",
+        reply.subscribe(gen), media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "X-Message-Id": str(gen.message_id)},
     )  # fmt: skip
 
 
 @router.get("/{chat_id}/generate")
-async def follow_generation(chat_id: int, request: Request) -> Response:
+async def follow_generation(chat_id: int, services: ServicesDep) -> Response:
     """Follow the reply being written now (204 when none is)."""
-    gen = request.app.state.generations.get(chat_id)
+    gen = services.generations.get(chat_id)
     if gen is None:
         return Response(status_code=204)
-    return StreamingResponse(generate.subscribe(gen), media_type="text/event-stream")
+    return StreamingResponse(reply.subscribe(gen), media_type="text/event-stream")
 
 
 @router.post("/{chat_id}/stop")
-async def stop_generation(chat_id: int, request: Request) -> dict:
+async def stop_generation(chat_id: int, services: ServicesDep) -> dict:
     """Stop the reply being written; what arrived so far is kept."""
-    return {"stopped": request.app.state.generations.stop(chat_id)}
+    return {"stopped": services.generations.stop(chat_id)}
 
 
 @router.get("/{chat_id}/prompt", response_model=PromptRead)
-def peek_prompt(chat_id: int, session: SessionDep) -> PromptRead:
+def peek_prompt(chat_id: int, session: SessionDep, services: ServicesDep) -> PromptRead:
     """Peek Prompt: the exact messages the next reply would be asked with, block by block."""
-    prompt, _ = build_chat_prompt(session, service.get_chat(session, chat_id))
-    return views.prompt_read(prompt)
+    prompt, _ = build_chat_prompt(session, service.get_chat(session, chat_id), services=services)
+    return prompt_read(prompt)
 
 
 @router.get("/{chat_id}/context")
-def show_context(chat_id: int, session: SessionDep) -> dict:
+def show_context(chat_id: int, session: SessionDep, services: ServicesDep) -> dict:
     """The context grid as data: tokens per group, free space, cost estimate, cache hit rate."""
-    report = context_report(session, service.get_chat(session, chat_id))
+    report = context_report(session, service.get_chat(session, chat_id), services=services)
     return {
         "context_size": report.prompt.context_size, "reply_reserve": report.prompt.reply_reserve,
         "used_tokens": report.grid.used_tokens, "free_tokens": report.grid.free_tokens, "over_by": report.grid.over_by,
@@ -177,18 +172,17 @@ def show_context(chat_id: int, session: SessionDep) -> dict:
 
 
 @router.get("/{chat_id}/prompt/snapshot")
-def download_prompt_snapshot(chat_id: int, session: SessionDep, keybox: KeyBoxDep,
+def download_prompt_snapshot(chat_id: int, session: SessionDep, services: ServicesDep,
                              format: Literal["text", "json"] = "text") -> Response:  # fmt: skip
     """The exact package for the next reply: annotated text, or the provider's JSON body."""
-    name, content = snapshot(session, service.get_chat(session, chat_id), keybox, fmt=format)
+    name, content = snapshot(session, service.get_chat(session, chat_id), services=services, fmt=format)
     media = "application/json" if format == "json" else "text/plain; charset=utf-8"
-    return Response(content, media_type=media, headers={"Content-Disposition": f'attachment; filename="{name}"'})
+    return Response(content, media_type=media, headers={"Content-Disposition": content_disposition(name, fallback="prompt")})
 
 
 @router.get("/{chat_id}/export")
 def export_chat(chat_id: int, session: SessionDep) -> Response:
     """Export as a SillyTavern .jsonl chat."""
     chat = service.get_chat(session, chat_id)
-    safe = "".join(ch for ch in chat.name if ch.isalnum() or ch in " -_").strip() or "chat"
     return Response(st_io.export_chat(session, chat), media_type="application/jsonl",
-                    headers={"Content-Disposition": f'attachment; filename="{safe}.jsonl"'})  # fmt: skip
+                    headers={"Content-Disposition": attachment(chat.name, "jsonl", fallback="chat")})  # fmt: skip

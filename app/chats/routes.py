@@ -6,7 +6,6 @@ import json
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
-from pydantic import ValidationError
 from sqlmodel import Session, col, select
 
 from app import forms
@@ -17,15 +16,13 @@ from app.chats.settings import ChatSettings
 from app.connections.discovery import find_local_servers
 from app.connections.presets import LOCAL_PRESET_BY_PORT, PRESETS
 from app.connections.service import default_connection, list_connections
-from app.deps import SessionDep, SettingsDep
+from app.deps import ServicesDep, SessionDep, SettingsDep
 from app.errors import UserError
-from app.memory.recall.embedding import embedding_choice
-from app.memory.recall.sources import BUILTIN_MODELS
 from app.personas.service import default_persona, list_personas
 from app.prompt.blocks import GROUP_LABELS
 from app.prompt.report import context_report
 from app.prompt.service import build_chat_prompt
-from app.web import render
+from app.web import HxRequest, render
 
 router = APIRouter(include_in_schema=False)
 PAGE_SIZE = 60
@@ -43,7 +40,7 @@ def _message_ctx(session: Session, request: Request, chat: Chat) -> dict:
         "user_name": persona.name if persona else service.FALLBACK_USER_NAME,
         "chat_char_name": characters[0].name if characters else "",
         "last_id": last.id if last else None,
-        "generating": request.app.state.generations.get(chat.id) is not None,
+        "generating": request.app.state.services.generations.get(chat.id) is not None,
     }
 
 
@@ -52,8 +49,13 @@ def _render_message(request: Request, session: Session, chat: Chat, msg: Message
 
 
 @router.get("/")
-async def home_page(request: Request, session: SessionDep, settings: SettingsDep, q: str | None = None) -> HTMLResponse:
-    """Chats, most recent first; on first run, the way to a first connection."""
+async def home_page(request: Request, session: SessionDep, settings: SettingsDep, hx: HxRequest,
+                    q: str | None = None) -> HTMLResponse:  # fmt: skip
+    """Chats, most recent first; on first run, the way to a first connection. The search box asks
+    for the chat list alone."""
+    if hx:
+        return render(request, "home.html", {"chats": service.list_chats(session, query=q), "q": q,
+                                             "characters_exist": bool(list_characters(session))}, block="chat_list")  # fmt: skip
     connections = list_connections(session)
     found = []
     if not connections:
@@ -124,16 +126,23 @@ def show_chat_page(chat_id: int, request: Request, session: SessionDep) -> HTMLR
 def list_messages_fragment(
     chat_id: int, request: Request, session: SessionDep, before: int | None = None, after: int | None = None
 ) -> HTMLResponse:
-    """Earlier messages (`before`) or messages newer than `after`, as fragments."""
+    """Earlier messages (`before`) or messages newer than `after`, as fragments; with `after`, the
+    message that was last comes along out of band (it is no longer last)."""
     chat = service.get_chat(session, chat_id)
+    previous = None
     if after is not None:
         messages = list(session.exec(select(Message).where(Message.chat_id == chat_id, col(Message.id) > after)
                                      .order_by(Message.id)))  # fmt: skip
         earlier = None
+        if messages:
+            previous = session.exec(select(Message).where(Message.chat_id == chat_id, col(Message.id) <= after)
+                                    .order_by(col(Message.id).desc())).first()  # fmt: skip
     else:
         messages, earlier = _page_of_messages(session, chat_id, before=before)
-    return render(request, "chats/_messages.html",
-                  {**_message_ctx(session, request, chat), "messages": messages, "earlier_before": earlier})  # fmt: skip
+    return render(request, "chats/_messages.html", {
+        **_message_ctx(session, request, chat), "messages": messages, "earlier_before": earlier, "previous": previous,
+        "drop_empty": bool(messages) and after is not None and previous is None,
+    })  # fmt: skip
 
 
 @router.get("/chats/{chat_id}/messages/{message_id}")
@@ -174,93 +183,77 @@ def message_action_page(chat_id: int, message_id: int, action: str, request: Req
         msg = service.set_hidden(session, chat_id, message_id, action == "hide")
         return _render_message(request, session, chat, msg)
     if action == "delete":
+        was_last = service.last_message(session, chat_id)
         service.delete_message(session, chat_id, message_id)
-        return HTMLResponse("")
+        last = service.last_message(session, chat_id)
+        if last is None or was_last is None or was_last.id != message_id:
+            return HTMLResponse("")
+        # The message now last gets its "new version" arrow and Regenerate: sent out of band, while
+        # the deleted one's place gets the empty rest of the answer.
+        return render(request, "chats/_message.html", {**_message_ctx(session, request, chat), "m": last, "oob": True})
     if action == "branch":
         branch = service.branch_chat(session, chat_id, message_id)
         return Response(status_code=204, headers={"HX-Redirect": f"/chats/{branch.id}"})
     raise UserError(f"Unknown message action “{action}”.")
 
 
-def _lore_ctx(session: Session, chat: Chat) -> dict:
-    from app.lore import service as lore
-    from app.lore.report import limit_notice, skipped_notice
-
-    snap = chat.lore_last_scan or {}
-    active_by_book: dict[str, list] = {}
-    for item in snap.get("active", []):
-        active_by_book.setdefault(item["book"], []).append(item)
-    return {"lorebooks": lore.list_books(session), "chat_lorebooks": set(lore.chat_book_ids(session, chat.id)),
-            "lore_scan": snap, "lore_active": active_by_book,
-            "lore_notice": skipped_notice(snap) if snap else None, "lore_limit_notice": limit_notice(snap) if snap else None}  # fmt: skip
-
-
-def _settings_ctx(session: Session, chat: Chat, **extra) -> dict:
+def _settings_ctx(session: Session, chat: Chat, services, **extra) -> dict:
     connections = list_connections(session)
     chosen = service.chat_connection(session, chat)
     return {
         "chat": chat, "s": service.chat_settings(chat), "connections": connections, "conn": chosen,
         "default_connection": default_connection(session), "personas": list_personas(session),
         "default_persona": default_persona(session), "characters": service.chat_characters(session, chat.id),
-        "embedding": embedding_choice(session, chat, automatic=True), "builtin_models": BUILTIN_MODELS,
-        **_lore_ctx(session, chat),
+        # Each prompt source's part of the form (Memory Recall, Lorebooks, context note, time).
+        "sections": services.sources.settings_sections(session, chat, services),
         **extra,
     }  # fmt: skip
 
 
 @router.get("/chats/{chat_id}/settings")
-def chat_settings_page(chat_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+def chat_settings_page(chat_id: int, request: Request, session: SessionDep, services: ServicesDep,
+                       hx: HxRequest) -> HTMLResponse:  # fmt: skip
     """Chat Settings (a side panel in the chat; a page on its own)."""
     chat = service.get_chat(session, chat_id)
-    block = "settings_panel" if request.headers.get("HX-Request") == "true" else None
-    return render(request, "chats/settings.html", _settings_ctx(session, chat), block=block)
+    block = "settings_panel" if hx else None
+    return render(request, "chats/settings.html", _settings_ctx(session, chat, services), block=block)
 
 
-def _or_default(value, default):
-    return default if value is None else value
+def _chat_settings_form(form, session: Session, chat: Chat, services) -> ChatSettings:
+    """ChatSettings from the submitted form: the chat's own fields here, each prompt source's from
+    its section. A blank field is left out, so the model's default applies."""
+    values = {
+        "temperature": forms.optional_number(form, "temperature"), "top_p": forms.optional_number(form, "top_p"),
+        "max_tokens": forms.optional_number(form, "max_tokens", int),
+        "context_size": forms.optional_number(form, "context_size", int), "stop": forms.lines(form, "stop") or None,
+        "recent_message_limit": forms.optional_number(form, "recent_message_limit", int),
+        "reply_order": forms.text(form, "reply_order") or None,
+        **services.sources.read_settings_form(session, chat, form),
+    }  # fmt: skip
+    return forms.parse(ChatSettings, **values)
 
 
 @router.post("/chats/{chat_id}/settings")
-async def save_chat_settings_page(chat_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+async def save_chat_settings_page(chat_id: int, request: Request, session: SessionDep, services: ServicesDep) -> HTMLResponse:
     """Save Chat Settings and show the panel again."""
     form = await request.form()
-    try:
-        settings = ChatSettings(
-            temperature=forms.optional_number(form, "temperature"), top_p=forms.optional_number(form, "top_p"),
-            max_tokens=forms.optional_number(form, "max_tokens", int),
-            context_size=forms.optional_number(form, "context_size", int),
-            stop=forms.lines(form, "stop") or None,
-            recent_message_limit=forms.optional_number(form, "recent_message_limit", int) or 80,
-            reply_order=forms.text(form, "reply_order") or "turns",
-            context_note=forms.text(form, "context_note").strip(),
-            context_note_depth=_or_default(forms.optional_number(form, "context_note_depth", int), 4),
-            context_note_role=forms.text(form, "context_note_role") or "system",
-            time_awareness=forms.checkbox(form, "time_awareness"),
-            memory_recall=forms.checkbox(form, "memory_recall") if forms.text(form, "memory_recall_shown") else None,
-            builtin_embedding=forms.text(form, "builtin_embedding") or None,
-            lore_token_budget=_or_default(forms.optional_number(form, "lore_token_budget", int), 8192),
-        )  # fmt: skip
-    except ValidationError as err:
-        raise forms.invalid(err) from err
+    settings = _chat_settings_form(form, session, service.get_chat(session, chat_id), services)
     service.rename_chat(session, chat_id, forms.text(form, "name"))
-    if forms.text(form, "lorebooks_shown"):
-        from app.lore.service import set_chat_books
-
-        set_chat_books(session, chat_id, [int(v) for v in form.getlist("lorebook_ids") if isinstance(v, str) and v.isdigit()])
     chat = service.update_chat_options(
         session, chat_id, settings=settings, connection_id=forms.optional_number(form, "connection_id", int),
         persona_id=forms.optional_number(form, "persona_id", int), mode=forms.text(form, "mode") or None,
     )  # fmt: skip
-    return render(request, "chats/settings.html", _settings_ctx(session, chat, saved=True), block="settings_panel",
-                  headers={"HX-Trigger": "sugo:settings-saved"})  # fmt: skip
+    return render(request, "chats/settings.html", _settings_ctx(session, chat, services, saved=True),
+                  block="settings_panel", headers={"HX-Trigger": "sugo:settings-saved"})  # fmt: skip
 
 
 @router.get("/chats/{chat_id}/prompt")
-def peek_prompt_page(chat_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+def peek_prompt_page(chat_id: int, request: Request, session: SessionDep, services: ServicesDep,
+                     hx: HxRequest) -> HTMLResponse:  # fmt: skip
     """Peek Prompt: the blocks of the next prompt with token counts, and the messages as sent."""
     chat = service.get_chat(session, chat_id)
-    prompt, _ = build_chat_prompt(session, chat)
-    block = "prompt_body" if request.headers.get("HX-Request") == "true" else None
+    prompt, _ = build_chat_prompt(session, chat, services=services)
+    block = "prompt_body" if hx else None
     return render(request, "chats/prompt.html", {
         "chat": chat, "prompt": prompt, "group_labels": GROUP_LABELS,
         "messages_json": json.dumps(list(prompt.messages), indent=2, ensure_ascii=False),
@@ -276,11 +269,13 @@ def add_refresh_mark_page(chat_id: int, request: Request, session: SessionDep) -
 
 
 @router.get("/chats/{chat_id}/context")
-def context_grid_page(chat_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+def context_grid_page(chat_id: int, request: Request, session: SessionDep, services: ServicesDep,
+                      hx: HxRequest) -> HTMLResponse:  # fmt: skip
     """The context grid: what fills the model's context, the size table, the cost of a reply."""
     chat = service.get_chat(session, chat_id)
-    block = "context_body" if request.headers.get("HX-Request") == "true" else None
-    return render(request, "chats/context.html", {"chat": chat, "report": context_report(session, chat)}, block=block)
+    block = "context_body" if hx else None
+    report = context_report(session, chat, services=services)
+    return render(request, "chats/context.html", {"chat": chat, "report": report}, block=block)
 
 
 @router.get("/help/forgetting")

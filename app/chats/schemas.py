@@ -80,25 +80,3 @@ class GenerateIn(BaseModel):
     content: str | None = None
     speaker_id: int | None = None
     message_id: int | None = None
-
-
-class PromptBlockRead(BaseModel):
-    name: str
-    label: str
-    group: str
-    role: str
-    tokens: int
-    text: str
-    message_id: int | None
-
-
-class PromptRead(BaseModel):
-    blocks: list[PromptBlockRead]
-    messages: list[dict]
-    total_tokens: int
-    context_size: int
-    reply_reserve: int
-    history_available: int
-    history_included: int
-    hidden_skipped: int
-    notes: list[str]

@@ -1,11 +1,10 @@
-"""Shaping chats, messages and prompts for JSON answers."""
+"""Shaping chats and messages for JSON answers."""
 
 from sqlmodel import Session
 
 from app.chats import service
 from app.chats.models import Chat, Message
-from app.chats.schemas import ChatRead, MessageRead, PromptBlockRead, PromptRead, SwipeRead
-from app.prompt.blocks import Prompt
+from app.chats.schemas import ChatRead, MessageRead, SwipeRead
 
 
 def chat_read(session: Session, chat: Chat) -> ChatRead:
@@ -24,15 +23,4 @@ def message_read(msg: Message) -> MessageRead:
         swipes=[SwipeRead(content=s.get("content", ""), status=s.get("status", "ok"), error=s.get("error"),
                           model=s.get("model")) for s in msg.swipes],
         hidden=msg.hidden, status=msg.status, error=msg.error, created_at=msg.created_at,
-    )  # fmt: skip
-
-
-def prompt_read(prompt: Prompt) -> PromptRead:
-    return PromptRead(
-        blocks=[PromptBlockRead(name=b.name, label=b.label, group=b.group, role=b.role, tokens=b.tokens,
-                                text=b.text, message_id=b.message_id) for b in prompt.blocks],
-        messages=[{k: v for k, v in m.items()} for m in prompt.messages],
-        total_tokens=prompt.total_tokens, context_size=prompt.context_size, reply_reserve=prompt.reply_reserve,
-        history_available=prompt.history_available, history_included=prompt.history_included,
-        hidden_skipped=prompt.hidden_skipped, notes=list(prompt.notes),
     )  # fmt: skip

@@ -1,11 +1,13 @@
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from pydantic import BaseModel, Field
+from sqlmodel import Session
 
 from app.connections import service
 from app.connections.discovery import find_local_servers
 from app.connections.presets import PRESETS
 from app.connections.schemas import ConnectionIn, ConnectionRead, ProbeOut
-from app.deps import KeyBoxDep, SessionDep, SettingsDep
+from app.deps import KeyBoxDep, ServicesDep, SessionDep, SettingsDep
+from app.memory.recall.embedding import default_embedding_setting, set_default_embedding
 
 router = APIRouter(prefix="/api/connections", tags=["connections"])
 
@@ -41,16 +43,12 @@ class DefaultsIn(BaseModel):
 @router.get("/defaults")
 def show_defaults(session: SessionDep) -> dict:
     """Connections → Defaults: the embedding source used where nothing more specific is set."""
-    from app.memory.recall.embedding import default_embedding_setting
-
     return {"embeddings": default_embedding_setting(session) or "builtin:all-MiniLM-L6-v2"}
 
 
 @router.put("/defaults")
 def save_defaults(data: DefaultsIn, session: SessionDep) -> dict:
     """Set the default embedding source: a built-in model, or a connection with an embedding model."""
-    from app.memory.recall.embedding import set_default_embedding
-
     set_default_embedding(session, data.embeddings)
     return {"embeddings": data.embeddings}
 
@@ -80,11 +78,10 @@ def set_default_connection(connection_id: int, session: SessionDep) -> Connectio
 
 
 @router.post("/{connection_id}/test", response_model=ProbeOut)
-async def test_connection(connection_id: int, request: Request, keybox: KeyBoxDep) -> ProbeOut:
+async def test_connection(connection_id: int, services: ServicesDep) -> ProbeOut:
     """Send a tiny request and report the model name or the exact error."""
-    from sqlmodel import Session
-
-    with Session(request.app.state.engine) as session:
+    # Its own short session: the probe waits on the network, and must not hold a transaction open.
+    with Session(services.engine) as session:
         conn = service.get_connection(session, connection_id)
-    result = await service.probe_connection(conn, keybox)
+    result = await service.probe_connection(conn, services.keybox)
     return ProbeOut(ok=result.ok, model=result.model, message=result.message)

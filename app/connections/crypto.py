@@ -38,16 +38,3 @@ def _load_or_create_key(path: Path) -> bytes:
     with os.fdopen(fd, "wb") as fh:
         fh.write(key)
     return key
-
-
-# Background jobs and the prompt builder reach the database through its engine alone; the app
-# registers its KeyBox per database so they can decrypt a connection's key.
-_by_database: dict[str, KeyBox] = {}
-
-
-def register_keybox(database_url: str, keybox: KeyBox) -> None:
-    _by_database[database_url] = keybox
-
-
-def keybox_for(database_url: str) -> KeyBox | None:
-    return _by_database.get(database_url)

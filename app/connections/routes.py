@@ -10,19 +10,23 @@ from app.connections.models import Connection
 from app.connections.presets import PRESETS, PRESETS_BY_ID
 from app.connections.schemas import ConnectionIn
 from app.deps import KeyBoxDep, SessionDep
-from app.web import render
+from app.memory.recall.embedding import default_embedding_setting, set_default_embedding
+from app.memory.recall.sources import BUILTIN_MODELS
+from app.web import HxRequest, render, render_blocks
 
 router = APIRouter(include_in_schema=False)
 
 
-def _list(request: Request, session, **extra) -> HTMLResponse:
-    from app.memory.recall.embedding import default_embedding_setting
-    from app.memory.recall.sources import BUILTIN_MODELS
-
-    return render(request, "connections/list.html", {
-        "connections": service.list_connections(session), "builtin_models": BUILTIN_MODELS,
-        "default_embedding": default_embedding_setting(session), **extra,
-    }, headers=extra.pop("headers", None))  # fmt: skip
+def _list(request: Request, session, *, hx: bool = False, blocks: tuple[str, ...] = ("content",),
+          oob: tuple[str, ...] = (), **extra) -> HTMLResponse:  # fmt: skip
+    """The list page; for HTMX, `blocks` of it and `oob` (the whole content when a form elsewhere
+    led here, with the URL pushed)."""
+    ctx = {"connections": service.list_connections(session), "builtin_models": BUILTIN_MODELS,
+           "default_embedding": default_embedding_setting(session), **extra}  # fmt: skip
+    if not hx:
+        return render(request, "connections/list.html", ctx)
+    headers = {"HX-Push-Url": "/connections"} if "content" in blocks else None
+    return render_blocks(request, "connections/list.html", ctx, blocks, oob=oob, headers=headers)
 
 
 def _form_input(form) -> ConnectionIn:
@@ -35,8 +39,8 @@ def _form_input(form) -> ConnectionIn:
             extra_headers=forms.json_object(form, "extra_headers", "Extra headers"),
             extra_body=forms.json_object(form, "extra_body", "Extra body"),
             temperature=forms.optional_number(form, "temperature"), top_p=forms.optional_number(form, "top_p"),
-            max_tokens=forms.optional_number(form, "max_tokens", int) or 512,
-            context_size=forms.optional_number(form, "context_size", int) or 8192,
+            max_tokens=forms.optional_number(form, "max_tokens", int) or forms.default_of(ConnectionIn, "max_tokens"),
+            context_size=forms.optional_number(form, "context_size", int) or forms.default_of(ConnectionIn, "context_size"),
             stop=forms.lines(form, "stop"), is_default=forms.checkbox(form, "is_default"),
             price_input_per_m=forms.optional_number(form, "price_input_per_m"),
             price_output_per_m=forms.optional_number(form, "price_output_per_m"),
@@ -55,12 +59,11 @@ def list_connections_page(request: Request, session: SessionDep) -> HTMLResponse
 
 
 @router.post("/connections/defaults")
-async def save_defaults_page(request: Request, session: SessionDep) -> HTMLResponse:
+async def save_defaults_page(request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """Connections → Defaults: the embedding source used where nothing more specific is set."""
-    from app.memory.recall.embedding import set_default_embedding
     value = forms.text(await request.form(), "embeddings")
     set_default_embedding(session, value)
-    return _list(request, session, defaults_saved=True)
+    return _list(request, session, hx=hx, blocks=("defaults",), defaults_saved=True)
 
 
 @router.get("/connections/new")
@@ -79,11 +82,11 @@ def new_connection_page(
 
 
 @router.post("/connections")
-async def create_connection_page(request: Request, session: SessionDep, keybox: KeyBoxDep) -> HTMLResponse:
+async def create_connection_page(request: Request, session: SessionDep, keybox: KeyBoxDep, hx: HxRequest) -> HTMLResponse:
     """Save a new connection, then show the list."""
     service.create_connection(session, keybox, _form_input(await request.form()))
     session.flush()
-    return _list(request, session, headers={"HX-Push-Url": "/connections"})
+    return _list(request, session, hx=hx)
 
 
 @router.get("/connections/{connection_id}")
@@ -111,10 +114,11 @@ async def test_connection_form(request: Request, session: SessionDep, keybox: Ke
 
 
 @router.post("/connections/{connection_id}")
-async def update_connection_page(connection_id: int, request: Request, session: SessionDep, keybox: KeyBoxDep) -> HTMLResponse:
+async def update_connection_page(connection_id: int, request: Request, session: SessionDep, keybox: KeyBoxDep,
+                                 hx: HxRequest) -> HTMLResponse:  # fmt: skip
     """Save changes, then show the list."""
     service.update_connection(session, keybox, connection_id, _form_input(await request.form()))
-    return _list(request, session, headers={"HX-Push-Url": "/connections"})
+    return _list(request, session, hx=hx)
 
 
 @router.post("/connections/{connection_id}/test")
@@ -126,15 +130,15 @@ async def test_saved_connection(connection_id: int, request: Request, session: S
 
 
 @router.post("/connections/{connection_id}/default")
-def set_default_connection_page(connection_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+def set_default_connection_page(connection_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """Make a connection the default."""
     service.set_default(session, connection_id)
-    return _list(request, session)
+    return _list(request, session, hx=hx, blocks=("connection_list",))
 
 
 @router.post("/connections/{connection_id}/delete")
-def delete_connection_page(connection_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+def delete_connection_page(connection_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """Delete a connection."""
     service.delete_connection(session, connection_id)
-    return _list(request, session)
+    return _list(request, session, hx=hx, blocks=("connection_list",), oob=("defaults",))
 

@@ -4,6 +4,7 @@ from pydantic import BaseModel
 
 from app.chats import service as chats
 from app.deps import SessionDep
+from app.downloads import content_disposition
 from app.lore import prompting, service
 from app.lore.models import Lorebook, LorebookEntry
 from app.lore.report import limit_notice, skipped_notice
@@ -91,7 +92,7 @@ def export_lorebook(book_id: int, session: SessionDep,
                     format: str = Query(default="world_info", pattern="^(world_info|marinara|character_book)$")) -> Response:  # noqa: A002  # fmt: skip
     """Download as SillyTavern World Info, Marinara `.marinara.json`, or a card's `character_book`."""
     name, body = service.export_file(session, book_id, format)
-    return Response(body, media_type="application/json", headers={"Content-Disposition": f'attachment; filename="{name}"'})
+    return Response(body, media_type="application/json", headers={"Content-Disposition": content_disposition(name, fallback="lorebook")})
 
 
 @router.get("/{book_id}/entries")

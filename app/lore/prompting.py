@@ -1,10 +1,10 @@
 """Lorebooks in the prompt: which books a chat uses, their scan for the next reply, and what the
-scan leaves with the chat (timed effects, macro variables, the last scan for Active Context)."""
+scan leaves with the chat (timed effects, the last scan for Active Context). The entries' macros
+write the chat's variables, which the prompt service keeps after a real reply."""
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +24,7 @@ from app.lore.activation import (
     scan,
     scan_text,
 )
+from app.lore.models import Lorebook
 from app.lore.report import inspector_note, snapshot
 from app.prompt.builder import DepthNote, DynamicBlock
 from app.prompt.macros import MacroContext, expand_macros
@@ -39,12 +40,54 @@ CONSTANT_KINDS = {
 }
 POSITION_RANK = {p: i for i, p in enumerate(("before_char", "after_char", "before_examples", "after_examples"))}
 
-# (database, book id) -> (version, entries, compiled matchers)
-_cache: dict[tuple[str, int], tuple[int, list[LoreEntry], CompiledBook]] = {}
-_cache_lock = threading.Lock()
-# (database, book id, speaker, persona) -> the same, for books whose keys hold {{char}} / {{user}}
-_named: dict[tuple[str, int, str, str], tuple[int, list[LoreEntry], CompiledBook]] = {}
-MAX_NAMED = 64
+MAX_NAMED = 64  # books with {{char}} / {{user}} keys, compiled per speaker and persona, kept
+
+
+class CompiledBooks:
+    """The lorebooks' entries and compiled matchers, read and compiled again only when a book's
+    version changed: a big book costs its scan, not its loading. One per app (its database)."""
+
+    def __init__(self) -> None:
+        # book id -> (version, entries, compiled matchers)
+        self._books: dict[int, tuple[int, list[LoreEntry], CompiledBook]] = {}
+        # (book id, speaker, persona) -> the same, for books whose keys hold {{char}} / {{user}}
+        self._named: dict[tuple[int, str, str], tuple[int, list[LoreEntry], CompiledBook]] = {}
+        self._lock = threading.Lock()
+
+    def load(self, session: Session, rows: Sequence[Lorebook], *, char: str, user: str):
+        """(books, entries, compiled matchers by book id) for these lorebook rows; a book whose
+        keys hold macros is compiled once per speaker and persona name as well."""
+        with self._lock:
+            stale = [row.id for row in rows if self._books.get(row.id, (None,))[0] != row.version]
+            fresh: dict[int, list[LoreEntry]] = {row_id: [] for row_id in stale}
+            for entry in service.entries_of(session, stale):
+                fresh[entry.lorebook_id].append(service.entry_data(entry))
+            books, entries, compiled = [], [], {}
+            for row in rows:
+                data = service.book_data(row)
+                if row.id in fresh:
+                    self._books[row.id] = (row.version, fresh[row.id], compile_book(data, fresh[row.id]))
+                _, book_entries, book_compiled = self._books[row.id]
+                if any(_has_key_macros(e) for e in book_entries):
+                    book_entries, book_compiled = self._named_for(row, data, book_entries, char=char, user=user)
+                books.append(data)
+                entries.extend(book_entries)
+                compiled[row.id] = book_compiled
+            return books, entries, compiled
+
+    def _named_for(self, row: Lorebook, data, entries: list[LoreEntry], *, char: str, user: str):
+        named = self._named.get((row.id, char, user))
+        if named is None or named[0] != row.version:
+            resolved = with_key_macros(entries, char=char, user=user)
+            named = self._named[(row.id, char, user)] = (row.version, resolved, compile_book(data, resolved))
+            while len(self._named) > MAX_NAMED:
+                self._named.pop(next(iter(self._named)))
+        return named[1], named[2]
+
+    def held_books(self) -> list[int]:
+        """Ids of the books held compiled now."""
+        with self._lock:
+            return sorted(self._books)
 
 
 @dataclass
@@ -55,12 +98,6 @@ class LoreOutcome:
     note: str = ""
     snapshot: dict = field(default_factory=dict)
     timed: dict = field(default_factory=dict)
-
-
-def generation_seed(chat_id: int, message_id: int | None, swipe_index: int) -> int:
-    """One seed per reply version: the same swipe rolls the same, another swipe rolls anew."""
-    digest = hashlib.sha256(f"{chat_id}:{message_id}:{swipe_index}".encode()).digest()
-    return int.from_bytes(digest[:8], "big")
 
 
 def with_key_macros(entries: Sequence[LoreEntry], *, char: str, user: str) -> list[LoreEntry]:
@@ -81,46 +118,6 @@ def _has_key_macros(entry: LoreEntry) -> bool:
     return any("{{" in k or "<" in k for k in (*entry.keys, *entry.secondary_keys))
 
 
-def _load(session: Session, chat: Chat, character_ids: Sequence[int], persona_id: int | None, *, char: str, user: str):
-    """The chat's books with their entries and compiled matchers. Entries are read and compiled
-    again only when a book's version changed: a big book costs its scan, not its loading. A book
-    whose keys hold macros is compiled once per speaker and persona name as well."""
-    rows = service.books_for_chat(session, chat.id, character_ids, persona_id)
-    url = str(session.get_bind().url)
-    with _cache_lock:
-        stale = [row.id for row in rows if _cache.get((url, row.id), (None,))[0] != row.version]
-        fresh: dict[int, list[LoreEntry]] = {row_id: [] for row_id in stale}
-        for entry in service.entries_of(session, stale):
-            fresh[entry.lorebook_id].append(service.entry_data(entry))
-        books, entries, compiled = [], [], {}
-        for row in rows:
-            data = service.book_data(row)
-            if row.id in fresh:
-                _cache[(url, row.id)] = (row.version, fresh[row.id], compile_book(data, fresh[row.id]))
-            _, book_entries, book_compiled = _cache[(url, row.id)]
-            if any(_has_key_macros(e) for e in book_entries):
-                named = _named.get((url, row.id, char, user))
-                if named is None or named[0] != row.version:
-                    resolved = with_key_macros(book_entries, char=char, user=user)
-                    named = _named[(url, row.id, char, user)] = (row.version, resolved, compile_book(data, resolved))
-                    while len(_named) > MAX_NAMED:
-                        _named.pop(next(iter(_named)))
-                _, book_entries, book_compiled = named
-            books.append(data)
-            entries.extend(book_entries)
-            compiled[row.id] = book_compiled
-    return books, entries, compiled
-
-
-def message_count(session: Session, chat_id: int, before_id: int | None) -> int:
-    """Messages of the chat before the reply: the clock of sticky, cooldown and delay."""
-    sql = "SELECT count(*) FROM message WHERE chat_id = ? AND kind = 'message'"
-    params: tuple = (chat_id,)
-    if before_id is not None:
-        sql, params = sql + " AND id < ?", (chat_id, before_id)
-    return int(session.connection().exec_driver_sql(sql, params).scalar_one())
-
-
 def _renderer(pick_prefix: str, *, char: str, user: str, seed: int, variables: dict) -> Callable[[LoreEntry], str]:
     """Entry text through the macros: {{pick}} stays put per chat and entry, {{random}} and dice
     follow the reply's seed, {{setvar}} writes into `variables`."""
@@ -133,13 +130,14 @@ def _renderer(pick_prefix: str, *, char: str, user: str, seed: int, variables: d
 
 
 def lore_for_prompt(
-    session: Session, chat: Chat, *, messages: Sequence[str], message_count: int, character_ids: Sequence[int],
-    persona_id: int | None, char: str, user: str, seed: int, chat_budget: int, count: Callable[[str], int],
-    variables: dict,
+    session: Session, chat: Chat, *, compiled_books: CompiledBooks, messages: Sequence[str], message_count: int,
+    character_ids: Sequence[int], persona_id: int | None, char: str, user: str, seed: int, chat_budget: int,
+    count: Callable[[str], int], variables: dict,
 ) -> LoreOutcome | None:
     """The scan for the next reply, as prompt blocks. None when the chat uses no lorebook.
     `variables` are the chat's macro variables, changed in place by the entries' macros."""
-    books, entries, compiled = _load(session, chat, character_ids, persona_id, char=char, user=user)
+    rows = service.books_for_chat(session, chat.id, character_ids, persona_id)
+    books, entries, compiled = compiled_books.load(session, rows, char=char, user=user)
     if not books:
         return None
     timed = {int(k): TimedState(**v) for k, v in (chat.lore_timed or {}).items() if isinstance(v, dict)}
@@ -184,11 +182,9 @@ def _blocks(result: ScanResult) -> LoreOutcome:
     return outcome
 
 
-def record_scan(session: Session, chat: Chat, outcome: LoreOutcome | None, variables: dict) -> None:
-    """Keep what building the prompt for a reply leaves: macro variables, timed effects, and the
-    scan itself for Active Context."""
-    if variables != (chat.variables or {}):
-        chat.variables = variables
+def record_scan(session: Session, chat: Chat, outcome: LoreOutcome | None) -> None:
+    """Keep what the scan for a real reply leaves: timed effects, and the scan itself for Active
+    Context."""
     if outcome is None:
         if chat.lore_last_scan:
             chat.lore_last_scan = {}

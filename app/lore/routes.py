@@ -1,5 +1,5 @@
 """Lorebook pages: the list, a book (overview, attachments, entries, keyword test) and the entry
-editor."""
+editor. A page for a plain request; for HTMX, the blocks of the page that changed."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import re
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
-from pydantic import ValidationError
 
 from app import forms
 from app.characters.service import list_characters
 from app.chats import service as chats
+from app.chats.settings import ChatSettings
 from app.deps import SessionDep
 from app.errors import UserError
 from app.lore import prompting, service
@@ -20,7 +20,7 @@ from app.lore.report import limit_notice, position_label, skipped_notice
 from app.lore.schemas import BookIn, EntryIn
 from app.personas.service import list_personas
 from app.prompt.tokens import count_tokens
-from app.web import render
+from app.web import HxRequest, render, render_blocks
 
 router = APIRouter(include_in_schema=False)
 
@@ -29,6 +29,7 @@ POSITION_CHOICES = {"before_char": "Before the character", "after_char": "After 
                     "before_examples": "Before the example dialogue", "after_examples": "After the example dialogue",
                     "at_depth": "At a depth in the chat"}  # fmt: skip
 _REGEX_LINE = re.compile(r"^/.+/[gimsuyd]*$")
+BOOK = "lore/book.html"
 
 
 def parse_keys(raw: str) -> list[str]:
@@ -49,58 +50,47 @@ def _tri(form, name: str) -> bool | None:
     return None if value == "" else value == "true"
 
 
+def _int(form, name: str) -> int | None:
+    return forms.optional_number(form, name, int)
+
+
 def _book_input(form) -> BookIn:
-    try:
-        return BookIn(
-            name=forms.text(form, "name"), description=forms.text(form, "description"),
-            enabled=forms.checkbox(form, "enabled"), is_global=forms.checkbox(form, "is_global"),
-            token_budget=forms.optional_number(form, "token_budget", int) or 0,
-            entry_limit=forms.optional_number(form, "entry_limit", int) or 100,
-            recursive=forms.checkbox(form, "recursive"), max_depth=forms.optional_number(form, "max_depth", int) or 3,
-            scan_depth=_or(forms.optional_number(form, "scan_depth", int), 2),
-            case_sensitive=forms.checkbox(form, "case_sensitive"),
-            match_whole_words=forms.checkbox(form, "match_whole_words"),
-            use_group_scoring=forms.checkbox(form, "use_group_scoring"),
-        )  # fmt: skip
-    except ValidationError as err:
-        raise forms.invalid(err) from err
-
-
-def _or(value, default):
-    return default if value is None else value
+    # A number left blank takes BookIn's default (forms.parse leaves None out).
+    return forms.parse(
+        BookIn, name=forms.text(form, "name"), description=forms.text(form, "description"),
+        enabled=forms.checkbox(form, "enabled"), is_global=forms.checkbox(form, "is_global"),
+        token_budget=_int(form, "token_budget"), entry_limit=_int(form, "entry_limit"),
+        recursive=forms.checkbox(form, "recursive"), max_depth=_int(form, "max_depth"),
+        scan_depth=_int(form, "scan_depth"), case_sensitive=forms.checkbox(form, "case_sensitive"),
+        match_whole_words=forms.checkbox(form, "match_whole_words"),
+        use_group_scoring=forms.checkbox(form, "use_group_scoring"),
+    )  # fmt: skip
 
 
 def _entry_input(form) -> EntryIn:
-    try:
-        return EntryIn(
-            title=forms.text(form, "title").strip(), content=forms.text(form, "content"),
-            keys=parse_keys(forms.text(form, "keys")), secondary_keys=parse_keys(forms.text(form, "secondary_keys")),
-            selective_logic=forms.text(form, "selective_logic") or "and_any",
-            case_sensitive=_tri(form, "case_sensitive"), match_whole_words=_tri(form, "match_whole_words"),
-            constant=forms.checkbox(form, "constant"), enabled=forms.checkbox(form, "enabled"),
-            order=_or(forms.optional_number(form, "order", int), 100),
-            position=forms.text(form, "position") or "before_char",
-            depth=_or(forms.optional_number(form, "depth", int), 4), role=forms.text(form, "role") or "system",
-            probability=_or(forms.optional_number(form, "probability", int), 100),
-            use_probability=forms.checkbox(form, "use_probability"),
-            scan_depth=forms.optional_number(form, "scan_depth", int),
-            sticky=_or(forms.optional_number(form, "sticky", int), 0),
-            cooldown=_or(forms.optional_number(form, "cooldown", int), 0),
-            delay=_or(forms.optional_number(form, "delay", int), 0),
-            group=forms.text(form, "group").strip(), group_weight=_or(forms.optional_number(form, "group_weight", int), 100),
-            group_override=forms.checkbox(form, "group_override"), use_group_scoring=_tri(form, "use_group_scoring"),
-            recursion=forms.checkbox(form, "recursion"), exclude_recursion=forms.checkbox(form, "exclude_recursion"),
-            delay_until_recursion=_or(forms.optional_number(form, "delay_until_recursion", int), 0),
-            selective=True,
-        )  # fmt: skip
-    except ValidationError as err:
-        raise forms.invalid(err) from err
+    # Blank fields and unpicked choices take EntryIn's defaults (forms.parse leaves None out).
+    return forms.parse(
+        EntryIn, title=forms.text(form, "title").strip(), content=forms.text(form, "content"),
+        keys=parse_keys(forms.text(form, "keys")), secondary_keys=parse_keys(forms.text(form, "secondary_keys")),
+        selective_logic=forms.text(form, "selective_logic") or None,
+        case_sensitive=_tri(form, "case_sensitive"), match_whole_words=_tri(form, "match_whole_words"),
+        constant=forms.checkbox(form, "constant"), enabled=forms.checkbox(form, "enabled"),
+        order=_int(form, "order"), position=forms.text(form, "position") or None,
+        depth=_int(form, "depth"), role=forms.text(form, "role") or None,
+        probability=_int(form, "probability"), use_probability=forms.checkbox(form, "use_probability"),
+        scan_depth=_int(form, "scan_depth"), sticky=_int(form, "sticky"), cooldown=_int(form, "cooldown"),
+        delay=_int(form, "delay"), group=forms.text(form, "group").strip(), group_weight=_int(form, "group_weight"),
+        group_override=forms.checkbox(form, "group_override"), use_group_scoring=_tri(form, "use_group_scoring"),
+        recursion=forms.checkbox(form, "recursion"), exclude_recursion=forms.checkbox(form, "exclude_recursion"),
+        delay_until_recursion=_int(form, "delay_until_recursion"), selective=True,
+    )  # fmt: skip
 
 
-def _list(request: Request, session, **extra) -> HTMLResponse:
-    counts = service.entry_counts(session)
-    books = service.list_books(session)
-    return render(request, "lore/list.html", {"books": books, "counts": counts, **extra})
+def _list(request: Request, session, *, hx: bool = False, **extra) -> HTMLResponse:
+    ctx = {"books": service.list_books(session), "counts": service.entry_counts(session), **extra}
+    if hx:  # another page's action landing here: the page's content, pushed as /lorebooks
+        return render_blocks(request, "lore/list.html", ctx, ["content"], headers={"HX-Push-Url": "/lorebooks"})
+    return render(request, "lore/list.html", ctx)
 
 
 @router.get("/lorebooks")
@@ -110,14 +100,14 @@ def list_lorebooks_page(request: Request, session: SessionDep) -> HTMLResponse:
 
 
 @router.post("/lorebooks")
-async def create_lorebook_page(request: Request, session: SessionDep) -> HTMLResponse:
+async def create_lorebook_page(request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """A new lorebook, then its page."""
     book = service.create_book(session, forms.text(await request.form(), "name"))
-    return _book_page(request, session, book.id, headers={"HX-Push-Url": f"/lorebooks/{book.id}"})
+    return _book_page(request, session, book.id, hx=hx)
 
 
 @router.post("/lorebooks/import")
-async def import_lorebook_page(request: Request, session: SessionDep) -> HTMLResponse:
+async def import_lorebook_page(request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """Import a World Info / character_book / Marinara file, then show it."""
     form = await request.form()
     upload = form.get("file")
@@ -125,61 +115,84 @@ async def import_lorebook_page(request: Request, session: SessionDep) -> HTMLRes
     if not raw:
         raise UserError("Choose a lorebook file to import.")
     book = service.import_file(session, raw, filename=getattr(upload, "filename", "") or "")
-    return _book_page(request, session, book.id, message=f"Imported {len(service.list_entries(session, book.id))} entries.",
-                      headers={"HX-Push-Url": f"/lorebooks/{book.id}"})  # fmt: skip
+    return _book_page(request, session, book.id, hx=hx,
+                      message=f"Imported {len(service.list_entries(session, book.id))} entries.")  # fmt: skip
 
 
-def _book_page(request: Request, session, book_id: int, *, message: str | None = None, test: dict | None = None,
-               q: str = "", headers: dict | None = None) -> HTMLResponse:  # fmt: skip
-    book = service.get_book(session, book_id)
-    return render(request, "lore/book.html", {
-        "book": book, "entries": service.list_entries(session, book_id, query=q), "q": q, "message": message,
-        "characters": list_characters(session), "personas": list_personas(session),
-        "chats": chats.list_chats(session), "count_tokens": count_tokens,
-        "linked": service.link_targets(session, book_id),
-        "position_label": position_label, "test": test,
-    }, headers=headers)  # fmt: skip
+def _book_ctx(session, book_id: int, *, q: str = "", full: bool = True, **extra) -> dict:
+    """What the book page's blocks read. `full=False` leaves out the attachment choices (every chat,
+    character and persona), which only the whole page and the Attached to block show."""
+    entries = service.list_entries(session, book_id, query=q)
+    ctx = {
+        "book": service.get_book(session, book_id), "entries": entries, "q": q,
+        "total": len(service.list_entries(session, book_id)) if q.strip() else len(entries),
+        "count_tokens": count_tokens, "position_label": position_label, **extra,
+    }  # fmt: skip
+    if full:
+        ctx |= {"characters": list_characters(session), "personas": list_personas(session),
+                "chats": chats.list_chats(session), "linked": service.link_targets(session, book_id)}  # fmt: skip
+    return ctx
+
+
+def _book_page(request: Request, session, book_id: int, *, hx: bool = False, **extra) -> HTMLResponse:
+    """The whole book page; for HTMX, its content (an action elsewhere led here), pushed as its URL."""
+    ctx = _book_ctx(session, book_id, **extra)
+    if hx:
+        return render_blocks(request, BOOK, ctx, ["content"], headers={"HX-Push-Url": f"/lorebooks/{book_id}"})
+    return render(request, BOOK, ctx)
+
+
+def _book_blocks(request: Request, session, book_id: int, hx: bool, blocks: list[str], oob: list[str],
+                 **extra) -> HTMLResponse:  # fmt: skip
+    """For HTMX, `blocks` of the book page and `oob` for what else changed; else the whole page."""
+    if not hx:
+        return render(request, BOOK, _book_ctx(session, book_id, **extra))
+    full = "attachments" in blocks or "content" in blocks
+    return render_blocks(request, BOOK, _book_ctx(session, book_id, full=full, **extra), blocks, oob=oob)
 
 
 @router.get("/lorebooks/{book_id}")
-def show_lorebook_page(book_id: int, request: Request, session: SessionDep, q: str = "") -> HTMLResponse:
-    """A lorebook: overview, attachments, entries with search, the keyword test panel."""
-    return _book_page(request, session, book_id, q=q)
+def show_lorebook_page(book_id: int, request: Request, session: SessionDep, hx: HxRequest, q: str = "") -> HTMLResponse:
+    """A lorebook: overview, attachments, entries with search, the keyword test panel. The search
+    box asks for the entry list only (with the count and the Enable/Disable labels)."""
+    return _book_blocks(request, session, book_id, hx, ["entry_list"], ["entry_count", "bulk_enable"], q=q)
 
 
 @router.post("/lorebooks/{book_id}")
-async def update_lorebook_page(book_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+async def update_lorebook_page(book_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """Save the Overview."""
     service.update_book(session, book_id, **_book_input(await request.form()).model_dump())
-    return _book_page(request, session, book_id, message="Saved.")
+    return _book_blocks(request, session, book_id, hx, ["overview"], ["book_title", "book_message"],
+                        message="Saved.", overview_open=True)  # fmt: skip
 
 
 @router.post("/lorebooks/{book_id}/delete")
-def delete_lorebook_page(book_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+def delete_lorebook_page(book_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """Delete a lorebook, then show the list."""
     service.delete_book(session, book_id)
-    return _list(request, session, message="Lorebook deleted.")
+    return _list(request, session, hx=hx, message="Lorebook deleted.")
 
 
 @router.post("/lorebooks/{book_id}/links")
-async def save_links_page(book_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+async def save_links_page(book_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """Attach the book to exactly the checked chats, characters and personas."""
     form = await request.form()
     pairs = (v.split(":", 1) for v in form.getlist("link") if isinstance(v, str) and ":" in v)
     service.set_links(session, book_id, {(kind, int(i)) for kind, i in pairs if i.isdigit()})
-    return _book_page(request, session, book_id, message="Attachments saved.")
+    return _book_blocks(request, session, book_id, hx, ["attachments"], ["book_message"],
+                        message="Attachments saved.", attachments_open=True)  # fmt: skip
 
 
 @router.post("/lorebooks/{book_id}/entries/enable")
-async def bulk_enable_page(book_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+async def bulk_enable_page(book_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """Turn every entry (or those matching the search) on or off."""
     form = await request.form()
     q = forms.text(form, "q")
     enabled = forms.text(form, "enabled") == "true"
     ids = [e.id for e in service.list_entries(session, book_id, query=q)] if q.strip() else None
     changed = service.set_entries_enabled(session, book_id, ids, enabled)
-    return _book_page(request, session, book_id, q=q,
-                      message=f"{'Enabled' if enabled else 'Disabled'} {changed} entr{'y' if changed == 1 else 'ies'}.")  # fmt: skip
+    return _book_blocks(request, session, book_id, hx, ["entry_list"], ["entry_count", "book_message"], q=q,
+                        message=f"{'Enabled' if enabled else 'Disabled'} {changed} entr{'y' if changed == 1 else 'ies'}.")  # fmt: skip
 
 
 @router.post("/lorebooks/{book_id}/test")
@@ -190,9 +203,9 @@ async def test_keywords_page(book_id: int, request: Request, session: SessionDep
     if not text.strip():
         raise UserError("Paste some text to test the keywords against.")
     snap = prompting.keyword_test(session, None, [book_id], text, char="{{char}}", user="{{user}}",
-                                   chat_budget=8192, count=count_tokens)  # fmt: skip
+                                   chat_budget=forms.default_of(ChatSettings, "lore_token_budget"), count=count_tokens)  # fmt: skip
     result = {**snap, "notice": skipped_notice(snap), "limit_notice": limit_notice(snap), "text": text}
-    return render(request, "lore/_test_result.html", {"test": result})
+    return render(request, BOOK, {"test": result}, block="keyword_test_result")
 
 
 def _entry_page(request: Request, session, book_id: int, entry, **extra) -> HTMLResponse:
@@ -209,10 +222,10 @@ def new_entry_page(book_id: int, request: Request, session: SessionDep) -> HTMLR
 
 
 @router.post("/lorebooks/{book_id}/entries")
-async def create_entry_page(book_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+async def create_entry_page(book_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """Save a new entry, then show the book."""
     service.save_entry(session, book_id, _entry_input(await request.form()).model_dump())
-    return _book_page(request, session, book_id, message="Entry added.", headers={"HX-Push-Url": f"/lorebooks/{book_id}"})
+    return _book_page(request, session, book_id, hx=hx, message="Entry added.")
 
 
 @router.get("/lorebooks/{book_id}/entries/{entry_id}")
@@ -222,23 +235,27 @@ def edit_entry_page(book_id: int, entry_id: int, request: Request, session: Sess
 
 
 @router.post("/lorebooks/{book_id}/entries/{entry_id}")
-async def update_entry_page(book_id: int, entry_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+async def update_entry_page(book_id: int, entry_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """Save an entry, then show the book."""
     service.save_entry(session, book_id, _entry_input(await request.form()).model_dump(), entry_id)
-    return _book_page(request, session, book_id, message="Entry saved.", headers={"HX-Push-Url": f"/lorebooks/{book_id}"})
+    return _book_page(request, session, book_id, hx=hx, message="Entry saved.")
 
 
 @router.post("/lorebooks/{book_id}/entries/{entry_id}/toggle")
-def toggle_entry_page(book_id: int, entry_id: int, request: Request, session: SessionDep) -> HTMLResponse:
-    """Turn one entry on or off."""
+async def toggle_entry_page(book_id: int, entry_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+    """Turn one entry on or off: its row, and the count of entries that are off."""
     entry = service.get_entry(session, book_id, entry_id)
     service.set_entries_enabled(session, book_id, [entry_id], not entry.enabled)
-    return _book_page(request, session, book_id)
+    q = forms.text(await request.form(), "q")
+    return _book_blocks(request, session, book_id, hx, ["entry"], ["entry_count", "book_message"], q=q, e=entry)
 
 
 @router.post("/lorebooks/{book_id}/entries/{entry_id}/delete")
-def delete_entry_page(book_id: int, entry_id: int, request: Request, session: SessionDep) -> HTMLResponse:
-    """Delete an entry."""
+async def delete_entry_page(book_id: int, entry_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+    """Delete an entry: its row goes, the count and the message change (the emptied list says so)."""
     service.delete_entry(session, book_id, entry_id)
-    return _book_page(request, session, book_id, message="Entry deleted.")
-
+    q = forms.text(await request.form(), "q")
+    if hx and not service.list_entries(session, book_id, query=q):
+        return render_blocks(request, BOOK, _book_ctx(session, book_id, q=q, full=False, message="Entry deleted."),
+                             ["entry_list"], oob=["entry_count", "book_message"], headers={"HX-Retarget": "#entry-list"})  # fmt: skip
+    return _book_blocks(request, session, book_id, hx, [], ["entry_count", "book_message"], q=q, message="Entry deleted.")

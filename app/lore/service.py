@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from sqlalchemy import String, cast
 from sqlmodel import Session, col, or_, select
 
+from app.downloads import safe_stem
 from app.errors import NotFound, UserError
 from app.lore.activation import LoreBook, LoreEntry
 from app.lore.models import Lorebook, LorebookEntry, LorebookLink
@@ -290,7 +291,7 @@ def export_file(session: Session, book_id: int, fmt: str) -> tuple[str, bytes]:
     data = book_data(book)
     entries = [_file_entry(e) for e in session.exec(select(LorebookEntry).where(LorebookEntry.lorebook_id == book_id)
                                                       .order_by(LorebookEntry.id))]  # fmt: skip
-    safe = "".join(ch for ch in book.name if ch.isalnum() or ch in " -_").strip() or "lorebook"
+    safe = safe_stem(book.name, "lorebook")
     if fmt == "world_info":
         return f"{safe}.json", encode_file(export_world_info(data, entries))
     if fmt == "character_book":

@@ -9,13 +9,17 @@ from app.deps import SessionDep
 from app.errors import UserError
 from app.personas import service
 from app.personas.schemas import PersonaIn
-from app.web import render
+from app.web import HxRequest, render, render_blocks
 
 router = APIRouter(include_in_schema=False)
 
 
-def _page(request: Request, session) -> HTMLResponse:
-    return render(request, "personas/list.html", {"personas": service.list_personas(session)})
+def _page(request: Request, session, *, hx: bool = False, oob: tuple[str, ...] = ()) -> HTMLResponse:
+    """The page; for HTMX, the persona list (a default badge may move to another card) and `oob`."""
+    ctx = {"personas": service.list_personas(session)}
+    if hx:
+        return render_blocks(request, "personas/list.html", ctx, ["persona_list"], oob=oob)
+    return render(request, "personas/list.html", ctx)
 
 
 def _form_input(form) -> PersonaIn:
@@ -33,23 +37,23 @@ def list_personas_page(request: Request, session: SessionDep) -> HTMLResponse:
 
 
 @router.post("/personas")
-async def create_persona_page(request: Request, session: SessionDep) -> HTMLResponse:
+async def create_persona_page(request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """Add a persona."""
     form = await request.form()
     service.create_persona(session, _form_input(form), avatar=await forms.upload(form, "avatar"))
-    return _page(request, session)
+    return _page(request, session, hx=hx, oob=("new_persona_form",))  # an empty form for the next one
 
 
 @router.post("/personas/{persona_id}")
-async def update_persona_page(persona_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+async def update_persona_page(persona_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """Save a persona."""
     form = await request.form()
     service.update_persona(session, persona_id, _form_input(form), avatar=await forms.upload(form, "avatar"))
-    return _page(request, session)
+    return _page(request, session, hx=hx)
 
 
 @router.post("/personas/{persona_id}/delete")
-def delete_persona_page(persona_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+def delete_persona_page(persona_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """Delete a persona."""
     service.delete_persona(session, persona_id)
-    return _page(request, session)
+    return _page(request, session, hx=hx)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from app.chats.window import HistoryMessage, WindowPlan, batch_size, fit_window, plan_window
 from app.prompt.blocks import Prompt, PromptBlock
 from app.prompt.layout import GROUP_OF, ORDER_OF, depth_index, dynamic_insert_index
 from app.prompt.macros import MacroContext, expand_macros
 from app.prompt.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
-from app.prompt.window import WindowPlan, batch_size, fit_window, plan_window
 
 # SillyTavern's default main prompt for roleplay; a card's system_prompt replaces it ({{original}}
 # inside the card's prompt puts this back in).
@@ -36,15 +36,6 @@ class CardSnapshot:
     mes_example: str = ""
     system_prompt: str = ""
     post_history_instructions: str = ""
-
-
-@dataclass(frozen=True)
-class HistoryMessage:
-    id: int
-    role: str  # "user" | "assistant" | "system"
-    name: str
-    content: str
-    hidden: bool = False
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal, localcontext
 
+
+def generation_seed(chat_id: int, message_id: int | None, swipe_index: int) -> int:
+    """One seed per reply version, for dice, {{random}} and lorebook probability: the same swipe
+    rolls the same, another swipe rolls anew."""
+    digest = hashlib.sha256(f"{chat_id}:{message_id}:{swipe_index}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
 _MACRO = re.compile(r"\{\{\s*(char|user)\s*\}\}|<(BOT|CHAR|USER)>", re.IGNORECASE)
 
 # Cards and lorebooks are other people's uploads, so expansion must stay cheap on hostile text.

@@ -13,10 +13,12 @@ from app.connections.crypto import KeyBox
 from app.connections.models import Connection
 from app.connections.providers import get_provider
 from app.connections.service import provider_config
+from app.downloads import safe_stem
 from app.prompt.blocks import Prompt
 from app.prompt.grid import CostEstimate, Grid, Prices, cache_hit_rate, context_grid, estimate_cost
 from app.prompt.inspect import SizeRow, group_totals, size_breakdown, snapshot_text, stable_prefix_tokens
 from app.prompt.service import Effective, build_chat_prompt
+from app.services import Services
 from app.timeutil import utcnow
 
 # How many recent replies the cache hit rate looks at.
@@ -50,8 +52,8 @@ def _usages(session: Session, chat_id: int) -> list[dict]:
     return usages  # newest first
 
 
-def context_report(session: Session, chat: Chat) -> ContextReport:
-    prompt, effective = build_chat_prompt(session, chat)
+def context_report(session: Session, chat: Chat, *, services: Services) -> ContextReport:
+    prompt, effective = build_chat_prompt(session, chat, services=services)
     conn = effective.connection
     prices = Prices(conn.price_input_per_m, conn.price_output_per_m, conn.price_cached_input_per_m) if conn else Prices()
     prefix = stable_prefix_tokens(prompt)
@@ -73,14 +75,14 @@ def context_report(session: Session, chat: Chat) -> ContextReport:
     )
 
 
-def snapshot(session: Session, chat: Chat, keybox: KeyBox, *, fmt: str) -> tuple[str, str]:
+def snapshot(session: Session, chat: Chat, *, services: Services, fmt: str) -> tuple[str, str]:
     """(filename, content) of the exact package for the next reply: annotated text, or the JSON
     body the provider would receive (without any key)."""
-    prompt, effective = build_chat_prompt(session, chat)
-    safe = "".join(ch for ch in chat.name if ch.isalnum() or ch in " -_").strip() or "chat"
+    prompt, effective = build_chat_prompt(session, chat, services=services)
+    safe = safe_stem(chat.name, "chat")
     stamp = utcnow().strftime("%Y%m%d-%H%M%S")
     if fmt == "json":
-        return f"{safe} prompt {stamp}.json", json.dumps(_provider_request(prompt, effective, keybox), indent=2,
+        return f"{safe} prompt {stamp}.json", json.dumps(_provider_request(prompt, effective, services.keybox), indent=2,
                                                           ensure_ascii=False)  # fmt: skip
     conn = effective.connection
     header = [

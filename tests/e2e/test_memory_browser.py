@@ -1,5 +1,7 @@
 """The memory viewer in a real browser, desktop and phone."""
 
+import re
+
 from playwright.sync_api import Page, expect
 from sqlmodel import Session
 
@@ -16,7 +18,7 @@ def _fill_and_embed(live, chat_id: int, messages: int) -> None:
             text = FACT if i == 20 else f"We keep walking along the coast road, day {i}."
             s.add(new_message(chat_id, "user" if i % 2 == 0 else "assistant", "Rowan" if i % 2 == 0 else "Aria", [text]))
         s.commit()
-    embed_chat(live.engine, chat_id)
+    embed_chat(live.services, chat_id)
 
 
 def test_memory_viewer_lists_searches_forgets_exports_and_clears(page: Page, live, shot):
@@ -39,6 +41,7 @@ def test_memory_viewer_lists_searches_forgets_exports_and_clears(page: Page, liv
 
     page.locator(".memory-card").first.get_by_role("button", name="Forget memory").click()
     expect(page.locator(".memory-card")).to_have_count(count - 1)
+    expect(page.locator("#memory-count")).to_have_text(str(count - 1))  # the status block, out of band
     with page.expect_download() as download:
         page.get_by_role("link", name="Export").click()
     assert download.value.suggested_filename.endswith(".marinara.json")
@@ -81,16 +84,35 @@ def test_switching_the_embedding_model_then_rebuild_shows_progress_and_stops(pag
     # Back to Automatic, on a connection with a (slow) embedding model: Rebuild, watch, Stop.
     with live.client() as c:
         c.put(f"/api/chats/{chat['id']}/options", json={"connection_id": embeds["id"], "settings": {"builtin_embedding": None}})
+    polls: list[str] = []
+    page.on("response", lambda r: polls.append(r.text()) if "/memories/status" in r.url else None)
     models.embedding_delay_s = 0.5
     try:
         page.reload()
+        page.evaluate("window.sugoMarker = 'still here'")
         expect(page.locator("#embedding-source")).to_contain_text("test-embedding")
         page.get_by_role("button", name="Rebuild all").click()
         expect(page.locator("#rebuild-progress")).to_contain_text(f"/ {count}")
+        expect(page.get_by_role("button", name="Rebuild all")).to_be_disabled()
         shot("rebuilding")
+        page.wait_for_function("document.querySelector('#rebuild-progress progress')?.value > 0")
         page.locator("#rebuild-progress").get_by_role("button", name="Stop").click()
         expect(page.locator("#rebuild-result")).to_contain_text("Rebuild stopped after", timeout=15000)
     finally:
         models.embedding_delay_s = 0.0
     expect(page.locator("#space-mismatch")).to_be_visible()
+    # The last poll brought the list along: what the rebuild reached has the current model's vectors.
+    expect(page.locator(".memory-card").first).to_contain_text("Vectorized")
+    expect(page.locator(".memory-card").last).to_contain_text("Other model")
+    expect(page.get_by_role("button", name="Rebuild all")).to_be_enabled()
     shot("stopped")
+
+    # Rebuild again, to the end: the poller goes, every memory matches the model.
+    page.get_by_role("button", name="Rebuild all").click()
+    expect(page.locator("#rebuild-result")).to_contain_text(f"Rebuilt {count} memories with test-embedding", timeout=30000)
+    expect(page.locator("#space-mismatch")).to_have_count(0)
+    expect(page.locator(".memory-card", has_text="Other model")).to_have_count(0)
+    expect(page.locator("#memory-status")).not_to_have_attribute("hx-get", re.compile("."))
+    assert page.evaluate("window.sugoMarker") == "still here"
+    assert polls and not [p for p in polls if "<html" in p]
+    shot("rebuilt")

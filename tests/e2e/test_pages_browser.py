@@ -206,3 +206,88 @@ def test_api_docs_render_without_network(page: Page, live):
     page.goto(live.url + "/docs")
     expect(page.locator(".swagger-ui .title")).to_contain_text("Sugo")
     expect(page.locator(".opblock-tag-section").first).to_be_visible()
+
+
+def test_list_actions_swap_their_block_and_saves_land_on_the_next_page(page: Page, live, models, shot):
+    """Personas, connections and a character's form answer with the block that changed (or, for a
+    save that leads elsewhere, that page's content and title); nothing reloads the page."""
+    with live.client() as c:
+        for name in ("Local A", "Local B"):
+            c.post("/api/connections", json={"name": name, "base_url": models.base_url, "model": "test-model"})
+        char = c.post("/api/characters", json={"name": "Iris"}).json()
+    answers: list[str] = []
+    page.on("response", lambda r: answers.append(r.text()) if r.request.headers.get("hx-request") else None)
+    page.on("dialog", lambda d: d.accept())
+
+    page.goto(live.url + "/personas")
+    page.evaluate("window.sugoMarker = 'still here'")
+    form = page.locator("#new-persona-form")
+    for name in ("Rowan", "Mirela"):
+        form.locator("input[name=name]").fill(name)
+        form.get_by_role("button", name="Add persona").click()
+        expect(page.locator(f"#persona-list input[value={name}]")).to_have_count(1)
+        expect(form.locator("input[name=name]")).to_have_value("")  # a fresh form, out of band
+    mirela = page.locator(".persona-card", has=page.locator("input[value=Mirela]"))
+    mirela.get_by_label("Default persona").check()
+    mirela.get_by_role("button", name="Save").click()
+    # The default badge moves from Rowan's card to Mirela's: the whole list is the block.
+    expect(page.locator(".persona-card .badge-ok")).to_have_count(1)
+    expect(page.locator(".persona-card", has=page.locator("input[value=Mirela]")).locator(".badge-ok")).to_be_visible()
+    page.locator(".persona-card", has=page.locator("input[value=Rowan]")).get_by_role("button", name="Delete").click()
+    expect(page.locator(".persona-card")).to_have_count(1)
+    assert page.evaluate("window.sugoMarker") == "still here"
+
+    page.goto(live.url + "/connections")
+    page.evaluate("window.sugoMarker = 'still here'")
+    page.locator("#connection-list .conn-card", has_text="Local B").get_by_role("button", name="Make default").click()
+    expect(page.locator("#connection-list .conn-card", has_text="Local B").locator(".badge-ok")).to_have_text("default")
+    page.locator("#connection-list .conn-card", has_text="Local A").get_by_role("button", name="Delete").click()
+    expect(page.locator("#connection-list .conn-card")).to_have_count(1)
+    page.get_by_role("link", name="Edit").click()
+    page.fill("input[name=name]", "Local B renamed")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#connection-list")).to_contain_text("Local B renamed")
+    expect(page).to_have_url(live.url + "/connections")
+    expect(page).to_have_title("Connections – Sugo")
+    shot("connections")
+
+    page.goto(f"{live.url}/characters/{char['id']}")
+    page.fill("input[name=name]", "Iris Vale")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("h1")).to_have_text("Iris Vale")
+    expect(page).to_have_title("Iris Vale – Sugo")
+    expect(page.locator(".notice-ok")).to_have_text("Saved.")
+    page.goto(live.url + "/characters")
+    page.fill("input.search", "vale")
+    expect(page.locator("#character-list .char-card")).to_have_count(1)
+    page.fill("input.search", "nobody")
+    expect(page.locator("#character-list")).to_contain_text("No character matches")
+    assert answers and not [a for a in answers if "<html" in a]
+
+
+def test_deleting_the_last_reply_gives_the_one_before_its_controls_back(page: Page, live, models, shot):
+    with live.client() as c:
+        c.post("/api/connections", json={"name": "T", "base_url": models.base_url, "model": "test-model"})
+        char = c.post("/api/characters", json={"name": "Aria", "first_mes": "Hello there."}).json()
+        chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()
+    page.on("dialog", lambda d: d.accept())
+    page.goto(f"{live.url}/chats/{chat['id']}")
+    greeting = page.locator("article.msg-assistant").first
+    expect(greeting.get_by_role("button", name="Generate another version")).to_be_visible()
+    page.fill("#composer-input", "Hi")
+    page.click("#send-button")
+    reply = page.locator("article.msg-assistant").last
+    expect(reply.locator(".msg-text")).to_have_text("Echo: Hi")
+    # The greeting is no longer last: the new reply came with it re-rendered out of band.
+    expect(greeting.get_by_role("button", name="Generate another version")).to_have_count(0)
+    expect(greeting.get_by_role("button", name="Regenerate")).to_have_count(0)
+    expect(reply.get_by_role("button", name="Regenerate")).to_have_count(1)
+
+    for who in ("article.msg-assistant", "article.msg-user"):
+        last = page.locator(who).last
+        last.hover()
+        last.get_by_role("button", name="Delete message").click()
+    expect(page.locator("article.msg")).to_have_count(1)
+    expect(greeting.get_by_role("button", name="Generate another version")).to_be_enabled()
+    expect(greeting.get_by_role("button", name="Regenerate")).to_have_count(1)
+    shot("last-again")

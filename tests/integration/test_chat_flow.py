@@ -1,13 +1,13 @@
 """A chat end to end over real HTTP: Sugo on 127.0.0.1 talking to the test model server."""
 
 import threading
-import time
 
 from sqlmodel import select
 
 from app.chats.models import Message
 from tests.conftest import add_character, add_connection, new_chat, read_sse
 from tests.support.model_server import Reply
+from tests.support.waiting import wait_for
 
 
 def _setup(api, models, **char_fields):
@@ -20,6 +20,12 @@ def _send(api, chat_id, content, **extra):
     r = api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": content, **extra})
     assert r.status_code == 200, r.text
     return read_sse(r)
+
+
+def _arrived(api, chat_id) -> str:
+    """What is stored so far of the reply being written; "" before it starts and once it ends."""
+    last = api.get(f"/api/chats/{chat_id}/messages").json()[-1]
+    return last["content"] if last["role"] == "assistant" and last["status"] == "streaming" else ""
 
 
 class TestGreetings:
@@ -60,10 +66,7 @@ class TestSendAndStream:
         models.script(Reply(text="late", first_delay_s=1.5))
         done = threading.Thread(target=_send, args=(api, chat["id"], "Remember the lighthouse"))
         done.start()
-        deadline = time.monotonic() + 10
-        while not models.requests and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert models.requests, "the provider was never called"
+        wait_for(lambda: models.requests, what="the provider to be called")
         # The provider has the request and has not answered yet: the user's words are already stored.
         with sugo.session() as s:
             texts = [m.content for m in s.exec(select(Message).where(Message.chat_id == chat["id"]))]
@@ -139,7 +142,8 @@ class TestStop:
         result = {}
         t = threading.Thread(target=lambda: result.setdefault("events", _send(api, chat["id"], "Tell a long tale")))
         t.start()
-        time.sleep(0.6)
+        # Stop once part of the reply is stored (streaming all of it takes about 4 s).
+        wait_for(lambda: _arrived(api, chat["id"]), what="the first words of the reply")
         assert api.post(f"/api/chats/{chat['id']}/stop").json() == {"stopped": True}
         t.join(10)
         assert [e for e, _ in result["events"]][-1] == "stopped"
@@ -151,7 +155,8 @@ class TestStop:
         models.script(Reply(text="slow " * 50, delay_s=0.02))
         t = threading.Thread(target=_send, args=(api, chat["id"], "one"))
         t.start()
-        time.sleep(0.3)
+        # The provider is answering (for about a second more), so the first generation is running.
+        wait_for(lambda: models.requests, what="the first generation to reach the provider")
         r = api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "two"})
         assert r.status_code == 400 and "already" in r.json()["detail"]
         api.post(f"/api/chats/{chat['id']}/stop")
@@ -267,7 +272,8 @@ class TestFollow:
         models.script(Reply(text="one two three four five six", chunk_size=3, delay_s=0.05))
         t = threading.Thread(target=_send, args=(api, chat["id"], "go"))
         t.start()
-        time.sleep(0.2)
+        # Registered before the provider is called, and the reply takes about half a second more.
+        wait_for(lambda: models.requests, what="the reply to be under way")
         with sugo.client() as other:
             events = read_sse(other.get(f"/api/chats/{chat['id']}/generate"))
         t.join(10)
@@ -289,7 +295,8 @@ def test_replies_cut_off_by_a_shutdown_or_a_crash_keep_their_text_and_are_marked
         models.script(Reply(text="a long tale " * 100, chunk_size=4, delay_s=0.02))
         threading.Thread(target=lambda: c.post(f"/api/chats/{chat['id']}/generate",
                                                json={"action": "send", "content": "go"}), daemon=True).start()
-        time.sleep(1.0)
+        # Shut down once part of the reply is stored (streaming all of it takes about 6 s).
+        wait_for(lambda: _arrived(c, chat["id"]).startswith("a long tale"), what="the reply's first words")
     # A clean shutdown stops the reply and keeps what arrived.
     with LiveSugo(data) as second, second.client() as c:
         last = c.get(f"/api/chats/{chat['id']}/messages").json()[-1]

@@ -36,7 +36,7 @@ def test_chunks_leave_the_live_window_get_vectors_and_a_fact_is_found(api, sugo)
     char = add_character(api)
     chat = new_chat(api, [char["id"]])
     ids = _fill(sugo, chat["id"], char["id"])
-    added, removed, embedded = embed_chat(sugo.engine, chat["id"])
+    added, removed, embedded = embed_chat(sugo.services, chat["id"])
     chunks = _chunks(sugo, chat["id"])
     assert added == len(chunks) == embedded > 0 and removed == 0
     assert all(c.status == "vectorized" and c.embedding_space_id == "builtin:all-MiniLM-L6-v2:384" for c in chunks)
@@ -47,7 +47,7 @@ def test_chunks_leave_the_live_window_get_vectors_and_a_fact_is_found(api, sugo)
     assert not in_window & {i for c in chunks for i in c.message_ids}
     assert ids[0] not in {i for c in chunks for i in c.message_ids}
     # Running the job again changes nothing.
-    assert embed_chat(sugo.engine, chat["id"]) == (0, 0, 0)
+    assert embed_chat(sugo.services, chat["id"]) == (0, 0, 0)
 
     found = api.get(f"/api/chats/{chat['id']}/memories/search", params={"q": "Where did Elowen hide the key?"}).json()
     top = found["results"][0]
@@ -56,7 +56,7 @@ def test_chunks_leave_the_live_window_get_vectors_and_a_fact_is_found(api, sugo)
 
     # Editing the fact makes the old text unrecallable; the chunk is rebuilt from the new text.
     api.patch(f"/api/chats/{chat['id']}/messages/{ids[20]}", json={"content": "We rested by the harbour wall."})
-    added, removed, _ = embed_chat(sugo.engine, chat["id"])
+    added, removed, _ = embed_chat(sugo.services, chat["id"])
     assert removed >= 1 and added >= 1
     assert not any("Elowen" in c.content for c in _chunks(sugo, chat["id"]))
     again = api.get(f"/api/chats/{chat['id']}/memories/search", params={"q": "Elowen brass key"}).json()
@@ -74,7 +74,7 @@ def test_hidden_messages_are_never_chunked(api, sugo):
     chat = new_chat(api, [char["id"]])
     ids = _fill(sugo, chat["id"], char["id"])
     api.patch(f"/api/chats/{chat['id']}/messages/{ids[20]}", json={"hidden": True})
-    embed_chat(sugo.engine, chat["id"])
+    embed_chat(sugo.services, chat["id"])
     assert not any(ids[20] in c.message_ids for c in _chunks(sugo, chat["id"]))
 
 
@@ -133,7 +133,7 @@ def test_recall_is_off_for_roleplay_by_default_and_can_be_turned_on(api, sugo, m
     char = add_character(api)
     chat = new_chat(api, [char["id"]])
     _fill(sugo, chat["id"], char["id"])
-    embed_chat(sugo.engine, chat["id"])
+    embed_chat(sugo.services, chat["id"])
     read_sse(api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Where did Elowen hide the key?"}))
     assert not any(m["content"].startswith("<memories>") for m in models.last_request.json["messages"])
     api.put(f"/api/chats/{chat['id']}/options", json={"settings": {"memory_recall": True}})
@@ -156,7 +156,7 @@ def test_a_fact_at_the_tail_of_a_long_chunk_is_still_found(api, sugo):
             msg = new_message(chat["id"], "user" if user else "assistant", "Rowan" if user else "Aria", [content])
             s.add(msg)
         s.commit()
-    embed_chat(sugo.engine, chat["id"])
+    embed_chat(sugo.services, chat["id"])
     chunk = next(c for c in _chunks(sugo, chat["id"]) if "silver compass" in c.content)
     assert chunk.content.rstrip().endswith("buried under the willow.") and len(chunk.content.split()) > 1000
     found = api.get(f"/api/chats/{chat['id']}/memories/search", params={"q": "Where is the silver compass buried?"}).json()
@@ -170,7 +170,7 @@ def test_memories_export_import_forget_clear_rebuild(api, sugo):
     char = add_character(api)
     chat = new_chat(api, [char["id"]])
     _fill(sugo, chat["id"], char["id"])
-    embed_chat(sugo.engine, chat["id"])
+    embed_chat(sugo.services, chat["id"])
     listed = api.get(f"/api/chats/{chat['id']}/memories").json()
     assert listed and all(m["status"] == "vectorized" for m in listed)
 
@@ -240,7 +240,7 @@ def test_the_search_index_follows_deletions_and_new_vectors(api, sugo):
     char = add_character(api)
     chat = new_chat(api, [char["id"]])
     ids = _fill(sugo, chat["id"], char["id"])
-    embed_chat(sugo.engine, chat["id"])
+    embed_chat(sugo.services, chat["id"])
 
     def top(q):
         return api.get(f"/api/chats/{chat['id']}/memories/search", params={"q": q}).json()["results"][0]
@@ -250,13 +250,13 @@ def test_the_search_index_follows_deletions_and_new_vectors(api, sugo):
     api.delete(f"/api/chats/{chat['id']}/memories/{found['chunk_id']}")
     assert all(FACT not in r["content"] for r in api.get(f"/api/chats/{chat['id']}/memories/search",
                                                           params={"q": "Elowen brass key clock tower"}).json()["results"])  # fmt: skip
-    sweep(sugo.engine)  # prunes the tombstones: the index must notice it missed none
+    sweep(sugo.services)  # prunes the tombstones: the index must notice it missed none
     # A new fact, in new messages, is found by the same (kept) index.
     with Session(sugo.engine) as s:
         for i in range(160):  # the fact must leave the live window
             text = "Mirela buried the silver compass under the old willow." if i == 3 else f"We rest, hour {i}."
             s.add(new_message(chat["id"], "user" if i % 2 else "assistant", "Rowan" if i % 2 else "Aria", [text]))
         s.commit()
-    embed_chat(sugo.engine, chat["id"])
+    embed_chat(sugo.services, chat["id"])
     assert "silver compass" in top("Where is the silver compass buried?")["content"]
     assert len(ids) == 121

@@ -56,7 +56,7 @@ def test_precedence_chat_connection_then_defaults_then_builtin(api, sugo, models
     assert _status(api, chat["id"])["source"]["origin"] == "the chat's connection “Test model” (key and address of “Embeddings box”)"
     _fill(sugo, chat["id"], char["id"])
     models.requests.clear()
-    embed_chat(sugo.engine, chat["id"])
+    embed_chat(sugo.services, chat["id"])
     calls = [r for r in models.requests if r.path.endswith("/embeddings")]
     assert calls and all(r.json["model"] == "other-embedding" for r in calls)
     assert all(r.headers.get("authorization") == "Bearer sk-lender" for r in calls)
@@ -73,7 +73,7 @@ def test_switching_models_marks_old_memories_rebuild_moves_them_and_spaces_never
     char = add_character(api)
     chat = new_chat(api, [char["id"]])
     _fill(sugo, chat["id"], char["id"])
-    embed_chat(sugo.engine, chat["id"])
+    embed_chat(sugo.services, chat["id"])
     count = len(_chunks(sugo, chat["id"]))
     assert _status(api, chat["id"])["other_space"] == 0 and set(_spaces(sugo, chat["id"])) == {MINILM}
 
@@ -99,7 +99,7 @@ def test_rebuild_can_be_stopped_and_what_it_did_not_reach_keeps_its_vectors(api,
     char = add_character(api)
     chat = new_chat(api, [char["id"]])
     _fill(sugo, chat["id"], char["id"], n=260)
-    embed_chat(sugo.engine, chat["id"])
+    embed_chat(sugo.services, chat["id"])
     count = len(_chunks(sugo, chat["id"]))
     assert count > 32  # more than two rebuild batches
     conn = add_connection(api, models, embedding_model="test-embedding")

@@ -17,12 +17,12 @@ from app.settings import Settings
 
 class LiveSugo:
     def __init__(self, data_dir: Path, *, password: str | None = None, discovery_ports: dict[str, int] | None = None,
-                 flush_interval_s: float = 0.05) -> None:  # fmt: skip
+                 flush_interval_s: float = 0.05, sources=None) -> None:  # fmt: skip
         self.settings = Settings(
             data_dir=data_dir, password=password, discovery_ports=discovery_ports or {},
             stream_flush_interval_s=flush_interval_s, start_scheduler=True,
         )  # fmt: skip
-        self.app = create_app(self.settings)
+        self.app = create_app(self.settings, sources=sources)
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
@@ -32,8 +32,12 @@ class LiveSugo:
         return f"http://127.0.0.1:{self.port}"
 
     @property
+    def services(self):
+        return self.app.state.services
+
+    @property
     def engine(self):
-        return self.app.state.engine
+        return self.services.engine
 
     def session(self) -> Session:
         return Session(self.engine)

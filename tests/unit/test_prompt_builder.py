@@ -1,6 +1,7 @@
 """The pure prompt builder: literal inputs, literal expectations."""
 
-from app.prompt.builder import CardSnapshot, HistoryMessage, PromptContext, build
+from app.chats.window import HistoryMessage
+from app.prompt.builder import CardSnapshot, PromptContext, build
 from app.prompt.macros import expand_macros
 from app.prompt.tokens import count_tokens
 

@@ -1,9 +1,10 @@
-from fastapi import APIRouter, File, Query, Request, UploadFile
+from fastapi import APIRouter, File, Query, UploadFile
 from fastapi.responses import Response
 
 from app.chats.service import get_chat
-from app.deps import SessionDep
-from app.memory.recall import jobs, service
+from app.deps import ServicesDep, SessionDep
+from app.downloads import content_disposition
+from app.memory.recall import service
 from app.memory.recall.embedding import build_embedder, embedder_for_chat, embedding_choice
 from app.memory.recall.jobs import schedule_embed_chat
 
@@ -11,11 +12,12 @@ router = APIRouter(prefix="/api/chats", tags=["memory"])
 
 
 @router.get("/{chat_id}/memories/search")
-def search_memories(chat_id: int, session: SessionDep, q: str = Query(min_length=1),
+def search_memories(chat_id: int, session: SessionDep, services: ServicesDep, q: str = Query(min_length=1),
                     k: int = Query(default=8, ge=1, le=50)) -> dict:  # fmt: skip
     """Memory Recall's ranking for a query: chunks with their scores and the ids of their source messages."""
     get_chat(session, chat_id)
-    hits, note = service.search(session, chat_id, q, embedder_for_chat(session, chat_id), k=k)
+    embedder = embedder_for_chat(session, chat_id, services.keybox)
+    hits, note = service.search(session, chat_id, q, embedder, bits=services.recall.index, threads=services.recall.queries, k=k)
     return {
         "note": note,
         "results": [
@@ -56,14 +58,14 @@ def clear_memories(chat_id: int, session: SessionDep) -> dict:
 
 
 @router.get("/{chat_id}/memories/status")
-def memory_status(chat_id: int, request: Request, session: SessionDep) -> dict:
+def memory_status(chat_id: int, session: SessionDep, services: ServicesDep) -> dict:
     """Counts by status, the embedding source in use (and where that choice comes from), how many
     memories were embedded in another space, and the progress of a running rebuild."""
     chat = get_chat(session, chat_id)
     choice = embedding_choice(session, chat)
     space = build_embedder(choice).space
     chunks = service.list_chunks(session, chat_id)
-    rebuild = jobs.rebuild_state(request.app.state.engine, chat_id)
+    rebuild = services.recall.rebuilds.get(chat_id)
     return {
         "count": len(chunks),
         "statuses": {s: sum(1 for c in chunks if c.status == s) for s in ("vectorized", "waiting", "unavailable")},
@@ -77,20 +79,19 @@ def memory_status(chat_id: int, request: Request, session: SessionDep) -> dict:
 
 
 @router.post("/{chat_id}/memories/rebuild", status_code=202)
-def rebuild_memories(chat_id: int, request: Request, session: SessionDep) -> dict:
+def rebuild_memories(chat_id: int, session: SessionDep, services: ServicesDep) -> dict:
     """Embed every memory again with the chat's current model, in the background; each keeps its
     old vectors until its turn, so stopping loses nothing. Follow it with GET .../memories/status."""
     get_chat(session, chat_id)
-    state = request.app.state
-    rebuild = jobs.start_rebuild(getattr(state, "scheduler", None), state.engine, chat_id)
+    rebuild = services.recall.rebuilds.start(services, chat_id)
     return {"total": rebuild.total, "done": rebuild.done, "running": rebuild.running}
 
 
 @router.post("/{chat_id}/memories/rebuild/stop")
-def stop_rebuilding(chat_id: int, request: Request, session: SessionDep) -> dict:
+def stop_rebuilding(chat_id: int, session: SessionDep, services: ServicesDep) -> dict:
     """Stop a running rebuild after the batch in hand."""
     get_chat(session, chat_id)
-    rebuild = jobs.stop_rebuild(request.app.state.engine, chat_id)
+    rebuild = services.recall.rebuilds.stop(chat_id)
     return {"stopping": bool(rebuild and rebuild.running)}
 
 
@@ -98,16 +99,17 @@ def stop_rebuilding(chat_id: int, request: Request, session: SessionDep) -> dict
 def export_memories(chat_id: int, session: SessionDep) -> Response:
     """Download the memories as a `.marinara.json` file (Marinara Engine's format)."""
     name, body = service.export_file(session, chat_id)
-    return Response(body, media_type="application/json", headers={"Content-Disposition": f'attachment; filename="{name}"'})
+    return Response(body, media_type="application/json", headers={"Content-Disposition": content_disposition(name, fallback="memories")})
 
 
 @router.post("/{chat_id}/memories/import")
-async def import_memories(chat_id: int, request: Request, session: SessionDep, file: UploadFile = File(...)) -> dict:
+async def import_memories(chat_id: int, session: SessionDep, services: ServicesDep,
+                          file: UploadFile = File(...)) -> dict:  # fmt: skip
     """Merge a `.marinara.json` / `.json` / `.marinara` memory file; reports imported and skipped."""
     get_chat(session, chat_id)
-    result = service.import_file(session, chat_id, await file.read(), space=embedder_for_chat(session, chat_id).space)
+    space = embedder_for_chat(session, chat_id, services.keybox).space
+    result = service.import_file(session, chat_id, await file.read(), space=space)
     session.commit()
-    state = request.app.state
     if result["queued"]:
-        schedule_embed_chat(getattr(state, "scheduler", None), state.engine, chat_id)
+        schedule_embed_chat(services, chat_id)
     return result

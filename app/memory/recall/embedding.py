@@ -7,7 +7,7 @@ from sqlmodel import Session, select
 
 from app.chats.models import Chat
 from app.chats.settings import read_settings
-from app.connections.crypto import keybox_for
+from app.connections.crypto import KeyBox
 from app.connections.models import AppDefault, Connection
 from app.connections.service import default_connection
 from app.errors import UserError
@@ -17,8 +17,7 @@ from app.memory.recall.sources import BUILTIN_MODELS, ConnectionInfo, EmbeddingC
 DEFAULT_EMBEDDING_KEY = "embeddings"
 
 
-def _info(conn: Connection, session: Session) -> ConnectionInfo:
-    keybox = keybox_for(str(session.get_bind().url))
+def _info(conn: Connection, keybox: KeyBox | None) -> ConnectionInfo:
     key = None
     if conn.api_key_encrypted and keybox is not None:
         try:
@@ -47,10 +46,12 @@ def set_default_embedding(session: Session, value: str) -> None:
     session.flush()
 
 
-def embedding_choice(session: Session, chat: Chat | None, *, automatic: bool = False) -> EmbeddingChoice:
+def embedding_choice(session: Session, chat: Chat | None, *, keybox: KeyBox | None = None,
+                     automatic: bool = False) -> EmbeddingChoice:  # fmt: skip
     """The chat's embedding source; `automatic` leaves out the chat's own pick of a built-in model
-    (what "Automatic" would give, shown beside that pick in Chat Settings)."""
-    connections = {c.id: _info(c, session) for c in session.exec(select(Connection))}
+    (what "Automatic" would give, shown beside that pick in Chat Settings). Without a key box the
+    choice is only shown: no key is decrypted."""
+    connections = {c.id: _info(c, keybox) for c in session.exec(select(Connection))}
     chat_conn = None
     chat_builtin = None
     if chat is not None:
@@ -67,5 +68,5 @@ def build_embedder(choice: EmbeddingChoice) -> Embedder:
     return OpenAICompatible(choice.base_url, choice.model, api_key=choice.api_key)
 
 
-def embedder_for_chat(session: Session, chat_id: int) -> Embedder:
-    return build_embedder(embedding_choice(session, session.get(Chat, chat_id)))
+def embedder_for_chat(session: Session, chat_id: int, keybox: KeyBox) -> Embedder:
+    return build_embedder(embedding_choice(session, session.get(Chat, chat_id), keybox=keybox))

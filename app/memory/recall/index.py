@@ -5,7 +5,7 @@ cosine over their float32 blobs in SQLite takes over a second, so a search takes
 hundred windows by bits, then scores only those exactly (vectors.similarities_by_vector). A chat
 small enough to fit in that first cut is thus searched exactly.
 
-The bits are loaded once per (database, chat, space) and then kept in step cheaply: vector ids only
+The bits are loaded once per chat and space (each app holds its own `SignIndex`) and kept in step cheaply: vector ids only
 grow, so new rows are those above the highest id held; a trigger notes every deleted vector in
 memory_tombstone, and those are left out. The periodic sweep empties memory_tombstone and raises
 memory_tombstone_floor; an index that had not read up to the floor reloads.
@@ -26,8 +26,7 @@ from app.memory.recall.lexical import match_expression
 
 MAX_INDEXES = 32  # chats whose bits stay in memory (least recently searched go first)
 PART_SIZE = 100_000  # windows scanned per thread, at least
-_PARTS = 2
-_scan_threads = ThreadPoolExecutor(max_workers=_PARTS, thread_name_prefix="recall-scan")
+SCAN_THREADS = 2
 
 
 @dataclass
@@ -79,7 +78,8 @@ class _Bits:
         self.dead[newly] = True
         self.dead_count += len(newly)
 
-    def nearest(self, query_code: bytes, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    def nearest(self, query_code: bytes, limit: int,
+                threads: ThreadPoolExecutor | None = None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
         """(vector ids, chunk ids) of the `limit` windows whose bits differ least from the query's."""
         alive = self.size - self.dead_count
         if alive <= 0:
@@ -90,9 +90,12 @@ class _Bits:
         query_words = np.frombuffer(query_code, dtype=np.uint64)
         # Big chats are cut in parts scanned on separate threads (numpy lets go of the GIL), each
         # keeping its own best `limit`; the best of those are the best overall.
-        step = max(PART_SIZE, -(-self.size // _PARTS))
+        step = max(PART_SIZE, -(-self.size // SCAN_THREADS))
         parts = [(lo, min(lo + step, self.size)) for lo in range(0, self.size, step)]
-        found = list(_scan_threads.map(lambda part: self._nearest_in(query_words, limit, *part), parts))
+        if len(parts) == 1 or threads is None:  # a small chat: no hop to another thread
+            found = [self._nearest_in(query_words, limit, *part) for part in parts]
+        else:
+            found = list(threads.map(lambda part: self._nearest_in(query_words, limit, *part), parts))
         positions = np.concatenate([p for p, _ in found])
         distances = np.concatenate([d for _, d in found])
         if len(positions) > limit:
@@ -123,42 +126,62 @@ def _grow(values: np.ndarray, capacity: int) -> np.ndarray:
     return grown
 
 
-_indexes: OrderedDict[tuple[str, int, str], _Bits] = OrderedDict()
-_lock = threading.Lock()
-
-
 def _rows(session: Session, sql: str, params: tuple) -> list[tuple]:
     # The driver's own cursor: loading half a million rows through SQLAlchemy's result objects
     # costs several times more.
     return session.connection().connection.driver_connection.execute(sql, params).fetchall()
 
 
-def nearest_windows(session: Session, chat_id: int, space_id: str, query_code: bytes, *, limit: int) -> tuple[np.ndarray, np.ndarray]:
-    """The chat's windows (of one space) nearest to the query by sign bits: (vector ids, chunk ids)."""
-    key = (str(session.get_bind().url), chat_id, space_id)
-    with _lock:
-        bits = _indexes.pop(key, None) or _Bits()
-        _indexes[key] = bits
-        while len(_indexes) > MAX_INDEXES:
-            _indexes.popitem(last=False)
-        floor = _rows(session, "SELECT floor FROM memory_tombstone_floor", ())[0][0]
-        newest = _rows(session, "SELECT coalesce(max(id), 0) FROM memory_vector WHERE chat_id = ? AND space_id = ?",
-                       (chat_id, space_id))[0][0]  # fmt: skip
-        issued = _rows(session, "SELECT seq FROM sqlite_sequence WHERE name = 'memory_tombstone'", ())
-        last_tombstone = issued[0][0] if issued else 0  # the highest ever issued (AUTOINCREMENT)
-        if (bits.tombstone < floor or bits.dead_count > bits.size // 3 or newest < bits.max_id
-                or last_tombstone < bits.tombstone):  # fmt: skip
-            # Tombstones it never saw were pruned, most of it is dead, or this is another database
-            # file at the same path (ids went back): start again.
-            bits = _indexes[key] = _Bits(tombstone=last_tombstone)
-        bits.append(_rows(session, "SELECT id, chunk_id, code FROM memory_vector WHERE chat_id = ? AND space_id = ? "
-                                   "AND id > ? ORDER BY id", (chat_id, space_id, bits.max_id)))  # fmt: skip
-        buried = _rows(session, "SELECT id, vector_id FROM memory_tombstone WHERE chat_id = ? AND id > ? ORDER BY id",
-                       (chat_id, bits.tombstone))  # fmt: skip
-        if buried:
-            bits.bury(sorted(v for _, v in buried))
-            bits.tombstone = buried[-1][0]
-        return bits.nearest(query_code, limit)
+class SignIndex:
+    """The sign bits of the most recently searched chats' windows, for one app's database."""
+
+    def __init__(self, *, max_chats: int = MAX_INDEXES) -> None:
+        self._bits: OrderedDict[tuple[int, str], _Bits] = OrderedDict()
+        self._lock = threading.Lock()
+        self._max_chats = max_chats
+        self._threads = ThreadPoolExecutor(max_workers=SCAN_THREADS, thread_name_prefix="recall-scan")
+
+    def nearest_windows(self, session: Session, chat_id: int, space_id: str, query_code: bytes, *,
+                        limit: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        """The chat's windows (of one space) nearest to the query by sign bits: (vector ids, chunk ids)."""
+        key = (chat_id, space_id)
+        with self._lock:
+            bits = self._bits.pop(key, None) or _Bits()
+            self._bits[key] = bits
+            while len(self._bits) > self._max_chats:
+                self._bits.popitem(last=False)
+            floor = _rows(session, "SELECT floor FROM memory_tombstone_floor", ())[0][0]
+            newest = _rows(session, "SELECT coalesce(max(id), 0) FROM memory_vector WHERE chat_id = ? AND space_id = ?",
+                           (chat_id, space_id))[0][0]  # fmt: skip
+            issued = _rows(session, "SELECT seq FROM sqlite_sequence WHERE name = 'memory_tombstone'", ())
+            last_tombstone = issued[0][0] if issued else 0  # the highest ever issued (AUTOINCREMENT)
+            if (bits.tombstone < floor or bits.dead_count > bits.size // 3 or newest < bits.max_id
+                    or last_tombstone < bits.tombstone):  # fmt: skip
+                # Tombstones it never saw were pruned, most of it is dead, or this is another
+                # database file at the same path (ids went back): start again.
+                bits = self._bits[key] = _Bits(tombstone=last_tombstone)
+            bits.append(_rows(session, "SELECT id, chunk_id, code FROM memory_vector WHERE chat_id = ? AND space_id = ? "
+                                       "AND id > ? ORDER BY id", (chat_id, space_id, bits.max_id)))  # fmt: skip
+            buried = _rows(session, "SELECT id, vector_id FROM memory_tombstone WHERE chat_id = ? AND id > ? ORDER BY id",
+                           (chat_id, bits.tombstone))  # fmt: skip
+            if buried:
+                bits.bury(sorted(v for _, v in buried))
+                bits.tombstone = buried[-1][0]
+            return bits.nearest(query_code, limit, self._threads)
+
+    def held_chats(self) -> list[int]:
+        """The chats whose bits are in memory now."""
+        with self._lock:
+            return sorted({chat_id for chat_id, _ in self._bits})
+
+    def clear(self) -> None:
+        """Drop every chat's bits (after a database is replaced)."""
+        with self._lock:
+            self._bits.clear()
+
+    def close(self) -> None:
+        self.clear()
+        self._threads.shutdown(wait=False, cancel_futures=True)
 
 
 def prune_tombstones(session: Session) -> None:
@@ -167,12 +190,6 @@ def prune_tombstones(session: Session) -> None:
     top = conn.exec_driver_sql("SELECT coalesce(max(id), 0) FROM memory_tombstone").scalar_one()
     conn.exec_driver_sql("DELETE FROM memory_tombstone WHERE id <= ?", (top,))
     conn.exec_driver_sql("UPDATE memory_tombstone_floor SET floor = max(floor, ?)", (top,))
-
-
-def forget_all() -> None:
-    """Drop every cached index (tests, and after a database is replaced)."""
-    with _lock:
-        _indexes.clear()
 
 
 def doc_freq(session: Session, terms: Sequence[str]) -> dict[str, int]:

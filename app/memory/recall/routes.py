@@ -5,35 +5,40 @@ from fastapi.responses import HTMLResponse
 
 from app import forms
 from app.chats.service import chat_settings, get_chat
-from app.deps import SessionDep
+from app.deps import ServicesDep, SessionDep
 from app.errors import UserError
-from app.memory.recall import jobs, service
+from app.memory.recall import service
 from app.memory.recall.embedding import build_embedder, embedder_for_chat, embedding_choice
 from app.memory.recall.jobs import schedule_embed_chat
 from app.prompt.tokens import count_tokens
-from app.web import render
+from app.web import HxRequest, render, render_blocks
 
 router = APIRouter(include_in_schema=False)
+MEMORIES = "chats/memories.html"
 
 
-def _view(request: Request, session, chat_id: int, message: str | None = None) -> HTMLResponse:
+def _view(request: Request, session, chat_id: int, message: str | None = None, *, hx: bool = False,
+          blocks: tuple[str, ...] = (), oob: tuple[str, ...] = ()) -> HTMLResponse:  # fmt: skip
+    """The whole viewer; for HTMX, `blocks` of it and `oob` for what else changed."""
+    ctx = _context(request, session, chat_id, message)
+    if not hx:
+        return render(request, MEMORIES, ctx)
+    return render_blocks(request, MEMORIES, ctx, blocks, oob=oob)
+
+
+def _context(request: Request, session, chat_id: int, message: str | None = None) -> dict:
     chat = get_chat(session, chat_id)
     chunks = service.list_chunks(session, chat_id)
     choice = embedding_choice(session, chat)
     space = build_embedder(choice).space
     counts = {s: sum(1 for c in chunks if c.status == s) for s in ("vectorized", "waiting", "unavailable")}
     other = {c.id for c in chunks if c.status == "vectorized" and not space.matches(c.embedding_space_id)}
-    return render(request, "chats/memories.html", {
+    return {
         "chat": chat, "chunks": chunks, "counts": counts, "space": space.id, "choice": choice, "other": other,
-        "rebuild": jobs.rebuild_state(request.app.state.engine, chat_id),
+        "rebuild": request.app.state.services.recall.rebuilds.get(chat_id),
         "tokens": sum(count_tokens(c.content) for c in chunks), "message": message,
         "recall_on": chat_settings(chat).recall_enabled(chat.mode),
-    })  # fmt: skip
-
-
-def _schedule(request: Request, chat_id: int) -> None:
-    state = request.app.state
-    schedule_embed_chat(getattr(state, "scheduler", None), state.engine, chat_id)
+    }  # fmt: skip
 
 
 @router.get("/chats/{chat_id}/memories")
@@ -42,54 +47,73 @@ def memories_page(chat_id: int, request: Request, session: SessionDep) -> HTMLRe
     return _view(request, session, chat_id)
 
 
+@router.get("/chats/{chat_id}/memories/status")
+def memory_status_fragment(chat_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+    """The progress poll: the status block alone while a rebuild or the embedding runs; the answer
+    that finds it done brings the memory list (new badges) along out of band."""
+    ctx = _context(request, session, chat_id)
+    if not hx:
+        return render(request, MEMORIES, ctx)
+    busy = (ctx["rebuild"] is not None and ctx["rebuild"].running) or ctx["counts"]["waiting"]
+    return render_blocks(request, MEMORIES, ctx, ["memory_status"], oob=[] if busy else ["memory_list"])
+
+
 @router.get("/chats/{chat_id}/memories/search")
-def search_memories_fragment(chat_id: int, request: Request, session: SessionDep, q: str = "") -> HTMLResponse:
+def search_memories_fragment(chat_id: int, request: Request, session: SessionDep, services: ServicesDep,
+                             q: str = "") -> HTMLResponse:  # fmt: skip
     """Ranked memories for the search box."""
     get_chat(session, chat_id)
-    hits, note = service.search(session, chat_id, q, embedder_for_chat(session, chat_id), k=8) if q.strip() else ([], None)
+    hits, note = [], None
+    if q.strip():
+        embedder = embedder_for_chat(session, chat_id, services.keybox)
+        hits, note = service.search(session, chat_id, q, embedder, bits=services.recall.index, threads=services.recall.queries, k=8)
     return render(request, "chats/_memory_results.html", {"hits": hits, "note": note, "q": q})
 
 
 @router.post("/chats/{chat_id}/memories/{chunk_id}/forget")
-def forget_memory_page(chat_id: int, chunk_id: int, session: SessionDep) -> HTMLResponse:
-    """Forget one memory."""
+def forget_memory_page(chat_id: int, chunk_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+    """Forget one memory: its card goes (an empty answer), the counts change."""
     service.forget_chunk(session, chat_id, chunk_id)
-    return HTMLResponse("")
+    return _view(request, session, chat_id, hx=hx, oob=("memory_status",))
 
 
 @router.post("/chats/{chat_id}/memories/clear")
-def clear_memories_page(chat_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+def clear_memories_page(chat_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """Remove all memories (messages stay)."""
     removed = service.clear_chunks(session, chat_id)
-    return _view(request, session, chat_id, f"Removed {removed} memories. The messages are untouched.")
+    return _view(request, session, chat_id, f"Removed {removed} memories. The messages are untouched.", hx=hx,
+                 blocks=("memory_list",), oob=("memory_status", "memory_message"))  # fmt: skip
 
 
 @router.post("/chats/{chat_id}/memories/rebuild")
-def rebuild_memories_page(chat_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+def rebuild_memories_page(chat_id: int, request: Request, session: SessionDep, services: ServicesDep,
+                          hx: HxRequest) -> HTMLResponse:  # fmt: skip
     """Embed every memory again with the current model, in the background, with progress."""
     get_chat(session, chat_id)
-    state = request.app.state
-    jobs.start_rebuild(getattr(state, "scheduler", None), state.engine, chat_id)
-    return _view(request, session, chat_id)
+    services.recall.rebuilds.start(services, chat_id)
+    return _view(request, session, chat_id, hx=hx, blocks=("memory_status",))
 
 
 @router.post("/chats/{chat_id}/memories/rebuild/stop")
-def stop_rebuild_page(chat_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+def stop_rebuild_page(chat_id: int, request: Request, session: SessionDep, services: ServicesDep,
+                      hx: HxRequest) -> HTMLResponse:  # fmt: skip
     """Stop the rebuild after the batch in hand; memories not reached keep their old vectors."""
-    jobs.stop_rebuild(request.app.state.engine, chat_id)
-    return _view(request, session, chat_id)
+    services.recall.rebuilds.stop(chat_id)
+    return _view(request, session, chat_id, hx=hx, blocks=("memory_status",))
 
 
 @router.post("/chats/{chat_id}/memories/import")
-async def import_memories_page(chat_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+async def import_memories_page(chat_id: int, request: Request, session: SessionDep, services: ServicesDep,
+                               hx: HxRequest) -> HTMLResponse:  # fmt: skip
     """Merge a memory file."""
     form = await request.form()
     raw = await forms.upload(form, "file")
     if not raw:
         raise UserError("Choose a memory file to import.")
-    result = service.import_file(session, chat_id, raw, space=embedder_for_chat(session, chat_id).space)
+    result = service.import_file(session, chat_id, raw, space=embedder_for_chat(session, chat_id, services.keybox).space)
     session.commit()
     if result["queued"]:
-        _schedule(request, chat_id)
+        schedule_embed_chat(services, chat_id)
     return _view(request, session, chat_id, f"Imported {result['imported']}, skipped {result['skipped']} already here"
-                 + (f", {result['queued']} waiting for vectors." if result["queued"] else "."))  # fmt: skip
+                 + (f", {result['queued']} waiting for vectors." if result["queued"] else "."), hx=hx,
+                 blocks=("memory_list",), oob=("memory_status", "memory_message"))  # fmt: skip

@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass
 
 from sqlmodel import Session, col, delete, select
 
 from app.chats import service as chats
+from app.chats.history import history_window
 from app.chats.models import Message
+from app.downloads import safe_stem
 from app.errors import NotFound, UserError
 from app.memory.recall import index
 from app.memory.recall.chunking import (
@@ -23,6 +25,7 @@ from app.memory.recall.chunking import (
 )
 from app.memory.recall.embedders import Embedder, EmbeddingError, EmbeddingSpace, MiniLM
 from app.memory.recall.formats import ChunkRecord, MemoryFileError, export_envelope, parse_import
+from app.memory.recall.index import SignIndex
 from app.memory.recall.lexical import candidate_terms, fuse, query_terms
 from app.memory.recall.models import MemoryChunk, MemoryVector
 from app.memory.recall.recall import TOP_K, Candidate, memory_block, memory_budget, select_memories
@@ -57,14 +60,9 @@ def _texts(
 def live_window_start(session: Session, chat_id: int) -> int | None:
     """Id of the oldest message in the prompt's live window (past the pinned first message):
     only messages before it may be chunked, so recall never repeats what the prompt holds."""
-    from app.prompt.service import history_window  # the prompt service calls back into recall
-
     chat = chats.get_chat(session, chat_id)
-    window = history_window(
-        session, chat_id, before_id=None, limit=chats.chat_settings(chat).recent_message_limit
-    )
-    recent = window.messages[window.plan.pinned :]
-    return recent[0].id if recent else None
+    window = history_window(session, chat_id, before_id=None, limit=chats.chat_settings(chat).recent_message_limit)
+    return window.recent[0].id if window.recent else None
 
 
 def sync_chunks(session: Session, chat_id: int) -> tuple[int, int]:
@@ -172,24 +170,25 @@ class Hit:
 NEAREST_WINDOWS = 256
 CANDIDATES_PER_RANKING = 32
 LEXICAL_DEPTH = 400
-_query_threads = ThreadPoolExecutor(max_workers=2, thread_name_prefix="recall-query")
 
 
-def _nearest_chunks(engine, chat_id: int, space_id: str, vector: list[float]) -> dict[int, float]:
+def _nearest_chunks(engine, bits: SignIndex, chat_id: int, space_id: str, vector: list[float]) -> dict[int, float]:
     """Best exact similarity per chunk among the windows nearest to the query by sign bits."""
     dense: dict[int, float] = {}
     with Session(engine) as session:
-        vector_ids, _ = index.nearest_windows(session, chat_id, space_id, sign_code(vector), limit=NEAREST_WINDOWS)
+        vector_ids, _ = bits.nearest_windows(session, chat_id, space_id, sign_code(vector), limit=NEAREST_WINDOWS)
         for chunk_id, similarity in similarities_by_vector(session, vector_ids.tolist(), vector).values():
             dense[chunk_id] = max(similarity, dense.get(chunk_id, -1.0))
     return dense
 
 
 def search(
-    session: Session, chat_id: int, query: str, embedder: Embedder | None, *, k: int = 8
+    session: Session, chat_id: int, query: str, embedder: Embedder | None, *, bits: SignIndex, threads: Executor,
+    k: int = 8,
 ) -> tuple[list[Hit], str | None]:
     """Chunks ranked by vector similarity fused with lexical matching; (hits, why vectors were not
-    used) — a failing embedding source falls back to text matching and says so.
+    used) — a failing embedding source falls back to text matching and says so. `bits` is the
+    app's sign-bit index; the vector pass runs on one of `threads`.
 
     Work stays proportional to the candidates, not the chat: the nearest windows by sign bits,
     rescored exactly, and the best BM25 matches from FTS5; then their neighbours in time."""
@@ -210,7 +209,7 @@ def search(
     # slows down by more than the overlap would save.
     pending = None
     if query_vector is not None:
-        pending = _query_threads.submit(_nearest_chunks, session.get_bind(), chat_id, space_id, query_vector)
+        pending = threads.submit(_nearest_chunks, session.get_bind(), bits, chat_id, space_id, query_vector)
     terms = query_terms(query, chat_id)
     freq = index.doc_freq(session, terms) if terms else {}
     # Scored once, deep enough that the dense candidates and the neighbours mostly find their own
@@ -254,6 +253,8 @@ def recall_for_prompt(
     window_start_id: int | None,
     count: Callable[[str], int],
     embedder: Embedder | None,
+    bits: SignIndex,
+    threads: Executor,
 ) -> RecallResult:
     """Memories for the next reply: ranked chunks of this chat, past the live window, above the
     similarity threshold, within 15% of the context (clamped 384–1,536 tokens)."""
@@ -264,7 +265,7 @@ def recall_for_prompt(
         MiniLM.warm_up_in_background()
         fallback = "the built-in model is still loading, so text matching was used"
         embedder = None
-    hits, note = search(session, chat_id, query, embedder, k=TOP_K * 2)
+    hits, note = search(session, chat_id, query, embedder, bits=bits, threads=threads, k=TOP_K * 2)
     hits = [h for h in hits if window_start_id is None or max(h.chunk.message_ids or [0]) < window_start_id]
     candidates = [Candidate(h.chunk.id, h.chunk.content, h.similarity if embedder else None, h.lexical,
                             _span(h.chunk)) for h in hits]  # fmt: skip
@@ -314,9 +315,7 @@ def clear_chunks(session: Session, chat_id: int) -> int:
 
 
 def export_file(session: Session, chat_id: int) -> tuple[str, bytes]:
-    from app.chats.service import get_chat
-
-    chat = get_chat(session, chat_id)
+    chat = chats.get_chat(session, chat_id)
     records = []
     for chunk in list_chunks(session, chat_id):
         windows = [unpack(v.embedding) for v in session.exec(
@@ -327,7 +326,7 @@ def export_file(session: Session, chat_id: int) -> tuple[str, bytes]:
             last_message_at=as_utc(chunk.last_message_at), created_at=as_utc(chunk.created_at), windows=windows or None,
         ))  # fmt: skip
     doc = export_envelope(chat_id=chat.id, name=chat.name, mode=chat.mode, chunks=records, now=utcnow())
-    safe = "".join(ch for ch in chat.name if ch.isalnum() or ch in " -_").strip() or "chat"
+    safe = safe_stem(chat.name, "chat")
     return f"{safe}-memory-recall.marinara.json", json.dumps(doc, ensure_ascii=False).encode()
 
 

@@ -13,7 +13,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -23,15 +23,15 @@ from sqlmodel import Session
 from app.characters.models import Character
 from app.chats import service as chats
 from app.chats.models import Chat, Message
-from app.connections.crypto import KeyBox
 from app.connections.providers import get_provider
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError, Usage
 from app.connections.service import provider_config
 from app.errors import UserError
-from app.lore.prompting import generation_seed
 from app.personas.models import Persona
 from app.prompt.blocks import Prompt
+from app.prompt.macros import generation_seed
 from app.prompt.service import build_chat_prompt
+from app.services import Services
 from app.timeutil import utcnow
 
 log = logging.getLogger(__name__)
@@ -174,17 +174,17 @@ def store_turn(
     return StoredTurn(target.id, target.active_swipe, chat, characters, persona, speaker)
 
 
-def prepare_request(session: Session, turn: StoredTurn, *, keybox: KeyBox) -> PreparedReply:
+def prepare_request(session: Session, turn: StoredTurn, *, services: Services) -> PreparedReply:
     """Build the prompt and the provider config for a stored turn. Never raises: the placeholder
     is committed and must end marked, never left "streaming"."""
     reply = PreparedReply()
     try:
         prompt, effective = build_chat_prompt(
-            session, turn.chat, speaker=turn.speaker, before_id=turn.message_id,
-            characters=turn.characters, persona=turn.persona, record_lore=True,
-            lore_seed=generation_seed(turn.chat.id, turn.message_id, turn.swipe_index),
+            session, turn.chat, services=services, speaker=turn.speaker, before_id=turn.message_id,
+            characters=turn.characters, persona=turn.persona, for_reply=True,
+            seed=generation_seed(turn.chat.id, turn.message_id, turn.swipe_index),
         )  # fmt: skip
-        session.commit()  # the scan's timed effects, variables and Active Context
+        session.commit()  # what the sources keep (the lorebook scan) and the macro variables
     except Exception as err:
         log.exception("building the prompt failed in chat %s", turn.chat.id)
         reply.problem = f"The prompt could not be built: {err}"
@@ -194,7 +194,7 @@ def prepare_request(session: Session, turn: StoredTurn, *, keybox: KeyBox) -> Pr
         reply.problem = "No connection is set up yet. Add one under Connections."
         return reply
     try:
-        reply.config = provider_config(effective.connection, keybox)
+        reply.config = provider_config(effective.connection, services.keybox)
     except ValueError as err:
         reply.problem = str(err)
         return reply
@@ -237,11 +237,9 @@ class _ReplyWriter:
             session.commit()
 
 
-async def run_generation(
-    gen: Generation, turn: StoredTurn, *, engine: Engine, keybox: KeyBox, flush_interval_s: float,
-    after_reply: Callable[[int], None] | None = None,
-) -> None:
-    writer = _ReplyWriter(engine, gen.message_id, gen.swipe_index, flush_interval_s)
+async def run_generation(gen: Generation, turn: StoredTurn, *, services: Services) -> None:
+    engine = services.engine
+    writer = _ReplyWriter(engine, gen.message_id, gen.swipe_index, services.settings.stream_flush_interval_s)
     started = utcnow()
     usage: Usage | None = None
     model: str | None = None
@@ -250,7 +248,7 @@ async def run_generation(
             # Let the response carry the `start` event out before the event loop is busy building.
             await asyncio.wait_for(gen.start_sent.wait(), timeout=START_WAIT_S)
         with Session(engine, expire_on_commit=False) as session:
-            reply = prepare_request(session, turn, keybox=keybox)
+            reply = prepare_request(session, turn, services=services)
         if reply.problem:
             raise ProviderError("connection", reply.problem)
         stream = get_provider(reply.kind).stream_chat(reply.config, list(reply.prompt.messages), reply.params)
@@ -275,8 +273,8 @@ async def run_generation(
         else:
             writer.write("ok", **extra)
             await _publish(gen, "done", {"message_id": gen.message_id})
-        if after_reply:
-            after_reply(gen.chat_id)
+        # Background work after every reply (memories, summaries); the reply never waits for it.
+        services.sources.after_reply(services, gen.chat_id)
     except ProviderError as err:
         status = "partial" if writer.text else "error"
         writer.write(status, error=err.message, **_swipe_meta(started, model, usage))
@@ -304,23 +302,20 @@ def _swipe_meta(started, model: str | None, usage: Usage | None) -> dict:
 
 
 def start(
-    registry: Generations,
+    services: Services,
     *,
-    engine: Engine,
-    keybox: KeyBox,
-    flush_interval_s: float,
     chat_id: int,
     action: Action,
     content: str | None,
     speaker_id: int | None,
     message_id: int | None,
-    after_reply: Callable[[int], None] | None = None,
 ) -> Generation:
     """Store the turn, then hand the rest to a task; the `start` event (the reply's id) is the first
     thing streamed, before the prompt is even built."""
+    registry = services.generations
     if registry.get(chat_id):
         raise UserError("A reply is already being written in this chat. Stop it first.")
-    with Session(engine, expire_on_commit=False) as session:
+    with Session(services.engine, expire_on_commit=False) as session:
         try:
             turn = store_turn(session, chat_id, action=action, content=content, speaker_id=speaker_id,
                               message_id=message_id)  # fmt: skip
@@ -333,8 +328,7 @@ def start(
 
     async def runner() -> None:
         try:
-            await run_generation(gen, turn, engine=engine, keybox=keybox, flush_interval_s=flush_interval_s,
-                                 after_reply=after_reply)  # fmt: skip
+            await run_generation(gen, turn, services=services)
         finally:
             registry.remove(gen)
 

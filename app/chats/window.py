@@ -24,6 +24,17 @@ def batch_size(limit: int) -> int:
 
 
 @dataclass(frozen=True)
+class HistoryMessage:
+    """One message as the prompt reads it."""
+
+    id: int
+    role: str  # "user" | "assistant" | "system"
+    name: str
+    content: str
+    hidden: bool = False
+
+
+@dataclass(frozen=True)
 class WindowPlan:
     pinned: int  # 1 when the chat's first message is kept at the top of the window, else 0
     dropped: int  # how many of the messages after it were dropped, a whole number of batches

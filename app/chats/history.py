@@ -1,0 +1,74 @@
+"""Reading a chat's history the way the prompt sees it: the recent-message window, and counts.
+
+The prompt, Memory Recall (which chunks only what has left the window) and lorebooks (whose
+timed effects count messages) all read history through here, so they agree on what the AI sees."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlmodel import Session
+
+from app.chats.window import HistoryMessage, WindowPlan, plan_window
+
+# The reply path's hot queries, in plain SQL through the driver: they run before every reply and
+# the ORM's per-statement overhead was most of their cost. All use the (chat_id, id) index.
+# Messages with empty text are counted but never sent (the builder skips them); leaving
+# `content` out of the filter lets the count run on an index alone.
+_SENDABLE = "chat_id = ? AND kind = 'message' AND status != 'error' AND id > ? AND id < ?"
+_LAST_REFRESH_SQL = "SELECT coalesce(max(id), 0) FROM message WHERE chat_id = ? AND kind = 'refresh' AND id < ?"
+_COUNT_SQL = f"SELECT count(*), coalesce(sum(hidden), 0) FROM message WHERE {_SENDABLE}"
+_FIRST_SQL = f"SELECT id, role, name, content FROM message WHERE {_SENDABLE} AND hidden = 0 ORDER BY id LIMIT 1"
+_NEWEST_SQL = (
+    f"SELECT id, role, name, content FROM message WHERE {_SENDABLE} AND hidden = 0 ORDER BY id DESC LIMIT ?"
+)
+_HIDDEN_AFTER_SQL = f"SELECT count(*) FROM message WHERE {_SENDABLE} AND hidden = 1 AND id > ?"
+_NO_UPPER_BOUND = 2**62
+
+
+@dataclass(frozen=True)
+class History:
+    messages: list[HistoryMessage]  # the window: the pinned first message, then the newest ones
+    plan: WindowPlan
+    hidden: int  # hidden messages inside the window's span (counted for Peek Prompt, never sent)
+    refreshed: bool = False  # a refresh mark cut the history
+
+    @property
+    def recent(self) -> list[HistoryMessage]:
+        """The window past the pinned first message."""
+        return self.messages[self.plan.pinned :]
+
+
+def history_window(session: Session, chat_id: int, *, before_id: int | None, limit: int) -> History:
+    """The recent-message window of a chat, read without touching the messages it leaves out: a
+    5,000-message chat costs what an 80-message one does."""
+    conn = session.connection()
+    upper = before_id if before_id is not None else _NO_UPPER_BOUND
+    # After a refresh mark the AI reads only what follows it, and the chat's first message is not
+    # pinned any more: the refresh is a fresh start.
+    lower = conn.exec_driver_sql(_LAST_REFRESH_SQL, (chat_id, upper)).scalar_one()
+    span = (chat_id, lower, upper)
+    total, hidden_total = conn.exec_driver_sql(_COUNT_SQL, span).one()
+    plan = plan_window(total - hidden_total, limit, keep_first=not lower)
+    rows = []
+    if plan.pinned:
+        rows.extend(conn.exec_driver_sql(_FIRST_SQL, span).all())
+    if plan.recent:
+        rows.extend(reversed(conn.exec_driver_sql(_NEWEST_SQL, (*span, plan.recent)).all()))
+    messages = [HistoryMessage(*row) for row in rows]
+    hidden = 0
+    if hidden_total and messages:
+        # Without drops every hidden message lies inside the window's span; with drops, those
+        # among the dropped ones are not counted.
+        start = messages[plan.pinned].id - 1 if plan.dropped else 0
+        hidden = conn.exec_driver_sql(_HIDDEN_AFTER_SQL, (*span, start)).scalar_one()
+    return History(messages, plan, hidden, refreshed=bool(lower))
+
+
+def message_count(session: Session, chat_id: int, before_id: int | None) -> int:
+    """Messages of the chat before the reply: the clock of lorebook sticky, cooldown and delay."""
+    sql = "SELECT count(*) FROM message WHERE chat_id = ? AND kind = 'message'"
+    params: tuple = (chat_id,)
+    if before_id is not None:
+        sql, params = sql + " AND id < ?", (chat_id, before_id)
+    return int(session.connection().exec_driver_sql(sql, params).scalar_one())

@@ -1,0 +1,58 @@
+"""Lorebooks as a prompt source: constant entries in the cached system part, keyword-matched ones
+above the newest turns, at-depth ones among the recent messages; and Chat Settings → Lorebooks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlmodel import Session
+
+from app import forms
+from app.chats.history import message_count
+from app.chats.models import Chat
+from app.lore import service
+from app.lore.prompting import lore_for_prompt, record_scan
+from app.lore.report import limit_notice, skipped_notice
+from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
+from app.prompt.tokens import count_tokens
+from app.services import Services
+
+
+class LoreSource(PromptSource):
+    name = "lore"
+    label = "Lorebooks"
+
+    def contribute(self, turn: Turn) -> Contribution | None:
+        visible = [m for m in turn.history.messages if not m.hidden]
+        outcome = lore_for_prompt(
+            turn.session, turn.chat, compiled_books=turn.services.lorebooks,
+            messages=[f"{m.name}: {m.content}" for m in visible],
+            message_count=message_count(turn.session, turn.chat.id, turn.before_id),
+            character_ids=[c.id for c in turn.characters], persona_id=turn.persona.id if turn.persona else None,
+            char=turn.speaker.name, user=turn.user_name, seed=turn.seed, chat_budget=turn.settings.lore_token_budget,
+            count=count_tokens, variables=turn.variables,
+        )  # fmt: skip
+        if turn.for_reply:
+            record_scan(turn.session, turn.chat, outcome)
+        if outcome is None:
+            return None
+        return Contribution(fixed=outcome.fixed, dynamic=outcome.dynamic, depth_notes=outcome.depth_notes,
+                            note=outcome.note)  # fmt: skip
+
+    def settings_section(self, session: Session, chat: Chat, services: Services) -> SettingsSection:
+        snap = chat.lore_last_scan or {}
+        active_by_book: dict[str, list] = {}
+        for item in snap.get("active", []):
+            active_by_book.setdefault(item["book"], []).append(item)
+        return SettingsSection("lore/_chat_settings.html", {
+            "lorebooks": service.list_books(session), "attached": set(service.chat_book_ids(session, chat.id)),
+            "scan": snap, "active": active_by_book,
+            "notice": skipped_notice(snap) if snap else None, "limit_notice": limit_notice(snap) if snap else None,
+        })  # fmt: skip
+
+    def read_settings_form(self, session: Session, chat: Chat, form: Any) -> dict[str, Any]:
+        if forms.text(form, "lorebooks_shown"):
+            ids = [int(v) for v in form.getlist("lorebook_ids") if isinstance(v, str) and v.isdigit()]
+            service.set_chat_books(session, chat.id, ids)
+        budget = forms.optional_number(form, "lore_token_budget", int)
+        return {} if budget is None else {"lore_token_budget": budget}

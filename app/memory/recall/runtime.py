@@ -1,0 +1,25 @@
+"""What Memory Recall keeps while the app runs: the sign-bit index, the threads a search runs its
+vector pass on, and the running rebuilds. One per app (app/services.py), never a module global."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from app.memory.recall.index import SignIndex
+from app.memory.recall.jobs import Rebuilds
+
+
+def _query_threads() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=2, thread_name_prefix="recall-query")
+
+
+@dataclass
+class RecallRuntime:
+    index: SignIndex = field(default_factory=SignIndex)
+    queries: ThreadPoolExecutor = field(default_factory=_query_threads)
+    rebuilds: Rebuilds = field(default_factory=Rebuilds)
+
+    def close(self) -> None:
+        self.index.close()
+        self.queries.shutdown(wait=False, cancel_futures=True)

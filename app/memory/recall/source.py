@@ -1,0 +1,71 @@
+"""Memory Recall as a prompt source: recalled memories just above the newest turns, the embedding
+job after every reply, the periodic sweep, and its part of Chat Settings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlmodel import Session
+
+from app import forms
+from app.chats.models import Chat
+from app.chats.window import HistoryMessage
+from app.jobs import Job
+from app.memory.recall.embedding import embedder_for_chat, embedding_choice
+from app.memory.recall.jobs import JOBS, schedule_embed_chat
+from app.memory.recall.service import recall_for_prompt
+from app.memory.recall.sources import BUILTIN_MODELS
+from app.prompt.builder import DynamicBlock
+from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
+from app.prompt.tokens import count_tokens
+from app.services import Services
+
+OFF_NOTE = "Memory Recall is off for this chat (Chat Settings → Memory Recall); memories are still kept."
+
+
+def recall_query(messages: Sequence[HistoryMessage]) -> str:
+    """The newest user message, with the message before it when it is very short ("and then?")."""
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].role == "user":
+            text = messages[i].content
+            if len(text.split()) < 4 and i > 0:
+                text = f"{messages[i - 1].content}\n{text}"
+            return text
+    return ""
+
+
+class RecallSource(PromptSource):
+    name = "recall"
+    label = "Memory Recall"
+
+    def contribute(self, turn: Turn) -> Contribution:
+        if not turn.settings.recall_enabled(turn.chat.mode):
+            return Contribution(note=OFF_NOTE)
+        recent = turn.history.recent
+        result = recall_for_prompt(
+            turn.session, turn.chat.id, recall_query(turn.history.messages), context_size=turn.context_size,
+            window_start_id=recent[0].id if recent else None, count=count_tokens,
+            embedder=embedder_for_chat(turn.session, turn.chat.id, turn.services.keybox),
+            bits=turn.services.recall.index, threads=turn.services.recall.queries,
+        )  # fmt: skip
+        blocks = (DynamicBlock("recalled_memories", "Recalled memories", result.block),) if result.block else ()
+        return Contribution(dynamic=blocks, note=result.note)
+
+    def after_reply(self, services: Services, chat_id: int) -> None:
+        # Memories are kept whether or not recall is on for the chat: turning it on later finds them.
+        schedule_embed_chat(services, chat_id)
+
+    def jobs(self) -> Sequence[Job]:
+        return JOBS
+
+    def settings_section(self, session: Session, chat: Chat, services: Services) -> SettingsSection:
+        return SettingsSection("memory/_recall_settings.html", {
+            "embedding": embedding_choice(session, chat, automatic=True), "builtin_models": BUILTIN_MODELS,
+        })  # fmt: skip
+
+    def read_settings_form(self, session: Session, chat: Chat, form: Any) -> dict[str, Any]:
+        if not forms.text(form, "memory_recall_shown"):
+            return {}
+        return {"memory_recall": forms.checkbox(form, "memory_recall"),
+                "builtin_embedding": forms.text(form, "builtin_embedding") or None}  # fmt: skip

@@ -1,0 +1,40 @@
+"""Peek Prompt as JSON: the blocks and the messages exactly as sent."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from app.prompt.blocks import Prompt
+
+
+class PromptBlockRead(BaseModel):
+    name: str
+    label: str
+    group: str
+    role: str
+    tokens: int
+    text: str
+    message_id: int | None
+
+
+class PromptRead(BaseModel):
+    blocks: list[PromptBlockRead]
+    messages: list[dict]
+    total_tokens: int
+    context_size: int
+    reply_reserve: int
+    history_available: int
+    history_included: int
+    hidden_skipped: int
+    notes: list[str]
+
+
+def prompt_read(prompt: Prompt) -> PromptRead:
+    return PromptRead(
+        blocks=[PromptBlockRead(name=b.name, label=b.label, group=b.group, role=b.role, tokens=b.tokens,
+                                text=b.text, message_id=b.message_id) for b in prompt.blocks],
+        messages=[dict(m) for m in prompt.messages],
+        total_tokens=prompt.total_tokens, context_size=prompt.context_size, reply_reserve=prompt.reply_reserve,
+        history_available=prompt.history_available, history_included=prompt.history_included,
+        hidden_skipped=prompt.hidden_skipped, notes=list(prompt.notes),
+    )  # fmt: skip

@@ -1,0 +1,204 @@
+"""The seam every prompt source plugs into: what a source may provide, and the ordered registry.
+
+A prompt source is anything that feeds the prompt: Memory Recall, lorebooks, the character's note,
+the context note, time awareness, and the memory features still to come. Each is a `PromptSource`
+registered in one place (`app/sources.py`), in the order the prompt is built; built-ins use these
+hooks exactly as a new feature would (in the spirit of Datasette's hookspecs.py). A new source is
+its own folder plus one registration line; the builder never grows a branch for it.
+
+Hooks, each optional (the base class does nothing):
+- `begin(turn)`: start slow work for this turn (e.g. embed the query on a thread) before any
+  source contributes, so it overlaps with the others.
+- `contribute(turn)`: blocks and notes for this turn's prompt.
+- `after_reply(services, chat_id)`: react once a reply is written (schedule background work);
+  the reply never waits for it.
+- `jobs()`: background jobs to register with the scheduler when the app starts.
+- `settings_section(session, chat, services)`: the source's part of Chat Settings.
+- `read_settings_form(session, chat, form)`: read that part back from a submitted form.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlmodel import Session
+
+from app.characters.models import Character
+from app.chats.history import History
+from app.chats.models import Chat
+from app.chats.settings import ChatSettings
+from app.jobs import Job
+from app.personas.models import Persona
+from app.prompt.builder import DepthNote, DynamicBlock
+from app.services import Services
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Turn:
+    """What a source may read for one turn: plain values, plus the session to read more."""
+
+    session: Session
+    services: Services
+    chat: Chat
+    settings: ChatSettings
+    characters: list[Character]
+    speaker: Character
+    persona: Persona | None
+    user_name: str
+    history: History
+    before_id: int | None  # the reply being regenerated; None for the next reply
+    context_size: int
+    seed: int  # one per reply version: a swipe rolls anew, the same swipe rolls the same
+    # The chat's macro variables, changed in place by macros in entries and prompts; the prompt
+    # service keeps them only after a real reply.
+    variables: dict
+    # A real reply is being asked for (not Peek Prompt): a source may keep what its work leaves
+    # (e.g. the lorebook scan's timed effects), in this session, committed with the turn.
+    for_reply: bool = False
+    # Per-source scratch space for this turn, e.g. what `begin` started for `contribute` to finish.
+    scratch: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """A source's part of one prompt. Fixed blocks join the cached system part (their kind places
+    them, app/prompt/layout.py); dynamic blocks go just above the newest turns; depth notes sit
+    among the recent messages. `note` tells Peek Prompt what the source did, or why not."""
+
+    fixed: Sequence[DynamicBlock] = ()
+    dynamic: Sequence[DynamicBlock] = ()
+    depth_notes: Sequence[DepthNote] = ()
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class SettingsSection:
+    """A source's part of Chat Settings: a template (rendered inside the settings form, with
+    `section` holding `context`) and the values it shows."""
+
+    template: str
+    context: Mapping[str, Any] = field(default_factory=dict)
+
+
+class PromptSource:
+    """Base class of a prompt source; override the hooks it uses."""
+
+    name: str = ""  # short and unique: "recall", "lore"
+    label: str = ""  # for people: "Memory Recall"
+
+    def begin(self, turn: Turn) -> None:
+        """Start slow work for this turn before any source contributes."""
+
+    def contribute(self, turn: Turn) -> Contribution | None:
+        """Blocks and notes for this turn's prompt; None when the source has nothing to say."""
+        return None
+
+    def after_reply(self, services: Services, chat_id: int) -> None:
+        """React once a reply is written (schedule background work); must return at once."""
+
+    def jobs(self) -> Sequence[Job]:
+        """Background jobs to register with the scheduler when the app starts."""
+        return ()
+
+    def settings_section(self, session: Session, chat: Chat, services: Services) -> SettingsSection | None:
+        """The source's part of Chat Settings, or None."""
+        return None
+
+    def read_settings_form(self, session: Session, chat: Chat, form: Any) -> dict[str, Any]:
+        """ChatSettings values read from the submitted Chat Settings form."""
+        # Blank fields are left out, so the model's defaults apply; what lives elsewhere (attached
+        # lorebooks) is saved here, in the request's transaction.
+        return {}
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """Every source's contribution to one prompt, in registry order."""
+
+    fixed: tuple[DynamicBlock, ...]
+    dynamic: tuple[DynamicBlock, ...]
+    depth_notes: tuple[DepthNote, ...]
+    notes: tuple[str, ...]
+
+
+class PromptSources:
+    """The registry: the app's prompt sources in the order the prompt is built."""
+
+    def __init__(self, sources: Sequence[PromptSource] = ()) -> None:
+        self._sources: list[PromptSource] = []
+        for source in sources:
+            self.register(source)
+
+    def register(self, source: PromptSource, *, before: str | None = None) -> None:
+        """Add a source, last or just before the one named `before`."""
+        if not source.name or any(s.name == source.name for s in self._sources):
+            raise ValueError(f"A prompt source needs a unique name (got {source.name!r}).")
+        at = next((i for i, s in enumerate(self._sources) if s.name == before), len(self._sources))
+        self._sources.insert(at, source)
+
+    def __iter__(self) -> Iterator[PromptSource]:
+        return iter(list(self._sources))
+
+    def names(self) -> list[str]:
+        return [s.name for s in self._sources]
+
+    def gather(self, turn: Turn) -> Gathered:
+        """Begin, then contribute, source by source. A source that fails is left out and named in
+        the notes; it never fails the prompt."""
+        failed: dict[str, str] = {}
+        for source in self:
+            try:
+                source.begin(turn)
+            except Exception as err:
+                failed[source.name] = _failure(source, turn, err)
+        fixed: list[DynamicBlock] = []
+        dynamic: list[DynamicBlock] = []
+        depth_notes: list[DepthNote] = []
+        notes: list[str] = []
+        for source in self:
+            if source.name in failed:
+                notes.append(failed[source.name])
+                continue
+            try:
+                part = source.contribute(turn)
+            except Exception as err:
+                notes.append(_failure(source, turn, err))
+                continue
+            if part is None:
+                continue
+            fixed.extend(part.fixed)
+            dynamic.extend(part.dynamic)
+            depth_notes.extend(part.depth_notes)
+            if part.note:
+                notes.append(part.note)
+        return Gathered(tuple(fixed), tuple(dynamic), tuple(depth_notes), tuple(notes))
+
+    def after_reply(self, services: Services, chat_id: int) -> None:
+        for source in self:
+            try:
+                source.after_reply(services, chat_id)
+            except Exception:  # background work must never fail a reply that was written
+                log.exception("%s: after-reply work failed in chat %s", source.name, chat_id)
+
+    def jobs(self) -> list[Job]:
+        return [job for source in self for job in source.jobs()]
+
+    def settings_sections(self, session: Session, chat: Chat, services: Services) -> list[SettingsSection]:
+        sections = (source.settings_section(session, chat, services) for source in self)
+        return [s for s in sections if s is not None]
+
+    def read_settings_form(self, session: Session, chat: Chat, form: Any) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for source in self:
+            values.update(source.read_settings_form(session, chat, form))
+        return values
+
+
+def _failure(source: PromptSource, turn: Turn, err: Exception) -> str:
+    log.exception("prompt source %s failed in chat %s", source.name, turn.chat.id)
+    return f"{source.label or source.name} failed and was left out of this prompt: {err}"

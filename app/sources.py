@@ -1,0 +1,19 @@
+"""The prompt sources, registered in the order the prompt is built (app/prompt/sources.py says
+what a source may provide). A new one is its own folder plus one line here."""
+
+from __future__ import annotations
+
+from app.lore.source import LoreSource
+from app.memory.recall.source import RecallSource
+from app.prompt.builtin_sources import CharacterNoteSource, ContextNoteSource, TimeAwarenessSource
+from app.prompt.sources import PromptSources
+
+
+def default_sources() -> PromptSources:
+    return PromptSources([
+        RecallSource(),
+        LoreSource(),
+        CharacterNoteSource(),
+        ContextNoteSource(),
+        TimeAwarenessSource(),
+    ])  # fmt: skip

@@ -1,0 +1,43 @@
+"""Meta-tests of the prompt-source seam (Datasette's habit): every hook is documented, every
+registered source is named, every job it declares runs on a schedule and says what it does, and
+every Chat Settings section it renders exists."""
+
+import inspect
+
+from app.prompt.sources import PromptSource
+from app.sources import default_sources
+from app.web import TEMPLATES_DIR
+
+HOOKS = ("begin", "contribute", "after_reply", "jobs", "settings_section", "read_settings_form")
+
+
+def test_every_hook_of_the_seam_has_a_one_line_docstring():
+    for hook in HOOKS:
+        doc = inspect.getdoc(getattr(PromptSource, hook))
+        assert doc and "\n" not in doc.strip(), hook
+        assert hook in (inspect.getdoc(inspect.getmodule(PromptSource)) or ""), f"{hook} is not listed in the module"
+
+
+def test_every_registered_source_is_named_and_labelled():
+    sources = list(default_sources())
+    assert len({s.name for s in sources}) == len(sources)
+    assert all(s.name and s.label for s in sources)
+
+
+def test_every_job_has_an_interval_and_says_what_it_does():
+    jobs = default_sources().jobs()
+    assert jobs, "Memory Recall's sweep at least"
+    assert len({j.id for j in jobs}) == len(jobs)
+    for job in jobs:
+        assert job.every_minutes > 0 and inspect.getdoc(job.func), job.id
+
+
+def test_every_settings_section_template_exists():
+    for source in default_sources():
+        if type(source).settings_section is PromptSource.settings_section:
+            continue
+        template = inspect.getsource(type(source).settings_section)
+        names = [part.split('"')[0] for part in template.split('SettingsSection("')[1:]]
+        assert names, source.name
+        for name in names:
+            assert (TEMPLATES_DIR / name).is_file(), name
