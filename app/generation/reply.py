@@ -317,6 +317,10 @@ def start(
         raise UserError("A reply is already being written in this chat. Stop it first.")
     with Session(services.engine, expire_on_commit=False) as session:
         try:
+            if action == "send" and content and content.strip():
+                # Work that needs only the new message (embedding it for Memory Recall) starts now,
+                # beside storing it and sending the `start` event, not once the prompt is built.
+                services.sources.expect(services, session, chats.get_chat(session, chat_id), content)
             turn = store_turn(session, chat_id, action=action, content=content, speaker_id=speaker_id,
                               message_id=message_id)  # fmt: skip
         except Exception:

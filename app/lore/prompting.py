@@ -48,8 +48,8 @@ class CompiledBooks:
     version changed: a big book costs its scan, not its loading. One per app (its database)."""
 
     def __init__(self) -> None:
-        # book id -> (version, entries, compiled matchers)
-        self._books: dict[int, tuple[int, list[LoreEntry], CompiledBook]] = {}
+        # book id -> (version, entries, compiled matchers, whether keys hold macros)
+        self._books: dict[int, tuple[int, list[LoreEntry], CompiledBook, bool]] = {}
         # (book id, speaker, persona) -> the same, for books whose keys hold {{char}} / {{user}}
         self._named: dict[tuple[int, str, str], tuple[int, list[LoreEntry], CompiledBook]] = {}
         self._lock = threading.Lock()
@@ -66,9 +66,10 @@ class CompiledBooks:
             for row in rows:
                 data = service.book_data(row)
                 if row.id in fresh:
-                    self._books[row.id] = (row.version, fresh[row.id], compile_book(data, fresh[row.id]))
-                _, book_entries, book_compiled = self._books[row.id]
-                if any(_has_key_macros(e) for e in book_entries):
+                    self._books[row.id] = (row.version, fresh[row.id], compile_book(data, fresh[row.id]),
+                                           any(_has_key_macros(e) for e in fresh[row.id]))  # fmt: skip
+                _, book_entries, book_compiled, key_macros = self._books[row.id]
+                if key_macros:
                     book_entries, book_compiled = self._named_for(row, data, book_entries, char=char, user=user)
                 books.append(data)
                 entries.extend(book_entries)

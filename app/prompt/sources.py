@@ -8,8 +8,11 @@ its own folder plus one registration line; the builder never grows a branch for 
 
 Hooks, each optional (the base class does nothing):
 - `begin(turn)`: start slow work for this turn (e.g. embed the query on a thread) before any
-  source contributes, so it overlaps with the others.
+  source contributes, so it overlaps with the others; a source that returns True contributes after
+  the others (its blocks keep their place), which then do their work while its own runs.
 - `contribute(turn)`: blocks and notes for this turn's prompt.
+- `expect(services, session, chat, text)`: the user's new message is about to be stored and a
+  reply asked for: start work that needs only its text (e.g. embed it), before the turn is built.
 - `after_reply(services, chat_id)`: react once a reply is written (schedule background work);
   the reply never waits for it.
 - `jobs()`: background jobs to register with the scheduler when the app starts.
@@ -91,12 +94,16 @@ class PromptSource:
     name: str = ""  # short and unique: "recall", "lore"
     label: str = ""  # for people: "Memory Recall"
 
-    def begin(self, turn: Turn) -> None:
-        """Start slow work for this turn before any source contributes."""
+    def begin(self, turn: Turn) -> bool | None:
+        """Start slow work for this turn before any source contributes; True to contribute last."""
+        return None
 
     def contribute(self, turn: Turn) -> Contribution | None:
         """Blocks and notes for this turn's prompt; None when the source has nothing to say."""
         return None
+
+    def expect(self, services: Services, session: Session, chat: Chat, text: str) -> None:
+        """The user's new message is about to be stored: start work needing only its text; return at once."""
 
     def after_reply(self, services: Services, chat_id: int) -> None:
         """React once a reply is written (schedule background work); must return at once."""
@@ -148,12 +155,24 @@ class PromptSources:
         return [s.name for s in self._sources]
 
     def gather(self, turn: Turn) -> Gathered:
-        """Begin, then contribute, source by source. A source that fails is left out and named in
-        the notes; it never fails the prompt."""
+        """Begin, then contribute, source by source; those whose work is running (their `begin`
+        said True) contribute last, so the others' work overlaps with theirs. Contributions keep the
+        registry's order. A source that fails is left out and named in the notes; it never fails the
+        prompt."""
         failed: dict[str, str] = {}
+        running: set[str] = set()
         for source in self:
             try:
-                source.begin(turn)
+                if source.begin(turn):
+                    running.add(source.name)
+            except Exception as err:
+                failed[source.name] = _failure(source, turn, err)
+        parts: dict[str, Contribution | None] = {}
+        for source in sorted(self, key=lambda s: s.name in running):  # stable: registry order otherwise
+            if source.name in failed:
+                continue
+            try:
+                parts[source.name] = source.contribute(turn)
             except Exception as err:
                 failed[source.name] = _failure(source, turn, err)
         fixed: list[DynamicBlock] = []
@@ -164,11 +183,7 @@ class PromptSources:
             if source.name in failed:
                 notes.append(failed[source.name])
                 continue
-            try:
-                part = source.contribute(turn)
-            except Exception as err:
-                notes.append(_failure(source, turn, err))
-                continue
+            part = parts.get(source.name)
             if part is None:
                 continue
             fixed.extend(part.fixed)
@@ -177,6 +192,13 @@ class PromptSources:
             if part.note:
                 notes.append(part.note)
         return Gathered(tuple(fixed), tuple(dynamic), tuple(depth_notes), tuple(notes))
+
+    def expect(self, services: Services, session: Session, chat: Chat, text: str) -> None:
+        for source in self:
+            try:
+                source.expect(services, session, chat, text)
+            except Exception:  # an early start is only a head start: the turn does the work anyway
+                log.exception("%s: early work failed in chat %s", source.name, chat.id)
 
     def after_reply(self, services: Services, chat_id: int) -> None:
         for source in self:

@@ -62,7 +62,9 @@ def test_switching_the_embedding_model_then_rebuild_shows_progress_and_stops(pag
         char = c.post("/api/characters", json={"name": "Aria", "first_mes": "Hello."}).json()
         chat = c.post("/api/chats", json={"character_ids": [char["id"]], "mode": "conversation",
                                           "connection_id": plain["id"]}).json()  # fmt: skip
-    _fill_and_embed(live, chat["id"], 240)
+    # Enough memories for five rebuild batches: Stop, pressed once the first batch shows, must land
+    # before the last batch has started (with three, the poll could show the first as the last began).
+    _fill_and_embed(live, chat["id"], 480)
     page.on("dialog", lambda d: d.accept())
 
     # Chat Settings → Memory Recall: pick the multilingual built-in model for this chat.

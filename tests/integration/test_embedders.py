@@ -22,6 +22,21 @@ def test_builtin_minilm_runs_offline_and_ranks_meaning():
     assert cos(query, lighthouse) > cos(query, bread) + 0.2
 
 
+def test_builtin_minilm_queries_run_traced_and_give_the_models_own_vectors():
+    """A query's embedding runs as one TorchScript call (it overlaps with the request's own work);
+    the vectors are exactly those of the model's modules called one by one."""
+    model = MiniLM()
+    texts = ["hi", "", "Where did Mirela hide the old map? " * 3, "the lighthouse keeper " * 120, "café 日本 ёлка"]
+    traced = [model.embed_query(t) for t in texts]
+    encoder = MiniLM._query_encoder
+    assert encoder is not None, "tracing failed: queries fall back to the slower path (see the log)"
+    try:
+        MiniLM._query_encoder = None
+        assert [model.embed_query(t) for t in texts] == traced
+    finally:
+        MiniLM._query_encoder = encoder
+
+
 def test_builtin_e5_is_multilingual_with_query_and_passage_roles():
     model = E5Small()
     assert model.space.id == "builtin:multilingual-e5-small:384"

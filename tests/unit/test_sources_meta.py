@@ -8,7 +8,7 @@ from app.prompt.sources import PromptSource
 from app.sources import default_sources
 from app.web import TEMPLATES_DIR
 
-HOOKS = ("begin", "contribute", "after_reply", "jobs", "settings_section", "read_settings_form")
+HOOKS = ("begin", "contribute", "expect", "after_reply", "jobs", "settings_section", "read_settings_form")
 
 
 def test_every_hook_of_the_seam_has_a_one_line_docstring():

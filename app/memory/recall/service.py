@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 
 from sqlmodel import Session, col, delete, select
@@ -23,7 +23,7 @@ from app.memory.recall.chunking import (
     embedding_windows,
     stale_chunks,
 )
-from app.memory.recall.embedders import Embedder, EmbeddingError, EmbeddingSpace, MiniLM
+from app.memory.recall.embedders import Embedder, EmbeddingError, EmbeddingSpace, MiniLM, QueryVectors
 from app.memory.recall.formats import ChunkRecord, MemoryFileError, export_envelope, parse_import
 from app.memory.recall.index import SignIndex
 from app.memory.recall.lexical import candidate_terms, fuse, query_terms
@@ -165,67 +165,154 @@ class Hit:
     lexical: float
 
 
-# The first, approximate pass keeps this many windows for exact scoring (a chat with fewer windows
-# than this is searched exactly); each ranking then offers this many chunks to the fusion.
+# The first, approximate pass keeps this many windows for exact scoring, with those as near by sign
+# bits as the last of them (a chat with fewer windows than this is searched exactly); each ranking
+# then offers this many chunks to the fusion.
 NEAREST_WINDOWS = 256
 CANDIDATES_PER_RANKING = 32
 LEXICAL_DEPTH = 400
+NO_SOURCE_NOTE = "No embedding source: ranked by text matching only."
+LOADING_NOTE = "the built-in model is still loading, so text matching was used"
 
 
-def _nearest_chunks(engine, bits: SignIndex, chat_id: int, space_id: str, vector: list[float]) -> dict[int, float]:
-    """Best exact similarity per chunk among the windows nearest to the query by sign bits."""
-    dense: dict[int, float] = {}
-    with Session(engine) as session:
-        vector_ids, _ = bits.nearest_windows(session, chat_id, space_id, sign_code(vector), limit=NEAREST_WINDOWS)
-        for chunk_id, similarity in similarities_by_vector(session, vector_ids.tolist(), vector).values():
-            dense[chunk_id] = max(similarity, dense.get(chunk_id, -1.0))
-    return dense
+@dataclass(frozen=True)
+class Embedded:
+    """The query's vector, or why there is none."""
+
+    embedder: Embedder | None  # whose vectors rank; None when text matching ranks alone
+    vector: list[float] | None
+    note: str | None = None  # why vectors are not used
+    loading: bool = False  # the built-in model is still loading
 
 
-def search(
-    session: Session, chat_id: int, query: str, embedder: Embedder | None, *, bits: SignIndex, threads: Executor,
-    k: int = 8,
-) -> tuple[list[Hit], str | None]:
-    """Chunks ranked by vector similarity fused with lexical matching; (hits, why vectors were not
-    used) — a failing embedding source falls back to text matching and says so. `bits` is the
-    app's sign-bit index; the vector pass runs on one of `threads`.
+@dataclass(frozen=True)
+class Side:
+    """What one pass found: its scores by chunk, its best CANDIDATES_PER_RANKING chunks, their
+    neighbours in time, and the exact similarity of chunks around them (those it could score)."""
 
-    Work stays proportional to the candidates, not the chat: the nearest windows by sign bits,
-    rescored exactly, and the best BM25 matches from FTS5; then their neighbours in time."""
-    if not query.strip():
-        return [], None
-    note = None
-    query_vector: list[float] | None = None
+    scores: dict[int, float]
+    best: list[int]
+    neighbours: dict[int, tuple[int | None, int | None]]
+    similarities: dict[int, float]
+
+
+def _embed(query: str, embedder: Embedder | None, vectors: QueryVectors | None, wait_for_model: bool) -> Embedded:
     if embedder is None:
-        note = "No embedding source: ranked by text matching only."
-    else:
-        try:
-            query_vector = embedder.embed_query(query)
-        except EmbeddingError as err:
-            note = f"The embedding source failed ({err}); ranked by text matching only."
-    space_id = embedder.space.id if embedder is not None else ""  # a remote model's size is known now
-    # The vector pass (numpy and SQLite, both letting go of the GIL) runs on its own connection
-    # while this one looks up the words. The embedding ran alone before: beside other work it
-    # slows down by more than the overlap would save.
-    pending = None
-    if query_vector is not None:
-        pending = threads.submit(_nearest_chunks, session.get_bind(), bits, chat_id, space_id, query_vector)
+        return Embedded(None, None, NO_SOURCE_NOTE)
+    if not wait_for_model and isinstance(embedder, MiniLM) and not MiniLM.loaded():
+        MiniLM.warm_up_in_background()
+        return Embedded(None, None, NO_SOURCE_NOTE, loading=True)
+    try:
+        vector = vectors.embed(embedder, query) if vectors is not None else embedder.embed_query(query)
+    except EmbeddingError as err:
+        return Embedded(None, None, f"The embedding source failed ({err}); ranked by text matching only.")
+    return Embedded(embedder, vector)
+
+
+def _vector_pass(engine, chat_id: int, query: str, embedder: Embedder | None, *, bits: SignIndex,
+                 vectors: QueryVectors | None, wait_for_model: bool, embedded: Future,
+                 scanned: Future) -> Side | None:  # fmt: skip
+    """Embed the query (or find it embedded), take the windows nearest to it by sign bits, score
+    them exactly, then the neighbours of the best chunks; on a connection of its own. Says when the
+    query is embedded (the word pass waits for it) and when the sign bits are scanned (numpy
+    needs the GIL between its steps, so this part is best run while the caller waits)."""
+    try:
+        got = _embed(query, embedder, vectors, wait_for_model)
+        embedded.set_result(got)
+        if got.vector is None or got.embedder is None:
+            return None
+        # A remote model's size, part of its space, is known once it has answered.
+        space_id = got.embedder.space.id
+        with Session(engine) as session:
+            code = sign_code(got.vector)
+            vector_ids, _ = bits.nearest_windows(session, chat_id, space_id, code, limit=NEAREST_WINDOWS)
+            scanned.set_result(None)
+            dense: dict[int, float] = {}
+            for chunk_id, similarity in similarities_by_vector(session, vector_ids.tolist(), got.vector).values():
+                dense[chunk_id] = max(similarity, dense.get(chunk_id, -1.0))
+            best = sorted(dense, key=dense.__getitem__, reverse=True)[:CANDIDATES_PER_RANKING]
+            neighbours = index.chronological_neighbours(session, best)
+            around = [n for pair in neighbours.values() for n in pair if n is not None and n not in dense]
+            return Side(dense, best, neighbours, similarities_by_chunk(session, around, space_id, got.vector))
+    except BaseException as err:
+        for signal in (embedded, scanned):
+            if not signal.done():
+                signal.set_exception(err)
+        raise
+    finally:
+        if not scanned.done():
+            scanned.set_result(None)
+
+
+def _word_pass(engine, chat_id: int, query: str, *, embedded: Future) -> Side:
+    """The best LEXICAL_DEPTH chunks by BM25 over the query's rarer words, with their scores; the
+    neighbours of the best, and, once the query is embedded, the exact similarity of those and
+    their neighbours; on a connection of its own."""
     terms = query_terms(query, chat_id)
-    freq = index.doc_freq(session, terms) if terms else {}
-    # Scored once, deep enough that the dense candidates and the neighbours mostly find their own
-    # score here; a chunk below this depth counts as sharing no rare word with the query.
-    lexical_scores = index.lexical_candidates(session, candidate_terms(freq), limit=LEXICAL_DEPTH)
-    lexical_ids = list(lexical_scores)[:CANDIDATES_PER_RANKING]
-    dense: dict[int, float] | None = pending.result() if pending is not None else None
-    best_dense = sorted(dense or {}, key=lambda c: dense[c], reverse=True)[:CANDIDATES_PER_RANKING]  # type: ignore[index]
-    candidates = list(dict.fromkeys([*best_dense, *lexical_ids]))
+    with Session(engine) as session:
+        freq = index.doc_freq(session, terms) if terms else {}
+        # Scored once, deep enough that the dense candidates and the neighbours mostly find their
+        # own score here; a chunk below this depth counts as sharing no rare word with the query.
+        scores = index.lexical_candidates(session, candidate_terms(freq), limit=LEXICAL_DEPTH)
+        best = list(scores)[:CANDIDATES_PER_RANKING]
+        neighbours = index.chronological_neighbours(session, best)
+        got: Embedded = embedded.result()
+        similarities = {}
+        if best and got.vector is not None and got.embedder is not None:
+            around = [*best, *(n for pair in neighbours.values() for n in pair if n is not None)]
+            similarities = similarities_by_chunk(session, around, got.embedder.space.id, got.vector)
+        return Side(scores, best, neighbours, similarities)
+
+
+@dataclass(frozen=True)
+class PendingSearch:
+    """A search whose passes run on threads (`start_search`); `finish_search` ranks."""
+
+    embedded: Future[Embedded]
+    scanned: Future[None]  # the sign bits are scanned (or will not be)
+    dense: Future[Side | None]
+    words: Future[Side]
+
+
+def start_search(
+    engine, chat_id: int, query: str, embedder: Embedder | None, *, bits: SignIndex, threads: Executor,
+    vectors: QueryVectors | None = None, wait_for_model: bool = True,
+) -> PendingSearch | None:  # fmt: skip
+    """Start a search on `threads` (two of them), each pass on its own connection: the vector pass
+    (the query's vector comes from `vectors` when it was embedded already) and the word pass
+    (SQLite FTS5), which then scores its best chunks exactly once the query is embedded. The
+    caller's own work overlaps with them. None for an empty query. `wait_for_model=False` ranks by
+    words alone while the built-in model loads."""
+    if not query.strip():
+        return None
+    embedded: Future[Embedded] = Future()
+    scanned: Future[None] = Future()
+    # The vector pass first: the word pass waits for its embedding, and the threads take work in order.
+    dense = threads.submit(_vector_pass, engine, chat_id, query, embedder, bits=bits, vectors=vectors,
+                           wait_for_model=wait_for_model, embedded=embedded, scanned=scanned)  # fmt: skip
+    words = threads.submit(_word_pass, engine, chat_id, query, embedded=embedded)
+    return PendingSearch(embedded, scanned, dense, words)
+
+
+def finish_search(session: Session, pending: PendingSearch, *, k: int = 8) -> tuple[list[Hit], Embedded]:
+    """Chunks ranked by vector similarity fused with lexical matching, once both passes are done;
+    and the query's embedding (its embedder, or why vectors were not used). Work stays proportional
+    to the candidates, not the chat: the nearest windows by sign bits, rescored exactly, and the
+    best BM25 matches from FTS5; then their neighbours in time."""
+    words, near, got = pending.words.result(), pending.dense.result(), pending.embedded.result()
+    dense = dict(near.scores) if near is not None else None
+    candidates = list(dict.fromkeys([*(near.best if near is not None else ()), *words.best]))
     if not candidates:
-        return [], note
-    neighbours = index.chronological_neighbours(session, candidates)
+        return [], got
+    known = {**(near.neighbours if near is not None else {}), **words.neighbours}
+    neighbours = {c: known[c] for c in sorted(candidates) if c in known}  # in id order, as SQLite gives them
     pool = list(dict.fromkeys([*candidates, *(n for pair in neighbours.values() for n in pair if n is not None)]))
-    lexical = {c: lexical_scores.get(c, 0.0) for c in pool}
-    if dense is not None and query_vector is not None:
-        dense.update(similarities_by_chunk(session, [c for c in pool if c not in dense], space_id, query_vector))
+    lexical = {c: words.scores.get(c, 0.0) for c in pool}
+    if dense is not None and near is not None:
+        for c in pool:
+            similarity = near.similarities.get(c, words.similarities.get(c))
+            if c not in dense and similarity is not None:  # chunks without vectors in the space stay out
+                dense[c] = similarity
     scores = fuse(dense, lexical, neighbours)
     ranked = sorted(pool, key=lambda c: scores[c], reverse=True)[:k]
     chunks = {c.id: c for c in session.exec(select(MemoryChunk).where(col(MemoryChunk.id).in_(ranked)))}
@@ -234,7 +321,21 @@ def search(
         for c in ranked
         if c in chunks
     ]
-    return hits, note
+    return hits, got
+
+
+def search(
+    session: Session, chat_id: int, query: str, embedder: Embedder | None, *, bits: SignIndex, threads: Executor,
+    vectors: QueryVectors | None = None, k: int = 8,
+) -> tuple[list[Hit], str | None]:
+    """Chunks ranked by vector similarity fused with lexical matching; (hits, why vectors were not
+    used) — a failing embedding source falls back to text matching and says so. `bits` is the
+    app's sign-bit index; both passes run on `threads` (see `start_search`)."""
+    pending = start_search(session.get_bind(), chat_id, query, embedder, bits=bits, threads=threads, vectors=vectors)
+    if pending is None:
+        return [], None
+    hits, got = finish_search(session, pending, k=k)
+    return hits, got.note
 
 
 @dataclass(frozen=True)
@@ -242,6 +343,45 @@ class RecallResult:
     block: str  # the prompt block, "" when nothing was recalled
     recalled: list  # Recalled
     note: str  # for the prompt inspector
+
+
+def start_recall(
+    engine, chat_id: int, query: str, embedder: Embedder | None, *, bits: SignIndex, threads: Executor,
+    vectors: QueryVectors | None = None,
+) -> PendingSearch | None:  # fmt: skip
+    """Start the search for the next reply's memories (`finish_recall` ends it); while the built-in
+    model loads, words alone rank."""
+    return start_search(engine, chat_id, query, embedder, bits=bits, threads=threads, vectors=vectors,
+                        wait_for_model=False)  # fmt: skip
+
+
+def finish_recall(
+    session: Session, pending: PendingSearch | None, *, context_size: int, window_start_id: int | None,
+    count: Callable[[str], int],
+) -> RecallResult:  # fmt: skip
+    """Memories for the next reply: ranked chunks of this chat, past the live window, above the
+    similarity threshold, within 15% of the context (clamped 384–1,536 tokens)."""
+    if pending is None:
+        return RecallResult("", [], "Memory Recall: no message to search with yet.")
+    hits, got = finish_search(session, pending, k=TOP_K * 2)
+    embedder = got.embedder
+    hits = [h for h in hits if window_start_id is None or max(h.chunk.message_ids or [0]) < window_start_id]
+    candidates = [Candidate(h.chunk.id, h.chunk.content, h.similarity if embedder else None, h.lexical,
+                            _span(h.chunk)) for h in hits]  # fmt: skip
+    threshold = embedder.threshold if embedder else 0.0
+    recalled, why = select_memories(
+        candidates, budget=memory_budget(context_size), threshold=threshold, count=count
+    )
+    how = LOADING_NOTE if got.loading else (got.note[:-1].lower() if got.note else "")
+    if recalled:
+        sims = ", ".join(f"{r.similarity:.2f}" for r in recalled if r.similarity is not None)
+        text = f"Memory Recall: recalled {len(recalled)} memor{'y' if len(recalled) == 1 else 'ies'}"
+        text += f" (similarity {sims})" if sims else " (by text matching)"
+    else:
+        text = f"Memory Recall: nothing recalled — {why}"
+    if how:
+        text += f"; {how}"
+    return RecallResult(memory_block(recalled), recalled, text + ".")
 
 
 def recall_for_prompt(
@@ -255,34 +395,11 @@ def recall_for_prompt(
     embedder: Embedder | None,
     bits: SignIndex,
     threads: Executor,
+    vectors: QueryVectors | None = None,
 ) -> RecallResult:
-    """Memories for the next reply: ranked chunks of this chat, past the live window, above the
-    similarity threshold, within 15% of the context (clamped 384–1,536 tokens)."""
-    if not query.strip():
-        return RecallResult("", [], "Memory Recall: no message to search with yet.")
-    fallback = None
-    if isinstance(embedder, MiniLM) and not MiniLM.loaded():
-        MiniLM.warm_up_in_background()
-        fallback = "the built-in model is still loading, so text matching was used"
-        embedder = None
-    hits, note = search(session, chat_id, query, embedder, bits=bits, threads=threads, k=TOP_K * 2)
-    hits = [h for h in hits if window_start_id is None or max(h.chunk.message_ids or [0]) < window_start_id]
-    candidates = [Candidate(h.chunk.id, h.chunk.content, h.similarity if embedder else None, h.lexical,
-                            _span(h.chunk)) for h in hits]  # fmt: skip
-    threshold = embedder.threshold if embedder else 0.0
-    recalled, why = select_memories(
-        candidates, budget=memory_budget(context_size), threshold=threshold, count=count
-    )
-    how = fallback or (note[:-1].lower() if note else "")
-    if recalled:
-        sims = ", ".join(f"{r.similarity:.2f}" for r in recalled if r.similarity is not None)
-        text = f"Memory Recall: recalled {len(recalled)} memor{'y' if len(recalled) == 1 else 'ies'}"
-        text += f" (similarity {sims})" if sims else " (by text matching)"
-    else:
-        text = f"Memory Recall: nothing recalled — {why}"
-    if how:
-        text += f"; {how}"
-    return RecallResult(memory_block(recalled), recalled, text + ".")
+    """`start_recall` then `finish_recall`, for one embedder."""
+    pending = start_recall(session.get_bind(), chat_id, query, embedder, bits=bits, threads=threads, vectors=vectors)
+    return finish_recall(session, pending, context_size=context_size, window_start_id=window_start_id, count=count)
 
 
 def _span(chunk: MemoryChunk) -> str:

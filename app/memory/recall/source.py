@@ -10,11 +10,13 @@ from sqlmodel import Session
 
 from app import forms
 from app.chats.models import Chat
+from app.chats.settings import read_settings
 from app.chats.window import HistoryMessage
 from app.jobs import Job
+from app.memory.recall.embedders import MiniLM
 from app.memory.recall.embedding import embedder_for_chat, embedding_choice
 from app.memory.recall.jobs import JOBS, schedule_embed_chat
-from app.memory.recall.service import recall_for_prompt
+from app.memory.recall.service import finish_recall, start_recall
 from app.memory.recall.sources import BUILTIN_MODELS
 from app.prompt.builder import DynamicBlock
 from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
@@ -22,6 +24,7 @@ from app.prompt.tokens import count_tokens
 from app.services import Services
 
 OFF_NOTE = "Memory Recall is off for this chat (Chat Settings → Memory Recall); memories are still kept."
+SHORT_QUERY_WORDS = 4  # a shorter message searches with the one before it
 
 
 def recall_query(messages: Sequence[HistoryMessage]) -> str:
@@ -29,7 +32,7 @@ def recall_query(messages: Sequence[HistoryMessage]) -> str:
     for i in range(len(messages) - 1, -1, -1):
         if messages[i].role == "user":
             text = messages[i].content
-            if len(text.split()) < 4 and i > 0:
+            if len(text.split()) < SHORT_QUERY_WORDS and i > 0:
                 text = f"{messages[i - 1].content}\n{text}"
             return text
     return ""
@@ -39,18 +42,44 @@ class RecallSource(PromptSource):
     name = "recall"
     label = "Memory Recall"
 
+    def begin(self, turn: Turn) -> bool:
+        """Start the search on the recall threads; once the query is embedded and the sign bits are
+        scanned, its SQLite work overlaps with the other sources' work."""
+        if not turn.settings.recall_enabled(turn.chat.mode):
+            return False
+        services = turn.services
+        pending = turn.scratch[self.name] = start_recall(
+            turn.session.get_bind(), turn.chat.id, recall_query(turn.history.messages),
+            embedder_for_chat(turn.session, turn.chat.id, services.keybox),
+            bits=services.recall.index, threads=services.recall.queries, vectors=services.recall.query_vectors,
+        )  # fmt: skip
+        if pending is not None:
+            # The embedding and the sign-bit scan are steps that each need the GIL back: beside
+            # the other sources' Python work they would crawl, so they run now, while this thread
+            # waits (the word pass runs meanwhile); the SQLite work left overlaps with theirs.
+            pending.scanned.result()
+        return True
+
     def contribute(self, turn: Turn) -> Contribution:
         if not turn.settings.recall_enabled(turn.chat.mode):
             return Contribution(note=OFF_NOTE)
+        if self.name not in turn.scratch:
+            self.begin(turn)
         recent = turn.history.recent
-        result = recall_for_prompt(
-            turn.session, turn.chat.id, recall_query(turn.history.messages), context_size=turn.context_size,
-            window_start_id=recent[0].id if recent else None, count=count_tokens,
-            embedder=embedder_for_chat(turn.session, turn.chat.id, turn.services.keybox),
-            bits=turn.services.recall.index, threads=turn.services.recall.queries,
-        )  # fmt: skip
+        result = finish_recall(turn.session, turn.scratch.pop(self.name), context_size=turn.context_size,
+                               window_start_id=recent[0].id if recent else None, count=count_tokens)  # fmt: skip
         blocks = (DynamicBlock("recalled_memories", "Recalled memories", result.block),) if result.block else ()
         return Contribution(dynamic=blocks, note=result.note)
+
+    def expect(self, services: Services, session: Session, chat: Chat, text: str) -> None:
+        """Embed the new message now, on the recall threads, while it is stored and the turn is read:
+        it will be the query (unless it is too short to stand alone)."""
+        if not read_settings(chat.settings).recall_enabled(chat.mode) or len(text.split()) < SHORT_QUERY_WORDS:
+            return
+        embedder = embedder_for_chat(session, chat.id, services.keybox)
+        if isinstance(embedder, MiniLM) and not MiniLM.loaded():
+            return  # the turn ranks by words while the model loads (and starts loading it)
+        services.recall.queries.submit(services.recall.query_vectors.embed, embedder, text)
 
     def after_reply(self, services: Services, chat_id: int) -> None:
         # Memories are kept whether or not recall is on for the chat: turning it on later finds them.

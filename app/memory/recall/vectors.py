@@ -52,15 +52,10 @@ def similarities_by_vector(
     marks, ids = _in(vector_ids)
     if not ids:
         return {}
-    rows = (
-        session.connection()
-        .exec_driver_sql(
-            f"SELECT id, chunk_id, 1 - vec_distance_cosine(embedding, ?) FROM memory_vector WHERE id IN ({marks})",
-            (pack(query), *ids),
-        )
-        .all()
-    )
-    return {vid: (chunk_id, float(sim)) for vid, chunk_id, sim in rows}
+    found = _one_row(session, "SELECT group_concat(id || ' ' || chunk_id || ' ' || "
+                              "printf('%!.17g', 1 - vec_distance_cosine(embedding, ?)), ' ') "
+                              f"FROM memory_vector WHERE id IN ({marks})", (pack(query), *ids))  # fmt: skip
+    return {int(found[i]): (int(found[i + 1]), float(found[i + 2])) for i in range(0, len(found), 3)}
 
 
 def similarities_by_chunk(
@@ -70,13 +65,13 @@ def similarities_by_chunk(
     marks, ids = _in(chunk_ids)
     if not ids:
         return {}
-    rows = (
-        session.connection()
-        .exec_driver_sql(
-            "SELECT chunk_id, max(1 - vec_distance_cosine(embedding, ?)) FROM memory_vector "
-            f"WHERE space_id = ? AND chunk_id IN ({marks}) GROUP BY chunk_id",
-            (pack(query), space_id, *ids),
-        )
-        .all()
-    )
-    return {chunk_id: float(sim) for chunk_id, sim in rows}
+    found = _one_row(session, "SELECT group_concat(chunk_id || ' ' || printf('%!.17g', sim), ' ') FROM ("
+                              "SELECT chunk_id, max(1 - vec_distance_cosine(embedding, ?)) AS sim FROM memory_vector "
+                              f"WHERE space_id = ? AND chunk_id IN ({marks}) GROUP BY chunk_id)",
+                     (pack(query), space_id, *ids))  # fmt: skip
+    return {int(found[i]): float(found[i + 1]) for i in range(0, len(found), 2)}
+
+
+def _one_row(session: Session, sql: str, params: tuple) -> list[str]:
+    # One text row, not one row per vector: see index.one_row.
+    return (session.connection().exec_driver_sql(sql, params).scalar() or "").split()

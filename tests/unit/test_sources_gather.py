@@ -1,0 +1,40 @@
+"""The seam's order: a source whose `begin` left work running contributes after the others, so
+their work overlaps with its own; the prompt still gets every contribution in registry order."""
+
+from types import SimpleNamespace
+
+from app.prompt.builder import DynamicBlock
+from app.prompt.sources import Contribution, PromptSource, PromptSources
+
+
+class Recorder(PromptSource):
+    def __init__(self, name: str, log: list, *, running: bool = False, fails: bool = False) -> None:
+        self.name, self.label, self.log, self.running, self.fails = name, name.title(), log, running, fails
+
+    def begin(self, turn):
+        self.log.append(f"begin {self.name}")
+        return self.running
+
+    def contribute(self, turn):
+        self.log.append(f"contribute {self.name}")
+        if self.fails:
+            raise RuntimeError("broken")
+        return Contribution(dynamic=(DynamicBlock(self.name, self.name, self.name),), note=self.name)
+
+
+def test_running_sources_contribute_last_but_keep_their_place():
+    log: list = []
+    sources = PromptSources([Recorder("recall", log, running=True), Recorder("lore", log), Recorder("notes", log)])
+    gathered = sources.gather(SimpleNamespace(chat=SimpleNamespace(id=1)))
+    assert log == ["begin recall", "begin lore", "begin notes", "contribute lore", "contribute notes",
+                   "contribute recall"]  # fmt: skip
+    assert [b.kind for b in gathered.dynamic] == ["recall", "lore", "notes"]
+    assert gathered.notes == ("recall", "lore", "notes")
+
+
+def test_a_failing_running_source_is_named_in_its_place():
+    log: list = []
+    sources = PromptSources([Recorder("recall", log, running=True, fails=True), Recorder("lore", log)])
+    gathered = sources.gather(SimpleNamespace(chat=SimpleNamespace(id=1)))
+    assert [b.kind for b in gathered.dynamic] == ["lore"]
+    assert gathered.notes[0].startswith("Recall failed") and gathered.notes[1] == "lore"
