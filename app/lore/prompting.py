@@ -16,6 +16,7 @@ from app.lore import service
 from app.lore.activation import (
     ActiveEntry,
     CompiledBook,
+    LoreBook,
     LoreEntry,
     ScanRequest,
     ScanResult,
@@ -24,7 +25,6 @@ from app.lore.activation import (
     scan,
     scan_text,
 )
-from app.lore.models import Lorebook
 from app.lore.report import inspector_note, snapshot
 from app.prompt.builder import DepthNote, DynamicBlock
 from app.prompt.macros import MacroContext, expand_macros
@@ -44,43 +44,49 @@ MAX_NAMED = 64  # books with {{char}} / {{user}} keys, compiled per speaker and 
 
 
 class CompiledBooks:
-    """The lorebooks' entries and compiled matchers, read and compiled again only when a book's
-    version changed: a big book costs its scan, not its loading. One per app (its database)."""
+    """The lorebooks' settings, entries and compiled matchers, read and compiled again only when a
+    book's version changed: a big book costs its scan, not its loading. One per app (its database)."""
 
     def __init__(self) -> None:
-        # book id -> (version, entries, compiled matchers, whether keys hold macros)
-        self._books: dict[int, tuple[int, list[LoreEntry], CompiledBook, bool]] = {}
+        # book id -> (version, the book, its entries, compiled matchers, whether keys hold macros)
+        self._books: dict[int, tuple[int, LoreBook, list[LoreEntry], CompiledBook, bool]] = {}
         # (book id, speaker, persona) -> the same, for books whose keys hold {{char}} / {{user}}
         self._named: dict[tuple[int, str, str], tuple[int, list[LoreEntry], CompiledBook]] = {}
         self._lock = threading.Lock()
 
-    def load(self, session: Session, rows: Sequence[Lorebook], *, char: str, user: str):
-        """(books, entries, compiled matchers by book id) for these lorebook rows; a book whose
-        keys hold macros is compiled once per speaker and persona name as well."""
+    def load(self, session: Session, versions: Sequence[tuple[int, int]], *, char: str, user: str):
+        """(books, entries, compiled matchers by book id) for these (lorebook id, version) pairs; a
+        book whose keys hold macros is compiled once per speaker and persona name as well."""
         with self._lock:
-            stale = [row.id for row in rows if self._books.get(row.id, (None,))[0] != row.version]
-            fresh: dict[int, list[LoreEntry]] = {row_id: [] for row_id in stale}
-            for entry in service.entries_of(session, stale):
-                fresh[entry.lorebook_id].append(service.entry_data(entry))
+            stale = [book_id for book_id, version in versions if self._books.get(book_id, (None,))[0] != version]
+            if stale:
+                fresh: dict[int, list[LoreEntry]] = {book_id: [] for book_id in stale}
+                for entry in service.entries_of(session, stale):
+                    fresh[entry.lorebook_id].append(service.entry_data(entry))
+                for book_id in stale:
+                    self._books.pop(book_id, None)
+                for row in service.books_by_id(session, stale):
+                    data, book_entries = service.book_data(row), fresh[row.id]
+                    self._books[row.id] = (row.version, data, book_entries, compile_book(data, book_entries),
+                                           any(_has_key_macros(e) for e in book_entries))  # fmt: skip
             books, entries, compiled = [], [], {}
-            for row in rows:
-                data = service.book_data(row)
-                if row.id in fresh:
-                    self._books[row.id] = (row.version, fresh[row.id], compile_book(data, fresh[row.id]),
-                                           any(_has_key_macros(e) for e in fresh[row.id]))  # fmt: skip
-                _, book_entries, book_compiled, key_macros = self._books[row.id]
+            for book_id, _ in versions:
+                if book_id not in self._books:
+                    continue  # deleted since its version was read
+                version, data, book_entries, book_compiled, key_macros = self._books[book_id]
                 if key_macros:
-                    book_entries, book_compiled = self._named_for(row, data, book_entries, char=char, user=user)
+                    book_entries, book_compiled = self._named_for(book_id, version, data, book_entries,
+                                                                  char=char, user=user)  # fmt: skip
                 books.append(data)
                 entries.extend(book_entries)
-                compiled[row.id] = book_compiled
+                compiled[book_id] = book_compiled
             return books, entries, compiled
 
-    def _named_for(self, row: Lorebook, data, entries: list[LoreEntry], *, char: str, user: str):
-        named = self._named.get((row.id, char, user))
-        if named is None or named[0] != row.version:
+    def _named_for(self, book_id: int, version: int, data: LoreBook, entries: list[LoreEntry], *, char: str, user: str):
+        named = self._named.get((book_id, char, user))
+        if named is None or named[0] != version:
             resolved = with_key_macros(entries, char=char, user=user)
-            named = self._named[(row.id, char, user)] = (row.version, resolved, compile_book(data, resolved))
+            named = self._named[(book_id, char, user)] = (version, resolved, compile_book(data, resolved))
             while len(self._named) > MAX_NAMED:
                 self._named.pop(next(iter(self._named)))
         return named[1], named[2]
@@ -137,8 +143,8 @@ def lore_for_prompt(
 ) -> LoreOutcome | None:
     """The scan for the next reply, as prompt blocks. None when the chat uses no lorebook.
     `variables` are the chat's macro variables, changed in place by the entries' macros."""
-    rows = service.books_for_chat(session, chat.id, character_ids, persona_id)
-    books, entries, compiled = compiled_books.load(session, rows, char=char, user=user)
+    versions = service.book_versions_for_chat(session, chat.id, character_ids, persona_id)
+    books, entries, compiled = compiled_books.load(session, versions, char=char, user=user)
     if not books:
         return None
     timed = {int(k): TimedState(**v) for k, v in (chat.lore_timed or {}).items() if isinstance(v, dict)}

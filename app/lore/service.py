@@ -249,6 +249,28 @@ def books_for_chat(session: Session, chat_id: int, character_ids: Sequence[int],
     return list(books)
 
 
+def book_versions_for_chat(session: Session, chat_id: int, character_ids: Sequence[int],
+                           persona_id: int | None) -> list[tuple[int, int]]:  # fmt: skip
+    """(id, version) of the lorebooks `books_for_chat` gives, in the same order. It runs before
+    every reply: one statement of columns (no row objects), which the compiled-book cache needs."""
+    conditions = [LorebookLink.chat_id == chat_id]
+    if character_ids:
+        conditions.append(col(LorebookLink.character_id).in_(list(character_ids)))
+    if persona_id is not None:
+        conditions.append(LorebookLink.persona_id == persona_id)
+    linked = select(LorebookLink.lorebook_id).where(or_(*conditions))
+    query = (select(Lorebook.id, Lorebook.version)
+             .where(Lorebook.enabled == True, or_(Lorebook.is_global == True, col(Lorebook.id).in_(linked)))  # noqa: E712
+             .order_by(Lorebook.id))  # fmt: skip
+    return [(int(i), int(v)) for i, v in session.connection().execute(query).all()]
+
+
+def books_by_id(session: Session, book_ids: Sequence[int]) -> list[Lorebook]:
+    if not book_ids:
+        return []
+    return list(session.exec(select(Lorebook).where(col(Lorebook.id).in_(list(book_ids)))))
+
+
 def entries_of(session: Session, book_ids: Sequence[int]) -> list[LorebookEntry]:
     if not book_ids:
         return []

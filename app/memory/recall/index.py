@@ -13,15 +13,18 @@ memory_tombstone_floor; an index that had not read up to the floor reloads.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import numpy as np
 from sqlmodel import Session
 
 from app.memory.recall.lexical import match_expression
+from app.timeutil import as_utc
 
 MAX_INDEXES = 32  # chats whose bits stay in memory (least recently searched go first)
 BLOCK = 65_536  # windows per step of a scan
@@ -241,3 +244,36 @@ def chronological_neighbours(
            f"FROM memory_chunk c WHERE c.id IN ({','.join('?' * len(chunk_ids))}))")  # fmt: skip
     found = [int(v) for v in one_row(session, sql, chunk_ids).split()]  # ids start at 1: 0 is none
     return {found[i]: (found[i + 1] or None, found[i + 2] or None) for i in range(0, len(found), 3)}
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """What a search's hits show of a memory chunk (the fields of MemoryChunk they read)."""
+
+    id: int
+    content: str
+    message_ids: list[int]
+    message_count: int
+    status: str
+    first_message_at: datetime
+    last_message_at: datetime
+
+
+def chunk_rows(session: Session, chunk_ids: Sequence[int]) -> dict[int, ChunkRow]:
+    """The given chunks by id, through the driver: the last read of a search, on the reply's own
+    thread, where the ORM's row objects cost most of it."""
+    if not chunk_ids:
+        return {}
+    sql = ("SELECT id, content, message_ids, message_count, status, first_message_at, last_message_at "
+           f"FROM memory_chunk WHERE id IN ({','.join('?' * len(chunk_ids))})")  # fmt: skip
+    return {
+        row[0]: ChunkRow(row[0], row[1], json.loads(row[2]), row[3], row[4], _stored_datetime(row[5]),
+                         _stored_datetime(row[6]))  # fmt: skip
+        for row in session.connection().exec_driver_sql(sql, tuple(chunk_ids)).all()
+    }
+
+
+def _stored_datetime(value: str | datetime) -> datetime:
+    # Read back as the ORM's column type does: SQLite holds UTC without an offset
+    # ("2026-11-30 16:54:55.033663"); the value comes back aware, in UTC.
+    return as_utc(value if isinstance(value, datetime) else datetime.fromisoformat(value))

@@ -25,7 +25,7 @@ from app.memory.recall.chunking import (
 )
 from app.memory.recall.embedders import Embedder, EmbeddingError, EmbeddingSpace, MiniLM, QueryVectors
 from app.memory.recall.formats import ChunkRecord, MemoryFileError, export_envelope, parse_import
-from app.memory.recall.index import SignIndex
+from app.memory.recall.index import ChunkRow, SignIndex
 from app.memory.recall.lexical import candidate_terms, fuse, query_terms
 from app.memory.recall.models import MemoryChunk, MemoryVector
 from app.memory.recall.recall import TOP_K, Candidate, memory_block, memory_budget, select_memories
@@ -40,6 +40,8 @@ from app.timeutil import as_utc, utcnow
 
 log = logging.getLogger(__name__)
 WINDOW_WORDS = 96
+# Picks a chat's embedder with the given session (the search's own connection, on its thread).
+ChooseEmbedder = Callable[[Session], Embedder | None]
 
 
 def _texts(
@@ -159,7 +161,7 @@ def _blocks(chunk: MemoryChunk) -> list[MessageText]:
 
 @dataclass(frozen=True)
 class Hit:
-    chunk: MemoryChunk
+    chunk: ChunkRow
     score: float
     similarity: float | None
     lexical: float
@@ -210,20 +212,23 @@ def _embed(query: str, embedder: Embedder | None, vectors: QueryVectors | None, 
 
 
 def _vector_pass(engine, chat_id: int, query: str, embedder: Embedder | None, *, bits: SignIndex,
-                 vectors: QueryVectors | None, wait_for_model: bool, embedded: Future,
-                 scanned: Future) -> Side | None:  # fmt: skip
+                 vectors: QueryVectors | None, wait_for_model: bool, embedded: Future, scanned: Future,
+                 choose_embedder: ChooseEmbedder | None = None) -> Side | None:  # fmt: skip
     """Embed the query (or find it embedded), take the windows nearest to it by sign bits, score
     them exactly, then the neighbours of the best chunks; on a connection of its own. Says when the
     query is embedded (the word pass waits for it) and when the sign bits are scanned (numpy
-    needs the GIL between its steps, so this part is best run while the caller waits)."""
+    needs the GIL between its steps, so this part is best run while the caller waits).
+    `choose_embedder`, when given, picks the embedder here, on this pass's connection."""
     try:
-        got = _embed(query, embedder, vectors, wait_for_model)
-        embedded.set_result(got)
-        if got.vector is None or got.embedder is None:
-            return None
-        # A remote model's size, part of its space, is known once it has answered.
-        space_id = got.embedder.space.id
         with Session(engine) as session:
+            if choose_embedder is not None:
+                embedder = choose_embedder(session)
+            got = _embed(query, embedder, vectors, wait_for_model)
+            embedded.set_result(got)
+            if got.vector is None or got.embedder is None:
+                return None
+            # A remote model's size, part of its space, is known once it has answered.
+            space_id = got.embedder.space.id
             code = sign_code(got.vector)
             vector_ids, _ = bits.nearest_windows(session, chat_id, space_id, code, limit=NEAREST_WINDOWS)
             scanned.set_result(None)
@@ -276,20 +281,22 @@ class PendingSearch:
 
 def start_search(
     engine, chat_id: int, query: str, embedder: Embedder | None, *, bits: SignIndex, threads: Executor,
-    vectors: QueryVectors | None = None, wait_for_model: bool = True,
+    vectors: QueryVectors | None = None, wait_for_model: bool = True, choose_embedder: ChooseEmbedder | None = None,
 ) -> PendingSearch | None:  # fmt: skip
     """Start a search on `threads` (two of them), each pass on its own connection: the vector pass
     (the query's vector comes from `vectors` when it was embedded already) and the word pass
     (SQLite FTS5), which then scores its best chunks exactly once the query is embedded. The
     caller's own work overlaps with them. None for an empty query. `wait_for_model=False` ranks by
-    words alone while the built-in model loads."""
+    words alone while the built-in model loads. `choose_embedder` (instead of `embedder`) picks the
+    embedder on the vector pass's thread: the word pass need not wait for the choice to start."""
     if not query.strip():
         return None
     embedded: Future[Embedded] = Future()
     scanned: Future[None] = Future()
     # The vector pass first: the word pass waits for its embedding, and the threads take work in order.
     dense = threads.submit(_vector_pass, engine, chat_id, query, embedder, bits=bits, vectors=vectors,
-                           wait_for_model=wait_for_model, embedded=embedded, scanned=scanned)  # fmt: skip
+                           wait_for_model=wait_for_model, embedded=embedded, scanned=scanned,
+                           choose_embedder=choose_embedder)  # fmt: skip
     words = threads.submit(_word_pass, engine, chat_id, query, embedded=embedded)
     return PendingSearch(embedded, scanned, dense, words)
 
@@ -315,7 +322,7 @@ def finish_search(session: Session, pending: PendingSearch, *, k: int = 8) -> tu
                 dense[c] = similarity
     scores = fuse(dense, lexical, neighbours)
     ranked = sorted(pool, key=lambda c: scores[c], reverse=True)[:k]
-    chunks = {c.id: c for c in session.exec(select(MemoryChunk).where(col(MemoryChunk.id).in_(ranked)))}
+    chunks = index.chunk_rows(session, ranked)
     hits = [
         Hit(chunks[c], scores[c], dense.get(c) if dense is not None else None, lexical[c])
         for c in ranked
@@ -347,12 +354,12 @@ class RecallResult:
 
 def start_recall(
     engine, chat_id: int, query: str, embedder: Embedder | None, *, bits: SignIndex, threads: Executor,
-    vectors: QueryVectors | None = None,
+    vectors: QueryVectors | None = None, choose_embedder: ChooseEmbedder | None = None,
 ) -> PendingSearch | None:  # fmt: skip
     """Start the search for the next reply's memories (`finish_recall` ends it); while the built-in
     model loads, words alone rank."""
     return start_search(engine, chat_id, query, embedder, bits=bits, threads=threads, vectors=vectors,
-                        wait_for_model=False)  # fmt: skip
+                        wait_for_model=False, choose_embedder=choose_embedder)  # fmt: skip
 
 
 def finish_recall(
@@ -402,7 +409,7 @@ def recall_for_prompt(
     return finish_recall(session, pending, context_size=context_size, window_start_id=window_start_id, count=count)
 
 
-def _span(chunk: MemoryChunk) -> str:
+def _span(chunk: ChunkRow) -> str:
     first, last = chunk.first_message_at, chunk.last_message_at
     if first.date() == last.date():
         return f"{first:%Y-%m-%d}, {chunk.message_count} messages"

@@ -4,6 +4,7 @@ job after every reply, the periodic sweep, and its part of Chat Settings."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from sqlmodel import Session
@@ -48,10 +49,11 @@ class RecallSource(PromptSource):
         if not turn.settings.recall_enabled(turn.chat.mode):
             return False
         services = turn.services
+        # The embedder is picked on the vector pass's thread, so the word pass starts at once.
         pending = turn.scratch[self.name] = start_recall(
-            turn.session.get_bind(), turn.chat.id, recall_query(turn.history.messages),
-            embedder_for_chat(turn.session, turn.chat.id, services.keybox),
+            turn.session.get_bind(), turn.chat.id, recall_query(turn.history.messages), None,
             bits=services.recall.index, threads=services.recall.queries, vectors=services.recall.query_vectors,
+            choose_embedder=partial(embedder_for_chat, chat_id=turn.chat.id, keybox=services.keybox),
         )  # fmt: skip
         if pending is not None:
             # The embedding and the sign-bit scan are steps that each need the GIL back: beside
