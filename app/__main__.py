@@ -2,9 +2,11 @@
 
 import argparse
 import logging
+import sys
 
 import uvicorn
 
+from app.auth import is_loopback, open_listening_refusal
 from app.settings import load_settings
 
 
@@ -15,10 +17,15 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=settings.port)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if args.host not in {"127.0.0.1", "localhost", "::1"} and not settings.password:
-        logging.getLogger("sugo").warning(
-            "Listening on %s without SUGO_PASSWORD: anyone on your network can use Sugo.", args.host
-        )
+    log = logging.getLogger("sugo")
+    if refusal := open_listening_refusal(args.host, password=settings.password, allow_open=settings.allow_open):
+        sys.exit(refusal)
+    if not is_loopback(args.host) and not settings.password:
+        log.warning("Listening on %s without SUGO_PASSWORD (SUGO_ALLOW_OPEN=1): anyone who can reach it can use "
+                    "Sugo.", args.host)  # fmt: skip
+    if not is_loopback(args.host) and not settings.allowed_hosts:
+        log.warning("Only requests addressed to 127.0.0.1, localhost or ::1 are answered: set SUGO_ALLOWED_HOSTS "
+                    "to the names or addresses you will use to reach Sugo (for example 192.168.1.20,sugo.lan).")  # fmt: skip
     uvicorn.run("app.main:create_app", factory=True, host=args.host, port=args.port, log_level="info")
 
 

@@ -4,6 +4,7 @@ WAL and foreign keys. SQLite-specific SQL stays in this module."""
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,8 +35,18 @@ def _on_connect(dbapi_conn, _record) -> None:
     cur.close()
 
 
+def _owner_only(database_path: Path) -> None:
+    # The database holds chats and sealed keys: owner-only, created so from the start. SQLite
+    # gives its -wal and -shm files the database file's mode.
+    os.close(os.open(database_path, os.O_WRONLY | os.O_CREAT, 0o600))
+    for path in (database_path, *(database_path.with_name(database_path.name + s) for s in ("-wal", "-shm"))):
+        if path.exists():
+            path.chmod(0o600)
+
+
 def make_engine(database_path: Path) -> Engine:
     database_path.parent.mkdir(parents=True, exist_ok=True)
+    _owner_only(database_path)
     engine = create_engine(
         f"sqlite:///{database_path}",
         module=sqlite3,

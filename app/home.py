@@ -5,7 +5,13 @@ import secrets
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.auth import SESSION_COOKIE, SESSION_MAX_AGE_S, password_matches
+from app.auth import (
+    SESSION_COOKIE,
+    SESSION_MAX_AGE_S,
+    client_address,
+    password_matches,
+    too_many_tries_message,
+)
 from app.web import render
 
 router = APIRouter(include_in_schema=False)
@@ -27,14 +33,20 @@ def login_page(request: Request, next: str = "/") -> Response:
 @router.post("/login")
 async def log_in(request: Request) -> Response:
     """Check the password and start a session."""
-    settings = request.app.state.services.settings
+    services = request.app.state.services
     form = await request.form()
     target = _safe_next(str(form.get("next") or "/"))
-    if not settings.password:
+    if not services.settings.password:
         return RedirectResponse("/", status_code=303)
-    if not password_matches(str(form.get("password") or ""), settings.password):
+    client = client_address(request.scope)
+    if wait := services.login_throttle.wait_s(client):
+        return render(request, "login.html", {"next": target, "error": too_many_tries_message(wait)},
+                      status_code=429, headers={"Retry-After": str(int(wait) + 1)})  # fmt: skip
+    if not password_matches(str(form.get("password") or ""), services.settings.password):
+        services.login_throttle.failed(client)
         return render(request, "login.html", {"next": target, "error": "Wrong password."}, status_code=401)
-    token = request.app.state.services.session_signer.dumps({"auth": True, "csrf": secrets.token_urlsafe(32)})
+    services.login_throttle.succeeded(client)
+    token = services.session_signer.dumps({"auth": True, "csrf": secrets.token_urlsafe(32)})
     response = RedirectResponse(target, status_code=303)
     response.set_cookie(SESSION_COOKIE, token, max_age=SESSION_MAX_AGE_S, httponly=True, samesite="lax",
                         secure=request.url.scheme == "https")  # fmt: skip
@@ -42,8 +54,10 @@ async def log_in(request: Request) -> Response:
 
 
 @router.post("/logout")
-def log_out() -> HTMLResponse:
-    """End the session."""
+def log_out(request: Request) -> HTMLResponse:
+    """End the session, and every other one (a new session key)."""
+    if signer := request.app.state.services.session_signer:
+        signer.rotate()
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE)
     return response

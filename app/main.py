@@ -14,13 +14,14 @@ from sqlmodel import Session
 
 from app import pages
 from app.api_common import install_error_handlers
-from app.auth import ProtectionMiddleware, SessionSigner, load_session_secret
+from app.auth import LoginThrottle, ProtectionMiddleware, SessionSigner, allowed_host_names
 from app.characters.api import router as characters_api
 from app.chats.api import router as chats_api
 from app.chats.service import finish_interrupted_replies
 from app.connections.api import router as connections_api
 from app.connections.crypto import KeyBox
 from app.connections.providers._http import close_clients
+from app.connections.service import seal_plain_headers
 from app.db import make_engine
 from app.generation.reply import Generations
 from app.images.routes import router as images_routes
@@ -48,15 +49,18 @@ def build_services(settings: Settings, *, sources: PromptSources | None = None) 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     engine = make_engine(settings.database_path)
     upgrade_database(engine)
+    keybox = KeyBox(settings.secret_key_path)
     with Session(engine) as session:
         if finished := finish_interrupted_replies(session):
             log.warning("Marked %d reply(s) cut off by the last shutdown as incomplete.", finished)
+        seal_plain_headers(session, keybox)
         session.commit()
-    signer = SessionSigner(load_session_secret(settings.session_key_path)) if settings.password else None
+    signer = SessionSigner(settings.session_key_path, settings.password) if settings.password else None
     return Services(
-        settings=settings, engine=engine, keybox=KeyBox(settings.secret_key_path), lorebooks=CompiledBooks(),
+        settings=settings, engine=engine, keybox=keybox, lorebooks=CompiledBooks(),
         recall=RecallRuntime(), sources=sources if sources is not None else default_sources(),
         generations=Generations(), session_signer=signer,
+        login_throttle=LoginThrottle() if settings.password else None,
     )  # fmt: skip
 
 
@@ -84,7 +88,8 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
     app = FastAPI(title="Sugo", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Self-hosted AI roleplay and chat with memory that works.")  # fmt: skip
     app.state.services = services
-    app.add_middleware(ProtectionMiddleware, password=settings.password, signer=services.session_signer)
+    app.add_middleware(ProtectionMiddleware, password=settings.password, signer=services.session_signer,
+                       allowed_hosts=allowed_host_names(settings.allowed_hosts), throttle=services.login_throttle)  # fmt: skip
     install_error_handlers(app)
 
     for router in (connections_api, characters_api, personas_api, chats_api, memory_api, lore_api, chat_lore_api,

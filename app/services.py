@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
     from sqlalchemy.engine import Engine
 
-    from app.auth import SessionSigner
+    from app.auth import LoginThrottle, SessionSigner
     from app.connections.crypto import KeyBox
     from app.generation.reply import Generations
     from app.lore.prompting import CompiledBooks
@@ -36,6 +36,7 @@ class Services:
     sources: PromptSources
     generations: Generations  # the replies being written now
     session_signer: SessionSigner | None = None  # login sessions, with SUGO_PASSWORD
+    login_throttle: LoginThrottle | None = None  # wrong passwords per client, with SUGO_PASSWORD
     scheduler: AsyncIOScheduler | None = None  # set while the app runs (its lifespan)
 
     def close(self) -> None:

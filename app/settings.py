@@ -38,6 +38,11 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8000
     password: str | None = None
+    # Host names Sugo answers to besides the loopback ones (SUGO_ALLOWED_HOSTS, comma-separated;
+    # "*" for any): a page on another name that resolves to us (DNS rebinding) is refused.
+    allowed_hosts: tuple[str, ...] = ()
+    # SUGO_ALLOW_OPEN=1: listen on a non-loopback address without a password, on purpose.
+    allow_open: bool = False
     discovery_ports: dict[str, int] = field(default_factory=dict)
     # Streamed replies are written to the database at most this often, so a crash loses little
     # and a long reply does not turn into thousands of writes.
@@ -67,6 +72,8 @@ def load_settings() -> Settings:
         host=os.environ.get("SUGO_HOST", "127.0.0.1"),
         port=int(os.environ.get("SUGO_PORT", "8000")),
         password=os.environ.get("SUGO_PASSWORD") or None,
+        allowed_hosts=tuple(h.strip() for h in os.environ.get("SUGO_ALLOWED_HOSTS", "").split(",") if h.strip()),
+        allow_open=_env_bool("SUGO_ALLOW_OPEN", False),
         discovery_ports=_discovery_ports(),
         stream_flush_interval_s=float(os.environ.get("SUGO_STREAM_FLUSH_S", "0.5")),
         start_scheduler=_env_bool("SUGO_SCHEDULER", True),

@@ -11,6 +11,10 @@ from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken
 
+# Marks a sealed (encrypted) value among plain ones: extra header values saved before they were
+# encrypted are still read as they are.
+SEALED = "sealed:"
+
 
 class KeyBox:
     def __init__(self, key_path: Path) -> None:
@@ -28,9 +32,22 @@ class KeyBox:
                 "Enter the key again."
             ) from err
 
+    def seal(self, secret: str) -> str:
+        """`secret` encrypted and marked as such (extra header values)."""
+        return SEALED + self.encrypt(secret)
+
+    def unseal(self, value: str) -> str:
+        """A value `seal` made, decrypted; an unmarked value is plain text and comes back as is."""
+        return self.decrypt(value.removeprefix(SEALED)) if is_sealed(value) else value
+
+
+def is_sealed(value: str) -> bool:
+    return value.startswith(SEALED)
+
 
 def _load_or_create_key(path: Path) -> bytes:
     if path.exists():
+        path.chmod(0o600)  # a key file copied in by hand keeps whatever mode it came with
         return path.read_bytes().strip()
     path.parent.mkdir(parents=True, exist_ok=True)
     key = Fernet.generate_key()

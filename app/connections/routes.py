@@ -78,6 +78,7 @@ def new_connection_page(
         extra_headers=dict(p.extra_headers),
     )  # fmt: skip
     return render(request, "connections/edit.html", {"conn": conn, "presets": PRESETS, "preset": p,
+                                                     "headers": service.header_form_value(conn),
                                                      "connections": service.list_connections(session)})  # fmt: skip
 
 
@@ -94,22 +95,17 @@ def edit_connection_page(connection_id: int, request: Request, session: SessionD
     """Edit one connection (the key is never shown, only whether one is saved)."""
     conn = service.get_connection(session, connection_id)
     return render(request, "connections/edit.html", {"conn": conn, "presets": PRESETS, "preset": None,
+                                                     "headers": service.header_form_value(conn),
                                                      "connections": service.list_connections(session)})  # fmt: skip
 
 
 @router.post("/connections/test")
 async def test_connection_form(request: Request, session: SessionDep, keybox: KeyBoxDep) -> HTMLResponse:
-    """Test the values in the form before saving (a saved key is used when the field is empty)."""
+    """Test the values in the form before saving (a saved key is used when the field is empty and
+    the address is the saved one)."""
     form = await request.form()
-    data = _form_input(form)
-    conn = Connection(name=data.name, kind=data.kind, base_url=data.base_url, model=data.model,
-                      extra_headers=data.extra_headers, extra_body=data.extra_body)  # fmt: skip
     saved_id = forms.optional_number(form, "connection_id", int)
-    if data.api_key:
-        conn.api_key_encrypted = keybox.encrypt(data.api_key)
-    elif saved_id and not data.clear_key:
-        conn.api_key_encrypted = service.get_connection(session, saved_id).api_key_encrypted
-    result = await service.probe_connection(conn, keybox)
+    result = await service.probe_form(session, keybox, _form_input(form), saved_id=saved_id)
     return render(request, "connections/_test_result.html", {"result": result})
 
 

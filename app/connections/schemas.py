@@ -4,7 +4,9 @@ from pydantic import BaseModel, Field, field_validator
 
 
 class ConnectionIn(BaseModel):
-    """What the form and the API accept. `api_key`: empty keeps the saved key; `clear_key` removes it."""
+    """What the form and the API accept. `api_key`: empty keeps the saved key; `clear_key` removes it.
+    A saved key or header value is only ever sent to the address it was saved with: changing
+    `base_url` or `embedding_url` needs the key (and header values) typed again, or `clear_key`."""
 
     name: str = Field(min_length=1, max_length=120)
     kind: str = "openai"
@@ -13,7 +15,9 @@ class ConnectionIn(BaseModel):
     model: str = ""
     api_key: str | None = None
     clear_key: bool = False
-    extra_headers: dict[str, str] = Field(default_factory=dict)
+    # Saved header values are never shown: None keeps all of them, a name with an empty value keeps
+    # that one's saved value; a name left out is removed.
+    extra_headers: dict[str, str] | None = None
     extra_body: dict = Field(default_factory=dict)
     temperature: float | None = Field(default=0.8, ge=0, le=5)
     top_p: float | None = Field(default=None, ge=0, le=1)
@@ -62,7 +66,7 @@ class ConnectionRead(BaseModel):
     base_url: str
     model: str
     has_key: bool
-    extra_headers: dict[str, str]
+    extra_header_names: list[str]  # the values (an Azure api-key, say) never leave the server
     extra_body: dict
     temperature: float | None
     top_p: float | None

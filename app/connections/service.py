@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from sqlmodel import Session, select
 
-from app.connections.crypto import KeyBox
+from app.connections.crypto import KeyBox, is_sealed
 from app.connections.models import Connection
 from app.connections.providers import get_provider
 from app.connections.providers.base import ProbeResult, ProviderConfig, ProviderError
 from app.connections.schemas import ConnectionIn, ConnectionRead
-from app.errors import NotFound
+from app.errors import NotFound, UserError
 from app.timeutil import utcnow
 
 
 def to_read(conn: Connection) -> ConnectionRead:
     return ConnectionRead(
         id=conn.id, name=conn.name, kind=conn.kind, preset=conn.preset, base_url=conn.base_url,
-        model=conn.model, has_key=bool(conn.api_key_encrypted), extra_headers=conn.extra_headers,
+        model=conn.model, has_key=bool(conn.api_key_encrypted), extra_header_names=list(conn.extra_headers or {}),
         extra_body=conn.extra_body, temperature=conn.temperature, top_p=conn.top_p,
         max_tokens=conn.max_tokens, context_size=conn.context_size, stop=conn.stop,
         is_default=conn.is_default, price_input_per_m=conn.price_input_per_m,
@@ -43,8 +43,56 @@ def default_connection(session: Session) -> Connection | None:
     return conn or session.exec(select(Connection).order_by(Connection.id)).first()
 
 
+SECRETS_NOT_SENT_ELSEWHERE = (
+    "The address changed (base URL or embedding endpoint), so the saved API key and header values will not be "
+    "sent to it: type the key (and the extra headers' values) again, or tick “Remove the saved key”."
+)
+
+
+def header_form_value(conn: Connection) -> dict[str, str]:
+    """The extra headers as the edit form shows them: a saved connection's names with empty values
+    (left empty, a value stays as saved); a new one's as its preset wrote them."""
+    if conn.id is None:
+        return dict(conn.extra_headers or {})
+    return dict.fromkeys(conn.extra_headers or {}, "")
+
+
+def merge_headers(typed: dict[str, str] | None, saved: dict[str, str]) -> tuple[dict[str, str | None], bool]:
+    """The headers to store: a saved value where `typed` leaves a known name empty (all of them when
+    `typed` is None), None where a new value is to be sealed; and whether any saved value is kept."""
+    if typed is None:
+        return dict(saved), bool(saved)
+    merged: dict[str, str | None] = {}
+    kept = False
+    for name, value in typed.items():
+        if value == "" and name in saved:
+            merged[name] = saved[name]
+            kept = True
+        else:
+            merged[name] = None
+    return merged, kept
+
+
+def _sealed_headers(typed: dict[str, str] | None, saved: dict[str, str], keybox: KeyBox) -> tuple[dict[str, str], bool]:
+    merged, kept = merge_headers(typed, saved)
+    return {name: keybox.seal(typed[name]) if value is None else value for name, value in merged.items()}, kept  # type: ignore[index]
+
+
+def _moved(conn: Connection, data: ConnectionIn) -> bool:
+    """Whether `data` sends the connection's requests somewhere else than where its secrets were saved for."""
+    return conn.id is not None and (conn.base_url, conn.embedding_url) != (data.base_url, data.embedding_url)
+
+
+def _keeps_key(conn: Connection, data: ConnectionIn) -> bool:
+    return bool(conn.api_key_encrypted) and not data.clear_key and not (data.api_key and data.api_key.strip())
+
+
 def _apply(conn: Connection, data: ConnectionIn, keybox: KeyBox) -> None:
-    for field in ("name", "kind", "preset", "base_url", "model", "extra_headers", "extra_body",
+    headers, kept_values = _sealed_headers(data.extra_headers, conn.extra_headers or {}, keybox)
+    if _moved(conn, data) and (_keeps_key(conn, data) or kept_values):
+        raise UserError(SECRETS_NOT_SENT_ELSEWHERE)
+    conn.extra_headers = headers
+    for field in ("name", "kind", "preset", "base_url", "model", "extra_body",
                   "temperature", "top_p", "max_tokens", "context_size", "stop", "price_input_per_m",
                   "price_output_per_m", "price_cached_input_per_m", "embedding_model", "embedding_url",
                   "embedding_connection_id"):  # fmt: skip
@@ -108,15 +156,46 @@ def set_default(session: Session, connection_id: int) -> Connection:
     return target
 
 
+def seal_plain_headers(session: Session, keybox: KeyBox) -> int:
+    """Encrypt the extra header values saved in plain text before they were sealed; how many
+    connections changed. Run at start; idempotent."""
+    changed = 0
+    for conn in session.exec(select(Connection)):
+        headers = conn.extra_headers or {}
+        if any(not is_sealed(value) for value in headers.values()):
+            conn.extra_headers = {k: v if is_sealed(v) else keybox.seal(v) for k, v in headers.items()}
+            session.add(conn)
+            changed += 1
+    session.flush()
+    return changed
+
+
 def provider_config(conn: Connection, keybox: KeyBox) -> ProviderConfig:
     return ProviderConfig(
         kind=conn.kind,  # type: ignore[arg-type]
         base_url=conn.base_url,
         model=conn.model,
         api_key=keybox.decrypt(conn.api_key_encrypted) if conn.api_key_encrypted else None,
-        extra_headers=dict(conn.extra_headers or {}),
+        extra_headers={name: keybox.unseal(value) for name, value in (conn.extra_headers or {}).items()},
         extra_body=dict(conn.extra_body or {}),
     )
+
+
+async def probe_form(session: Session, keybox: KeyBox, data: ConnectionIn, *, saved_id: int | None) -> ProbeResult:
+    """Test the values of the edit form before they are saved. A saved key and saved header values
+    fill what the form leaves empty, and only while the address is the saved one."""
+    saved = get_connection(session, saved_id) if saved_id else Connection(name="", base_url=data.base_url)
+    conn = Connection(name=data.name, kind=data.kind, base_url=data.base_url, model=data.model,
+                      extra_body=data.extra_body)  # fmt: skip
+    conn.extra_headers, kept_values = _sealed_headers(data.extra_headers, saved.extra_headers or {}, keybox)
+    keeps_key = _keeps_key(saved, data)
+    if _moved(saved, data) and (keeps_key or kept_values):
+        return ProbeResult(ok=False, model=None, message=SECRETS_NOT_SENT_ELSEWHERE)
+    if data.api_key:
+        conn.api_key_encrypted = keybox.encrypt(data.api_key)
+    elif keeps_key:
+        conn.api_key_encrypted = saved.api_key_encrypted
+    return await probe_connection(conn, keybox)
 
 
 async def probe_connection(conn: Connection, keybox: KeyBox) -> ProbeResult:

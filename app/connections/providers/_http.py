@@ -123,9 +123,11 @@ def _with_detail(prefix: str, detail: str | None) -> str:
 
 
 def _redact(text: str, config: ProviderConfig) -> str:
-    # Some servers quote the rejected key back; it must not reach logs or the UI.
-    key = config.api_key
-    return text.replace(key, "***") if key and len(key) >= 4 else text
+    # Some servers quote the rejected key (or api-key header) back; it must not reach logs or the UI.
+    for secret in (config.api_key, *config.extra_headers.values()):
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text
 
 
 def _tidy(text: str) -> str:

@@ -274,9 +274,9 @@ class OpenAICompatible:
             response = httpx.post(f"{self.base_url}/embeddings", json={"input": texts, "model": self.model},
                                   headers=headers, timeout=self.timeout_s)  # fmt: skip
         except httpx.HTTPError as err:
-            raise EmbeddingError(f"The embedding server at {self.base_url} could not be reached: {err}") from err
+            raise EmbeddingError(self._redact(f"The embedding server at {self.base_url} could not be reached: {err}")) from err
         if response.status_code != 200:
-            raise EmbeddingError(f"The embedding server answered {response.status_code}: {response.text[:300]}")
+            raise EmbeddingError(self._redact(f"The embedding server answered {response.status_code}: {response.text[:300]}"))
         try:
             data = sorted(response.json()["data"], key=lambda d: d.get("index", 0))
             vectors = [[float(x) for x in d["embedding"]] for d in data]
@@ -291,3 +291,7 @@ class OpenAICompatible:
 
     def embed_query(self, text: str) -> list[float]:
         return self.embed_passages([text])[0]
+
+    def _redact(self, message: str) -> str:
+        # Some servers quote the rejected key back; the message is shown in the memory viewer.
+        return message.replace(self.api_key, "***") if self.api_key else message
