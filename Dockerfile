@@ -1,5 +1,9 @@
-# Sugo in a container. Data lives in the /data volume; set SUGO_PASSWORD before exposing the port
-# beyond your own machine.
+# Sugo in a container. Data lives in the /data volume.
+# It listens on 0.0.0.0 inside the container, so it refuses to start without SUGO_PASSWORD; set
+# SUGO_ALLOW_OPEN=1 instead only when the port is published on 127.0.0.1 alone
+# (docker run -p 127.0.0.1:8000:8000 -e SUGO_ALLOW_OPEN=1 ...).
+# It answers only requests addressed to 127.0.0.1, localhost or ::1: to reach it under another
+# name or address, list those in SUGO_ALLOWED_HOSTS (-e SUGO_ALLOWED_HOSTS=192.168.1.20,sugo.lan).
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
