@@ -44,16 +44,23 @@ def test_connection_form_errors_and_key_never_shown(page: Page, live, models):
     page.get_by_role("button", name="Save").click()
     expect(page.locator("#toasts")).to_contain_text("Extra body is not valid JSON")
     page.fill("textarea[name=extra_body]", '{"min_p": 0.05}')
+    page.fill("textarea[name=extra_headers]", '{"api-key": "hdr-super-secret"}')
     page.get_by_role("button", name="Save").click()
     expect(page.locator("#connection-list")).to_contain_text("key saved")
     page.get_by_role("link", name="Edit").click()
     expect(page.locator("input[name=api_key]")).to_have_value("")
     expect(page.locator("input[name=api_key]")).to_have_attribute("placeholder", re.compile("A key is saved"))
-    assert "sk-or-super-secret" not in page.content()
+    expect(page.locator("textarea[name=extra_headers]")).to_have_value('{"api-key": ""}')
+    assert "sk-or-super-secret" not in page.content() and "hdr-super-secret" not in page.content()
+    # Testing the form as it is fills the saved key and header value in.
+    page.get_by_role("button", name="Test connection").click()
+    expect(page.locator(".test-result")).to_contain_text("Connected")
+    assert models.last_request.headers["api-key"] == "hdr-super-secret"
     page.goto(live.url + "/connections")
     page.get_by_role("button", name="Test connection").click()
     expect(page.locator(".test-result")).to_contain_text("Connected")
     assert models.last_request.headers["authorization"] == "Bearer sk-or-super-secret"
+    assert models.last_request.headers["api-key"] == "hdr-super-secret"
     assert models.last_request.json["min_p"] == 0.05
 
 
