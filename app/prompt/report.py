@@ -102,7 +102,9 @@ def _provider_request(prompt: Prompt, effective: Effective, keybox: KeyBox) -> d
     try:
         config = provider_config(conn, keybox)
     except ValueError:
-        config = provider_config(conn.model_copy(update={"api_key_encrypted": None}), keybox)
+        # The body is the same without the secrets (the key and the header values, which the
+        # snapshot leaves out anyway) that could not be decrypted.
+        config = provider_config(conn.model_copy(update={"api_key_encrypted": None, "extra_headers": {}}), keybox)
     module = get_provider(conn.kind)
     path = "/messages" if conn.kind == "anthropic" else "/chat/completions"
     return {"provider": conn.kind, "url": conn.base_url.rstrip("/") + path,

@@ -333,3 +333,16 @@ def test_secret_files_are_owner_only(tmp_path):
     with LiveSugo(fresh, password="pw"):
         for name in ("sugo.db", "secret.key", "session.key"):
             assert (fresh / name).stat().st_mode & 0o777 == 0o600, name
+
+
+def test_prompt_snapshot_survives_a_replaced_secret_key(tmp_path, models):
+    data = tmp_path / "d"
+    with LiveSugo(data) as live, live.client() as c:
+        add_connection(c, models, api_key=SECRET, extra_headers={"api-key": AZURE_KEY})
+        char = c.post("/api/characters", json={"name": "Nox", "first_mes": "Hi."}).json()
+        chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()
+    (data / "secret.key").unlink()  # the data folder restored without its key file
+    with LiveSugo(data) as live, live.client() as c:
+        r = c.get(f"/api/chats/{chat['id']}/prompt/snapshot", params={"format": "json"})
+        assert r.status_code == 200 and r.json()["body"]["model"] == "test-model"
+        assert "could not be decrypted" in c.post("/api/connections/1/test").json()["message"]
