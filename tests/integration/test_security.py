@@ -87,7 +87,9 @@ class TestRebinding:
 
     def test_a_local_process_gets_no_saved_key_for_another_address(self, api, models, catcher):
         conn = add_connection(api, models, api_key=SECRET)
-        r = api.post("/connections/test", data={"name": "x", "base_url": catcher.url, "connection_id": conn["id"]})
+        r = api.post(
+            "/connections/test", data={"name": "x", "base_url": catcher.url, "connection_id": conn["id"]}
+        )
         assert r.status_code == 200
         assert "type the key" in r.text
         assert catcher.seen == []
@@ -114,7 +116,9 @@ class TestRebinding:
         assert r.status_code == 200 and r.json()["base_url"] == catcher.url
         api.post(f"/api/connections/{conn['id']}/test")
         assert catcher.keys_received() == ["Bearer new-key"]
-        r = api.put(f"/api/connections/{conn['id']}", json={**body, "base_url": models.base_url, "clear_key": True})
+        r = api.put(
+            f"/api/connections/{conn['id']}", json={**body, "base_url": models.base_url, "clear_key": True}
+        )
         assert r.status_code == 200 and r.json()["has_key"] is False
 
     def test_foreign_hosts_get_400_and_loopback_names_work(self, sugo, api):
@@ -139,7 +143,9 @@ class TestRebinding:
         assert r.status_code in (400, 403)
         r = api.post("/api/personas", json={"name": "Evil"}, headers={"Origin": evil})
         assert r.status_code == 403
-        r = api.post("/api/personas", json={"name": "Me"}, headers={"Origin": f"http://localhost:{sugo.port}"})
+        r = api.post(
+            "/api/personas", json={"name": "Me"}, headers={"Origin": f"http://localhost:{sugo.port}"}
+        )
         assert r.status_code == 201
 
 
@@ -255,7 +261,10 @@ class TestExtraHeaders:
                   api.get(f"/connections/{conn['id']}")):  # fmt: skip
             assert r.status_code == 200 and AZURE_KEY not in r.text and "title-value-xyz" not in r.text
             assert "api-key" in r.text
-        assert api.get(f"/api/connections/{conn['id']}").json()["extra_header_names"] == ["api-key", "X-Title"]
+        assert api.get(f"/api/connections/{conn['id']}").json()["extra_header_names"] == [
+            "api-key",
+            "X-Title",
+        ]
         assert api.post(f"/api/connections/{conn['id']}/test").json()["ok"]
         assert models.last_request.headers["api-key"] == AZURE_KEY
 
@@ -275,7 +284,10 @@ class TestExtraHeaders:
         assert models.last_request.headers["api-key"] == AZURE_KEY
         # The JSON API: omitted keeps them all; a name left out is removed.
         body = {"name": "Test model", "base_url": models.base_url, "model": "test-model"}
-        assert api.put(f"/api/connections/{conn['id']}", json=body).json()["extra_header_names"] == ["api-key", "X-Title"]
+        assert api.put(f"/api/connections/{conn['id']}", json=body).json()["extra_header_names"] == [
+            "api-key",
+            "X-Title",
+        ]
         r = api.put(f"/api/connections/{conn['id']}", json={**body, "extra_headers": {"api-key": "new"}})
         assert r.json()["extra_header_names"] == ["api-key"]
         models.reset()
@@ -297,7 +309,10 @@ class TestExtraHeaders:
             conn = add_connection(c, models)
         with LiveSugo(data) as live:
             with live.engine.begin() as db:
-                db.execute(text("update connection set extra_headers = :h"), {"h": json.dumps({"api-key": AZURE_KEY})})
+                db.execute(
+                    text("update connection set extra_headers = :h"),
+                    {"h": json.dumps({"api-key": AZURE_KEY})},
+                )
         with LiveSugo(data) as live, live.client() as c:
             assert AZURE_KEY not in _raw_headers(live)
             assert c.post(f"/api/connections/{conn['id']}/test").json()["ok"]
@@ -313,7 +328,12 @@ def test_embedding_errors_never_show_the_key(catcher):
 
 
 def test_provider_errors_never_show_header_values(api, catcher):
-    body = {"name": "Azure", "base_url": catcher.url, "api_key": SECRET, "extra_headers": {"api-key": AZURE_KEY}}
+    body = {
+        "name": "Azure",
+        "base_url": catcher.url,
+        "api_key": SECRET,
+        "extra_headers": {"api-key": AZURE_KEY},
+    }
     conn = api.post("/api/connections", json=body).json()
     message = api.post(f"/api/connections/{conn['id']}/test").json()["message"]
     assert catcher.keys_received() == [f"Bearer {SECRET}", AZURE_KEY]
