@@ -10,7 +10,7 @@ from sqlmodel import Session, select
 
 from app.chats.models import Message
 from app.chats.service import new_message
-from app.memory.recall.jobs import embed_chat, sweep
+from app.memory.recall.jobs import embed_chat, schedule_embed_chat, sweep
 from app.memory.recall.models import MemoryChunk
 from tests.conftest import add_character, add_connection, new_chat, read_sse
 
@@ -178,3 +178,35 @@ def test_the_sweep_and_the_chat_job_never_sync_one_chat_at_once(api, sugo, model
     assert chunks and all(c.status == "vectorized" for c in chunks)
     # The job's second round (for the sweep) found nothing left to do.
     assert embedding_calls() == 1 and embed_chat(sugo.services, cid) == (0, 0, 0)
+
+
+def test_a_message_deleted_while_its_chat_is_being_synced_is_not_left_for_the_sweep(api, sugo, models):
+    """The scheduled sync is held in its embedding call when a message it chunked is deleted: the
+    sync the delete schedules must not be dropped by the scheduler (one instance per job id), and
+    the running one goes again, so the deleted text leaves the store without waiting for a sweep."""
+    add_connection(api, models, embedding_model="test-embedding")
+    char = add_character(api)
+    cid = new_chat(api, [char["id"]])["id"]
+    ids = _fill(sugo, cid, char["id"])
+    number, _, _, words = SECRETS["delete"]
+    syncs = sugo.services.recall.syncs
+
+    def wait_for(done, what: str) -> None:
+        deadline = time.monotonic() + 60
+        while not done():
+            assert time.monotonic() < deadline, what
+            time.sleep(0.02)
+
+    gate = models.embedding_gate = threading.Event()
+    try:
+        schedule_embed_chat(sugo.services, cid)
+        wait_for(lambda: any(r.path == "/v1/embeddings" for r in list(models.requests)), "the sync did not start")
+        assert api.post(f"/chats/{cid}/messages/{ids[number]}/delete").status_code == 200
+        wait_for(lambda: syncs.asked_again(cid), "the sync the delete scheduled never ran")
+    finally:
+        gate.set()
+        models.embedding_gate = None
+    wait_for(lambda: not syncs.busy(cid), "the sync did not end")
+    with Session(sugo.engine) as s:
+        chunks = list(s.exec(select(MemoryChunk).where(MemoryChunk.chat_id == cid)))
+    assert chunks and not any(words in c.content or ids[number] in c.message_ids for c in chunks)

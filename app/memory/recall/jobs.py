@@ -70,6 +70,11 @@ class ChatSyncs:
         with self._turn:
             return chat_id in self._busy
 
+    def asked_again(self, chat_id: int) -> bool:
+        """The running sync of the chat will go once more (it was asked for meanwhile)."""
+        with self._turn:
+            return chat_id in self._again
+
 
 def embed_chat(services: Services, chat_id: int) -> tuple[int, int, int]:
     """Chunk what left the live window, drop stale chunks, embed waiting ones a batch at a time;
