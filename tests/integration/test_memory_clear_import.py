@@ -3,6 +3,7 @@ then Import of the file just exported, then a reply leaves each memory once, in 
 recall block sent to the model and in search; paused, Clear all stays cleared after a reply."""
 
 import html
+import json
 
 from sqlmodel import Session
 
@@ -97,3 +98,26 @@ def test_paused_chunking_keeps_clear_all_cleared_after_a_reply(api, sugo, models
         assert len(api.get(f"/api/chats/{cid}/memories").json()) >= count
     finally:
         sugo.services.scheduler.resume()
+
+
+def test_the_same_text_twice_in_the_store_enters_the_prompt_and_search_once(api, sugo, models):
+    """A file whose times differ from the chat's own memories is not a duplicate by Marinara's rule
+    (first time, last time, text), so its copies stay beside them, unlinked: recall and search still
+    give each text once."""
+    cid = _chat_with_memories(api, sugo, models)
+    doc = api.get(f"/api/chats/{cid}/memories/export").json()
+    for chunk in doc["data"]["chunks"]:
+        chunk["firstMessageAt"] = chunk["lastMessageAt"] = "2026-01-02T03:04:05.000Z"
+    result = api.post(f"/api/chats/{cid}/memories/import", files={"file": ("m.marinara.json", json.dumps(doc))}).json()
+    count = len(doc["data"]["chunks"])
+    assert result == {"imported": count, "skipped": 0, "queued": 0, "linked": 0}
+    contents = [m["content"] for m in api.get(f"/api/chats/{cid}/memories").json()]
+    assert contents.count(next(t for t in contents if FACT in t)) == 2
+
+    sugo.services.scheduler.pause()
+    try:
+        assert _reply(api, models, sugo, cid, QUESTION).count(FACT) == 1
+    finally:
+        sugo.services.scheduler.resume()
+    found = api.get(f"/api/chats/{cid}/memories/search", params={"q": QUESTION}).json()["results"]
+    assert found and len({r["content"] for r in found}) == len(found)
