@@ -41,5 +41,9 @@ def run_soon(scheduler: AsyncIOScheduler | None, func: Callable[..., Any], *args
     that has not started yet is replaced (one pending run per id). False when no scheduler runs."""
     if scheduler is None or not scheduler.running:
         return False
-    scheduler.add_job(func, args=list(args), id=job_id, replace_existing=True, misfire_grace_time=None)
+    # A second instance may start while one runs: APScheduler would otherwise drop it, and the work
+    # it was asked for (a message just deleted) would wait for the sweep. The job itself keeps two
+    # runs from overlapping where that matters (memory.recall.jobs.ChatSyncs).
+    scheduler.add_job(func, args=list(args), id=job_id, replace_existing=True, misfire_grace_time=None,
+                      max_instances=2)  # fmt: skip
     return True

@@ -4,6 +4,7 @@ from fastapi import APIRouter, File, Form, UploadFile
 from fastapi.responses import Response, StreamingResponse
 
 from app.chats import service, st_io, views
+from app.chats.changes import messages_changed
 from app.chats.schemas import (
     ChatCreate,
     ChatOptionsIn,
@@ -93,26 +94,31 @@ def add_refresh_mark(chat_id: int, session: SessionDep) -> MessageRead:
 
 
 @router.patch("/{chat_id}/messages/{message_id}", response_model=MessageRead)
-def update_message(chat_id: int, message_id: int, data: MessagePatch, session: SessionDep) -> MessageRead:
+def update_message(chat_id: int, message_id: int, data: MessagePatch, session: SessionDep,
+                   services: ServicesDep) -> MessageRead:  # fmt: skip
     """Edit a message's text (its active version) or hide/unhide it from the AI."""
     msg = service.get_message(session, chat_id, message_id)
     if data.content is not None:
         msg = service.edit_message(session, chat_id, message_id, data.content)
     if data.hidden is not None:
         msg = service.set_hidden(session, chat_id, message_id, data.hidden)
+    messages_changed(session, services, chat_id)
     return views.message_read(msg)
 
 
 @router.delete("/{chat_id}/messages/{message_id}", status_code=204)
-def delete_message(chat_id: int, message_id: int, session: SessionDep) -> None:
+def delete_message(chat_id: int, message_id: int, session: SessionDep, services: ServicesDep) -> None:
     """Delete a message."""
     service.delete_message(session, chat_id, message_id)
+    messages_changed(session, services, chat_id)
 
 
 @router.post("/{chat_id}/messages/{message_id}/swipe", response_model=MessageRead)
-def select_swipe(chat_id: int, message_id: int, data: SwipeIn, session: SessionDep) -> MessageRead:
+def select_swipe(chat_id: int, message_id: int, data: SwipeIn, session: SessionDep, services: ServicesDep) -> MessageRead:
     """Show another version (swipe) of a message."""
-    return views.message_read(service.select_swipe(session, chat_id, message_id, data.index))
+    msg = service.select_swipe(session, chat_id, message_id, data.index)
+    messages_changed(session, services, chat_id)
+    return views.message_read(msg)
 
 
 @router.post("/{chat_id}/messages/{message_id}/branch", response_model=ChatRead, status_code=201)

@@ -11,6 +11,7 @@ from sqlmodel import Session, col, select
 from app import forms
 from app.characters.service import list_characters
 from app.chats import service, st_io
+from app.chats.changes import messages_changed
 from app.chats.models import Chat, Message
 from app.chats.settings import ChatSettings
 from app.connections.discovery import find_local_servers
@@ -160,31 +161,38 @@ def edit_message_fragment(chat_id: int, message_id: int, request: Request, sessi
 
 
 @router.post("/chats/{chat_id}/messages/{message_id}/edit")
-async def edit_message_page(chat_id: int, message_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+async def edit_message_page(chat_id: int, message_id: int, request: Request, session: SessionDep,
+                            services: ServicesDep) -> HTMLResponse:  # fmt: skip
     """Save an edited message."""
     form = await request.form()
     msg = service.edit_message(session, chat_id, message_id, forms.text(form, "content"))
+    messages_changed(session, services, chat_id)
     return _render_message(request, session, service.get_chat(session, chat_id), msg)
 
 
 @router.post("/chats/{chat_id}/messages/{message_id}/swipe")
-def swipe_message_page(chat_id: int, message_id: int, to: int, request: Request, session: SessionDep) -> Response:
+def swipe_message_page(chat_id: int, message_id: int, to: int, request: Request, session: SessionDep,
+                       services: ServicesDep) -> Response:  # fmt: skip
     """Show another version of a message (the page asks for a new version through the API)."""
     chat = service.get_chat(session, chat_id)
     msg = service.select_swipe(session, chat_id, message_id, max(0, to))
+    messages_changed(session, services, chat_id)
     return _render_message(request, session, chat, msg)
 
 
 @router.post("/chats/{chat_id}/messages/{message_id}/{action}")
-def message_action_page(chat_id: int, message_id: int, action: str, request: Request, session: SessionDep) -> Response:
+def message_action_page(chat_id: int, message_id: int, action: str, request: Request, session: SessionDep,
+                        services: ServicesDep) -> Response:  # fmt: skip
     """hide, unhide, delete, branch."""
     chat = service.get_chat(session, chat_id)
     if action in {"hide", "unhide"}:
         msg = service.set_hidden(session, chat_id, message_id, action == "hide")
+        messages_changed(session, services, chat_id)
         return _render_message(request, session, chat, msg)
     if action == "delete":
         was_last = service.last_message(session, chat_id)
         service.delete_message(session, chat_id, message_id)
+        messages_changed(session, services, chat_id)
         last = service.last_message(session, chat_id)
         if last is None or was_last is None or was_last.id != message_id:
             return HTMLResponse("")

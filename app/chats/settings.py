@@ -27,6 +27,9 @@ class ChatSettings(BaseModel):
     # Memory Recall: None follows the mode (on for Conversation, off for Roleplay). Turning it off
     # keeps the stored memories; they are still built and embedded.
     memory_recall: bool | None = None
+    # Memory Recall makes no new memories from the messages (those it has stay, and are still
+    # recalled): what "Clear all" removed then stays removed.
+    memory_chunking_paused: bool = False
     # A built-in embedding model picked for this chat (e.g. the multilingual one for a chat in
     # another language); None follows the connection and Connections → Defaults.
     # Lorebook Token Budget: all the chat's lorebooks together, on top of each book's own budget.

@@ -15,6 +15,8 @@ Hooks, each optional (the base class does nothing):
   reply asked for: start work that needs only its text (e.g. embed it), before the turn is built.
 - `after_reply(services, chat_id)`: react once a reply is written (schedule background work);
   the reply never waits for it.
+- `messages_changed(services, chat_id)`: messages already written were edited, hidden, swiped or
+  deleted (and committed): bring what was built from them in step (schedule background work).
 - `jobs()`: background jobs to register with the scheduler when the app starts.
 - `settings_section(session, chat, services)`: the source's part of Chat Settings.
 - `read_settings_form(session, chat, form)`: read that part back from a submitted form.
@@ -107,6 +109,10 @@ class PromptSource:
 
     def after_reply(self, services: Services, chat_id: int) -> None:
         """React once a reply is written (schedule background work); must return at once."""
+
+    def messages_changed(self, services: Services, chat_id: int) -> None:
+        """Messages were edited, hidden, swiped or deleted: re-sync what was built from them
+        (schedule background work); must return at once."""
 
     def jobs(self) -> Sequence[Job]:
         """Background jobs to register with the scheduler when the app starts."""
@@ -206,6 +212,13 @@ class PromptSources:
                 source.after_reply(services, chat_id)
             except Exception:  # background work must never fail a reply that was written
                 log.exception("%s: after-reply work failed in chat %s", source.name, chat_id)
+
+    def messages_changed(self, services: Services, chat_id: int) -> None:
+        for source in self:
+            try:
+                source.messages_changed(services, chat_id)
+            except Exception:  # the change is saved; the sweep catches up with what failed here
+                log.exception("%s: re-sync after a message change failed in chat %s", source.name, chat_id)
 
     def jobs(self) -> list[Job]:
         return [job for source in self for job in source.jobs()]

@@ -45,13 +45,34 @@ def test_memory_viewer_lists_searches_forgets_exports_and_clears(page: Page, liv
     with page.expect_download() as download:
         page.get_by_role("link", name="Export").click()
     assert download.value.suggested_filename.endswith(".marinara.json")
+    # Clear all says it will not last while the messages make memories, and offers the pause.
+    expect(page.locator("#memory-chunking")).to_contain_text("after the next reply, memories are made from the messages again")
     page.get_by_role("button", name="Clear all").click()
     expect(page.locator("#memory-view .notice-ok")).to_contain_text("The messages are untouched")
+    expect(page.locator("#memory-view .notice-ok")).to_contain_text("made from them again after the next reply")
     expect(page.locator(".memory-card")).to_have_count(0)
+    shot("cleared")
+    # The file exported from this chat links back to its messages: no "imported" copy beside them.
     page.set_input_files("input[type=file][name=file]", download.value.path())
     page.get_by_role("button", name="Import", exact=True).click()
-    expect(page.locator("#memory-view .notice-ok")).to_contain_text(f"Imported {count - 1}")
+    expect(page.locator("#memory-view .notice-ok")).to_contain_text(
+        f"Imported {count - 1} ({count - 1} matching this chat's messages)")
     expect(page.locator(".memory-card")).to_have_count(count - 1)
+    expect(page.locator(".memory-card .badge", has_text="imported")).to_have_count(0)
+
+    page.get_by_role("button", name="Pause making memories").click()
+    expect(page.locator("#memory-chunking")).to_contain_text("Making memories is paused")
+    page.get_by_role("button", name="Clear all").click()
+    expect(page.locator(".memory-card")).to_have_count(0)
+    expect(page.locator("#memory-list")).to_contain_text("Making memories is paused for this chat")
+    expect(page.locator("#memory-view .notice-ok")).not_to_contain_text("made from them again")
+    shot("paused")
+    page.goto(f"{live.url}/chats/{chat['id']}")
+    page.click("#settings-button")
+    expect(page.locator("#memory-chunking-paused")).to_be_checked()  # the same switch in Chat Settings
+    page.goto(f"{live.url}/chats/{chat['id']}/memories")
+    page.get_by_role("button", name="Resume making memories").click()
+    expect(page.get_by_role("button", name="Pause making memories")).to_be_visible()
 
 
 def test_switching_the_embedding_model_then_rebuild_shows_progress_and_stops(page: Page, live, models, shot):

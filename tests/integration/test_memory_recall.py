@@ -55,8 +55,10 @@ def test_chunks_leave_the_live_window_get_vectors_and_a_fact_is_found(api, sugo)
     assert top["similarity"] > 0.25 and found["note"] is None
 
     # Editing the fact makes the old text unrecallable; the chunk is rebuilt from the new text.
+    sugo.services.scheduler.pause()  # the sync the edit schedules would otherwise do this first
     api.patch(f"/api/chats/{chat['id']}/messages/{ids[20]}", json={"content": "We rested by the harbour wall."})
     added, removed, _ = embed_chat(sugo.services, chat["id"])
+    sugo.services.scheduler.resume()
     assert removed >= 1 and added >= 1
     assert not any("Elowen" in c.content for c in _chunks(sugo, chat["id"]))
     again = api.get(f"/api/chats/{chat['id']}/memories/search", params={"q": "Elowen brass key"}).json()
@@ -182,9 +184,9 @@ def test_memories_export_import_forget_clear_rebuild(api, sugo):
 
     other = new_chat(api, [char["id"]], name="Elsewhere")
     result = api.post(f"/api/chats/{other['id']}/memories/import", files={"file": ("m.marinara.json", exported.content)}).json()
-    assert result == {"imported": len(listed), "skipped": 0, "queued": 0}
+    assert result == {"imported": len(listed), "skipped": 0, "queued": 0, "linked": 0}
     again = api.post(f"/api/chats/{other['id']}/memories/import", files={"file": ("m.json", exported.content)}).json()
-    assert again == {"imported": 0, "skipped": len(listed), "queued": 0}
+    assert again == {"imported": 0, "skipped": len(listed), "queued": 0, "linked": 0}
     # Imported vectors are usable as they are: the fact is found in the other chat.
     found = api.get(f"/api/chats/{other['id']}/memories/search", params={"q": "Where did Elowen hide the key?"}).json()
     assert FACT in found["results"][0]["content"] and found["results"][0]["similarity"] > 0.25
@@ -193,7 +195,7 @@ def test_memories_export_import_forget_clear_rebuild(api, sugo):
     doc["data"]["chunks"] = [{**doc["data"]["chunks"][0], "content": "Aria: A new memory.", "embedding": [0.1] * 1536,
                               "embeddingSpaceId": "openai/text-embedding-3-small/x"}]  # fmt: skip
     queued = api.post(f"/api/chats/{other['id']}/memories/import", files={"file": ("x.marinara", _json.dumps(doc))}).json()
-    assert queued == {"imported": 1, "skipped": 0, "queued": 1}
+    assert queued == {"imported": 1, "skipped": 0, "queued": 1, "linked": 0}
     assert api.post(f"/api/chats/{other['id']}/memories/import", files={"file": ("bad.json", b"[]")}).status_code == 400
 
     first = listed[0]["id"]

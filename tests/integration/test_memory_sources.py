@@ -149,11 +149,11 @@ def test_a_hand_made_file_in_marinaras_exact_shape_imports_with_usable_vectors(a
                                                                    strict=True))]}}  # fmt: skip
     raw = json.dumps(doc).encode()
     result = api.post(f"/api/chats/{chat['id']}/memories/import", files={"file": ("My RP-memory-recall.marinara.json", raw)})
-    assert result.json() == {"imported": 2, "skipped": 0, "queued": 0}, result.text
+    assert result.json() == {"imported": 2, "skipped": 0, "queued": 0, "linked": 0}, result.text
     listed = api.get(f"/api/chats/{chat['id']}/memories").json()
     assert [m["content"] for m in listed] == contents and all(m["status"] == "vectorized" for m in listed)
     assert listed[0]["first_message_at"].startswith("2026-08-30T10:00:00") and listed[0]["imported"]
     found = api.get(f"/api/chats/{chat['id']}/memories/search", params={"q": "who keeps the lighthouse"}).json()
     assert found["results"][0]["content"] == contents[1] and found["results"][0]["similarity"] > 0.4
     assert api.post(f"/api/chats/{chat['id']}/memories/import", files={"file": ("x.marinara", raw)}).json() == {
-        "imported": 0, "skipped": 2, "queued": 0}
+        "imported": 0, "skipped": 2, "queued": 0, "linked": 0}

@@ -241,6 +241,9 @@ class ModelServer:
         self.echo_delay_s = echo_delay_s
         # Seconds each /embeddings call takes, to watch slow background work (progress, Stop).
         self.embedding_delay_s = 0.0
+        # While set to an Event, each /embeddings call is recorded, then waits for it: a test holds
+        # background work in the middle of its embedding call.
+        self.embedding_gate: threading.Event | None = None
         self.requests: list[RecordedRequest] = []
         self._requested_port = port
         self._lock = threading.Lock()
@@ -339,6 +342,9 @@ class ModelServer:
         with self._lock:
             self._queue.clear()
             self.requests.clear()
+        if self.embedding_gate is not None:
+            self.embedding_gate.set()
+            self.embedding_gate = None
 
     @property
     def pending_replies(self) -> int:
@@ -401,6 +407,8 @@ class ModelServer:
             return _openai_error(400, "The request body must be JSON with an 'input' field.")
         if self.embedding_delay_s:
             await asyncio.sleep(self.embedding_delay_s)
+        if self.embedding_gate is not None:
+            await asyncio.to_thread(self.embedding_gate.wait, 60)
         inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
         texts = [item if isinstance(item, str) else json.dumps(item) for item in inputs]
         dim = body.get("dimensions") if isinstance(body.get("dimensions"), int) else EMBEDDING_DIM

@@ -26,7 +26,7 @@ def test_weak_matches_are_ignored_and_reason_given():
 
 def test_best_first_within_budget():
     big = "x " * 150  # ~83 tokens as a memory
-    chosen, why = select_memories([c(1, 0.7, big), c(2, 0.5, big), c(3, 0.3, big)], budget=280, threshold=0.25,
+    chosen, why = select_memories([c(1, 0.7, "a " + big), c(2, 0.5, "b " + big), c(3, 0.3, "c " + big)], budget=280, threshold=0.25,
                                   count=count_tokens)  # fmt: skip
     assert [r.chunk_id for r in chosen] == [1, 2] and why == ""
     block = memory_block(chosen)
@@ -43,3 +43,10 @@ def test_long_memories_keep_head_and_tail():
     short = truncate(text, 100, count_tokens)
     assert short.startswith("HEAD") and short.endswith("TAIL") and "[recalled memory truncated]" in short
     assert count_tokens(short) <= 110
+
+
+def test_the_same_text_enters_the_prompt_once():
+    chosen, _ = select_memories([c(1, 0.7, "Aria: the key"), c(2, 0.6, "Aria: the key "), c(3, 0.5, "Aria: a map")],
+                                budget=1000, threshold=0.25, count=count_tokens)  # fmt: skip
+    assert [r.chunk_id for r in chosen] == [1, 3]
+    assert memory_block(chosen).count("the key") == 1

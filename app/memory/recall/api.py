@@ -105,7 +105,8 @@ def export_memories(chat_id: int, session: SessionDep) -> Response:
 @router.post("/{chat_id}/memories/import")
 async def import_memories(chat_id: int, session: SessionDep, services: ServicesDep,
                           file: UploadFile = File(...)) -> dict:  # fmt: skip
-    """Merge a `.marinara.json` / `.json` / `.marinara` memory file; reports imported and skipped."""
+    """Merge a `.marinara.json` / `.json` / `.marinara` memory file; reports how many were imported, skipped as
+    already here, queued for embedding, and linked to this chat's own messages (a file exported from it)."""
     get_chat(session, chat_id)
     space = embedder_for_chat(session, chat_id, services.keybox).space
     result = service.import_file(session, chat_id, await file.read(), space=space)

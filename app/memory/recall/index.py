@@ -257,6 +257,7 @@ class ChunkRow:
     status: str
     first_message_at: datetime
     last_message_at: datetime
+    fingerprint: str = ""  # of its source messages as they were chunked ("" for one not linked to any)
 
 
 def chunk_rows(session: Session, chunk_ids: Sequence[int]) -> dict[int, ChunkRow]:
@@ -264,11 +265,11 @@ def chunk_rows(session: Session, chunk_ids: Sequence[int]) -> dict[int, ChunkRow
     thread, where the ORM's row objects cost most of it."""
     if not chunk_ids:
         return {}
-    sql = ("SELECT id, content, message_ids, message_count, status, first_message_at, last_message_at "
+    sql = ("SELECT id, content, message_ids, message_count, status, first_message_at, last_message_at, fingerprint "
            f"FROM memory_chunk WHERE id IN ({','.join('?' * len(chunk_ids))})")  # fmt: skip
     return {
         row[0]: ChunkRow(row[0], row[1], json.loads(row[2]), row[3], row[4], _stored_datetime(row[5]),
-                         _stored_datetime(row[6]))  # fmt: skip
+                         _stored_datetime(row[6]), row[7] or "")  # fmt: skip
         for row in session.connection().exec_driver_sql(sql, tuple(chunk_ids)).all()
     }
 

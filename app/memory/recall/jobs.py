@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
+from typing import TypeVar
 
 from sqlmodel import Session, col, select, update
 
@@ -21,15 +24,75 @@ from app.services import Services
 from app.timeutil import utcnow
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 SWEEP_MINUTES = 10
 BATCH = 64
 REBUILD_BATCH = 16  # smaller: the progress bar moves and Stop takes effect soon
 
 
+class ChatSyncs:
+    """Which chats' memories are being synced now: one sync per chat at a time, whether the
+    per-chat job or the sweep asked for it. A background request that finds its chat busy does not
+    wait (nor tie up a scheduler thread): it asks the running sync to go once more when done, so a
+    change made meanwhile (a message deleted during a long embedding) is not left for the next
+    sweep. A direct call may wait its turn instead."""
+
+    def __init__(self) -> None:
+        self._turn = threading.Condition()
+        self._busy: set[int] = set()
+        self._again: set[int] = set()
+
+    def run(self, chat_id: int, work: Callable[[], T], *, wait: bool = False) -> T | None:
+        """`work()`, and again while others asked meanwhile. When another sync of the chat is
+        running: None at once (that one goes again for this request), or with `wait`, after it."""
+        with self._turn:
+            while chat_id in self._busy:
+                if not wait:
+                    self._again.add(chat_id)
+                    return None
+                self._turn.wait()
+            self._busy.add(chat_id)
+        try:
+            while True:
+                result = work()
+                with self._turn:
+                    if chat_id not in self._again:
+                        return result
+                    self._again.discard(chat_id)
+        finally:
+            with self._turn:
+                self._busy.discard(chat_id)
+                self._again.discard(chat_id)
+                self._turn.notify_all()
+
+    def busy(self, chat_id: int) -> bool:
+        with self._turn:
+            return chat_id in self._busy
+
+    def asked_again(self, chat_id: int) -> bool:
+        """The running sync of the chat will go once more (it was asked for meanwhile)."""
+        with self._turn:
+            return chat_id in self._again
+
+
 def embed_chat(services: Services, chat_id: int) -> tuple[int, int, int]:
-    """"memory.embed_chat": chunk what left the live window, drop stale chunks, embed waiting ones
-    a batch at a time. Runs after every reply, whether or not recall is on for the chat."""
+    """Chunk what left the live window, drop stale chunks, embed waiting ones a batch at a time;
+    (added, removed, embedded). Waits for a sync of the chat already running to end first."""
+    result = services.recall.syncs.run(chat_id, partial(_embed_chat, services, chat_id), wait=True)
+    if result is None:  # a run that waits its turn always runs: this would be a bug in ChatSyncs
+        raise RuntimeError(f"the memory sync of chat {chat_id} did not run")
+    return result
+
+
+def sync_chat(services: Services, chat_id: int) -> None:
+    """"memory.embed_chat": `embed_chat` in the background, after every reply and every change to
+    a message, whether or not recall is on for the chat. When the chat's sync is running already,
+    that one goes once more instead."""
+    services.recall.syncs.run(chat_id, partial(_embed_chat, services, chat_id))
+
+
+def _embed_chat(services: Services, chat_id: int) -> tuple[int, int, int]:
     with Session(services.engine) as session:
         if session.get(Chat, chat_id) is None:
             return 0, 0, 0
@@ -56,7 +119,7 @@ def sweep(services: Services) -> None:
         ids = list(session.exec(select(Chat.id)))
     for chat_id in ids:
         try:
-            embed_chat(services, chat_id)
+            sync_chat(services, chat_id)
         except Exception:  # one broken chat must not stop the others
             log.exception("memory sweep failed for chat %s", chat_id)
 
@@ -65,8 +128,9 @@ JOBS = (Job("memory.sweep", sweep, every_minutes=SWEEP_MINUTES, at_start=True),)
 
 
 def schedule_embed_chat(services: Services, chat_id: int) -> None:
-    """Chunk and embed the chat's new memories in the background, soon."""
-    run_soon(services.scheduler, embed_chat, services, chat_id, job_id=f"memory.embed_chat:{chat_id}")
+    """Bring the chat's memories in step with its messages in the background, soon: chunk and
+    embed new ones, drop those whose messages changed."""
+    run_soon(services.scheduler, sync_chat, services, chat_id, job_id=f"memory.embed_chat:{chat_id}")
 
 
 @dataclass

@@ -53,12 +53,17 @@ def truncate(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
 def select_memories(
     candidates: Sequence[Candidate], *, budget: int, threshold: float, count: Callable[[str], int], k: int = TOP_K
 ) -> tuple[list[Recalled], str]:
-    """The best candidates (already ranked) that clear the threshold and fit the budget; and a
-    reason when none did."""
-    relevant = [
-        c for c in candidates
-        if (c.similarity >= threshold if c.similarity is not None else c.lexical >= LEXICAL_MIN)
-    ][:k]  # fmt: skip
+    """The best candidates (already ranked) that clear the threshold and fit the budget, each text
+    once (an imported memory may repeat one the messages made); and a reason when none did."""
+    relevant: list[Candidate] = []
+    texts: set[str] = set()
+    for c in candidates:
+        if len(relevant) == k:
+            break
+        passes = c.similarity >= threshold if c.similarity is not None else c.lexical >= LEXICAL_MIN
+        if passes and c.text.strip() not in texts:
+            texts.add(c.text.strip())
+            relevant.append(c)
     if not candidates:
         return [], "no memories yet"
     if not relevant:

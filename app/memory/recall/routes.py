@@ -38,6 +38,7 @@ def _context(request: Request, session, chat_id: int, message: str | None = None
         "rebuild": request.app.state.services.recall.rebuilds.get(chat_id),
         "tokens": sum(count_tokens(c.content) for c in chunks), "message": message,
         "recall_on": chat_settings(chat).recall_enabled(chat.mode),
+        "chunking_paused": chat_settings(chat).memory_chunking_paused,
     }  # fmt: skip
 
 
@@ -79,10 +80,20 @@ def forget_memory_page(chat_id: int, chunk_id: int, request: Request, session: S
 
 @router.post("/chats/{chat_id}/memories/clear")
 def clear_memories_page(chat_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
-    """Remove all memories (messages stay)."""
+    """Remove all memories (messages stay; unless making memories is paused, they make them again)."""
     removed = service.clear_chunks(session, chat_id)
-    return _view(request, session, chat_id, f"Removed {removed} memories. The messages are untouched.", hx=hx,
+    again = "" if chat_settings(get_chat(session, chat_id)).memory_chunking_paused else (
+        " Memories will be made from them again after the next reply: pause making memories to keep them cleared.")
+    return _view(request, session, chat_id, f"Removed {removed} memories. The messages are untouched.{again}", hx=hx,
                  blocks=("memory_list",), oob=("memory_status", "memory_message"))  # fmt: skip
+
+
+@router.post("/chats/{chat_id}/memories/chunking")
+async def memory_chunking_page(chat_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+    """Pause or resume making memories from the chat's messages (also in Chat Settings)."""
+    form = await request.form()
+    service.set_chunking_paused(session, chat_id, forms.text(form, "paused") == "true")
+    return _view(request, session, chat_id, hx=hx, blocks=("memory_status",))
 
 
 @router.post("/chats/{chat_id}/memories/rebuild")
@@ -114,6 +125,7 @@ async def import_memories_page(chat_id: int, request: Request, session: SessionD
     session.commit()
     if result["queued"]:
         schedule_embed_chat(services, chat_id)
-    return _view(request, session, chat_id, f"Imported {result['imported']}, skipped {result['skipped']} already here"
-                 + (f", {result['queued']} waiting for vectors." if result["queued"] else "."), hx=hx,
+    linked = f" ({result['linked']} matching this chat's messages)" if result["linked"] else ""
+    return _view(request, session, chat_id, f"Imported {result['imported']}{linked}, skipped {result['skipped']} "
+                 "already here" + (f", {result['queued']} waiting for vectors." if result["queued"] else "."), hx=hx,
                  blocks=("memory_list",), oob=("memory_status", "memory_message"))  # fmt: skip

@@ -1,6 +1,6 @@
 """What Memory Recall keeps while the app runs: the sign-bit index, the newest queries' vectors,
-the threads a search runs its passes on, and the running rebuilds. One per app (app/services.py),
-never a module global."""
+the threads a search runs its passes on, the running rebuilds and memory syncs. One per app
+(app/services.py), never a module global."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from app.memory.recall.embedders import QueryVectors
 from app.memory.recall.index import SignIndex
-from app.memory.recall.jobs import Rebuilds
+from app.memory.recall.jobs import ChatSyncs, Rebuilds
 
 
 def _query_threads() -> ThreadPoolExecutor:
@@ -23,6 +23,7 @@ class RecallRuntime:
     query_vectors: QueryVectors = field(default_factory=QueryVectors)
     queries: ThreadPoolExecutor = field(default_factory=_query_threads)
     rebuilds: Rebuilds = field(default_factory=Rebuilds)
+    syncs: ChatSyncs = field(default_factory=ChatSyncs)  # one memory sync per chat at a time
 
     def close(self) -> None:
         self.index.close()

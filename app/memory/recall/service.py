@@ -17,6 +17,7 @@ from app.downloads import safe_stem
 from app.errors import NotFound, UserError
 from app.memory.recall import index
 from app.memory.recall.chunking import (
+    ChunkDraft,
     MessageText,
     StoredChunk,
     chunk_messages,
@@ -67,22 +68,33 @@ def live_window_start(session: Session, chat_id: int) -> int | None:
     return window.recent[0].id if window.recent else None
 
 
+def _own_chunks(session: Session, chat_id: int) -> list[MemoryChunk]:
+    """The chunks made from this chat's messages (not imported from elsewhere), oldest first."""
+    return list(session.exec(select(MemoryChunk).where(MemoryChunk.chat_id == chat_id,
+                                                       MemoryChunk.source_chat_id == None)  # noqa: E711
+                             .order_by(MemoryChunk.id)))  # fmt: skip
+
+
 def sync_chunks(session: Session, chat_id: int) -> tuple[int, int]:
     """Drop chunks whose messages changed (and every later one, to rebuild in order), then chunk
-    the messages that have left the live window. Returns (added, removed). Idempotent."""
-    own = list(session.exec(select(MemoryChunk).where(MemoryChunk.chat_id == chat_id,
-                                                      MemoryChunk.source_chat_id == None)  # noqa: E711
-                            .order_by(MemoryChunk.id)))  # fmt: skip
+    the messages that have left the live window. Returns (added, removed). Idempotent. While the
+    chat's chunking is paused, only the changed chunks go and none is made."""
+    own = _own_chunks(session, chat_id)
+    paused = chats.chat_settings(chats.get_chat(session, chat_id)).memory_chunking_paused
     referenced = sorted({i for c in own for i in c.message_ids})
     current = {m.id: m for m in _texts(session, chat_id, referenced)} if referenced else {}
     stale = set(stale_chunks([StoredChunk(c.id, tuple(c.message_ids), c.fingerprint) for c in own], current))
     removed = 0
     if stale:
         first_stale = min(min(c.message_ids) for c in own if c.id in stale)
-        doomed = [c.id for c in own if max(c.message_ids) >= first_stale]
+        # Paused, nothing would be rebuilt: the memories after a changed one stay.
+        doomed = list(stale) if paused else [c.id for c in own if max(c.message_ids) >= first_stale]
         session.exec(delete(MemoryChunk).where(col(MemoryChunk.id).in_(doomed)))  # type: ignore[call-overload]
         own = [c for c in own if c.id not in doomed]
         removed = len(doomed)
+    if paused:
+        session.flush()
+        return 0, removed
     cursor = max((max(c.message_ids) for c in own), default=0)
     start = live_window_start(session, chat_id)
     if start is None:
@@ -277,6 +289,7 @@ class PendingSearch:
     scanned: Future[None]  # the sign bits are scanned (or will not be)
     dense: Future[Side | None]
     words: Future[Side]
+    chat_id: int
 
 
 def start_search(
@@ -298,7 +311,7 @@ def start_search(
                            wait_for_model=wait_for_model, embedded=embedded, scanned=scanned,
                            choose_embedder=choose_embedder)  # fmt: skip
     words = threads.submit(_word_pass, engine, chat_id, query, embedded=embedded)
-    return PendingSearch(embedded, scanned, dense, words)
+    return PendingSearch(embedded, scanned, dense, words, chat_id)
 
 
 def finish_search(session: Session, pending: PendingSearch, *, k: int = 8) -> tuple[list[Hit], Embedded]:
@@ -321,14 +334,34 @@ def finish_search(session: Session, pending: PendingSearch, *, k: int = 8) -> tu
             if c not in dense and similarity is not None:  # chunks without vectors in the space stay out
                 dense[c] = similarity
     scores = fuse(dense, lexical, neighbours)
-    ranked = sorted(pool, key=lambda c: scores[c], reverse=True)[:k]
-    chunks = index.chunk_rows(session, ranked)
-    hits = [
-        Hit(chunks[c], scores[c], dense.get(c) if dense is not None else None, lexical[c])
-        for c in ranked
-        if c in chunks
-    ]
-    return hits, got
+    ranked = sorted(pool, key=lambda c: scores[c], reverse=True)
+    hits: list[Hit] = []
+    seen: set[str] = set()
+    # Normally one step: only a chunk whose messages changed since (the sync job has not caught up
+    # yet), or the same text twice (an import beside what the messages made), sends it further.
+    for start in range(0, len(ranked), k):
+        step = ranked[start : start + k]
+        rows = index.chunk_rows(session, step)
+        fresh = {r.id for r in current_rows(session, pending.chat_id, [rows[c] for c in step if c in rows])}
+        for c in step:
+            if c in fresh and rows[c].content not in seen:
+                seen.add(rows[c].content)
+                hits.append(Hit(rows[c], scores[c], dense.get(c) if dense is not None else None, lexical[c]))
+        if len(hits) >= k:
+            break
+    return hits[:k], got
+
+
+def current_rows(session: Session, chat_id: int, rows: list[ChunkRow]) -> list[ChunkRow]:
+    """The rows whose messages still read as they did when chunked: an edit, swipe, hide or delete
+    since leaves its chunk out at once, whether or not the sync job has run. Imported chunks with no
+    messages of this chat stay. One read of at most a few dozen messages."""
+    linked = [r for r in rows if r.message_ids]
+    if not linked:
+        return rows
+    current = {m.id: m for m in _texts(session, chat_id, sorted({i for r in linked for i in r.message_ids}))}
+    stale = set(stale_chunks([StoredChunk(r.id, tuple(r.message_ids), r.fingerprint) for r in linked], current))
+    return [r for r in rows if r.id not in stale]
 
 
 def search(
@@ -463,24 +496,44 @@ def _mean(windows: list[list[float]]) -> list[float] | None:
     return [x / norm for x in mean]
 
 
+def _chunks_of_messages(session: Session, chat_id: int) -> dict[str, ChunkDraft]:
+    """The chunks this chat's messages make from the start (past the pinned first message, as
+    `sync_chunks` leaves it out), by their text."""
+    return {draft.content: draft for draft in chunk_messages(_texts(session, chat_id)[1:])}
+
+
 def import_file(session: Session, chat_id: int, raw: bytes, *, space: EmbeddingSpace) -> dict:
     """Merge a memory file into the chat: duplicates (same first and last time and content) are
-    skipped, vectors in a known space are kept, the others queued for embedding. One transaction."""
+    skipped, vectors in a known space are kept, the others queued for embedding. A memory whose
+    text is what this chat's own messages make (a file exported from this chat) is linked to them,
+    as if the chat had made it: it then moves the chunk cursor, so the messages do not make it a
+    second time, and an edit of them retires it. One transaction."""
     try:
         source, records = parse_import(raw, now=utcnow())
     except MemoryFileError as err:
         raise UserError(str(err)) from err
     existing = {(as_utc(c.first_message_at).isoformat(), as_utc(c.last_message_at).isoformat(), c.content)
                 for c in list_chunks(session, chat_id)}  # fmt: skip
-    imported = skipped = queued = 0
+    drafts = _chunks_of_messages(session, chat_id)
+    covered = {i for c in _own_chunks(session, chat_id) for i in c.message_ids}
+    imported = skipped = queued = linked = 0
     for rec in records:
         if rec.key in existing:
             skipped += 1
             continue
         existing.add(rec.key)
-        chunk = MemoryChunk(chat_id=chat_id, content=rec.content, message_ids=[], message_count=rec.message_count,
-                            first_message_at=rec.first_message_at, last_message_at=rec.last_message_at,
-                            created_at=rec.created_at, source_chat_id=source)  # fmt: skip
+        draft = drafts.pop(rec.content, None)
+        if draft is not None and not covered.intersection(draft.message_ids):
+            covered.update(draft.message_ids)
+            chunk = MemoryChunk(chat_id=chat_id, content=draft.content, message_ids=list(draft.message_ids),
+                                fingerprint=draft.fingerprint, message_count=draft.message_count,
+                                first_message_at=draft.first_message_at, last_message_at=draft.last_message_at,
+                                created_at=rec.created_at)  # fmt: skip
+            linked += 1
+        else:
+            chunk = MemoryChunk(chat_id=chat_id, content=rec.content, message_ids=[], message_count=rec.message_count,
+                                first_message_at=rec.first_message_at, last_message_at=rec.last_message_at,
+                                created_at=rec.created_at, source_chat_id=source)  # fmt: skip
         session.add(chunk)
         session.flush()
         vectors = rec.windows or ([rec.embedding] if rec.embedding else [])
@@ -491,4 +544,13 @@ def import_file(session: Session, chat_id: int, raw: bytes, *, space: EmbeddingS
             queued += 1
         imported += 1
     session.flush()
-    return {"imported": imported, "skipped": skipped, "queued": queued}
+    return {"imported": imported, "skipped": skipped, "queued": queued, "linked": linked}
+
+
+def set_chunking_paused(session: Session, chat_id: int, paused: bool) -> None:
+    """Pause or resume making memories from the chat's messages (Chat Settings keeps the switch)."""
+    chat = chats.get_chat(session, chat_id)
+    settings = chats.chat_settings(chat).model_copy(update={"memory_chunking_paused": paused})
+    chat.settings = settings.model_dump(exclude_none=True)
+    session.add(chat)
+    session.flush()

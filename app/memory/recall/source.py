@@ -87,6 +87,11 @@ class RecallSource(PromptSource):
         # Memories are kept whether or not recall is on for the chat: turning it on later finds them.
         schedule_embed_chat(services, chat_id)
 
+    def messages_changed(self, services: Services, chat_id: int) -> None:
+        # Recall already leaves out a chunk whose messages changed; this drops it from the store
+        # and the viewer, and rebuilds it from the new text, without waiting for a reply.
+        schedule_embed_chat(services, chat_id)
+
     def jobs(self) -> Sequence[Job]:
         return JOBS
 
@@ -99,4 +104,5 @@ class RecallSource(PromptSource):
         if not forms.text(form, "memory_recall_shown"):
             return {}
         return {"memory_recall": forms.checkbox(form, "memory_recall"),
+                "memory_chunking_paused": forms.checkbox(form, "memory_chunking_paused"),
                 "builtin_embedding": forms.text(form, "builtin_embedding") or None}  # fmt: skip

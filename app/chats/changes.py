@@ -1,0 +1,16 @@
+"""What follows a change to messages already written (an edit, hide, swipe or delete), for the
+page routes and the JSON API alike."""
+
+from __future__ import annotations
+
+from sqlmodel import Session
+
+from app.services import Services
+
+
+def messages_changed(session: Session, services: Services, chat_id: int) -> None:
+    """Commit the change, then let each prompt source re-sync what it built from the messages
+    (Memory Recall's chunks): at once, not after the next reply. The commit comes first so the
+    background work reads the change."""
+    session.commit()
+    services.sources.messages_changed(services, chat_id)
