@@ -202,6 +202,11 @@ def prepare_request(session: Session, turn: StoredTurn, *, services: Services) -
     return reply
 
 
+def _prepare_in_thread(turn: StoredTurn, services: Services) -> PreparedReply:
+    with Session(services.engine, expire_on_commit=False) as session:
+        return prepare_request(session, turn, services=services)
+
+
 class _ReplyWriter:
     """Writes the growing reply to the database now and then, in short transactions of its own."""
 
@@ -247,8 +252,9 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
         with contextlib.suppress(TimeoutError):
             # Let the response carry the `start` event out before the event loop is busy building.
             await asyncio.wait_for(gen.start_sent.wait(), timeout=START_WAIT_S)
-        with Session(engine, expire_on_commit=False) as session:
-            reply = prepare_request(session, turn, services=services)
+        # On a worker thread: the build reads the database and scans lorebooks, and while it runs
+        # every other request (another chat, /healthz) must still be answered.
+        reply = await asyncio.to_thread(_prepare_in_thread, turn, services)
         if reply.problem:
             raise ProviderError("connection", reply.problem)
         stream = get_provider(reply.kind).stream_chat(reply.config, list(reply.prompt.messages), reply.params)

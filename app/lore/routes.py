@@ -114,9 +114,10 @@ async def import_lorebook_page(request: Request, session: SessionDep, hx: HxRequ
     raw = await forms.upload(form, "file")
     if not raw:
         raise UserError("Choose a lorebook file to import.")
-    book = service.import_file(session, raw, filename=getattr(upload, "filename", "") or "")
-    return _book_page(request, session, book.id, hx=hx,
-                      message=f"Imported {len(service.list_entries(session, book.id))} entries.")  # fmt: skip
+    imported = service.import_file(session, raw, filename=getattr(upload, "filename", "") or "")
+    book = imported.book
+    message = " ".join([f"Imported {len(service.list_entries(session, book.id))} entries.", *imported.notes])
+    return _book_page(request, session, book.id, hx=hx, message=message)
 
 
 def _book_ctx(session, book_id: int, *, q: str = "", full: bool = True, **extra) -> dict:
