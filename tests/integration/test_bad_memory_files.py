@@ -1,0 +1,73 @@
+"""Issue 10 finding 5: a memory file whose vectors do not fit their space is refused, and a prompt
+source that fails (here: recall over vectors of the wrong size already stored) never fails the
+reply nor shows SQL to the user."""
+
+import json
+
+from sqlalchemy import text
+from sqlmodel import Session
+
+from app.memory.recall.embedders import MiniLM
+from app.memory.recall.formats import MINILM_SPACE
+from app.memory.recall.models import MemoryChunk
+from app.memory.recall.vectors import store_vectors
+from app.timeutil import utcnow
+from tests.conftest import add_character, add_connection, new_chat, read_sse
+
+SQL_WORDS = ("OperationalError", "SELECT", "sqlite", "Traceback", "vec_distance")
+
+
+def _memory_file(embedding: list[float], space: str = MINILM_SPACE) -> bytes:
+    chunk = {"content": "Aria: the key is in the clock tower.", "embedding": embedding, "embeddingSpaceId": space,
+             "messageCount": 2, "firstMessageAt": "2026-08-30T10:00:00.000Z",
+             "lastMessageAt": "2026-08-30T10:07:00.000Z", "createdAt": "2026-08-30T10:08:00.000Z"}  # fmt: skip
+    return json.dumps({"type": "marinara_memory_recall", "version": 1, "exportedAt": "2026-09-01T12:00:00.000Z",
+                       "data": {"sourceChat": {"id": "abc", "name": "x", "mode": "conversation"},
+                                "chunks": [chunk]}}).encode()  # fmt: skip
+
+
+def _counts(sugo) -> tuple[int, int]:
+    with sugo.engine.connect() as db:
+        return (db.execute(text("select count(*) from memory_chunk")).scalar_one(),
+                db.execute(text("select count(*) from memory_vector")).scalar_one())  # fmt: skip
+
+
+def test_a_memory_file_with_vectors_of_the_wrong_size_is_refused(api, sugo):
+    chat = new_chat(api, [add_character(api)["id"]])
+    for raw in (_memory_file([0.1, 0.2, 0.3]), _memory_file([0.1] * 10, "openai:text-embedding-3-small:1536")):
+        r = api.post(f"/api/chats/{chat['id']}/memories/import", files={"file": ("m.marinara.json", raw)})
+        assert r.status_code == 400, r.text
+        assert "embedding has" in r.json()["detail"] and "the file is damaged" in r.json()["detail"]
+    page = api.post(f"/chats/{chat['id']}/memories/import", files={"file": ("m.marinara.json", _memory_file([0.5] * 3))})
+    assert page.status_code == 400 and "embedding has 3 numbers" in page.text
+    assert _counts(sugo) == (0, 0)
+    ok = api.post(f"/api/chats/{chat['id']}/memories/import", files={"file": ("m.json", _memory_file([0.1] * 384))})
+    assert ok.status_code == 200 and ok.json()["imported"] == 1
+
+
+def test_a_failing_prompt_source_is_left_out_and_the_reply_is_written(api, sugo, models):
+    """Vectors of the wrong size stored before imports were checked: recall's search fails inside
+    SQLite. The reply is still written, Peek Prompt names Memory Recall as left out, and no SQL
+    reaches the user."""
+    MiniLM().embed_query("warm up")  # vectors rank only once the built-in model is loaded
+    add_connection(api, models)
+    chat = new_chat(api, [add_character(api)["id"]], mode="conversation")
+    api.put(f"/api/chats/{chat['id']}/options", json={"settings": {"memory_recall": True}})
+    with Session(sugo.engine) as s:
+        now = utcnow()
+        chunk = MemoryChunk(chat_id=chat["id"], content="Aria: the key is in the clock tower.", message_ids=[],
+                            message_count=2, first_message_at=now, last_message_at=now, created_at=now,
+                            status="vectorized", embedding_space_id=MINILM_SPACE)  # fmt: skip
+        s.add(chunk)
+        s.flush()
+        store_vectors(s, chat["id"], chunk.id, MINILM_SPACE, [[0.1, 0.2, 0.3]])
+        s.commit()
+    events = read_sse(api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Where is the key?"}))
+    assert [e for e, _ in events][-1] == "done", events
+    peek = api.get(f"/api/chats/{chat['id']}/prompt")
+    assert peek.status_code == 200, peek.text
+    notes = peek.json()["notes"]
+    assert any(n.startswith("Memory Recall failed and was left out of this prompt") for n in notes), notes
+    page = api.get(f"/chats/{chat['id']}/prompt")
+    for shown in (json.dumps(events), json.dumps(notes), page.text):
+        assert not any(word in shown for word in SQL_WORDS), shown[:2000]
