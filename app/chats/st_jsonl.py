@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from app import jsonin
+
 logger = logging.getLogger(__name__)
 
 MAX_CHAT_BYTES = 64 * 1024 * 1024
@@ -241,7 +243,9 @@ def parse_chat_jsonl(raw: bytes) -> StChat:
         if not line:
             continue
         try:
-            obj = json.loads(line)
+            obj = jsonin.loads(line)
+        except jsonin.JsonTooDeep as exc:
+            raise ChatImportError(f"Line {line_no} was refused: {exc}.") from None
         except json.JSONDecodeError as exc:
             raise ChatImportError(
                 f"Line {line_no} is not valid JSON: {exc.msg} (column {exc.colno})."

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from app import jsonin
+
 ENVELOPE_TYPE = "marinara_memory_recall"
 MAX_IMPORT_BYTES = 32 * 1024 * 1024
 MINILM_SPACE = "builtin:all-MiniLM-L6-v2:384"
@@ -121,7 +123,9 @@ def parse_import(raw: bytes, *, now: datetime) -> tuple[str, list[ChunkRecord]]:
     if len(raw) > MAX_IMPORT_BYTES:
         raise MemoryFileError(f"The file is {len(raw) / 1024 / 1024:.1f} MB; memory files over 32 MB are refused.")
     try:
-        doc = json.loads(raw.decode("utf-8-sig"))
+        doc = jsonin.loads(raw.decode("utf-8-sig"))
+    except jsonin.JsonTooDeep as err:
+        raise MemoryFileError(f"This memory file was refused: {err}.") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise MemoryFileError("This is not a JSON memory file.") from err
     if not isinstance(doc, dict) or doc.get("type") != ENVELOPE_TYPE or doc.get("version") != 1:
