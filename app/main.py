@@ -15,6 +15,7 @@ from sqlmodel import Session
 from app import pages
 from app.api_common import install_error_handlers
 from app.auth import ProtectionMiddleware, SessionSigner, load_session_secret
+from app.bodylimit import BodyLimit
 from app.characters.api import router as characters_api
 from app.chats.api import router as chats_api
 from app.chats.service import finish_interrupted_replies
@@ -85,6 +86,7 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
                   description="Self-hosted AI roleplay and chat with memory that works.")  # fmt: skip
     app.state.services = services
     app.add_middleware(ProtectionMiddleware, password=settings.password, signer=services.session_signer)
+    app.add_middleware(BodyLimit)  # outermost of ours: nothing reads a body past the limit
     install_error_handlers(app)
 
     for router in (connections_api, characters_api, personas_api, chats_api, memory_api, lore_api, chat_lore_api,

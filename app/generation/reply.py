@@ -22,6 +22,7 @@ from sqlmodel import Session
 
 from app.characters.models import Character
 from app.chats import service as chats
+from app.chats.limits import message_too_long
 from app.chats.models import Chat, Message
 from app.connections.providers import get_provider
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError, Usage
@@ -329,6 +330,8 @@ def start(
     """Store the turn, then hand the rest to a task; the `start` event (the reply's id) is the first
     thing streamed, before the prompt is even built."""
     registry = services.generations
+    if content and (problem := message_too_long(content)):
+        raise UserError(problem)  # before its text is embedded by `expect`
     if registry.get(chat_id):
         raise UserError("A reply is already being written in this chat. Stop it first.")
     with Session(services.engine, expire_on_commit=False) as session:
