@@ -329,15 +329,16 @@ def export_file(session: Session, book_id: int, fmt: str) -> tuple[str, bytes]:
     return f"{safe}.marinara.json", encode_file(export_marinara_lorebook(data, entries, now=utcnow()))
 
 
-def import_character_book(session: Session, raw: dict, *, character_id: int, name: str) -> Lorebook:
-    """A card's embedded `character_book` as a lorebook attached to the character."""
+def import_character_book(session: Session, raw: dict, *, character_id: int, name: str) -> ImportedBook:
+    """A card's embedded `character_book` as a lorebook attached to the character; entries whose
+    `/regex/` key cannot run come in turned off, each named in `notes`."""
     try:
         parsed = parse_character_book(raw, name=name)
     except LoreFileError as err:
         raise UserError(f"The card's embedded lorebook could not be read: {err}") from err
     book = parsed.book if parsed.book.name else dataclasses.replace(parsed.book, name=name)
-    entries, _notes = turn_off_unrunnable(parsed.entries)
-    return store_parsed(session, book, entries, character_id=character_id)
+    entries, notes = turn_off_unrunnable(parsed.entries)
+    return ImportedBook(store_parsed(session, book, entries, character_id=character_id), notes)
 
 
 def character_book_for(session: Session, character_id: int, *, original: dict | None) -> dict | None:

@@ -301,3 +301,18 @@ def test_an_imported_key_re2_cannot_run_turns_its_entry_off_and_says_so(api):
     assert entries["Dragon"]["enabled"] is True
     page = api.post("/lorebooks/import", files={"file": ("Mixed.json", raw)})
     assert page.status_code == 200 and "was turned off: its key /(?&lt;!un)known/i cannot be used" in page.text
+
+
+def test_a_cards_book_with_a_key_re2_cannot_run_comes_in_with_that_entry_off(api):
+    card = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {
+        "name": "Echo", "character_book": {"entries": [
+            {"keys": [r"/(\w)\1/"], "content": "Doubled letters.", "comment": "Doubles", "enabled": True},
+            {"keys": ["cave"], "content": "The cave echoes.", "comment": "Cave", "enabled": True}]}}}  # fmt: skip
+    r = api.post("/api/characters/import", files={"file": ("Echo.json", json.dumps(card).encode())})
+    assert r.status_code == 201, r.text
+    assert r.json()["notes"] == [r"In Echo's lorebook: Entry “Doubles” was turned off: its key /(\w)\1/ cannot be "
+                                 r"used, it uses a backreference (\1 or \k<name>), which Sugo's regex engine (RE2) "
+                                 "does not run."]  # fmt: skip
+    book = api.get("/api/lorebooks").json()[0]
+    entries = {e["title"]: e["enabled"] for e in api.get(f"/api/lorebooks/{book['id']}").json()["entries"]}
+    assert entries == {"Doubles": False, "Cave": True}
