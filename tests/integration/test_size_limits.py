@@ -57,6 +57,15 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(api, sugo):
     r = api.post(f"/api/chats/{chat['id']}/messages", content=json.dumps({"content": "y" * (3 * 1024 * 1024)}),
                  headers={"Content-Type": "application/json"})  # fmt: skip
     assert r.status_code == 413 and "Requests other than file uploads are limited to 2 MB" in r.json()["detail"], r.text[:300]
+    # Streamed without a declared size (chunked): counted as it arrives, refused once past the limit.
+    def chunks():
+        yield b'{"content": "'
+        for _ in range(3 * 1024):
+            yield b"z" * 1024
+        yield b'"}'
+
+    r = api.post(f"/api/chats/{chat['id']}/messages", content=chunks(), headers={"Content-Type": "application/json"})
+    assert r.status_code == 413 and "limited to 2 MB" in r.json()["detail"], r.text[:300]
     # An upload declaring 200 MB gets its answer at once, though not one byte of the body was sent.
     with socket.create_connection(("127.0.0.1", sugo.port), timeout=10) as conn:
         conn.sendall(b"POST /api/lorebooks/import HTTP/1.1\r\nHost: 127.0.0.1\r\n"
