@@ -3,6 +3,7 @@
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from app.bodylimit import RequestTooLarge
 from app.errors import NotFound, UserError
 from app.web import render
 
@@ -11,6 +12,10 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(UserError)
     async def _user_error(request: Request, exc: UserError) -> JSONResponse:
         return _answer(request, 400, str(exc))
+
+    @app.exception_handler(RequestTooLarge)
+    async def _too_large(request: Request, exc: RequestTooLarge) -> JSONResponse:
+        return _answer(request, 413, exc.detail)
 
     @app.exception_handler(NotFound)
     async def _not_found(request: Request, exc: NotFound) -> JSONResponse:

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from starlette.datastructures import FormData, UploadFile
 
+from app import jsonin
 from app.errors import UserError
 
 M = TypeVar("M", bound=BaseModel)
@@ -41,7 +42,9 @@ def json_object(form: FormData, name: str, label: str) -> dict:
     if not raw:
         return {}
     try:
-        value = json.loads(raw)
+        value = jsonin.loads(raw)
+    except jsonin.JsonTooDeep as err:
+        raise UserError(f"{label} was refused: {err}.") from None
     except json.JSONDecodeError as err:
         raise UserError(f"{label} is not valid JSON: {err.msg} (line {err.lineno}, column {err.colno}).") from err
     if not isinstance(value, dict):

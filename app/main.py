@@ -15,6 +15,7 @@ from sqlmodel import Session
 from app import pages
 from app.api_common import install_error_handlers
 from app.auth import LoginThrottle, ProtectionMiddleware, SessionSigner, allowed_host_names
+from app.bodylimit import BodyLimit
 from app.characters.api import router as characters_api
 from app.chats.api import router as chats_api
 from app.chats.service import finish_interrupted_replies
@@ -90,6 +91,7 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
     app.state.services = services
     app.add_middleware(ProtectionMiddleware, password=settings.password, signer=services.session_signer,
                        allowed_hosts=allowed_host_names(settings.allowed_hosts), throttle=services.login_throttle)  # fmt: skip
+    app.add_middleware(BodyLimit)  # outermost of ours: nothing reads a body past the limit
     install_error_handlers(app)
 
     for router in (connections_api, characters_api, personas_api, chats_api, memory_api, lore_api, chat_lore_api,

@@ -4,7 +4,8 @@ http(s)/mailto, and everything goes through an allow-list sanitizer (nh3) last."
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+import threading
+from collections import OrderedDict
 
 import nh3
 from markdown_it import MarkdownIt
@@ -21,7 +22,43 @@ _ALLOWED_TAGS = {
 _ALLOWED_ATTRS = {"a": {"href", "title"}, "span": {"class"}, "th": {"align"}, "td": {"align"}}
 _TAG_SPLIT = re.compile(r"(<[^>]*>)")
 # Straight and curly double quotes; roleplay dialogue is set apart from narration like Marinara does.
-_DIALOGUE = re.compile(r"(\"[^\"\n]{1,2000}\"|“[^”\n]{1,2000}”)")
+_CLOSING = {'"': '"', "“": "”"}
+_MAX_QUOTE = 2000  # characters inside one pair of quotes; longer is not dialogue
+
+
+def _wrap_dialogue(text: str) -> str:
+    """Each quote (an opening quote, 1 to _MAX_QUOTE characters on one line, its closing quote)
+    wrapped in a dialogue span, leftmost first, as the regex `"[^"\\n]{1,2000}"|“[^”\\n]{1,2000}”`
+    would. A regex scans ahead up to 2000 characters from each unclosed quote, which made 150,000
+    curly quotes take seconds; here each character is looked at a bounded number of times."""
+    ahead: dict[str, int] = {}  # character -> where it next occurs (-1: nowhere), for rising `at`
+
+    def find(ch: str, at: int) -> int:
+        found = ahead.get(ch)
+        if found is None or -1 < found < at:
+            found = ahead[ch] = text.find(ch, at)
+        return found
+
+    out: list[str] = []
+    done = at = 0
+    openers = ['"', "“"]
+    while True:
+        starts = [p for p in (find(ch, at) for ch in openers) if p != -1]
+        if not starts:
+            break
+        start = min(starts)
+        close = find(_CLOSING[text[start]], start + 1)
+        if close == -1:  # never closed: no later quote of this kind is either
+            openers.remove(text[start])
+            continue
+        newline = find("\n", start + 1)
+        if 1 <= close - start - 1 <= _MAX_QUOTE and not -1 < newline < close:
+            out += [text[done:start], '<span class="dialogue">', text[start : close + 1], "</span>"]
+            done = at = close + 1
+        else:
+            at = start + 1
+    out.append(text[done:])
+    return "".join(out)
 
 
 def _mark_dialogue(html: str) -> str:
@@ -35,13 +72,60 @@ def _mark_dialogue(html: str) -> str:
             continue
         if not inside_code and part:
             # Text segments of sanitized HTML hold no "<", so wrapping them in our own span is safe.
-            parts[i] = _DIALOGUE.sub(r'<span class="dialogue">\1</span>', part)
+            parts[i] = _wrap_dialogue(part)
     return "".join(parts)
 
 
-@lru_cache(maxsize=4096)
+class RenderCache:
+    """Rendered HTML by message text, the least recently used dropped first, bounded by the
+    characters it holds (text and HTML): a count of entries bounds nothing when one message can
+    be 256 KB and a chat page renders hundreds. Pages render on worker threads, hence the lock."""
+
+    def __init__(self, max_chars: int) -> None:
+        self.max_chars = max_chars
+        self.chars = 0
+        self._items: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> str | None:
+        with self._lock:
+            html = self._items.get(text)
+            if html is not None:
+                self._items.move_to_end(text)
+            return html
+
+    def put(self, text: str, html: str) -> None:
+        size = len(text) + len(html)
+        if size > self.max_chars // 8:  # a huge message would push out everything else
+            return
+        with self._lock:
+            if text in self._items:
+                return
+            self._items[text] = html
+            self.chars += size
+            while self.chars > self.max_chars:
+                old_text, old_html = self._items.popitem(last=False)
+                self.chars -= len(old_text) + len(old_html)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+RENDER_CACHE_CHARS = 32 * 1024 * 1024  # at most ~32 million characters (~100 MB as Python strings)
+_cache = RenderCache(RENDER_CACHE_CHARS)
+
+
 def render_markdown(text: str) -> str:
-    html = _md.render(text or "")
+    text = text or ""
+    if (cached := _cache.get(text)) is not None:
+        return cached
+    html = _render(text)
+    _cache.put(text, html)
+    return html
+
+
+def _render(text: str) -> str:
+    html = _md.render(text)
     clean = nh3.clean(
         html,
         tags=_ALLOWED_TAGS,

@@ -24,11 +24,17 @@ def create_character(data: CharacterIn, session: SessionDep) -> CharacterRead:
     return service.to_read(service.create_character(session, data))
 
 
-@router.post("/import", response_model=CharacterRead, status_code=201)
-async def import_character(session: SessionDep, file: UploadFile = File(...)) -> CharacterRead:
-    """Import a SillyTavern Character Card V1/V2/V3 (PNG or JSON)."""
+class CharacterImported(CharacterRead):
+    notes: list[str] = []  # what the import changed: lorebook entries turned off, and why
+
+
+@router.post("/import", response_model=CharacterImported, status_code=201)
+async def import_character(session: SessionDep, file: UploadFile = File(...)) -> CharacterImported:
+    """Import a SillyTavern Character Card V1/V2/V3 (PNG or JSON). Entries of its lorebook with a
+    `/regex/` key Sugo cannot run come in turned off, each named in `notes`."""
     raw = await file.read()
-    return service.to_read(card_books.import_card(session, raw, file.filename))
+    imported = card_books.import_card(session, raw, file.filename)
+    return CharacterImported(**service.to_read(imported.character).model_dump(), notes=imported.notes)
 
 
 @router.get("/{character_id}", response_model=CharacterRead)

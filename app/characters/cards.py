@@ -20,6 +20,9 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from app import jsonin
+from app.jsonin import JsonTooDeep
+
 logger = logging.getLogger(__name__)
 
 MAX_CARD_BYTES = 12 * 1024 * 1024
@@ -190,7 +193,7 @@ def _size_mb(n: int) -> str:
 def _decode_json_text(raw: bytes) -> Any:
     """Parse UTF-8 (BOM tolerated) JSON; raises ValueError on anything else."""
     text = raw.decode("utf-8-sig")
-    return json.loads(text)
+    return jsonin.loads(text)
 
 
 def _str_field(data: dict[str, Any], key: str, where: str) -> str:
@@ -339,6 +342,9 @@ def _card_from_png(raw: bytes) -> CardData:
         try:
             payload = base64.b64decode(found[keyword].strip() + "==")
             obj = _decode_json_text(payload)
+        except JsonTooDeep as exc:
+            first_error = first_error or CardError(f"The '{keyword}' character data inside this PNG was refused: {exc}.")
+            continue
         except (binascii.Error, ValueError) as exc:
             logger.warning("PNG card chunk %r is not base64 JSON: %s", keyword, exc)
             err = CardError(f"The '{keyword}' character data inside this PNG is not readable card JSON.")
@@ -375,6 +381,8 @@ def read_card(raw: bytes, filename: str | None = None) -> CardData:
             )
         try:
             obj = _decode_json_text(raw)
+        except JsonTooDeep as exc:
+            raise CardError(f"This card was refused: {exc}.") from None
         except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
             logger.info("card %s is neither PNG nor JSON: %s", label, exc)
             raise CardError("This file is neither a PNG character card nor card JSON.") from None

@@ -62,7 +62,7 @@ async def import_character_page(request: Request, session: SessionDep) -> Respon
     if not raw:
         raise UserError("Choose a card file (PNG or JSON) to import.")
     upload = form.get("file")
-    char = card_books.import_card(session, raw, getattr(upload, "filename", None))
+    char = card_books.import_card(session, raw, getattr(upload, "filename", None)).character
     return Response(status_code=204, headers={"HX-Redirect": f"/characters/{char.id}"})
 
 

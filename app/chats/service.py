@@ -9,6 +9,7 @@ from sqlmodel import Session, col, delete, select
 
 from app.characters.models import Character
 from app.characters.service import greetings
+from app.chats.limits import message_too_long
 from app.chats.models import CHAT_MODES, Chat, ChatCharacter, Message
 from app.chats.settings import ChatSettings, read_settings
 from app.connections.models import Connection
@@ -211,6 +212,8 @@ def add_user_message(
 ) -> Message:
     if not content.strip():
         raise UserError("The message is empty.")
+    if problem := message_too_long(content):
+        raise UserError(problem)
     msg = new_message(chat.id, "user", name or user_name(session, chat), [content])
     session.add(msg)
     touch_chat(session, chat)
@@ -233,6 +236,8 @@ def _sync_active(msg: Message) -> None:
 
 
 def edit_message(session: Session, chat_id: int, message_id: int, content: str) -> Message:
+    if problem := message_too_long(content):
+        raise UserError(problem)
     msg = get_message(session, chat_id, message_id)
     swipes = [dict(s) for s in msg.swipes] or [swipe_record("")]
     swipes[msg.active_swipe] = {**swipes[msg.active_swipe], "content": content, "status": "ok", "error": None,

@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from app import jsonin
+from app.chats.limits import MAX_IMPORT_MESSAGES, message_too_long
+
 logger = logging.getLogger(__name__)
 
 MAX_CHAT_BYTES = 64 * 1024 * 1024
@@ -202,6 +205,10 @@ def _message_from_line(obj: dict[str, Any], line_no: int) -> StMessage:
                 raise ChatImportError(f"Line {line_no}: swipe {i + 1} is not text.")
             swipes.append(text)
 
+    for text in (mes_text, *swipes):
+        if problem := message_too_long(text):
+            raise ChatImportError(f"Line {line_no}: {problem}")
+
     swipe_id = obj.get("swipe_id", 0)
     if isinstance(swipe_id, bool) or not isinstance(swipe_id, int | float):
         swipe_id = 0
@@ -241,7 +248,9 @@ def parse_chat_jsonl(raw: bytes) -> StChat:
         if not line:
             continue
         try:
-            obj = json.loads(line)
+            obj = jsonin.loads(line)
+        except jsonin.JsonTooDeep as exc:
+            raise ChatImportError(f"Line {line_no} was refused: {exc}.") from None
         except json.JSONDecodeError as exc:
             raise ChatImportError(
                 f"Line {line_no} is not valid JSON: {exc.msg} (column {exc.colno})."
@@ -255,6 +264,8 @@ def parse_chat_jsonl(raw: bytes) -> StChat:
             if _is_header(obj):
                 header = obj
                 continue
+        if len(messages) >= MAX_IMPORT_MESSAGES:
+            raise ChatImportError(f"The chat has more than {MAX_IMPORT_MESSAGES:,} messages; larger chats are refused.")
         messages.append(_message_from_line(obj, line_no))
 
     if not header and not messages:

@@ -22,6 +22,7 @@ from sqlmodel import Session
 
 from app.characters.models import Character
 from app.chats import service as chats
+from app.chats.limits import message_too_long
 from app.chats.models import Chat, Message
 from app.connections.providers import get_provider
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError, Usage
@@ -39,6 +40,9 @@ log = logging.getLogger(__name__)
 Action = Literal["send", "regenerate", "swipe", "continue"]
 # Longest the reply waits for a browser to receive its `start` event (API clients may not read).
 START_WAIT_S = 0.05
+# What the user reads when something inside Sugo failed; the details (SQL, a stack) go to the log.
+INTERNAL_PROMPT_ERROR = "The prompt could not be built because of an internal error; the server log has the details."
+INTERNAL_REPLY_ERROR = "The reply stopped because of an internal error; the server log has the details."
 
 
 @dataclass
@@ -178,6 +182,7 @@ def prepare_request(session: Session, turn: StoredTurn, *, services: Services) -
     """Build the prompt and the provider config for a stored turn. Never raises: the placeholder
     is committed and must end marked, never left "streaming"."""
     reply = PreparedReply()
+    chat_id = turn.chat.id
     try:
         prompt, effective = build_chat_prompt(
             session, turn.chat, services=services, speaker=turn.speaker, before_id=turn.message_id,
@@ -185,9 +190,15 @@ def prepare_request(session: Session, turn: StoredTurn, *, services: Services) -
             seed=generation_seed(turn.chat.id, turn.message_id, turn.swipe_index),
         )  # fmt: skip
         session.commit()  # what the sources keep (the lorebook scan) and the macro variables
-    except Exception as err:
-        log.exception("building the prompt failed in chat %s", turn.chat.id)
+    except UserError as err:
+        session.rollback()
         reply.problem = f"The prompt could not be built: {err}"
+        return reply
+    except Exception:
+        session.rollback()  # a failed flush leaves the session unusable until then
+        # The error's text can hold SQL or paths: it goes to the log, the user gets a sentence.
+        log.exception("building the prompt failed in chat %s", chat_id)
+        reply.problem = INTERNAL_PROMPT_ERROR
         return reply
     reply.prompt, reply.params = prompt, effective.params
     if effective.connection is None:
@@ -200,6 +211,11 @@ def prepare_request(session: Session, turn: StoredTurn, *, services: Services) -
         return reply
     reply.kind = effective.connection.kind
     return reply
+
+
+def _prepare_in_thread(turn: StoredTurn, services: Services) -> PreparedReply:
+    with Session(services.engine, expire_on_commit=False) as session:
+        return prepare_request(session, turn, services=services)
 
 
 class _ReplyWriter:
@@ -247,8 +263,9 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
         with contextlib.suppress(TimeoutError):
             # Let the response carry the `start` event out before the event loop is busy building.
             await asyncio.wait_for(gen.start_sent.wait(), timeout=START_WAIT_S)
-        with Session(engine, expire_on_commit=False) as session:
-            reply = prepare_request(session, turn, services=services)
+        # On a worker thread: the build reads the database and scans lorebooks, and while it runs
+        # every other request (another chat, /healthz) must still be answered.
+        reply = await asyncio.to_thread(_prepare_in_thread, turn, services)
         if reply.problem:
             raise ProviderError("connection", reply.problem)
         stream = get_provider(reply.kind).stream_chat(reply.config, list(reply.prompt.messages), reply.params)
@@ -282,10 +299,10 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
     except asyncio.CancelledError:
         writer.write("partial" if writer.text else "error", error="The server stopped before the reply was finished.")
         raise
-    except Exception as err:  # keep the partial reply whatever went wrong
+    except Exception:  # keep the partial reply whatever went wrong
         log.exception("generation failed in chat %s", gen.chat_id)
-        writer.write("partial" if writer.text else "error", error=f"Unexpected error: {err}")
-        await _publish(gen, "error", {"message_id": gen.message_id, "kind": "internal", "message": str(err)})
+        writer.write("partial" if writer.text else "error", error=INTERNAL_REPLY_ERROR)
+        await _publish(gen, "error", {"message_id": gen.message_id, "kind": "internal", "message": INTERNAL_REPLY_ERROR})
     finally:
         async with gen.changed:
             gen.finished = True
@@ -313,6 +330,8 @@ def start(
     """Store the turn, then hand the rest to a task; the `start` event (the reply's id) is the first
     thing streamed, before the prompt is even built."""
     registry = services.generations
+    if content and (problem := message_too_long(content)):
+        raise UserError(problem)  # before its text is embedded by `expect`
     if registry.get(chat_id):
         raise UserError("A reply is already being written in this chat. Stop it first.")
     with Session(services.engine, expire_on_commit=False) as session:

@@ -51,7 +51,16 @@ from app.lore.entries import (
     TimedState,
     clamp,
 )
-from app.lore.matching import CompiledBook, Hit, Segment, compile_book, parse_regex_key
+from app.lore.matching import (
+    CompiledBook,
+    Hit,
+    RegexKeyError,
+    Segment,
+    compile_book,
+    parse_regex_key,
+    regex_key_problem,
+    turn_off_unrunnable,
+)
 
 __all__ = [
     "DEFAULT_CHAT_TOKEN_BUDGET",
@@ -72,6 +81,7 @@ __all__ = [
     "KeyProblem",
     "LoreBook",
     "LoreEntry",
+    "RegexKeyError",
     "RejectedEntry",
     "ScanRequest",
     "ScanResult",
@@ -79,8 +89,10 @@ __all__ = [
     "TimedState",
     "compile_book",
     "parse_regex_key",
+    "regex_key_problem",
     "scan",
     "scan_text",
+    "turn_off_unrunnable",
 ]
 
 

@@ -4,6 +4,8 @@ characters, so the card's import and export go through here when a book is invol
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlmodel import Session
 
 from app.characters import service as characters
@@ -11,13 +13,22 @@ from app.characters.models import Character
 from app.lore.service import character_book_for, import_character_book
 
 
-def import_card(session: Session, raw: bytes, filename: str | None = None) -> Character:
+@dataclass
+class ImportedCard:
+    character: Character
+    notes: list[str]  # what the import changed, for the user (lorebook entries turned off, and why)
+
+
+def import_card(session: Session, raw: bytes, filename: str | None = None) -> ImportedCard:
     """Import a card; its embedded book becomes a lorebook attached to the character. One
     transaction: a refused card or book creates nothing."""
     char = characters.import_card(session, raw, filename)
+    notes: list[str] = []
     if char.character_book is not None:
-        import_character_book(session, char.character_book, character_id=char.id, name=f"{char.name}'s lorebook")
-    return char
+        book = import_character_book(session, char.character_book, character_id=char.id,
+                                     name=f"{char.name}'s lorebook")  # fmt: skip
+        notes = [f"In {book.book.name}: {note}" for note in book.notes]
+    return ImportedCard(char, notes)
 
 
 def export_card(session: Session, char: Character, *, fmt: str, spec: str | None = None) -> bytes:

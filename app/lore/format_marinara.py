@@ -7,7 +7,6 @@ and has no book-wide defaults for case or whole words; both are converted both w
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -33,7 +32,7 @@ from app.lore.format_common import (
     values_of_book,
     values_of_entry,
 )
-from app.lore.matching import parse_regex_key
+from app.lore.matching import RegexKeyError, parse_regex_key
 
 __all__ = ["MARINARA_TYPE", "export_marinara_lorebook", "parse_marinara_lorebook"]
 
@@ -107,7 +106,7 @@ def _marinara_keys(e: LoreEntry, case_sensitive: bool) -> tuple[bool, list[str],
     for key in (*e.keys, *e.secondary_keys):
         try:
             is_regex = parse_regex_key(key) is not None
-        except re.error:
+        except RegexKeyError:
             is_regex = True  # a broken pattern is still written as one
         if not is_regex or _wrap_regex(_unwrap_regex(key), case_sensitive) != key:
             return plain

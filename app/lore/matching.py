@@ -1,7 +1,9 @@
 """Key matching for the lorebook scan: which entries' keys occur in a text.
 
 Matching is compiled once per lorebook version (`compile_book`) so a scan costs a dictionary
-lookup per distinct word of the scanned text, not a regex per key. The scan (`activation.py`)
+lookup per distinct word of the scanned text, not a regex per key. Keys written `/pattern/flags`
+run on RE2, whose time is linear in the text: a key comes from whoever wrote a shared book, and
+a backtracking engine lets one pattern such as `/(a+)+$/` stall every request. The scan (`activation.py`)
 builds one `Segment` per scanned text and runs each book's matchers on it; what a hit means
 (secondary logic, timing, groups, budgets) is decided there, not here.
 """
@@ -10,11 +12,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import re2
 
 from app.lore.entries import MAX_SCAN_DEPTH, KeyProblem, LoreBook, LoreEntry, clamp
 
-__all__ = ["CompiledBook", "Hit", "Segment", "compile_book", "parse_regex_key"]
+__all__ = ["CompiledBook", "Hit", "RegexKey", "RegexKeyError", "Segment", "compile_book", "parse_regex_key",
+           "regex_key_problem", "turn_off_unrunnable"]
 
 # Scripts written without spaces between words: a key containing them matches as a substring,
 # and their characters count as word boundaries for keys in other scripts (Thai, Lao, Myanmar,
@@ -34,27 +40,94 @@ _UNESCAPED_SLASH = re.compile(r"(^|[^\\])/")
 Hit = tuple[int, int, bool]  # (slot, key index, secondary?)
 
 
-def parse_regex_key(key: str) -> re.Pattern[str] | None:
-    """A key written `/pattern/flags` as a compiled pattern, None for a plain key. Follows
+class RegexKeyError(ValueError):
+    """A `/pattern/flags` key that cannot run: its message says why, in words for the user."""
+
+
+@dataclass(frozen=True, eq=False)
+class RegexKey:
+    """A `/pattern/flags` key compiled for RE2. `source` is the pattern as written (for the
+    prefilter); `ignore_case` tells which view of the text the prefilter looks in."""
+
+    source: str
+    ignore_case: bool
+    compiled: Any  # re2's pattern object
+
+    def search(self, text: str | bytes) -> bool:
+        return self.compiled.search(text) is not None
+
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a refused key is reported to the user, not to stderr
+# JavaScript spellings RE2 writes differently: \uXXXX and \u{X...} (an escaped backslash is
+# matched first so `\\u0041` stays a backslash and "u0041"), and (?<name>...) groups.
+_JS_ESCAPE = re.compile(r"(\\\\)|\\u\{([0-9a-fA-F]{1,6})\}|\\u([0-9a-fA-F]{4})|\(\?<([A-Za-z_]\w*)>")
+
+
+def _from_js(pattern: str) -> str:
+    def swap(m: re.Match[str]) -> str:
+        if m.group(1):
+            return m.group(1)
+        if m.group(4):
+            return f"(?P<{m.group(4)}>"
+        return "\\x{" + (m.group(2) or m.group(3)) + "}"
+
+    return _JS_ESCAPE.sub(swap, pattern)
+
+
+def _why_not(err: Exception) -> str:
+    detail = err.args[0] if err.args else ""
+    detail = detail.decode("utf-8", "replace") if isinstance(detail, bytes) else str(detail)
+    if "(?=" in detail or "(?!" in detail:
+        return "it uses a lookahead ((?= or (?!), which Sugo's regex engine (RE2) does not run"
+    if "(?<=" in detail or "(?<!" in detail:
+        return "it uses a lookbehind ((?<= or (?<!), which Sugo's regex engine (RE2) does not run"
+    if re.search(r"invalid escape sequence: \\([1-9]|k)", detail):
+        return "it uses a backreference (\\1 or \\k<name>), which Sugo's regex engine (RE2) does not run"
+    return f"it is not a regular expression Sugo can run ({detail})"
+
+
+def parse_regex_key(key: str) -> RegexKey | None:
+    """A key written `/pattern/flags` compiled for RE2, None for a plain key. Follows
     SillyTavern's parseRegexFromString: an unescaped slash inside makes it a plain key. JavaScript
-    syntax that Python spells differently (named groups) is translated; `re.error` propagates."""
+    flags map to RE2's: i (case), m (^ and $ at lines), s (. matches a new line), y (sticky: a
+    fresh regex matches at the start only); g, u and d change nothing for a yes/no search (RE2
+    reads Unicode always). Raises `RegexKeyError` with the reason for a key RE2 cannot run
+    (backreferences, lookaround, bad syntax)."""
     m = _REGEX_KEY.match(key)
     if not m or _UNESCAPED_SLASH.search(m.group(1)):
         return None
-    pattern, flags = m.group(1).replace("\\/", "/"), m.group(2)
-    pattern = re.sub(r"\(\?<([A-Za-z_]\w*)>", r"(?P<\1>", pattern)
-    pattern = re.sub(r"\\k<([A-Za-z_]\w*)>", r"(?P=\1)", pattern)
-    bits = (re.IGNORECASE if "i" in flags else 0) | (re.MULTILINE if "m" in flags else 0)
-    return re.compile(pattern, bits | (re.DOTALL if "s" in flags else 0))
+    source, flags = m.group(1).replace("\\/", "/"), m.group(2)
+    pattern = _from_js(source)
+    inline = "".join(f for f in "ims" if f in flags)
+    if "y" in flags:
+        pattern = rf"\A(?:{pattern})"
+    if inline:
+        pattern = f"(?{inline}){pattern}"
+    try:
+        compiled = re2.compile(pattern, _RE2_OPTIONS)
+    except re2.error as err:
+        raise RegexKeyError(_why_not(err)) from None
+    return RegexKey(source, "i" in flags, compiled)
+
+
+def regex_key_problem(key: str) -> str | None:
+    """Why a key written `/pattern/flags` cannot run, or None (a plain key, or a regex that runs)."""
+    try:
+        parse_regex_key(key.strip())
+    except RegexKeyError as err:
+        return str(err)
+    return None
 
 
 class Segment:
     """One scanned text (a window of messages or recursion text) with its lazily built views."""
 
-    __slots__ = ("text", "_lower", "_folded", "_words", "_words_cs")
+    __slots__ = ("text", "_lower", "_folded", "_words", "_words_cs", "_utf8")
 
     def __init__(self, text: str):
         self.text = text
+        self._utf8: bytes | None = None
         self._lower: str | None = None
         self._folded: str | None = None
         self._words: set[str] | None = None
@@ -71,6 +144,13 @@ class Segment:
         if self._folded is None:
             self._folded = self.text.casefold()
         return self._folded
+
+    @property
+    def utf8(self) -> bytes:
+        """The text as RE2 reads it, encoded once per scan rather than once per regex key."""
+        if self._utf8 is None:
+            self._utf8 = self.text.encode("utf-8", "replace")
+        return self._utf8
 
     @property
     def words(self) -> set[str]:
@@ -96,12 +176,12 @@ class _Matchers:
     substrings: list[tuple[str, Hit]] = field(default_factory=list)
     substrings_cs: list[tuple[str, Hit]] = field(default_factory=list)
     # (pattern, a literal every match contains or None, hit): the literal is checked first with
-    # `in`, because Python's re scans slowly under IGNORECASE (no fast literal search).
-    regexes: list[tuple[re.Pattern[str], str | None, Hit]] = field(default_factory=list)
+    # `in`, which skips most keys without handing the text to RE2.
+    regexes: list[tuple[RegexKey, str | None, Hit]] = field(default_factory=list)
 
-    def add_regex(self, pattern: re.Pattern[str], hit: Hit) -> None:
-        literal = _required_literal(pattern.pattern)
-        if literal is not None and pattern.flags & re.IGNORECASE:
+    def add_regex(self, pattern: RegexKey, hit: Hit) -> None:
+        literal = _required_literal(pattern.source)
+        if literal is not None and pattern.ignore_case:
             literal = literal.casefold()
         self.regexes.append((pattern, literal, hit))
 
@@ -132,11 +212,9 @@ class _Matchers:
             hits.extend(hit for needle, hit in self.substrings if needle in lower)
         hits.extend(hit for needle, hit in self.substrings_cs if needle in seg.text)
         for pattern, literal, hit in self.regexes:
-            if literal is not None and literal not in (
-                seg.folded if pattern.flags & re.IGNORECASE else seg.text
-            ):
+            if literal is not None and literal not in (seg.folded if pattern.ignore_case else seg.text):
                 continue
-            if pattern.search(seg.text):
+            if pattern.search(seg.utf8):
                 hits.append(hit)
         return hits
 
@@ -257,10 +335,9 @@ def compile_book(book: LoreBook, entries: Sequence[LoreEntry]) -> CompiledBook:
                 hit = (index, key_index, is_secondary)
                 try:
                     pattern = parse_regex_key(key)
-                except re.error as err:
-                    problems.append(
-                        KeyProblem(entry.id, raw, f"not a valid regular expression ({err}); matched as text")
-                    )
+                except RegexKeyError as err:
+                    # Saves and imports refuse such keys; one stored before that is named here.
+                    problems.append(KeyProblem(entry.id, raw, f"not a valid regular expression: {err}; matched as text"))
                     pattern = None
                 if pattern is not None:
                     matchers.add_regex(pattern, hit)
@@ -276,3 +353,22 @@ def compile_book(book: LoreBook, entries: Sequence[LoreEntry]) -> CompiledBook:
         delayed=tuple(i for i, s in enumerate(slots) if s.entry.delay_until_recursion > 0),
         windows=tuple(sorted(windows.items())), problems=tuple(problems),
     )  # fmt: skip
+
+
+def turn_off_unrunnable(entries: Sequence[LoreEntry]) -> tuple[list[LoreEntry], list[str]]:
+    """Entries of an imported file, those with a `/regex/` key RE2 cannot run turned off, and one
+    sentence per such entry for the import result. A whole book is not refused for one key (real
+    World Info books carry lookbehinds), and the key itself is kept as written so the user can
+    rewrite it; the entry stays off until then, because saving it with that key is refused."""
+    kept: list[LoreEntry] = []
+    notes: list[str] = []
+    for entry in entries:
+        problem = next(((k, p) for k in (*entry.keys, *entry.secondary_keys)
+                        if (p := regex_key_problem(k)) is not None), None)  # fmt: skip
+        if problem is None or not entry.enabled:
+            kept.append(entry)
+            continue
+        kept.append(replace(entry, enabled=False))
+        name = entry.title or (entry.keys[0] if entry.keys else f"#{entry.id}")
+        notes.append(f"Entry “{name}” was turned off: its key {problem[0].strip()} cannot be used, {problem[1]}.")
+    return kept, notes

@@ -7,6 +7,7 @@ import re
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
+from starlette.concurrency import run_in_threadpool
 
 from app import forms
 from app.characters.service import list_characters
@@ -114,9 +115,10 @@ async def import_lorebook_page(request: Request, session: SessionDep, hx: HxRequ
     raw = await forms.upload(form, "file")
     if not raw:
         raise UserError("Choose a lorebook file to import.")
-    book = service.import_file(session, raw, filename=getattr(upload, "filename", "") or "")
-    return _book_page(request, session, book.id, hx=hx,
-                      message=f"Imported {len(service.list_entries(session, book.id))} entries.")  # fmt: skip
+    imported = service.import_file(session, raw, filename=getattr(upload, "filename", "") or "")
+    book = imported.book
+    message = " ".join([f"Imported {len(service.list_entries(session, book.id))} entries.", *imported.notes])
+    return _book_page(request, session, book.id, hx=hx, message=message)
 
 
 def _book_ctx(session, book_id: int, *, q: str = "", full: bool = True, **extra) -> dict:
@@ -202,8 +204,10 @@ async def test_keywords_page(book_id: int, request: Request, session: SessionDep
     text = forms.text(form, "text")
     if not text.strip():
         raise UserError("Paste some text to test the keywords against.")
-    snap = prompting.keyword_test(session, None, [book_id], text, char="{{char}}", user="{{user}}",
-                                   chat_budget=forms.default_of(ChatSettings, "lore_token_budget"), count=count_tokens)  # fmt: skip
+    # On a worker thread, as every scan: up to 200,000 characters against every key of the book.
+    snap = await run_in_threadpool(prompting.keyword_test, session, None, [book_id], text, char="{{char}}",
+                                   user="{{user}}", chat_budget=forms.default_of(ChatSettings, "lore_token_budget"),
+                                   count=count_tokens)  # fmt: skip
     result = {**snap, "notice": skipped_notice(snap), "limit_notice": limit_notice(snap), "text": text}
     return render(request, BOOK, {"test": result}, block="keyword_test_result")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, field_validator
 
-from app.lore.activation import POSITIONS, ROLES, SELECTIVE_LOGICS, parse_regex_key
+from app.lore.activation import POSITIONS, ROLES, SELECTIVE_LOGICS, regex_key_problem
 
 MAX_KEYS = 1000
 MAX_KEY_CHARS = 1000
@@ -65,10 +65,8 @@ class EntryIn(BaseModel):
                 continue
             if len(key) > MAX_KEY_CHARS:
                 raise ValueError(f"a key is longer than {MAX_KEY_CHARS} characters")
-            try:
-                parse_regex_key(key)
-            except Exception as err:  # re.error and friends: say which key and why
-                raise ValueError(f"the regular expression {key} does not compile: {err}") from err
+            if (problem := regex_key_problem(key)) is not None:
+                raise ValueError(f"the key {key} cannot be used: {problem}")
             cleaned.append(key)
         return cleaned
 

@@ -10,7 +10,7 @@ from sqlmodel import Session, col, or_, select
 
 from app.downloads import safe_stem
 from app.errors import NotFound, UserError
-from app.lore.activation import LoreBook, LoreEntry
+from app.lore.activation import LoreBook, LoreEntry, turn_off_unrunnable
 from app.lore.models import Lorebook, LorebookEntry, LorebookLink
 from app.lore.worldinfo import (
     LoreFileError,
@@ -281,9 +281,16 @@ def entries_of(session: Session, book_ids: Sequence[int]) -> list[LorebookEntry]
 # --- files -------------------------------------------------------------------------------------
 
 
-def import_file(session: Session, raw: bytes, *, filename: str = "", character_id: int | None = None) -> Lorebook:
+@dataclasses.dataclass
+class ImportedBook:
+    book: Lorebook
+    notes: list[str]  # what the import changed, for the user (entries turned off, and why)
+
+
+def import_file(session: Session, raw: bytes, *, filename: str = "", character_id: int | None = None) -> ImportedBook:
     """A lorebook from a SillyTavern World Info file, a card's character_book or a Marinara
-    `.marinara.json`; one transaction: a refused file writes nothing."""
+    `.marinara.json`; one transaction: a refused file writes nothing. Entries whose `/regex/` key
+    cannot run are imported turned off, each named in `notes`."""
     stem = filename.rsplit("/", 1)[-1]
     for suffix in (".marinara.json", ".json", ".marinara"):
         stem = stem.removesuffix(suffix)
@@ -291,7 +298,8 @@ def import_file(session: Session, raw: bytes, *, filename: str = "", character_i
         parsed = parse_lore_file(raw, name=stem or "Imported lorebook")
     except LoreFileError as err:
         raise UserError(str(err)) from err
-    return store_parsed(session, parsed.book, parsed.entries, character_id=character_id)
+    entries, notes = turn_off_unrunnable(parsed.entries)
+    return ImportedBook(store_parsed(session, parsed.book, entries, character_id=character_id), notes)
 
 
 def store_parsed(session: Session, book: LoreBook, entries: Sequence[LoreEntry], *, character_id: int | None = None) -> Lorebook:
@@ -321,14 +329,16 @@ def export_file(session: Session, book_id: int, fmt: str) -> tuple[str, bytes]:
     return f"{safe}.marinara.json", encode_file(export_marinara_lorebook(data, entries, now=utcnow()))
 
 
-def import_character_book(session: Session, raw: dict, *, character_id: int, name: str) -> Lorebook:
-    """A card's embedded `character_book` as a lorebook attached to the character."""
+def import_character_book(session: Session, raw: dict, *, character_id: int, name: str) -> ImportedBook:
+    """A card's embedded `character_book` as a lorebook attached to the character; entries whose
+    `/regex/` key cannot run come in turned off, each named in `notes`."""
     try:
         parsed = parse_character_book(raw, name=name)
     except LoreFileError as err:
         raise UserError(f"The card's embedded lorebook could not be read: {err}") from err
     book = parsed.book if parsed.book.name else dataclasses.replace(parsed.book, name=name)
-    return store_parsed(session, book, parsed.entries, character_id=character_id)
+    entries, notes = turn_off_unrunnable(parsed.entries)
+    return ImportedBook(store_parsed(session, book, entries, character_id=character_id), notes)
 
 
 def character_book_for(session: Session, character_id: int, *, original: dict | None) -> dict | None:

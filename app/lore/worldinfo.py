@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from app import jsonin
 from app.lore.format_card import export_character_book, parse_character_book
 from app.lore.format_common import (
     CARD,
@@ -67,7 +68,9 @@ def _decode(raw: bytes) -> Any:
             f"The file is {len(raw) / 1024 / 1024:.1f} MB; lorebook files over 32 MB are refused."
         )
     try:
-        return json.loads(raw.decode("utf-8-sig"))
+        return jsonin.loads(raw.decode("utf-8-sig"))
+    except jsonin.JsonTooDeep as err:
+        raise LoreFileError(f"This lorebook file was refused: {err}.") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise LoreFileError("This is not a JSON lorebook file.") from err
 

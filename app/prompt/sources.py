@@ -236,4 +236,5 @@ class PromptSources:
 
 def _failure(source: PromptSource, turn: Turn, err: Exception) -> str:
     log.exception("prompt source %s failed in chat %s", source.name, turn.chat.id)
-    return f"{source.label or source.name} failed and was left out of this prompt: {err}"
+    # The error's own text can hold SQL or paths: the log has it, Peek Prompt names the source.
+    return f"{source.label or source.name} failed and was left out of this prompt (the server log has the details)."

@@ -37,6 +37,7 @@ def test_exports_named_in_chinese_download_under_that_name(api, sugo, models):
     book = api.post("/api/lorebooks", json={"name": NAME}).json()
     assert _download(api, f"/api/lorebooks/{book['id']}/export", format="world_info") == ("lorebook.json", "小明.json")
     assert _download(api, f"/api/lorebooks/{book['id']}/export", format="marinara")[1] == "小明.marinara.json"
+    assert _download(api, f"/api/lorebooks/{book['id']}/export", format="character_book")[1] == "小明.character_book.json"
 
     with Session(sugo.engine) as s:
         for i in range(1, 121):

@@ -2,11 +2,14 @@
 the prompt sent to the model, with Active Context telling what was skipped and why."""
 
 import json
+import threading
+import time
 from pathlib import Path
 
 from sqlalchemy import text
 
 from tests.conftest import add_character, add_connection, new_chat, read_sse
+from tests.support.model_server import Reply
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 ELDORIA = FIXTURES / "Eldoria.json"
@@ -236,3 +239,80 @@ def test_a_books_settings_and_links_edited_show_in_the_next_peek_prompt(api, mod
     assert "council of captains" in peek()
     api.put(f"/api/chats/{chat['id']}/lorebooks", json={"book_ids": []})
     assert "council of captains" not in peek()
+
+
+def test_a_catastrophic_regex_key_does_not_hold_up_the_server(api, models, sugo):
+    """Issue 10 finding 4: `/(a+)+$/` over 25 "a" and a "b" took Python's `re` 2.6 s and blocked
+    every request meanwhile (and each extra character doubles that). RE2 answers at once and the
+    prompt is built off the event loop, so /healthz answers throughout; the 1 s bound is generous
+    for a loaded machine and far below what the backtracking engine needed."""
+    add_connection(api, models)
+    chat = new_chat(api, [add_character(api)["id"]])
+    book = api.post("/api/lorebooks", json={"name": "Traps"}).json()
+    trap = {"title": "Trap", "content": "The trap fired.", "keys": ["/(a+)+$/"]}
+    assert api.post(f"/api/lorebooks/{book['id']}/entries", json=trap).status_code == 201
+    api.put(f"/api/chats/{chat['id']}/lorebooks", json={"book_ids": [book["id"]]})
+    models.script(Reply(text="Fine.", first_delay_s=0.3))  # the reply is still going while /healthz is asked
+    done: dict = {}
+
+    def send() -> None:
+        with sugo.client() as other:
+            body = {"action": "send", "content": "a" * 27 + "b"}
+            done["events"] = read_sse(other.post(f"/api/chats/{chat['id']}/generate", json=body))
+
+    thread = threading.Thread(target=send)
+    thread.start()
+    slowest = 0.0
+    with sugo.client() as probe:
+        while thread.is_alive():
+            started = time.monotonic()
+            assert probe.get("/healthz").status_code == 200
+            slowest = max(slowest, time.monotonic() - started)
+            time.sleep(0.02)
+    thread.join()
+    assert slowest < 1.0, slowest
+    assert [e for e, _ in done["events"]][-1] == "done"
+    assert "The trap fired." not in json.dumps(models.last_request.json["messages"])
+
+
+def test_a_key_re2_cannot_run_is_refused_at_save_with_the_reason(api, sugo):
+    book = api.post("/api/lorebooks", json={"name": "Echoes"}).json()
+    r = api.post(f"/api/lorebooks/{book['id']}/entries", json={"title": "Echo", "keys": [r"/(\w)\1/"]})
+    assert r.status_code == 422 and "backreference" in r.text, r.text
+    r = api.post(f"/lorebooks/{book['id']}/entries", data={"title": "Echo", "keys": "/dragon(?!fly)/"})
+    assert r.status_code == 400 and "lookahead" in r.text and "Traceback" not in r.text
+    assert _count(sugo, "lorebook_entry") == 0
+
+
+def test_an_imported_key_re2_cannot_run_turns_its_entry_off_and_says_so(api):
+    """Decision: a book is imported even when one of its keys cannot run on RE2 (real World Info
+    books carry lookbehinds), but that entry comes in turned off, its keys as written, and the
+    import result names it with the reason. Nothing is dropped without a word."""
+    raw = json.dumps({"entries": {
+        "0": {"uid": 0, "key": ["/(?<!un)known/i"], "comment": "Known", "content": "Known lore."},
+        "1": {"uid": 1, "key": ["dragon"], "comment": "Dragon", "content": "Dragon lore."},
+    }}).encode()  # fmt: skip
+    r = _import(api, "Mixed.json", raw)
+    assert r.status_code == 201, r.text
+    assert r.json()["notes"] == ["Entry “Known” was turned off: its key /(?<!un)known/i cannot be used, it uses a "
+                                 "lookbehind ((?<= or (?<!), which Sugo's regex engine (RE2) does not run."]  # fmt: skip
+    entries = {e["title"]: e for e in api.get(f"/api/lorebooks/{r.json()['id']}").json()["entries"]}
+    assert entries["Known"]["enabled"] is False and entries["Known"]["keys"] == ["/(?<!un)known/i"]
+    assert entries["Dragon"]["enabled"] is True
+    page = api.post("/lorebooks/import", files={"file": ("Mixed.json", raw)})
+    assert page.status_code == 200 and "was turned off: its key /(?&lt;!un)known/i cannot be used" in page.text
+
+
+def test_a_cards_book_with_a_key_re2_cannot_run_comes_in_with_that_entry_off(api):
+    card = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {
+        "name": "Echo", "character_book": {"entries": [
+            {"keys": [r"/(\w)\1/"], "content": "Doubled letters.", "comment": "Doubles", "enabled": True},
+            {"keys": ["cave"], "content": "The cave echoes.", "comment": "Cave", "enabled": True}]}}}  # fmt: skip
+    r = api.post("/api/characters/import", files={"file": ("Echo.json", json.dumps(card).encode())})
+    assert r.status_code == 201, r.text
+    assert r.json()["notes"] == [r"In Echo's lorebook: Entry “Doubles” was turned off: its key /(\w)\1/ cannot be "
+                                 r"used, it uses a backreference (\1 or \k<name>), which Sugo's regex engine (RE2) "
+                                 "does not run."]  # fmt: skip
+    book = api.get("/api/lorebooks").json()[0]
+    entries = {e["title"]: e["enabled"] for e in api.get(f"/api/lorebooks/{book['id']}").json()["entries"]}
+    assert entries == {"Doubles": False, "Cave": True}

@@ -8,7 +8,9 @@ import threading
 
 import pytest
 
+from app.generation.reply import INTERNAL_PROMPT_ERROR
 from app.jobs import Job
+from app.memory.recall.models import MemoryChunk
 from app.prompt.builder import DepthNote, DynamicBlock
 from app.prompt.sources import Contribution, PromptSource, PromptSources, Turn
 from app.sources import default_sources
@@ -129,7 +131,36 @@ def test_a_failing_source_is_left_out_and_named_and_the_reply_still_comes(tmp_pa
     with LiveSugo(tmp_path / "data", sources=sources) as live, live.client() as api:
         chat = _chat(api, models)
         peek = api.get(f"/api/chats/{chat['id']}/prompt").json()
-        assert "Broken source failed and was left out of this prompt: the index file is missing" in peek["notes"]
+        assert "Broken source failed and was left out of this prompt (the server log has the details)." in peek["notes"]
+        assert "the index file is missing" not in str(peek)  # the error's own text stays in the log
         r = api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Still there?"})
         assert read_sse(r)[-1][0] == "done"
         assert models.last_request.json["messages"][-1]["content"] == "Still there?"
+
+
+class Poisoning(PromptSource):
+    """Keeps a row the database refuses, as a source that stores its work with the turn could."""
+
+    name = "poisoning"
+    label = "Poisoning source"
+
+    def contribute(self, turn: Turn) -> None:
+        if turn.for_reply:
+            turn.session.add(MemoryChunk(chat_id=turn.chat.id, content=None, message_ids=[]))
+
+
+def test_an_internal_error_building_the_prompt_shows_a_sentence_not_sql(tmp_path, models):
+    """Issue 10 finding 5: the reply used to fail with "The prompt could not be built:
+    (OperationalError)…" and the SQL text, in the page and stored with the message."""
+    sources = default_sources()
+    sources.register(Poisoning())
+    with LiveSugo(tmp_path / "data", sources=sources) as live, live.client() as api:
+        chat = _chat(api, models)
+        events = read_sse(api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Hello?"}))
+        assert events[-1][0] == "error"
+        assert events[-1][1]["message"] == INTERNAL_PROMPT_ERROR
+        stored = api.get(f"/api/chats/{chat['id']}/messages").json()[-1]
+        page = api.get(f"/chats/{chat['id']}").text
+        for shown in (str(events), str(stored), page):
+            assert not any(w in shown for w in ("IntegrityError", "INSERT", "memory_chunk", "Traceback")), shown[:3000]
+        assert stored["error"] == INTERNAL_PROMPT_ERROR

@@ -1,5 +1,6 @@
 """Lorebook activation (issue: lorebooks, acceptance 1): keys, timing, groups, recursion, budgets."""
 
+import time
 from dataclasses import replace
 
 import pytest
@@ -11,8 +12,10 @@ from app.lore.activation import (
     TimedState,
     compile_book,
     parse_regex_key,
+    regex_key_problem,
     scan,
     scan_text,
+    turn_off_unrunnable,
 )
 
 
@@ -120,6 +123,43 @@ def test_invalid_regex_is_reported_and_matched_as_text():
     # An unescaped slash inside makes it a plain key, as in SillyTavern.
     assert parse_regex_key("/a/b/i") is None and parse_regex_key("dragon") is None
     assert parse_regex_key(r"/a\/b/i").search("A/B")
+
+
+def test_a_catastrophic_regex_key_scans_in_linear_time():
+    # `(a+)+$` against a run of "a" ending in "b" takes Python's backtracking `re` about 2^n steps:
+    # 2.6 s at 25 characters on this machine, doubling with each one more. RE2 runs in time linear
+    # in the text, so this takes milliseconds; 1 s is a generous bound for a loaded machine.
+    evil = "a" * 26 + "b"
+    started = time.monotonic()
+    result = run([evil], [entry(1, "/(a+)+$/"), entry(2, "/(x+x+)+y/i")])
+    assert time.monotonic() - started < 1.0
+    assert active(result) == [] and result.problems == []
+    assert active(run(["aaaa"], [entry(1, "/(a+)+$/")])) == [1]
+
+
+def test_javascript_flags_map_to_re2():
+    assert active(run(["DRAGON"], [entry(1, "/dragon/i")])) == [1]
+    assert active(run(["one\ntwo"], [entry(1, "/^two$/")])) == []
+    assert active(run(["one\ntwo"], [entry(1, "/^two$/m")])) == [1]
+    assert active(run(["one\ntwo"], [entry(1, "/one.two/")])) == []
+    assert active(run(["one\ntwo"], [entry(1, "/one.two/s")])) == [1]
+    assert active(run(["a dragon"], [entry(1, "/dragon/gu")])) == [1]
+    # Sticky: a fresh regex matches where the scanned text starts (after SillyTavern's \x01).
+    assert active(run(["dragon here"], [entry(1, "/\\x01dragon/y")])) == [1]
+    assert active(run(["a dragon"], [entry(1, "/dragon/y")])) == []
+    assert active(run(["caf\u00e9"], [entry(1, "/caf\\u00e9/")])) == [1]  # JavaScript's \uXXXX
+
+
+def test_keys_re2_cannot_run_are_named_with_the_reason():
+    assert "backreference" in regex_key_problem(r"/(a)\1/")
+    assert "backreference" in regex_key_problem(r"/(?<x>a)\k<x>/")
+    assert "lookahead" in regex_key_problem("/dragon(?!fly)/")
+    assert "lookbehind" in regex_key_problem("/(?<!a)b/")
+    assert regex_key_problem("/dragon/i") is None and regex_key_problem("dragon") is None
+    entries, notes = turn_off_unrunnable([entry(1, r"/(a)\1/", title="Echo"), entry(2, "dragon")])
+    assert [e.enabled for e in entries] == [False, True] and entries[0].keys == (r"/(a)\1/",)
+    echo = r"/(a)\1/"
+    assert notes == [f"Entry “Echo” was turned off: its key {echo} cannot be used, {regex_key_problem(echo)}."]
 
 
 def test_case_sensitivity_per_entry_and_per_book():

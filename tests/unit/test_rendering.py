@@ -1,4 +1,9 @@
-from app.rendering import render_markdown
+import random
+import re
+import time
+
+from app import rendering
+from app.rendering import RenderCache, _wrap_dialogue, render_markdown
 
 
 def test_raw_html_is_shown_as_text():
@@ -19,3 +24,34 @@ def test_roleplay_markup():
 
 def test_quotes_in_code_are_left_alone():
     assert "dialogue" not in render_markdown('`"x"`')
+
+
+def test_a_message_of_150000_curly_quotes_renders_in_linear_time():
+    # The dialogue regex scanned up to 2,000 characters ahead of every unclosed quote: 2.3 s for
+    # this message on every page view. The scan is now linear; 1 s is a generous bound for a
+    # loaded machine (it takes milliseconds).
+    started = time.monotonic()
+    html = render_markdown("“" * 150_000)
+    assert time.monotonic() - started < 1.0
+    assert "dialogue" not in html and html.count("“") == 150_000
+
+
+def test_dialogue_marking_matches_the_rule_it_replaced():
+    # Leftmost first, 1 to 2,000 characters on one line between a quote and its closing quote.
+    rule = re.compile(r"(\"[^\"\n]{1,2000}\"|“[^”\n]{1,2000}”)")
+    rnd = random.Random(7)
+    for _ in range(5000):
+        text = "".join(rnd.choice('ab "“”\n') for _ in range(rnd.randint(0, 30)))
+        text = rnd.choice(["", '"' + "x" * 2000 + '"', "“" + "y" * 2001 + "”"]) + text
+        assert _wrap_dialogue(text) == rule.sub(r'<span class="dialogue">\1</span>', text), text
+
+
+def test_the_render_cache_is_bounded_by_the_characters_it_holds():
+    cache = RenderCache(max_chars=1000)
+    for i in range(100):
+        cache.put(f"message {i} " + "x" * 30, "<p>" + "x" * 30 + "</p>")
+    assert cache.chars <= 1000 and 0 < len(cache) < 100
+    assert cache.get("message 99 " + "x" * 30) is not None and cache.get("message 0 " + "x" * 30) is None
+    cache.put("y" * 200, "<p>" + "y" * 200 + "</p>")  # over an eighth of the bound: not kept
+    assert cache.get("y" * 200) is None
+    assert rendering._cache.max_chars == rendering.RENDER_CACHE_CHARS <= 32 * 1024 * 1024

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from app import jsonin
+
 ENVELOPE_TYPE = "marinara_memory_recall"
 MAX_IMPORT_BYTES = 32 * 1024 * 1024
 MINILM_SPACE = "builtin:all-MiniLM-L6-v2:384"
@@ -91,12 +93,39 @@ def normalise_space(space_id, vector: list[float] | None) -> str | None:
     return MINILM_SPACE if len(vector) == 384 else None
 
 
+def space_dims(space_id: str | None) -> int | None:
+    """The vector size a space id names (`source:model:dims`), None when it names none."""
+    if not space_id:
+        return None
+    tail = space_id.rsplit(":", 1)[-1]
+    return int(tail) if tail.isdigit() and int(tail) > 0 else None
+
+
+def _check_sizes(number: int, space_id: str | None, vectors: Sequence[list[float]], seen: dict[str, int]) -> None:
+    """Refuse a file whose vectors do not fit their space: stored, a wrong-size vector breaks every
+    search of the chat (and with it the prompt)."""
+    if space_id is None:
+        return
+    want = space_dims(space_id) or seen.get(space_id)
+    for vector in vectors:
+        if want is not None and len(vector) != want:
+            raise MemoryFileError(
+                f"Memory {number}'s embedding has {len(vector)} numbers, but its space {space_id} has {want}: "
+                "the file is damaged."
+            )
+        want = len(vector)
+    if want is not None:
+        seen[space_id] = want
+
+
 def parse_import(raw: bytes, *, now: datetime) -> tuple[str, list[ChunkRecord]]:
     """(source chat id, chunks) from a `.marinara.json` / `.json` / `.marinara` memory file."""
     if len(raw) > MAX_IMPORT_BYTES:
         raise MemoryFileError(f"The file is {len(raw) / 1024 / 1024:.1f} MB; memory files over 32 MB are refused.")
     try:
-        doc = json.loads(raw.decode("utf-8-sig"))
+        doc = jsonin.loads(raw.decode("utf-8-sig"))
+    except jsonin.JsonTooDeep as err:
+        raise MemoryFileError(f"This memory file was refused: {err}.") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise MemoryFileError("This is not a JSON memory file.") from err
     if not isinstance(doc, dict) or doc.get("type") != ENVELOPE_TYPE or doc.get("version") != 1:
@@ -109,15 +138,19 @@ def parse_import(raw: bytes, *, now: datetime) -> tuple[str, list[ChunkRecord]]:
     if not isinstance(chunks, list):
         raise MemoryFileError("The file has no list of memories (data.chunks).")
     out = []
-    for item in chunks:
+    sizes: dict[str, int] = {}
+    for number, item in enumerate(chunks, 1):
         if not isinstance(item, dict) or not isinstance(item.get("content"), str) or not item["content"].strip():
             continue
         vector = _vector(item.get("embedding"))
         windows = item.get("sugoWindows")
         windows = [w for w in (_vector(x) for x in windows) if w] if isinstance(windows, list) else None
+        space_id = normalise_space(item.get("embeddingSpaceId"), vector)
+        # What import stores: Sugo's windows when the file has them, else the one embedding.
+        _check_sizes(number, space_id, windows or ([vector] if vector else []), sizes)
         count = item.get("messageCount")
         out.append(ChunkRecord(
-            content=item["content"], embedding=vector, space_id=normalise_space(item.get("embeddingSpaceId"), vector),
+            content=item["content"], embedding=vector, space_id=space_id,
             message_count=count if isinstance(count, int) and count > 0 else 1,
             first_message_at=_time(item.get("firstMessageAt"), now), last_message_at=_time(item.get("lastMessageAt"), now),
             created_at=_time(item.get("createdAt"), now), windows=windows or None,

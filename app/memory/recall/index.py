@@ -170,8 +170,10 @@ class SignIndex:
                 # Tombstones it never saw were pruned, most of it is dead, or this is another
                 # database file at the same path (ids went back): start again.
                 bits = self._bits[key] = _Bits(tombstone=last_tombstone)
+            # A vector of another size (stored before imports were checked) cannot be compared: skipped.
             bits.append(_rows(session, "SELECT id, chunk_id, code FROM memory_vector WHERE chat_id = ? AND space_id = ? "
-                                       "AND id > ? ORDER BY id", (chat_id, space_id, bits.max_id)))  # fmt: skip
+                                       "AND id > ? AND length(code) = ? ORDER BY id",
+                              (chat_id, space_id, bits.max_id, len(query_code))))  # fmt: skip
             buried = _rows(session, "SELECT id, vector_id FROM memory_tombstone WHERE chat_id = ? AND id > ? ORDER BY id",
                            (chat_id, bits.tombstone))  # fmt: skip
             if buried:

@@ -196,8 +196,8 @@ def _rebuild(services: Services, chat_id: int, ids: list[int], state: Rebuild) -
                     state.error = error
                     break
                 state.done += done + (len(batch) - len(chunks))  # forgotten meanwhile
-    except Exception as err:  # the viewer must show that it ended, not spin forever
+    except Exception:  # the viewer must show that it ended, not spin forever
         log.exception("memory rebuild failed for chat %s", chat_id)
-        state.error = str(err)
+        state.error = "The rebuild stopped because of an internal error; the server log has the details."
     finally:
         state.finished_at = utcnow()

@@ -54,7 +54,8 @@ def similarities_by_vector(
         return {}
     found = _one_row(session, "SELECT group_concat(id || ' ' || chunk_id || ' ' || "
                               "printf('%!.17g', 1 - vec_distance_cosine(embedding, ?)), ' ') "
-                              f"FROM memory_vector WHERE id IN ({marks})", (pack(query), *ids))  # fmt: skip
+                              f"FROM memory_vector WHERE id IN ({marks}) AND length(embedding) = ?",
+                     (pack(query), *ids, 4 * len(query)))  # fmt: skip
     return {int(found[i]): (int(found[i + 1]), float(found[i + 2])) for i in range(0, len(found), 3)}
 
 
@@ -67,9 +68,13 @@ def similarities_by_chunk(
         return {}
     found = _one_row(session, "SELECT group_concat(chunk_id || ' ' || printf('%!.17g', sim), ' ') FROM ("
                               "SELECT chunk_id, max(1 - vec_distance_cosine(embedding, ?)) AS sim FROM memory_vector "
-                              f"WHERE space_id = ? AND chunk_id IN ({marks}) GROUP BY chunk_id)",
-                     (pack(query), space_id, *ids))  # fmt: skip
+                              f"WHERE space_id = ? AND chunk_id IN ({marks}) AND length(embedding) = ? GROUP BY chunk_id)",
+                     (pack(query), space_id, *ids, 4 * len(query)))  # fmt: skip
     return {int(found[i]): float(found[i + 1]) for i in range(0, len(found), 2)}
+
+
+# Both similarity queries skip vectors of another size than the query's (`length(embedding)`, four
+# bytes a number): one stored before imports were checked would fail the whole statement.
 
 
 def _one_row(session: Session, sql: str, params: tuple) -> list[str]:
