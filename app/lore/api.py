@@ -40,10 +40,10 @@ def create_lorebook(data: BookIn, session: SessionDep) -> dict:
 
 
 @router.post("/import", status_code=201)
-async def import_lorebook(session: SessionDep, file: UploadFile = File(...)) -> dict:
+def import_lorebook(session: SessionDep, file: UploadFile = File(...)) -> dict:
     """A SillyTavern World Info `.json`, a card's `character_book`, or a Marinara `.marinara.json`.
     A refused file creates nothing."""
-    book = service.import_file(session, await file.read(), filename=file.filename or "")
+    book = service.import_file(session, file.file.read(), filename=file.filename or "")
     return _book_json(book, len(service.list_entries(session, book.id)))
 
 

@@ -7,6 +7,7 @@ import re
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
+from starlette.concurrency import run_in_threadpool
 
 from app import forms
 from app.characters.service import list_characters
@@ -114,7 +115,12 @@ async def import_lorebook_page(request: Request, session: SessionDep, hx: HxRequ
     raw = await forms.upload(form, "file")
     if not raw:
         raise UserError("Choose a lorebook file to import.")
-    book = service.import_file(session, raw, filename=getattr(upload, "filename", "") or "")
+    # Parsing, compiling and writing a big book takes a while: on a thread, so other requests go on.
+    return await run_in_threadpool(_imported_book_page, request, session, raw, getattr(upload, "filename", "") or "", hx)
+
+
+def _imported_book_page(request: Request, session, raw: bytes, filename: str, hx: bool) -> HTMLResponse:
+    book = service.import_file(session, raw, filename=filename)
     return _book_page(request, session, book.id, hx=hx,
                       message=f"Imported {len(service.list_entries(session, book.id))} entries.")  # fmt: skip
 
