@@ -13,6 +13,7 @@ from app.chats.models import CHAT_MODES, Chat, ChatCharacter, Message
 from app.chats.settings import ChatSettings, read_settings
 from app.connections.models import Connection
 from app.connections.service import default_connection
+from app.db import lock_for_write
 from app.errors import NotFound, UserError
 from app.personas.models import Persona
 from app.personas.service import FALLBACK_USER_NAME, default_persona
@@ -233,6 +234,7 @@ def _sync_active(msg: Message) -> None:
 
 
 def edit_message(session: Session, chat_id: int, message_id: int, content: str) -> Message:
+    lock_for_write(session)  # a reply being written rewrites the versions too
     msg = get_message(session, chat_id, message_id)
     swipes = [dict(s) for s in msg.swipes] or [swipe_record("")]
     swipes[msg.active_swipe] = {**swipes[msg.active_swipe], "content": content, "status": "ok", "error": None,
@@ -259,6 +261,7 @@ def delete_message(session: Session, chat_id: int, message_id: int) -> None:
 
 
 def select_swipe(session: Session, chat_id: int, message_id: int, index: int) -> Message:
+    lock_for_write(session)  # a reply being written rewrites the versions too
     msg = get_message(session, chat_id, message_id)
     if not 0 <= index < len(msg.swipes):
         raise UserError(f"This message has {len(msg.swipes)} alternative(s); there is no number {index + 1}.")
@@ -271,6 +274,7 @@ def select_swipe(session: Session, chat_id: int, message_id: int, index: int) ->
 
 def delete_swipe(session: Session, chat_id: int, message_id: int, index: int | None = None) -> Message:
     """Delete one version of a message (the shown one by default); the shown one stays shown."""
+    lock_for_write(session)  # a reply being written rewrites the versions too
     msg = get_message(session, chat_id, message_id)
     if len(msg.swipes) < 2:
         raise UserError("This is the only version of the message; delete the message instead.")

@@ -29,6 +29,7 @@ from app.chats.models import Chat, Message
 from app.connections.providers import get_provider
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError, Usage
 from app.connections.service import provider_config
+from app.db import lock_for_write
 from app.errors import UserError
 from app.personas.models import Persona
 from app.prompt.blocks import Prompt
@@ -42,6 +43,7 @@ log = logging.getLogger(__name__)
 Action = Literal["send", "regenerate", "swipe", "continue"]
 # Longest the reply waits for a browser to receive its `start` event (API clients may not read).
 START_WAIT_S = 0.05
+FINAL_WRITE_ATTEMPTS = 6  # about 30 s of SQLite's busy timeout
 
 
 @dataclass
@@ -244,9 +246,22 @@ class _ReplyWriter:
     async def store(self, status: str, *, error: str | None = None, **swipe_extra) -> None:
         await run_in_threadpool(self.write, status, error=error, **swipe_extra)
 
+    async def finish(self, status: str, *, error: str | None = None, **swipe_extra) -> None:
+        """The last write, tried again while SQLite stays locked (each try waits out the busy
+        timeout), so a reply that ended is not left "streaming" by a long import."""
+        for attempt in range(1, FINAL_WRITE_ATTEMPTS + 1):
+            try:
+                await self.store(status, error=error, **swipe_extra)
+                return
+            except OperationalError:
+                if attempt == FINAL_WRITE_ATTEMPTS:
+                    raise
+                log.warning("the end of the reply in message %s could not be saved yet; trying again", self.message_id)
+
     def write(self, status: str, *, error: str | None = None, **swipe_extra) -> None:
         self._last_flush = time.monotonic()
         with Session(self.engine) as session:
+            lock_for_write(session)  # the user may change the message's versions meanwhile
             msg = session.get(Message, self.message_id)
             if msg is None:  # deleted while streaming: nothing to keep
                 return
@@ -295,23 +310,23 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
         extra = _swipe_meta(started, model, usage)
         if gen.stop.is_set():
             status = "partial" if writer.text else "error"
-            await writer.store(status, error="Stopped before the reply was finished.", **extra)
+            await writer.finish(status, error="Stopped before the reply was finished.", **extra)
             await _publish(gen, "stopped", {"message_id": gen.message_id, "text_kept": bool(writer.text)})
         else:
-            await writer.store("ok", **extra)
+            await writer.finish("ok", **extra)
             await _publish(gen, "done", {"message_id": gen.message_id})
         # Background work after every reply (memories, summaries); the reply never waits for it.
         services.sources.after_reply(services, gen.chat_id)
     except ProviderError as err:
         status = "partial" if writer.text else "error"
-        await writer.store(status, error=err.message, **_swipe_meta(started, model, usage))
+        await writer.finish(status, error=err.message, **_swipe_meta(started, model, usage))
         await _publish(gen, "error", {"message_id": gen.message_id, "kind": err.kind, "message": err.message})
     except asyncio.CancelledError:
         writer.write("partial" if writer.text else "error", error="The server stopped before the reply was finished.")
         raise
     except Exception as err:  # keep the partial reply whatever went wrong
         log.exception("generation failed in chat %s", gen.chat_id)
-        await writer.store("partial" if writer.text else "error", error=f"Unexpected error: {err}")
+        await writer.finish("partial" if writer.text else "error", error=f"Unexpected error: {err}")
         await _publish(gen, "error", {"message_id": gen.message_id, "kind": "internal", "message": str(err)})
     finally:
         async with gen.changed:
