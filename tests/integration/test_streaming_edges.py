@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import shutil
 import threading
+import time
 from pathlib import Path
 
 import pysqlite3.dbapi2 as sqlite3
+from sqlmodel import Session
 
+from app.chats.models import Message
 from app.chats.service import INTERRUPTED
+from app.db import lock_for_write
 from tests.conftest import add_character, add_connection, new_chat, read_sse
 from tests.support.live import LiveSugo
 from tests.support.model_server import Reply
@@ -57,6 +61,30 @@ def test_deleting_an_earlier_version_while_a_reply_streams_keeps_the_reply(api, 
     last = api.get(f"/api/chats/{chat['id']}/messages").json()[-1]
     assert [(s["content"], s["status"]) for s in last["swipes"]] == [(LONG, "ok")]
     assert last["active_swipe"] == 0 and last["content"] == LONG and last["status"] == "ok"
+
+
+def test_a_version_deleted_while_the_writer_holds_the_message_is_deleted_from_what_it_wrote(api, sugo, models):
+    """The stream's writer and a swipe action both rewrite the message's versions: the action waits
+    for the writer's transaction and reads what it wrote, so neither undoes the other."""
+    chat, reply = _chat_with_a_reply(api, models)
+    models.script("Second answer")
+    assert read_sse(api.post(f"/api/chats/{chat['id']}/generate", json={"action": "swipe"}))[-1][0] == "done"
+    result: dict = {}
+    with Session(sugo.engine) as writer:
+        lock_for_write(writer)  # as _ReplyWriter.write does
+        msg = writer.get(Message, reply["id"])
+        deleting = threading.Thread(target=lambda: result.setdefault(
+            "r", api.delete(f"/api/chats/{chat['id']}/messages/{reply['id']}/swipes/0")))  # fmt: skip
+        deleting.start()
+        time.sleep(0.3)  # the delete has arrived and waits for the lock (were it late, nothing fails)
+        msg.swipes = [msg.swipes[0], {**msg.swipes[1], "content": "Second answer, continued"}]
+        writer.add(msg)
+        writer.commit()
+    deleting.join(10)
+    assert result["r"].status_code == 200, result["r"].text
+    assert [s["content"] for s in result["r"].json()["swipes"]] == ["Second answer, continued"]
+    last = api.get(f"/api/chats/{chat['id']}/messages").json()[-1]
+    assert [s["content"] for s in last["swipes"]] == ["Second answer, continued"]
 
 
 def _crash_copy(live: LiveSugo, to: Path) -> None:
