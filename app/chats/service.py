@@ -196,8 +196,9 @@ def list_messages(session: Session, chat_id: int) -> list[Message]:
     return list(session.exec(select(Message).where(Message.chat_id == chat_id).order_by(Message.id)))
 
 
-def get_message(session: Session, chat_id: int, message_id: int) -> Message:
-    msg = session.get(Message, message_id)
+def get_message(session: Session, chat_id: int, message_id: int, *, fresh: bool = False) -> Message:
+    """The message; `fresh` reads it again even when this session holds it (after taking the lock)."""
+    msg = session.get(Message, message_id, populate_existing=fresh)
     if msg is None or msg.chat_id != chat_id:
         raise NotFound(f"Message {message_id} is not in chat {chat_id}.")
     return msg
@@ -235,7 +236,7 @@ def _sync_active(msg: Message) -> None:
 
 def edit_message(session: Session, chat_id: int, message_id: int, content: str) -> Message:
     lock_for_write(session)  # a reply being written rewrites the versions too
-    msg = get_message(session, chat_id, message_id)
+    msg = get_message(session, chat_id, message_id, fresh=True)
     swipes = [dict(s) for s in msg.swipes] or [swipe_record("")]
     swipes[msg.active_swipe] = {**swipes[msg.active_swipe], "content": content, "status": "ok", "error": None,
                                 "edited_at": utcnow().isoformat()}  # fmt: skip
@@ -262,7 +263,7 @@ def delete_message(session: Session, chat_id: int, message_id: int) -> None:
 
 def select_swipe(session: Session, chat_id: int, message_id: int, index: int) -> Message:
     lock_for_write(session)  # a reply being written rewrites the versions too
-    msg = get_message(session, chat_id, message_id)
+    msg = get_message(session, chat_id, message_id, fresh=True)
     if not 0 <= index < len(msg.swipes):
         raise UserError(f"This message has {len(msg.swipes)} alternative(s); there is no number {index + 1}.")
     msg.active_swipe = index
@@ -275,7 +276,7 @@ def select_swipe(session: Session, chat_id: int, message_id: int, index: int) ->
 def delete_swipe(session: Session, chat_id: int, message_id: int, index: int | None = None) -> Message:
     """Delete one version of a message (the shown one by default); the shown one stays shown."""
     lock_for_write(session)  # a reply being written rewrites the versions too
-    msg = get_message(session, chat_id, message_id)
+    msg = get_message(session, chat_id, message_id, fresh=True)
     if len(msg.swipes) < 2:
         raise UserError("This is the only version of the message; delete the message instead.")
     index = msg.active_swipe if index is None else index
