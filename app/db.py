@@ -67,6 +67,16 @@ def session_scope(engine: Engine) -> Iterator[Session]:
             raise
 
 
+def lock_for_write(session: Session) -> None:
+    """Take SQLite's write lock now, before reading what this transaction will change: the driver
+    opens a transaction only at the first write, so a row read before it could change underneath
+    (a reply's version list, rewritten by the stream's writer and by the user's swipe actions). A
+    no-op when the transaction already writes."""
+    conn = session.connection()
+    if not conn.connection.driver_connection.in_transaction:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
 def vec_version(engine: Engine) -> str:
     with engine.connect() as conn:
         return conn.exec_driver_sql("select vec_version()").scalar_one()

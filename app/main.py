@@ -25,6 +25,7 @@ from app.connections.providers._http import close_clients
 from app.connections.service import seal_plain_headers
 from app.db import make_engine
 from app.generation.reply import Generations
+from app.headers import SecurityHeaders, content_security_policy, inline_script_hashes
 from app.images.routes import router as images_routes
 from app.jobs import make_scheduler, register_jobs
 from app.lore.api import chat_router as chat_lore_api
@@ -38,7 +39,7 @@ from app.prompt.sources import PromptSources
 from app.services import Services
 from app.settings import Settings, load_settings
 from app.sources import default_sources
-from app.web import STATIC_DIR
+from app.web import STATIC_DIR, TEMPLATES_DIR
 
 log = logging.getLogger(__name__)
 SWAGGER_UI = "swagger-ui-5.35.0"
@@ -91,7 +92,9 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
     app.state.services = services
     app.add_middleware(ProtectionMiddleware, password=settings.password, signer=services.session_signer,
                        allowed_hosts=allowed_host_names(settings.allowed_hosts), throttle=services.login_throttle)  # fmt: skip
-    app.add_middleware(BodyLimit)  # outermost of ours: nothing reads a body past the limit
+    app.add_middleware(BodyLimit)  # before the routes and the password check: nothing reads a body past the limit
+    # Outermost, so refusals (413, 400, 403) carry the headers too; base.html's theme bootstrap is hashed from its text.
+    app.add_middleware(SecurityHeaders, templates=[(TEMPLATES_DIR / "base.html").read_text()])
     install_error_handlers(app)
 
     for router in (connections_api, characters_api, personas_api, chats_api, memory_api, lore_api, chat_lore_api,
@@ -101,11 +104,15 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
 
     @app.get("/docs", include_in_schema=False)
     def api_docs() -> HTMLResponse:
-        return get_swagger_ui_html(
+        page = get_swagger_ui_html(
             openapi_url=app.openapi_url, title="Sugo API",
             swagger_js_url=f"/static/{SWAGGER_UI}/swagger-ui-bundle.js",
             swagger_css_url=f"/static/{SWAGGER_UI}/swagger-ui.css", swagger_favicon_url="/static/favicon.svg",
         )  # fmt: skip
+        # Its own policy: the page starts Swagger UI with an inline script.
+        page.headers["Content-Security-Policy"] = content_security_policy(
+            inline_script_hashes(page.body.decode()), docs=True)  # fmt: skip
+        return page
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> dict:

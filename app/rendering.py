@@ -1,14 +1,16 @@
 """Markdown for messages, rendered safe: raw HTML in a message is shown as text, links keep only
-http(s)/mailto, and everything goes through an allow-list sanitizer (nh3) last."""
+http(s)/mailto, dialogue is marked while parsing, and everything goes through an allow-list
+sanitizer (nh3) last."""
 
 from __future__ import annotations
 
-import re
 import threading
 from collections import OrderedDict
 
 import nh3
 from markdown_it import MarkdownIt
+from markdown_it.rules_core import StateCore
+from markdown_it.token import Token
 from markupsafe import Markup
 
 _md = MarkdownIt("commonmark", {"html": False, "breaks": True, "linkify": False}).enable(
@@ -19,17 +21,18 @@ _ALLOWED_TAGS = {
     "p", "br", "em", "strong", "del", "s", "code", "pre", "blockquote", "ul", "ol", "li",
     "h1", "h2", "h3", "h4", "h5", "h6", "hr", "a", "table", "thead", "tbody", "tr", "th", "td", "span",
 }  # fmt: skip
-_ALLOWED_ATTRS = {"a": {"href", "title"}, "span": {"class"}, "th": {"align"}, "td": {"align"}}
-_TAG_SPLIT = re.compile(r"(<[^>]*>)")
+_ALLOWED_ATTRS = {"a": {"href", "title"}, "th": {"align"}, "td": {"align"}}
+# The one class a message's HTML may carry: the dialogue mark below.
+_ALLOWED_CLASSES = {"span": {"dialogue"}}
 # Straight and curly double quotes; roleplay dialogue is set apart from narration like Marinara does.
 _CLOSING = {'"': '"', "“": "”"}
 _MAX_QUOTE = 2000  # characters inside one pair of quotes; longer is not dialogue
 
 
-def _wrap_dialogue(text: str) -> str:
-    """Each quote (an opening quote, 1 to _MAX_QUOTE characters on one line, its closing quote)
-    wrapped in a dialogue span, leftmost first, as the regex `"[^"\\n]{1,2000}"|“[^”\\n]{1,2000}”`
-    would. A regex scans ahead up to 2000 characters from each unclosed quote, which made 150,000
+def dialogue_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each quote (an opening quote, 1 to _MAX_QUOTE characters on one line, its
+    closing quote), leftmost first, as the regex `"[^"\\n]{1,2000}"|“[^”\\n]{1,2000}”` would find
+    them. A regex scans ahead up to 2000 characters from each unclosed quote, which made 150,000
     curly quotes take seconds; here each character is looked at a bounded number of times."""
     ahead: dict[str, int] = {}  # character -> where it next occurs (-1: nowhere), for rising `at`
 
@@ -39,8 +42,8 @@ def _wrap_dialogue(text: str) -> str:
             found = ahead[ch] = text.find(ch, at)
         return found
 
-    out: list[str] = []
-    done = at = 0
+    spans: list[tuple[int, int]] = []
+    at = 0
     openers = ['"', "“"]
     while True:
         starts = [p for p in (find(ch, at) for ch in openers) if p != -1]
@@ -53,27 +56,43 @@ def _wrap_dialogue(text: str) -> str:
             continue
         newline = find("\n", start + 1)
         if 1 <= close - start - 1 <= _MAX_QUOTE and not -1 < newline < close:
-            out += [text[done:start], '<span class="dialogue">', text[start : close + 1], "</span>"]
-            done = at = close + 1
+            spans.append((start, close + 1))
+            at = close + 1
         else:
             at = start + 1
-    out.append(text[done:])
-    return "".join(out)
+    return spans
 
 
-def _mark_dialogue(html: str) -> str:
-    parts = _TAG_SPLIT.split(html)
-    inside_code = 0
-    for i, part in enumerate(parts):
-        if part.startswith("<"):
-            tag = part.strip("</> ").split(" ")[0].lower()
-            if tag in {"code", "pre"}:
-                inside_code += -1 if part.startswith("</") else 1
+def _dialogue_token(kind: str, content: str) -> Token:
+    return Token(kind, "", 0, content=content)
+
+
+def _mark_dialogue(state: StateCore) -> None:
+    """Set quoted speech apart in the parsed text itself, before anything is rendered or sanitized:
+    quotes are looked for in what the user wrote (never in code), so no HTML is ever cut apart, and
+    the quoted words are escaped like any other text."""
+    for block in state.tokens:
+        if block.type != "inline" or not block.children:
             continue
-        if not inside_code and part:
-            # Text segments of sanitized HTML hold no "<", so wrapping them in our own span is safe.
-            parts[i] = _wrap_dialogue(part)
-    return "".join(parts)
+        children: list[Token] = []
+        for token in block.children:
+            spans = dialogue_spans(token.content) if token.type == "text" else []
+            if not spans:
+                children.append(token)
+                continue
+            at = 0
+            for start, end in spans:
+                if start > at:
+                    children.append(_dialogue_token("text", token.content[at:start]))
+                children += [_dialogue_token("html_inline", '<span class="dialogue">'),
+                             _dialogue_token("text", token.content[start:end]), _dialogue_token("html_inline", "</span>")]  # fmt: skip
+                at = end
+            if at < len(token.content):
+                children.append(_dialogue_token("text", token.content[at:]))
+        block.children = children
+
+
+_md.core.ruler.push("dialogue", _mark_dialogue)
 
 
 class RenderCache:
@@ -125,15 +144,14 @@ def render_markdown(text: str) -> str:
 
 
 def _render(text: str) -> str:
-    html = _md.render(text)
-    clean = nh3.clean(
-        html,
+    return nh3.clean(
+        _md.render(text),
         tags=_ALLOWED_TAGS,
         attributes=_ALLOWED_ATTRS,
+        allowed_classes=_ALLOWED_CLASSES,
         url_schemes={"http", "https", "mailto"},
         link_rel="noopener noreferrer nofollow",
     )
-    return _mark_dialogue(clean)
 
 
 def markdown_filter(text: str) -> Markup:

@@ -29,10 +29,10 @@ class CharacterImported(CharacterRead):
 
 
 @router.post("/import", response_model=CharacterImported, status_code=201)
-async def import_character(session: SessionDep, file: UploadFile = File(...)) -> CharacterImported:
+def import_character(session: SessionDep, file: UploadFile = File(...)) -> CharacterImported:
     """Import a SillyTavern Character Card V1/V2/V3 (PNG or JSON). Entries of its lorebook with a
     `/regex/` key Sugo cannot run come in turned off, each named in `notes`."""
-    raw = await file.read()
+    raw = file.file.read()
     imported = card_books.import_card(session, raw, file.filename)
     return CharacterImported(**service.to_read(imported.character).model_dump(), notes=imported.notes)
 
@@ -50,11 +50,11 @@ def update_character(character_id: int, data: CharacterIn, session: SessionDep) 
 
 
 @router.post("/{character_id}/avatar", response_model=CharacterRead)
-async def upload_character_avatar(character_id: int, session: SessionDep, file: UploadFile = File(...)) -> CharacterRead:
+def upload_character_avatar(character_id: int, session: SessionDep, file: UploadFile = File(...)) -> CharacterRead:
     """Replace the character's picture."""
     char = service.get_character(session, character_id)
     data = CharacterIn.model_validate(service.to_read(char).model_dump())
-    return service.to_read(service.update_character(session, character_id, data, avatar=await file.read()))
+    return service.to_read(service.update_character(session, character_id, data, avatar=file.file.read()))
 
 
 @router.delete("/{character_id}", status_code=204)

@@ -3,6 +3,7 @@
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
 
 from app import forms
 from app.characters import service
@@ -62,7 +63,9 @@ async def import_character_page(request: Request, session: SessionDep) -> Respon
     if not raw:
         raise UserError("Choose a card file (PNG or JSON) to import.")
     upload = form.get("file")
-    char = card_books.import_card(session, raw, getattr(upload, "filename", None)).character
+    # A card's book may hold thousands of entries: parsed and written on a thread.
+    imported = await run_in_threadpool(card_books.import_card, session, raw, getattr(upload, "filename", None))
+    char = imported.character
     return Response(status_code=204, headers={"HX-Redirect": f"/characters/{char.id}"})
 
 

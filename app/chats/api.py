@@ -41,9 +41,9 @@ def create_chat(data: ChatCreate, session: SessionDep) -> ChatRead:
 
 
 @router.post("/import", response_model=ChatRead, status_code=201)
-async def import_chat(session: SessionDep, file: UploadFile = File(...), character_id: int | None = Form(None)) -> ChatRead:
+def import_chat(session: SessionDep, file: UploadFile = File(...), character_id: int | None = Form(None)) -> ChatRead:
     """Import a SillyTavern .jsonl chat."""
-    chat = st_io.import_chat(session, await file.read(), character_id=character_id)
+    chat = st_io.import_chat(session, file.file.read(), character_id=character_id)
     return views.chat_read(session, chat)
 
 
@@ -121,6 +121,12 @@ def select_swipe(chat_id: int, message_id: int, data: SwipeIn, session: SessionD
     return views.message_read(msg)
 
 
+@router.delete("/{chat_id}/messages/{message_id}/swipes/{index}", response_model=MessageRead)
+def delete_swipe(chat_id: int, message_id: int, index: int, session: SessionDep) -> MessageRead:
+    """Delete one version (swipe) of a message, counted from 0; a reply being written goes on."""
+    return views.message_read(service.delete_swipe(session, chat_id, message_id, index))
+
+
 @router.post("/{chat_id}/messages/{message_id}/branch", response_model=ChatRead, status_code=201)
 def branch_chat(chat_id: int, message_id: int, session: SessionDep) -> ChatRead:
     """A new chat with the history up to this message."""
@@ -131,7 +137,7 @@ def branch_chat(chat_id: int, message_id: int, session: SessionDep) -> ChatRead:
 async def generate_reply(chat_id: int, data: GenerateIn, services: ServicesDep) -> StreamingResponse:
     """Store the user's message (if any) and stream the reply as server-sent events:
     `start`, `token` {text}..., then `done`, `stopped` or `error` {kind, message}."""
-    gen = reply.start(services, chat_id=chat_id, action=data.action, content=data.content,
+    gen = await reply.start(services, chat_id=chat_id, action=data.action, content=data.content,
                       speaker_id=data.speaker_id, message_id=data.message_id)  # fmt: skip
     return StreamingResponse(
         reply.subscribe(gen), media_type="text/event-stream",

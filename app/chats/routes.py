@@ -7,6 +7,7 @@ import json
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlmodel import Session, col, select
+from starlette.concurrency import run_in_threadpool
 
 from app import forms
 from app.characters.service import list_characters
@@ -96,7 +97,9 @@ async def import_chat_page(request: Request, session: SessionDep) -> Response:
     raw = await forms.upload(form, "file")
     if not raw:
         raise UserError("Choose a .jsonl chat file to import.")
-    chat = st_io.import_chat(session, raw, character_id=forms.optional_number(form, "character_id", int))
+    # Parsing and writing a long chat takes seconds: on a thread, so other requests go on meanwhile.
+    chat = await run_in_threadpool(st_io.import_chat, session, raw,
+                                   character_id=forms.optional_number(form, "character_id", int))
     return Response(status_code=204, headers={"HX-Redirect": f"/chats/{chat.id}"})
 
 

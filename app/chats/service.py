@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import func
+from sqlalchemy import String, cast, func, or_
 from sqlmodel import Session, col, delete, select
 
 from app.characters.models import Character
@@ -14,6 +14,7 @@ from app.chats.models import CHAT_MODES, Chat, ChatCharacter, Message
 from app.chats.settings import ChatSettings, read_settings
 from app.connections.models import Connection
 from app.connections.service import default_connection
+from app.db import lock_for_write
 from app.errors import NotFound, UserError
 from app.personas.models import Persona
 from app.personas.service import FALLBACK_USER_NAME, default_persona
@@ -196,8 +197,9 @@ def list_messages(session: Session, chat_id: int) -> list[Message]:
     return list(session.exec(select(Message).where(Message.chat_id == chat_id).order_by(Message.id)))
 
 
-def get_message(session: Session, chat_id: int, message_id: int) -> Message:
-    msg = session.get(Message, message_id)
+def get_message(session: Session, chat_id: int, message_id: int, *, fresh: bool = False) -> Message:
+    """The message; `fresh` reads it again even when this session holds it (after taking the lock)."""
+    msg = session.get(Message, message_id, populate_existing=fresh)
     if msg is None or msg.chat_id != chat_id:
         raise NotFound(f"Message {message_id} is not in chat {chat_id}.")
     return msg
@@ -238,7 +240,8 @@ def _sync_active(msg: Message) -> None:
 def edit_message(session: Session, chat_id: int, message_id: int, content: str) -> Message:
     if problem := message_too_long(content):
         raise UserError(problem)
-    msg = get_message(session, chat_id, message_id)
+    lock_for_write(session)  # a reply being written rewrites the versions too
+    msg = get_message(session, chat_id, message_id, fresh=True)
     swipes = [dict(s) for s in msg.swipes] or [swipe_record("")]
     swipes[msg.active_swipe] = {**swipes[msg.active_swipe], "content": content, "status": "ok", "error": None,
                                 "edited_at": utcnow().isoformat()}  # fmt: skip
@@ -264,7 +267,8 @@ def delete_message(session: Session, chat_id: int, message_id: int) -> None:
 
 
 def select_swipe(session: Session, chat_id: int, message_id: int, index: int) -> Message:
-    msg = get_message(session, chat_id, message_id)
+    lock_for_write(session)  # a reply being written rewrites the versions too
+    msg = get_message(session, chat_id, message_id, fresh=True)
     if not 0 <= index < len(msg.swipes):
         raise UserError(f"This message has {len(msg.swipes)} alternative(s); there is no number {index + 1}.")
     msg.active_swipe = index
@@ -274,13 +278,20 @@ def select_swipe(session: Session, chat_id: int, message_id: int, index: int) ->
     return msg
 
 
-def delete_swipe(session: Session, chat_id: int, message_id: int) -> Message:
-    msg = get_message(session, chat_id, message_id)
+def delete_swipe(session: Session, chat_id: int, message_id: int, index: int | None = None) -> Message:
+    """Delete one version of a message (the shown one by default); the shown one stays shown."""
+    lock_for_write(session)  # a reply being written rewrites the versions too
+    msg = get_message(session, chat_id, message_id, fresh=True)
     if len(msg.swipes) < 2:
         raise UserError("This is the only version of the message; delete the message instead.")
+    index = msg.active_swipe if index is None else index
+    if not 0 <= index < len(msg.swipes):
+        raise UserError(f"This message has {len(msg.swipes)} alternative(s); there is no number {index + 1}.")
     swipes = list(msg.swipes)
-    swipes.pop(msg.active_swipe)
+    swipes.pop(index)
     msg.swipes = swipes
+    if index < msg.active_swipe:
+        msg.active_swipe -= 1
     msg.active_swipe = min(msg.active_swipe, len(swipes) - 1)
     _sync_active(msg)
     session.add(msg)
@@ -333,12 +344,17 @@ def finish_interrupted_replies(session: Session) -> int:
     """At start: replies still marked "streaming" were cut off by a stop or crash of the server.
     Keep what was written and mark them, so no message waits forever for a stream that is gone."""
     count = 0
-    for msg in session.exec(select(Message).where(Message.status == "streaming")):
+    # A reply may be streaming into a version that is not the one shown (the user switched away
+    # meanwhile): the message's own status is then "ok", so its versions are looked at too.
+    maybe = or_(col(Message.status) == "streaming", cast(Message.swipes, String).contains('"streaming"'))
+    for msg in session.exec(select(Message).where(maybe)):
         swipes = [dict(s) for s in msg.swipes]
-        for swipe in swipes:
-            if swipe.get("status") == "streaming":
-                swipe["status"] = "partial" if swipe.get("content") else "error"
-                swipe["error"] = INTERRUPTED
+        cut = [s for s in swipes if s.get("status") == "streaming"]
+        if not cut and msg.status != "streaming":
+            continue  # "streaming" was only a word in a message's text
+        for swipe in cut:
+            swipe["status"] = "partial" if swipe.get("content") else "error"
+            swipe["error"] = INTERRUPTED
         msg.swipes = swipes
         _sync_active(msg)
         session.add(msg)

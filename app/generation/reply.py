@@ -13,12 +13,15 @@ import contextlib
 import json
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Literal
 
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
+from starlette.concurrency import run_in_threadpool
 
 from app.characters.models import Character
 from app.chats import service as chats
@@ -27,6 +30,7 @@ from app.chats.models import Chat, Message
 from app.connections.providers import get_provider
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError, Usage
 from app.connections.service import provider_config
+from app.db import lock_for_write
 from app.errors import UserError
 from app.personas.models import Persona
 from app.prompt.blocks import Prompt
@@ -43,6 +47,7 @@ START_WAIT_S = 0.05
 # What the user reads when something inside Sugo failed; the details (SQL, a stack) go to the log.
 INTERNAL_PROMPT_ERROR = "The prompt could not be built because of an internal error; the server log has the details."
 INTERNAL_REPLY_ERROR = "The reply stopped because of an internal error; the server log has the details."
+FINAL_WRITE_ATTEMPTS = 6  # about 30 s of SQLite's busy timeout
 
 
 @dataclass
@@ -65,9 +70,19 @@ class Generations:
 
     def __init__(self) -> None:
         self._by_chat: dict[int, Generation] = {}
+        # Chats whose turn is being stored (on a thread): a second send must not slip in meanwhile.
+        self._starting: set[int] = set()
 
     def get(self, chat_id: int) -> Generation | None:
         return self._by_chat.get(chat_id)
+
+    def reserve(self, chat_id: int) -> None:
+        if chat_id in self._by_chat or chat_id in self._starting:
+            raise UserError("A reply is already being written in this chat. Stop it first.")
+        self._starting.add(chat_id)
+
+    def release(self, chat_id: int) -> None:
+        self._starting.discard(chat_id)
 
     def add(self, gen: Generation) -> None:
         self._by_chat[gen.chat_id] = gen
@@ -121,6 +136,7 @@ class StoredTurn:
 
     message_id: int
     swipe_index: int
+    swipe_id: str
     chat: Chat
     characters: list[Character]
     persona: Persona | None
@@ -150,13 +166,15 @@ def store_turn(
     chat = chats.get_chat(session, chat_id)
     characters = chats.chat_characters(session, chat_id)
     persona = chats.chat_persona(session, chat)
+    # The reply's writer finds its swipe by this id: an earlier swipe deleted meanwhile moves it.
+    swipe_id = uuid.uuid4().hex
     if action == "send":
         if content and content.strip():
             name = persona.name if persona else chats.FALLBACK_USER_NAME
             chats.add_user_message(session, chat, content, name=name, flush=False)
         speaker = chats.next_speaker(session, chat, characters, speaker_id)
         target = chats.new_message(chat.id, "assistant", speaker.name, [""], character_id=speaker.id)
-        target.swipes = [chats.swipe_record("", status="streaming")]
+        target.swipes = [chats.swipe_record("", status="streaming", id=swipe_id)]
         target.status = "streaming"
         session.add(target)
         chats.touch_chat(session, chat)
@@ -167,7 +185,7 @@ def store_turn(
         if target.id != chats.last_message(session, chat_id).id:
             raise UserError("Only the last reply can get new versions; branch from here to rewrite history.")
         swipes = [dict(s) for s in target.swipes]
-        swipes.append(chats.swipe_record("", status="streaming"))
+        swipes.append(chats.swipe_record("", status="streaming", id=swipe_id))
         target.swipes = swipes
         target.active_swipe = len(swipes) - 1
         target.content, target.status, target.error = "", "streaming", None
@@ -175,7 +193,7 @@ def store_turn(
         speaker = next((c for c in characters if c.id == target.character_id), None)
     session.flush()
     session.commit()
-    return StoredTurn(target.id, target.active_swipe, chat, characters, persona, speaker)
+    return StoredTurn(target.id, target.active_swipe, swipe_id, chat, characters, persona, speaker)
 
 
 def prepare_request(session: Session, turn: StoredTurn, *, services: Services) -> PreparedReply:
@@ -213,40 +231,58 @@ def prepare_request(session: Session, turn: StoredTurn, *, services: Services) -
     return reply
 
 
-def _prepare_in_thread(turn: StoredTurn, services: Services) -> PreparedReply:
-    with Session(services.engine, expire_on_commit=False) as session:
-        return prepare_request(session, turn, services=services)
-
-
 class _ReplyWriter:
-    """Writes the growing reply to the database now and then, in short transactions of its own."""
+    """Writes the growing reply to the database now and then, in short transactions of its own, on a
+    worker thread: a write waiting for SQLite's lock (an import holds it) must not hold up the event
+    loop."""
 
-    def __init__(self, engine: Engine, message_id: int, swipe_index: int, flush_interval_s: float) -> None:
+    def __init__(self, engine: Engine, message_id: int, swipe_id: str, flush_interval_s: float) -> None:
         self.engine = engine
         self.message_id = message_id
-        self.swipe_index = swipe_index
+        self.swipe_id = swipe_id
         self.flush_interval_s = flush_interval_s
         self.text = ""
         self._last_flush = time.monotonic()
 
-    def append(self, delta: str) -> None:
+    async def append(self, delta: str) -> None:
         self.text += delta
         if time.monotonic() - self._last_flush >= self.flush_interval_s:
-            self.write("streaming")
+            try:
+                await self.store("streaming")
+            except OperationalError:
+                # SQLite stayed locked (a long import writes in one transaction): the text is kept
+                # here and goes out with the next write.
+                log.warning("the reply in message %s could not be saved yet; trying again", self.message_id)
+
+    async def store(self, status: str, *, error: str | None = None, **swipe_extra) -> None:
+        await run_in_threadpool(self.write, status, error=error, **swipe_extra)
+
+    async def finish(self, status: str, *, error: str | None = None, **swipe_extra) -> None:
+        """The last write, tried again while SQLite stays locked (each try waits out the busy
+        timeout), so a reply that ended is not left "streaming" by a long import."""
+        for attempt in range(1, FINAL_WRITE_ATTEMPTS + 1):
+            try:
+                await self.store(status, error=error, **swipe_extra)
+                return
+            except OperationalError:
+                if attempt == FINAL_WRITE_ATTEMPTS:
+                    raise
+                log.warning("the end of the reply in message %s could not be saved yet; trying again", self.message_id)
 
     def write(self, status: str, *, error: str | None = None, **swipe_extra) -> None:
         self._last_flush = time.monotonic()
         with Session(self.engine) as session:
+            lock_for_write(session)  # the user may change the message's versions meanwhile
             msg = session.get(Message, self.message_id)
             if msg is None:  # deleted while streaming: nothing to keep
                 return
             swipes = [dict(s) for s in msg.swipes]
-            if self.swipe_index >= len(swipes):
+            at = next((i for i, s in enumerate(swipes) if s.get("id") == self.swipe_id), None)
+            if at is None:  # this version was deleted while streaming
                 return
-            swipes[self.swipe_index] = {**swipes[self.swipe_index], "content": self.text, "status": status,
-                                        "error": error, **swipe_extra}  # fmt: skip
+            swipes[at] = {**swipes[at], "content": self.text, "status": status, "error": error, **swipe_extra}
             msg.swipes = swipes
-            if msg.active_swipe == self.swipe_index:
+            if msg.active_swipe == at:
                 msg.content, msg.status, msg.error = self.text, status, error
             msg.updated_at = utcnow()
             session.add(msg)
@@ -255,7 +291,7 @@ class _ReplyWriter:
 
 async def run_generation(gen: Generation, turn: StoredTurn, *, services: Services) -> None:
     engine = services.engine
-    writer = _ReplyWriter(engine, gen.message_id, gen.swipe_index, services.settings.stream_flush_interval_s)
+    writer = _ReplyWriter(engine, gen.message_id, turn.swipe_id, services.settings.stream_flush_interval_s)
     started = utcnow()
     usage: Usage | None = None
     model: str | None = None
@@ -263,9 +299,10 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
         with contextlib.suppress(TimeoutError):
             # Let the response carry the `start` event out before the event loop is busy building.
             await asyncio.wait_for(gen.start_sent.wait(), timeout=START_WAIT_S)
-        # On a worker thread: the build reads the database and scans lorebooks, and while it runs
-        # every other request (another chat, /healthz) must still be answered.
-        reply = await asyncio.to_thread(_prepare_in_thread, turn, services)
+        # On a thread: building waits for the query's embedding (a remote server may take seconds,
+        # up to its timeout), for SQLite, and scans lorebooks; meanwhile every other request
+        # (another chat, /healthz) must still be answered.
+        reply = await run_in_threadpool(_prepare, turn, services)
         if reply.problem:
             raise ProviderError("connection", reply.problem)
         stream = get_provider(reply.kind).stream_chat(reply.config, list(reply.prompt.messages), reply.params)
@@ -274,7 +311,7 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
                 if gen.stop.is_set():
                     break
                 if event.text:
-                    writer.append(event.text)
+                    await writer.append(event.text)
                     await _publish(gen, "token", {"text": event.text})
                 if event.usage:
                     usage = event.usage
@@ -285,28 +322,33 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
         extra = _swipe_meta(started, model, usage)
         if gen.stop.is_set():
             status = "partial" if writer.text else "error"
-            writer.write(status, error="Stopped before the reply was finished.", **extra)
+            await writer.finish(status, error="Stopped before the reply was finished.", **extra)
             await _publish(gen, "stopped", {"message_id": gen.message_id, "text_kept": bool(writer.text)})
         else:
-            writer.write("ok", **extra)
+            await writer.finish("ok", **extra)
             await _publish(gen, "done", {"message_id": gen.message_id})
         # Background work after every reply (memories, summaries); the reply never waits for it.
         services.sources.after_reply(services, gen.chat_id)
     except ProviderError as err:
         status = "partial" if writer.text else "error"
-        writer.write(status, error=err.message, **_swipe_meta(started, model, usage))
+        await writer.finish(status, error=err.message, **_swipe_meta(started, model, usage))
         await _publish(gen, "error", {"message_id": gen.message_id, "kind": err.kind, "message": err.message})
     except asyncio.CancelledError:
         writer.write("partial" if writer.text else "error", error="The server stopped before the reply was finished.")
         raise
     except Exception:  # keep the partial reply whatever went wrong
         log.exception("generation failed in chat %s", gen.chat_id)
-        writer.write("partial" if writer.text else "error", error=INTERNAL_REPLY_ERROR)
+        await writer.finish("partial" if writer.text else "error", error=INTERNAL_REPLY_ERROR)
         await _publish(gen, "error", {"message_id": gen.message_id, "kind": "internal", "message": INTERNAL_REPLY_ERROR})
     finally:
         async with gen.changed:
             gen.finished = True
             gen.changed.notify_all()
+
+
+def _prepare(turn: StoredTurn, services: Services) -> PreparedReply:
+    with Session(services.engine, expire_on_commit=False) as session:
+        return prepare_request(session, turn, services=services)
 
 
 def _swipe_meta(started, model: str | None, usage: Usage | None) -> dict:
@@ -318,7 +360,22 @@ def _swipe_meta(started, model: str | None, usage: Usage | None) -> dict:
     return meta
 
 
-def start(
+def _store(services: Services, chat_id: int, action: Action, content: str | None, speaker_id: int | None,
+           message_id: int | None) -> StoredTurn:  # fmt: skip
+    with Session(services.engine, expire_on_commit=False) as session:
+        try:
+            if action == "send" and content and content.strip():
+                # Work that needs only the new message (embedding it for Memory Recall) starts now,
+                # beside storing it and sending the `start` event, not once the prompt is built.
+                services.sources.expect(services, session, chats.get_chat(session, chat_id), content)
+            return store_turn(session, chat_id, action=action, content=content, speaker_id=speaker_id,
+                              message_id=message_id)  # fmt: skip
+        except Exception:
+            session.rollback()
+            raise
+
+
+async def start(
     services: Services,
     *,
     chat_id: int,
@@ -327,27 +384,19 @@ def start(
     speaker_id: int | None,
     message_id: int | None,
 ) -> Generation:
-    """Store the turn, then hand the rest to a task; the `start` event (the reply's id) is the first
-    thing streamed, before the prompt is even built."""
+    """Store the turn (on a thread: SQLite may make it wait), then hand the rest to a task; the
+    `start` event (the reply's id) is the first thing streamed, before the prompt is even built."""
     registry = services.generations
     if content and (problem := message_too_long(content)):
         raise UserError(problem)  # before its text is embedded by `expect`
-    if registry.get(chat_id):
-        raise UserError("A reply is already being written in this chat. Stop it first.")
-    with Session(services.engine, expire_on_commit=False) as session:
-        try:
-            if action == "send" and content and content.strip():
-                # Work that needs only the new message (embedding it for Memory Recall) starts now,
-                # beside storing it and sending the `start` event, not once the prompt is built.
-                services.sources.expect(services, session, chats.get_chat(session, chat_id), content)
-            turn = store_turn(session, chat_id, action=action, content=content, speaker_id=speaker_id,
-                              message_id=message_id)  # fmt: skip
-        except Exception:
-            session.rollback()
-            raise
-    gen = Generation(chat_id=chat_id, message_id=turn.message_id, swipe_index=turn.swipe_index)
-    gen.events.append(("start", {"message_id": turn.message_id, "swipe_index": turn.swipe_index}))
-    registry.add(gen)
+    registry.reserve(chat_id)
+    try:
+        turn = await run_in_threadpool(_store, services, chat_id, action, content, speaker_id, message_id)
+        gen = Generation(chat_id=chat_id, message_id=turn.message_id, swipe_index=turn.swipe_index)
+        gen.events.append(("start", {"message_id": turn.message_id, "swipe_index": turn.swipe_index}))
+        registry.add(gen)
+    finally:
+        registry.release(chat_id)
 
     async def runner() -> None:
         try:

@@ -40,11 +40,11 @@ def create_lorebook(data: BookIn, session: SessionDep) -> dict:
 
 
 @router.post("/import", status_code=201)
-async def import_lorebook(session: SessionDep, file: UploadFile = File(...)) -> dict:
+def import_lorebook(session: SessionDep, file: UploadFile = File(...)) -> dict:
     """A SillyTavern World Info `.json`, a card's `character_book`, or a Marinara `.marinara.json`.
     A refused file creates nothing. Entries with a `/regex/` key Sugo cannot run come in turned
     off, each named in `notes`."""
-    imported = service.import_file(session, await file.read(), filename=file.filename or "")
+    imported = service.import_file(session, file.file.read(), filename=file.filename or "")
     book = imported.book
     return {**_book_json(book, len(service.list_entries(session, book.id))), "notes": imported.notes}
 

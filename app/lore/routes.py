@@ -115,7 +115,12 @@ async def import_lorebook_page(request: Request, session: SessionDep, hx: HxRequ
     raw = await forms.upload(form, "file")
     if not raw:
         raise UserError("Choose a lorebook file to import.")
-    imported = service.import_file(session, raw, filename=getattr(upload, "filename", "") or "")
+    # Parsing, compiling and writing a big book takes a while: on a thread, so other requests go on.
+    return await run_in_threadpool(_imported_book_page, request, session, raw, getattr(upload, "filename", "") or "", hx)
+
+
+def _imported_book_page(request: Request, session, raw: bytes, filename: str, hx: bool) -> HTMLResponse:
+    imported = service.import_file(session, raw, filename=filename)
     book = imported.book
     message = " ".join([f"Imported {len(service.list_entries(session, book.id))} entries.", *imported.notes])
     return _book_page(request, session, book.id, hx=hx, message=message)

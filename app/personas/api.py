@@ -32,11 +32,11 @@ def update_persona(persona_id: int, data: PersonaIn, session: SessionDep) -> Per
 
 
 @router.post("/{persona_id}/avatar", response_model=PersonaRead)
-async def upload_persona_avatar(persona_id: int, session: SessionDep, file: UploadFile = File(...)) -> PersonaRead:
+def upload_persona_avatar(persona_id: int, session: SessionDep, file: UploadFile = File(...)) -> PersonaRead:
     """Replace the persona's picture."""
     p = service.get_persona(session, persona_id)
     data = PersonaIn(name=p.name, description=p.description, is_default=p.is_default)
-    return service.to_read(service.update_persona(session, persona_id, data, avatar=await file.read()))
+    return service.to_read(service.update_persona(session, persona_id, data, avatar=file.file.read()))
 
 
 @router.delete("/{persona_id}", status_code=204)

@@ -3,7 +3,7 @@ import re
 import time
 
 from app import rendering
-from app.rendering import RenderCache, _wrap_dialogue, render_markdown
+from app.rendering import RenderCache, dialogue_spans, render_markdown
 
 
 def test_raw_html_is_shown_as_text():
@@ -43,7 +43,7 @@ def test_dialogue_marking_matches_the_rule_it_replaced():
     for _ in range(5000):
         text = "".join(rnd.choice('ab "“”\n') for _ in range(rnd.randint(0, 30)))
         text = rnd.choice(["", '"' + "x" * 2000 + '"', "“" + "y" * 2001 + "”"]) + text
-        assert _wrap_dialogue(text) == rule.sub(r'<span class="dialogue">\1</span>', text), text
+        assert dialogue_spans(text) == [m.span() for m in rule.finditer(text)], text
 
 
 def test_the_render_cache_is_bounded_by_the_characters_it_holds():
@@ -55,3 +55,16 @@ def test_the_render_cache_is_bounded_by_the_characters_it_holds():
     cache.put("y" * 200, "<p>" + "y" * 200 + "</p>")  # over an eighth of the bound: not kept
     assert cache.get("y" * 200) is None
     assert rendering._cache.max_chars == rendering.RENDER_CACHE_CHARS <= 32 * 1024 * 1024
+
+
+def test_a_quote_around_markup_stays_text_and_is_still_dialogue():
+    html = render_markdown('"<img src=x onerror=alert(1)>" and "</span><script>alert(1)</script>"')
+    assert "<img" not in html and "<script" not in html and "onerror=alert(1)&gt;" in html
+    assert html.count('<span class="dialogue">') == 2 and html.count("</span>") == 2
+
+
+def test_quotes_are_marked_in_the_words_never_inside_attributes():
+    html = render_markdown('[he said "hi](https://x.y "a > b") and "then" ["q"](https://a.b)')
+    assert 'title="a &gt; b"' in html and '>he said "hi</a>' in html
+    assert '<span class="dialogue">"then"</span>' in html
+    assert '<a href="https://a.b" rel="noopener noreferrer nofollow"><span class="dialogue">"q"</span></a>' in html

@@ -103,13 +103,13 @@ def export_memories(chat_id: int, session: SessionDep) -> Response:
 
 
 @router.post("/{chat_id}/memories/import")
-async def import_memories(chat_id: int, session: SessionDep, services: ServicesDep,
+def import_memories(chat_id: int, session: SessionDep, services: ServicesDep,
                           file: UploadFile = File(...)) -> dict:  # fmt: skip
     """Merge a `.marinara.json` / `.json` / `.marinara` memory file; reports how many were imported, skipped as
     already here, queued for embedding, and linked to this chat's own messages (a file exported from it)."""
     get_chat(session, chat_id)
     space = embedder_for_chat(session, chat_id, services.keybox).space
-    result = service.import_file(session, chat_id, await file.read(), space=space)
+    result = service.import_file(session, chat_id, file.file.read(), space=space)
     session.commit()
     if result["queued"]:
         schedule_embed_chat(services, chat_id)

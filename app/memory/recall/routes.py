@@ -2,6 +2,7 @@
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
+from starlette.concurrency import run_in_threadpool
 
 from app import forms
 from app.chats.service import chat_settings, get_chat
@@ -121,6 +122,11 @@ async def import_memories_page(chat_id: int, request: Request, session: SessionD
     raw = await forms.upload(form, "file")
     if not raw:
         raise UserError("Choose a memory file to import.")
+    # Thousands of memories are parsed and written on a thread, so other requests go on meanwhile.
+    return await run_in_threadpool(_imported_view, request, session, services, chat_id, raw, hx)
+
+
+def _imported_view(request: Request, session, services, chat_id: int, raw: bytes, hx: bool) -> HTMLResponse:
     result = service.import_file(session, chat_id, raw, space=embedder_for_chat(session, chat_id, services.keybox).space)
     session.commit()
     if result["queued"]:
