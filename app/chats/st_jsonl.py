@@ -203,7 +203,7 @@ def _message_from_line(obj: dict[str, Any], line_no: int) -> StMessage:
             swipes.append(text)
 
     swipe_id = obj.get("swipe_id", 0)
-    if isinstance(swipe_id, bool) or not isinstance(swipe_id, int | float):
+    if isinstance(swipe_id, bool) or not isinstance(swipe_id, int | float) or not math.isfinite(swipe_id):
         swipe_id = 0
     swipe_id = max(0, min(int(swipe_id), len(swipes) - 1)) if swipes else 0
 
