@@ -94,3 +94,18 @@ def test_a_chat_file_with_an_infinite_swipe_number_imports(api):
                  data={"character_id": str(char["id"])})  # fmt: skip
     assert r.status_code == 201, r.text
     assert api.get(f"/api/chats/{r.json()['id']}/messages").json()[-1]["content"] == "hi"
+
+
+@pytest.mark.parametrize("value", [SUPERSCRIPT_THREE, str(HUGE)])
+def test_form_ids_that_name_no_row_are_left_out(api, value):
+    char = add_character(api)
+    chat = new_chat(api, [char["id"]])
+    book = api.post("/api/lorebooks", json={"name": "Eldoria"}).json()
+    r = api.post("/chats", data={"character_ids": [str(char["id"]), value], "name": "Picked"})
+    assert r.status_code == 204, r.text
+    r = api.post(f"/lorebooks/{book['id']}/links", data={"link": [f"chat:{value}", f"chat:{chat['id']}"]})
+    assert r.status_code == 200, r.text
+    r = api.post(f"/chats/{chat['id']}/settings", data={"name": "Talk", "lorebooks_shown": "1",
+                                                          "lorebook_ids": [value, str(book["id"])]})  # fmt: skip
+    assert r.status_code == 200, r.text
+    assert api.get(f"/api/chats/{chat['id']}/lorebooks").json()["attached"] == [book["id"]]
