@@ -27,6 +27,7 @@ def _free_port() -> int:
 class SugoProcess:
     def __init__(self, data_dir: Path, *, flush_interval_s: float = 0.05) -> None:
         self.data_dir = data_dir
+        # Discovery points at a closed port: the first-run page must not probe whatever else runs here.
         self.env = {**os.environ, "SUGO_DATA_DIR": str(data_dir), "SUGO_STREAM_FLUSH_S": str(flush_interval_s),
                     "SUGO_DISCOVERY_PORTS": "none=1", "HF_HUB_OFFLINE": "1"}  # fmt: skip
         self.proc: subprocess.Popen | None = None
