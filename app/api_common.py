@@ -5,7 +5,18 @@ from fastapi.responses import JSONResponse
 
 from app.bodylimit import RequestTooLarge
 from app.errors import NotFound, UserError
+from app.modelbase import parse_row_id
 from app.web import render
+
+
+def ids_in_range(request: Request) -> None:
+    """Router dependency: an id in the path past the 64-bit range is a 404, like any id with no
+    row (the route's own lookup would hand it to SQLite, which cannot take it)."""
+    for name, value in request.path_params.items():
+        if name.endswith("_id") and isinstance(value, str):
+            digits = value.removeprefix("-").removeprefix("+")
+            if digits.isascii() and digits.isdigit() and parse_row_id(digits) is None:
+                raise NotFound("Not found.")
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -6,14 +6,14 @@ from __future__ import annotations
 import logging
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from sqlmodel import Session
 
 from app import pages
-from app.api_common import install_error_handlers
+from app.api_common import ids_in_range, install_error_handlers
 from app.auth import LoginThrottle, ProtectionMiddleware, SessionSigner, allowed_host_names
 from app.bodylimit import BodyLimit
 from app.characters.api import router as characters_api
@@ -99,7 +99,7 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
 
     for router in (connections_api, characters_api, personas_api, chats_api, memory_api, lore_api, chat_lore_api,
                    images_routes, *pages.routers):  # fmt: skip
-        app.include_router(router)
+        app.include_router(router, dependencies=[Depends(ids_in_range)])
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     @app.get("/docs", include_in_schema=False)

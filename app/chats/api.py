@@ -19,6 +19,7 @@ from app.chats.schemas import (
 from app.deps import ServicesDep, SessionDep
 from app.downloads import attachment, content_disposition
 from app.generation import reply
+from app.modelbase import RowId
 from app.prompt.report import context_report, snapshot
 from app.prompt.schemas import PromptRead, prompt_read
 from app.prompt.service import build_chat_prompt
@@ -41,7 +42,7 @@ def create_chat(data: ChatCreate, session: SessionDep) -> ChatRead:
 
 
 @router.post("/import", response_model=ChatRead, status_code=201)
-def import_chat(session: SessionDep, file: UploadFile = File(...), character_id: int | None = Form(None)) -> ChatRead:
+def import_chat(session: SessionDep, file: UploadFile = File(...), character_id: RowId | None = Form(None)) -> ChatRead:
     """Import a SillyTavern .jsonl chat."""
     chat = st_io.import_chat(session, file.file.read(), character_id=character_id)
     return views.chat_read(session, chat)

@@ -20,6 +20,7 @@ from app.connections.presets import LOCAL_PRESET_BY_PORT, PRESETS
 from app.connections.service import default_connection, list_connections
 from app.deps import ServicesDep, SessionDep, SettingsDep
 from app.errors import UserError
+from app.modelbase import parse_row_id
 from app.personas.service import default_persona, list_personas
 from app.prompt.blocks import GROUP_LABELS
 from app.prompt.report import context_report
@@ -82,7 +83,7 @@ def new_chat_page(request: Request, session: SessionDep, character_id: int | Non
 async def create_chat_page(request: Request, session: SessionDep) -> Response:
     """Create the chat and open it."""
     form = await request.form()
-    ids = [int(v) for v in form.getlist("character_ids") if str(v).isdigit()]
+    ids = [i for v in form.getlist("character_ids") if isinstance(v, str) and (i := parse_row_id(v)) is not None]
     chat = service.create_chat(
         session, character_ids=ids, name=forms.text(form, "name"), mode=forms.text(form, "mode", "roleplay"),
         persona_id=forms.optional_number(form, "persona_id", int),

@@ -4,14 +4,15 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from app.chats.settings import ChatSettings
+from app.modelbase import RowId
 
 
 class ChatCreate(BaseModel):
-    character_ids: list[int] = Field(min_length=1)
+    character_ids: list[RowId] = Field(min_length=1)
     name: str | None = None
     mode: Literal["roleplay", "conversation"] = "roleplay"
-    persona_id: int | None = None
-    connection_id: int | None = None
+    persona_id: RowId | None = None
+    connection_id: RowId | None = None
 
 
 class ChatRead(BaseModel):
@@ -32,8 +33,8 @@ class ChatPatch(BaseModel):
 
 class ChatOptionsIn(BaseModel):
     settings: ChatSettings = Field(default_factory=ChatSettings)
-    connection_id: int | None = None
-    persona_id: int | None = None
+    connection_id: RowId | None = None
+    persona_id: RowId | None = None
     mode: Literal["roleplay", "conversation"] | None = None
 
 
@@ -78,5 +79,5 @@ class GenerateIn(BaseModel):
 
     action: Literal["send", "regenerate", "swipe"] = "send"
     content: str | None = None
-    speaker_id: int | None = None
-    message_id: int | None = None
+    speaker_id: RowId | None = None
+    message_id: RowId | None = None

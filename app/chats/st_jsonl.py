@@ -210,7 +210,7 @@ def _message_from_line(obj: dict[str, Any], line_no: int) -> StMessage:
             raise ChatImportError(f"Line {line_no}: {problem}")
 
     swipe_id = obj.get("swipe_id", 0)
-    if isinstance(swipe_id, bool) or not isinstance(swipe_id, int | float):
+    if isinstance(swipe_id, bool) or not isinstance(swipe_id, int | float) or not math.isfinite(swipe_id):
         swipe_id = 0
     swipe_id = max(0, min(int(swipe_id), len(swipes) - 1)) if swipes else 0
 

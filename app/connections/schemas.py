@@ -2,6 +2,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field, field_validator
 
+from app.modelbase import RowId
+
 
 class ConnectionIn(BaseModel):
     """What the form and the API accept. `api_key`: empty keeps the saved key; `clear_key` removes it.
@@ -30,7 +32,7 @@ class ConnectionIn(BaseModel):
     price_cached_input_per_m: float | None = Field(default=None, ge=0)
     embedding_model: str = Field(default="", max_length=200)
     embedding_url: str = Field(default="", max_length=500)
-    embedding_connection_id: int | None = None
+    embedding_connection_id: RowId | None = None
 
     @field_validator("kind")
     @classmethod

@@ -9,6 +9,7 @@ from app.lore import prompting, service
 from app.lore.models import Lorebook, LorebookEntry
 from app.lore.report import limit_notice, skipped_notice
 from app.lore.schemas import BookIn, ChatBooksIn, EntryIn, KeywordTestIn, LinkIn
+from app.modelbase import RowId
 from app.prompt.tokens import count_tokens
 
 router = APIRouter(prefix="/api/lorebooks", tags=["lorebooks"])
@@ -124,7 +125,7 @@ def delete_lore_entry(book_id: int, entry_id: int, session: SessionDep) -> None:
 
 class BulkEnable(BaseModel):
     enabled: bool
-    entry_ids: list[int] | None = None  # None: every entry of the book
+    entry_ids: list[RowId] | None = None  # None: every entry of the book
 
 
 @router.post("/{book_id}/entries/enable")

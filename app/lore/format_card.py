@@ -19,6 +19,7 @@ from app.lore.format_common import (
     LoreFile,
     LoreFileError,
     check_count,
+    file_entry_id,
     kept_for,
     read_role,
     read_scan_depth,
@@ -162,7 +163,8 @@ def parse_character_book(book: dict[str, Any], *, name: str = "") -> LoreFile:
         flat = _flatten(raw)
         parsed.append((flat, _card_values(flat, where)))
         raw_id = raw.get("id")
-        ids.append(raw_id if isinstance(raw_id, int) and not isinstance(raw_id, bool) else index)
+        raw_id = file_entry_id(raw_id) if isinstance(raw_id, int) else None
+        ids.append(index if raw_id is None else raw_id)
     out = []
     for entry_id, (flat, values) in zip(unique_ids(ids), parsed, strict=True):
         entry = LoreEntry(id=entry_id, book_id=0, **values)

@@ -39,6 +39,7 @@ __all__ = [
     "role_index",
     "sugo_book",
     "type_name",
+    "file_entry_id",
     "unique_ids",
     "values_of_book",
     "values_of_entry",
@@ -49,6 +50,8 @@ MAX_ENTRIES = 10_000
 MAX_CONTENT_CHARS = 100_000  # ~25k tokens, twelve times the default lorebook budget
 MAX_KEYS = 1_000
 MAX_KEY_CHARS = 1_000
+# JavaScript's largest safe integer: the apps that write these files cannot hold a larger whole number.
+MAX_FILE_NUMBER = 2**53 - 1
 
 ST, CARD, MARINARA = "sillytavern", "character_book", "marinara"
 
@@ -128,6 +131,8 @@ class Fields:
                 raise self.fail(key, "a number") from None
         if not isinstance(value, int | float) or not math.isfinite(value):
             raise self.fail(key, "a number")
+        if abs(value) > MAX_FILE_NUMBER:
+            raise LoreFileError(f"{self.where}: '{key}' is {value:,.0f}; a lorebook's numbers go up to {MAX_FILE_NUMBER:,}.")
         return int(value)
 
     def number(self, key: str, default: int, low: int | None = None, high: int | None = None) -> int:
@@ -191,6 +196,16 @@ def check_count(n: int) -> None:
         raise LoreFileError(f"The lorebook has {n:,} entries; at most {MAX_ENTRIES:,} are accepted.")
 
 
+def file_entry_id(value: Any) -> int | None:
+    """The id a file gives an entry (a whole number, or ASCII digits in a key), or None when it gives
+    none that can be kept (past JavaScript's safe integers no app wrote it as a number anyway)."""
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_FILE_NUMBER:
+        return value
+    return None
+
+
 def unique_ids(ids: list[int]) -> list[int]:
     """Entry ids as the file gives them, made unique: a repeated id becomes the next one not yet
     taken, so the first entry holding an id keeps it."""
@@ -198,7 +213,7 @@ def unique_ids(ids: list[int]) -> list[int]:
     out = []
     for i in ids:
         while i in seen:
-            i += 1
+            i = i + 1 if i < MAX_FILE_NUMBER else 0
         seen.add(i)
         out.append(i)
     return out

@@ -20,6 +20,7 @@ from app.lore.format_common import (
     LoreFile,
     LoreFileError,
     check_count,
+    file_entry_id,
     kept_for,
     read_role,
     read_scan_depth,
@@ -182,9 +183,8 @@ def parse_marinara_lorebook(doc: dict[str, Any]) -> LoreFile:
         if not isinstance(raw, dict):
             raise LoreFileError(f"{where} must be an object, not {type_name(raw)}.")
         parsed.append((raw, _marinara_values(raw, where)))
-        raw_id = raw.get("id")
-        numeric = isinstance(raw_id, int | str) and not isinstance(raw_id, bool) and str(raw_id).isdigit()
-        ids.append(int(raw_id) if numeric else index)
+        raw_id = file_entry_id(raw.get("id"))
+        ids.append(index if raw_id is None else raw_id)
     out = []
     for entry_id, (raw, values) in zip(unique_ids(ids), parsed, strict=True):
         entry = LoreEntry(id=entry_id, book_id=0, **values)

@@ -20,6 +20,7 @@ from app.lore.format_common import (
     LoreFile,
     LoreFileError,
     check_count,
+    file_entry_id,
     kept_for,
     read_role,
     read_scan_depth,
@@ -133,13 +134,9 @@ def parse_world_info(doc: dict[str, Any], *, name: str) -> LoreFile:
             raise LoreFileError(f"{where} must be an object, not {type_name(raw)}.")
         values = _st_values(raw, where)
         uid = raw.get("uid")
-        ids.append(
-            uid
-            if isinstance(uid, int) and not isinstance(uid, bool)
-            else int(map_key)
-            if str(map_key).isdigit()
-            else index
-        )
+        uid = file_entry_id(uid) if isinstance(uid, int) else None
+        uid = file_entry_id(str(map_key)) if uid is None else uid
+        ids.append(index if uid is None else uid)
         parsed.append((raw, values))
     out = []
     for entry_id, (raw, values) in zip(unique_ids(ids), parsed, strict=True):

@@ -19,6 +19,7 @@ from app.lore import prompting, service
 from app.lore.activation import ROLES
 from app.lore.report import limit_notice, position_label, skipped_notice
 from app.lore.schemas import BookIn, EntryIn
+from app.modelbase import parse_row_id
 from app.personas.service import list_personas
 from app.prompt.tokens import count_tokens
 from app.web import HxRequest, render, render_blocks
@@ -185,7 +186,7 @@ async def save_links_page(book_id: int, request: Request, session: SessionDep, h
     """Attach the book to exactly the checked chats, characters and personas."""
     form = await request.form()
     pairs = (v.split(":", 1) for v in form.getlist("link") if isinstance(v, str) and ":" in v)
-    service.set_links(session, book_id, {(kind, int(i)) for kind, i in pairs if i.isdigit()})
+    service.set_links(session, book_id, {(kind, i) for kind, raw in pairs if (i := parse_row_id(raw)) is not None})
     return _book_blocks(request, session, book_id, hx, ["attachments"], ["book_message"],
                         message="Attachments saved.", attachments_open=True)  # fmt: skip
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field, field_validator
 
 from app.lore.activation import POSITIONS, ROLES, SELECTIVE_LOGICS, regex_key_problem
+from app.modelbase import RowId
 
 MAX_KEYS = 1000
 MAX_KEY_CHARS = 1000
@@ -81,14 +82,14 @@ class EntryIn(BaseModel):
 
 class KeywordTestIn(BaseModel):
     text: str = Field(min_length=1, max_length=200_000)
-    book_ids: list[int] | None = None  # None: every book the chat uses (or all enabled books)
-    chat_id: int | None = None
+    book_ids: list[RowId] | None = None  # None: every book the chat uses (or all enabled books)
+    chat_id: RowId | None = None
 
 
 class ChatBooksIn(BaseModel):
-    book_ids: list[int]
+    book_ids: list[RowId]
 
 
 class LinkIn(BaseModel):
     target: str  # "chat" | "character" | "persona"
-    target_id: int
+    target_id: RowId

@@ -13,6 +13,7 @@ from app.chats.models import Chat
 from app.lore import service
 from app.lore.prompting import lore_for_prompt, record_scan
 from app.lore.report import limit_notice, skipped_notice
+from app.modelbase import parse_row_id
 from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
 from app.prompt.tokens import count_tokens
 from app.services import Services
@@ -52,7 +53,7 @@ class LoreSource(PromptSource):
 
     def read_settings_form(self, session: Session, chat: Chat, form: Any) -> dict[str, Any]:
         if forms.text(form, "lorebooks_shown"):
-            ids = [int(v) for v in form.getlist("lorebook_ids") if isinstance(v, str) and v.isdigit()]
+            ids = [i for v in form.getlist("lorebook_ids") if isinstance(v, str) and (i := parse_row_id(v)) is not None]
             service.set_chat_books(session, chat.id, ids)
         budget = forms.optional_number(form, "lore_token_budget", int)
         return {} if budget is None else {"lore_token_budget": budget}

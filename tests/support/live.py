@@ -18,9 +18,10 @@ from app.settings import Settings
 class LiveSugo:
     def __init__(self, data_dir: Path, *, password: str | None = None, discovery_ports: dict[str, int] | None = None,
                  flush_interval_s: float = 0.05, sources=None, **settings) -> None:  # fmt: skip
+        settings.setdefault("start_scheduler", True)
         self.settings = Settings(
             data_dir=data_dir, password=password, discovery_ports=discovery_ports or {},
-            stream_flush_interval_s=flush_interval_s, start_scheduler=True, **settings,
+            stream_flush_interval_s=flush_interval_s, **settings,
         )  # fmt: skip
         self.app = create_app(self.settings, sources=sources)
         self._server: uvicorn.Server | None = None

@@ -13,6 +13,7 @@ from app.connections.service import default_connection
 from app.errors import UserError
 from app.memory.recall.embedders import BUILTINS, Embedder, OpenAICompatible
 from app.memory.recall.sources import BUILTIN_MODELS, ConnectionInfo, EmbeddingChoice, choose_embedding_source
+from app.modelbase import parse_row_id
 
 DEFAULT_EMBEDDING_KEY = "embeddings"
 
@@ -37,7 +38,8 @@ def set_default_embedding(session: Session, value: str) -> None:
     """Store Connections → Defaults → Embeddings: "builtin:<model>" or "connection:<id>" of a
     connection that has an embedding model."""
     kind, _, rest = value.partition(":")
-    conn = session.get(Connection, int(rest)) if kind == "connection" and rest.isdigit() else None
+    conn_id = parse_row_id(rest) if kind == "connection" else None
+    conn = session.get(Connection, conn_id) if conn_id is not None else None
     if not ((kind == "builtin" and rest in BUILTIN_MODELS) or (conn is not None and conn.embedding_model)):
         raise UserError("Pick a built-in model or a connection that has an embedding model.")
     row = session.get(AppDefault, DEFAULT_EMBEDDING_KEY) or AppDefault(key=DEFAULT_EMBEDDING_KEY)
