@@ -17,10 +17,12 @@ EMBEDDING_DELAY_S = 3.0
 # the import's length (5 to 10 s here). Unblocked, the typical wait is a few milliseconds, so the
 # median must stay under 100 ms. The longest may not: this test's server shares one process (one
 # GIL) with the import, whose ~100,000 new objects set off CPython's full garbage collections, and
-# each pauses every thread, the event loop's too, for 0.1 to 0.5 s on a loaded 2-core machine
-# (measured). A third of the shortest blocking still tells the two cases apart with room to spare.
+# each pauses every thread, the event loop's too: 0.1 to 0.5 s when this test runs alone on a loaded
+# 2-core machine, up to 1.3 s inside the whole suite, whose earlier tests leave millions of objects
+# for each full collection to walk (measured). Two thirds of the shortest blocking (the embedding
+# server's delay) still tells the two cases apart.
 TYPICAL_BOUND_S = 0.1
-LONGEST_BOUND_S = EMBEDDING_DELAY_S / 3
+LONGEST_BOUND_S = EMBEDDING_DELAY_S * 2 / 3
 IMPORT_MESSAGES = 20_000
 
 

@@ -244,8 +244,9 @@ def test_a_books_settings_and_links_edited_show_in_the_next_peek_prompt(api, mod
 def test_a_catastrophic_regex_key_does_not_hold_up_the_server(api, models, sugo):
     """Issue 10 finding 4: `/(a+)+$/` over 25 "a" and a "b" took Python's `re` 2.6 s and blocked
     every request meanwhile (and each extra character doubles that). RE2 answers at once and the
-    prompt is built off the event loop, so /healthz answers throughout; the 1 s bound is generous
-    for a loaded machine and far below what the backtracking engine needed."""
+    prompt is built off the event loop, so /healthz answers throughout. With 27 "a" the backtracking
+    engine needs about 10 s; the 2.5 s bound leaves room for a loaded machine and for CPython's full
+    garbage collections, which pause the event loop too (up to 1.3 s inside the whole suite)."""
     add_connection(api, models)
     chat = new_chat(api, [add_character(api)["id"]])
     book = api.post("/api/lorebooks", json={"name": "Traps"}).json()
@@ -270,7 +271,7 @@ def test_a_catastrophic_regex_key_does_not_hold_up_the_server(api, models, sugo)
             slowest = max(slowest, time.monotonic() - started)
             time.sleep(0.02)
     thread.join()
-    assert slowest < 1.0, slowest
+    assert slowest < 2.5, slowest
     assert [e for e, _ in done["events"]][-1] == "done"
     assert "The trap fired." not in json.dumps(models.last_request.json["messages"])
 
