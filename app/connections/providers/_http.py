@@ -266,7 +266,7 @@ def error_from_stream_payload(err: Any, state: CallState) -> ProviderError:
             if isinstance(value, int) and 400 <= value < 600:
                 status = value
                 break
-            if isinstance(value, str) and value.isdigit() and 400 <= int(value) < 600:
+            if isinstance(value, str) and value.isascii() and value.isdigit() and 400 <= int(value) < 600:
                 status = int(value)
                 break
         if status is not None:
