@@ -1,9 +1,13 @@
 """Shared bits of the JSON API: how service errors become HTTP answers."""
 
+import logging
+
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import OperationalError
 
 from app.bodylimit import RequestTooLarge
+from app.db import is_busy
 from app.errors import NotFound, UserError
 from app.modelbase import parse_row_id
 from app.web import render
@@ -19,6 +23,11 @@ def ids_in_range(request: Request) -> None:
                 raise NotFound("Not found.")
 
 
+log = logging.getLogger(__name__)
+BUSY_MESSAGE = "Sugo is busy writing something else (a large import?). Nothing was changed; try again in a moment."
+INTERNAL_MESSAGE = "Something went wrong inside Sugo; nothing was changed. The server log has the details."
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(UserError)
     async def _user_error(request: Request, exc: UserError) -> JSONResponse:
@@ -27,6 +36,15 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestTooLarge)
     async def _too_large(request: Request, exc: RequestTooLarge) -> JSONResponse:
         return _answer(request, 413, exc.detail)
+
+    @app.exception_handler(OperationalError)
+    async def _database(request: Request, exc: OperationalError):
+        if is_busy(exc):
+            answer = _answer(request, 503, BUSY_MESSAGE)
+            answer.headers["Retry-After"] = "5"
+            return answer
+        log.error("database error on %s %s", request.method, request.url.path, exc_info=exc)
+        return _answer(request, 500, INTERNAL_MESSAGE)  # never the SQL text
 
     @app.exception_handler(NotFound)
     async def _not_found(request: Request, exc: NotFound) -> JSONResponse:

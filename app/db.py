@@ -80,3 +80,10 @@ def lock_for_write(session: Session) -> None:
 def vec_version(engine: Engine) -> str:
     with engine.connect() as conn:
         return conn.exec_driver_sql("select vec_version()").scalar_one()
+
+
+def is_busy(exc: BaseException) -> bool:
+    """Whether a database error means only that another writer held the lock past the busy timeout
+    (a long import): worth a "try again", not an internal error."""
+    orig = getattr(exc, "orig", exc)
+    return isinstance(orig, sqlite3.OperationalError) and "locked" in str(orig).lower()

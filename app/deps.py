@@ -5,6 +5,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from sqlmodel import Session
+from starlette.datastructures import FormData
 
 from app.connections.crypto import KeyBox
 from app.db import session_scope
@@ -34,3 +35,13 @@ SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 ServicesDep = Annotated[Services, Depends(get_services)]
 KeyBoxDep = Annotated[KeyBox, Depends(get_keybox)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+async def read_form(request: Request) -> FormData:
+    """The posted form, read on the event loop (reading is async) so the route itself can be a plain
+    `def`: FastAPI runs those on worker threads, where a write waiting for SQLite's lock (an import
+    holds it for seconds) keeps no other request waiting."""
+    return await request.form()
+
+
+FormDep = Annotated[FormData, Depends(read_form)]

@@ -18,7 +18,7 @@ from app.chats.settings import ChatSettings
 from app.connections.discovery import find_local_servers
 from app.connections.presets import LOCAL_PRESET_BY_PORT, PRESETS
 from app.connections.service import default_connection, list_connections
-from app.deps import ServicesDep, SessionDep, SettingsDep
+from app.deps import FormDep, ServicesDep, SessionDep, SettingsDep
 from app.errors import UserError
 from app.modelbase import parse_row_id
 from app.personas.service import default_persona, list_personas
@@ -80,9 +80,8 @@ def new_chat_page(request: Request, session: SessionDep, character_id: int | Non
 
 
 @router.post("/chats")
-async def create_chat_page(request: Request, session: SessionDep) -> Response:
+def create_chat_page(request: Request, form: FormDep, session: SessionDep) -> Response:
     """Create the chat and open it."""
-    form = await request.form()
     ids = [i for v in form.getlist("character_ids") if isinstance(v, str) and (i := parse_row_id(v)) is not None]
     chat = service.create_chat(
         session, character_ids=ids, name=forms.text(form, "name"), mode=forms.text(form, "mode", "roleplay"),
@@ -165,10 +164,9 @@ def edit_message_fragment(chat_id: int, message_id: int, request: Request, sessi
 
 
 @router.post("/chats/{chat_id}/messages/{message_id}/edit")
-async def edit_message_page(chat_id: int, message_id: int, request: Request, session: SessionDep,
-                            services: ServicesDep) -> HTMLResponse:  # fmt: skip
+def edit_message_page(chat_id: int, message_id: int, request: Request, form: FormDep, session: SessionDep,
+                      services: ServicesDep) -> HTMLResponse:  # fmt: skip
     """Save an edited message."""
-    form = await request.form()
     msg = service.edit_message(session, chat_id, message_id, forms.text(form, "content"))
     messages_changed(session, services, chat_id)
     return _render_message(request, session, service.get_chat(session, chat_id), msg)
@@ -246,9 +244,8 @@ def _chat_settings_form(form, session: Session, chat: Chat, services) -> ChatSet
 
 
 @router.post("/chats/{chat_id}/settings")
-async def save_chat_settings_page(chat_id: int, request: Request, session: SessionDep, services: ServicesDep) -> HTMLResponse:
+def save_chat_settings_page(chat_id: int, request: Request, form: FormDep, session: SessionDep, services: ServicesDep) -> HTMLResponse:
     """Save Chat Settings and show the panel again."""
-    form = await request.form()
     settings = _chat_settings_form(form, session, service.get_chat(session, chat_id), services)
     service.rename_chat(session, chat_id, forms.text(form, "name"))
     chat = service.update_chat_options(

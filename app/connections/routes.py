@@ -9,7 +9,7 @@ from app.connections import service
 from app.connections.models import Connection
 from app.connections.presets import PRESETS, PRESETS_BY_ID
 from app.connections.schemas import ConnectionIn
-from app.deps import KeyBoxDep, SessionDep
+from app.deps import FormDep, KeyBoxDep, SessionDep
 from app.memory.recall.embedding import default_embedding_setting, set_default_embedding
 from app.memory.recall.sources import BUILTIN_MODELS
 from app.web import HxRequest, render, render_blocks
@@ -59,9 +59,9 @@ def list_connections_page(request: Request, session: SessionDep) -> HTMLResponse
 
 
 @router.post("/connections/defaults")
-async def save_defaults_page(request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+def save_defaults_page(request: Request, form: FormDep, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """Connections → Defaults: the embedding source used where nothing more specific is set."""
-    value = forms.text(await request.form(), "embeddings")
+    value = forms.text(form, "embeddings")
     set_default_embedding(session, value)
     return _list(request, session, hx=hx, blocks=("defaults",), defaults_saved=True)
 
@@ -83,9 +83,9 @@ def new_connection_page(
 
 
 @router.post("/connections")
-async def create_connection_page(request: Request, session: SessionDep, keybox: KeyBoxDep, hx: HxRequest) -> HTMLResponse:
+def create_connection_page(request: Request, form: FormDep, session: SessionDep, keybox: KeyBoxDep, hx: HxRequest) -> HTMLResponse:
     """Save a new connection, then show the list."""
-    service.create_connection(session, keybox, _form_input(await request.form()))
+    service.create_connection(session, keybox, _form_input(form))
     session.flush()
     return _list(request, session, hx=hx)
 
@@ -110,10 +110,10 @@ async def test_connection_form(request: Request, session: SessionDep, keybox: Ke
 
 
 @router.post("/connections/{connection_id}")
-async def update_connection_page(connection_id: int, request: Request, session: SessionDep, keybox: KeyBoxDep,
-                                 hx: HxRequest) -> HTMLResponse:  # fmt: skip
+def update_connection_page(connection_id: int, request: Request, form: FormDep, session: SessionDep, keybox: KeyBoxDep,
+                           hx: HxRequest) -> HTMLResponse:  # fmt: skip
     """Save changes, then show the list."""
-    service.update_connection(session, keybox, connection_id, _form_input(await request.form()))
+    service.update_connection(session, keybox, connection_id, _form_input(form))
     return _list(request, session, hx=hx)
 
 

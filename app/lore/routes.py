@@ -13,7 +13,7 @@ from app import forms
 from app.characters.service import list_characters
 from app.chats import service as chats
 from app.chats.settings import ChatSettings
-from app.deps import SessionDep
+from app.deps import FormDep, SessionDep
 from app.errors import UserError
 from app.lore import prompting, service
 from app.lore.activation import ROLES
@@ -102,9 +102,9 @@ def list_lorebooks_page(request: Request, session: SessionDep) -> HTMLResponse:
 
 
 @router.post("/lorebooks")
-async def create_lorebook_page(request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+def create_lorebook_page(request: Request, form: FormDep, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """A new lorebook, then its page."""
-    book = service.create_book(session, forms.text(await request.form(), "name"))
+    book = service.create_book(session, forms.text(form, "name"))
     return _book_page(request, session, book.id, hx=hx)
 
 
@@ -167,9 +167,9 @@ def show_lorebook_page(book_id: int, request: Request, session: SessionDep, hx: 
 
 
 @router.post("/lorebooks/{book_id}")
-async def update_lorebook_page(book_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+def update_lorebook_page(book_id: int, request: Request, form: FormDep, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """Save the Overview."""
-    service.update_book(session, book_id, **_book_input(await request.form()).model_dump())
+    service.update_book(session, book_id, **_book_input(form).model_dump())
     return _book_blocks(request, session, book_id, hx, ["overview"], ["book_title", "book_message"],
                         message="Saved.", overview_open=True)  # fmt: skip
 
@@ -182,9 +182,8 @@ def delete_lorebook_page(book_id: int, request: Request, session: SessionDep, hx
 
 
 @router.post("/lorebooks/{book_id}/links")
-async def save_links_page(book_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+def save_links_page(book_id: int, request: Request, form: FormDep, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """Attach the book to exactly the checked chats, characters and personas."""
-    form = await request.form()
     pairs = (v.split(":", 1) for v in form.getlist("link") if isinstance(v, str) and ":" in v)
     service.set_links(session, book_id, {(kind, i) for kind, raw in pairs if (i := parse_row_id(raw)) is not None})
     return _book_blocks(request, session, book_id, hx, ["attachments"], ["book_message"],
@@ -192,9 +191,8 @@ async def save_links_page(book_id: int, request: Request, session: SessionDep, h
 
 
 @router.post("/lorebooks/{book_id}/entries/enable")
-async def bulk_enable_page(book_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+def bulk_enable_page(book_id: int, request: Request, form: FormDep, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """Turn every entry (or those matching the search) on or off."""
-    form = await request.form()
     q = forms.text(form, "q")
     enabled = forms.text(form, "enabled") == "true"
     ids = [e.id for e in service.list_entries(session, book_id, query=q)] if q.strip() else None
@@ -232,9 +230,9 @@ def new_entry_page(book_id: int, request: Request, session: SessionDep) -> HTMLR
 
 
 @router.post("/lorebooks/{book_id}/entries")
-async def create_entry_page(book_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+def create_entry_page(book_id: int, request: Request, form: FormDep, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """Save a new entry, then show the book."""
-    service.save_entry(session, book_id, _entry_input(await request.form()).model_dump())
+    service.save_entry(session, book_id, _entry_input(form).model_dump())
     return _book_page(request, session, book_id, hx=hx, message="Entry added.")
 
 
@@ -245,26 +243,26 @@ def edit_entry_page(book_id: int, entry_id: int, request: Request, session: Sess
 
 
 @router.post("/lorebooks/{book_id}/entries/{entry_id}")
-async def update_entry_page(book_id: int, entry_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+def update_entry_page(book_id: int, entry_id: int, request: Request, form: FormDep, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """Save an entry, then show the book."""
-    service.save_entry(session, book_id, _entry_input(await request.form()).model_dump(), entry_id)
+    service.save_entry(session, book_id, _entry_input(form).model_dump(), entry_id)
     return _book_page(request, session, book_id, hx=hx, message="Entry saved.")
 
 
 @router.post("/lorebooks/{book_id}/entries/{entry_id}/toggle")
-async def toggle_entry_page(book_id: int, entry_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+def toggle_entry_page(book_id: int, entry_id: int, request: Request, form: FormDep, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """Turn one entry on or off: its row, and the count of entries that are off."""
     entry = service.get_entry(session, book_id, entry_id)
     service.set_entries_enabled(session, book_id, [entry_id], not entry.enabled)
-    q = forms.text(await request.form(), "q")
+    q = forms.text(form, "q")
     return _book_blocks(request, session, book_id, hx, ["entry"], ["entry_count", "book_message"], q=q, e=entry)
 
 
 @router.post("/lorebooks/{book_id}/entries/{entry_id}/delete")
-async def delete_entry_page(book_id: int, entry_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+def delete_entry_page(book_id: int, entry_id: int, request: Request, form: FormDep, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """Delete an entry: its row goes, the count and the message change (the emptied list says so)."""
     service.delete_entry(session, book_id, entry_id)
-    q = forms.text(await request.form(), "q")
+    q = forms.text(form, "q")
     if hx and not service.list_entries(session, book_id, query=q):
         return render_blocks(request, BOOK, _book_ctx(session, book_id, q=q, full=False, message="Entry deleted."),
                              ["entry_list"], oob=["entry_count", "book_message"], headers={"HX-Retarget": "#entry-list"})  # fmt: skip

@@ -40,6 +40,15 @@ def _big_chat_jsonl(n: int) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+def _recording(work, failures: list):
+    def run() -> None:
+        try:
+            work()
+        except BaseException as err:  # a worker's failed assertion must fail the test
+            failures.append(err)
+    return run
+
+
 def _probe(url: str, stop: threading.Event, waits: list[float]) -> None:
     with httpx.Client(base_url=url, timeout=30) as client:
         while not stop.is_set():
@@ -49,7 +58,7 @@ def _probe(url: str, stop: threading.Event, waits: list[float]) -> None:
             time.sleep(0.02)
 
 
-def test_healthz_answers_while_a_reply_waits_for_slow_embeddings_and_a_big_chat_imports(api, sugo, models):
+def test_healthz_answers_while_a_reply_waits_for_slow_embeddings_a_big_chat_imports_and_forms_wait_to_write(api, sugo, models):
     char = add_character(api, "Mirela")
     conn = add_connection(api, models, embedding_model="test-embedding")
     chat = new_chat(api, [char["id"]], connection_id=conn["id"])
@@ -73,13 +82,25 @@ def test_healthz_answers_while_a_reply_waits_for_slow_embeddings_and_a_big_chat_
             assert r.status_code == 201, r.text
         took["import"] = time.monotonic() - started
 
+    def write_through_page_forms() -> None:
+        # Page forms write too (here: new lorebooks); while the import holds SQLite's write lock
+        # each waits for it, on a worker thread, never on the event loop.
+        time.sleep(1.0)
+        started = time.monotonic()
+        with sugo.client() as client:
+            for i in range(3):
+                r = client.post("/lorebooks", data={"name": f"Written during the import {i}"})
+                # Past SQLite's busy timeout (5 s) the form is told to try again, never a 500.
+                assert r.status_code == 200 or (r.status_code == 503 and "try again" in r.text), r.text
+        took["forms"] = time.monotonic() - started
+
     models.embedding_delay_s = EMBEDDING_DELAY_S
-    stop, waits = threading.Event(), []
+    stop, waits, failures = threading.Event(), [], []
     prober = threading.Thread(target=_probe, args=(sugo.url, stop, waits))
     prober.start()
     try:
         time.sleep(0.2)
-        workers = [threading.Thread(target=send_reply), threading.Thread(target=import_chat)]
+        workers = [threading.Thread(target=_recording(t, failures)) for t in (send_reply, import_chat, write_through_page_forms)]
         for worker in workers:
             worker.start()
         for worker in workers:
@@ -88,6 +109,7 @@ def test_healthz_answers_while_a_reply_waits_for_slow_embeddings_and_a_big_chat_
         stop.set()
         prober.join(timeout=30)
         models.embedding_delay_s = 0.0
+    assert not failures, failures
     # Both really were slow: the reply waited for the query's embedding, the import took a while.
     assert took["reply"] >= EMBEDDING_DELAY_S and took["import"] > 1.0, took
     waits = waits[1:]  # the first one opens the connection

@@ -6,7 +6,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app import forms
 from app.chats.service import chat_settings, get_chat
-from app.deps import ServicesDep, SessionDep
+from app.deps import FormDep, ServicesDep, SessionDep
 from app.errors import UserError
 from app.memory.recall import service
 from app.memory.recall.embedding import build_embedder, embedder_for_chat, embedding_choice
@@ -90,9 +90,8 @@ def clear_memories_page(chat_id: int, request: Request, session: SessionDep, hx:
 
 
 @router.post("/chats/{chat_id}/memories/chunking")
-async def memory_chunking_page(chat_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+def memory_chunking_page(chat_id: int, request: Request, form: FormDep, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """Pause or resume making memories from the chat's messages (also in Chat Settings)."""
-    form = await request.form()
     service.set_chunking_paused(session, chat_id, forms.text(form, "paused") == "true")
     return _view(request, session, chat_id, hx=hx, blocks=("memory_status",))
 
