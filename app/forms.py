@@ -53,10 +53,14 @@ def json_object(form: FormData, name: str, label: str) -> dict:
 
 
 async def upload(form: FormData, name: str) -> bytes | None:
+    """The bytes of the file chosen in field `name`; None when none was chosen. A chosen file that
+    is empty is refused here, by name: "choose a file" would be wrong, one was chosen."""
     value = form.get(name)
     if isinstance(value, UploadFile) and value.filename:
         data = await value.read()
-        return data or None
+        if not data:
+            raise UserError(f"The file “{value.filename}” is empty (0 bytes). Choose another file.")
+        return data
     return None
 
 
