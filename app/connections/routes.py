@@ -29,10 +29,12 @@ def _list(request: Request, session, *, hx: bool = False, blocks: tuple[str, ...
     return render_blocks(request, "connections/list.html", ctx, blocks, oob=oob, headers=headers)
 
 
-def _form_input(form) -> ConnectionIn:
+def _form_input(form, *, testing: bool = False) -> ConnectionIn:
+    # Testing needs no name: the values are tried, not saved.
+    name = forms.text(form, "name") or ("Connection being tested" if testing else "")
     try:
         return ConnectionIn(
-            name=forms.text(form, "name"), kind=forms.text(form, "kind", "openai"),
+            name=name, kind=forms.text(form, "kind", "openai"),
             preset=forms.text(form, "preset", "custom"), base_url=forms.text(form, "base_url"),
             model=forms.text(form, "model"), api_key=forms.text(form, "api_key") or None,
             clear_key=forms.checkbox(form, "clear_key"),
@@ -105,7 +107,7 @@ async def test_connection_form(request: Request, session: SessionDep, keybox: Ke
     the address is the saved one)."""
     form = await request.form()
     saved_id = forms.optional_number(form, "connection_id", int)
-    result = await service.probe_form(session, keybox, _form_input(form), saved_id=saved_id)
+    result = await service.probe_form(session, keybox, _form_input(form, testing=True), saved_id=saved_id)
     return render(request, "connections/_test_result.html", {"result": result})
 
 

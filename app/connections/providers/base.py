@@ -83,6 +83,7 @@ class ProbeResult:
     ok: bool
     model: str | None
     message: str
+    models: tuple[str, ...] = ()  # the server's model list, when it was asked for one (the form offers them)
 
 
 class ProviderError(Exception):

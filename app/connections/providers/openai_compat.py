@@ -187,7 +187,7 @@ async def probe(config: ProviderConfig) -> ProbeResult:
         if not config.model:
             names = await list_models(config)
             return ProbeResult(
-                ok=True, model=names[0] if names else None, message=_http.models_message(names)
+                ok=True, model=names[0] if names else None, message=_http.models_message(names), models=tuple(names)
             )
         completion = await complete_chat(
             config, [{"role": "user", "content": "Hi"}], GenerationParams(max_tokens=1)
