@@ -18,9 +18,17 @@ POSITION_LABELS = {
 BUDGET_REASONS = (SKIP_BOOK, SKIP_CHAT, SKIP_BOTH)
 
 
-def position_label(position: str, depth: int, role: str) -> str:
+KEYWORD_PLACE = "just above the newest turns"  # Peek Prompt's name for that place
+
+
+def position_label(position: str, depth: int, role: str, *, constant: bool) -> str:
+    """Where an entry's text goes, in the words Peek Prompt uses. Only constant entries are placed by
+    their position (in the cached part of the prompt); an entry found by its keys changes from turn
+    to turn, so it goes just above the newest turns whatever its position says (app/lore/prompting.py)."""
     if position == "at_depth":
         return f"at depth {depth} ({role})"
+    if not constant:
+        return KEYWORD_PLACE
     return POSITION_LABELS.get(position, position)
 
 
@@ -41,7 +49,8 @@ def snapshot(result: ScanResult, *, chat_budget: int, at: datetime) -> dict:
         "active": [{**where(a.book), "entry_id": a.entry.id, "title": a.entry.title or _first_key(a.entry.keys),
                     "matched_keys": list(a.matched_keys), "tokens": a.tokens, "reason": a.reason,
                     "depth_found": a.found_at_depth,
-                    "position": position_label(a.entry.position, a.entry.depth, a.entry.role)}
+                    "position": position_label(a.entry.position, a.entry.depth, a.entry.role,
+                                                constant=a.reason == "constant")}
                    for a in result.active],  # fmt: skip
         "skipped": [{**where(s.book), "entry_id": s.entry.id, "title": s.entry.title or _first_key(s.entry.keys),
                      "matched_keys": list(s.matched_keys), "tokens": s.tokens, "book_used": s.book_used,
