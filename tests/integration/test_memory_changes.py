@@ -13,6 +13,7 @@ from app.chats.service import new_message
 from app.memory.recall.jobs import embed_chat, schedule_embed_chat, sweep
 from app.memory.recall.models import MemoryChunk
 from tests.conftest import add_character, add_connection, new_chat, read_sse
+from tests.support.waiting import wait_for
 
 # change: (message number, its text, the question that recalls it, words only that text holds)
 SECRETS = {
@@ -151,21 +152,15 @@ def test_the_sweep_and_the_chat_job_never_sync_one_chat_at_once(api, sugo, model
     def embedding_calls() -> int:
         return sum(1 for r in list(models.requests) if r.path == "/v1/embeddings")
 
-    def wait_for(done, what: str) -> None:
-        deadline = time.monotonic() + 60
-        while not done():
-            assert time.monotonic() < deadline, what
-            time.sleep(0.02)
-
     gate = models.embedding_gate = threading.Event()
     job = threading.Thread(target=embed_chat, args=(sugo.services, cid))
     sweeper = threading.Thread(target=sweep, args=(sugo.services,))
     try:
         job.start()
-        wait_for(lambda: embedding_calls() == 1, "the job did not call the embeddings server")
+        wait_for(lambda: embedding_calls() == 1, timeout=60, what="the job did not call the embeddings server")
         assert sugo.services.recall.syncs.busy(cid)
         sweeper.start()
-        wait_for(lambda: not sweeper.is_alive() or embedding_calls() > 1, "the sweep neither ended nor embedded")
+        wait_for(lambda: not sweeper.is_alive() or embedding_calls() > 1, timeout=60, what="the sweep neither ended nor embedded")
         assert embedding_calls() == 1, "the sweep embedded the chat the job was embedding"
     finally:
         gate.set()
@@ -191,22 +186,16 @@ def test_a_message_deleted_while_its_chat_is_being_synced_is_not_left_for_the_sw
     number, _, _, words = SECRETS["delete"]
     syncs = sugo.services.recall.syncs
 
-    def wait_for(done, what: str) -> None:
-        deadline = time.monotonic() + 60
-        while not done():
-            assert time.monotonic() < deadline, what
-            time.sleep(0.02)
-
     gate = models.embedding_gate = threading.Event()
     try:
         schedule_embed_chat(sugo.services, cid)
-        wait_for(lambda: any(r.path == "/v1/embeddings" for r in list(models.requests)), "the sync did not start")
+        wait_for(lambda: any(r.path == "/v1/embeddings" for r in list(models.requests)), timeout=60, what="the sync did not start")
         assert api.post(f"/chats/{cid}/messages/{ids[number]}/delete").status_code == 200
-        wait_for(lambda: syncs.asked_again(cid), "the sync the delete scheduled never ran")
+        wait_for(lambda: syncs.asked_again(cid), timeout=60, what="the sync the delete scheduled never ran")
     finally:
         gate.set()
         models.embedding_gate = None
-    wait_for(lambda: not syncs.busy(cid), "the sync did not end")
+    wait_for(lambda: not syncs.busy(cid), timeout=60, what="the sync did not end")
     with Session(sugo.engine) as s:
         chunks = list(s.exec(select(MemoryChunk).where(MemoryChunk.chat_id == cid)))
     assert chunks and not any(words in c.content or ids[number] in c.message_ids for c in chunks)
