@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # itself pip would pick a CUDA build of several GB for sentence-transformers.
 TORCH := torch==2.13.0
 
-.PHONY: run test install install-test chromium lint bench clean
+.PHONY: run test install install-test chromium lint bench screens clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,12 +35,12 @@ run: install
 	$(BIN)/python -m app
 
 test: install-test chromium
-	$(BIN)/ruff check app tests bench
+	$(BIN)/ruff check app tests bench tools
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 
 lint: install-test
-	$(BIN)/ruff check app tests bench
+	$(BIN)/ruff check app tests bench tools
 	$(BIN)/lint-imports
 
 bench: install-test
@@ -48,6 +48,10 @@ bench: install-test
 	$(BIN)/python bench/cache_prefix.py
 	$(BIN)/python bench/recall.py
 	$(BIN)/python bench/lore_scan.py
+
+# Retake the README's screenshots (docs/screens/) after changing a page the tour shows.
+screens: install-test chromium
+	$(BIN)/python tools/readme_screens.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache
