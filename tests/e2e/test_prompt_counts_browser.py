@@ -84,3 +84,7 @@ def test_information_is_not_styled_as_a_warning_and_counts_are_plural(page: Page
     row = page.locator(".muted.small", has_text="budget").filter(has_text="1 entry ")
     expect(row).to_have_count(1)
     expect(page.get_by_text(re.compile(r"\b1 entries\b"))).to_have_count(0)
+    shot("lorebooks")
+    page.goto(live.url + "/")
+    expect(page.locator(".chat-row-meta").first).to_contain_text("2 msgs")
+    shot("chat-list")
