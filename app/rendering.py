@@ -156,3 +156,8 @@ def _render(text: str) -> str:
 
 def markdown_filter(text: str) -> Markup:
     return Markup(render_markdown(text))
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """"1 key", "2 keys"; `many` for words that do not just take an s ("entry", "entries")."""
+    return f"{count} {word if count == 1 else (many or word + 's')}"

@@ -27,6 +27,34 @@
   });
   document.addEventListener("htmx:sendError", () => toast("Sugo's server did not answer. Is it still running?", "error"));
 
+  // What an action that leaves the page has to say (an import's left-out lorebooks) is shown on the
+  // page it opens, and stays until dismissed: it asks the user to do something.
+  document.addEventListener("sugo:notices-next-page", (e) => {
+    sessionStorage.setItem("sugo-notices", JSON.stringify(e.detail.notices || []));
+  });
+  function showKeptNotices() {
+    const kept = sessionStorage.getItem("sugo-notices");
+    const box = document.getElementById("toasts");
+    if (!kept || !box) return;
+    sessionStorage.removeItem("sugo-notices");
+    for (const message of JSON.parse(kept)) {
+      const el = document.createElement("div");
+      el.className = "toast toast-info toast-kept";
+      el.setAttribute("role", "status");
+      el.textContent = message;
+      const close = document.createElement("button");
+      close.type = "button";
+      close.className = "toast-close";
+      close.setAttribute("aria-label", "Dismiss");
+      close.textContent = "×";
+      close.addEventListener("click", () => el.remove());
+      el.appendChild(close);
+      box.appendChild(el);
+    }
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", showKeptNotices);
+  else showKeptNotices();
+
   // ---- theme --------------------------------------------------------------------------------
   document.addEventListener("click", (e) => {
     if (!e.target.closest('[data-action="toggle-theme"]')) return;

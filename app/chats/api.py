@@ -3,10 +3,11 @@ from typing import Literal
 from fastapi import APIRouter, File, Form, UploadFile
 from fastapi.responses import Response, StreamingResponse
 
-from app.chats import service, st_io, views
+from app.chats import service, views
 from app.chats.changes import messages_changed
 from app.chats.schemas import (
     ChatCreate,
+    ChatImported,
     ChatOptionsIn,
     ChatPatch,
     ChatRead,
@@ -19,6 +20,7 @@ from app.chats.schemas import (
 from app.deps import ServicesDep, SessionDep
 from app.downloads import attachment, content_disposition
 from app.generation import reply
+from app.lore.chat_files import export_chat_file, import_chat_file
 from app.modelbase import RowId
 from app.prompt.report import context_report, snapshot
 from app.prompt.schemas import PromptRead, prompt_read
@@ -41,11 +43,11 @@ def create_chat(data: ChatCreate, session: SessionDep) -> ChatRead:
     return views.chat_read(session, chat)
 
 
-@router.post("/import", response_model=ChatRead, status_code=201)
-def import_chat(session: SessionDep, file: UploadFile = File(...), character_id: RowId | None = Form(None)) -> ChatRead:
-    """Import a SillyTavern .jsonl chat."""
-    chat = st_io.import_chat(session, file.file.read(), character_id=character_id)
-    return views.chat_read(session, chat)
+@router.post("/import", response_model=ChatImported, status_code=201)
+def import_chat(session: SessionDep, file: UploadFile = File(...), character_id: RowId | None = Form(None)) -> ChatImported:
+    """Import a SillyTavern .jsonl chat with its settings and lorebooks; `notes` say what was left out."""
+    chat, notes = import_chat_file(session, file.file.read(), character_id=character_id)
+    return ChatImported(**views.chat_read(session, chat).model_dump(), notes=notes)
 
 
 @router.get("/{chat_id}", response_model=ChatRead)
@@ -195,7 +197,7 @@ def download_prompt_snapshot(chat_id: int, session: SessionDep, services: Servic
 
 @router.get("/{chat_id}/export")
 def export_chat(chat_id: int, session: SessionDep) -> Response:
-    """Export as a SillyTavern .jsonl chat."""
+    """Export as a SillyTavern .jsonl chat, its settings and lorebooks in the header's chat_metadata."""
     chat = service.get_chat(session, chat_id)
-    return Response(st_io.export_chat(session, chat), media_type="application/jsonl",
+    return Response(export_chat_file(session, chat), media_type="application/jsonl",
                     headers={"Content-Disposition": attachment(chat.name, "jsonl", fallback="chat")})  # fmt: skip

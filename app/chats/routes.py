@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app import forms
 from app.characters.service import list_characters
-from app.chats import service, st_io
+from app.chats import service
 from app.chats.changes import messages_changed
 from app.chats.models import Chat, Message
 from app.chats.settings import ChatSettings
@@ -20,6 +20,7 @@ from app.connections.presets import LOCAL_PRESET_BY_PORT, PRESETS
 from app.connections.service import default_connection, list_connections
 from app.deps import FormDep, ServicesDep, SessionDep, SettingsDep
 from app.errors import UserError
+from app.lore.chat_files import import_chat_file
 from app.modelbase import parse_row_id
 from app.personas.service import default_persona, list_personas
 from app.prompt.blocks import GROUP_LABELS
@@ -98,9 +99,13 @@ async def import_chat_page(request: Request, session: SessionDep) -> Response:
     if not raw:
         raise UserError("Choose a .jsonl chat file to import.")
     # Parsing and writing a long chat takes seconds: on a thread, so other requests go on meanwhile.
-    chat = await run_in_threadpool(st_io.import_chat, session, raw,
-                                   character_id=forms.optional_number(form, "character_id", int))
-    return Response(status_code=204, headers={"HX-Redirect": f"/chats/{chat.id}"})
+    chat, notes = await run_in_threadpool(import_chat_file, session, raw,
+                                          character_id=forms.optional_number(form, "character_id", int))
+    headers = {"HX-Redirect": f"/chats/{chat.id}"}
+    if notes:
+        # The page is left for the chat: app.js keeps these for it to show (ASCII JSON, a header).
+        headers["HX-Trigger"] = json.dumps({"sugo:notices-next-page": {"notices": notes}})
+    return Response(status_code=204, headers=headers)
 
 
 def _page_of_messages(session: Session, chat_id: int, *, before: int | None) -> tuple[list[Message], int | None]:

@@ -27,6 +27,10 @@ class ChatRead(BaseModel):
     last_message_at: datetime
 
 
+class ChatImported(ChatRead):
+    notes: list[str] = []  # what the file asked for and did not get (a lorebook not found...)
+
+
 class ChatPatch(BaseModel):
     name: str | None = None
 

@@ -3,31 +3,46 @@ text Sugo stores in columns) so an export gives back every field SillyTavern wro
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
 from sqlmodel import Session, col, select
 
 from app.characters.models import Character
 from app.chats import service as chats
-from app.chats import st_jsonl
+from app.chats import st_jsonl, st_metadata
 from app.chats.models import Chat, Message
+from app.chats.settings import ChatSettings
 from app.errors import UserError
 from app.timeutil import as_utc, utcnow
 
 
-def import_chat(session: Session, raw: bytes, *, character_id: int | None = None, name: str | None = None) -> Chat:
-    """Import a SillyTavern chat for a character (the one named in the file when none is given).
-    One transaction: a refused file creates nothing."""
+@dataclass
+class ImportedChat:
+    chat: Chat
+    lorebooks: list[str]  # names the file attached to the chat; attaching them is lore's part
+    notes: list[str] = field(default_factory=list)  # what the file asked for and did not get
+
+
+def import_chat(session: Session, raw: bytes, *, character_id: int | None = None,
+                name: str | None = None) -> ImportedChat:  # fmt: skip
+    """Import a SillyTavern chat for a character (the one named in the file when none is given),
+    with the settings its chat_metadata carries. One transaction: a refused file creates nothing."""
     try:
         parsed = st_jsonl.parse_chat_jsonl(raw)
     except st_jsonl.ChatImportError as err:
         raise UserError(str(err)) from err
     character = _find_character(session, character_id, parsed.character_name)
+    meta = st_metadata.read_metadata(parsed.header.get("chat_metadata"))
     chat = chats.create_chat(
         session,
         character_ids=[character.id],
-        name=name or parsed.header.get("chat_name") or f"{character.name} – imported {utcnow():%Y-%m-%d %H:%M}",
+        name=name or parsed.header.get("chat_name") or meta.name or f"{character.name} – imported {utcnow():%Y-%m-%d %H:%M}",
+        mode=meta.mode or "roleplay",
         with_greetings=False,
     )
     chat.st_header = parsed.header
+    chat.settings = ChatSettings.model_validate(meta.settings).model_dump(exclude_none=True)
     now = utcnow()
     last = None
     for st in parsed.messages:
@@ -59,7 +74,7 @@ def import_chat(session: Session, raw: bytes, *, character_id: int | None = None
     chat.last_message_at = last or now
     session.add(chat)
     session.flush()
-    return chat
+    return ImportedChat(chat, meta.lorebooks, meta.notes)
 
 
 def _find_character(session: Session, character_id: int | None, name: str) -> Character:
@@ -78,7 +93,9 @@ def _find_character(session: Session, character_id: int | None, name: str) -> Ch
     )
 
 
-def export_chat(session: Session, chat: Chat) -> bytes:
+def export_chat(session: Session, chat: Chat, *, lorebooks: Sequence[str] = ()) -> bytes:
+    """The chat as SillyTavern .jsonl; its settings and the names of the lorebooks attached to it
+    (first one SillyTavern's chat lorebook) go into the header's chat_metadata."""
     characters = chats.chat_characters(session, chat.id)
     header = dict(chat.st_header) if chat.st_header else {}
     # An imported chat keeps the user name it was written with unless a persona was chosen for it.
@@ -86,7 +103,12 @@ def export_chat(session: Session, chat: Chat) -> bytes:
         header["user_name"] = chats.user_name(session, chat)
     header["character_name"] = characters[0].name if characters else header.get("character_name", "")
     header.setdefault("create_date", st_jsonl.format_send_date(as_utc(chat.created_at)))
-    header.setdefault("chat_metadata", {})
+    original = header.get("chat_metadata")
+    header["chat_metadata"] = st_metadata.merge_metadata(
+        original if isinstance(original, dict) else {},
+        st_metadata.chat_metadata(chats.chat_settings(chat), name=chat.name, mode=chat.mode,
+                                  lorebooks=lorebooks),
+    )
     lines = []
     for msg in chats.list_messages(session, chat.id):
         base = dict(msg.st_extra)

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from app.lore.activation import SKIP_BOOK, SKIP_BOTH, SKIP_CHAT, SKIP_LIMIT, LoreBook, ScanResult
+from app.rendering import plural
 
 POSITION_LABELS = {
     "before_char": "before the character",
@@ -101,8 +102,9 @@ def inspector_note(snap: Mapping) -> str:
     kinds = {}
     for a in active:
         kinds[a["reason"]] = kinds.get(a["reason"], 0) + 1
-    detail = ", ".join(f"{n} {reason}" for reason, n in sorted(kinds.items()))
-    text = f"Lorebooks: {len(active)} entr{'y' if len(active) == 1 else 'ies'} active ({detail}), {snap.get('chat_used', 0)} tokens"
+    # "constant" and "sticky" say how an entry came in; "key" is what found it, counted as keys.
+    detail = ", ".join(plural(n, reason) if reason == "key" else f"{n} {reason}" for reason, n in sorted(kinds.items()))
+    text = f"Lorebooks: {plural(len(active), 'entry', 'entries')} active ({detail}), {plural(snap.get('chat_used', 0), 'token')}"
     if skipped:
         text += f"; {len(skipped)} skipped (see Chat Settings → Active Context)"
     return text + "."

@@ -33,6 +33,9 @@ class Prompt:
     hidden_skipped: int
     window_dropped: int = 0  # older messages the recent-message window dropped (whole batches)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # What went wrong or was cut (a failed source, messages that did not fit): shown as warnings,
+    # while notes only inform.
+    warnings: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def included_message_ids(self) -> list[int]:

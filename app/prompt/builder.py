@@ -83,6 +83,7 @@ class PromptContext:
     # run again on every reply ({{addvar}} in an old message would count up each turn).
     macros: MacroContext | None = None
     extra_notes: tuple[str, ...] = field(default_factory=tuple)
+    extra_warnings: tuple[str, ...] = field(default_factory=tuple)
 
 
 def _examples_text(raw: str) -> str:
@@ -186,9 +187,9 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
     conversation = _place_among_history(history, [m.name for m, *_ in kept], dynamic, notes_at_depth)
     candidates = rendered
 
-    notes = list(ctx.extra_notes)
+    warnings = list(ctx.extra_warnings)
     if len(history) < len(candidates):
-        notes.append(
+        warnings.append(
             f"{len(candidates) - len(history)} older message(s) did not fit the context size "
             f"({ctx.context_size} tokens minus {ctx.reply_reserve} reserved for the reply)."
         )
@@ -205,7 +206,8 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
         history_included=len(history),
         hidden_skipped=hidden_skipped,
         window_dropped=plan.dropped,
-        notes=tuple(notes),
+        notes=ctx.extra_notes,
+        warnings=tuple(warnings),
     )
 
 

@@ -18,8 +18,13 @@ class SizeRow:
     share: float  # of the context size
 
 
+FRAMING = "framing"
+
+
 def size_breakdown(prompt: Prompt) -> list[SizeRow]:
-    """Blocks by size, biggest first; the recent messages count as one row."""
+    """Blocks by size, biggest first; the recent messages count as one row. A block counts what
+    Peek Prompt shows for it (its text's tokens); the role markers of the messages the blocks are
+    sent in are one row of their own, so the rows still add up to the prompt's total."""
     rows: dict[str, tuple[str, int]] = {}
     messages = 0
     for block in prompt.blocks:
@@ -29,13 +34,17 @@ def size_breakdown(prompt: Prompt) -> list[SizeRow]:
         else:
             label = block.label
         group, tokens = rows.get(label, (block.group, 0))
-        rows[label] = (group, tokens + block.tokens + MESSAGE_OVERHEAD_TOKENS)
+        rows[label] = (group, tokens + block.tokens)
     if messages:
         group, tokens = rows.pop("Recent messages")
         rows[f"Recent messages ({messages})"] = (group, tokens)
+    framing = prompt.total_tokens - sum(b.tokens for b in prompt.blocks)
+    if framing > 0:
+        rows[f"Message framing ({len(prompt.messages)} messages' role markers)"] = (FRAMING, framing)
     size = max(1, prompt.context_size)
     out = [SizeRow(label, group, tokens, tokens / size) for label, (group, tokens) in rows.items()]
-    return sorted(out, key=lambda r: (-r.tokens, GROUPS.index(r.group)))
+    order = (*GROUPS, FRAMING)
+    return sorted(out, key=lambda r: (-r.tokens, order.index(r.group)))
 
 
 def group_totals(prompt: Prompt) -> dict[str, int]:
@@ -73,6 +82,7 @@ def snapshot_text(prompt: Prompt, header: list[tuple[str, str]]) -> str:
     )
     dynamic = [b.label for b in prompt.blocks if b.group == "dynamic"]
     lines.append("Active near the newest turns: " + (", ".join(dynamic) if dynamic else "nothing"))
+    lines += [f"Warning: {warning}" for warning in prompt.warnings]
     lines += [f"Note: {note}" for note in prompt.notes]
     lines.append("")
     for i, block in enumerate(prompt.blocks, 1):

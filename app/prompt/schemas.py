@@ -27,6 +27,7 @@ class PromptRead(BaseModel):
     history_included: int
     hidden_skipped: int
     notes: list[str]
+    warnings: list[str] = []
 
 
 def prompt_read(prompt: Prompt) -> PromptRead:
@@ -37,4 +38,5 @@ def prompt_read(prompt: Prompt) -> PromptRead:
         total_tokens=prompt.total_tokens, context_size=prompt.context_size, reply_reserve=prompt.reply_reserve,
         history_available=prompt.history_available, history_included=prompt.history_included,
         hidden_skipped=prompt.hidden_skipped, notes=list(prompt.notes),
+        warnings=list(prompt.warnings),
     )  # fmt: skip

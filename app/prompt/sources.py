@@ -137,6 +137,7 @@ class Gathered:
     dynamic: tuple[DynamicBlock, ...]
     depth_notes: tuple[DepthNote, ...]
     notes: tuple[str, ...]
+    warnings: tuple[str, ...] = ()  # the sources that failed
 
 
 class PromptSources:
@@ -185,9 +186,10 @@ class PromptSources:
         dynamic: list[DynamicBlock] = []
         depth_notes: list[DepthNote] = []
         notes: list[str] = []
+        warnings: list[str] = []
         for source in self:
             if source.name in failed:
-                notes.append(failed[source.name])
+                warnings.append(failed[source.name])
                 continue
             part = parts.get(source.name)
             if part is None:
@@ -197,7 +199,7 @@ class PromptSources:
             depth_notes.extend(part.depth_notes)
             if part.note:
                 notes.append(part.note)
-        return Gathered(tuple(fixed), tuple(dynamic), tuple(depth_notes), tuple(notes))
+        return Gathered(tuple(fixed), tuple(dynamic), tuple(depth_notes), tuple(notes), tuple(warnings))
 
     def expect(self, services: Services, session: Session, chat: Chat, text: str) -> None:
         for source in self:

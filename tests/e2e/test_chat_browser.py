@@ -95,7 +95,7 @@ def test_import_card_chat_stream_swipe_edit_hide_peek_settings(page: Page, live,
     page.click("#peek-button")
     dialog = page.locator("#peek-dialog")
     expect(dialog.locator(".prompt-blocks")).to_be_visible()
-    expect(dialog).to_contain_text("1 hidden message(s) left out")
+    expect(dialog).to_contain_text("1 hidden message left out")
     expect(dialog.locator(".prompt-blocks")).not_to_contain_text("Where am I")
     expect(dialog.locator(".prompt-blocks")).to_contain_text(STREAMED[:40])
     shot("peek")

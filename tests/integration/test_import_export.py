@@ -152,7 +152,13 @@ class TestStChats:
         chat = self._import(api)
         exported = api.get(f"/api/chats/{chat['id']}/export")
         lines = [json.loads(line) for line in exported.text.splitlines()]
-        assert lines == ST_CHAT
+        assert lines[1:] == ST_CHAT[1:]
+        header, meta = lines[0], lines[0]["chat_metadata"]
+        assert {k: v for k, v in header.items() if k != "chat_metadata"} == {
+            k: v for k, v in ST_CHAT[0].items() if k != "chat_metadata"}
+        # Every key SillyTavern wrote comes back; Sugo adds the Author's Note keys it fills and its own.
+        assert {k: v for k, v in meta.items() if k in ST_CHAT[0]["chat_metadata"]} == ST_CHAT[0]["chat_metadata"]
+        assert set(meta) - set(ST_CHAT[0]["chat_metadata"]) == {"note_position", "note_role", "sugo"}
 
     def test_imported_messages_keep_swipes_hidden_and_dates(self, api):
         chat = self._import(api)
@@ -198,3 +204,94 @@ def test_v2_only_png_imports_as_v2_and_exports_both_chunks(api):
     assert char["card_spec"] == "chara_card_v2" and char["name"] == "Seraphina"
     chunks = read_png_text_chunks(api.get(f"/api/characters/{char['id']}/export", params={"format": "png"}).content)
     assert {"chara", "ccv3"} <= set(chunks)
+
+
+def _settings_round_trip_chat(api):
+    char = add_character(api, "Mirela")
+    chat = new_chat(api, [char["id"]])
+    books = [api.post("/api/lorebooks", json={"name": name}).json() for name in ("Coast", "Storms")]
+    assert api.put(f"/api/chats/{chat['id']}/lorebooks", json={"book_ids": [b["id"] for b in books]}).status_code == 200
+    settings = {"context_note": "Rain taps the glass.", "context_note_depth": 2, "context_note_role": "user",
+                "recent_message_limit": 40, "memory_recall": True, "time_awareness": True, "temperature": 0.7}
+    r = api.put(f"/api/chats/{chat['id']}/options", json={"settings": settings, "mode": "conversation"})
+    assert r.status_code == 200, r.text
+    return char, chat, books
+
+
+class TestChatSettingsInChatFiles:
+    def test_round_trip_keeps_note_lorebooks_limit_and_recall(self, api):
+        char, chat, books = _settings_round_trip_chat(api)
+        exported = api.get(f"/api/chats/{chat['id']}/export").content
+        meta = json.loads(exported.splitlines()[0])["chat_metadata"]
+        # Where SillyTavern reads them: the Author's Note and the chat lorebook (one name).
+        assert meta["note_prompt"] == "Rain taps the glass."
+        assert (meta["note_depth"], meta["note_role"], meta["note_position"], meta["note_interval"]) == (2, 1, 1, 1)
+        assert meta["world_info"] == "Coast"
+        assert meta["sugo"]["lorebooks"] == ["Coast", "Storms"]
+
+        again = api.post("/api/chats/import", files={"file": ("c.jsonl", exported)}, data={"character_id": char["id"]})
+        assert again.status_code == 201, again.text
+        back = again.json()
+        assert back["notes"] == []
+        s = back["settings"]
+        assert s["context_note"] == "Rain taps the glass."
+        assert (s["context_note_depth"], s["context_note_role"]) == (2, "user")
+        assert s["recent_message_limit"] == 40 and s["memory_recall"] is True
+        assert s["time_awareness"] is True and s["temperature"] == 0.7 and back["mode"] == "conversation"
+        attached = api.get(f"/api/chats/{back['id']}/lorebooks").json()["attached"]
+        assert sorted(attached) == sorted(b["id"] for b in books)
+        # And out again: the same header.
+        second = api.get(f"/api/chats/{back['id']}/export").content
+        assert json.loads(second.splitlines()[0])["chat_metadata"] == meta
+
+    def test_lorebook_not_found_is_named_and_the_rest_imports(self, api):
+        char, chat, books = _settings_round_trip_chat(api)
+        exported = api.get(f"/api/chats/{chat['id']}/export").content
+        assert api.delete(f"/api/lorebooks/{books[1]['id']}").status_code == 204
+        back = api.post("/api/chats/import", files={"file": ("c.jsonl", exported)}, data={"character_id": char["id"]})
+        assert back.status_code == 201, back.text
+        assert back.json()["notes"] == ["Lorebook “Storms” was not found; import it and attach it in Chat Settings."]
+        assert api.get(f"/api/chats/{back.json()['id']}/lorebooks").json()["attached"] == [books[0]["id"]]
+        assert back.json()["settings"]["context_note"] == "Rain taps the glass."
+
+
+def test_sillytavern_file_with_authors_note_and_chat_lorebook(api):
+    """A file SillyTavern wrote: no `sugo` key, only note_* and world_info."""
+    add_character(api, "Mirela")
+    book = api.post("/api/lorebooks", json={"name": "Eldoria"}).json()
+    header = {"user_name": "Rowan", "character_name": "Mirela", "create_date": "2024-10-18@20h52m17s",
+              "chat_metadata": {"note_prompt": "[Style: terse.]", "note_interval": 1, "note_position": 1,
+                                "note_depth": 6, "note_role": 2, "world_info": "Eldoria"}}
+    lines = [header, ST_CHAT[1]]
+    r = api.post("/api/chats/import", files={"file": ("st.jsonl", _jsonl(lines))})
+    assert r.status_code == 201, r.text
+    chat = r.json()
+    assert chat["notes"] == []
+    s = chat["settings"]
+    assert (s["context_note"], s["context_note_depth"], s["context_note_role"]) == ("[Style: terse.]", 6, "assistant")
+    assert api.get(f"/api/chats/{chat['id']}/lorebooks").json()["attached"] == [book["id"]]
+    # The note is sent where SillyTavern put it: 6 messages above the newest, as the assistant.
+    prompt = api.get(f"/api/chats/{chat['id']}/prompt").json()
+    assert any(b["text"] == "[Style: terse.]" and b["role"] == "assistant" for b in prompt["blocks"])
+
+
+def test_bad_metadata_values_are_left_out_with_a_note(api):
+    add_character(api, "Mirela")
+    header = {"user_name": "Rowan", "character_name": "Mirela",
+              "chat_metadata": {"note_prompt": "Fog.", "note_depth": "deep", "note_role": 7, "note_position": 0,
+                                "world_info": ["Nowhere", 3]}}
+    r = api.post("/api/chats/import", files={"file": ("st.jsonl", _jsonl([header, ST_CHAT[1]]))})
+    assert r.status_code == 201, r.text
+    s, notes = r.json()["settings"], r.json()["notes"]
+    assert (s["context_note"], s["context_note_depth"], s["context_note_role"]) == ("Fog.", 4, "system")
+    assert any("depth" in n for n in notes) and any("role" in n for n in notes)
+    assert any("Lorebook “Nowhere” was not found" in n for n in notes)
+    sugo = {"sugo": {"version": 1, "recent_message_limit": 5, "recall": {"enabled": "yes"}, "mode": "chaos",
+                     "context_note": {"text": 12}, "lorebooks": "not a list"}}
+    r = api.post("/api/chats/import", files={"file": ("s.jsonl", _jsonl([{**header, "chat_metadata": sugo}, ST_CHAT[1]]))})
+    assert r.status_code == 201, r.text
+    assert r.json()["settings"]["recent_message_limit"] == 80 and r.json()["settings"]["memory_recall"] is None
+    assert r.json()["mode"] == "roleplay"
+    assert any("recent_message_limit" in n and "recall.enabled" in n for n in r.json()["notes"])
+    r = api.post("/api/chats/import", files={"file": ("n.jsonl", _jsonl([{**header, "chat_metadata": "x"}, ST_CHAT[1]]))})
+    assert r.status_code == 201 and r.json()["notes"]

@@ -131,7 +131,7 @@ def test_a_failing_source_is_left_out_and_named_and_the_reply_still_comes(tmp_pa
     with LiveSugo(tmp_path / "data", sources=sources) as live, live.client() as api:
         chat = _chat(api, models)
         peek = api.get(f"/api/chats/{chat['id']}/prompt").json()
-        assert "Broken source failed and was left out of this prompt (the server log has the details)." in peek["notes"]
+        assert "Broken source failed and was left out of this prompt (the server log has the details)." in peek["warnings"]
         assert "the index file is missing" not in str(peek)  # the error's own text stays in the log
         r = api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Still there?"})
         assert read_sse(r)[-1][0] == "done"

@@ -57,7 +57,7 @@ def test_history_is_cut_to_fit_context_in_whole_batches_first_message_kept():
     assert ids[0] == 1 and ids[1:] == list(range(41 - len(ids) + 1, 41))
     assert p.history_available == 16 and len(ids) == 10
     assert p.total_tokens <= 2048 - 512
-    assert any("did not fit" in n for n in p.notes)
+    assert any("did not fit" in n for n in p.warnings)
 
 
 def test_recent_message_limit_caps_history_with_batch_drops():
@@ -166,3 +166,10 @@ def test_group_totals_add_up_to_the_prompt_total_and_breakdown_is_sorted():
     sizes = size_breakdown(p)
     assert [r.tokens for r in sizes] == sorted((r.tokens for r in sizes), reverse=True)
     assert any(r.label == "Recent messages (8)" for r in sizes)
+    # One count per block: the breakdown's row for a block is the block's own count (Peek Prompt's),
+    # and the role markers are their own row, so the rows add up to the total.
+    by_label = {r.label: r.tokens for r in sizes}
+    for block in p.blocks:
+        if block.message_id is None and sum(b.label == block.label for b in p.blocks) == 1:
+            assert by_label[block.label] == block.tokens
+    assert sum(r.tokens for r in sizes) == p.total_tokens

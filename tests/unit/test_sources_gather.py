@@ -37,4 +37,4 @@ def test_a_failing_running_source_is_named_in_its_place():
     sources = PromptSources([Recorder("recall", log, running=True, fails=True), Recorder("lore", log)])
     gathered = sources.gather(SimpleNamespace(chat=SimpleNamespace(id=1)))
     assert [b.kind for b in gathered.dynamic] == ["lore"]
-    assert gathered.notes[0].startswith("Recall failed") and gathered.notes[1] == "lore"
+    assert gathered.warnings[0].startswith("Recall failed") and gathered.notes == ("lore",)

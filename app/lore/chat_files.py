@@ -1,0 +1,53 @@
+"""SillyTavern chat files with the lorebooks attached to the chat: the chats domain writes and reads
+the file, and cannot know lorebooks (it sits below lore), so the names pass through here."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlmodel import Session, col, select
+
+from app.chats import st_io
+from app.chats.models import Chat
+from app.lore.models import Lorebook, LorebookLink
+
+
+def chat_book_names(session: Session, chat_id: int) -> list[str]:
+    """Names of the lorebooks attached to the chat itself, in the order they were attached."""
+    rows = session.exec(
+        select(Lorebook.name).join(LorebookLink, col(LorebookLink.lorebook_id) == col(Lorebook.id))
+        .where(LorebookLink.chat_id == chat_id).order_by(col(LorebookLink.id))
+    )  # fmt: skip
+    return list(dict.fromkeys(rows))
+
+
+def attach_books_by_name(session: Session, chat_id: int, names: Sequence[str]) -> list[str]:
+    """Attach to the chat the lorebook of each name (the oldest when two share it); returns the
+    names no lorebook has."""
+    missing = []
+    for name in names:
+        book_id = session.exec(select(Lorebook.id).where(Lorebook.name == name).order_by(col(Lorebook.id))).first()
+        if book_id is None:
+            missing.append(name)
+            continue
+        linked = session.exec(select(LorebookLink.id).where(LorebookLink.chat_id == chat_id,
+                                                            LorebookLink.lorebook_id == book_id)).first()  # fmt: skip
+        if linked is None:
+            session.add(LorebookLink(lorebook_id=book_id, chat_id=chat_id))
+    session.flush()
+    return missing
+
+
+def export_chat_file(session: Session, chat: Chat) -> bytes:
+    """The chat as SillyTavern .jsonl, its settings and lorebooks in chat_metadata."""
+    return st_io.export_chat(session, chat, lorebooks=chat_book_names(session, chat.id))
+
+
+def import_chat_file(session: Session, raw: bytes, *, character_id: int | None = None) -> tuple[Chat, list[str]]:
+    """Import a SillyTavern chat and attach the lorebooks it names that exist; returns the chat and
+    what the user should know (lorebooks not found, settings left out). A missing book never fails it."""
+    imported = st_io.import_chat(session, raw, character_id=character_id)
+    missing = attach_books_by_name(session, imported.chat.id, imported.lorebooks)
+    notes = [*imported.notes, *(f"Lorebook “{name}” was not found; import it and attach it in Chat Settings."
+                                for name in missing)]  # fmt: skip
+    return imported.chat, notes
