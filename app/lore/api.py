@@ -1,5 +1,5 @@
 from fastapi import APIRouter, File, Query, UploadFile
-from fastapi.responses import Response
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
 from app.chats import service as chats
@@ -40,12 +40,16 @@ def create_lorebook(data: BookIn, session: SessionDep) -> dict:
     return _book_json(service.create_book(session, **data.model_dump()), 0)
 
 
-@router.post("/import", status_code=201)
-def import_lorebook(session: SessionDep, file: UploadFile = File(...)) -> dict:
+@router.post("/import", status_code=201, responses={409: {"description": "A book with the same entries exists"}})
+def import_lorebook(session: SessionDep, file: UploadFile = File(...), copy: bool = Query(False)):
     """A SillyTavern World Info `.json`, a card's `character_book`, or a Marinara `.marinara.json`.
     A refused file creates nothing. Entries with a `/regex/` key Sugo cannot run come in turned
-    off, each named in `notes`."""
-    imported = service.import_file(session, file.file.read(), filename=file.filename or "")
+    off, each named in `notes`. A book whose entries are already stored answers 409 with the
+    stored book's `existing_id`; `copy=true` imports it anyway, under a free name ("Name (2)")."""
+    try:
+        imported = service.import_file(session, file.file.read(), filename=file.filename or "", copy=copy)
+    except service.SameBookExists as err:
+        return JSONResponse({"detail": str(err), "existing_id": err.existing.id}, status_code=409)
     book = imported.book
     return {**_book_json(book, len(service.list_entries(session, book.id))), "notes": imported.notes}
 

@@ -20,14 +20,18 @@ class ImportedCard:
 
 
 def import_card(session: Session, raw: bytes, filename: str | None = None) -> ImportedCard:
-    """Import a card; its embedded book becomes a lorebook attached to the character. One
-    transaction: a refused card or book creates nothing."""
+    """Import a card; its embedded book becomes a lorebook attached to the character (or, when an
+    identical book is already stored, that one is attached). One transaction: a refused card or
+    book creates nothing."""
     char = characters.import_card(session, raw, filename)
     notes: list[str] = []
     if char.character_book is not None:
         book = import_character_book(session, char.character_book, character_id=char.id,
                                      name=f"{char.name}'s lorebook")  # fmt: skip
         notes = [f"In {book.book.name}: {note}" for note in book.notes]
+        if book.reused:
+            notes.append(f"Its lorebook “{book.book.name}” was already in your lorebooks with the same entries: "
+                         f"{char.name} uses that one, no copy was made.")  # fmt: skip
     return ImportedCard(char, notes)
 
 
