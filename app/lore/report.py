@@ -122,4 +122,6 @@ def inspector_note(snap: Mapping) -> str:
     text = f"Lorebooks: {len(active)} entr{'y' if len(active) == 1 else 'ies'} active ({detail}), {snap.get('chat_used', 0)} tokens"
     if skipped:
         text += f"; {len(skipped)} skipped (see Chat Settings → Active Context)"
+    if once := sum(1 for r in snap.get("rejected", []) if r.get("same_as") is not None):
+        text += f"; {once} left out (same text as an entry already sent)"
     return text + "."

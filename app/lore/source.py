@@ -50,11 +50,12 @@ class LoreSource(PromptSource):
         for item in snap.get("rejected", []):
             if item.get("same_as") is not None:
                 by_book.setdefault(item["book"], {"active": [], "once": []})["once"].append(item)
+        sent_once = sum(len(b["once"]) for b in by_book.values())
         persona = chats.chat_persona(session, chat)
         rows = service.chat_books(session, chat.id, [(c.id, c.name) for c in chats.chat_characters(session, chat.id)],
                                   (persona.id, persona.name) if persona else None)  # fmt: skip
         return SettingsSection("lore/_chat_settings.html", {
-            "lorebooks": rows, "scan": snap, "active": by_book,
+            "lorebooks": rows, "scan": snap, "active": by_book, "sent_once": sent_once,
             "notice": skipped_notice(snap) if snap else None, "limit_notice": limit_notice(snap) if snap else None,
         })  # fmt: skip
 
