@@ -38,6 +38,17 @@ def test_importing_a_book_already_there_offers_a_copy_and_adds_no_row(page: Page
     expect(page.locator(".lore-book strong")).to_have_text(["Eldoria", "Eldoria (2)"])
     shot("two-rows")
 
+    # The card again: its book is linked, not copied, and the character page says so.
+    page.goto(live.url + "/characters")
+    page.set_input_files("#card-file", str(SERAPHINA))
+    reused = page.locator("#card-book-reused")
+    expect(reused).to_contain_text("Its lorebook Eldoria was already in your lorebooks with the same entries: "
+                                   "Seraphina uses that one, no copy was made.")  # fmt: skip
+    expect(reused.get_by_role("link", name="Eldoria")).to_have_attribute("href", f"/lorebooks/{card_book['id']}")
+    shot("card-reused")
+    page.goto(live.url + "/lorebooks")
+    expect(page.locator(".lore-book")).to_have_count(2)
+
 
 def test_chat_settings_say_where_each_book_comes_from_and_a_shared_entry_is_sent_once(page: Page, live, models, shot):
     with live.client() as c:

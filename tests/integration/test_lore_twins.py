@@ -34,11 +34,20 @@ def test_a_card_whose_book_is_already_stored_links_that_book_and_says_so(api):
     assert api.get(f"/api/lorebooks/{stored['id']}").json()["links"] == [{"character_id": char["id"]}]
     assert char["notes"] == ["Its lorebook “Eldoria” was already in your lorebooks with the same entries: "
                              "Seraphina uses that one, no copy was made."]  # fmt: skip
-    # The same card again: its book is the one already stored, now used by both characters.
+    # The page import says so on the character page it opens.
+    page = api.post("/characters/import", files={"file": ("S.png", SERAPHINA.read_bytes())}, headers={"HX-Request": "true"})
+    opened = page.headers["HX-Redirect"]
+    assert page.status_code == 204 and opened.endswith(f"?reused_book={stored['id']}")
+    shown = api.get(opened).text
+    assert (f'Its lorebook <a href="/lorebooks/{stored["id"]}">Eldoria</a> was already in your lorebooks with the same '
+            "entries: Seraphina uses that one, no copy was made.") in shown  # fmt: skip
+    assert "was already in your lorebooks" not in api.get(opened.split("?")[0]).text
+    assert api.get(opened.split("?")[0] + "?reused_book=nope").status_code == 200
+    # The same card again: its book is the one already stored, now used by every such character.
     again = _card(api, "Seraphina again.png")
     assert len(api.get("/api/lorebooks").json()) == 1
     links = api.get(f"/api/lorebooks/{stored['id']}").json()["links"]
-    assert links == [{"character_id": char["id"]}, {"character_id": again["id"]}]
+    assert links[0] == {"character_id": char["id"]} and links[-1] == {"character_id": again["id"]} and len(links) == 3
     # The card still exports with its book.
     card = api.get(f"/api/characters/{char['id']}/export", params={"format": "json", "spec": "v2"}).json()
     assert {e["comment"] for e in card["data"]["character_book"]["entries"]} >= {"shadowfang", "glade"}
