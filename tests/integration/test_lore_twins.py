@@ -103,3 +103,17 @@ def test_an_entry_two_attached_books_share_is_sent_once_and_the_other_is_named(a
     assert "shadowfang" in sent and {a["book"] for a in scan["active"]} == {"Eldoria"}
     assert [(r["book"], r["title"], r["reason"]) for r in scan["rejected"]] == [
         ("Eldoria (2)", t, f"same text as “{t}” in Eldoria, sent once") for t in sent]  # fmt: skip
+
+
+def test_chat_settings_keep_the_chats_own_link_to_a_book_that_also_comes_through_the_character(api):
+    char = _card(api)
+    (card_book,) = api.get("/api/lorebooks").json()
+    chat = new_chat(api, [char["id"]])
+    assert api.put(f"/api/chats/{chat['id']}/lorebooks", json={"book_ids": [card_book["id"]]}).status_code == 200
+    html = api.get(f"/chats/{chat['id']}/settings", headers={"HX-Request": "true"}).text
+    row = html[html.index(f'id="chat-lorebook-row-{card_book["id"]}"'):]
+    row = row[: row.index("</li>")]
+    assert "this chat, and via the character Seraphina" in row and " disabled" in row
+    # The disabled box is not sent with the form: the hidden field keeps the chat's own link.
+    assert f'<input type="hidden" name="lorebook_ids" value="{card_book["id"]}">' in row
+    assert f'<label for="chat-lorebook-{card_book["id"]}">Eldoria</label>' in row
