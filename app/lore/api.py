@@ -152,16 +152,21 @@ def detach_lorebook(book_id: int, data: LinkIn, session: SessionDep) -> None:
 
 @chat_router.get("/{chat_id}/lorebooks")
 def show_chat_lorebooks(chat_id: int, session: SessionDep) -> dict:
-    """The lorebooks attached to the chat, those in effect (global, character, persona), and
+    """The lorebooks attached to the chat, those in effect (global, character, persona), where
+    each book applies from (`sources`: the chat itself and `via` character, persona or global), and
     Active Context: the last scan, with the skipped-by-budget notice."""
     chat = chats.get_chat(session, chat_id)
     chars = chats.chat_characters(session, chat_id)
     persona = chats.chat_persona(session, chat)
     in_effect = service.books_for_chat(session, chat_id, [c.id for c in chars], persona.id if persona else None)
+    rows = service.chat_books(session, chat_id, [(c.id, c.name) for c in chars],
+                              (persona.id, persona.name) if persona else None)  # fmt: skip
     snap = chat.lore_last_scan or {}
     return {
         "attached": service.chat_book_ids(session, chat_id),
         "in_effect": [_book_json(b) for b in in_effect],
+        "sources": [{"id": r.id, "name": r.name, "applies": r.applies, "in_chat": r.in_chat,
+                     "via": [{"kind": v.kind, "name": v.name} for v in r.via]} for r in rows],  # fmt: skip
         "token_budget": chats.chat_settings(chat).lore_token_budget,
         "last_scan": snap or None,
         "notice": skipped_notice(snap) if snap else None,

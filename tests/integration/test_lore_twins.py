@@ -117,3 +117,7 @@ def test_chat_settings_keep_the_chats_own_link_to_a_book_that_also_comes_through
     # The disabled box is not sent with the form: the hidden field keeps the chat's own link.
     assert f'<input type="hidden" name="lorebook_ids" value="{card_book["id"]}">' in row
     assert f'<label for="chat-lorebook-{card_book["id"]}">Eldoria</label>' in row
+    # The JSON twin says the same.
+    sources = api.get(f"/api/chats/{chat['id']}/lorebooks").json()["sources"]
+    assert sources == [{"id": card_book["id"], "name": "Eldoria", "applies": True, "in_chat": True,
+                        "via": [{"kind": "character", "name": "Seraphina"}]}]  # fmt: skip
