@@ -118,7 +118,7 @@ def test_chat_settings_say_where_each_book_comes_from_and_a_shared_entry_is_sent
     active = page.locator("#settings-panel #active-context")
     if active.get_attribute("open") is None:
         active.locator("summary").first.click()
-    expect(active.locator("summary").first).to_contain_text("sent once")
+    expect(active.locator("summary").first).to_contain_text("duplicates left out")
     once = active.locator(".lore-sent-once", has_text="shadowfang")
     expect(once).to_contain_text("left out: same text as “shadowfang” in Eldoria, sent once")
     once.scroll_into_view_if_needed()
