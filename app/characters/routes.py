@@ -66,15 +66,20 @@ async def import_character_page(request: Request, session: SessionDep) -> Respon
     # A card's book may hold thousands of entries: parsed and written on a thread.
     imported = await run_in_threadpool(card_books.import_card, session, raw, getattr(upload, "filename", None))
     char = imported.character
-    return Response(status_code=204, headers={"HX-Redirect": f"/characters/{char.id}"})
+    # The character page says the card's book was one already stored (linked, not copied).
+    shown = f"/characters/{char.id}" + (f"?reused_book={imported.reused_book}" if imported.reused_book else "")
+    return Response(status_code=204, headers={"HX-Redirect": shown})
 
 
 @router.get("/characters/{character_id}")
-def edit_character_page(character_id: int, request: Request, session: SessionDep) -> HTMLResponse:
-    """View and edit a character."""
+def edit_character_page(character_id: int, request: Request, session: SessionDep,
+                        reused_book: str = "") -> HTMLResponse:  # fmt: skip
+    """View and edit a character; after a card import that linked a stored book, says so."""
     char = service.get_character(session, character_id)
+    lorebooks = books_of_character(session, character_id)
+    reused = next((b for b in lorebooks if str(b.id) == reused_book), None)
     return render(request, "characters/edit.html", {"char": char, "note_of": service.character_note,
-                                                    "lorebooks": books_of_character(session, character_id)})  # fmt: skip
+                                                    "lorebooks": lorebooks, "reused_book": reused})  # fmt: skip
 
 
 @router.post("/characters/{character_id}")

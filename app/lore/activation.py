@@ -35,6 +35,7 @@ from app.lore.entries import (
     MIN_RECURSION_DEPTH,
     POSITIONS,
     ROLES,
+    SAME_TEXT,
     SELECTIVE_LOGICS,
     SKIP_BOOK,
     SKIP_BOTH,
@@ -61,6 +62,7 @@ from app.lore.matching import (
     regex_key_problem,
     turn_off_unrunnable,
 )
+from app.lore.twins import same_text
 
 __all__ = [
     "DEFAULT_CHAT_TOKEN_BUDGET",
@@ -71,6 +73,7 @@ __all__ = [
     "MIN_RECURSION_DEPTH",
     "POSITIONS",
     "ROLES",
+    "SAME_TEXT",
     "SELECTIVE_LOGICS",
     "SKIP_BOOK",
     "SKIP_BOTH",
@@ -133,6 +136,7 @@ class _Scan:
         self.chat_used = 0
         self.recursion_texts: list[str] = []
         self.windows: dict[int, Segment] = {}
+        self.sent: dict[str, ActiveEntry] = {}  # admitted text (see twins.same_text) -> its entry
         self.result = ScanResult([], [], [], {}, {}, 0, 0, [p for b in books for p in b.problems])
 
     # -- matching state
@@ -315,6 +319,12 @@ class _Scan:
             self.fired_groups.update(compiled.slots[c.slot].groups)
             self.result.rejected.append(RejectedEntry(entry, book, self.matched_keys(c.key), "empty", depth))
             return
+        # The same text from two books (a card's book and its World Info twin) is sent once: by
+        # the first entry admitted; the other neither fires nor counts against a budget.
+        first = self.sent.get(same_text(text))
+        if first is not None:
+            self.result.rejected.append(RejectedEntry(entry, book, self.matched_keys(c.key), SAME_TEXT, depth, first))
+            return
         tokens = self.count(text)
         budget, chat_budget = max(book.token_budget, 0), max(self.request.chat_token_budget, 0)
         used = self.book_used[c.book]
@@ -339,7 +349,9 @@ class _Scan:
         self.chat_used += tokens
         self.fired.append((entry, c.reason))
         self.fired_groups.update(compiled.slots[c.slot].groups)
-        self.result.active.append(ActiveEntry(entry, book, matched, tokens, text, depth, c.reason))
+        active = ActiveEntry(entry, book, matched, tokens, text, depth, c.reason)
+        self.result.active.append(active)
+        self.sent[same_text(text)] = active
         if entry.recursion:
             self.recursion_texts.append(text)
 

@@ -1,5 +1,5 @@
 from fastapi import APIRouter, File, Query, UploadFile
-from fastapi.responses import Response
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
 from app.chats import service as chats
@@ -40,12 +40,16 @@ def create_lorebook(data: BookIn, session: SessionDep) -> dict:
     return _book_json(service.create_book(session, **data.model_dump()), 0)
 
 
-@router.post("/import", status_code=201)
-def import_lorebook(session: SessionDep, file: UploadFile = File(...)) -> dict:
+@router.post("/import", status_code=201, responses={409: {"description": "A book with the same entries exists"}})
+def import_lorebook(session: SessionDep, file: UploadFile = File(...), copy: bool = Query(False)):
     """A SillyTavern World Info `.json`, a card's `character_book`, or a Marinara `.marinara.json`.
     A refused file creates nothing. Entries with a `/regex/` key Sugo cannot run come in turned
-    off, each named in `notes`."""
-    imported = service.import_file(session, file.file.read(), filename=file.filename or "")
+    off, each named in `notes`. A book whose entries are already stored answers 409 with the
+    stored book's `existing_id`; `copy=true` imports it anyway, under a free name ("Name (2)")."""
+    try:
+        imported = service.import_file(session, file.file.read(), filename=file.filename or "", copy=copy)
+    except service.SameBookExists as err:
+        return JSONResponse({"detail": str(err), "existing_id": err.existing.id}, status_code=409)
     book = imported.book
     return {**_book_json(book, len(service.list_entries(session, book.id))), "notes": imported.notes}
 
@@ -148,16 +152,21 @@ def detach_lorebook(book_id: int, data: LinkIn, session: SessionDep) -> None:
 
 @chat_router.get("/{chat_id}/lorebooks")
 def show_chat_lorebooks(chat_id: int, session: SessionDep) -> dict:
-    """The lorebooks attached to the chat, those in effect (global, character, persona), and
+    """The lorebooks attached to the chat, those in effect (global, character, persona), where
+    each book applies from (`sources`: the chat itself and `via` character, persona or global), and
     Active Context: the last scan, with the skipped-by-budget notice."""
     chat = chats.get_chat(session, chat_id)
     chars = chats.chat_characters(session, chat_id)
     persona = chats.chat_persona(session, chat)
     in_effect = service.books_for_chat(session, chat_id, [c.id for c in chars], persona.id if persona else None)
+    rows = service.chat_books(session, chat_id, [(c.id, c.name) for c in chars],
+                              (persona.id, persona.name) if persona else None)  # fmt: skip
     snap = chat.lore_last_scan or {}
     return {
         "attached": service.chat_book_ids(session, chat_id),
         "in_effect": [_book_json(b) for b in in_effect],
+        "sources": [{"id": r.id, "name": r.name, "applies": r.applies, "in_chat": r.in_chat,
+                     "via": [{"kind": v.kind, "name": v.name} for v in r.via]} for r in rows],  # fmt: skip
         "token_budget": chats.chat_settings(chat).lore_token_budget,
         "last_scan": snap or None,
         "notice": skipped_notice(snap) if snap else None,

@@ -17,18 +17,25 @@ from app.lore.service import character_book_for, import_character_book
 class ImportedCard:
     character: Character
     notes: list[str]  # what the import changed, for the user (lorebook entries turned off, and why)
+    reused_book: int | None = None  # the stored lorebook linked because the card's book had its entries
 
 
 def import_card(session: Session, raw: bytes, filename: str | None = None) -> ImportedCard:
-    """Import a card; its embedded book becomes a lorebook attached to the character. One
-    transaction: a refused card or book creates nothing."""
+    """Import a card; its embedded book becomes a lorebook attached to the character (or, when an
+    identical book is already stored, that one is attached). One transaction: a refused card or
+    book creates nothing."""
     char = characters.import_card(session, raw, filename)
     notes: list[str] = []
+    reused = None
     if char.character_book is not None:
         book = import_character_book(session, char.character_book, character_id=char.id,
                                      name=f"{char.name}'s lorebook")  # fmt: skip
         notes = [f"In {book.book.name}: {note}" for note in book.notes]
-    return ImportedCard(char, notes)
+        if book.reused:
+            reused = book.book.id
+            notes.append(f"Its lorebook “{book.book.name}” was already in your lorebooks with the same entries: "
+                         f"{char.name} uses that one, no copy was made.")  # fmt: skip
+    return ImportedCard(char, notes, reused)
 
 
 def export_card(session: Session, char: Character, *, fmt: str, spec: str | None = None) -> bytes:

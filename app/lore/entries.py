@@ -27,6 +27,7 @@ __all__ = [
     "SKIP_BOTH",
     "SKIP_CHAT",
     "SKIP_LIMIT",
+    "SAME_TEXT",
     "ActiveEntry",
     "KeyProblem",
     "LoreBook",
@@ -54,6 +55,7 @@ SKIP_BOOK, SKIP_CHAT, SKIP_BOTH, SKIP_LIMIT = (
     "lorebook and chat budgets",
     "entry limit",
 )
+SAME_TEXT = "same text"  # a rejected entry whose text an admitted one already sends
 
 
 @dataclass(frozen=True)
@@ -161,10 +163,12 @@ class RejectedEntry:
     book: LoreBook
     matched_keys: tuple[str, ...]
     # "delay", "cooldown", "group" (another entry won its inclusion group), "probability",
-    # "waits for recursion" (delay until recursion and no pass reached its level), or "empty"
-    # (it fired, its macros ran, but its text rendered empty, so it is not listed as active).
+    # "waits for recursion" (delay until recursion and no pass reached its level), "empty"
+    # (it fired, its macros ran, but its text rendered empty, so it is not listed as active), or
+    # SAME_TEXT (an entry admitted before it sends the same text: `same_as`).
     reason: str
     found_at_depth: int
+    same_as: ActiveEntry | None = None
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from app.lore.activation import SKIP_BOOK, SKIP_BOTH, SKIP_CHAT, SKIP_LIMIT, LoreBook, ScanResult
+from app.lore.activation import (
+    SAME_TEXT,
+    SKIP_BOOK,
+    SKIP_BOTH,
+    SKIP_CHAT,
+    SKIP_LIMIT,
+    LoreBook,
+    RejectedEntry,
+    ScanResult,
+)
 from app.rendering import plural
 
 POSITION_LABELS = {
@@ -59,10 +68,18 @@ def snapshot(result: ScanResult, *, chat_budget: int, at: datetime) -> dict:
                      "depth_found": s.found_at_depth}
                     for s in result.skipped],  # fmt: skip
         "rejected": [{**where(r.book), "entry_id": r.entry.id, "title": r.entry.title or _first_key(r.entry.keys),
-                      "matched_keys": list(r.matched_keys), "reason": r.reason}
+                      "matched_keys": list(r.matched_keys), "reason": _rejected_reason(r),
+                      "same_as": r.same_as.entry.id if r.same_as else None}
                      for r in result.rejected if r.reason != "empty"],  # fmt: skip
         "problems": [{"entry_id": p.entry_id, "key": p.key, "message": p.message} for p in result.problems],
     }
+
+
+def _rejected_reason(r: RejectedEntry) -> str:
+    if r.reason == SAME_TEXT and r.same_as is not None:
+        first = r.same_as
+        return f"same text as “{first.entry.title or _first_key(first.entry.keys)}” in {first.book.name}, sent once"
+    return r.reason
 
 
 def _first_key(keys) -> str:
@@ -107,4 +124,6 @@ def inspector_note(snap: Mapping) -> str:
     text = f"Lorebooks: {plural(len(active), 'entry', 'entries')} active ({detail}), {plural(snap.get('chat_used', 0), 'token')}"
     if skipped:
         text += f"; {len(skipped)} skipped (see Chat Settings → Active Context)"
+    if once := sum(1 for r in snap.get("rejected", []) if r.get("same_as") is not None):
+        text += f"; {once} left out (same text as an entry already sent)"
     return text + "."

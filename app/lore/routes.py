@@ -110,18 +110,26 @@ def create_lorebook_page(request: Request, form: FormDep, session: SessionDep, h
 
 @router.post("/lorebooks/import")
 async def import_lorebook_page(request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
-    """Import a World Info / character_book / Marinara file, then show it."""
+    """Import a World Info / character_book / Marinara file, then show it; a book already stored
+    with the same entries is named, with a button to import a copy anyway."""
     form = await request.form()
     upload = form.get("file")
     raw = await forms.upload(form, "file")
     if not raw:
         raise UserError("Choose a lorebook file to import.")
     # Parsing, compiling and writing a big book takes a while: on a thread, so other requests go on.
-    return await run_in_threadpool(_imported_book_page, request, session, raw, getattr(upload, "filename", "") or "", hx)
+    return await run_in_threadpool(_imported_book_page, request, session, raw, getattr(upload, "filename", "") or "",
+                                   hx, copy=forms.text(form, "copy") == "1")  # fmt: skip
 
 
-def _imported_book_page(request: Request, session, raw: bytes, filename: str, hx: bool) -> HTMLResponse:
-    imported = service.import_file(session, raw, filename=filename)
+def _imported_book_page(request: Request, session, raw: bytes, filename: str, hx: bool, *, copy: bool) -> HTMLResponse:
+    try:
+        imported = service.import_file(session, raw, filename=filename, copy=copy)
+    except service.SameBookExists as twin:
+        if hx:  # only the answer under the form: the chosen file stays for "Import a copy anyway"
+            return render(request, "lore/list.html", {"twin": twin}, block="import_result",
+                          headers={"HX-Retarget": "#import-result", "HX-Reswap": "outerHTML"})  # fmt: skip
+        return _list(request, session, twin=twin)
     book = imported.book
     message = " ".join([f"Imported {len(service.list_entries(session, book.id))} entries.", *imported.notes])
     return _book_page(request, session, book.id, hx=hx, message=message)

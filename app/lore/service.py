@@ -11,7 +11,9 @@ from sqlmodel import Session, col, or_, select
 from app.downloads import safe_stem
 from app.errors import NotFound, UserError
 from app.lore.activation import LoreBook, LoreEntry, turn_off_unrunnable
+from app.lore.chat_books import BookInfo, BookRow, chat_book_rows
 from app.lore.models import Lorebook, LorebookEntry, LorebookLink
+from app.lore.twins import book_fingerprint, free_name
 from app.lore.worldinfo import (
     LoreFileError,
     encode_file,
@@ -234,6 +236,30 @@ def chat_book_ids(session: Session, chat_id: int) -> list[int]:
     return [link.lorebook_id for link in session.exec(select(LorebookLink).where(LorebookLink.chat_id == chat_id))]
 
 
+def chat_books(session: Session, chat_id: int, characters: Sequence[tuple[int, str]],
+               persona: tuple[int, str] | None) -> list[BookRow]:  # fmt: skip
+    """Every lorebook with where it comes from in this chat (Chat Settings → Lorebooks):
+    `characters` are the chat's (id, name), `persona` its persona's, if any."""
+    char_names, persona_names = dict(characters), dict([persona] if persona else [])
+    conditions = [LorebookLink.chat_id == chat_id]
+    if char_names:
+        conditions.append(col(LorebookLink.character_id).in_(list(char_names)))
+    if persona_names:
+        conditions.append(col(LorebookLink.persona_id).in_(list(persona_names)))
+    in_chat: set[int] = set()
+    by_char: dict[int, list[tuple[int, str]]] = {}
+    by_persona: dict[int, list[tuple[int, str]]] = {}
+    for link in session.exec(select(LorebookLink).where(or_(*conditions)).order_by(LorebookLink.id)):
+        if link.chat_id == chat_id:
+            in_chat.add(link.lorebook_id)
+        elif link.character_id in char_names:
+            by_char.setdefault(link.lorebook_id, []).append((link.character_id, char_names[link.character_id]))
+        elif link.persona_id in persona_names:
+            by_persona.setdefault(link.lorebook_id, []).append((link.persona_id, persona_names[link.persona_id]))
+    books = [BookInfo(b.id, b.name, b.enabled, b.is_global) for b in list_books(session)]  # type: ignore[arg-type]
+    return chat_book_rows(books, in_chat=in_chat, characters=by_char, personas=by_persona)
+
+
 def books_for_chat(session: Session, chat_id: int, character_ids: Sequence[int], persona_id: int | None) -> list[Lorebook]:
     """Enabled lorebooks in effect for a chat: global ones and those attached to the chat, to one
     of its characters or to its persona."""
@@ -285,12 +311,43 @@ def entries_of(session: Session, book_ids: Sequence[int]) -> list[LorebookEntry]
 class ImportedBook:
     book: Lorebook
     notes: list[str]  # what the import changed, for the user (entries turned off, and why)
+    reused: bool = False  # an identical book was already stored: that one was linked, none was made
 
 
-def import_file(session: Session, raw: bytes, *, filename: str = "", character_id: int | None = None) -> ImportedBook:
+class SameBookExists(UserError):
+    """The imported book's entries are those of a book already stored; nothing was written."""
+
+    def __init__(self, name: str, existing: Lorebook):
+        self.name, self.existing = name, existing
+        if name.strip().casefold() == existing.name.strip().casefold():
+            text = f"{existing.name} is already in your lorebooks with the same entries."
+        else:
+            text = f"{name} has the same entries as “{existing.name}”, already in your lorebooks."
+        super().__init__(text)
+
+
+def find_twin(session: Session, entries: Sequence[LoreEntry]) -> Lorebook | None:
+    """The oldest stored book whose entries are these (see twins.book_fingerprint), if any. Only
+    books with as many entries are read."""
+    wanted = book_fingerprint(entries)
+    if wanted is None:
+        return None
+    same_size = sorted(book_id for book_id, n in entry_counts(session).items() if n == len(entries))
+    by_book: dict[int, list[LoreEntry]] = {book_id: [] for book_id in same_size}
+    for row in entries_of(session, same_size):
+        by_book[row.lorebook_id].append(entry_data(row))
+    for book_id in same_size:
+        if book_fingerprint(by_book[book_id]) == wanted:
+            return session.get(Lorebook, book_id)
+    return None
+
+
+def import_file(session: Session, raw: bytes, *, filename: str = "", character_id: int | None = None,
+                copy: bool = False) -> ImportedBook:  # fmt: skip
     """A lorebook from a SillyTavern World Info file, a card's character_book or a Marinara
     `.marinara.json`; one transaction: a refused file writes nothing. Entries whose `/regex/` key
-    cannot run are imported turned off, each named in `notes`."""
+    cannot run are imported turned off, each named in `notes`. A book whose entries are already
+    stored raises SameBookExists unless `copy` (then it is stored under a free name)."""
     stem = filename.rsplit("/", 1)[-1]
     for suffix in (".marinara.json", ".json", ".marinara"):
         stem = stem.removesuffix(suffix)
@@ -299,12 +356,15 @@ def import_file(session: Session, raw: bytes, *, filename: str = "", character_i
     except LoreFileError as err:
         raise UserError(str(err)) from err
     entries, notes = turn_off_unrunnable(parsed.entries)
+    if not copy and (twin := find_twin(session, entries)) is not None:
+        raise SameBookExists(parsed.book.name or stem or "This lorebook", twin)
     return ImportedBook(store_parsed(session, parsed.book, entries, character_id=character_id), notes)
 
 
 def store_parsed(session: Session, book: LoreBook, entries: Sequence[LoreEntry], *, character_id: int | None = None) -> Lorebook:
     row = Lorebook(**{f: getattr(book, f) for f in BOOK_FIELDS})
-    row.name = (row.name or "Imported lorebook").strip()[:200] or "Imported lorebook"
+    # Two rows never read the same: a name already taken becomes "Name (2)".
+    row.name = free_name(row.name.strip() or "Imported lorebook", session.exec(select(Lorebook.name)))
     session.add(row)
     session.flush()
     session.add_all([_entry_row(row.id, e) for e in entries])
@@ -331,13 +391,18 @@ def export_file(session: Session, book_id: int, fmt: str) -> tuple[str, bytes]:
 
 def import_character_book(session: Session, raw: dict, *, character_id: int, name: str) -> ImportedBook:
     """A card's embedded `character_book` as a lorebook attached to the character; entries whose
-    `/regex/` key cannot run come in turned off, each named in `notes`."""
+    `/regex/` key cannot run come in turned off, each named in `notes`. When a stored book has the
+    same entries (the book imported before as a World Info file, the same card imported again),
+    that book is attached instead of a twin (`reused`)."""
     try:
         parsed = parse_character_book(raw, name=name)
     except LoreFileError as err:
         raise UserError(f"The card's embedded lorebook could not be read: {err}") from err
     book = parsed.book if parsed.book.name else dataclasses.replace(parsed.book, name=name)
     entries, notes = turn_off_unrunnable(parsed.entries)
+    if (twin := find_twin(session, entries)) is not None:
+        attach(session, twin.id, "character", character_id)
+        return ImportedBook(twin, [], reused=True)
     return ImportedBook(store_parsed(session, book, entries, character_id=character_id), notes)
 
 

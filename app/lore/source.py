@@ -8,6 +8,7 @@ from typing import Any
 from sqlmodel import Session
 
 from app import forms
+from app.chats import service as chats
 from app.chats.history import message_count
 from app.chats.models import Chat
 from app.lore import service
@@ -42,12 +43,19 @@ class LoreSource(PromptSource):
 
     def settings_section(self, session: Session, chat: Chat, services: Services) -> SettingsSection:
         snap = chat.lore_last_scan or {}
-        active_by_book: dict[str, list] = {}
+        # Per book: the entries sent, then those left out because another entry sends their text.
+        by_book: dict[str, dict[str, list]] = {}
         for item in snap.get("active", []):
-            active_by_book.setdefault(item["book"], []).append(item)
+            by_book.setdefault(item["book"], {"active": [], "once": []})["active"].append(item)
+        for item in snap.get("rejected", []):
+            if item.get("same_as") is not None:
+                by_book.setdefault(item["book"], {"active": [], "once": []})["once"].append(item)
+        sent_once = sum(len(b["once"]) for b in by_book.values())
+        persona = chats.chat_persona(session, chat)
+        rows = service.chat_books(session, chat.id, [(c.id, c.name) for c in chats.chat_characters(session, chat.id)],
+                                  (persona.id, persona.name) if persona else None)  # fmt: skip
         return SettingsSection("lore/_chat_settings.html", {
-            "lorebooks": service.list_books(session), "attached": set(service.chat_book_ids(session, chat.id)),
-            "scan": snap, "active": active_by_book,
+            "lorebooks": rows, "scan": snap, "active": by_book, "sent_once": sent_once,
             "notice": skipped_notice(snap) if snap else None, "limit_notice": limit_notice(snap) if snap else None,
         })  # fmt: skip
 

@@ -20,8 +20,8 @@ def _count(sugo, table):
         return db.execute(text(f"select count(*) from {table}")).scalar_one()
 
 
-def _import(api, name, raw):
-    return api.post("/api/lorebooks/import", files={"file": (name, raw)})
+def _import(api, name, raw, **params):
+    return api.post("/api/lorebooks/import", files={"file": (name, raw)}, params=params)
 
 
 def _entries_without_ids(api, book_id):
@@ -38,12 +38,15 @@ def test_world_info_imports_exports_and_reimports_identically(api):
     exported = api.get(f"/api/lorebooks/{book['id']}/export", params={"format": "world_info"})
     assert exported.headers["content-disposition"] == 'attachment; filename="Eldoria.json"'
     assert exported.content == raw  # byte for byte, unknown fields and all
-    again = _import(api, "Eldoria.json", exported.content).json()
+    # The same entries again: a copy only when asked for (issue 11 item 1), under a free name.
+    assert _import(api, "Eldoria.json", exported.content).status_code == 409
+    again = _import(api, "Eldoria.json", exported.content, copy="true").json()
+    assert again["name"] == "Eldoria (2)"
     assert _entries_without_ids(api, again["id"]) == _entries_without_ids(api, book["id"])
     # Through Marinara's envelope and back, nothing is lost either.
     marinara = api.get(f"/api/lorebooks/{book['id']}/export", params={"format": "marinara"}).content
     assert json.loads(marinara)["type"] == "marinara_lorebook"
-    third = _import(api, "Eldoria.marinara.json", marinara).json()
+    third = _import(api, "Eldoria.marinara.json", marinara, copy="true").json()
     # Marinara has no "use the book's setting" for case and whole words: it writes the book's value.
     resolved = [{**e, "case_sensitive": bool(e["case_sensitive"]),
                  "match_whole_words": e["match_whole_words"] is not False} for e in _entries_without_ids(api, book["id"])]  # fmt: skip
@@ -300,7 +303,7 @@ def test_an_imported_key_re2_cannot_run_turns_its_entry_off_and_says_so(api):
     entries = {e["title"]: e for e in api.get(f"/api/lorebooks/{r.json()['id']}").json()["entries"]}
     assert entries["Known"]["enabled"] is False and entries["Known"]["keys"] == ["/(?<!un)known/i"]
     assert entries["Dragon"]["enabled"] is True
-    page = api.post("/lorebooks/import", files={"file": ("Mixed.json", raw)})
+    page = api.post("/lorebooks/import", files={"file": ("Mixed.json", raw)}, data={"copy": "1"})
     assert page.status_code == 200 and "was turned off: its key /(?&lt;!un)known/i cannot be used" in page.text
 
 

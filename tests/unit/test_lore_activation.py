@@ -267,7 +267,7 @@ def test_skipped_entries_report_how_much_was_used_and_which_budget():
 
 
 def test_zero_budgets_are_unlimited():
-    entries = [entry(i, "a", content="w " * 5000) for i in range(1, 4)]
+    entries = [entry(i, "a", content=f"w{i} " * 5000) for i in range(1, 4)]
     assert active(run(["a"], entries, books=[book(token_budget=0)], chat_token_budget=0)) == [1, 2, 3]
     assert active(run(["a"], entries, books=[book(token_budget=0)])) == [1]  # chat default 8192
 
@@ -582,3 +582,26 @@ def test_scan_text_for_the_keyword_test_panel():
     result = scan_text("A dragon!", [book()], entries, count=words)
     assert active(result) == [1, 2]
     assert active(scan_text("A dragon!", [book()], entries, count=words, render=lambda e: "")) == []
+
+
+# --- the same text from two books ------------------------------------------------------------------
+
+
+def test_an_entry_whose_text_was_already_sent_is_left_out_and_names_the_first():
+    books = [book(id=1, name="Eldoria"), book(id=2, name="Eldoria (2)")]
+    entries = [entry(1, "shadowfang", content="Shadowfangs  hunt\nat night.", title="shadowfang"),
+               entry(2, "shadowfang", content=" Shadowfangs hunt at night. ", book_id=2, title="shadowfang"),
+               entry(3, "glade", content="The glade is safe.", book_id=2)]  # fmt: skip
+    result = run(["a shadowfang in the glade"], entries, books=books)
+    assert active(result) == [1, 3]
+    (twin,) = result.rejected
+    assert (twin.entry.id, twin.reason, twin.same_as.entry.id, twin.same_as.book.name) == (2, "same text", 1, "Eldoria")
+    # Left out before the budgets: it takes no tokens.
+    assert result.book_used == {1: 4, 2: 4} and result.chat_used == 8
+
+
+def test_the_first_by_the_usual_order_is_sent_a_constant_before_a_keyword_entry():
+    books = [book(id=1), book(id=2, name="Other")]
+    entries = [entry(1, "dragon", content="Dragons sleep."), entry(2, content="Dragons sleep.", constant=True, book_id=2)]
+    result = run(["a dragon"], entries, books=books)
+    assert active(result) == [2] and rejected(result) == {1: "same text"}
