@@ -220,7 +220,9 @@ def _store_continue(session: Session, chat: Chat, characters: list[Character], p
     """Mark the reply shown as being extended, and commit: a reload follows it like a new reply."""
     last = chats.last_message(session, chat.id)
     target = chats.get_message(session, chat.id, message_id) if message_id else last
-    if target is None or last is None or target.id != last.id or target.role != "assistant" or target.kind != "message":
+    if target is not None and last is not None and target.id != last.id:
+        raise UserError("Continue extends the last reply only; branch from here to rewrite history.")
+    if target is None or target.role != "assistant" or target.kind != "message":
         raise UserError("Continue extends the last reply, and this chat does not end on one.")
     if target.hidden:
         raise UserError("The last reply is hidden from the AI; show it to the AI again to continue it.")

@@ -1,6 +1,8 @@
 """Issue 11 item 7: a visible Reply when the chat ends on the user's message, Continue, Impersonate,
 and their shortcuts on desktop. Desktop and phone."""
 
+import re
+
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -107,4 +109,31 @@ def test_alt_enter_continues_and_alt_i_impersonates(page: Page, live, models):
     models.script("I wipe my brow.")
     page.keyboard.press("Alt+i")
     expect(page.locator("#composer-input")).to_have_value("I wipe my brow.")
+    assert len(_stored(live, chat_id)) == 3
+
+
+def test_stop_keeps_a_partial_continuation_and_ends_an_impersonation(page: Page, live, models):
+    chat_id = _chat_with_a_reply(page, live, models)
+    models.script(Reply(text="and falls " * 300, chunk_size=4, delay_s=0.02))
+    page.click("#more-button")
+    page.locator("#composer-menu").get_by_role("menuitem", name="Continue").click()
+    reply = page.locator("article.msg-assistant").last
+    expect(reply.locator(".continuation")).to_contain_text("and falls and falls")
+    page.click("#stop-button")
+    expect(page.locator("#send-button")).to_be_visible()
+    expect(reply.locator(".badge-warn")).to_have_text("incomplete")
+    expect(reply.locator(".msg-text")).to_contain_text("The hammer rises and falls and falls")
+    last = _stored(live, chat_id)[-1]
+    assert last["status"] == "partial" and last["content"].startswith("The hammer rises and falls and falls")
+
+    models.script(Reply(text="I step back " * 300, chunk_size=4, delay_s=0.02))
+    page.click("#more-button")
+    page.locator("#composer-menu").get_by_role("menuitem", name="Impersonate").click()
+    composer = page.locator("#composer-input")
+    expect(composer).to_have_value(re.compile(r"^I step back I step back"))
+    page.click("#stop-button")
+    expect(page.locator("#send-button")).to_be_visible()
+    expect(composer).to_be_editable()
+    kept = composer.input_value()
+    assert 0 < len(kept) < len("I step back " * 300)
     assert len(_stored(live, chat_id)) == 3

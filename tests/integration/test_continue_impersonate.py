@@ -173,3 +173,16 @@ class TestImpersonate:
         # The chat is free again.
         models.script("Onward.")
         assert _generate(api, chat["id"], "impersonate")[-1][0] == "done"
+
+
+def test_continue_is_refused_for_an_earlier_or_hidden_reply_and_nothing_changes(api, models):
+    chat = _setup(api, models)
+    _asked_and_answered(api, models, chat["id"])
+    msgs = _messages(api, chat["id"])
+    r = api.post(f"/api/chats/{chat['id']}/generate", json={"action": "continue", "message_id": msgs[0]["id"]})
+    assert r.status_code == 400 and "last reply only" in r.json()["detail"]
+    api.patch(f"/api/chats/{chat['id']}/messages/{msgs[-1]['id']}", json={"hidden": True})
+    before = _messages(api, chat["id"])
+    r = api.post(f"/api/chats/{chat['id']}/generate", json={"action": "continue"})
+    assert r.status_code == 400 and "hidden from the AI" in r.json()["detail"]
+    assert _messages(api, chat["id"]) == before and len(models.requests) == 1
