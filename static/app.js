@@ -372,6 +372,13 @@
     if (t.closest?.(".edit-form") && e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
       e.preventDefault(); t.closest("form").requestSubmit(); return;
     }
+    if (t.closest?.("#composer-menu") && (e.key === "ArrowDown" || e.key === "ArrowUp")) {
+      const items = [...document.querySelectorAll("#composer-menu button:not(:disabled)")];
+      const at = items.indexOf(t);
+      items[(at + (e.key === "ArrowDown" ? 1 : items.length - 1)) % items.length]?.focus();
+      e.preventDefault();
+      return;
+    }
     if (e.key === "Escape") {
       if (streaming) { stop(); return; }
       if (closeMenu()) { document.getElementById("more-button")?.focus(); return; }

@@ -110,6 +110,15 @@ def test_alt_enter_continues_and_alt_i_impersonates(page: Page, live, models):
     page.keyboard.press("Alt+i")
     expect(page.locator("#composer-input")).to_have_value("I wipe my brow.")
     assert len(_stored(live, chat_id)) == 3
+    # The menu by keyboard: it opens on its first action, arrows move, Esc closes it.
+    page.focus("#more-button")
+    page.keyboard.press("Enter")
+    expect(page.locator("#continue-button")).to_be_focused()
+    page.keyboard.press("ArrowDown")
+    expect(page.locator("#impersonate-button")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(page.locator("#composer-menu")).to_be_hidden()
+    expect(page.locator("#more-button")).to_be_focused()
 
 
 def test_stop_keeps_a_partial_continuation_and_ends_an_impersonation(page: Page, live, models):
