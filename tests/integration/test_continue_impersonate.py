@@ -186,3 +186,16 @@ def test_continue_is_refused_for_an_earlier_or_hidden_reply_and_nothing_changes(
     r = api.post(f"/api/chats/{chat['id']}/generate", json={"action": "continue"})
     assert r.status_code == 400 and "hidden from the AI" in r.json()["detail"]
     assert _messages(api, chat["id"]) == before and len(models.requests) == 1
+
+
+def test_on_anthropic_the_reply_is_followed_by_the_nudge_as_a_system_note(api, models):
+    """The decision: the nudge, not an assistant prefill (newer Claude models refuse prefills)."""
+    add_connection(api, models, kind="anthropic", base_url=models.anthropic_base_url, api_key="sk-test")
+    chat = new_chat(api, [add_character(api)["id"]])
+    _asked_and_answered(api, models, chat["id"])
+    models.script("and charges.")
+    assert _generate(api, chat["id"], "continue")[-1][0] == "done"
+    turns = models.last_request.json["messages"]
+    assert turns[-2] == {"role": "assistant", "content": "The knight draws his sword"}
+    assert turns[-1] == {"role": "user", "content": "[System note] " + CONTINUE_NUDGE}
+    assert _messages(api, chat["id"])[-1]["content"] == "The knight draws his sword and charges."
