@@ -40,6 +40,7 @@ from app.connections.providers.base import GenerationParams, ProviderConfig, Pro
 from app.connections.service import provider_config
 from app.db import lock_for_write
 from app.errors import UserError
+from app.generation.joining import continuation_joint
 from app.personas.models import Persona
 from app.prompt.blocks import Prompt
 from app.prompt.builder import Purpose
@@ -279,18 +280,6 @@ def prepare_request(session: Session, turn: StoredTurn, *, services: Services) -
         return reply
     reply.kind = effective.connection.kind
     return reply
-
-
-# A continuation starting with these needs no space before it.
-_JOINS_WITHOUT_SPACE = ".,;:!?)]}…'’"
-
-
-def continuation_joint(kept: str, first: str) -> str:
-    """What goes between a reply and the first words of its continuation: a space, unless one side
-    already has one or the continuation goes on with punctuation."""
-    if not kept or kept[-1].isspace() or not first or first[0].isspace() or first[0] in _JOINS_WITHOUT_SPACE:
-        return ""
-    return " "
 
 
 class _Draft:
