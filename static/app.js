@@ -136,6 +136,39 @@
     if (send) send.hidden = busy;
     if (stop) stop.hidden = !busy;
     chatEl()?.classList.toggle("is-generating", busy);
+    const input = document.getElementById("composer-input");
+    if (input && !busy) input.readOnly = false;
+    updateActions();
+  }
+
+  // Reply shows while the chat ends on the user's message; Continue needs a reply to extend.
+  function updateActions() {
+    const items = list()?.querySelectorAll("article.msg");
+    const last = items && items.length ? items[items.length - 1] : null;
+    const busy = !!streaming;
+    const bar = document.getElementById("reply-bar");
+    if (bar) bar.hidden = busy || last?.dataset.role !== "user";
+    const cont = document.getElementById("continue-button");
+    if (cont) {
+      cont.disabled = busy || last?.dataset.role !== "assistant" || last.classList.contains("is-hidden")
+        || !last.querySelector(".msg-text")?.textContent.trim();
+    }
+    const imp = document.getElementById("impersonate-button");
+    if (imp) imp.disabled = busy;
+  }
+
+  function closeMenu() {
+    const menu = document.getElementById("composer-menu");
+    if (!menu || menu.hidden) return false;
+    menu.hidden = true;
+    document.getElementById("more-button")?.setAttribute("aria-expanded", "false");
+    return true;
+  }
+
+  function speakerPayload(payload) {
+    const speaker = document.getElementById("speaker-select")?.value;
+    if (speaker) payload.speaker_id = Number(speaker);
+    return payload;
   }
 
   async function readStream(response, onEvent) {
@@ -161,9 +194,16 @@
   }
 
   async function consume(response, beforeId) {
-    let textEl = null, text = "", messageId = null;
+    let textEl = null, text = "", messageId = null, action = "send";
+    const input = document.getElementById("composer-input");
     await readStream(response, async (event, data) => {
       if (event === "start") {
+        action = data.action || "send";
+        if (action === "impersonate") {
+          // The user's next message, written into the composer: edited, then sent as usual.
+          if (input) { input.value = ""; input.readOnly = true; autosize(input); }
+          return;
+        }
         messageId = data.message_id;
         if (streaming) streaming.messageId = messageId;
         // A new reply is new to the page; a regenerated one, or one followed after a reload, is there.
@@ -172,13 +212,27 @@
         const item = document.getElementById("msg-" + messageId);
         item?.classList.add("is-streaming");
         textEl = item?.querySelector(".msg-text");
-        if (textEl) textEl.innerHTML = '<span class="typing" aria-label="Writing"><i></i><i></i><i></i></span>';
+        if (action === "continue" && textEl) {
+          // The reply stays as it is; the new words stream after its last paragraph.
+          const host = textEl.lastElementChild?.tagName === "P" ? textEl.lastElementChild : textEl;
+          textEl = host.appendChild(document.createElement("span"));
+          textEl.className = "continuation";
+        } else if (textEl) textEl.innerHTML = '<span class="typing" aria-label="Writing"><i></i><i></i><i></i></span>';
       } else if (event === "token") {
         text += data.text;
-        // Plain text while streaming; the server's sanitized Markdown replaces it at the end.
-        if (textEl) { textEl.textContent = text; scrollToEnd(false); }
+        if (action === "impersonate") {
+          if (input) { input.value = text; autosize(input); input.scrollTop = input.scrollHeight; }
+        } else if (textEl) {
+          // Plain text while streaming; the server's sanitized Markdown replaces it at the end.
+          textEl.textContent = text; scrollToEnd(false);
+        }
       } else if (event === "error") {
         toast(data.message, "error");
+      }
+      if (["done", "error", "stopped"].includes(event) && action === "impersonate" && input) {
+        input.readOnly = false;
+        input.focus();
+        input.setSelectionRange(input.value.length, input.value.length);
       }
       if (["done", "error", "stopped"].includes(event) && (data.message_id || messageId)) {
         await refreshMessage(data.message_id || messageId);
@@ -244,13 +298,37 @@
       scrollToEnd(true);
       return;
     }
-    const speaker = document.getElementById("speaker-select")?.value;
-    const payload = { action: "send", content: content.trim() ? content : null };
-    if (speaker) payload.speaker_id = Number(speaker);
+    const payload = speakerPayload({ action: "send", content: content.trim() ? content : null });
     input.value = "";
     autosize(input);
     const ok = await generate(payload);
     if (!ok && content && !document.querySelector(".msg-user:last-of-type")) input.value = content;
+  });
+
+  // Reply, Continue, Impersonate: the server refuses what does not fit the chat (a toast says why).
+  function runAction(name) {
+    closeMenu();
+    if (!chatId()) return;
+    if (name === "reply") generate(speakerPayload({ action: "send", content: null }));
+    else if (name === "continue") generate({ action: "continue" });
+    else if (name === "impersonate") generate(speakerPayload({ action: "impersonate" }));
+  }
+
+  document.addEventListener("click", (e) => {
+    const more = e.target.closest("#more-button");
+    if (more) {
+      const menu = document.getElementById("composer-menu");
+      if (!closeMenu() && menu) {
+        updateActions();
+        menu.hidden = false;
+        more.setAttribute("aria-expanded", "true");
+        menu.querySelector("button:not(:disabled)")?.focus();
+      }
+      return;
+    }
+    if (!e.target.closest("#composer-menu")) closeMenu();
+    const act = e.target.closest('[data-action="reply"], [data-action="continue"], [data-action="impersonate"]');
+    if (act && !act.disabled) runAction(act.dataset.action);
   });
 
   document.addEventListener("click", (e) => {
@@ -272,6 +350,13 @@
   const coarse = window.matchMedia("(pointer: coarse)").matches;
   document.addEventListener("keydown", (e) => {
     const t = e.target;
+    const inOtherField = ["INPUT", "TEXTAREA", "SELECT"].includes(t.tagName) && t.id !== "composer-input";
+    if (chatId() && !inOtherField && e.altKey && !e.ctrlKey && !e.metaKey && !e.shiftKey && !e.isComposing) {
+      // Alt+Enter continues the last reply (as in SillyTavern); Alt+I impersonates. The key's
+      // code, not its character: on a Mac, Option+I types a dead key.
+      if (e.key === "Enter") { e.preventDefault(); runAction("continue"); return; }
+      if (e.code === "KeyI") { e.preventDefault(); runAction("impersonate"); return; }
+    }
     if (t.id === "composer-input" && e.key === "Enter" && !e.shiftKey && !e.isComposing && (!coarse || e.ctrlKey || e.metaKey)) {
       e.preventDefault();
       document.getElementById("composer").requestSubmit();
@@ -287,8 +372,16 @@
     if (t.closest?.(".edit-form") && e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
       e.preventDefault(); t.closest("form").requestSubmit(); return;
     }
+    if (t.closest?.("#composer-menu") && (e.key === "ArrowDown" || e.key === "ArrowUp")) {
+      const items = [...document.querySelectorAll("#composer-menu button:not(:disabled)")];
+      const at = items.indexOf(t);
+      items[(at + (e.key === "ArrowDown" ? 1 : items.length - 1)) % items.length]?.focus();
+      e.preventDefault();
+      return;
+    }
     if (e.key === "Escape") {
       if (streaming) { stop(); return; }
+      if (closeMenu()) { document.getElementById("more-button")?.focus(); return; }
       closePanels();
       return;
     }
@@ -323,6 +416,9 @@
     localTimes();
     if (chatEl()) {
       scrollToEnd(true);
+      updateActions();
+      // Messages come and go by htmx swaps (a delete, a new reply): the actions follow.
+      new MutationObserver(updateActions).observe(list(), { childList: true });
       if (chatEl().dataset.generating === "true") follow();
     }
   });

@@ -79,9 +79,11 @@ class SwipeIn(BaseModel):
 
 class GenerateIn(BaseModel):
     """send: store `content` (if any) as the user's message, then a new reply;
-    regenerate / swipe: a new version of the last reply (older versions stay as swipes)."""
+    regenerate / swipe: a new version of the last reply (older versions stay as swipes);
+    continue: extend the last reply's shown version; impersonate: stream the user's next message
+    (`start` has no message id) and store nothing."""
 
-    action: Literal["send", "regenerate", "swipe"] = "send"
+    action: Literal["send", "regenerate", "swipe", "continue", "impersonate"] = "send"
     content: str | None = None
     speaker_id: RowId | None = None
     message_id: RowId | None = None

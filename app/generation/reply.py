@@ -4,7 +4,15 @@ The user's message is committed before the provider is called. The reply is writ
 that belongs to the server, not to the browser's connection: a phone that locks its screen
 mid-reply finds the finished reply when it comes back. The browser subscribes to the task's
 events over SSE; Stop sets the task's stop flag. What arrived before an error or a stop is kept,
-and the message is marked with the cause."""
+and the message is marked with the cause.
+
+Continue appends to the reply shown (the same message and version); Impersonate streams the user's
+next message to the page and stores nothing.
+
+Decision: Continue sends SillyTavern's nudge as a last system message for every provider, Anthropic
+included (it arrives there as a "[System note]" user turn), rather than the reply as an assistant
+prefill: newer Claude models and extended thinking refuse prefills, and Peek Prompt shows one
+prompt for all connections."""
 
 from __future__ import annotations
 
@@ -32,8 +40,10 @@ from app.connections.providers.base import GenerationParams, ProviderConfig, Pro
 from app.connections.service import provider_config
 from app.db import lock_for_write
 from app.errors import UserError
+from app.generation.joining import continuation_joint
 from app.personas.models import Persona
 from app.prompt.blocks import Prompt
+from app.prompt.builder import Purpose
 from app.prompt.macros import generation_seed
 from app.prompt.service import build_chat_prompt
 from app.services import Services
@@ -41,7 +51,7 @@ from app.timeutil import utcnow
 
 log = logging.getLogger(__name__)
 
-Action = Literal["send", "regenerate", "swipe", "continue"]
+Action = Literal["send", "regenerate", "swipe", "continue", "impersonate"]
 # Longest the reply waits for a browser to receive its `start` event (API clients may not read).
 START_WAIT_S = 0.05
 # What the user reads when something inside Sugo failed; the details (SQL, a stack) go to the log.
@@ -53,7 +63,7 @@ FINAL_WRITE_ATTEMPTS = 6  # about 30 s of SQLite's busy timeout
 @dataclass
 class Generation:
     chat_id: int
-    message_id: int
+    message_id: int | None  # None for Impersonate: its text is never stored
     swipe_index: int
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     events: list[tuple[str, dict]] = field(default_factory=list)
@@ -134,13 +144,18 @@ async def subscribe(gen: Generation) -> AsyncIterator[str]:
 class StoredTurn:
     """What is committed before anything else happens, and what was loaded to do it."""
 
-    message_id: int
+    message_id: int | None  # None for Impersonate
     swipe_index: int
     swipe_id: str
     chat: Chat
     characters: list[Character]
     persona: Persona | None
     speaker: Character | None
+    purpose: Purpose = "reply"
+    # Continue: the text being extended, and its version's status and error before (what stays if
+    # nothing arrives).
+    kept: str = ""
+    kept_state: tuple[str, str | None] = ("ok", None)
 
 
 @dataclass
@@ -168,6 +183,11 @@ def store_turn(
     persona = chats.chat_persona(session, chat)
     # The reply's writer finds its swipe by this id: an earlier swipe deleted meanwhile moves it.
     swipe_id = uuid.uuid4().hex
+    if action == "impersonate":
+        speaker = chats.next_speaker(session, chat, characters, speaker_id) if speaker_id is not None else None
+        return StoredTurn(None, 0, swipe_id, chat, characters, persona, speaker, purpose="impersonate")
+    if action == "continue":
+        return _store_continue(session, chat, characters, persona, message_id=message_id, swipe_id=swipe_id)
     if action == "send":
         if content and content.strip():
             name = persona.name if persona else chats.FALLBACK_USER_NAME
@@ -196,6 +216,35 @@ def store_turn(
     return StoredTurn(target.id, target.active_swipe, swipe_id, chat, characters, persona, speaker)
 
 
+def _store_continue(session: Session, chat: Chat, characters: list[Character], persona: Persona | None, *,
+                    message_id: int | None, swipe_id: str) -> StoredTurn:  # fmt: skip
+    """Mark the reply shown as being extended, and commit: a reload follows it like a new reply."""
+    last = chats.last_message(session, chat.id)
+    target = chats.get_message(session, chat.id, message_id) if message_id else last
+    if target is not None and last is not None and target.id != last.id:
+        raise UserError("Continue extends the last reply only; branch from here to rewrite history.")
+    if target is None or target.role != "assistant" or target.kind != "message":
+        raise UserError("Continue extends the last reply, and this chat does not end on one.")
+    if target.hidden:
+        raise UserError("The last reply is hidden from the AI; show it to the AI again to continue it.")
+    if not target.content.strip():
+        raise UserError("The last reply is empty: regenerate it instead.")
+    swipes = [dict(s) for s in target.swipes]
+    shown = swipes[target.active_swipe]
+    # Versions stored before versions had ids (or imported) get one: the writer finds its version by it.
+    swipe_id = shown.setdefault("id", swipe_id)
+    kept_state = (shown.get("status") or "ok", shown.get("error"))
+    shown["status"] = "streaming"
+    target.swipes = swipes
+    target.status = "streaming"
+    session.add(target)
+    session.flush()
+    session.commit()
+    speaker = next((c for c in characters if c.id == target.character_id), None)
+    return StoredTurn(target.id, target.active_swipe, swipe_id, chat, characters, persona, speaker,
+                      purpose="continue", kept=target.content, kept_state=kept_state)  # fmt: skip
+
+
 def prepare_request(session: Session, turn: StoredTurn, *, services: Services) -> PreparedReply:
     """Build the prompt and the provider config for a stored turn. Never raises: the placeholder
     is committed and must end marked, never left "streaming"."""
@@ -203,9 +252,11 @@ def prepare_request(session: Session, turn: StoredTurn, *, services: Services) -
     chat_id = turn.chat.id
     try:
         prompt, effective = build_chat_prompt(
-            session, turn.chat, services=services, speaker=turn.speaker, before_id=turn.message_id,
-            characters=turn.characters, persona=turn.persona, for_reply=True,
-            seed=generation_seed(turn.chat.id, turn.message_id, turn.swipe_index),
+            session, turn.chat, services=services, speaker=turn.speaker,
+            # Continue reads the reply it extends; a new reply or version reads what came before it.
+            before_id=turn.message_id if turn.purpose == "reply" else None,
+            characters=turn.characters, persona=turn.persona, for_reply=turn.purpose != "impersonate",
+            seed=generation_seed(turn.chat.id, turn.message_id, turn.swipe_index), purpose=turn.purpose,
         )  # fmt: skip
         session.commit()  # what the sources keep (the lorebook scan) and the macro variables
     except UserError as err:
@@ -231,20 +282,44 @@ def prepare_request(session: Session, turn: StoredTurn, *, services: Services) -
     return reply
 
 
+class _Draft:
+    """Impersonate's text: streamed to the page for the user to edit and send, never stored."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    async def append(self, delta: str) -> str:
+        self.text += delta
+        return delta
+
+    async def finish(self, status: str, *, error: str | None = None, **swipe_extra) -> None:
+        pass
+
+    def write(self, status: str, *, error: str | None = None, **swipe_extra) -> None:
+        pass
+
+
 class _ReplyWriter:
     """Writes the growing reply to the database now and then, in short transactions of its own, on a
     worker thread: a write waiting for SQLite's lock (an import holds it) must not hold up the event
-    loop."""
+    loop. For Continue, `kept` is the reply being extended and `kept_state` its status and error,
+    which stay if nothing arrives."""
 
-    def __init__(self, engine: Engine, message_id: int, swipe_id: str, flush_interval_s: float) -> None:
+    def __init__(self, engine: Engine, message_id: int, swipe_id: str, flush_interval_s: float, *, kept: str = "",
+                 kept_state: tuple[str, str | None] | None = None) -> None:  # fmt: skip
         self.engine = engine
         self.message_id = message_id
         self.swipe_id = swipe_id
         self.flush_interval_s = flush_interval_s
+        self.kept = kept
+        self.kept_state = kept_state
         self.text = ""
         self._last_flush = time.monotonic()
 
-    async def append(self, delta: str) -> None:
+    async def append(self, delta: str) -> str:
+        """Add the delta; returns the text added (a continuation's first one may gain a space)."""
+        if self.kept and not self.text:
+            delta = continuation_joint(self.kept, delta) + delta
         self.text += delta
         if time.monotonic() - self._last_flush >= self.flush_interval_s:
             try:
@@ -253,6 +328,7 @@ class _ReplyWriter:
                 # SQLite stayed locked (a long import writes in one transaction): the text is kept
                 # here and goes out with the next write.
                 log.warning("the reply in message %s could not be saved yet; trying again", self.message_id)
+        return delta
 
     async def store(self, status: str, *, error: str | None = None, **swipe_extra) -> None:
         await run_in_threadpool(self.write, status, error=error, **swipe_extra)
@@ -271,6 +347,10 @@ class _ReplyWriter:
 
     def write(self, status: str, *, error: str | None = None, **swipe_extra) -> None:
         self._last_flush = time.monotonic()
+        if self.kept_state is not None and not self.text:
+            # A Continue that added nothing leaves the reply as it was.
+            (status, error), swipe_extra = self.kept_state, {}
+        text = self.kept + self.text
         with Session(self.engine) as session:
             lock_for_write(session)  # the user may change the message's versions meanwhile
             msg = session.get(Message, self.message_id)
@@ -280,18 +360,22 @@ class _ReplyWriter:
             at = next((i for i, s in enumerate(swipes) if s.get("id") == self.swipe_id), None)
             if at is None:  # this version was deleted while streaming
                 return
-            swipes[at] = {**swipes[at], "content": self.text, "status": status, "error": error, **swipe_extra}
+            swipes[at] = {**swipes[at], "content": text, "status": status, "error": error, **swipe_extra}
             msg.swipes = swipes
             if msg.active_swipe == at:
-                msg.content, msg.status, msg.error = self.text, status, error
+                msg.content, msg.status, msg.error = text, status, error
             msg.updated_at = utcnow()
             session.add(msg)
             session.commit()
 
 
 async def run_generation(gen: Generation, turn: StoredTurn, *, services: Services) -> None:
-    engine = services.engine
-    writer = _ReplyWriter(engine, gen.message_id, turn.swipe_id, services.settings.stream_flush_interval_s)
+    writer: _ReplyWriter | _Draft
+    if gen.message_id is None:
+        writer = _Draft()
+    else:
+        writer = _ReplyWriter(services.engine, gen.message_id, turn.swipe_id, services.settings.stream_flush_interval_s,
+                              kept=turn.kept, kept_state=turn.kept_state if turn.purpose == "continue" else None)  # fmt: skip
     started = utcnow()
     usage: Usage | None = None
     model: str | None = None
@@ -311,8 +395,7 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
                 if gen.stop.is_set():
                     break
                 if event.text:
-                    await writer.append(event.text)
-                    await _publish(gen, "token", {"text": event.text})
+                    await _publish(gen, "token", {"text": await writer.append(event.text)})
                 if event.usage:
                     usage = event.usage
                 if event.model:
@@ -328,7 +411,8 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
             await writer.finish("ok", **extra)
             await _publish(gen, "done", {"message_id": gen.message_id})
         # Background work after every reply (memories, summaries); the reply never waits for it.
-        services.sources.after_reply(services, gen.chat_id)
+        if turn.purpose != "impersonate":
+            services.sources.after_reply(services, gen.chat_id)
     except ProviderError as err:
         status = "partial" if writer.text else "error"
         await writer.finish(status, error=err.message, **_swipe_meta(started, model, usage))
@@ -341,6 +425,9 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
         await writer.finish("partial" if writer.text else "error", error=INTERNAL_REPLY_ERROR)
         await _publish(gen, "error", {"message_id": gen.message_id, "kind": "internal", "message": INTERNAL_REPLY_ERROR})
     finally:
+        if turn.purpose == "continue" and writer.text:
+            # A reply written before changed: what was built from its old text (memories) re-syncs.
+            services.sources.messages_changed(services, gen.chat_id)
         async with gen.changed:
             gen.finished = True
             gen.changed.notify_all()
@@ -393,7 +480,7 @@ async def start(
     try:
         turn = await run_in_threadpool(_store, services, chat_id, action, content, speaker_id, message_id)
         gen = Generation(chat_id=chat_id, message_id=turn.message_id, swipe_index=turn.swipe_index)
-        gen.events.append(("start", {"message_id": turn.message_id, "swipe_index": turn.swipe_index}))
+        gen.events.append(("start", {"message_id": turn.message_id, "swipe_index": turn.swipe_index, "action": action}))
         registry.add(gen)
     finally:
         registry.release(chat_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from app.chats.window import HistoryMessage, WindowPlan, batch_size, fit_window, plan_window
 from app.prompt.blocks import Prompt, PromptBlock
@@ -22,8 +23,17 @@ CONVERSATION_MAIN_PROMPT = (
     "in their own voice, naturally and briefly unless asked for more."
 )
 GROUP_NUDGE = "[Write the next reply only as {{char}}.]"
+# SillyTavern's defaults for Continue and Impersonate, sent last as system messages.
+CONTINUE_NUDGE = "[Continue your last message without repeating its original content.]"
+IMPERSONATION_PROMPT = (
+    "[Write your next reply from the point of view of {{user}}, using the chat history so far as a guideline "
+    "for the writing style of {{user}}. Don't write as {{char}} or system. Don't describe actions of {{char}}.]"
+)
 # The groups merged into the one leading system message that forms the cacheable prefix.
 STABLE_GROUPS = ("system", "above_conversation", "examples")
+# "reply": the speaker's next message; "continue": extend the newest message, which is the
+# speaker's; "impersonate": the user's next message, written by the model.
+Purpose = Literal["reply", "continue", "impersonate"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +94,7 @@ class PromptContext:
     macros: MacroContext | None = None
     extra_notes: tuple[str, ...] = field(default_factory=tuple)
     extra_warnings: tuple[str, ...] = field(default_factory=tuple)
+    purpose: Purpose = "reply"
 
 
 def _examples_text(raw: str) -> str:
@@ -147,15 +158,22 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
     dynamic.sort(key=lambda b: ORDER_OF[b.kind])
     notes_at_depth: list[PromptBlock] = []
     for note in ctx.depth_notes:
-        add(notes_at_depth, note.kind, f"{note.label} (depth {note.depth})", ex(note.text), role=note.role,
-            depth=note.depth, name=f"{note.kind}_{len(notes_at_depth)}")  # fmt: skip
+        # On Continue the message being extended stays the newest turn (SillyTavern moves depth 0 to 1).
+        depth = max(1, note.depth) if ctx.purpose == "continue" else note.depth
+        add(notes_at_depth, note.kind, f"{note.label} (depth {depth})", ex(note.text), role=note.role,
+            depth=depth, name=f"{note.kind}_{len(notes_at_depth)}")  # fmt: skip
 
     fixed_after: list[PromptBlock] = []
-    if group:
+    # Impersonating, the model writes as the user: the speaker's own instructions would contradict it.
+    if group and ctx.purpose != "impersonate":
         add(fixed_after, "group_nudge", "Group nudge", ex(GROUP_NUDGE))
-    if speaker.post_history_instructions.strip():
+    if speaker.post_history_instructions.strip() and ctx.purpose != "impersonate":
         add(fixed_after, "post_history", "Post-history instructions",
             ex(speaker.post_history_instructions.replace("{{original}}", "")))  # fmt: skip
+    if ctx.purpose == "continue":
+        add(fixed_after, "continue_nudge", "Continue nudge", ex(CONTINUE_NUDGE))
+    elif ctx.purpose == "impersonate":
+        add(fixed_after, "impersonation", "Impersonation prompt", ex(IMPERSONATION_PROMPT))
 
     visible = [m for m in ctx.messages if not m.hidden]
     empty = {m.id for m in visible if not m.content.strip()}

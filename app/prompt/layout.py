@@ -65,6 +65,9 @@ LAYOUT: tuple[Slot, ...] = (
     Slot("time_awareness", "at_depth", "Time awareness"),
     Slot("group_nudge", "at_depth", "Group nudge"),
     Slot("post_history", "at_depth", "Post-history instructions"),
+    # last of all, only when asked for: Continue's nudge, or Impersonate's instruction
+    Slot("continue_nudge", "at_depth", "Continue nudge"),
+    Slot("impersonation", "at_depth", "Impersonation prompt"),
 )
 GROUP_OF = {slot.kind: slot.group for slot in LAYOUT}
 ORDER_OF = {slot.kind: i for i, slot in enumerate(LAYOUT)}

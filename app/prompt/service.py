@@ -16,7 +16,7 @@ from app.connections.providers.base import GenerationParams
 from app.errors import UserError
 from app.personas.models import Persona
 from app.prompt.blocks import Prompt
-from app.prompt.builder import CardSnapshot, PromptContext, build
+from app.prompt.builder import CardSnapshot, PromptContext, Purpose, build
 from app.prompt.macros import MacroContext, generation_seed
 from app.prompt.sources import Turn
 from app.services import Services
@@ -72,12 +72,14 @@ def build_chat_prompt(
     persona: Persona | None | object = _UNSET,
     seed: int | None = None,
     for_reply: bool = False,
+    purpose: Purpose = "reply",
 ) -> tuple[Prompt, Effective]:
     """The prompt for the next reply in `chat` (or for regenerating the message `before_id`): the
     chat's card and history, plus what every registered prompt source contributes, in order.
     Callers that already loaded the chat's characters and persona pass them in (the reply path
     counts milliseconds). `for_reply` keeps what the turn leaves (macro variables, the lorebook
-    scan) in the session, to be committed with the reply."""
+    scan) in the session, to be committed with the reply. `purpose` asks for Continue's or
+    Impersonate's instruction at the end."""
     characters = characters if characters is not None else chats.chat_characters(session, chat.id)
     if not characters:
         raise UserError("This chat has no characters.")
@@ -115,6 +117,7 @@ def build_chat_prompt(
         context_size=effective.context_size,
         reply_reserve=effective.params.max_tokens or FALLBACK_MAX_TOKENS,
         recent_limit=settings.recent_message_limit,
+        purpose=purpose,
     )
     prompt = build(ctx)
     if for_reply and variables != (chat.variables or {}):

@@ -173,3 +173,23 @@ def test_group_totals_add_up_to_the_prompt_total_and_breakdown_is_sorted():
         if block.message_id is None and sum(b.label == block.label for b in p.blocks) == 1:
             assert by_label[block.label] == block.tokens
     assert sum(r.tokens for r in sizes) == p.total_tokens
+
+
+def test_continue_ends_on_the_reply_then_the_nudge_and_moves_depth_zero_notes_above_the_reply():
+    from app.prompt.builder import CONTINUE_NUDGE, DepthNote
+
+    p = build(ctx([msg(1), msg(2, "assistant", "He waits")], purpose="continue",
+                  depth_notes=(DepthNote("Mind the storm.", depth=0),)))  # fmt: skip
+    assert p.messages[-3:] == ({"role": "system", "content": "Mind the storm."},
+                               {"role": "assistant", "content": "He waits"},
+                               {"role": "system", "content": CONTINUE_NUDGE})  # fmt: skip
+    assert p.blocks[-1].kind == "continue_nudge" and p.blocks[-3].depth == 1
+
+
+def test_impersonation_prompt_last_without_the_speakers_own_instructions():
+    bram = CardSnapshot(5, "Bram", description="A smith.", post_history_instructions="Stay in scene.")
+    p = build(ctx([msg(1), msg(2, "assistant")], characters=(ARIA, bram), speaker=bram, purpose="impersonate"))
+    kinds = [b.kind for b in p.blocks]
+    assert kinds[-1] == "impersonation" and "group_nudge" not in kinds and "post_history" not in kinds
+    assert p.messages[-1]["content"].startswith("[Write your next reply from the point of view of Rowan,")
+    assert "Don't write as Bram or system. Don't describe actions of Bram.]" in p.messages[-1]["content"]

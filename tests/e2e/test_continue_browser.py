@@ -1,0 +1,148 @@
+"""Issue 11 item 7: a visible Reply when the chat ends on the user's message, Continue, Impersonate,
+and their shortcuts on desktop. Desktop and phone."""
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from app.prompt.builder import CONTINUE_NUDGE
+from tests.support.model_server import Reply
+
+
+def _chat_with_a_reply(page: Page, live, models, reply: str = "The hammer rises") -> int:
+    """A chat with Bram whose last message is his reply to the user, open in the page."""
+    with live.client() as c:
+        r = c.post("/api/connections", json={"name": "Local test", "base_url": models.base_url, "model": "test-model",
+                                             "context_size": 8192, "max_tokens": 200})  # fmt: skip
+        assert r.status_code == 201, r.text
+        char = c.post("/api/characters", json={"name": "Bram", "first_mes": "Hm?"}).json()
+        chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()
+    page.goto(f"{live.url}/chats/{chat['id']}")
+    models.script(reply)
+    page.fill("#composer-input", "Forge me a blade")
+    page.click("#send-button")
+    expect(page.locator("article.msg-assistant").last.locator(".msg-text")).to_have_text(reply)
+    expect(page.locator("#send-button")).to_be_visible()
+    return chat["id"]
+
+
+def _stored(live, chat_id: int) -> list[dict]:
+    with live.client() as c:
+        return c.get(f"/api/chats/{chat_id}/messages").json()
+
+
+def test_reply_shows_once_the_last_reply_is_deleted_and_asks_for_one(page: Page, live, models, shot):
+    chat_id = _chat_with_a_reply(page, live, models)
+    expect(page.locator("#reply-button")).to_be_hidden()
+    page.on("dialog", lambda d: d.accept())
+    last = page.locator("article.msg-assistant").last
+    last.hover()
+    last.get_by_role("button", name="Delete message").click()
+    expect(page.locator("article.msg")).to_have_count(2)
+    expect(page.locator("#reply-button")).to_be_visible()
+    shot("reply-button")
+
+    models.script(Reply(text="Bram hammers the glowing steel until it sings.", chunk_size=3, delay_s=0.03))
+    page.click("#reply-button")
+    expect(page.locator("#stop-button")).to_be_visible()
+    expect(page.locator("#reply-button")).to_be_hidden()
+    reply = page.locator("article.msg-assistant").last
+    expect(reply.locator(".msg-text")).to_have_text("Bram hammers the glowing steel until it sings.")
+    expect(page.locator("#reply-button")).to_be_hidden()
+    assert [m["role"] for m in _stored(live, chat_id)] == ["assistant", "user", "assistant"]
+
+
+def test_continue_extends_the_shown_reply_and_keeps_it(page: Page, live, models, shot):
+    chat_id = _chat_with_a_reply(page, live, models)
+    page.click("#more-button")
+    menu = page.locator("#composer-menu")
+    expect(menu).to_be_visible()
+    shot("menu")
+    models.script(Reply(text="and falls, and the sparks fly across the dark forge.", chunk_size=3, delay_s=0.03))
+    menu.get_by_role("menuitem", name="Continue").click()
+    expect(menu).to_be_hidden()
+    reply = page.locator("article.msg-assistant").last
+    expect(reply.locator(".continuation")).to_contain_text("and falls")  # streaming after the kept text
+    expect(reply.locator(".msg-text")).to_contain_text("The hammer rises and falls")
+    shot("continuing")
+    expect(reply.locator(".msg-text")).to_have_text("The hammer rises and falls, and the sparks fly across the dark forge.")
+    expect(page.locator("article.msg")).to_have_count(3)
+    assert models.last_request.json["messages"][-1] == {"role": "system", "content": CONTINUE_NUDGE}
+    page.reload()
+    expect(page.locator("article.msg-assistant").last.locator(".msg-text")).to_have_text(
+        "The hammer rises and falls, and the sparks fly across the dark forge.")  # fmt: skip
+    assert len(_stored(live, chat_id)) == 3
+
+
+def test_impersonate_fills_the_composer_and_sends_nothing(page: Page, live, models, shot):
+    chat_id = _chat_with_a_reply(page, live, models)
+    models.script(Reply(text="I take the blade and test its edge on my thumb.", chunk_size=3, delay_s=0.02))
+    page.click("#more-button")
+    page.locator("#composer-menu").get_by_role("menuitem", name="Impersonate").click()
+    composer = page.locator("#composer-input")
+    expect(composer).to_have_value("I take the blade and test its edge on my thumb.")
+    expect(composer).to_be_focused()
+    expect(page.locator("#send-button")).to_be_visible()
+    shot("impersonated")
+    assert len(_stored(live, chat_id)) == 3
+    assert "point of view of User" in models.last_request.json["messages"][-1]["content"]
+    # The user edits it, then sends it as their own.
+    composer.press("End")
+    composer.type(" Fine work.")
+    models.script("Bram nods.")
+    page.click("#send-button")
+    expect(page.locator("article.msg-user").last.locator(".msg-text")).to_have_text(
+        "I take the blade and test its edge on my thumb. Fine work.")  # fmt: skip
+    expect(page.locator("article.msg-assistant").last.locator(".msg-text")).to_have_text("Bram nods.")
+
+
+@pytest.mark.parametrize("screen", ["desktop"])
+def test_alt_enter_continues_and_alt_i_impersonates(page: Page, live, models):
+    chat_id = _chat_with_a_reply(page, live, models)
+    page.focus("#composer-input")
+    models.script("and falls.")
+    page.keyboard.press("Alt+Enter")
+    expect(page.locator("article.msg-assistant").last.locator(".msg-text")).to_have_text("The hammer rises and falls.")
+    expect(page.locator("#send-button")).to_be_visible()
+    assert page.locator("#composer-input").input_value() == ""  # Alt+Enter did not send
+    models.script("I wipe my brow.")
+    page.keyboard.press("Alt+i")
+    expect(page.locator("#composer-input")).to_have_value("I wipe my brow.")
+    assert len(_stored(live, chat_id)) == 3
+    # The menu by keyboard: it opens on its first action, arrows move, Esc closes it.
+    page.focus("#more-button")
+    page.keyboard.press("Enter")
+    expect(page.locator("#continue-button")).to_be_focused()
+    page.keyboard.press("ArrowDown")
+    expect(page.locator("#impersonate-button")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(page.locator("#composer-menu")).to_be_hidden()
+    expect(page.locator("#more-button")).to_be_focused()
+
+
+def test_stop_keeps_a_partial_continuation_and_ends_an_impersonation(page: Page, live, models):
+    chat_id = _chat_with_a_reply(page, live, models)
+    models.script(Reply(text="and falls " * 300, chunk_size=4, delay_s=0.02))
+    page.click("#more-button")
+    page.locator("#composer-menu").get_by_role("menuitem", name="Continue").click()
+    reply = page.locator("article.msg-assistant").last
+    expect(reply.locator(".continuation")).to_contain_text("and falls and falls")
+    page.click("#stop-button")
+    expect(page.locator("#send-button")).to_be_visible()
+    expect(reply.locator(".badge-warn")).to_have_text("incomplete")
+    expect(reply.locator(".msg-text")).to_contain_text("The hammer rises and falls and falls")
+    last = _stored(live, chat_id)[-1]
+    assert last["status"] == "partial" and last["content"].startswith("The hammer rises and falls and falls")
+
+    models.script(Reply(text="I step back " * 300, chunk_size=4, delay_s=0.02))
+    page.click("#more-button")
+    page.locator("#composer-menu").get_by_role("menuitem", name="Impersonate").click()
+    composer = page.locator("#composer-input")
+    expect(composer).to_have_value(re.compile(r"^I step back I step back"))
+    page.click("#stop-button")
+    expect(page.locator("#send-button")).to_be_visible()
+    expect(composer).to_be_editable()
+    kept = composer.input_value()
+    assert 0 < len(kept) < len("I step back " * 300)
+    assert len(_stored(live, chat_id)) == 3
