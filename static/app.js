@@ -27,6 +27,46 @@
   });
   document.addEventListener("htmx:sendError", () => toast("Sugo's server did not answer. Is it still running?", "error"));
 
+  // ---- fields the browser refuses -----------------------------------------------------------
+  // The browser's own check scrolls a refused field only just into view, under the sticky Save
+  // bar, and its bubble vanishes at the first scroll: the first refused field of a submit is
+  // centred and focused instead, and each refused field gets its message written beside it.
+  let refusing = false;
+  function fieldError(field) {
+    const id = (field.id || field.name) + "-error";
+    let note = document.getElementById(id);
+    if (!field.validity.valid) {
+      if (!note) {
+        note = document.createElement("p");
+        note.id = id;
+        note.className = "field-error";
+        note.setAttribute("role", "alert");
+        field.insertAdjacentElement("afterend", note);
+      }
+      note.textContent = field.validationMessage;
+      field.setAttribute("aria-invalid", "true");
+      field.setAttribute("aria-describedby", id);
+    } else if (note) {
+      note.remove();
+      field.removeAttribute("aria-invalid");
+      field.removeAttribute("aria-describedby");
+    }
+  }
+  document.addEventListener("invalid", (e) => {
+    const field = e.target;
+    e.preventDefault();
+    fieldError(field);
+    if (refusing) return;
+    refusing = true;
+    setTimeout(() => { refusing = false; });
+    for (let d = field.closest("details"); d; d = d.parentElement?.closest("details")) d.open = true;
+    field.focus({ preventScroll: true });
+    field.scrollIntoView({ block: "center" });
+  }, true);
+  document.addEventListener("input", (e) => {
+    if (e.target.getAttribute?.("aria-invalid") === "true") fieldError(e.target);
+  });
+
   // ---- theme --------------------------------------------------------------------------------
   document.addEventListener("click", (e) => {
     if (!e.target.closest('[data-action="toggle-theme"]')) return;
