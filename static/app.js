@@ -331,6 +331,12 @@
   document.addEventListener("htmx:load", (e) => localTimes(e.detail.elt));
   new MutationObserver(() => localTimes()).observe(document.documentElement, { childList: true, subtree: true });
 
+  // ---- installed as an app ----------------------------------------------------------------------
+  // Browsers allow a service worker only on a secure context: https, or localhost on this computer.
+  if ("serviceWorker" in navigator && window.isSecureContext) {
+    navigator.serviceWorker.register("/sw.js").catch(() => {});
+  }
+
   document.addEventListener("DOMContentLoaded", () => {
     localTimes();
     if (chatEl()) {
