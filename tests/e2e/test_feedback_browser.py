@@ -150,3 +150,27 @@ def test_saves_on_the_character_and_lore_entry_forms_are_seen(page: Page, live, 
     expect(status).to_have_text("Entry added.")
     assert seen(status) == "seen"
     shot("entry-saved")
+
+
+def test_saving_and_adding_personas_is_seen_beside_the_button(page: Page, live, shot):
+    with live.client() as c:
+        for name in ("Rowan", "Mira", "Tobiah", "Edda", "Kasimir", "Lune"):
+            c.post("/api/personas", json={"name": name, "description": f"{name} walks the harbour at night."})
+    page.goto(live.url + "/personas")
+    last = page.locator(".persona-card").last
+    last.locator("textarea[name=description]").fill("Keeps the tide tables.")
+    last.get_by_role("button", name="Save").click()
+    status = page.locator("#persona-list").get_by_role("status")
+    expect(status).to_have_text("Saved.")
+    assert seen(status) == "seen"
+    assert page.locator(".persona-card").last.get_by_role("status").count() == 1  # beside the one saved
+    shot("persona-saved")
+
+    form = page.locator("#new-persona-form")
+    form.locator("input[name=name]").fill("Quill")
+    form.get_by_role("button", name="Add persona").click()
+    added = page.locator("#new-persona-form").get_by_role("status")
+    expect(added).to_have_text("Added Quill.")
+    assert seen(added) == "seen"
+    expect(page.locator(".persona-card")).to_have_count(7)
+    shot("persona-added")
