@@ -73,7 +73,15 @@
     const root = document.documentElement;
     root.dataset.theme = root.dataset.theme === "light" ? "dark" : "light";
     localStorage.setItem("sugo-theme", root.dataset.theme);
+    themeColour();
   });
+  // The phone's status bar takes the colour of the theme Sugo shows, which is the user's choice
+  // here, not the system's: the <meta>s' media only guess before this runs.
+  function themeColour() {
+    const colour = getComputedStyle(document.documentElement).getPropertyValue("--bg-2").trim();
+    document.querySelectorAll('meta[name="theme-color"]').forEach((m) => { if (colour) m.content = colour; });
+  }
+  themeColour();
 
   // ---- panels and dialogs -------------------------------------------------------------------
   function openPanel(id) {

@@ -53,6 +53,14 @@ def test_manifest_worker_and_offline_page(page: Page, live, models, shot):
     assert {colours.nth(i).get_attribute("media") for i in range(2)} == {"(prefers-color-scheme: dark)",
                                                                          "(prefers-color-scheme: light)"}  # fmt: skip
 
+    # The status bar follows the theme Sugo shows (dark unless chosen), whatever the system prefers.
+    page.emulate_media(color_scheme="light")
+    page.reload()
+    assert {colours.nth(i).get_attribute("content") for i in range(2)} == {"#16171f"}
+    page.get_by_role("button", name="Theme").click()
+    assert {colours.nth(i).get_attribute("content") for i in range(2)} == {"#eeedf5"}
+    page.get_by_role("button", name="Theme").click()
+
     # The worker takes the page over, with its scope the whole site.
     # `ready` never settles without a worker: bounded (generously) so that case fails, not hangs.
     scope = page.evaluate("""Promise.race([navigator.serviceWorker.ready.then(r => r.scope),
