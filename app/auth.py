@@ -32,6 +32,8 @@ SESSION_COOKIE = "sugo_session"
 SESSION_MAX_AGE_S = 30 * 24 * 3600
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 OPEN_PATHS = ("/login", "/healthz", "/static/")
+# What a phone fetches to install Sugo as an app and to show it is offline: no user data in them.
+INSTALL_FILES = frozenset({"/manifest.webmanifest", "/sw.js"})
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 _HOST = re.compile(r"(?:\[(?P<v6>[0-9a-f:.]+)\]|(?P<name>[a-z0-9._-]+))(?::\d{1,5})?")
 
@@ -265,7 +267,7 @@ class ProtectionMiddleware:
                     return
             await self.app(scope, receive, send)
             return
-        if path == "/login" or path == "/healthz" or path.startswith("/static/"):
+        if path in ("/login", "/healthz") or path in INSTALL_FILES or path.startswith("/static/"):
             await self.app(scope, receive, send)
             return
         await _deny(scope, send, 401, "Log in first.")

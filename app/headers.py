@@ -33,7 +33,7 @@ def content_security_policy(script_hashes: Iterable[str] = (), *, docs: bool = F
     return "; ".join((
         "default-src 'self'", f"script-src {scripts}", f"style-src {style}",
         f"img-src {img}", "connect-src 'self'", "object-src 'none'", "base-uri 'none'",
-        "form-action 'self'", "frame-ancestors 'none'",
+        "form-action 'self'", "frame-ancestors 'none'", "worker-src 'self'", "manifest-src 'self'",
     ))  # fmt: skip
 
 

@@ -4,8 +4,9 @@ from app.characters.routes import router as characters
 from app.chats.routes import router as chats
 from app.connections.routes import router as connections
 from app.home import router as home
+from app.install import router as install
 from app.lore.routes import router as lorebooks
 from app.memory.recall.routes import router as memories
 from app.personas.routes import router as personas
 
-routers = (home, memories, chats, characters, personas, connections, lorebooks)
+routers = (home, install, memories, chats, characters, personas, connections, lorebooks)

@@ -55,13 +55,61 @@
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", showKeptNotices);
   else showKeptNotices();
 
+  // ---- fields the browser refuses -----------------------------------------------------------
+  // The browser's own check scrolls a refused field only just into view, under the sticky Save
+  // bar, and its bubble vanishes at the first scroll: the first refused field of a submit is
+  // centred and focused instead, and each refused field gets its message written beside it.
+  let refusing = false;
+  function fieldError(field) {
+    const id = (field.id || field.name) + "-error";
+    let note = document.getElementById(id);
+    if (!field.validity.valid) {
+      if (!note) {
+        note = document.createElement("p");
+        note.id = id;
+        note.className = "field-error";
+        note.setAttribute("role", "alert");
+        field.insertAdjacentElement("afterend", note);
+      }
+      note.textContent = field.validationMessage;
+      field.setAttribute("aria-invalid", "true");
+      field.setAttribute("aria-describedby", id);
+    } else if (note) {
+      note.remove();
+      field.removeAttribute("aria-invalid");
+      field.removeAttribute("aria-describedby");
+    }
+  }
+  document.addEventListener("invalid", (e) => {
+    const field = e.target;
+    e.preventDefault();
+    fieldError(field);
+    if (refusing) return;
+    refusing = true;
+    setTimeout(() => { refusing = false; });
+    for (let d = field.closest("details"); d; d = d.parentElement?.closest("details")) d.open = true;
+    field.focus({ preventScroll: true });
+    field.scrollIntoView({ block: "center" });
+  }, true);
+  document.addEventListener("input", (e) => {
+    if (e.target.getAttribute?.("aria-invalid") === "true") fieldError(e.target);
+  });
+
   // ---- theme --------------------------------------------------------------------------------
   document.addEventListener("click", (e) => {
     if (!e.target.closest('[data-action="toggle-theme"]')) return;
     const root = document.documentElement;
     root.dataset.theme = root.dataset.theme === "light" ? "dark" : "light";
     localStorage.setItem("sugo-theme", root.dataset.theme);
+    themeColour();
   });
+  // The phone's status bar takes the colour of the theme Sugo shows, which is the user's choice
+  // here, not the system's: the <meta>s' media only guess before this runs.
+  function themeColour() {
+    const colour = getComputedStyle(document.documentElement).getPropertyValue("--bg-2").trim();
+    document.querySelectorAll('meta[name="theme-color"]').forEach((m) => { if (colour) m.content = colour; });
+  }
+  themeColour();
 
   // ---- panels and dialogs -------------------------------------------------------------------
   function openPanel(id) {
@@ -411,6 +459,12 @@
   }
   document.addEventListener("htmx:load", (e) => localTimes(e.detail.elt));
   new MutationObserver(() => localTimes()).observe(document.documentElement, { childList: true, subtree: true });
+
+  // ---- installed as an app ----------------------------------------------------------------------
+  // Browsers allow a service worker only on a secure context: https, or localhost on this computer.
+  if ("serviceWorker" in navigator && window.isSecureContext) {
+    navigator.serviceWorker.register("/sw.js").catch(() => {});
+  }
 
   document.addEventListener("DOMContentLoaded", () => {
     localTimes();

@@ -14,9 +14,9 @@ from app.web import HxRequest, render, render_blocks
 router = APIRouter(include_in_schema=False)
 
 
-def _page(request: Request, session, *, hx: bool = False, oob: tuple[str, ...] = ()) -> HTMLResponse:
+def _page(request: Request, session, *, hx: bool = False, oob: tuple[str, ...] = (), **extra) -> HTMLResponse:
     """The page; for HTMX, the persona list (a default badge may move to another card) and `oob`."""
-    ctx = {"personas": service.list_personas(session)}
+    ctx = {"personas": service.list_personas(session), **extra}
     if hx:
         return render_blocks(request, "personas/list.html", ctx, ["persona_list"], oob=oob)
     return render(request, "personas/list.html", ctx)
@@ -40,8 +40,9 @@ def list_personas_page(request: Request, session: SessionDep) -> HTMLResponse:
 async def create_persona_page(request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """Add a persona."""
     form = await request.form()
-    service.create_persona(session, _form_input(form), avatar=await forms.upload(form, "avatar"))
-    return _page(request, session, hx=hx, oob=("new_persona_form",))  # an empty form for the next one
+    persona = service.create_persona(session, _form_input(form), avatar=await forms.upload(form, "avatar"))
+    # An empty form for the next one, saying beside its button who was added.
+    return _page(request, session, hx=hx, oob=("new_persona_form",), added=persona.name)
 
 
 @router.post("/personas/{persona_id}")
@@ -49,7 +50,7 @@ async def update_persona_page(persona_id: int, request: Request, session: Sessio
     """Save a persona."""
     form = await request.form()
     service.update_persona(session, persona_id, _form_input(form), avatar=await forms.upload(form, "avatar"))
-    return _page(request, session, hx=hx)
+    return _page(request, session, hx=hx, saved_id=persona_id)
 
 
 @router.post("/personas/{persona_id}/delete")
