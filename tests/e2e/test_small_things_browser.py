@@ -47,3 +47,19 @@ def test_memory_cards_show_local_time_as_the_chat_does(page: Page, live, shot):
     expect(card.locator("time").first).to_have_text(re.compile(r"^Today at \d"))
     expect(card).not_to_contain_text("UTC")
     shot("memory-times")
+
+
+def test_the_lorebook_entry_search_box_gets_room(page: Page, live, shot):
+    with live.client() as c:
+        book = c.post("/api/lorebooks", json={"name": "Vellmar"}).json()
+        c.post(f"/api/lorebooks/{book['id']}/entries", json={"title": "Harbour", "keys": ["harbour"], "content": "Boats."})
+    page.goto(f"{live.url}/lorebooks/{book['id']}")
+    box = page.get_by_role("searchbox", name="Search entries")
+    row = box.locator("xpath=..")
+    width, room = box.bounding_box()["width"], row.bounding_box()["width"]
+    # A row of its own on a phone (the buttons go under it); beside them on a desktop, still most of it.
+    assert width >= (0.95 if page.viewport_size["width"] < 500 else 0.5) * room, (width, room)
+    box.fill("harb")
+    expect(page.locator(".lore-entry")).to_have_count(1)
+    box.scroll_into_view_if_needed()
+    shot("entry-search")
