@@ -63,3 +63,15 @@ def test_the_lorebook_entry_search_box_gets_room(page: Page, live, shot):
     expect(page.locator(".lore-entry")).to_have_count(1)
     box.scroll_into_view_if_needed()
     shot("entry-search")
+
+
+def test_the_forgetting_help_explains_memory_recall_and_lorebooks(page: Page, live, shot):
+    page.goto(f"{live.url}/help/forgetting")
+    recall = page.get_by_role("heading", name="Memory Recall: older messages brought back")
+    expect(recall).to_be_visible()
+    expect(page.locator("#memory-recall ~ ul").first).to_contain_text("Chat Settings → Memory Recall")
+    lore = page.get_by_role("heading", name="Lorebooks: facts sent when they come up")
+    lore.scroll_into_view_if_needed()
+    expect(lore).to_be_visible()
+    expect(page.locator("#lorebooks ~ ul").first).to_contain_text("Active Context")
+    shot("help")
