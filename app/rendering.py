@@ -4,6 +4,7 @@ sanitizer (nh3) last."""
 
 from __future__ import annotations
 
+import html
 import threading
 from collections import OrderedDict
 
@@ -161,3 +162,36 @@ def markdown_filter(text: str) -> Markup:
 def plural(count: int, word: str, many: str | None = None) -> str:
     """"1 key", "2 keys"; `many` for words that do not just take an s ("entry", "entries")."""
     return f"{count} {word if count == 1 else (many or word + 's')}"
+
+
+PREVIEW_SOURCE_CHARS = 2000  # a preview needs the start of a message, never all of a long one
+
+
+def plain_text(text: str, limit: int = 120) -> str:
+    """A message as one line of plain words, for a preview: Markdown's marks and any HTML tags
+    (with a script's or style's content) dropped, whitespace collapsed, at most `limit` characters
+    then "…". Plain text, not HTML: the template escapes it."""
+    parts: list[str] = []
+    for token in _md.parse((text or "")[:PREVIEW_SOURCE_CHARS]):
+        if token.type == "inline":
+            for child in token.children or ():
+                if child.type in ("text", "code_inline", "image"):  # an image's content is its alt text
+                    parts.append(child.content)
+                elif child.type in ("softbreak", "hardbreak"):
+                    parts.append(" ")
+        elif token.type in ("fence", "code_block"):
+            parts.append(token.content)
+        if token.nesting == -1 or token.type in ("fence", "code_block", "hr"):
+            parts.append(" ")
+    words = html.unescape(nh3.clean("".join(parts), tags=set())).split()
+    line = " ".join(words)
+    return line if len(line) <= limit else line[:limit].rstrip() + "…"
+
+
+def middle_truncate(text: str, limit: int = 64) -> str:
+    """`text` cut in the middle to at most `limit` characters, so both its start and its
+    distinguishing end (a chat's "(branch)", its date) stay in view."""
+    if len(text) <= limit:
+        return text
+    tail = (limit - 1) // 2
+    return text[: limit - 1 - tail].rstrip() + "…" + text[len(text) - tail :].lstrip()

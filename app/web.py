@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from app.prompt.macros import expand_macros
-from app.rendering import markdown_filter, plural
+from app.rendering import markdown_filter, middle_truncate, plain_text, plural
 from app.timeutil import as_utc
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,6 +39,8 @@ env.filters["markdown"] = markdown_filter
 env.filters["iso"] = _iso
 env.filters["short_time"] = _short_time
 env.filters["plural"] = plural
+env.filters["plain"] = plain_text
+env.filters["middle_truncate"] = middle_truncate
 # A global rather than an import in each template: a block rendered on its own never runs the
 # template's top-level imports.
 env.globals["icon"] = env.get_template("partials/icons.html").module.icon

@@ -151,11 +151,13 @@
   const list = () => document.getElementById("message-list");
   let streaming = null; // {controller, messageId}
 
-  function scrollToEnd(force) {
+  // `instant` on opening a chat: the list scrolls smoothly (for new messages), which from the top
+  // of a long chat would take a second or more to reach the end.
+  function scrollToEnd(force, instant) {
     const l = list();
     if (!l) return;
     const nearEnd = l.scrollHeight - l.scrollTop - l.clientHeight < 160;
-    if (force || nearEnd) l.scrollTop = l.scrollHeight;
+    if (force || nearEnd) l.scrollTo({ top: l.scrollHeight, behavior: instant ? "instant" : "auto" });
   }
 
   function lastMessageId() {
@@ -469,7 +471,7 @@
   document.addEventListener("DOMContentLoaded", () => {
     localTimes();
     if (chatEl()) {
-      scrollToEnd(true);
+      scrollToEnd(true, true);
       updateActions();
       // Messages come and go by htmx swaps (a delete, a new reply): the actions follow.
       new MutationObserver(updateActions).observe(list(), { childList: true });

@@ -76,3 +76,28 @@ def test_plural_counts_read_as_english():
     assert plural(1, "entry", "entries") == "1 entry" and plural(3, "entry", "entries") == "3 entries"
     snap = {"active": [{"reason": "key"}, {"reason": "key"}, {"reason": "constant"}], "skipped": [], "chat_used": 1}
     assert inspector_note(snap) == "Lorebooks: 3 entries active (1 constant, 2 keys), 1 token."
+
+
+def test_plain_text_drops_markdown_marks():
+    assert rendering.plain_text('*She smiles.* "Hello, **friend**!"') == 'She smiles. "Hello, friend!"'
+    assert rendering.plain_text("# Title\n\n- one\n- two\n\n```\ncode\n```") == "Title one two code"
+    assert rendering.plain_text("![a cat](x.png) and [a link](https://a.example)") == "a cat and a link"
+
+
+def test_plain_text_drops_html_tags_and_script_content_but_keeps_comparisons():
+    assert rendering.plain_text("<b>bold</b> & <script>alert(1)</script>x") == "bold & x"
+    assert rendering.plain_text("1 < 2 > 0") == "1 < 2 > 0"
+
+
+def test_plain_text_is_one_line_within_its_limit():
+    assert rendering.plain_text("a   b\n\nc") == "a b c"
+    assert rendering.plain_text("word " * 100, limit=12) == "word word wo…"
+    assert rendering.plain_text("") == ""
+    assert len(rendering.plain_text("x" * 1_000_000)) == 121  # only the start of a long message is read
+
+
+def test_middle_truncate_keeps_both_ends():
+    assert rendering.middle_truncate("short") == "short"
+    name = "Aria and the long walk along the northern coast road – 2026-11-30 23:21 (branch)"
+    cut = rendering.middle_truncate(name, 40)
+    assert len(cut) <= 40 and cut.startswith("Aria and the") and cut.endswith("23:21 (branch)") and "…" in cut

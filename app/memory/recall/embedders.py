@@ -66,6 +66,7 @@ class Embedder(Protocol):
     space: EmbeddingSpace
     max_words: int  # roughly how many words the model reads before it stops looking
     threshold: float  # default similarity below which a match is ignored
+    search_floor: float  # the memory viewer's search: least similarity shown without a shared word
 
     def embed_passages(self, texts: list[str]) -> list[list[float]]: ...
 
@@ -78,6 +79,9 @@ class MiniLM:
     space = EmbeddingSpace("builtin", "all-MiniLM-L6-v2", 384)
     max_words = 180  # 256 word pieces
     threshold = 0.25
+    # Above the most any of 225 unrelated queries scored against 788 real messages (0.36; 0.32 at
+    # the 99th percentile), measured by bench/search_floor.py.
+    search_floor = 0.40
     _model = None
     _query_encoder = None  # see _trace_for_queries
     _threads = 1  # torch's threads for passages: its own default, read when the model loads
@@ -190,6 +194,9 @@ class E5Small:
     space = EmbeddingSpace("builtin", "multilingual-e5-small", 384)
     max_words = 350  # 512 word pieces
     threshold = 0.80
+    # E5's scores are compressed: unrelated queries reached 0.84 against real messages
+    # (bench/search_floor.py --model e5), so only what clearly passes that counts as meaning.
+    search_floor = 0.85
     _lock = threading.Lock()
 
     def embed_passages(self, texts: list[str]) -> list[list[float]]:
@@ -255,6 +262,7 @@ class OpenAICompatible:
 
     max_words = 350
     threshold = 0.25
+    search_floor = 0.25  # an unknown model: its recall threshold, unmeasured
     # Vector sizes seen per (address, model): a new instance then knows its space before it calls.
     _known_dims: dict[tuple[str, str], int] = {}
 

@@ -65,11 +65,12 @@ def search_memories_fragment(chat_id: int, request: Request, session: SessionDep
                              q: str = "") -> HTMLResponse:  # fmt: skip
     """Ranked memories for the search box."""
     get_chat(session, chat_id)
-    hits, note = [], None
+    found, note = [], None
     if q.strip():
         embedder = embedder_for_chat(session, chat_id, services.keybox)
-        hits, note = service.search(session, chat_id, q, embedder, bits=services.recall.index, threads=services.recall.queries, k=8)
-    return render(request, "chats/_memory_results.html", {"hits": hits, "note": note, "q": q})
+        found, note = service.search_for_viewer(session, chat_id, q, embedder, bits=services.recall.index,
+                                                threads=services.recall.queries)  # fmt: skip
+    return render(request, "chats/_memory_results.html", {"found": found, "note": note, "q": q})
 
 
 @router.post("/chats/{chat_id}/memories/{chunk_id}/forget")

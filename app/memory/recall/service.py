@@ -25,6 +25,7 @@ from app.memory.recall.chunking import (
     stale_chunks,
 )
 from app.memory.recall.embedders import Embedder, EmbeddingError, EmbeddingSpace, MiniLM, QueryVectors
+from app.memory.recall.excerpts import Excerpt, excerpt, worth_showing
 from app.memory.recall.formats import ChunkRecord, MemoryFileError, export_envelope, parse_import
 from app.memory.recall.index import ChunkRow, SignIndex
 from app.memory.recall.lexical import candidate_terms, fuse, query_terms
@@ -376,6 +377,31 @@ def search(
         return [], None
     hits, got = finish_search(session, pending, k=k)
     return hits, got.note
+
+
+@dataclass(frozen=True)
+class Found:
+    """A memory the viewer's search shows, with the excerpt around the words it matched."""
+
+    hit: Hit
+    excerpt: Excerpt
+
+
+def search_for_viewer(
+    session: Session, chat_id: int, query: str, embedder: Embedder | None, *, bits: SignIndex, threads: Executor,
+    k: int = 8,
+) -> tuple[list[Found], str | None]:  # fmt: skip
+    """The memory viewer's search: `search`'s ranking without the memories that share no word with
+    the query and are not clearly close in meaning (see excerpts.py), so a query about nothing in
+    the chat finds nothing."""
+    hits, note = search(session, chat_id, query, embedder, bits=bits, threads=threads, k=k * 2)
+    floor = embedder.search_floor if embedder is not None else 1.0
+    found = []
+    for h in hits:
+        shown = excerpt(h.chunk.content, query)
+        if worth_showing(shares_word=h.lexical > 0 or shown.matched, similarity=h.similarity, floor=floor):
+            found.append(Found(h, shown))
+    return found[:k], note
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,77 @@
+"""Small things a new user trips over (issue 11 item 10), in a real browser, desktop and phone."""
+
+import re
+
+from playwright.sync_api import Page, expect
+from sqlmodel import Session
+
+from app.chats.service import new_message
+from app.memory.recall.jobs import embed_chat
+
+
+def _long_chat(live, messages: int = 120) -> int:
+    with live.client() as c:
+        char = c.post("/api/characters", json={"name": "Aria", "first_mes": "Hello."}).json()
+        chat = c.post("/api/chats", json={"character_ids": [char["id"]], "mode": "conversation"}).json()
+    with Session(live.engine) as s:
+        for i in range(1, messages + 1):
+            text = f"Message {i}: we keep walking along the coast road, past the salt flats and the fishing huts."
+            s.add(new_message(chat["id"], "user" if i % 2 == 0 else "assistant", "Rowan" if i % 2 == 0 else "Aria", [text]))
+        s.commit()
+    return chat["id"]
+
+
+def test_a_long_chat_opens_at_its_end_without_scrolling_through_it(page: Page, live, shot):
+    chat_id = _long_chat(live)
+    page.goto(f"{live.url}/chats/{chat_id}")
+    # Read at once, not waited for: a smooth scroll from the top would still be on its way.
+    left, last_bottom, list_bottom = page.evaluate("""() => {
+        const l = document.getElementById('message-list');
+        const msgs = l.querySelectorAll('article.msg');
+        return [l.scrollHeight - l.scrollTop - l.clientHeight,
+                msgs[msgs.length - 1].getBoundingClientRect().bottom, l.getBoundingClientRect().bottom];
+    }""")
+    assert left < 2 and last_bottom <= list_bottom + 1, (left, last_bottom, list_bottom)
+    expect(page.locator("article.msg").last).to_contain_text("Message 120")
+    shot("opened")
+
+
+def test_memory_cards_show_local_time_as_the_chat_does(page: Page, live, shot):
+    chat_id = _long_chat(live)
+    embed_chat(live.services, chat_id)
+    page.goto(f"{live.url}/chats/{chat_id}")
+    chat_time = page.locator("article.msg time").first.inner_text()
+    assert chat_time.startswith("Today at")
+    page.goto(f"{live.url}/chats/{chat_id}/memories")
+    card = page.locator(".memory-card").first
+    expect(card.locator("time").first).to_have_text(re.compile(r"^Today at \d"))
+    expect(card).not_to_contain_text("UTC")
+    shot("memory-times")
+
+
+def test_the_lorebook_entry_search_box_gets_room(page: Page, live, shot):
+    with live.client() as c:
+        book = c.post("/api/lorebooks", json={"name": "Vellmar"}).json()
+        c.post(f"/api/lorebooks/{book['id']}/entries", json={"title": "Harbour", "keys": ["harbour"], "content": "Boats."})
+    page.goto(f"{live.url}/lorebooks/{book['id']}")
+    box = page.get_by_role("searchbox", name="Search entries")
+    row = box.locator("xpath=..")
+    width, room = box.bounding_box()["width"], row.bounding_box()["width"]
+    # A row of its own on a phone (the buttons go under it); beside them on a desktop, still most of it.
+    assert width >= (0.95 if page.viewport_size["width"] < 500 else 0.5) * room, (width, room)
+    box.fill("harb")
+    expect(page.locator(".lore-entry")).to_have_count(1)
+    box.scroll_into_view_if_needed()
+    shot("entry-search")
+
+
+def test_the_forgetting_help_explains_memory_recall_and_lorebooks(page: Page, live, shot):
+    page.goto(f"{live.url}/help/forgetting")
+    recall = page.get_by_role("heading", name="Memory Recall: older messages brought back")
+    expect(recall).to_be_visible()
+    expect(page.locator("#memory-recall ~ ul").first).to_contain_text("Chat Settings → Memory Recall")
+    lore = page.get_by_role("heading", name="Lorebooks: facts sent when they come up")
+    lore.scroll_into_view_if_needed()
+    expect(lore).to_be_visible()
+    expect(page.locator("#lorebooks ~ ul").first).to_contain_text("Active Context")
+    shot("help")
