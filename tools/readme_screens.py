@@ -64,6 +64,11 @@ def desktop_shots(page: Page, live: LiveSugo, models: ModelServer, chat_id: int)
     chat_with_reply(page, live, models, chat_id)
     page.screenshot(path=str(OUT / "chat-desktop.png"))
 
+    page.click("#more-button")
+    expect(page.locator("#composer-menu")).to_be_visible()
+    page.screenshot(path=str(OUT / "chat-actions-desktop.png"))
+    page.keyboard.press("Escape")
+
     page.click("#peek-button")
     expect(page.locator("#peek-dialog .prompt-blocks")).to_be_visible()
     page.screenshot(path=str(OUT / "peek-prompt.png"))
