@@ -75,3 +75,21 @@ def test_the_forgetting_help_explains_memory_recall_and_lorebooks(page: Page, li
     expect(lore).to_be_visible()
     expect(page.locator("#lorebooks ~ ul").first).to_contain_text("Active Context")
     shot("help")
+
+
+def test_download_names_carry_no_doubled_spaces(page: Page, live):
+    # A chat's default name is "Aria – <date> <time>": the dash is dropped from the file name, and
+    # the spaces it stood between must not be left doubled (fixed with downloads.safe_stem in issue 9).
+    with live.client() as c:
+        char = c.post("/api/characters", json={"name": "Aria  the   Bard", "first_mes": "Hello."}).json()
+        chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()
+    assert " – " in chat["name"]
+    page.goto(f"{live.url}/chats/{chat['id']}/settings")
+    with page.expect_download() as got:
+        page.locator("#chat-settings-form").get_by_role("link", name="Export .jsonl").click()
+    name = got.value.suggested_filename
+    assert name.startswith("Aria the Bard 20") and name.endswith(".jsonl") and "  " not in name, name
+    page.goto(f"{live.url}/characters/{char['id']}")
+    with page.expect_download() as got:
+        page.get_by_role("link", name="JSON").click()
+    assert got.value.suggested_filename.startswith("Aria the Bard.") and "  " not in got.value.suggested_filename
