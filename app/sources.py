@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from app.lore.source import LoreSource
 from app.memory.recall.source import RecallSource
+from app.memory.summaries.source import SummarySource
 from app.prompt.builtin_sources import CharacterNoteSource, ContextNoteSource, TimeAwarenessSource
 from app.prompt.sources import PromptSources
 
@@ -13,6 +14,7 @@ def default_sources() -> PromptSources:
     return PromptSources([
         RecallSource(),
         LoreSource(),
+        SummarySource(),
         CharacterNoteSource(),
         ContextNoteSource(),
         TimeAwarenessSource(),

@@ -443,6 +443,25 @@
     }
   });
 
+  // ---- lists with shift-click range selection (Chat Summary) ----------------------------------
+  // A shift-click sets every checkbox between the last one clicked and this one to this one's state.
+  let lastPicked = null;
+  document.addEventListener("click", (e) => {
+    const box = e.target.closest("[data-range-select] input[type=checkbox]");
+    if (!box) return;
+    const list = box.closest("[data-range-select]");
+    const boxes = Array.from(list.querySelectorAll("input[type=checkbox]"));
+    if (e.shiftKey && lastPicked && boxes.includes(lastPicked)) {
+      const [a, b] = [boxes.indexOf(lastPicked), boxes.indexOf(box)].sort((x, y) => x - y);
+      boxes.slice(a, b + 1).forEach((el) => { el.checked = box.checked; });
+    }
+    lastPicked = box;
+  });
+  // Enter in a field of a panel that lives inside a bigger form must not submit that form.
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && e.target.matches && e.target.matches("input[data-no-submit]")) e.preventDefault();
+  });
+
   // ---- times in the reader's own zone --------------------------------------------------------
   const dayFmt = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
   const dateFmt = new Intl.DateTimeFormat(undefined, { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });

@@ -35,6 +35,15 @@ class ChatSettings(BaseModel):
     # Lorebook Token Budget: all the chat's lorebooks together, on top of each book's own budget.
     lore_token_budget: int = Field(default=8192, ge=0, le=1_000_000)
     builtin_embedding: str | None = Field(default=None, pattern="^(all-MiniLM-L6-v2|multilingual-e5-small)$")
+    # Chat Summary (Roleplay): with hide on, messages older than the recent tail that an active
+    # entry covers leave the prompt; uncovered ones are always sent. The automatic summaries' values
+    # are kept here for when the model writes entries.
+    summary_hide_messages: bool = False
+    summary_recent_tail: int = Field(default=10, ge=0, le=10_000)
+    summary_auto: bool = False
+    summary_every: int = Field(default=5, ge=1, le=200)
+    summary_review: bool = False
+    summary_max_tokens: int = Field(default=4096, ge=1, le=32768)
 
     def recall_enabled(self, mode: str) -> bool:
         return self.memory_recall if self.memory_recall is not None else mode == "conversation"

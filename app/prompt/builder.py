@@ -94,6 +94,8 @@ class PromptContext:
     macros: MacroContext | None = None
     extra_notes: tuple[str, ...] = field(default_factory=tuple)
     extra_warnings: tuple[str, ...] = field(default_factory=tuple)
+    # Messages the prompt sources took out (e.g. those a summary stands in for): never sent.
+    left_out: frozenset[int] = frozenset()
     purpose: Purpose = "reply"
 
 
@@ -185,7 +187,7 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
     rendered = []
     pinned = 0
     for index, msg in enumerate(visible):
-        if msg.id in empty:
+        if msg.id in empty or msg.id in ctx.left_out:
             continue
         pinned += index < plan.pinned
         text = ex_chat(msg.content)

@@ -114,6 +114,7 @@ def build_chat_prompt(
         macros=MacroContext(variables=variables, pick_seed=f"chat:{chat.id}", random_seed=seed),
         extra_notes=((REFRESH_NOTE,) if history.refreshed else ()) + gathered.notes,
         extra_warnings=gathered.warnings,
+        left_out=gathered.left_out,
         context_size=effective.context_size,
         reply_reserve=effective.params.max_tokens or FALLBACK_MAX_TOKENS,
         recent_limit=settings.recent_message_limit,

@@ -11,6 +11,8 @@ Hooks, each optional (the base class does nothing):
   source contributes, so it overlaps with the others; a source that returns True contributes after
   the others (its blocks keep their place), which then do their work while its own runs.
 - `contribute(turn)`: blocks and notes for this turn's prompt.
+- `history_filter(turn)`: ids of history messages the source takes out of this prompt (e.g. those
+  a summary stands in for); asked right after `contribute`. A source that fails takes none out.
 - `expect(services, session, chat, text)`: the user's new message is about to be stored and a
   reply asked for: start work that needs only its text (e.g. embed it), before the turn is built.
 - `after_reply(services, chat_id)`: react once a reply is written (schedule background work);
@@ -25,7 +27,7 @@ Hooks, each optional (the base class does nothing):
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,6 +106,10 @@ class PromptSource:
         """Blocks and notes for this turn's prompt; None when the source has nothing to say."""
         return None
 
+    def history_filter(self, turn: Turn) -> Collection[int]:
+        """Ids of history messages this source takes out of this turn's prompt; called after `contribute`."""
+        return ()
+
     def expect(self, services: Services, session: Session, chat: Chat, text: str) -> None:
         """The user's new message is about to be stored: start work needing only its text; return at once."""
 
@@ -138,6 +144,7 @@ class Gathered:
     depth_notes: tuple[DepthNote, ...]
     notes: tuple[str, ...]
     warnings: tuple[str, ...] = ()  # the sources that failed
+    left_out: frozenset[int] = frozenset()  # history messages the sources took out
 
 
 class PromptSources:
@@ -175,11 +182,13 @@ class PromptSources:
             except Exception as err:
                 failed[source.name] = _failure(source, turn, err)
         parts: dict[str, Contribution | None] = {}
+        taken: dict[str, Collection[int]] = {}
         for source in sorted(self, key=lambda s: s.name in running):  # stable: registry order otherwise
             if source.name in failed:
                 continue
             try:
                 parts[source.name] = source.contribute(turn)
+                taken[source.name] = source.history_filter(turn)
             except Exception as err:
                 failed[source.name] = _failure(source, turn, err)
         fixed: list[DynamicBlock] = []
@@ -187,10 +196,12 @@ class PromptSources:
         depth_notes: list[DepthNote] = []
         notes: list[str] = []
         warnings: list[str] = []
+        left_out: set[int] = set()
         for source in self:
             if source.name in failed:
                 warnings.append(failed[source.name])
                 continue
+            left_out.update(taken.get(source.name, ()))
             part = parts.get(source.name)
             if part is None:
                 continue
@@ -199,7 +210,8 @@ class PromptSources:
             depth_notes.extend(part.depth_notes)
             if part.note:
                 notes.append(part.note)
-        return Gathered(tuple(fixed), tuple(dynamic), tuple(depth_notes), tuple(notes), tuple(warnings))
+        return Gathered(tuple(fixed), tuple(dynamic), tuple(depth_notes), tuple(notes), tuple(warnings),
+                        frozenset(left_out))
 
     def expect(self, services: Services, session: Session, chat: Chat, text: str) -> None:
         for source in self:

@@ -1,0 +1,35 @@
+from datetime import datetime
+
+from sqlalchemy import Index
+from sqlmodel import Field, SQLModel
+
+from app.timeutil import utcnow
+
+ORIGINS = ("user", "model")
+
+
+class SummaryEntry(SQLModel, table=True):
+    """A Chat Summary entry (Roleplay): a recap standing in for the messages it covers.
+
+    It covers every message whose id lies in [first_message_id, last_message_id]; the positions are
+    the message numbers when it was written. Deleting a covered message shrinks what it covers (the
+    numbers shown are recounted from the ids); an entry whose messages were all deleted stays, with
+    its text, until the user deletes it. Editing a covered message leaves the entry as it is."""
+
+    __tablename__ = "summary_entry"
+    __table_args__ = (Index("ix_summary_entry_chat_first", "chat_id", "first_message_id", "id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    chat_id: int = Field(foreign_key="chat.id", ondelete="CASCADE")
+    title: str = ""
+    content: str
+    first_message_id: int
+    last_message_id: int
+    first_position: int
+    last_position: int
+    tokens: int = 0
+    active: bool = True
+    origin: str = "user"  # "user" (written) or "model" (generated)
+    awaiting_review: bool = False  # a model-written entry held until the user approves it
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)

@@ -1,0 +1,117 @@
+"""Chat Summary's pure decisions: which messages a Write covers, which messages the prompt leaves
+out, and the stable text of the summary block. No I/O here."""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.chats.window import HistoryMessage
+
+SCOPES = ("last", "range")
+BLOCK_HEADING = "[Summary of earlier events, oldest first]"
+
+
+@dataclass(frozen=True)
+class Span:
+    """The messages an active entry covers: every message whose id lies in [first_id, last_id]."""
+
+    first_id: int
+    last_id: int
+
+
+@dataclass(frozen=True)
+class Coverage:
+    first_position: int  # message numbers as the chat shows them, 1 = the oldest message
+    last_position: int
+    first_id: int
+    last_id: int
+
+    @property
+    def count(self) -> int:
+        return self.last_position - self.first_position + 1
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    ids: frozenset[int]  # summarised messages older than the tail: not sent
+    uncovered_older: int  # older than the tail, covered by no active entry: still sent
+
+
+@dataclass(frozen=True)
+class EntryText:
+    title: str
+    content: str
+
+
+def scope_coverage(ids: Sequence[int], scope: str, *, last: int | None = None, start: int | None = None,
+                   end: int | None = None) -> Coverage:  # fmt: skip
+    """The messages a summary covers: the `last` newest ones, or the numbers `start`–`end` (both
+    counted from 1 as the chat shows them). `ids` are the chat's message ids, oldest first."""
+    total = len(ids)
+    if not total:
+        raise ValueError("This chat has no messages to summarise yet.")
+    if scope == "last":
+        if last is None or last < 1:
+            raise ValueError("Say how many of the newest messages the summary covers (1 or more).")
+        start, end = max(1, total - last + 1), total
+    elif scope == "range":
+        if start is None or end is None:
+            raise ValueError("Give the first and the last message number of the range.")
+        if start < 1 or end < 1:
+            raise ValueError("Message numbers start at 1.")
+        if start > end:
+            raise ValueError(f"The range {start}–{end} is backwards: the first number must not exceed the last.")
+        if end > total:
+            raise ValueError(f"This chat has {total} messages: message {end} does not exist.")
+    else:
+        raise ValueError("Scope must be Last or Range.")
+    return Coverage(start, end, ids[start - 1], ids[end - 1])
+
+
+def live_positions(ids: Sequence[int], span: Span) -> tuple[int, int] | None:
+    """The message numbers the span covers now (after deletions shifted them), or None when every
+    message it covered was deleted. `ids` sorted, oldest first."""
+    lo = bisect_left(ids, span.first_id)
+    hi = bisect_right(ids, span.last_id)
+    return (lo + 1, hi) if hi > lo else None
+
+
+def range_label(positions: tuple[int, int] | None) -> str:
+    if positions is None:
+        return "its messages were deleted"
+    first, last = positions
+    return f"message {first}" if first == last else f"messages {first}–{last}"
+
+
+def left_out(messages: Sequence[HistoryMessage], spans: Sequence[Span], *, tail: int) -> LeftOut:
+    """With "hide summarised messages" on: the messages older than the `tail` newest that an
+    active entry covers leave the prompt; the others are always sent. Hidden messages are never
+    sent anyway and count for neither."""
+    sendable = [m for m in messages if not m.hidden]
+    older = sendable[: max(0, len(sendable) - max(0, tail))]
+    ordered = sorted((s.first_id, s.last_id) for s in spans)
+    firsts = [f for f, _ in ordered]
+    # The furthest end of any span starting at or before each one, so one search answers "covered?".
+    reach: list[int] = []
+    for _, last in ordered:
+        reach.append(max(last, reach[-1]) if reach else last)
+    out = set()
+    for m in older:
+        i = bisect_right(firsts, m.id) - 1
+        if i >= 0 and reach[i] >= m.id:
+            out.add(m.id)
+    return LeftOut(frozenset(out), len(older) - len(out))
+
+
+def summary_block(entries: Sequence[EntryText]) -> str:
+    """The active entries as one block, in message order. Only their own words go in (no message
+    numbers, which shift when messages are deleted), so the cached prefix changes only when an
+    entry does."""
+    parts = []
+    for entry in entries:
+        title, content = entry.title.strip(), entry.content.strip()
+        if content:
+            parts.append(f"## {title}\n{content}" if title else content)
+    return f"{BLOCK_HEADING}\n\n" + "\n\n".join(parts) if parts else ""

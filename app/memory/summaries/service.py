@@ -1,0 +1,141 @@
+"""Chat Summary entries: list, write, edit, toggle and delete them; read what the prompt needs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlmodel import Session, select
+
+from app.chats.service import get_chat
+from app.errors import NotFound, UserError
+from app.memory.summaries.models import SummaryEntry
+from app.memory.summaries.rules import Span, live_positions, range_label, scope_coverage
+from app.prompt.tokens import count_tokens
+from app.timeutil import utcnow
+
+MAX_TITLE = 200
+MAX_CONTENT = 20_000
+MAX_ENTRIES = 1_000
+_IDS_SQL = "SELECT id FROM message WHERE chat_id = ? AND kind = 'message' ORDER BY id"
+
+
+@dataclass(frozen=True)
+class EntryView:
+    """An entry as the panel shows it: with the message numbers it covers now."""
+
+    entry: SummaryEntry
+    positions: tuple[int, int] | None
+
+    @property
+    def label(self) -> str:
+        return range_label(self.positions)
+
+    @property
+    def count(self) -> int:
+        return 0 if self.positions is None else self.positions[1] - self.positions[0] + 1
+
+
+def message_ids(session: Session, chat_id: int) -> list[int]:
+    """The chat's message ids, oldest first: message number n is the n-th (refresh marks aside)."""
+    return [row[0] for row in session.connection().exec_driver_sql(_IDS_SQL, (chat_id,)).all()]
+
+
+def list_entries(session: Session, chat_id: int, *, active_only: bool = False) -> list[SummaryEntry]:
+    """The chat's entries in message order."""
+    stmt = select(SummaryEntry).where(SummaryEntry.chat_id == chat_id)
+    if active_only:
+        stmt = stmt.where(SummaryEntry.active == True, SummaryEntry.awaiting_review == False)  # noqa: E712
+    return list(session.exec(stmt.order_by(SummaryEntry.first_message_id, SummaryEntry.id)).all())
+
+
+def entry_views(session: Session, chat_id: int) -> list[EntryView]:
+    ids = message_ids(session, chat_id)
+    return [EntryView(e, live_positions(ids, Span(e.first_message_id, e.last_message_id)))
+            for e in list_entries(session, chat_id)]  # fmt: skip
+
+
+def get_entry(session: Session, chat_id: int, entry_id: int) -> SummaryEntry:
+    entry = session.get(SummaryEntry, entry_id)
+    if entry is None or entry.chat_id != chat_id:
+        raise NotFound(f"Summary entry {entry_id} does not exist in this chat.")
+    return entry
+
+
+def _title(title: str | None) -> str:
+    title = (title or "").strip()
+    if len(title) > MAX_TITLE:
+        raise UserError(f"The title is {len(title)} characters long; the limit is {MAX_TITLE}.")
+    return title
+
+
+def _content(content: str | None) -> str:
+    content = (content or "").strip()
+    if not content:
+        raise UserError("Write the summary first: it cannot be empty.")
+    if len(content) > MAX_CONTENT:
+        raise UserError(f"The summary is {len(content)} characters long; the limit is {MAX_CONTENT}.")
+    return content
+
+
+def write_entry(session: Session, chat_id: int, *, content: str, title: str = "", scope: str = "last",
+                last: int | None = None, start: int | None = None, end: int | None = None,
+                origin: str = "user") -> SummaryEntry:  # fmt: skip
+    """A summary the user typed for the `last` newest messages or the message numbers start–end."""
+    chat = get_chat(session, chat_id)
+    if chat.mode != "roleplay":
+        raise UserError("Chat Summary entries are for Roleplay chats; Conversation chats are summarised by day.")
+    title, content = _title(title), _content(content)
+    try:
+        covered = scope_coverage(message_ids(session, chat_id), scope, last=last, start=start, end=end)
+    except ValueError as err:
+        raise UserError(str(err)) from None
+    count = session.connection().exec_driver_sql(
+        "SELECT count(*) FROM summary_entry WHERE chat_id = ?", (chat_id,)).scalar_one()  # fmt: skip
+    if count >= MAX_ENTRIES:
+        raise UserError(f"This chat already has {MAX_ENTRIES} summary entries, the limit: delete some first.")
+    entry = SummaryEntry(
+        chat_id=chat_id, title=title, content=content, first_message_id=covered.first_id,
+        last_message_id=covered.last_id, first_position=covered.first_position, last_position=covered.last_position,
+        tokens=count_tokens(content), origin=origin,
+    )  # fmt: skip
+    session.add(entry)
+    session.flush()
+    return entry
+
+
+def update_entry(session: Session, chat_id: int, entry_id: int, *, title: str | None = None,
+                 content: str | None = None, active: bool | None = None) -> SummaryEntry:  # fmt: skip
+    """Change an entry's title, text or active state (None leaves a field as it is)."""
+    entry = get_entry(session, chat_id, entry_id)
+    if title is not None:
+        entry.title = _title(title)
+    if content is not None:
+        entry.content = _content(content)
+        entry.tokens = count_tokens(entry.content)
+    if active is not None:
+        entry.active = active
+    entry.updated_at = utcnow()
+    session.add(entry)
+    session.flush()
+    return entry
+
+
+def delete_entry(session: Session, chat_id: int, entry_id: int) -> None:
+    session.delete(get_entry(session, chat_id, entry_id))
+    session.flush()
+
+
+def set_active(session: Session, chat_id: int, active: bool, ids: Sequence[int] | None = None) -> int:
+    """Activate or deactivate all the chat's entries, or those in `ids`; how many changed."""
+    get_chat(session, chat_id)
+    changed = 0
+    wanted = None if ids is None else set(ids)
+    for entry in list_entries(session, chat_id):
+        if (wanted is None or entry.id in wanted) and entry.active != active:
+            entry.active = active
+            entry.updated_at = utcnow()
+            session.add(entry)
+            changed += 1
+    session.flush()
+    return changed

@@ -1,0 +1,70 @@
+"""Chat Summary as a prompt source: the active entries in the older short-term memory slot (above
+the conversation), the summarised messages older than the recent tail taken out when the chat
+hides them, and its part of Chat Settings. Roleplay chats only."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from sqlmodel import Session
+
+from app import forms
+from app.chats.models import Chat
+from app.memory.summaries import service
+from app.memory.summaries.rules import EntryText, Span, left_out, summary_block
+from app.prompt.builder import DynamicBlock
+from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
+from app.services import Services
+
+
+class SummarySource(PromptSource):
+    name = "summaries"
+    label = "Chat Summary"
+
+    def contribute(self, turn: Turn) -> Contribution | None:
+        if turn.chat.mode != "roleplay":
+            return None
+        entries = service.list_entries(turn.session, turn.chat.id, active_only=True)
+        if not entries:
+            return None
+        block = summary_block([EntryText(e.title, e.content) for e in entries])
+        count = f"{len(entries)} active summary {'entry' if len(entries) == 1 else 'entries'}"
+        if not turn.settings.summary_hide_messages:
+            return Contribution(
+                fixed=(DynamicBlock("older_short_term_memory", "Chat Summary", block),),
+                note=f"Chat Summary: {count} sent; the messages they cover are sent too (Hide summarised messages is off).",
+            )  # fmt: skip
+        out = left_out(turn.history.messages, [Span(e.first_message_id, e.last_message_id) for e in entries],
+                       tail=turn.settings.summary_recent_tail)  # fmt: skip
+        turn.scratch[self.name] = out.ids
+        return Contribution(
+            fixed=(DynamicBlock("older_short_term_memory", "Chat Summary", block),),
+            note=f"Chat Summary: {count} sent. {len(out.ids)} messages summarised and left out; "
+            f"{out.uncovered_older} older messages not covered by any summary are still sent.",
+        )
+
+    def history_filter(self, turn: Turn) -> Collection[int]:
+        return turn.scratch.pop(self.name, ())
+
+    def settings_section(self, session: Session, chat: Chat, services: Services) -> SettingsSection | None:
+        if chat.mode != "roleplay":
+            return None
+        return SettingsSection("memory/_summary_settings.html", panel_context(session, chat))
+
+    def read_settings_form(self, session: Session, chat: Chat, form: Any) -> dict[str, Any]:
+        if not forms.text(form, "chat_summary_shown"):
+            return {}
+        tail = forms.optional_number(form, "summary_recent_tail", int)
+        return {"summary_hide_messages": forms.checkbox(form, "summary_hide_messages"),
+                **({} if tail is None else {"summary_recent_tail": tail})}  # fmt: skip
+
+
+def panel_context(session: Session, chat: Chat, *, show_inactive: bool = True) -> dict[str, Any]:
+    """What the Chat Summary panel shows."""
+    views = service.entry_views(session, chat.id)
+    inactive = sum(1 for v in views if not v.entry.active)
+    return {
+        "entries": [v for v in views if show_inactive or v.entry.active], "total": len(views), "inactive": inactive,
+        "show_inactive": show_inactive, "message_count": len(service.message_ids(session, chat.id)),
+    }  # fmt: skip
