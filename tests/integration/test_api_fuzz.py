@@ -87,6 +87,12 @@ class Seeds:
             api.post(f"/api/chats/{chat}/memories/import", files={"file": ("m.marinara.json", _memory_file())})
             memories = api.get(f"/api/chats/{chat}/memories").json()
         self.ids["chunk_id"] = memories[0]["id"]
+        summaries = api.get(f"/api/chats/{chat}/summaries").json()
+        if not summaries:  # refused once a fuzzed request made the chat a Conversation one
+            made = api.post(f"/api/chats/{chat}/summaries", json={"content": "They met.", "last": 2})
+            summaries = [made.json()] if made.status_code == 201 else []
+        if summaries:
+            self.ids["summary_id"] = summaries[0]["id"]
         if not self._alive("book_id", "/api/lorebooks/{}"):
             self.ids["book_id"] = _created(api.post("/api/lorebooks", json={"name": "Eldoria"}))["id"]
             self.ids.pop("entry_id", None)

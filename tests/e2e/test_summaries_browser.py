@@ -1,0 +1,102 @@
+"""Issue 12, Chat Summary in Chat Settings (the user-written slice): write an entry for a Range and
+for the Last messages, turn one off, shift-click a range of entries and disable them, edit one,
+delete one; "Hide summarised messages" is saved with the settings. Desktop and phone."""
+
+from playwright.sync_api import Page, expect
+
+
+def _chat(live, n: int = 12) -> int:
+    with live.client() as c:
+        char = c.post("/api/characters", json={"name": "Aria", "first_mes": "The road is long."}).json()
+        chat = c.post("/api/chats", json={"character_ids": [char["id"]], "name": "Road"}).json()
+        for i in range(2, n + 2):
+            assert c.post(f"/api/chats/{chat['id']}/messages", json={"content": f"Step {i}."}).status_code == 201
+    return chat["id"]
+
+
+def _write(panel, *, scope: str, content: str, title: str = "", last: int | None = None,
+           start: int | None = None, end: int | None = None) -> None:  # fmt: skip
+    panel.locator(f"input[name=summary_scope][value={scope}]").check()
+    if last is not None:
+        panel.locator("#summary-last").fill(str(last))
+    if start is not None:
+        panel.locator("#summary-start").fill(str(start))
+        panel.locator("#summary-end").fill(str(end))
+    panel.locator("#summary-title").fill(title)
+    panel.locator("#summary-content").fill(content)
+    panel.locator("#summary-add").click()
+
+
+def _entries(live, chat_id: int) -> list[dict]:
+    with live.client() as c:
+        return c.get(f"/api/chats/{chat_id}/summaries").json()
+
+
+def test_write_toggle_select_a_range_edit_and_delete_summaries(page: Page, live, shot):
+    chat_id = _chat(live)
+    page.goto(f"{live.url}/chats/{chat_id}/settings")
+    section = page.locator("#chat-summary")
+    section.scroll_into_view_if_needed()
+    expect(section.locator("#summary-empty")).to_contain_text("No summaries yet. Write one below")
+    shot("empty")
+
+    _write(section, scope="range", start=2, end=6, title="Salt flats", content="They cross the salt flats.")
+    items = section.locator(".summary-item")
+    expect(items).to_have_count(1)
+    expect(items.nth(0)).to_contain_text("Salt flats")
+    expect(items.nth(0)).to_contain_text("messages 2–6")
+    _write(section, scope="range", start=7, end=9, title="The well", content="They find a dry well.")
+    _write(section, scope="last", last=3, title="Camp", content="They make camp.")
+    expect(items).to_have_count(3)
+    expect(items.nth(2)).to_contain_text("messages 11–13")
+    assert [(e["first_position"], e["last_position"]) for e in _entries(live, chat_id)] == [(2, 6), (7, 9), (11, 13)]
+    items.nth(0).scroll_into_view_if_needed()
+    shot("three-entries")
+
+    # One entry off with its switch.
+    items.nth(0).locator(".summary-active").click()
+    expect(items.nth(0).locator(".summary-active")).to_have_attribute("aria-checked", "false")
+    expect(items.nth(0)).to_have_class("summary-item is-inactive")
+    items.nth(0).locator(".summary-active").click()
+    expect(items.nth(0).locator(".summary-active")).to_have_attribute("aria-checked", "true")
+
+    # Shift-click selects the range between two clicks; Disable selected turns all of them off.
+    items.nth(0).locator(".summary-select").click()
+    items.nth(2).locator(".summary-select").click(modifiers=["Shift"])
+    for i in range(3):
+        expect(items.nth(i).locator(".summary-select")).to_be_checked()
+    section.locator("#summary-disable-selected").scroll_into_view_if_needed()
+    shot("range-selected")
+    section.locator("#summary-disable-selected").click()
+    expect(section.locator(".summary-item.is-inactive")).to_have_count(3)
+    assert [e["active"] for e in _entries(live, chat_id)] == [False, False, False]
+    section.locator("#summary-activate-all").click()
+    expect(section.locator(".summary-item.is-inactive")).to_have_count(0)
+
+    # Edit the second entry.
+    items.nth(1).locator("summary").click()
+    items.nth(1).get_by_role("button", name="Edit").click()
+    items.nth(1).locator("textarea[name=summary_edit_content]").fill("They find a well with sweet water.")
+    items.nth(1).scroll_into_view_if_needed()
+    shot("editing")
+    items.nth(1).get_by_role("button", name="Save summary").click()
+    expect(items.nth(1).locator(".summary-content")).to_have_text("They find a well with sweet water.")
+
+    # Delete the first.
+    page.once("dialog", lambda d: d.accept())
+    items.nth(0).locator("summary").click()
+    items.nth(0).get_by_role("button", name="Delete").click()
+    expect(items).to_have_count(2)
+    assert [e["title"] for e in _entries(live, chat_id)] == ["The well", "Camp"]
+
+    # The display settings are saved with the form.
+    section.locator("#summary-hide-messages").check()
+    section.locator("#summary-recent-tail").fill("4")
+    page.locator("#chat-settings-form").get_by_role("button", name="Save settings").click()
+    expect(page.locator("#chat-settings-form .notice-ok")).to_be_visible()
+    with live.client() as c:
+        settings = c.get(f"/api/chats/{chat_id}").json()["settings"]
+    assert settings["summary_hide_messages"] is True and settings["summary_recent_tail"] == 4
+    expect(page.locator("#chat-summary .summary-item")).to_have_count(2)
+    page.locator("#summary-write").scroll_into_view_if_needed()
+    shot("saved")
