@@ -1,6 +1,6 @@
 """Issue 12, Chat Summary in Chat Settings (the user-written slice): write an entry for a Range and
 for the Last messages, turn one off, shift-click a range of entries and disable them, edit one,
-delete one; "Hide summarised messages" is saved with the settings. Desktop and phone."""
+delete one, hide and show the inactive ones; "Hide summarised messages" is saved with the settings. Desktop and phone."""
 
 from playwright.sync_api import Page, expect
 
@@ -57,6 +57,12 @@ def test_write_toggle_select_a_range_edit_and_delete_summaries(page: Page, live,
     items.nth(0).locator(".summary-active").click()
     expect(items.nth(0).locator(".summary-active")).to_have_attribute("aria-checked", "false")
     expect(items.nth(0)).to_have_class("summary-item is-inactive")
+    # Hide Inactive leaves it out of the list; Show Inactive brings it back.
+    section.locator("#summary-toggle-inactive").click()
+    expect(items).to_have_count(2)
+    expect(section.locator("#summary-count")).to_have_text("3 entries, 1 inactive")
+    section.locator("#summary-toggle-inactive").click()
+    expect(items).to_have_count(3)
     items.nth(0).locator(".summary-active").click()
     expect(items.nth(0).locator(".summary-active")).to_have_attribute("aria-checked", "true")
 

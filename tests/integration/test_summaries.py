@@ -118,3 +118,17 @@ def test_active_entries_go_above_the_conversation_and_hide_leaves_out_only_cover
     api.post(f"{base}/activation", json={"active": False})
     sent = _sent(api, models, chat_id, "Again?")
     assert "Step 5 along the road." in [m["content"] for m in sent] and RECAP not in sent[0]["content"]
+
+
+def test_the_panel_refuses_a_bad_write_with_a_toast_and_writes_nothing(api, models):
+    chat_id, _ = _chat_with_messages(api, models, 3)
+    hx = {"HX-Request": "true"}
+    r = api.post(f"/chats/{chat_id}/summaries/write", headers=hx,
+                 data={"summary_scope": "range", "summary_start": "3", "summary_end": "9", "summary_content": "x"})  # fmt: skip
+    assert r.status_code == 400 and "This chat has 4 messages: message 9 does not exist." in r.text
+    assert r.headers["HX-Retarget"] == "#toasts" and "<html" not in r.text
+    assert api.get(f"/api/chats/{chat_id}/summaries").json() == []
+    r = api.post(f"/chats/{chat_id}/summaries/write", headers=hx,
+                 data={"summary_scope": "last", "summary_last": "2", "summary_content": "They rest."})  # fmt: skip
+    assert r.status_code == 200 and "<html" not in r.text and 'id="summary-panel"' in r.text
+    assert "messages 3–4" in r.text

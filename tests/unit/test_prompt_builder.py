@@ -48,6 +48,12 @@ def test_hidden_messages_are_skipped_and_counted():
     assert p.hidden_skipped == 1
 
 
+def test_messages_a_source_took_out_are_not_sent_and_the_first_is_not_pinned_then():
+    p = build(ctx([msg(1), msg(2), msg(3), msg(4)], left_out=frozenset({1, 3})))
+    assert p.included_message_ids == [2, 4]
+    assert [m["content"] for m in p.messages[1:]] == ["message 2", "message 4"]
+
+
 def test_history_is_cut_to_fit_context_in_whole_batches_first_message_kept():
     long = [msg(i, text="word " * 100) for i in range(1, 41)]  # ~129 tokens each with overhead
     p = build(ctx(long, context_size=2048, reply_reserve=512, recent_limit=20))

@@ -38,3 +38,22 @@ def test_a_failing_running_source_is_named_in_its_place():
     gathered = sources.gather(SimpleNamespace(chat=SimpleNamespace(id=1)))
     assert [b.kind for b in gathered.dynamic] == ["lore"]
     assert gathered.warnings[0].startswith("Recall failed") and gathered.notes == ("lore",)
+
+
+class Taker(PromptSource):
+    """Takes messages out of the history; `fails` breaks its filter."""
+
+    def __init__(self, name: str, ids: set, *, fails: bool = False) -> None:
+        self.name, self.label, self.ids, self.fails = name, name.title(), ids, fails
+
+    def history_filter(self, turn):
+        if self.fails:
+            raise RuntimeError("broken")
+        return self.ids
+
+
+def test_sources_take_messages_out_and_a_failing_filter_takes_none():
+    sources = PromptSources([Taker("summaries", {3, 4}), Taker("other", {9}), Taker("broken", {5}, fails=True)])
+    gathered = sources.gather(SimpleNamespace(chat=SimpleNamespace(id=1)))
+    assert gathered.left_out == frozenset({3, 4, 9})
+    assert gathered.warnings[0].startswith("Broken failed")
