@@ -443,14 +443,27 @@
     }
   });
 
+  // ---- message numbers (Chat Summary's Range counts them) -------------------------------------
+  // Counted from the topmost page's start, so a deleted message renumbers the ones after it.
+  function numberMessages() {
+    const start = list()?.querySelector("[data-msg-offset]");
+    if (!start) return;
+    let n = parseInt(start.dataset.msgOffset, 10) || 0;
+    list().querySelectorAll("article.msg").forEach((el) => {
+      n += 1;
+      const num = el.querySelector(".msg-num");
+      if (num && num.textContent !== "#" + n) num.textContent = "#" + n;
+    });
+  }
+
   // ---- lists with shift-click range selection (Chat Summary) ----------------------------------
   // A shift-click sets every checkbox between the last one clicked and this one to this one's state.
   let lastPicked = null;
   document.addEventListener("click", (e) => {
     const box = e.target.closest("[data-range-select] input[type=checkbox]");
     if (!box) return;
-    const list = box.closest("[data-range-select]");
-    const boxes = Array.from(list.querySelectorAll("input[type=checkbox]"));
+    const group = box.closest("[data-range-select]");
+    const boxes = Array.from(group.querySelectorAll("input[type=checkbox]"));
     if (e.shiftKey && lastPicked && boxes.includes(lastPicked)) {
       const [a, b] = [boxes.indexOf(lastPicked), boxes.indexOf(box)].sort((x, y) => x - y);
       boxes.slice(a, b + 1).forEach((el) => { el.checked = box.checked; });
@@ -494,6 +507,8 @@
       updateActions();
       // Messages come and go by htmx swaps (a delete, a new reply): the actions follow.
       new MutationObserver(updateActions).observe(list(), { childList: true });
+      numberMessages();
+      new MutationObserver(numberMessages).observe(list(), { childList: true });
       if (chatEl().dataset.generating === "true") follow();
     }
   });

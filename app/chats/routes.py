@@ -13,6 +13,7 @@ from app import forms
 from app.characters.service import list_characters
 from app.chats import service
 from app.chats.changes import messages_changed
+from app.chats.history import message_count
 from app.chats.models import Chat, Message
 from app.chats.settings import ChatSettings
 from app.connections.discovery import find_local_servers
@@ -119,6 +120,11 @@ def _page_of_messages(session: Session, chat_id: int, *, before: int | None) -> 
     return rows, (rows[0].id if more and rows else None)
 
 
+def _numbered_from(session: Session, chat_id: int, messages: list[Message]) -> int:
+    """Messages before this page: the page's numbering (Chat Summary's ranges) starts after them."""
+    return message_count(session, chat_id, messages[0].id) if messages else 0
+
+
 @router.get("/chats/{chat_id}")
 def show_chat_page(chat_id: int, request: Request, session: SessionDep) -> HTMLResponse:
     """The chat: newest messages, the composer, Chat Settings and Peek Prompt."""
@@ -127,6 +133,7 @@ def show_chat_page(chat_id: int, request: Request, session: SessionDep) -> HTMLR
     ctx = _message_ctx(session, request, chat)
     return render(request, "chats/detail.html", {
         **ctx, "messages": messages, "earlier_before": earlier, "settings": service.chat_settings(chat),
+        "numbered_from": _numbered_from(session, chat_id, messages),
         "has_connection": service.chat_connection(session, chat) is not None,
     })  # fmt: skip
 
@@ -150,6 +157,7 @@ def list_messages_fragment(
         messages, earlier = _page_of_messages(session, chat_id, before=before)
     return render(request, "chats/_messages.html", {
         **_message_ctx(session, request, chat), "messages": messages, "earlier_before": earlier, "previous": previous,
+        "numbered_from": None if after is not None else _numbered_from(session, chat_id, messages),
         "drop_empty": bool(messages) and after is not None and previous is None,
     })  # fmt: skip
 

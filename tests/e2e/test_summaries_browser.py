@@ -106,3 +106,29 @@ def test_write_toggle_select_a_range_edit_and_delete_summaries(page: Page, live,
     expect(page.locator("#chat-summary .summary-item")).to_have_count(2)
     page.locator("#summary-write").scroll_into_view_if_needed()
     shot("saved")
+
+
+def test_the_chat_numbers_its_messages_as_summary_ranges_count_them(page: Page, live, shot):
+    chat_id = _chat(live, 70)  # 71 messages: the page shows the newest 60, then the earlier ones
+    with live.client() as c:
+        ids = [m["id"] for m in c.get(f"/api/chats/{chat_id}/messages").json()]
+        c.post(f"/api/chats/{chat_id}/refresh")  # a refresh mark is no message: it takes no number
+        c.post(f"/api/chats/{chat_id}/messages", json={"content": "After the mark."})
+    page.goto(f"{live.url}/chats/{chat_id}")
+    expect(page.locator(f"#msg-{ids[-1]} .msg-num")).to_have_text("#71")
+    expect(page.locator(f"#msg-{ids[20]} .msg-num")).to_have_text("#21")
+    expect(page.locator(f"#msg-{ids[11]}")).to_have_count(0)  # on the earlier page
+    expect(page.locator("article.msg").last.locator(".msg-num")).to_have_text("#72")
+    page.locator("#load-earlier button").click()
+    expect(page.locator(f"#msg-{ids[0]} .msg-num")).to_have_text("#1")
+    expect(page.locator(f"#msg-{ids[11]} .msg-num")).to_have_text("#12")
+    page.locator(f"#msg-{ids[69]}").scroll_into_view_if_needed()
+    shot("numbers")
+
+    # Deleting a message renumbers the ones after it, as the summary ranges are recounted.
+    page.once("dialog", lambda d: d.accept())
+    page.locator(f"#msg-{ids[2]}").hover()
+    page.locator(f"#msg-{ids[2]}").get_by_role("button", name="Delete message").click()
+    expect(page.locator(f"#msg-{ids[2]}")).to_have_count(0)
+    expect(page.locator(f"#msg-{ids[11]} .msg-num")).to_have_text("#11")
+    expect(page.locator("article.msg").last.locator(".msg-num")).to_have_text("#71")
