@@ -113,6 +113,8 @@ def test_active_entries_go_above_the_conversation_and_hide_leaves_out_only_cover
     assert [b["label"] for b in peek["blocks"] if b["group"] == "above_conversation"] == ["Chat Summary"]
     assert any("8 messages summarised and left out;" in n and "older messages not covered by any summary are still sent" in n
                for n in peek["notes"])  # fmt: skip
+    page = api.get(f"/chats/{chat_id}/prompt").text
+    assert "Chat Summary" in page and "8 messages summarised and left out;" in page
 
     # Deactivated, an entry's messages come back.
     api.post(f"{base}/activation", json={"active": False})
@@ -132,3 +134,18 @@ def test_the_panel_refuses_a_bad_write_with_a_toast_and_writes_nothing(api, mode
                  data={"summary_scope": "last", "summary_last": "2", "summary_content": "They rest."})  # fmt: skip
     assert r.status_code == 200 and "<html" not in r.text and 'id="summary-panel"' in r.text
     assert "messages 3–4" in r.text
+
+
+def test_the_cached_prefix_changes_only_when_an_entry_does(api, models):
+    chat_id, messages = _chat_with_messages(api, models, 20)
+    base = f"/api/chats/{chat_id}/summaries"
+    api.post(base, json={"title": "Road", "content": RECAP, "scope": "range", "start": 2, "end": 8})
+    _settings(api, chat_id, summary_hide_messages=True, summary_recent_tail=4)
+    first = _sent(api, models, chat_id, "One.")[0]
+    # A new turn, and a deleted covered message (the numbers shift): the prefix stays byte-identical.
+    api.delete(f"/api/chats/{chat_id}/messages/{messages[3]['id']}")
+    assert _sent(api, models, chat_id, "Two.")[0] == first
+    entry = api.get(base).json()[0]
+    api.patch(f"{base}/{entry['id']}", json={"content": "A new recap."})
+    changed = _sent(api, models, chat_id, "Three.")[0]
+    assert changed != first and "A new recap." in changed["content"]
