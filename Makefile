@@ -48,6 +48,7 @@ bench: install-test
 	$(BIN)/python bench/cache_prefix.py
 	$(BIN)/python bench/recall.py
 	$(BIN)/python bench/lore_scan.py
+	$(BIN)/python bench/summaries.py
 
 # Retake the README's screenshots (docs/screens/) after changing a page the tour shows.
 screens: install-test chromium
