@@ -132,3 +132,21 @@ def test_the_chat_numbers_its_messages_as_summary_ranges_count_them(page: Page, 
     expect(page.locator(f"#msg-{ids[2]}")).to_have_count(0)
     expect(page.locator(f"#msg-{ids[11]} .msg-num")).to_have_text("#11")
     expect(page.locator("article.msg").last.locator(".msg-num")).to_have_text("#71")
+
+
+def test_summaries_work_in_the_chat_pages_settings_panel_and_peek_prompt_shows_them(page: Page, live, shot):
+    chat_id = _chat(live, 6)
+    page.goto(f"{live.url}/chats/{chat_id}")
+    page.click("#settings-button")
+    panel = page.locator("#settings-panel #chat-summary")
+    panel.scroll_into_view_if_needed()
+    _write(panel, scope="last", last=4, title="The crossing", content="They cross the river at dawn.")
+    expect(panel.locator(".summary-item")).to_have_count(1)
+    expect(panel.locator(".summary-item")).to_contain_text("messages 4–7")
+    panel.locator(".summary-item").scroll_into_view_if_needed()
+    shot("side-panel")
+    page.locator("#settings-panel").get_by_role("button", name="Close Chat Settings").click()
+    page.click("#peek-button")
+    block = page.locator("#peek-dialog .prompt-block").filter(has_text="They cross the river at dawn.")
+    expect(block).to_have_count(1)
+    expect(page.locator("#peek-dialog")).to_contain_text("Chat Summary: 1 active summary entry sent")
