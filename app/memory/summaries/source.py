@@ -11,6 +11,8 @@ from sqlmodel import Session
 
 from app import forms
 from app.chats.models import Chat
+from app.chats.settings import read_settings
+from app.chats.window import HistoryMessage
 from app.memory.summaries import service
 from app.memory.summaries.rules import EntryText, Span, left_out, summary_block
 from app.prompt.builder import DynamicBlock
@@ -64,7 +66,11 @@ def panel_context(session: Session, chat: Chat, *, show_inactive: bool = True) -
     """What the Chat Summary panel shows."""
     views = service.entry_views(session, chat.id)
     inactive = sum(1 for v in views if not v.entry.active)
+    ids = service.message_ids(session, chat.id)
+    spans = [Span(v.entry.first_message_id, v.entry.last_message_id) for v in views if v.entry.active]
+    tail = read_settings(chat.settings).summary_recent_tail
+    uncovered = left_out([HistoryMessage(i, "", "", "") for i in ids], spans, tail=tail).uncovered_older
     return {
         "entries": [v for v in views if show_inactive or v.entry.active], "total": len(views), "inactive": inactive,
-        "show_inactive": show_inactive, "message_count": len(service.message_ids(session, chat.id)),
+        "show_inactive": show_inactive, "message_count": len(ids), "uncovered": uncovered, "tail": tail,
     }  # fmt: skip
