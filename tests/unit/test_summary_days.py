@@ -4,10 +4,12 @@ import pytest
 
 from app.memory.summaries.days import (
     ChatDay,
+    ConversationPlan,
     Missing,
     TimedMessage,
     chat_day,
     check_rollover_hour,
+    conversation_plan,
     days_of_week,
     finished_days,
     group_days,
@@ -156,3 +158,44 @@ def test_ten_days_across_the_rollover_hour():
     missing = missing_days([d.day for d in days], [], [], today)
     assert missing.total == 9 and today not in missing.days
     assert weeks_ready([d.day for d in days], [d.day for d in days], [], today) == [date(2026, 3, 2)]
+
+
+def d(day, *ids):
+    return ChatDay(date(2026, 3, day), ids)
+
+
+def test_conversation_prompt_carries_weeks_then_days_then_unsummarised_days_tail_and_today():
+    days = [d(2, 1, 2), d(4, 3), d(9, 4, 5), d(10, 6, 7, 8), d(11, 9), d(12, 10, 11)]
+    plan = conversation_plan(
+        days,
+        summarised_days=[date(2026, 3, 2), date(2026, 3, 4), date(2026, 3, 9), date(2026, 3, 11)],
+        summarised_weeks=[date(2026, 3, 2)],
+        today=date(2026, 3, 12),
+        tail=3,
+    )
+    assert plan == ConversationPlan(
+        weeks=(date(2026, 3, 2),),
+        days=(date(2026, 3, 9), date(2026, 3, 11)),
+        verbatim_ids=(6, 7, 8),  # the 10th failed: its messages are sent, never dropped
+        tail_ids=(4, 5, 9),
+        today_ids=(10, 11),
+    )
+
+
+def test_a_past_week_not_yet_consolidated_keeps_its_day_summaries():
+    plan = conversation_plan(
+        [d(2, 1), d(3, 2), d(10, 3)], [date(2026, 3, 2), date(2026, 3, 3)], [], date(2026, 3, 10)
+    )
+    assert plan.weeks == () and plan.days == (date(2026, 3, 2), date(2026, 3, 3)) and plan.today_ids == (3,)
+    assert plan.tail_ids == (1, 2) and plan.verbatim_ids == ()
+
+
+def test_tail_bounds():
+    assert conversation_plan([d(2, 1, 2)], [date(2026, 3, 2)], [], date(2026, 3, 3), tail=0).tail_ids == ()
+    assert conversation_plan([d(2, 1, 2)], [date(2026, 3, 2)], [], date(2026, 3, 3), tail=3).tail_ids == (
+        1,
+        2,
+    )
+    for bad in (-1, 51, True):
+        with pytest.raises(ValueError, match="0 to 50"):
+            conversation_plan([], [], [], date(2026, 3, 3), tail=bad)

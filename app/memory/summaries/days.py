@@ -12,6 +12,10 @@ Decisions:
   imported week summary already speaks for its days). Failed days are not remembered here: a day stays
   missing until a summary for it is saved. Backfill takes the newest first, 14 per run by default
   (the spec), never more than 60 (Marinara's clamp).
+- The prompt (`conversation_plan`) carries the week summaries, then the day summaries of days whose
+  week has none (the current week, or a past week whose consolidation has not happened yet), then, word
+  for word, the messages of past days no summary speaks for (a failed day is never dropped), the Recent
+  Message Tail (the newest messages of summarised days, 10 by default, 0..50 as in Marinara), and today.
 - Timestamps without a zone are UTC (the database stores UTC).
 """
 
@@ -28,6 +32,8 @@ MAX_ROLLOVER_HOUR = 11  # the choices are 12 AM to 11 AM
 BACKFILL_DAYS = 14
 MAX_BACKFILL_DAYS = 60
 MAX_TIMEZONE_CHARS = 64
+DEFAULT_TAIL = 10
+MAX_TAIL = 50
 
 
 @dataclass(frozen=True)
@@ -161,3 +167,47 @@ def missing_days(
 def days_of_week(monday: date, days: Sequence[date]) -> list[date]:
     """The given days that fall in the week starting `monday`, oldest first."""
     return sorted(d for d in days if week_start(d) == monday)
+
+
+@dataclass(frozen=True)
+class ConversationPlan:
+    weeks: tuple[date, ...]  # Mondays whose week summary goes in, oldest first
+    days: tuple[date, ...]  # days whose day summary goes in, oldest first
+    verbatim_ids: tuple[int, ...]  # messages of past days no summary speaks for, in time order
+    tail_ids: tuple[int, ...]  # the newest messages of summarised days, word for word
+    today_ids: tuple[int, ...]
+
+
+def conversation_plan(
+    days: Sequence[ChatDay],
+    summarised_days: Iterable[date],
+    summarised_weeks: Iterable[date],
+    today: date,
+    *,
+    tail: int = DEFAULT_TAIL,
+) -> ConversationPlan:
+    """What a Conversation prompt carries, from `group_days` output and the dates that have summaries."""
+    if isinstance(tail, bool) or not isinstance(tail, int) or not 0 <= tail <= MAX_TAIL:
+        raise ValueError(f"The Recent Message Tail must be a whole number from 0 to {MAX_TAIL}.")
+    done_days, done_weeks = set(summarised_days), set(summarised_weeks)
+    weeks: set[date] = set()
+    day_summaries: list[date] = []
+    verbatim: list[int] = []
+    summarised_ids: list[int] = []
+    today_ids: list[int] = []
+    for entry in sorted(days, key=lambda d: d.day):
+        day, monday = entry.day, week_start(entry.day)
+        if day >= today:
+            today_ids.extend(entry.message_ids)  # a clock set back can put messages "after" today
+        elif monday in done_weeks:
+            weeks.add(monday)
+            summarised_ids.extend(entry.message_ids)
+        elif day in done_days:
+            day_summaries.append(day)
+            summarised_ids.extend(entry.message_ids)
+        else:
+            verbatim.extend(entry.message_ids)
+    tail_ids = tuple(summarised_ids[-tail:]) if tail else ()
+    return ConversationPlan(
+        tuple(sorted(weeks)), tuple(day_summaries), tuple(verbatim), tail_ids, tuple(today_ids)
+    )
