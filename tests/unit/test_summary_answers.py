@@ -1,3 +1,6 @@
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from app.memory.summaries.answers import (
     MAX_KEY_DETAIL_CHARS,
     MAX_KEY_DETAILS,
@@ -208,3 +211,25 @@ def test_braces_in_prose_before_the_object_are_skipped():
     answer = 'Using the {format} you gave: {"summary": "Tea at noon.", "keyDetails": []}'
     assert day(answer) == DaySummary("Tea at noon.", ())
     assert day('{"mood": "calm"} and nothing else').kind == "missing_summary"
+
+
+pieces = st.sampled_from(
+    ["<think>", "</think>", "<thinking>", "```json\n", "```", "{", "}", "[", "]", '"', "'", ",", ":", "\n",
+     '"summary"', '"keyDetails"', "Sure!", " text ", "\\"]
+)  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.one_of(pieces, st.text(max_size=5)), max_size=40).map("".join),
+    st.sampled_from([None, "stop", "length"]),
+)
+def test_any_answer_gives_a_complete_result_or_a_failure(text, finish):
+    for result in (prose(text, finish_reason=finish), day(text, finish_reason=finish)):
+        assert isinstance(result, Failure | ProseSummary | DaySummary)
+        if finish == "length":
+            assert isinstance(result, Failure)
+        if isinstance(result, DaySummary):
+            assert result.summary.strip() and len(result.key_details) <= MAX_KEY_DETAILS
+        if isinstance(result, ProseSummary):
+            assert result.text.strip() and "<think>" not in result.text.lower()

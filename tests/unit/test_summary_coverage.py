@@ -1,6 +1,8 @@
 import dataclasses
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.memory.summaries.coverage import (
     MAX_SCOPE_MESSAGES,
@@ -175,3 +177,40 @@ def test_four_hundred_entries_over_two_thousand_messages():
     entries = [SummaryRange(101 + 5 * i, 105 + 5 * i) for i in range(400)]
     sel = select_messages(chat(2000), entries, tail=10, hide_summarised=True)
     assert sel.sent_ids == ids(*range(1991, 2001)) and len(sel.summarised_ids) == 1990
+
+
+message_lists = st.lists(st.booleans(), max_size=60).map(
+    lambda flags: [ChatMessage(100 + i, hidden=h) for i, h in enumerate(flags, start=1)]
+)
+range_lists = st.lists(
+    st.tuples(st.integers(90, 170), st.integers(0, 30), st.booleans()).map(
+        lambda t: SummaryRange(t[0], t[0] + t[1], t[2])
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(message_lists, range_lists, st.integers(0, 70), st.booleans())
+def test_no_message_without_an_active_summary_is_ever_dropped(msgs, entries, tail, hide):
+    sel = select_messages(msgs, entries, tail=tail, hide_summarised=hide)
+    readable = [m.id for m in msgs if not m.hidden]
+    assert list(sel.sent_ids) == [i for i in readable if i in set(sel.sent_ids)]  # chat order kept
+    assert set(sel.sent_ids) | set(sel.summarised_ids) == set(readable)
+    assert not set(sel.sent_ids) & set(sel.summarised_ids)
+    assert set(sel.tail_ids) <= set(sel.sent_ids) and len(sel.tail_ids) == min(tail, len(readable))
+    for i in readable:
+        if not covered(i, entries):
+            assert i in sel.sent_ids
+    if not hide:
+        assert sel.sent_ids == tuple(readable)
+
+
+@settings(max_examples=300, deadline=None)
+@given(message_lists, range_lists, st.integers(0, 70), st.integers(1, 20))
+def test_backfill_batches_are_exactly_the_uncovered_old_messages(msgs, entries, tail, batch):
+    sel = select_messages(msgs, entries, tail=tail)
+    batches = uncovered_batches(msgs, entries, tail=tail, batch=batch)
+    in_batches = [i for a, b in batches for i in summary_input_ids(msgs, a, b)]
+    assert in_batches == list(sel.uncovered_ids)
+    assert all(len(summary_input_ids(msgs, a, b)) <= batch for a, b in batches)

@@ -1,7 +1,10 @@
 import dataclasses
+import itertools
 from datetime import date
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.memory.summaries.answers import DaySummary, read_day_summary
 from app.memory.summaries.prompts import (
@@ -142,6 +145,15 @@ def test_merged_reply_nested_marks_narrow():
     )
 
 
+def test_merged_reply_keeps_the_space_between_adjacent_private_parts():
+    text = (
+        '{{#if char == "Kaito"}}Kaito saw the letter. {{/if}}{{#if char == "Mei"}}Mei heard the bell.{{/if}}'
+    )
+    assert merged_view(text, ["Kaito", "Mei"]) == (
+        "(known only to Kaito) Kaito saw the letter. (known only to Mei) Mei heard the bell."
+    )
+
+
 def test_known_only_to_lists_names():
     assert known_only_to(["Kaito"]) == "known only to Kaito"
     assert known_only_to(["Kaito", "Mei", "Rin"]) == "known only to Kaito, Mei and Rin"
@@ -159,3 +171,49 @@ def test_day_answer_round_trip_feeds_the_week_input():
     assert week_input([(date(2026, 3, 9), parsed.summary, parsed.key_details)]) == (
         "[09.03.2026]\nRain all day.\nKey details: Call Ana"
     )
+
+
+NAMES = ["Kaito", "Mei", "Rin"]
+WORD_IDS = itertools.count()
+
+
+@st.composite
+def conditional_texts(draw, depth=0):
+    """A text of plain words and conditional parts, with each word's audiences on the way down to it."""
+    pieces, words = [], []
+    for _ in range(draw(st.integers(1, 3))):
+        if depth < 3 and draw(st.booleans()):
+            audience = draw(st.one_of(st.just(None), st.sets(st.sampled_from(NAMES), min_size=1)))
+            inner, inner_words = draw(conditional_texts(depth + 1))
+            cond = "narrator" if audience is None else " || ".join(f'char == "{n}"' for n in sorted(audience))
+            pieces.append(f"{{{{#if {cond}}}}}{inner}{{{{/if}}}}")
+            words += [(w, [frozenset(audience or ())] + path) for w, path in inner_words]
+        else:
+            word = f"w{next(WORD_IDS)}"  # unique, so a word found in the output is this one
+            pieces.append(f" {word} ")
+            words.append((word, []))
+    return "".join(pieces), words
+
+
+@settings(max_examples=300, deadline=None)
+@given(conditional_texts(), st.sampled_from(NAMES))
+def test_a_part_reaches_exactly_the_characters_of_every_condition_around_it(generated, reader):
+    text, words = generated
+    seen = visible_to(text, reader).split()
+    for word, path in words:
+        assert (word in seen) == all(reader in audience for audience in path)
+    assert sorted(visible_to(text, None).split()) == sorted(w for w, _ in words)
+
+
+@settings(max_examples=300, deadline=None)
+@given(conditional_texts(), st.lists(st.sampled_from(NAMES), min_size=1, max_size=3, unique=True))
+def test_a_merged_reply_keeps_what_one_present_character_knows(generated, present):
+    text, words = generated
+    merged = merged_view(text, present)
+    for word, path in words:
+        knowers = set(present)
+        for audience in path:
+            knowers &= audience
+        assert (word in merged.split()) == bool(knowers)
+    if len(present) == 1:
+        assert merged.split() == visible_to(text, present[0]).split()

@@ -202,12 +202,14 @@ def merged_view(text: str, character_names: Sequence[str]) -> str:
             inner = knowers & part.audience if part.audience is not None else frozenset()
             if not inner:
                 continue
-            body = render(part.parts, inner).strip()
-            if not body:
+            body = render(part.parts, inner)
+            core = body.strip()
+            if not core:
                 continue
             if inner != knowers:
                 names = [present[k] for k in present if k in inner]  # in the order the caller gave
-                body = f"({known_only_to(names)}) {body}"
+                lead = body[: len(body) - len(body.lstrip())]  # the mark goes after it, not the space
+                body = f"{lead}({known_only_to(names)}) {body.lstrip()}"
             out.append(body)
         return "".join(out)
 
