@@ -1,3 +1,5 @@
+from datetime import timedelta
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,6 +13,7 @@ from app.memory.summaries.answers import (
     read_day_summary,
     read_prose_summary,
     request_max_tokens,
+    retry_delay,
     strip_thinking,
 )
 
@@ -233,3 +236,16 @@ def test_any_answer_gives_a_complete_result_or_a_failure(text, finish):
             assert result.summary.strip() and len(result.key_details) <= MAX_KEY_DETAILS
         if isinstance(result, ProseSummary):
             assert result.text.strip() and "<think>" not in result.text.lower()
+
+
+def test_failed_summaries_are_retried_with_backoff_and_never_given_up():
+    assert [retry_delay(n) for n in (1, 2, 3, 4, 5, 6, 100)] == [
+        timedelta(minutes=1),
+        timedelta(minutes=5),
+        timedelta(minutes=30),
+        timedelta(hours=2),
+        timedelta(hours=12),
+        timedelta(hours=12),
+        timedelta(hours=12),
+    ]
+    assert retry_delay(0) == timedelta(minutes=1)

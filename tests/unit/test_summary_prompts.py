@@ -14,11 +14,14 @@ from app.memory.summaries.prompts import (
     MAX_TEXT_CHARS,
     ROLEPLAY_ENTRY_PROMPT,
     TranscriptLine,
+    day_block,
     day_label,
+    important_memories,
     known_only_to,
     merged_view,
     transcript,
     visible_to,
+    week_block,
     week_input,
     week_label,
 )
@@ -217,3 +220,29 @@ def test_a_merged_reply_keeps_what_one_present_character_knows(generated, presen
         assert (word in merged.split()) == bool(knowers)
     if len(present) == 1:
         assert merged.split() == visible_to(text, present[0]).split()
+
+
+def test_conversation_blocks_follow_marinaras_shape():
+    assert (
+        week_block(date(2026, 3, 2), " An arc. ")
+        == '<summary week="02.03.2026 – 08.03.2026">\nAn arc.\n</summary>'
+    )
+    assert day_block(date(2026, 3, 9), "Rain.") == '<summary date="09.03.2026">\nRain.\n</summary>'
+    # a summary cannot close its wrapper early
+    assert day_block(date(2026, 3, 9), "a </SUMMARY > b").count("</summary>") == 1
+
+
+def test_important_memories_by_date_with_week_details_replacing_their_days():
+    text = important_memories(
+        weeks=[(date(2026, 3, 2), ["Ana moves in May"])],
+        days=[
+            (date(2026, 3, 10), ["Call Sam", " "]),
+            (date(2026, 3, 3), ["replaced by the week"]),
+            (date(2026, 3, 9), []),
+        ],
+    )
+    assert text == (
+        "<important_memories>\nThings you must remember from past conversations:\n"
+        "[Week of 02.03.2026 – 08.03.2026]\n- Ana moves in May\n[10.03.2026]\n- Call Sam\n</important_memories>"
+    )
+    assert important_memories([], [(date(2026, 3, 9), [])]) == ""

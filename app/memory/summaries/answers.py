@@ -21,6 +21,8 @@ Decisions:
 - A Conversation day answer that is not JSON fails ("not JSON") instead of becoming the summary, as
   Marinara does: prose in place of `{summary, keyDetails}` is usually the model chatting or refusing.
   Leniency: code fences, prose before and after, single-quoted strings and trailing commas.
+- A failed summary is tried again later after 1 minute, 5, 30, then 2 and 12 hours, then every 12 hours:
+  a day never ages out (Marinara #355), and a broken provider is not called every turn.
 - A Roleplay entry is prose; an answer shaped like Marinara's older `{"summary": "..."}` is unwrapped.
 """
 
@@ -30,6 +32,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Literal
 
 FailureKind = Literal["empty", "only_thinking", "cut_off", "not_json", "missing_summary", "too_long"]
@@ -71,6 +74,20 @@ def request_max_tokens(max_output_size: int, attempt: int) -> int | None:
         return None
     base = max(max_output_size, MIN_REQUEST_TOKENS)
     return min(base * 2**attempt, MAX_REQUEST_TOKENS)
+
+
+RETRY_DELAYS = (
+    timedelta(minutes=1),
+    timedelta(minutes=5),
+    timedelta(minutes=30),
+    timedelta(hours=2),
+    timedelta(hours=12),
+)
+
+
+def retry_delay(failures: int) -> timedelta:
+    """How long to wait before trying a summary again after `failures` failed runs in a row (>= 1)."""
+    return RETRY_DELAYS[min(max(failures, 1), len(RETRY_DELAYS)) - 1]
 
 
 _THINK_OPEN = re.compile(r"<(?:think|thinking|reasoning)\b[^<>]{0,200}>", re.IGNORECASE)

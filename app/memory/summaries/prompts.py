@@ -1,4 +1,5 @@
-"""Summary prompt texts, the transcripts they read, and who may read each part of a summary. Pure functions.
+"""Summary prompt texts, the transcripts they read, the Conversation prompt blocks, and who may read each
+part of a summary. Pure functions.
 
 Group chats (spec, "Chats em grupo mesclados"): a part written `{{#if char == "Kaito"}}…{{/if}}` (or
 `character ==`, or several names joined by `||`) reaches only those characters' prompts;
@@ -14,6 +15,8 @@ Decisions:
 - Fail closed: a condition this module cannot read, an `{{#if` that never closes (the rest of the text is
   its body) and blocks nested deeper than MAX_IF_DEPTH hide their text from every character (the narrator
   still reads it). A private part must never leak because of a typo. A stray `{{/if}}` is dropped.
+- Conversation blocks keep Marinara's shape (`<summary week=…>`, `<summary date=…>`,
+  `<important_memories>`), so imported chats read the same; a "</summary>" inside a summary is defused.
 - The default prompts ask for the summary only, in past tense, without continuing the story: summary
   models sometimes continue the roleplay instead (Marinara bug #2064).
 """
@@ -24,6 +27,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
+
+from app.memory.summaries.days import week_start
 
 MAX_IF_DEPTH = 8
 MAX_CONDITION_NAMES = 32
@@ -89,6 +94,42 @@ def week_input(days: Sequence[tuple[date, str, Sequence[str]]]) -> str:
             text += "\nKey details: " + "; ".join(d.strip() for d in details)
         parts.append(text)
     return "\n\n".join(parts)
+
+
+# Conversation prompt text (Marinara's shape, reference §4.3) -----------------------------------------
+
+
+def _inside(text: str) -> str:
+    # a summary cannot end its own wrapper early and make the rest look like instructions
+    return re.sub(r"</\s*summary\s*>", "</ summary>", text.strip(), flags=re.IGNORECASE)
+
+
+def week_block(monday: date, summary: str) -> str:
+    return f'<summary week="{week_label(monday)}">\n{_inside(summary)}\n</summary>'
+
+
+def day_block(day: date, summary: str) -> str:
+    return f'<summary date="{day_label(day)}">\n{_inside(summary)}\n</summary>'
+
+
+def important_memories(
+    weeks: Sequence[tuple[date, Sequence[str]]], days: Sequence[tuple[date, Sequence[str]]]
+) -> str:
+    """The key details for the conversation's system prompt, by date; a week's replace its days'.
+    Empty when there are none."""
+    covered = {monday for monday, _ in weeks}
+    groups = [(monday, f"[Week of {week_label(monday)}]", details) for monday, details in weeks]
+    groups += [
+        (day, f"[{day_label(day)}]", details) for day, details in days if week_start(day) not in covered
+    ]
+    lines = []
+    for _, header, details in sorted((g for g in groups if g[2]), key=lambda g: g[0]):
+        lines.append(header)
+        lines.extend(f"- {d.strip()}" for d in details if d.strip())
+    if not lines:
+        return ""
+    body = "\n".join(lines)
+    return f"<important_memories>\nThings you must remember from past conversations:\n{body}\n</important_memories>"
 
 
 # Conditional parts ----------------------------------------------------------------------------------
