@@ -10,6 +10,7 @@ from app.memory.summaries.coverage import (
     ScopeError,
     SummaryRange,
     automatic_due,
+    automatic_scope,
     check_tail,
     covered,
     scope_last,
@@ -214,3 +215,16 @@ def test_backfill_batches_are_exactly_the_uncovered_old_messages(msgs, entries, 
     in_batches = [i for a, b in batches for i in summary_input_ids(msgs, a, b)]
     assert in_batches == list(sel.uncovered_ids)
     assert all(len(summary_input_ids(msgs, a, b)) <= batch for a, b in batches)
+
+
+def test_automatic_scope_takes_what_came_after_the_newest_entry():
+    assert automatic_scope(chat(12), []) == (101, 112)
+    assert automatic_scope(chat(12), [SummaryRange(101, 104), SummaryRange(105, 108, active=False)]) == (
+        109,
+        112,
+    )
+    assert automatic_scope(chat(12), [SummaryRange(101, 112)]) is None
+    assert automatic_scope(chat(12, hidden={11, 12}), [SummaryRange(101, 110)]) is None
+    assert automatic_scope(chat(120), [], batch=50) == (101, 150)
+    with pytest.raises(ScopeError, match="batch"):
+        automatic_scope(chat(3), [], batch=0)

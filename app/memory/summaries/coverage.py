@@ -195,6 +195,19 @@ def uncovered_batches(
     return out
 
 
+def automatic_scope(
+    messages: Sequence[ChatMessage], entries: Sequence[SummaryRange], *, batch: int = DEFAULT_BATCH
+) -> tuple[int, int] | None:
+    """What an automatic summary covers: the readable messages after the newest entry's end (active or
+    not), the oldest `batch` of them if there are more; None when there is nothing new. The Recent message
+    tail is summarised too (it stays in the prompt anyway), so entries keep up with the chat."""
+    if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_SCOPE_MESSAGES:
+        raise ScopeError(f"A summary batch is 1 to {MAX_SCOPE_MESSAGES} messages.")
+    after = max((e.last_id for e in entries), default=None)
+    new = [m.id for m in messages if not m.hidden and (after is None or m.id > after)][:batch]
+    return (new[0], new[-1]) if new else None
+
+
 def automatic_due(user_messages_since_last: int, every: int = DEFAULT_EVERY) -> bool:
     """Whether the "every N user messages" trigger fires, counting user messages since the last
     automatic summary."""
