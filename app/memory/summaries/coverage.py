@@ -2,9 +2,10 @@
 Pure functions.
 
 Decisions:
-- An entry covers the inclusive range of message ids `first_id..last_id`. Ids grow with chat order in
-  Sugo (messages are only appended; imports insert in order), so a range stays right when messages
-  inside it are deleted, where message numbers would shift.
+- An entry covers the inclusive range of message ids `first_id..last_id`. A chat's order is its message
+  ids (app/chats/service.py reads messages ordered by id), so a range stays right when messages inside it
+  are deleted, where message numbers would shift. Callers pass messages in that order, without /refresh
+  marks.
 - The Recent message tail is the newest `tail` messages that can reach the model at all (not hidden
   from the AI); it is always sent.
 - Older than the tail, a message leaves the prompt only when "Hide summarised messages" is on AND an
