@@ -3,6 +3,7 @@ that starts the scheduler with every prompt source's jobs."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from contextlib import asynccontextmanager
 
@@ -49,7 +50,11 @@ SWAGGER_UI = "swagger-ui-5.35.0"
 def build_services(settings: Settings, *, sources: PromptSources | None = None) -> Services:
     """Everything the app keeps while it runs, for one data folder; the database is migrated first
     (a request must never meet an old schema)."""
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    # A new data folder is owner-only: the avatars in it are as private as the chats. A folder the
+    # owner made (a Docker volume, a shared drive) keeps the permissions they gave it.
+    settings.data_dir.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        settings.data_dir.mkdir(mode=0o700)
     engine = make_engine(settings.database_path)
     upgrade_database(engine)
     keybox = KeyBox(settings.secret_key_path)

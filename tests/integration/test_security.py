@@ -351,6 +351,7 @@ def test_secret_files_are_owner_only(tmp_path):
             assert (data / name).stat().st_mode & 0o777 == 0o600, name
     fresh = tmp_path / "fresh"
     with LiveSugo(fresh, password="pw"):
+        assert fresh.stat().st_mode & 0o777 == 0o700
         for name in ("sugo.db", "secret.key", "session.key"):
             assert (fresh / name).stat().st_mode & 0o777 == 0o600, name
 

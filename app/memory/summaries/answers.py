@@ -1,0 +1,344 @@
+"""Reading a summary model's answer. Pure functions.
+
+A bad answer must never replace a good summary, so every reader returns either a complete result or a
+`Failure` whose `reason` is a short sentence for the panel and whose `kind` tells the caller what to do.
+Nothing here raises on model output.
+
+Decisions:
+- Thinking is stripped first: `<think>`, `<thinking>` and `<reasoning>` blocks anywhere; an answer with
+  a closing tag but no opening one (reasoning templates that put `<think>` in the prompt) loses everything
+  before it; an unclosed opener makes the rest thinking. Reasoning a provider returns separately is only
+  used to tell "only thinking" from "empty".
+- An answer with nothing left after the thinking, or one cut off (`finish_reason` "length" or
+  "max_tokens", or JSON that never closes), is a failure with `retry_larger=True`: the model ran out of
+  budget (Marinara bug #6470), so the caller asks again with `request_max_tokens(..., attempt + 1)`, and
+  reports the failure once that returns None.
+- A summary longer than the Maximum output size is refused, not cut: the summary's end tells the newest
+  covered events, and cutting it would hide messages whose events no summary holds any more. The user sees
+  the size in the reason and can raise the limit.
+- Key details are separate facts, so past `MAX_KEY_DETAILS` the rest are dropped and a detail longer than
+  `MAX_KEY_DETAIL_CHARS` is cut at a word with an ellipsis; neither makes the summary fail.
+- A Conversation day answer that is not JSON fails ("not JSON") instead of becoming the summary, as
+  Marinara does: prose in place of `{summary, keyDetails}` is usually the model chatting or refusing.
+  Leniency: code fences, prose before and after, single-quoted strings and trailing commas.
+- A failed summary is tried again later after 1 minute, 5, 30, then 2 and 12 hours, then every 12 hours:
+  a day never ages out (Marinara #355), and a broken provider is not called every turn.
+- A Roleplay entry is prose; an answer shaped like Marinara's older `{"summary": "..."}` is unwrapped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Literal
+
+FailureKind = Literal["empty", "only_thinking", "cut_off", "not_json", "missing_summary", "too_long"]
+
+MAX_ANSWER_CHARS = 400_000  # before any parsing: ~100k tokens, far past the 32768-token setting's ceiling
+MAX_JSON_DEPTH = 16  # deeper nesting is not a summary and would make json.loads recurse
+MAX_OBJECT_TRIES = 8  # "{...}" spans tried before the answer counts as not JSON
+MAX_KEY_DETAILS = 30
+MAX_KEY_DETAIL_CHARS = 500
+# Spec (Advanced Memory): summary calls get at least 8196 output tokens so reasoning has room.
+MIN_REQUEST_TOKENS = 8196
+MAX_REQUEST_TOKENS = 65_536
+MAX_ATTEMPTS = 2  # the first request and one with a doubled budget; then the failure is reported
+
+CUT_OFF_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
+
+
+@dataclass(frozen=True)
+class Failure:
+    kind: FailureKind
+    reason: str  # a sentence for the panel, never the model's text
+    retry_larger: bool = False  # the model ran out of output budget: ask again with a larger one
+
+
+@dataclass(frozen=True)
+class ProseSummary:
+    text: str
+
+
+@dataclass(frozen=True)
+class DaySummary:
+    summary: str
+    key_details: tuple[str, ...]
+
+
+def request_max_tokens(max_output_size: int, attempt: int) -> int | None:
+    """The `max_tokens` to request on attempt 0, 1, ...; None once the attempts are used up."""
+    if attempt >= MAX_ATTEMPTS:
+        return None
+    base = max(max_output_size, MIN_REQUEST_TOKENS)
+    return min(base * 2**attempt, MAX_REQUEST_TOKENS)
+
+
+RETRY_DELAYS = (
+    timedelta(minutes=1),
+    timedelta(minutes=5),
+    timedelta(minutes=30),
+    timedelta(hours=2),
+    timedelta(hours=12),
+)
+
+
+def retry_delay(failures: int) -> timedelta:
+    """How long to wait before trying a summary again after `failures` failed runs in a row (>= 1)."""
+    return RETRY_DELAYS[min(max(failures, 1), len(RETRY_DELAYS)) - 1]
+
+
+_THINK_OPEN = re.compile(r"<(?:think|thinking|reasoning)\b[^<>]{0,200}>", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)\s*>", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Stripped:
+    answer: str
+    had_thinking: bool
+
+
+def strip_thinking(text: str) -> Stripped:
+    """The answer without the model's reasoning, trimmed. One forward pass, so a flood of openers
+    without closers costs linear time."""
+    kept: list[str] = []
+    had = False
+    pos = 0
+    opener, closer = _THINK_OPEN.search(text), _THINK_CLOSE.search(text)
+    if closer and (opener is None or closer.start() < opener.start()):
+        pos, had = closer.end(), True  # a closer with no opener: the opener was in the prompt template
+    while True:
+        opener = _THINK_OPEN.search(text, pos)
+        if opener is None:
+            kept.append(text[pos:])
+            break
+        kept.append(text[pos : opener.start()])
+        had = True
+        closer = _THINK_CLOSE.search(text, opener.end())
+        if closer is None:  # never closed: the model was still thinking when it stopped
+            break
+        pos = closer.end()
+    return Stripped(_THINK_CLOSE.sub("", "".join(kept)).strip(), had)
+
+
+def _precheck(text: str, finish_reason: str | None, reasoning: str) -> str | Failure:
+    if len(text) > MAX_ANSWER_CHARS:
+        return Failure("too_long", f"The answer is too large ({len(text):,} characters).")
+    stripped = strip_thinking(text)
+    if not stripped.answer:
+        if stripped.had_thinking or reasoning.strip():
+            return Failure(
+                "only_thinking", "Only thinking, no answer: the model spent its budget reasoning.", True
+            )
+        if finish_reason in CUT_OFF_REASONS:
+            return Failure("cut_off", f"Cut off before any answer (finish_reason={finish_reason}).", True)
+        return Failure("empty", "Empty answer.")
+    if finish_reason in CUT_OFF_REASONS:
+        return Failure("cut_off", f"Cut off (finish_reason={finish_reason}).", True)
+    return stripped.answer
+
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n?(.*?)```", re.DOTALL)
+_LABEL = re.compile(r"^\s*(?:\*\*)?(?:summary|recap)(?:\*\*)?\s*:\s*(?:\*\*)?\s*", re.IGNORECASE)
+
+
+def read_prose_summary(
+    text: str,
+    *,
+    max_tokens: int,
+    count_tokens: Callable[[str], int],
+    finish_reason: str | None = None,
+    reasoning: str = "",
+) -> ProseSummary | Failure:
+    """A Roleplay summary entry's text from the model's answer."""
+    answer = _precheck(text, finish_reason, reasoning)
+    if isinstance(answer, Failure):
+        return answer
+    fence = _FENCE.fullmatch(answer)
+    if fence:
+        answer = fence.group(2).strip()
+    if answer.startswith("{"):
+        obj = _load_object(answer)
+        if isinstance(obj, dict) and isinstance(_field(obj, "summary"), str):
+            answer = _field(obj, "summary").strip()
+    answer = _LABEL.sub("", answer, count=1).strip()
+    if not answer:
+        return Failure("empty", "Empty answer.")
+    return _within(answer, max_tokens, count_tokens) or ProseSummary(answer)
+
+
+def read_day_summary(
+    text: str,
+    *,
+    max_tokens: int,
+    count_tokens: Callable[[str], int],
+    finish_reason: str | None = None,
+    reasoning: str = "",
+) -> DaySummary | Failure:
+    """A Conversation day or week summary, `{summary, keyDetails[]}`, from the model's answer."""
+    answer = _precheck(text, finish_reason, reasoning)
+    if isinstance(answer, Failure):
+        return answer
+    obj = _find_object(answer)
+    if isinstance(obj, Failure):
+        return obj
+    summary = _field(obj, "summary")
+    if isinstance(summary, list) and summary and all(isinstance(s, str) for s in summary):
+        summary = " ".join(s.strip() for s in summary)
+    if not isinstance(summary, str) or not summary.strip():
+        return Failure("missing_summary", "The answer has no summary text.")
+    summary = summary.strip()
+    too_long = _within(summary, max_tokens, count_tokens)
+    if too_long:
+        return too_long
+    return DaySummary(summary, key_details(_field(obj, "keydetails")))
+
+
+def _within(text: str, max_tokens: int, count_tokens: Callable[[str], int]) -> Failure | None:
+    tokens = count_tokens(text)
+    if tokens > max_tokens:
+        return Failure(
+            "too_long", f"The summary is too long ({tokens:,} tokens; the limit is {max_tokens:,})."
+        )
+    return None
+
+
+def _field(obj: dict[str, Any], name: str) -> Any:
+    """A key matched loosely: "keyDetails", "key_details" and "Key Details" are one field."""
+    for key, value in obj.items():
+        if re.sub(r"[\s_-]", "", str(key)).lower() == name:
+            return value
+    return None
+
+
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+
+
+def key_details(value: Any) -> tuple[str, ...]:
+    """Key details coerced to distinct short strings: a string is split into lines, numbers become
+    text, anything else is dropped."""
+    if isinstance(value, str):
+        items: list[Any] = value.splitlines()
+    elif isinstance(value, list):
+        items = value
+    else:
+        return ()
+    out: list[str] = []
+    seen: set[str] = set()
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, str | int | float):
+            continue
+        detail = _BULLET.sub("", str(item)).strip()
+        if not detail or detail.casefold() in seen:
+            continue
+        seen.add(detail.casefold())
+        out.append(_shorten(detail, MAX_KEY_DETAIL_CHARS))
+        if len(out) == MAX_KEY_DETAILS:
+            break
+    return tuple(out)
+
+
+def _shorten(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def _find_object(answer: str) -> dict[str, Any] | Failure:
+    """The first JSON object with a summary field in the answer: in a code fence, or anywhere in it
+    ("{braces}" in prose before the object are skipped)."""
+    candidates = [m.group(2) for m in _FENCE.finditer(answer)] + [answer]
+    unclosed = False
+    tries = 0
+    first: dict[str, Any] | None = None
+    for candidate in candidates:
+        start = candidate.find("{")
+        while start >= 0 and tries < MAX_OBJECT_TRIES:
+            tries += 1
+            end = _object_end(candidate, start)
+            if end is None:
+                unclosed = True
+                break
+            if end < 0:
+                return Failure("not_json", "The answer is not JSON (nested too deeply).")
+            obj = _load_object(candidate[start:end])
+            if isinstance(obj, dict):
+                if _field(obj, "summary") is not None:
+                    return obj
+                first = first or obj
+            start = candidate.find("{", end)
+    if first:
+        return first  # JSON, but without a summary: the caller reports that
+    if unclosed:
+        return Failure("cut_off", "Cut off: the JSON in the answer never closes.", True)
+    return Failure("not_json", "The answer is not JSON.")
+
+
+def _object_end(text: str, start: int) -> int | None:
+    """The index after the "}" that closes the "{" at `start` (strings respected); None if it never
+    closes, -1 if it nests deeper than MAX_JSON_DEPTH."""
+    depth, quote, i = 0, "", start
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "{[":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return -1
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return None
+
+
+def _load_object(text: str) -> Any:
+    for attempt in (text, _repair(text)):
+        try:
+            return json.loads(attempt)
+        except (ValueError, RecursionError):
+            continue
+    return None
+
+
+def _repair(text: str) -> str:
+    """Single-quoted strings become double-quoted ones and trailing commas go; text inside strings is kept."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in "\"'":
+            j, body = i + 1, []
+            while j < n and text[j] != ch:
+                if text[j] == "\\" and j + 1 < n:
+                    body.append(text[j : j + 2] if text[j + 1] != "'" else "'")
+                    j += 2
+                    continue
+                body.append('\\"' if text[j] == '"' else text[j])
+                j += 1
+            out.append('"' + "".join(body) + '"')
+            i = j + 1
+            continue
+        if ch == ",":
+            k = i + 1
+            while k < n and text[k].isspace():
+                k += 1
+            if k < n and text[k] in "}]":
+                i += 1
+                continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
