@@ -2,23 +2,16 @@
 
 import pytest
 
-from app.chats.window import HistoryMessage
 from app.memory.summaries.rules import (
     BLOCK_HEADING,
     Coverage,
     EntryText,
-    LeftOut,
     Span,
-    left_out,
     live_positions,
     range_label,
     scope_coverage,
     summary_block,
 )
-
-
-def msgs(*ids: int, hidden: tuple[int, ...] = ()) -> list[HistoryMessage]:
-    return [HistoryMessage(i, "user", "U", f"m{i}", hidden=i in hidden) for i in ids]
 
 
 def test_scope_last_and_range_resolve_to_ids():
@@ -48,15 +41,6 @@ def test_live_positions_follow_deletions():
     assert live_positions([1, 5], Span(2, 4)) is None
     assert range_label((2, 2)) == "message 2" and range_label((2, 9)) == "messages 2–9"
     assert range_label(None) == "its messages were deleted"
-
-
-def test_only_covered_messages_older_than_the_tail_leave():
-    history = msgs(1, 2, 3, 4, 5, 6, 7, 8)
-    assert left_out(history, [Span(2, 3), Span(5, 8)], tail=3) == LeftOut(frozenset({2, 3, 5}), 2)
-    assert left_out(history, [Span(1, 8)], tail=0) == LeftOut(frozenset(range(1, 9)), 0)
-    assert left_out(history, [], tail=2) == LeftOut(frozenset(), 6)
-    # A span inside a longer one is still found, and hidden messages count for nothing.
-    assert left_out(msgs(1, 2, 3, 4, 5, hidden=(2,)), [Span(1, 4), Span(2, 2)], tail=1) == LeftOut(frozenset({1, 3, 4}), 0)
 
 
 def test_the_block_is_stable_text_in_the_given_order():

@@ -1,5 +1,6 @@
-"""Chat Summary's pure decisions: which messages a Write covers, which messages the prompt leaves
-out, and the stable text of the summary block. No I/O here."""
+"""Chat Summary's pure decisions for entries the user writes: which messages a Write covers, the
+numbers an entry covers now, and the stable text of the summary block (which messages the prompt
+leaves out is coverage.py's). No I/O here."""
 
 from __future__ import annotations
 
@@ -7,15 +8,13 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.chats.window import HistoryMessage
-
 SCOPES = ("last", "range")
 BLOCK_HEADING = "[Summary of earlier events, oldest first]"
 
 
 @dataclass(frozen=True)
 class Span:
-    """The messages an active entry covers: every message whose id lies in [first_id, last_id]."""
+    """An entry's messages: every message whose id lies in [first_id, last_id]."""
 
     first_id: int
     last_id: int
@@ -31,12 +30,6 @@ class Coverage:
     @property
     def count(self) -> int:
         return self.last_position - self.first_position + 1
-
-
-@dataclass(frozen=True)
-class LeftOut:
-    ids: frozenset[int]  # summarised messages older than the tail: not sent
-    uncovered_older: int  # older than the tail, covered by no active entry: still sent
 
 
 @dataclass(frozen=True)
@@ -83,26 +76,6 @@ def range_label(positions: tuple[int, int] | None) -> str:
         return "its messages were deleted"
     first, last = positions
     return f"message {first}" if first == last else f"messages {first}–{last}"
-
-
-def left_out(messages: Sequence[HistoryMessage], spans: Sequence[Span], *, tail: int) -> LeftOut:
-    """With "hide summarised messages" on: the messages older than the `tail` newest that an
-    active entry covers leave the prompt; the others are always sent. Hidden messages are never
-    sent anyway and count for neither."""
-    sendable = [m for m in messages if not m.hidden]
-    older = sendable[: max(0, len(sendable) - max(0, tail))]
-    ordered = sorted((s.first_id, s.last_id) for s in spans)
-    firsts = [f for f, _ in ordered]
-    # The furthest end of any span starting at or before each one, so one search answers "covered?".
-    reach: list[int] = []
-    for _, last in ordered:
-        reach.append(max(last, reach[-1]) if reach else last)
-    out = set()
-    for m in older:
-        i = bisect_right(firsts, m.id) - 1
-        if i >= 0 and reach[i] >= m.id:
-            out.add(m.id)
-    return LeftOut(frozenset(out), len(older) - len(out))
 
 
 def summary_block(entries: Sequence[EntryText]) -> str:

@@ -12,9 +12,9 @@ from sqlmodel import Session
 from app import forms
 from app.chats.models import Chat
 from app.chats.settings import read_settings
-from app.chats.window import HistoryMessage
 from app.memory.summaries import service
-from app.memory.summaries.rules import EntryText, Span, left_out, summary_block
+from app.memory.summaries.coverage import ChatMessage, SummaryRange, select_messages
+from app.memory.summaries.rules import EntryText, summary_block
 from app.prompt.builder import DynamicBlock
 from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
 from app.services import Services
@@ -27,7 +27,8 @@ class SummarySource(PromptSource):
     def contribute(self, turn: Turn) -> Contribution | None:
         if turn.chat.mode != "roleplay":
             return None
-        entries = service.list_entries(turn.session, turn.chat.id, active_only=True)
+        every = service.list_entries(turn.session, turn.chat.id)
+        entries = [e for e in every if e.active and not e.awaiting_review]
         if not entries:
             return None
         block = summary_block([EntryText(e.title, e.content) for e in entries])
@@ -37,13 +38,13 @@ class SummarySource(PromptSource):
                 fixed=(DynamicBlock("older_short_term_memory", "Chat Summary", block),),
                 note=f"Chat Summary: {count} sent; the messages they cover are sent too (Hide summarised messages is off).",
             )  # fmt: skip
-        out = left_out(turn.history.messages, [Span(e.first_message_id, e.last_message_id) for e in entries],
-                       tail=turn.settings.summary_recent_tail)  # fmt: skip
-        turn.scratch[self.name] = out.ids
+        chosen = select_messages([ChatMessage(m.id, m.hidden) for m in turn.history.messages], _ranges(every),
+                                 tail=turn.settings.summary_recent_tail, hide_summarised=True)  # fmt: skip
+        turn.scratch[self.name] = chosen.summarised_ids
         return Contribution(
             fixed=(DynamicBlock("older_short_term_memory", "Chat Summary", block),),
-            note=f"Chat Summary: {count} sent. {len(out.ids)} messages summarised and left out; "
-            f"{out.uncovered_older} older messages not covered by any summary are still sent.",
+            note=f"Chat Summary: {count} sent. {len(chosen.summarised_ids)} messages summarised and left out; "
+            f"{chosen.uncovered_count} older messages not covered by any summary are still sent.",
         )
 
     def history_filter(self, turn: Turn) -> Collection[int]:
@@ -62,14 +63,18 @@ class SummarySource(PromptSource):
                 **({} if tail is None else {"summary_recent_tail": tail})}  # fmt: skip
 
 
+def _ranges(entries) -> list[SummaryRange]:
+    """Entries as coverage.py reads them: one held for review covers nothing yet."""
+    return [SummaryRange(e.first_message_id, e.last_message_id, e.active and not e.awaiting_review) for e in entries]
+
+
 def panel_context(session: Session, chat: Chat, *, show_inactive: bool = True) -> dict[str, Any]:
     """What the Chat Summary panel shows."""
     views = service.entry_views(session, chat.id)
     inactive = sum(1 for v in views if not v.entry.active)
     ids = service.message_ids(session, chat.id)
-    spans = [Span(v.entry.first_message_id, v.entry.last_message_id) for v in views if v.entry.active]
     tail = read_settings(chat.settings).summary_recent_tail
-    uncovered = left_out([HistoryMessage(i, "", "", "") for i in ids], spans, tail=tail).uncovered_older
+    uncovered = select_messages([ChatMessage(i) for i in ids], _ranges([v.entry for v in views]), tail=tail).uncovered_count
     return {
         "entries": [v for v in views if show_inactive or v.entry.active], "total": len(views), "inactive": inactive,
         "show_inactive": show_inactive, "message_count": len(ids), "uncovered": uncovered, "tail": tail,
