@@ -4,6 +4,8 @@ delete one, hide and show the inactive ones; "Hide summarised messages" is saved
 
 from playwright.sync_api import Page, expect
 
+from tests.support.model_server import Reply
+
 
 def _chat(live, n: int = 12) -> int:
     with live.client() as c:
@@ -153,3 +155,68 @@ def test_summaries_work_in_the_chat_pages_settings_panel_and_peek_prompt_shows_t
     block = page.locator("#peek-dialog .prompt-block").filter(has_text="They cross the river at dawn.")
     expect(block).to_have_count(1)
     expect(page.locator("#peek-dialog")).to_contain_text("Chat Summary: 1 active summary entry sent")
+
+
+def _connect(live, models) -> None:
+    with live.client() as c:
+        r = c.post("/api/connections", json={"name": "Local test", "base_url": models.base_url, "model": "test-model",
+                                             "kind": "openai"})  # fmt: skip
+        assert r.status_code == 201, r.text
+
+
+def test_generate_a_range_fail_retry_and_approve_under_review(page: Page, live, models, shot):
+    """Generate for a Range: the spinner, then the entry; a failing model shows the reason and Retry, and
+    Retry succeeds; with Review outputs on the entry waits inactive until Approve."""
+    chat_id = _chat(live)
+    _connect(live, models)
+    page.goto(f"{live.url}/chats/{chat_id}/settings")
+    section = page.locator("#chat-summary")
+    section.scroll_into_view_if_needed()
+    items = section.locator(".summary-item")
+
+    models.script(Reply("The travellers crossed the salt flats.", first_delay_s=1.5))
+    section.locator("#summary-scope-range").check()
+    section.locator("#summary-start").fill("2")
+    section.locator("#summary-end").fill("6")
+    section.locator("#summary-generate").click()
+    expect(section.locator("#summary-running")).to_contain_text("Writing a summary of messages 2–6")
+    expect(section.locator("#summary-generate")).to_be_disabled()
+    shot("generating")
+    expect(items).to_have_count(1)
+    expect(items.nth(0)).to_contain_text("The travellers crossed the salt flats")
+    expect(items.nth(0)).to_contain_text("messages 2–6")
+    expect(items.nth(0)).to_contain_text("by the model")
+    expect(section.locator("#summary-running")).to_have_count(0)
+
+    models.script(Reply("<think>Where to start", finish_reason="length"), Reply("<think>Still thinking", finish_reason="length"))
+    section.locator("#summary-scope-range").check()  # the panel came back with its form reset
+    section.locator("#summary-start").fill("7")
+    section.locator("#summary-end").fill("9")
+    section.locator("#summary-generate").click()
+    failed = section.locator("#summary-failed")
+    expect(failed).to_contain_text("The model's answer could not be used: Only thinking, no answer")
+    expect(failed).to_contain_text("messages 7–9")
+    expect(items).to_have_count(1)
+    failed.scroll_into_view_if_needed()
+    shot("failed")
+
+    section.locator("#summary-review").check()
+    expect(section.locator("#summary-review")).to_be_checked()
+    models.script("They found a dry well.")
+    section.locator("#summary-retry").click()
+    expect(items).to_have_count(2)
+    held = items.nth(1)
+    expect(held).to_contain_text("They found a dry well")
+    expect(held).to_contain_text("messages 7–9")
+    expect(held).to_contain_text("awaiting review")
+    expect(held.locator(".summary-active")).to_have_attribute("aria-checked", "false")
+    expect(section.locator("#summary-failed")).to_have_count(0)
+    held.scroll_into_view_if_needed()
+    shot("awaiting-review")
+    held.get_by_role("button", name="Approve").click()
+    expect(items.nth(1).locator(".summary-active")).to_have_attribute("aria-checked", "true")
+    expect(items.nth(1)).not_to_contain_text("awaiting review")
+    entries = _entries(live, chat_id)
+    assert [(e["first_position"], e["last_position"], e["active"], e["origin"]) for e in entries] == [
+        (2, 6, True, "model"), (7, 9, True, "model")]
+    shot("approved")

@@ -19,6 +19,7 @@ import schemathesis
 from hypothesis import strategies as st
 
 from app.main import create_app
+from app.memory.summaries import generate as summary_generate
 from app.settings import Settings
 from tests.conftest import add_character, add_connection, new_chat
 from tests.support.live import LiveSugo
@@ -204,3 +205,4 @@ def test_api_route(case, fuzz_target) -> None:
 def _wait_idle(live: LiveSugo) -> None:
     # A streamed reply is finished by its own task a moment after the response ends.
     wait_for(lambda: not live.services.generations._by_chat, timeout=30, what="replies to finish")
+    wait_for(lambda: not summary_generate.running_chats(live.services.engine), timeout=30, what="summaries to finish")

@@ -57,6 +57,7 @@ class Reply:
     model: str | None = None  # model name echoed back (default: the requested model)
     usage: dict[str, int] | None = None  # {"input_tokens", "output_tokens", "cached_input_tokens"}
     tool_calls: list[dict[str, Any]] | None = None  # OpenAI-shaped tool calls to return
+    finish_reason: str | None = None  # non-streamed replies: say this instead of "stop" ("length": cut off)
 
 
 @dataclass
@@ -454,7 +455,7 @@ class ModelServer:
             include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
             stream = self._openai_stream(reply, served_model, completion_id, tokens, include_usage)
             return StreamingResponse(stream, media_type="text/event-stream")
-        finish = "tool_calls" if reply.tool_calls else "stop"
+        finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
         message: dict[str, Any] = {"role": "assistant", "content": reply.text}
         if reply.tool_calls:
             message["tool_calls"] = reply.tool_calls

@@ -35,7 +35,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
 
-FailureKind = Literal["empty", "only_thinking", "cut_off", "not_json", "missing_summary", "too_long"]
+FailureKind = Literal[
+    "empty", "only_thinking", "cut_off", "not_json", "missing_summary", "too_long", "provider", "internal"
+]
 
 MAX_ANSWER_CHARS = 400_000  # before any parsing: ~100k tokens, far past the 32768-token setting's ceiling
 MAX_JSON_DEPTH = 16  # deeper nesting is not a summary and would make json.loads recurse

@@ -7,8 +7,8 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from app.chats.service import get_chat
-from app.deps import SessionDep
-from app.memory.summaries import service
+from app.deps import ServicesDep, SessionDep
+from app.memory.summaries import generate, service
 from app.memory.summaries.service import MAX_CONTENT, MAX_ENTRIES, MAX_TITLE, EntryView
 from app.modelbase import RowId
 
@@ -24,6 +24,33 @@ class SummaryIn(BaseModel):
     last: int | None = Field(default=None, ge=1, le=1_000_000)
     start: int | None = Field(default=None, ge=1, le=1_000_000)
     end: int | None = Field(default=None, ge=1, le=1_000_000)
+
+
+class GenerateIn(BaseModel):
+    """Which messages the model summarises: the `last` newest, or the message numbers start–end."""
+
+    scope: Literal["last", "range"] = "last"
+    last: int | None = Field(default=None, ge=1, le=1_000_000)
+    start: int | None = Field(default=None, ge=1, le=1_000_000)
+    end: int | None = Field(default=None, ge=1, le=1_000_000)
+
+
+class GenerateStatus(BaseModel):
+    """The chat's newest Generate run: running, failed (with the reason) or done (with the entry)."""
+
+    job_id: int | None
+    status: Literal["none", "running", "failed", "done"]
+    reason: str = ""
+    entry_id: int | None = None
+    first_position: int | None = None
+    last_position: int | None = None
+
+
+def _status(job) -> GenerateStatus:
+    if job is None:
+        return GenerateStatus(job_id=None, status="none")
+    return GenerateStatus(job_id=job.id, status=job.status, reason=job.reason, entry_id=job.entry_id,
+                          first_position=job.first_position, last_position=job.last_position)  # fmt: skip
 
 
 class SummaryPatch(BaseModel):
@@ -82,6 +109,33 @@ def write_summary(chat_id: int, data: SummaryIn, session: SessionDep) -> Summary
     """Add a summary the user wrote (Roleplay chats), active at once."""
     entry = service.write_entry(session, chat_id, **data.model_dump())
     return _one(session, chat_id, entry.id)
+
+
+@router.post("/{chat_id}/summaries/generate", response_model=GenerateStatus, status_code=202)
+def generate_summary(chat_id: int, data: GenerateIn, services: ServicesDep) -> GenerateStatus:
+    """Have the chat's connection write an entry for the scope; the run goes on in the background."""
+    return _status(generate.start(services, chat_id, **data.model_dump()))
+
+
+@router.get("/{chat_id}/summaries/generate", response_model=GenerateStatus)
+def generate_status(chat_id: int, session: SessionDep, services: ServicesDep) -> GenerateStatus:
+    """The newest Generate run of this chat."""
+    get_chat(session, chat_id)
+    return _status(generate.latest_job(session, services.engine, chat_id))
+
+
+@router.post("/{chat_id}/summaries/generate/retry", response_model=GenerateStatus, status_code=202)
+def retry_summary(chat_id: int, session: SessionDep, services: ServicesDep) -> GenerateStatus:
+    """Run the newest failed Generate again, for the same scope."""
+    get_chat(session, chat_id)
+    return _status(generate.retry(services, chat_id))
+
+
+@router.post("/{chat_id}/summaries/{summary_id}/approve", response_model=SummaryRead)
+def approve_summary(chat_id: int, summary_id: RowId, session: SessionDep) -> SummaryRead:
+    """Accept a model-written entry held by Review outputs: it becomes active."""
+    service.approve_entry(session, chat_id, summary_id)
+    return _one(session, chat_id, summary_id)
 
 
 @router.get("/{chat_id}/summaries/{summary_id}", response_model=SummaryRead)

@@ -33,3 +33,30 @@ class SummaryEntry(SQLModel, table=True):
     awaiting_review: bool = False  # a model-written entry held until the user approves it
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+JOB_STATUSES = ("running", "failed", "done")
+
+
+class SummaryJob(SQLModel, table=True):
+    """One Generate run: the model asked to summarise a scope. A failure is kept here with its reason
+    (no entry is written or changed), so the panel can show it with Retry, which reruns the same scope."""
+
+    __tablename__ = "summary_job"
+    __table_args__ = (Index("ix_summary_job_chat", "chat_id", "id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    chat_id: int = Field(foreign_key="chat.id", ondelete="CASCADE")
+    scope: str = "last"  # what the user asked for, so Retry asks the same
+    last_n: int | None = None
+    start: int | None = None
+    end: int | None = None
+    first_message_id: int
+    last_message_id: int
+    first_position: int
+    last_position: int
+    status: str = "running"
+    reason: str = ""  # why a failed run's answer could not be used: a sentence, never the model's text
+    entry_id: int | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)

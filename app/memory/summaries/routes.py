@@ -2,11 +2,12 @@
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
+from sqlmodel import Session
 
 from app import forms
 from app.chats.service import get_chat
-from app.deps import FormDep, SessionDep
-from app.memory.summaries import service
+from app.deps import FormDep, ServicesDep, SessionDep
+from app.memory.summaries import generate, service
 from app.memory.summaries.source import panel_context
 from app.modelbase import parse_row_id
 from app.web import render
@@ -18,7 +19,8 @@ PANEL = "memory/_summary_panel.html"
 def _panel(request: Request, session, chat_id: int, *, show_inactive: bool = True,
            editing: int | None = None) -> HTMLResponse:  # fmt: skip
     chat = get_chat(session, chat_id)
-    ctx = {"chat": chat, "c": panel_context(session, chat, show_inactive=show_inactive), "editing": editing}
+    engine = request.app.state.services.engine
+    ctx = {"chat": chat, "c": panel_context(session, chat, engine=engine, show_inactive=show_inactive), "editing": editing}
     return render(request, PANEL, ctx)
 
 
@@ -41,6 +43,40 @@ def write_summary_page(chat_id: int, request: Request, form: FormDep, session: S
         scope=forms.text(form, "summary_scope") or "last", last=forms.optional_number(form, "summary_last", int),
         start=forms.optional_number(form, "summary_start", int), end=forms.optional_number(form, "summary_end", int),
     )  # fmt: skip
+    return _panel(request, session, chat_id, show_inactive=_shown(request, form))
+
+
+@router.post("/chats/{chat_id}/summaries/generate")
+def generate_summary_page(chat_id: int, request: Request, form: FormDep, services: ServicesDep) -> HTMLResponse:
+    """Have the model write a summary for the Last N messages or a Range; the panel shows it running."""
+    generate.start(
+        services, chat_id, scope=forms.text(form, "summary_scope") or "last",
+        last=forms.optional_number(form, "summary_last", int), start=forms.optional_number(form, "summary_start", int),
+        end=forms.optional_number(form, "summary_end", int),
+    )  # fmt: skip
+    with Session(services.engine) as session:
+        return _panel(request, session, chat_id, show_inactive=_shown(request, form))
+
+
+@router.post("/chats/{chat_id}/summaries/generate/retry")
+def retry_summary_page(chat_id: int, request: Request, form: FormDep, services: ServicesDep) -> HTMLResponse:
+    """Run the failed Generate again for the same scope."""
+    generate.retry(services, chat_id)
+    with Session(services.engine) as session:
+        return _panel(request, session, chat_id, show_inactive=_shown(request, form))
+
+
+@router.post("/chats/{chat_id}/summaries/review")
+def review_setting_page(chat_id: int, request: Request, form: FormDep, session: SessionDep) -> HTMLResponse:
+    """Review outputs: model-written entries wait for Approve before they become active."""
+    service.set_review(session, chat_id, forms.checkbox(form, "summary_review"))
+    return _panel(request, session, chat_id, show_inactive=_shown(request, form))
+
+
+@router.post("/chats/{chat_id}/summaries/{summary_id}/approve")
+def approve_summary_page(chat_id: int, summary_id: int, request: Request, form: FormDep, session: SessionDep) -> HTMLResponse:
+    """Accept an entry held for review: it becomes active."""
+    service.approve_entry(session, chat_id, summary_id)
     return _panel(request, session, chat_id, show_inactive=_shown(request, form))
 
 

@@ -139,3 +139,23 @@ def set_active(session: Session, chat_id: int, active: bool, ids: Sequence[int] 
             changed += 1
     session.flush()
     return changed
+
+
+def approve_entry(session: Session, chat_id: int, entry_id: int) -> SummaryEntry:
+    """Accept a model-written entry held for review: it becomes active."""
+    entry = get_entry(session, chat_id, entry_id)
+    if not entry.awaiting_review:
+        raise UserError("This summary is not waiting for review.")
+    entry.awaiting_review, entry.active, entry.updated_at = False, True, utcnow()
+    session.add(entry)
+    session.flush()
+    return entry
+
+
+def set_review(session: Session, chat_id: int, review: bool) -> None:
+    """The chat's Review outputs switch, leaving its other settings as they are."""
+    chat = get_chat(session, chat_id)
+    chat.settings = {**(chat.settings or {}), "summary_review": review}
+    chat.updated_at = utcnow()
+    session.add(chat)
+    session.flush()

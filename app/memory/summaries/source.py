@@ -7,12 +7,13 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from app import forms
 from app.chats.models import Chat
 from app.chats.settings import read_settings
-from app.memory.summaries import service
+from app.memory.summaries import generate, service
 from app.memory.summaries.coverage import ChatMessage, SummaryRange, select_messages
 from app.memory.summaries.rules import EntryText, summary_block
 from app.prompt.builder import DynamicBlock
@@ -53,7 +54,7 @@ class SummarySource(PromptSource):
     def settings_section(self, session: Session, chat: Chat, services: Services) -> SettingsSection | None:
         if chat.mode != "roleplay":
             return None
-        return SettingsSection("memory/_summary_settings.html", panel_context(session, chat))
+        return SettingsSection("memory/_summary_settings.html", panel_context(session, chat, engine=services.engine))
 
     def read_settings_form(self, session: Session, chat: Chat, form: Any) -> dict[str, Any]:
         if not forms.text(form, "chat_summary_shown"):
@@ -68,7 +69,7 @@ def _ranges(entries) -> list[SummaryRange]:
     return [SummaryRange(e.first_message_id, e.last_message_id, e.active and not e.awaiting_review) for e in entries]
 
 
-def panel_context(session: Session, chat: Chat, *, show_inactive: bool = True) -> dict[str, Any]:
+def panel_context(session: Session, chat: Chat, *, engine: Engine, show_inactive: bool = True) -> dict[str, Any]:
     """What the Chat Summary panel shows."""
     views = service.entry_views(session, chat.id)
     inactive = sum(1 for v in views if not v.entry.active)
@@ -78,4 +79,5 @@ def panel_context(session: Session, chat: Chat, *, show_inactive: bool = True) -
     return {
         "entries": [v for v in views if show_inactive or v.entry.active], "total": len(views), "inactive": inactive,
         "show_inactive": show_inactive, "message_count": len(ids), "uncovered": uncovered, "tail": tail,
+        "job": generate.latest_job(session, engine, chat.id), "review": read_settings(chat.settings).summary_review,
     }  # fmt: skip

@@ -1,0 +1,230 @@
+"""Generate: the chat's connection writes a Chat Summary entry for a scope, off the event loop.
+
+Decisions:
+- One run per chat at a time (the same chat and range are never summarised twice at once): a second
+  Generate while one runs is refused with a sentence. The claim lives in this process; a run that a
+  restart cut short is shown as failed, with Retry.
+- The model reads only the active swipe of each message in scope; hidden-from-AI messages are skipped.
+- An answer that is only thinking or cut off is asked again once with a doubled budget; any failure
+  writes no entry, changes none, and is kept on the job with its reason.
+- A generated entry is titled by its first words (at most 8, "…" when cut): the panel already shows the
+  messages it covers beside the title, and those numbers shift when messages are deleted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from dataclasses import dataclass
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from app.chats.models import Message
+from app.chats.service import chat_connection, get_chat
+from app.chats.settings import read_settings
+from app.connections.providers import get_provider
+from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError
+from app.connections.service import provider_config
+from app.errors import UserError
+from app.memory.summaries import answers
+from app.memory.summaries.models import SummaryEntry, SummaryJob
+from app.memory.summaries.prompts import ROLEPLAY_ENTRY_PROMPT, TranscriptLine, transcript
+from app.memory.summaries.rules import scope_coverage
+from app.memory.summaries.service import MAX_ENTRIES, MAX_TITLE, message_ids
+from app.prompt.tokens import count_tokens
+from app.services import Services
+from app.timeutil import utcnow
+
+log = logging.getLogger(__name__)
+
+INTERRUPTED = "The run was interrupted (Sugo restarted) before the model answered."
+INTERNAL = "Something went wrong on Sugo's side while writing the summary; the log has the details."
+_claims: set[tuple[str, int]] = set()
+_claims_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Request:
+    """What one run asks the model: the messages in the provider-neutral shape."""
+
+    messages: list[dict]
+    max_output_size: int
+
+
+def _key(engine: Engine, chat_id: int) -> tuple[str, int]:
+    return (str(engine.url), chat_id)
+
+
+def running(engine: Engine, chat_id: int) -> bool:
+    with _claims_lock:
+        return _key(engine, chat_id) in _claims
+
+
+def running_chats(engine: Engine) -> list[int]:
+    """The chats of this database with a run going on now."""
+    with _claims_lock:
+        return sorted(chat_id for url, chat_id in _claims if url == str(engine.url))
+
+
+def _claim(engine: Engine, chat_id: int) -> None:
+    with _claims_lock:
+        if _key(engine, chat_id) in _claims:
+            raise UserError("A summary is already being written for this chat; wait for it to finish.")
+        _claims.add(_key(engine, chat_id))
+
+
+def _release(engine: Engine, chat_id: int) -> None:
+    with _claims_lock:
+        _claims.discard(_key(engine, chat_id))
+
+
+def latest_job(session: Session, engine: Engine, chat_id: int) -> SummaryJob | None:
+    """The chat's newest run; a "running" one that no thread holds any more was cut short."""
+    job = session.exec(
+        select(SummaryJob).where(SummaryJob.chat_id == chat_id).order_by(SummaryJob.id.desc()).limit(1)  # type: ignore[union-attr]
+    ).first()
+    if job is not None and job.status == "running" and not running(engine, chat_id):
+        session.refresh(job)  # the run may have ended between the read and the check
+        if job.status == "running":
+            session.expunge(job)  # shown as failed; the row stays as the run left it
+            job.status, job.reason = "failed", INTERRUPTED
+    return job
+
+
+def summary_request(session: Session, job: SummaryJob, max_output_size: int) -> Request:
+    """The prompt for a job: the default Roleplay prompt and the scope's active swipes."""
+    rows = session.exec(
+        select(Message).where(
+            Message.chat_id == job.chat_id, Message.kind == "message", Message.hidden == False,  # noqa: E712
+            Message.id >= job.first_message_id, Message.id <= job.last_message_id,
+        ).order_by(Message.id)  # type: ignore[arg-type]
+    ).all()  # fmt: skip
+    lines = [TranscriptLine(m.name or m.role, _active_text(m)) for m in rows]
+    text = transcript(lines)
+    if not text:
+        raise UserError("Every message in that scope is hidden from the AI or empty: there is nothing to summarise.")
+    return Request([{"role": "system", "content": ROLEPLAY_ENTRY_PROMPT}, {"role": "user", "content": text}],
+                   max_output_size)  # fmt: skip
+
+
+def _active_text(msg: Message) -> str:
+    swipes = msg.swipes or []
+    if 0 <= msg.active_swipe < len(swipes) and isinstance(swipes[msg.active_swipe], dict):
+        return str(swipes[msg.active_swipe].get("content") or "")
+    return msg.content
+
+
+def start(services: Services, chat_id: int, *, scope: str = "last", last: int | None = None,
+          start: int | None = None, end: int | None = None) -> SummaryJob:  # fmt: skip
+    """Check the scope and the connection, record the run and start it in a thread."""
+    engine = services.engine
+    with Session(engine) as session:
+        chat = get_chat(session, chat_id)
+        if chat.mode != "roleplay":
+            raise UserError("Chat Summary entries are for Roleplay chats; Conversation chats are summarised by day.")
+        try:
+            cov = scope_coverage(message_ids(session, chat_id), scope, last=last, start=start, end=end)
+        except ValueError as err:
+            raise UserError(str(err)) from None
+        conn = chat_connection(session, chat)
+        if conn is None:
+            raise UserError("No connection is set up yet. Add one under Connections.")
+        try:
+            config = provider_config(conn, services.keybox)
+        except ValueError as err:
+            raise UserError(str(err)) from None
+        job = SummaryJob(chat_id=chat_id, scope=scope, last_n=last, start=start, end=end,
+                         first_message_id=cov.first_id, last_message_id=cov.last_id,
+                         first_position=cov.first_position, last_position=cov.last_position)  # fmt: skip
+        request = summary_request(session, job, read_settings(chat.settings).summary_max_tokens)
+        _claim(engine, chat_id)
+        try:
+            session.add(job)
+            session.commit()
+            session.refresh(job)
+            threading.Thread(target=_run, args=(engine, job.id, chat_id, config, request),
+                             name=f"summary-{chat_id}", daemon=True).start()  # fmt: skip
+        except BaseException:
+            _release(engine, chat_id)
+            raise
+        return job
+
+
+def retry(services: Services, chat_id: int) -> SummaryJob:
+    """Run the newest failed job's scope again."""
+    with Session(services.engine) as session:
+        job = latest_job(session, services.engine, chat_id)
+        if job is None or job.status != "failed":
+            raise UserError("There is no failed summary to retry.")
+        scope, last_n, first, end = job.scope, job.last_n, job.start, job.end
+    return start(services, chat_id, scope=scope, last=last_n, start=first, end=end)
+
+
+def ask(config: ProviderConfig, request: Request) -> answers.ProseSummary | answers.Failure:
+    """Ask the model, once more with a doubled budget when it ran out of room; the text or why not."""
+    attempt = 0
+    while (budget := answers.request_max_tokens(request.max_output_size, attempt)) is not None:
+        try:
+            done = asyncio.run(get_provider(config.kind).complete_chat(
+                config, request.messages, GenerationParams(max_tokens=budget)))  # fmt: skip
+        except ProviderError as err:
+            return answers.Failure("provider", str(err))
+        result = answers.read_prose_summary(done.text or "", max_tokens=budget, count_tokens=count_tokens,
+                                            finish_reason=done.finish_reason)  # fmt: skip
+        if isinstance(result, answers.ProseSummary) or not result.retry_larger:
+            return result
+        attempt += 1
+    return result
+
+
+def first_words(text: str, count: int = 8) -> str:
+    words = text.split()
+    title = " ".join(words[:count]).rstrip(".,;:")
+    return (title + "…" if len(words) > count else title)[:MAX_TITLE]
+
+
+def _run(engine: Engine, job_id: int, chat_id: int, config: ProviderConfig, request: Request) -> None:
+    try:
+        result = ask(config, request)
+        with Session(engine) as session:
+            _finish(session, job_id, result)
+            session.commit()
+    except Exception:
+        log.exception("writing a summary for chat %s failed", chat_id)
+        with Session(engine) as session:
+            _finish(session, job_id, answers.Failure("internal", INTERNAL))
+            session.commit()
+    finally:
+        _release(engine, chat_id)
+
+
+def _finish(session: Session, job_id: int, result: answers.ProseSummary | answers.Failure) -> None:
+    job = session.get(SummaryJob, job_id)
+    if job is None:  # the chat was deleted meanwhile
+        return
+    job.updated_at = utcnow()
+    if isinstance(result, answers.Failure):
+        job.status, job.reason = "failed", result.reason
+        session.add(job)
+        return
+    chat = get_chat(session, job.chat_id)
+    count = session.connection().exec_driver_sql(
+        "SELECT count(*) FROM summary_entry WHERE chat_id = ?", (job.chat_id,)).scalar_one()  # fmt: skip
+    if count >= MAX_ENTRIES:
+        job.status, job.reason = "failed", f"This chat already has {MAX_ENTRIES} summary entries, the limit."
+        session.add(job)
+        return
+    review = read_settings(chat.settings).summary_review
+    first, last = job.first_position, job.last_position
+    entry = SummaryEntry(
+        chat_id=job.chat_id, title=first_words(result.text),
+        content=result.text, first_message_id=job.first_message_id, last_message_id=job.last_message_id,
+        first_position=first, last_position=last, tokens=count_tokens(result.text), origin="model",
+        active=not review, awaiting_review=review,
+    )  # fmt: skip
+    session.add(entry)
+    session.flush()
+    job.status, job.reason, job.entry_id = "done", "", entry.id
+    session.add(job)
