@@ -36,7 +36,7 @@ from datetime import timedelta
 from typing import Any, Literal
 
 FailureKind = Literal[
-    "empty", "only_thinking", "cut_off", "not_json", "missing_summary", "too_long", "provider", "internal"
+    "empty", "only_thinking", "cut_off", "not_json", "missing_summary", "too_long", "provider", "internal", "garbage"
 ]
 
 MAX_ANSWER_CHARS = 400_000  # before any parsing: ~100k tokens, far past the 32768-token setting's ceiling
@@ -344,3 +344,18 @@ def _repair(text: str) -> str:
         out.append(ch)
         i += 1
     return "".join(out)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def prose_problem(text: str) -> Failure | None:
+    """Why a Roleplay summary read from an answer is not prose the prompt can carry, if it is not:
+    read_prose_summary keeps any text, so JSON without a summary or binary noise would pass."""
+    if _CONTROL.search(text):
+        return Failure("garbage", "The answer holds control characters: it is not text.")
+    if text[:1] in "{[":
+        return Failure("garbage", "The answer is JSON with no summary text in it.")
+    if not any(ch.isalpha() for ch in text):
+        return Failure("garbage", "The answer has no words in it.")
+    return None

@@ -173,7 +173,9 @@ def ask(config: ProviderConfig, request: Request) -> answers.ProseSummary | answ
             return answers.Failure("provider", str(err))
         result = answers.read_prose_summary(done.text or "", max_tokens=budget, count_tokens=count_tokens,
                                             finish_reason=done.finish_reason)  # fmt: skip
-        if isinstance(result, answers.ProseSummary) or not result.retry_larger:
+        if isinstance(result, answers.ProseSummary):
+            return answers.prose_problem(result.text) or result
+        if not result.retry_larger:
             return result
         attempt += 1
     return result
