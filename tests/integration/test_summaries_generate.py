@@ -79,6 +79,7 @@ def test_bad_answers_keep_existing_entries_and_show_retry(api, models):
         "only thinking twice": [Reply("<think>a</think>"), Reply("<think>b</think>")],
         "cut off twice": [Reply("They went", finish_reason="length"), Reply("They went on", finish_reason="length")],
         "HTTP 500": [Reply(status=500, error="upstream exploded")],
+        "connection dropped mid-answer": [Reply(RECAP, break_after_chunks=1)],
         "JSON without a summary": [Reply('```json\n{"foo": 1}\n```')],
         "broken JSON": [Reply('{"summary": ')],
         "binary noise": [Reply("\x00\x01\x02 ~~~")],
