@@ -189,7 +189,10 @@ def test_generate_a_range_fail_retry_and_approve_under_review(page: Page, live, 
     expect(section.locator("#summary-running")).to_have_count(0)
 
     models.script(Reply("<think>Where to start", finish_reason="length"), Reply("<think>Still thinking", finish_reason="length"))
-    section.locator("#summary-scope-range").check()  # the panel came back with its form reset
+    # The panel came back after Generate with the scope as it was set.
+    expect(section.locator("#summary-scope-range")).to_be_checked()
+    expect(section.locator("#summary-start")).to_have_value("2")
+    expect(section.locator("#summary-end")).to_have_value("6")
     section.locator("#summary-start").fill("7")
     section.locator("#summary-end").fill("9")
     section.locator("#summary-generate").click()
