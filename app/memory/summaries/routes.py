@@ -6,14 +6,16 @@ from sqlmodel import Session
 
 from app import forms
 from app.chats.service import get_chat
+from app.chats.settings import read_settings
 from app.deps import FormDep, ServicesDep, SessionDep
-from app.memory.summaries import generate, service
-from app.memory.summaries.source import panel_context
+from app.memory.summaries import generate, service, templates
+from app.memory.summaries.source import panel_context, prompt_context
 from app.modelbase import parse_row_id
 from app.web import render
 
 router = APIRouter(include_in_schema=False)
 PANEL = "memory/_summary_panel.html"
+PART = "memory/_summary_prompt.html"
 
 
 def _panel(request: Request, session, chat_id: int, *, show_inactive: bool = True,
@@ -117,3 +119,68 @@ def delete_summary_page(chat_id: int, summary_id: int, request: Request, form: F
     """Delete one entry; its messages stay."""
     service.delete_entry(session, chat_id, summary_id)
     return _panel(request, session, chat_id, show_inactive=_shown(request, form))
+
+
+# Chat Summary → Templates: global templates; the chat in the URL is only whose Summary Prompt select is
+# redrawn, keeping the value chosen there (saved later by Save settings).
+
+
+def _part(request: Request, session: Session, chat_id: int, form, *, editing: int | str | None = None,
+          chosen: int | None = None) -> HTMLResponse:  # fmt: skip
+    chat = get_chat(session, chat_id)
+    if chosen is None:
+        chosen = forms.optional_number(form, "summary_template_id", int) or 0  # 0: the Default
+    ctx = {"chat": chat, "p": prompt_context(session, chat, chosen_template=chosen), "manage": True, "editing": editing}
+    return render(request, PART, ctx)
+
+
+@router.post("/chats/{chat_id}/summary-templates/show")
+def show_summary_templates_page(chat_id: int, request: Request, form: FormDep, session: SessionDep) -> HTMLResponse:
+    """The manager, open; `?edit=new` or `?edit=<id>` shows that template's form."""
+    raw = request.query_params.get("edit", "")
+    editing = "new" if raw == "new" else parse_row_id(raw)
+    if isinstance(editing, int):
+        templates.get_template(session, editing)
+    return _part(request, session, chat_id, form, editing=editing)
+
+
+@router.post("/chats/{chat_id}/summary-templates")
+def create_summary_template_page(chat_id: int, request: Request, form: FormDep, session: SessionDep) -> HTMLResponse:
+    """Save a new template and choose it in the select."""
+    new = templates.create_template(session, name=forms.text(form, "template_name"), text=forms.text(form, "template_text"))
+    return _part(request, session, chat_id, form, chosen=new.id)
+
+
+@router.post("/chats/{chat_id}/summary-templates/default/duplicate")
+def duplicate_default_template_page(chat_id: int, request: Request, form: FormDep, session: SessionDep) -> HTMLResponse:
+    """Copy the built-in Default into a template of the user's, opened for editing."""
+    copy = templates.duplicate_template(session, None)
+    return _part(request, session, chat_id, form, editing=copy.id)
+
+
+@router.post("/chats/{chat_id}/summary-templates/{template_id}/duplicate")
+def duplicate_summary_template_page(chat_id: int, template_id: int, request: Request, form: FormDep,
+                                    session: SessionDep) -> HTMLResponse:  # fmt: skip
+    """Copy a template, opened for editing."""
+    copy = templates.duplicate_template(session, template_id)
+    return _part(request, session, chat_id, form, editing=copy.id)
+
+
+@router.post("/chats/{chat_id}/summary-templates/{template_id}/edit")
+def save_summary_template_page(chat_id: int, template_id: int, request: Request, form: FormDep,
+                               session: SessionDep) -> HTMLResponse:  # fmt: skip
+    """Save a template's new name and prompt."""
+    templates.update_template(session, template_id, name=forms.text(form, "template_name"),
+                              text=forms.text(form, "template_text"))  # fmt: skip
+    return _part(request, session, chat_id, form)
+
+
+@router.post("/chats/{chat_id}/summary-templates/{template_id}/delete")
+def delete_summary_template_page(chat_id: int, template_id: int, request: Request, form: FormDep,
+                                 session: SessionDep) -> HTMLResponse:  # fmt: skip
+    """Delete a template; chats that chose it use the Default."""
+    templates.delete_template(session, template_id)
+    chosen = forms.optional_number(form, "summary_template_id", int)
+    saved = read_settings(get_chat(session, chat_id).settings).summary_template_id
+    # Only a choice already saved is "deleted" for the chat; an unsaved one just goes back to the Default.
+    return _part(request, session, chat_id, form, chosen=chosen if chosen == saved else 0)

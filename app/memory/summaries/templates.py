@@ -1,0 +1,130 @@
+"""Summary Prompt templates: global, every Roleplay chat chooses one (Chat Settings → Chat Summary).
+
+Decisions:
+- The built-in Default is not a row and cannot be edited or deleted: its text is the code's
+  (prompts.ROLEPLAY_ENTRY_PROMPT), so a newer Sugo improves it; Duplicate it to change it.
+- Names are unique ignoring case, and "Default" is taken by the built-in one.
+- A chat whose chosen template was deleted uses the Default; the panel says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import func
+from sqlmodel import Session, select
+
+from app.errors import NotFound, UserError
+from app.memory.summaries.models import SummaryTemplate
+from app.memory.summaries.prompts import ROLEPLAY_ENTRY_PROMPT
+from app.timeutil import utcnow
+
+DEFAULT_NAME = "Default"
+MAX_NAME = 100
+MAX_TEXT = 20_000
+MAX_TEMPLATES = 200
+
+
+@dataclass(frozen=True)
+class ChosenPrompt:
+    """The prompt a chat's summaries use: the template, or the Default (`missing` when the chosen one
+    was deleted)."""
+
+    template: SummaryTemplate | None
+    missing: bool = False
+
+    @property
+    def text(self) -> str:
+        return self.template.text if self.template is not None else ROLEPLAY_ENTRY_PROMPT
+
+    @property
+    def name(self) -> str:
+        return self.template.name if self.template is not None else DEFAULT_NAME
+
+
+def list_templates(session: Session) -> list[SummaryTemplate]:
+    """The user's templates by name (the Default is not among them)."""
+    return list(session.exec(select(SummaryTemplate).order_by(func.lower(SummaryTemplate.name), SummaryTemplate.id)).all())
+
+
+def get_template(session: Session, template_id: int) -> SummaryTemplate:
+    template = session.get(SummaryTemplate, template_id)
+    if template is None:
+        raise NotFound(f"Summary prompt template {template_id} does not exist (it may have been deleted).")
+    return template
+
+
+def chosen_prompt_default() -> ChosenPrompt:
+    return ChosenPrompt(None)
+
+
+def chosen_prompt(session: Session, template_id: int | None) -> ChosenPrompt:
+    if template_id is None:
+        return ChosenPrompt(None)
+    template = session.get(SummaryTemplate, template_id)
+    return ChosenPrompt(template, missing=template is None)
+
+
+def _name(session: Session, name: str | None, *, current_id: int | None = None) -> str:
+    name = " ".join((name or "").split())
+    if not name:
+        raise UserError("Give the template a name.")
+    if len(name) > MAX_NAME:
+        raise UserError(f"The template name is {len(name)} characters long; the limit is {MAX_NAME}.")
+    if name.casefold() == DEFAULT_NAME.casefold():
+        raise UserError(f"“{DEFAULT_NAME}” is the built-in template's name; choose another.")
+    clash = session.exec(select(SummaryTemplate).where(func.lower(SummaryTemplate.name) == name.lower())).first()
+    if clash is not None and clash.id != current_id and clash.name.casefold() == name.casefold():
+        raise UserError(f"A template named “{clash.name}” already exists; choose another name.")
+    return name
+
+
+def _text(text: str | None) -> str:
+    text = (text or "").strip()
+    if not text:
+        raise UserError("Write the template's prompt: it cannot be empty.")
+    if len(text) > MAX_TEXT:
+        raise UserError(f"The template's prompt is {len(text):,} characters long; the limit is {MAX_TEXT:,}.")
+    return text
+
+
+def create_template(session: Session, *, name: str | None, text: str | None) -> SummaryTemplate:
+    name, text = _name(session, name), _text(text)
+    count = session.connection().exec_driver_sql("SELECT count(*) FROM summary_template").scalar_one()
+    if count >= MAX_TEMPLATES:
+        raise UserError(f"There are already {MAX_TEMPLATES} summary prompt templates, the limit. Delete one first.")
+    template = SummaryTemplate(name=name, text=text)
+    session.add(template)
+    session.flush()
+    return template
+
+
+def update_template(session: Session, template_id: int, *, name: str | None = None,
+                    text: str | None = None) -> SummaryTemplate:  # fmt: skip
+    """Rename it and/or change its prompt (None leaves a field as it is)."""
+    template = get_template(session, template_id)
+    if name is not None:
+        template.name = _name(session, name, current_id=template.id)
+    if text is not None:
+        template.text = _text(text)
+    template.updated_at = utcnow()
+    session.add(template)
+    session.flush()
+    return template
+
+
+def duplicate_template(session: Session, template_id: int | None) -> SummaryTemplate:
+    """A copy named "<name> (copy)" ("(copy 2)", … when taken); None duplicates the Default."""
+    source = chosen_prompt_default() if template_id is None else ChosenPrompt(get_template(session, template_id))
+    taken = {t.name.casefold() for t in list_templates(session)}
+    base = source.name[: MAX_NAME - len(" (copy 999)")]
+    name, n = f"{base} (copy)", 2
+    while name.casefold() in taken:
+        name, n = f"{base} (copy {n})", n + 1
+    return create_template(session, name=name, text=source.text)
+
+
+def delete_template(session: Session, template_id: int) -> None:
+    """Delete it; chats that chose it go back to the Default."""
+    session.delete(get_template(session, template_id))
+    session.flush()
