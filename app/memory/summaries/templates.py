@@ -9,6 +9,7 @@ Decisions:
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from sqlalchemy import func
@@ -116,12 +117,19 @@ def update_template(session: Session, template_id: int, *, name: str | None = No
 def duplicate_template(session: Session, template_id: int | None) -> SummaryTemplate:
     """A copy named "<name> (copy)" ("(copy 2)", … when taken); None duplicates the Default."""
     source = chosen_prompt_default() if template_id is None else ChosenPrompt(get_template(session, template_id))
-    taken = {t.name.casefold() for t in list_templates(session)}
-    base = source.name[: MAX_NAME - len(" (copy 999)")]
-    name, n = f"{base} (copy)", 2
-    while name.casefold() in taken:
-        name, n = f"{base} (copy {n})", n + 1
+    name = copy_name(source.name, {t.name for t in list_templates(session)})
     return create_template(session, name=name, text=source.text)
+
+
+def copy_name(name: str, taken: Collection[str]) -> str:
+    """"<name> (copy)", else "(copy 2)", "(copy 3)", … : the first free one (ignoring case), within
+    MAX_NAME characters."""
+    used = {t.casefold() for t in taken}
+    base = name[: MAX_NAME - len(" (copy 999)")].rstrip()
+    candidate, n = f"{base} (copy)", 2
+    while candidate.casefold() in used:
+        candidate, n = f"{base} (copy {n})", n + 1
+    return candidate
 
 
 def delete_template(session: Session, template_id: int) -> None:

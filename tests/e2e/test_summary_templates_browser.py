@@ -1,0 +1,99 @@
+"""Issue 12, Chat Summary's Summary Prompt, Summary Provider and Maximum output size in Chat Settings: create,
+duplicate, edit and delete a template in the Templates manager and choose one for the chat; choose the
+Summary Provider; a bad Maximum output size is refused with its message and nothing is saved. Desktop and phone."""
+
+from playwright.sync_api import Page, expect
+
+
+def _chat(live, models) -> tuple[int, int]:
+    with live.client() as c:
+        for name, model in (("Local test", "test-model"), ("Summariser", "summary-model")):
+            r = c.post("/api/connections", json={"name": name, "base_url": models.base_url, "model": model, "kind": "openai"})
+            assert r.status_code == 201, r.text
+        char = c.post("/api/characters", json={"name": "Aria", "first_mes": "The road is long."}).json()
+        chat = c.post("/api/chats", json={"character_ids": [char["id"]], "name": "Road"}).json()
+    return chat["id"], r.json()["id"]
+
+
+def _templates(live) -> dict[str, dict]:
+    with live.client() as c:
+        return {t["name"]: t for t in c.get("/api/summary-templates").json()}
+
+
+def test_templates_provider_and_output_size(page: Page, live, models, shot):
+    chat_id, summariser = _chat(live, models)
+    page.goto(f"{live.url}/chats/{chat_id}/settings")
+    part = page.locator("#summary-prompt")
+    part.scroll_into_view_if_needed()
+    expect(page.locator("#summary-template option:checked")).to_have_text("Default (built in)")
+    part.locator("#summary-templates > summary").click()
+    shot("templates-open")
+
+    # New: the form starts from the Default's text; saving chooses the new template in the select.
+    part.locator("#template-new").click()
+    expect(part.locator("#template-text")).to_contain_text("You are a summarizer")
+    part.locator("#template-name").fill("Chronicler")
+    part.locator("#template-text").fill("Summarise like a court chronicler.")
+    shot("new-template")
+    part.locator("#template-save").click()
+    rows = part.locator(".summary-template")
+    expect(rows).to_have_count(2)
+    expect(page.locator("#summary-template option:checked")).to_have_text("Chronicler")
+    expect(part.locator("#summary-templates")).to_have_attribute("open", "")
+
+    # A name already taken is refused with a sentence; nothing is added.
+    part.locator("#template-new").click()
+    part.locator("#template-name").fill("chronicler")
+    part.locator("#template-save").click()
+    expect(page.locator("#toasts .toast-error")).to_contain_text("A template named “Chronicler” already exists")
+    assert list(_templates(live)) == ["Default", "Chronicler"]
+    part.locator("#summary-template-new").get_by_role("button", name="Cancel").click()
+
+    # Duplicate opens the copy for editing; Edit and save it under a new name.
+    part.get_by_role("button", name="Duplicate Chronicler").click()
+    expect(part.locator("#template-name")).to_have_value("Chronicler (copy)")
+    part.locator("#template-name").fill("Terse")
+    part.locator("#template-text").fill("Two sentences, past tense.")
+    part.locator("#template-save").click()
+    expect(rows).to_have_count(3)
+    part.get_by_role("button", name="Edit Terse").click()
+    expect(part.locator("#template-text")).to_have_value("Two sentences, past tense.")
+    part.locator("#template-text").fill("Two short sentences, past tense.")
+    part.locator("#template-save").click()
+    expect(part.get_by_role("button", name="Edit Terse")).to_be_visible()
+
+    # Delete Chronicler: the select goes back to the Default; choose Terse.
+    page.once("dialog", lambda d: d.accept())
+    part.get_by_role("button", name="Delete Chronicler").click()
+    expect(rows).to_have_count(2)
+    expect(page.locator("#summary-template option:checked")).to_have_text("Default (built in)")
+    assert _templates(live)["Terse"]["text"] == "Two short sentences, past tense."
+    page.locator("#summary-template").select_option(label="Terse")
+    part.scroll_into_view_if_needed()
+    shot("templates-edited")
+
+    # Summary Provider and a bad Maximum output size: refused with its message, nothing saved.
+    page.locator("#summary-provider").select_option(label="Summariser · summary-model")
+    size = page.locator("#summary-max-tokens")
+    size.fill("40000")
+    size.scroll_into_view_if_needed()
+    page.locator("#chat-settings-form").get_by_role("button", name="Save settings").click()
+    expect(page.locator("#toasts .toast-error").last).to_contain_text(
+        "Maximum output size: “40000” is not a whole number of tokens from 1 to 32,768.")
+    shot("size-refused")
+    with live.client() as c:
+        before = c.get(f"/api/chats/{chat_id}").json()["settings"]
+    assert (before["summary_template_id"], before["summary_connection_id"], before["summary_max_tokens"]) == (None, None, 4096)
+
+    size.fill("2048")
+    page.locator("#chat-settings-form").get_by_role("button", name="Save settings").click()
+    expect(page.locator("#chat-settings-form .notice-ok")).to_be_visible()
+    with live.client() as c:
+        settings = c.get(f"/api/chats/{chat_id}").json()["settings"]
+    assert (settings["summary_template_id"], settings["summary_connection_id"], settings["summary_max_tokens"]) == (
+        _templates(live)["Terse"]["id"], summariser, 2048)
+    expect(page.locator("#summary-template option:checked")).to_have_text("Terse")
+    expect(page.locator("#summary-provider option:checked")).to_have_text("Summariser · summary-model")
+    expect(page.locator("#summary-max-tokens")).to_have_value("2048")
+    page.locator("#summary-provider").scroll_into_view_if_needed()
+    shot("saved")
