@@ -97,3 +97,17 @@ def test_templates_provider_and_output_size(page: Page, live, models, shot):
     expect(page.locator("#summary-max-tokens")).to_have_value("2048")
     page.locator("#summary-provider").scroll_into_view_if_needed()
     shot("saved")
+
+    # The chosen template and provider deleted elsewhere: the panel says the Default and the chat's connection are used.
+    with live.client() as c:
+        assert c.delete(f"/api/summary-templates/{_templates(live)['Terse']['id']}").status_code == 204
+        assert c.delete(f"/api/connections/{summariser}").status_code in (200, 204)
+    page.reload()
+    expect(page.locator("#summary-template-missing")).to_have_text(
+        "The template this chat chose was deleted: the Default is used until you choose another.")
+    expect(page.locator("#summary-provider-missing")).to_have_text(
+        "The connection chosen for summaries was deleted: the chat's connection writes them until you choose another.")
+    expect(page.locator("#summary-template option:checked")).to_have_text("Default (built in)")
+    expect(page.locator("#summary-provider option:checked")).to_have_text("The chat's connection (Local test)")
+    page.locator("#summary-template-missing").scroll_into_view_if_needed()
+    shot("fallbacks")

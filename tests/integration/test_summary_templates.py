@@ -166,3 +166,22 @@ def test_a_one_character_chat_reads_the_condition_for_that_character(api, models
     read_sse(api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "Go on."}))
     sent = "\n".join(m["content"] for m in models.last_request.json["messages"])
     assert "They reached the gate. Rain fell." in sent and "hid the key" not in sent
+
+
+def test_the_template_manager_answers_its_own_part_and_keeps_the_unsaved_choice(api, models):
+    chat_id = _chat(api, models)
+    hx = {"HX-Request": "true"}
+    base = f"/chats/{chat_id}/summary-templates"
+    r = api.post(base, data={"template_name": "Chronicler", "template_text": MINE, "summary_template_id": ""}, headers=hx)
+    assert r.status_code == 200 and "<html" not in r.text and r.text.lstrip().startswith('<div id="summary-prompt"')
+    tid = api.get("/api/summary-templates").json()[1]["id"]
+    assert f'<option value="{tid}" selected>Chronicler</option>' in r.text and "<details" in r.text and " open>" in r.text
+    # Duplicating keeps the select's unsaved choice and opens the copy's form.
+    r = api.post(f"{base}/default/duplicate", data={"summary_template_id": str(tid)}, headers=hx)
+    assert f'<option value="{tid}" selected>' in r.text and 'value="Default (copy)"' in r.text
+    # Deleting the unsaved choice goes back to the Default without saying "deleted" (nothing was saved).
+    r = api.post(f"{base}/{tid}/delete", data={"summary_template_id": str(tid)}, headers=hx)
+    assert '<option value="" selected>Default (built in)</option>' in r.text and "summary-template-missing" not in r.text
+    assert api.post(f"{base}/{tid}/edit", data={"template_name": "X", "template_text": "Y"}, headers=hx).status_code == 404
+    r = api.post(f"{base}", data={"template_name": "", "template_text": "Y"}, headers=hx)
+    assert r.status_code == 400 and "Give the template a name" in r.text and len(api.get("/api/summary-templates").json()) == 2

@@ -74,8 +74,9 @@ def _name(session: Session, name: str | None, *, current_id: int | None = None) 
         raise UserError(f"The template name is {len(name)} characters long; the limit is {MAX_NAME}.")
     if name.casefold() == DEFAULT_NAME.casefold():
         raise UserError(f"“{DEFAULT_NAME}” is the built-in template's name; choose another.")
-    clash = session.exec(select(SummaryTemplate).where(func.lower(SummaryTemplate.name) == name.lower())).first()
-    if clash is not None and clash.id != current_id and clash.name.casefold() == name.casefold():
+    # Compared here, not in SQL: SQLite's lower() folds ASCII letters only, and there are at most MAX_TEMPLATES.
+    clash = next((t for t in list_templates(session) if t.name.casefold() == name.casefold()), None)
+    if clash is not None and clash.id != current_id:
         raise UserError(f"A template named “{clash.name}” already exists; choose another name.")
     return name
 
