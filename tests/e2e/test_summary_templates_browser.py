@@ -1,6 +1,7 @@
 """Issue 12, Chat Summary's Summary Prompt, Summary Provider and Maximum output size in Chat Settings: create,
-duplicate, edit and delete a template in the Templates manager and choose one for the chat; choose the
-Summary Provider; a bad Maximum output size is refused with its message and nothing is saved. Desktop and phone."""
+duplicate, edit and delete a template in the Templates manager and choose one, for every Roleplay chat (a
+second chat's Generate sends it); choose the Summary Provider; a bad Maximum output size is refused with its
+message and nothing is saved. Desktop and phone."""
 
 from playwright.sync_api import Page, expect
 
@@ -15,6 +16,20 @@ def _chat(live, models) -> tuple[int, int]:
     return chat["id"], r.json()["id"]
 
 
+def _other_chat(live) -> int:
+    with live.client() as c:
+        char = c.post("/api/characters", json={"name": "Bram", "first_mes": "The mill is quiet."}).json()
+        chat = c.post("/api/chats", json={"character_ids": [char["id"]], "name": "Mill"}).json()
+        for text in ("We grind the last sack.", "Then we sleep."):
+            assert c.post(f"/api/chats/{chat['id']}/messages", json={"content": text}).status_code == 201
+    return chat["id"]
+
+
+def _chosen(live) -> int | None:
+    with live.client() as c:
+        return c.get("/api/summary-templates/chosen").json()["id"]
+
+
 def _templates(live) -> dict[str, dict]:
     with live.client() as c:
         return {t["name"]: t for t in c.get("/api/summary-templates").json()}
@@ -26,6 +41,7 @@ def test_templates_provider_and_output_size(page: Page, live, models, shot):
     part = page.locator("#summary-prompt")
     part.scroll_into_view_if_needed()
     expect(page.locator("#summary-template option:checked")).to_have_text("Default (built in)")
+    expect(part.locator("#summary-template-scope")).to_have_text("Used by every Roleplay chat.")
     part.locator("#summary-templates > summary").click()
     shot("templates-open")
 
@@ -83,14 +99,14 @@ def test_templates_provider_and_output_size(page: Page, live, models, shot):
     shot("size-refused")
     with live.client() as c:
         before = c.get(f"/api/chats/{chat_id}").json()["settings"]
-    assert (before["summary_template_id"], before["summary_connection_id"], before["summary_max_tokens"]) == (None, None, 4096)
+    assert (_chosen(live), before["summary_connection_id"], before["summary_max_tokens"]) == (None, None, 4096)
 
     size.fill("2048")
     page.locator("#chat-settings-form").get_by_role("button", name="Save settings").click()
     expect(page.locator("#chat-settings-form .notice-ok")).to_be_visible()
     with live.client() as c:
         settings = c.get(f"/api/chats/{chat_id}").json()["settings"]
-    assert (settings["summary_template_id"], settings["summary_connection_id"], settings["summary_max_tokens"]) == (
+    assert (_chosen(live), settings["summary_connection_id"], settings["summary_max_tokens"]) == (
         _templates(live)["Terse"]["id"], summariser, 2048)
     expect(page.locator("#summary-template option:checked")).to_have_text("Terse")
     expect(page.locator("#summary-provider option:checked")).to_have_text("Summariser · summary-model")
@@ -98,13 +114,27 @@ def test_templates_provider_and_output_size(page: Page, live, models, shot):
     page.locator("#summary-provider").scroll_into_view_if_needed()
     shot("saved")
 
+    # The choice is global: another Roleplay chat shows Terse, and its Generate sends Terse's text.
+    other = _other_chat(live)
+    page.goto(f"{live.url}/chats/{other}/settings")
+    expect(page.locator("#summary-template option:checked")).to_have_text("Terse")
+    expect(page.locator("#summary-template-scope")).to_have_text("Used by every Roleplay chat.")
+    page.locator("#summary-template").scroll_into_view_if_needed()
+    shot("other-chat")
+    models.script("They ground the last sack and slept.")
+    section = page.locator("#chat-summary")
+    section.locator("#summary-generate").click()
+    expect(section.locator(".summary-item")).to_have_count(1)
+    assert models.last_request.json["messages"][0] == {"role": "system", "content": "Two short sentences, past tense."}
+    page.goto(f"{live.url}/chats/{chat_id}/settings")
+
     # The chosen template and provider deleted elsewhere: the panel says the Default and the chat's connection are used.
     with live.client() as c:
         assert c.delete(f"/api/summary-templates/{_templates(live)['Terse']['id']}").status_code == 204
         assert c.delete(f"/api/connections/{summariser}").status_code in (200, 204)
     page.reload()
     expect(page.locator("#summary-template-missing")).to_have_text(
-        "The template this chat chose was deleted: the Default is used until you choose another.")
+        "The chosen template was deleted: every Roleplay chat uses the Default until you choose another.")
     expect(page.locator("#summary-provider-missing")).to_have_text(
         "The connection chosen for summaries was deleted: the chat's connection writes them until you choose another.")
     expect(page.locator("#summary-template option:checked")).to_have_text("Default (built in)")

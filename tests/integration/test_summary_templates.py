@@ -1,5 +1,5 @@
 """Summary Prompt templates, Summary Provider, Maximum output size and group-chat parts (issue 12): Generate
-sends the chat's chosen template (the Default once it is deleted), through the Summary Provider's
+sends the template chosen for every Roleplay chat (the Default once it is deleted), through the Summary Provider's
 connection (the chat's once that is deleted), with Maximum output size as its budget; a character's reply
 reads only the parts of a summary meant for them."""
 
@@ -28,6 +28,12 @@ def _chat(api, models, *, names=("Aria",), n: int = 4) -> int:
 def _settings(api, chat_id: int, **values) -> None:
     r = api.put(f"/api/chats/{chat_id}/options", json={"settings": values})
     assert r.status_code == 200, r.text
+
+
+def _form(chat_id: int, **values) -> dict:
+    """Chat Settings as the page posts it, Chat Summary section shown."""
+    return {"name": f"Chat {chat_id}", "mode": "roleplay", "recent_message_limit": "40", "chat_summary_shown": "1",
+            "summary_recent_tail": "10", "summary_max_tokens": "4096", **values}  # fmt: skip
 
 
 def _generate(api, models, chat_id: int) -> dict:
@@ -75,7 +81,8 @@ def test_generate_sends_the_chosen_template_and_the_default_once_it_is_deleted(a
     chat_id = _chat(api, models)
     assert _generate(api, models, chat_id)["messages"][0]["content"] == ROLEPLAY_ENTRY_PROMPT
     tid = api.post("/api/summary-templates", json={"name": "Chronicler", "text": MINE}).json()["id"]
-    _settings(api, chat_id, summary_template_id=tid)
+    r = api.put("/api/summary-templates/chosen", json={"id": tid})
+    assert r.status_code == 200 and (r.json()["id"], r.json()["name"], r.json()["missing"]) == (tid, "Chronicler", False)
     sent = _generate(api, models, chat_id)["messages"]
     assert sent[0] == {"role": "system", "content": MINE} and "Step 3 along the road." in sent[1]["content"]
     page = api.get(f"/chats/{chat_id}/settings").text
@@ -83,8 +90,60 @@ def test_generate_sends_the_chosen_template_and_the_default_once_it_is_deleted(a
 
     api.delete(f"/api/summary-templates/{tid}")
     assert _generate(api, models, chat_id)["messages"][0]["content"] == ROLEPLAY_ENTRY_PROMPT
-    assert "The template this chat chose was deleted" in api.get(f"/chats/{chat_id}/settings").text
+    assert "The chosen template was deleted" in api.get(f"/chats/{chat_id}/settings").text
+    chosen = api.get("/api/summary-templates/chosen").json()
+    assert (chosen["id"], chosen["builtin"], chosen["missing"]) == (None, True, True)
     assert len(api.get(f"/api/chats/{chat_id}/summaries").json()) == 3  # earlier entries are not rewritten
+    # Choosing the Default again clears the notice.
+    assert api.put("/api/summary-templates/chosen", json={"id": None}).json()["missing"] is False
+    assert "summary-template-missing" not in api.get(f"/chats/{chat_id}/settings").text
+
+
+def test_the_choice_is_global_choosing_in_one_chat_changes_every_roleplay_chat(api, models):
+    chat_a = _chat(api, models)
+    chat_b = new_chat(api, [add_character(api, "Bram")["id"]])["id"]
+    for i in range(3):
+        api.post(f"/api/chats/{chat_b}/messages", json={"content": f"Bram walks {i}."})
+    tid = api.post("/api/summary-templates", json={"name": "Chronicler", "text": MINE}).json()["id"]
+    page_b = api.get(f"/chats/{chat_b}/settings").text  # drawn before chat A chooses
+    assert "Used by every Roleplay chat." in page_b and 'name="summary_template_shown" value=""' in page_b
+
+    # Choose in chat A with Save settings: chat B's Generate sends that template's text.
+    hx = {"HX-Request": "true"}
+    r = api.post(f"/chats/{chat_a}/settings", data=_form(chat_a, summary_template_id=str(tid), summary_template_shown=""), headers=hx)
+    assert r.status_code == 200, r.text
+    assert _generate(api, models, chat_b)["messages"][0] == {"role": "system", "content": MINE}
+    assert api.get("/api/summary-templates/chosen").json()["id"] == tid
+    assert "summary_template_id" not in api.get(f"/api/chats/{chat_a}").json()["settings"]
+    assert f'<option value="{tid}" selected>Chronicler</option>' in api.get(f"/chats/{chat_b}/settings").text
+
+    # Saving chat B's settings from its page drawn before leaves the newer choice alone …
+    r = api.post(f"/chats/{chat_b}/settings", data=_form(chat_b, summary_template_id="", summary_template_shown=""), headers=hx)
+    assert r.status_code == 200 and api.get("/api/summary-templates/chosen").json()["id"] == tid
+    # … and choosing the Default there puts chat A back on it.
+    r = api.post(f"/chats/{chat_b}/settings", data=_form(chat_b, summary_template_id="", summary_template_shown=str(tid)), headers=hx)
+    assert r.status_code == 200
+    assert _generate(api, models, chat_a)["messages"][0]["content"] == ROLEPLAY_ENTRY_PROMPT
+
+    # Deleting the chosen template puts every chat on the Default, and each chat's panel says so.
+    api.put("/api/summary-templates/chosen", json={"id": tid})
+    assert api.delete(f"/api/summary-templates/{tid}").status_code == 204
+    for chat_id in (chat_a, chat_b):
+        assert _generate(api, models, chat_id)["messages"][0]["content"] == ROLEPLAY_ENTRY_PROMPT
+        assert "The chosen template was deleted: every Roleplay chat uses the Default" in api.get(f"/chats/{chat_id}/settings").text
+    # A new template does not inherit the deleted one's choice (SQLite may reuse its id).
+    again = api.post("/api/summary-templates", json={"name": "Again", "text": "Again."}).json()
+    assert api.get("/api/summary-templates/chosen").json()["id"] is None, again
+    assert _generate(api, models, chat_a)["messages"][0]["content"] == ROLEPLAY_ENTRY_PROMPT
+
+
+def test_the_chosen_api_refuses_what_is_not_a_template(api):
+    base = "/api/summary-templates/chosen"
+    assert api.put(base, json={"id": 999}).status_code == 404
+    assert api.put(base, json={}).status_code == 422 and api.put(base, json={"id": "x"}).status_code == 422
+    assert api.put(base, json={"id": 2**70}).status_code == 422
+    assert api.get(base).json() == {"id": None, "name": "Default", "text": ROLEPLAY_ENTRY_PROMPT, "builtin": True,
+                                    "created_at": None, "updated_at": None, "missing": False}  # fmt: skip
 
 
 @pytest.fixture
@@ -121,17 +180,24 @@ def test_settings_form_saves_the_three_and_refuses_a_bad_size(api, two_models):
     tid = api.post("/api/summary-templates", json={"name": "Chronicler", "text": MINE}).json()["id"]
     conn = add_connection(api, models, name="Summariser", model="summary-model")
     form = {"name": "Road", "mode": "roleplay", "recent_message_limit": "40", "chat_summary_shown": "1",
-            "summary_recent_tail": "10", "summary_template_id": str(tid), "summary_connection_id": str(conn["id"])}  # fmt: skip
+            "summary_recent_tail": "10", "summary_template_id": str(tid), "summary_template_shown": "",
+            "summary_connection_id": str(conn["id"])}  # fmt: skip
     before = api.get(f"/api/chats/{chat_id}").json()
     for bad in ("0", "32769", "abc", "", "1.5"):
         r = api.post(f"/chats/{chat_id}/settings", data={**form, "summary_max_tokens": bad}, headers={"HX-Request": "true"})
         assert r.status_code == 400 and "Maximum output size" in r.text and "from 1 to 32,768" in r.text, (bad, r.text)
     assert api.get(f"/api/chats/{chat_id}").json() == before  # nothing half-written
+    assert api.get("/api/summary-templates/chosen").json()["id"] is None
+    # A refusal later in the form (an unknown provider) leaves the template choice unsaved too.
+    r = api.post(f"/chats/{chat_id}/settings", data={**form, "summary_max_tokens": "10", "summary_connection_id": "999"},
+                 headers={"HX-Request": "true"})  # fmt: skip
+    assert r.status_code == 400 and api.get("/api/summary-templates/chosen").json()["id"] is None
     r = api.post(f"/chats/{chat_id}/settings", data={**form, "summary_max_tokens": "32768"}, headers={"HX-Request": "true"})
     assert r.status_code == 200, r.text
     assert 'id="summary-max-tokens" inputmode="numeric" value="32768"' in r.text
     settings = api.get(f"/api/chats/{chat_id}").json()["settings"]
-    assert (settings["summary_max_tokens"], settings["summary_template_id"], settings["summary_connection_id"]) == (32768, tid, conn["id"])
+    assert (settings["summary_max_tokens"], settings["summary_connection_id"]) == (32768, conn["id"])
+    assert api.get("/api/summary-templates/chosen").json()["id"] == tid
     api.delete(f"/api/summary-templates/{tid}")
     r = api.post(f"/chats/{chat_id}/settings", data={**form, "summary_max_tokens": "10"}, headers={"HX-Request": "true"})
     assert r.status_code == 404 and "does not exist" in r.text
@@ -182,6 +248,12 @@ def test_the_template_manager_answers_its_own_part_and_keeps_the_unsaved_choice(
     # Deleting the unsaved choice goes back to the Default without saying "deleted" (nothing was saved).
     r = api.post(f"{base}/{tid}/delete", data={"summary_template_id": str(tid)}, headers=hx)
     assert '<option value="" selected>Default (built in)</option>' in r.text and "summary-template-missing" not in r.text
+    # Deleting the saved choice says so: every Roleplay chat now uses the Default.
+    saved = api.post("/api/summary-templates", json={"name": "Saved", "text": MINE}).json()["id"]
+    api.put("/api/summary-templates/chosen", json={"id": saved})
+    r = api.post(f"{base}/{saved}/delete", data={"summary_template_id": str(saved)}, headers=hx)
+    assert '<option value="" selected>' in r.text and "The chosen template was deleted" in r.text
+    assert 'name="summary_template_shown" value="deleted"' in r.text
     assert api.post(f"{base}/{tid}/edit", data={"template_name": "X", "template_text": "Y"}, headers=hx).status_code == 404
     r = api.post(f"{base}", data={"template_name": "", "template_text": "Y"}, headers=hx)
     assert r.status_code == 400 and "Give the template a name" in r.text and len(api.get("/api/summary-templates").json()) == 2

@@ -166,7 +166,7 @@ def activate_summaries(chat_id: int, data: SummaryActivation, session: SessionDe
 
 
 # Summary Prompt templates (global, not per chat). The built-in Default is listed with `id: null` and
-# `builtin: true`; it can be read and duplicated only.
+# `builtin: true`; it can be read and duplicated only. `/chosen` is the one every Roleplay chat uses.
 templates_router = APIRouter(prefix="/api/summary-templates", tags=["summaries"])
 
 
@@ -194,6 +194,19 @@ def _template_read(template) -> TemplateRead:
                         created_at=template.created_at, updated_at=template.updated_at)  # fmt: skip
 
 
+class ChosenRead(TemplateRead):
+    missing: bool  # the chosen template was deleted: the Default is used until another is chosen
+
+
+class ChosenIn(BaseModel):
+    id: RowId | None  # None: the built-in Default
+
+
+def _chosen_read(prompt: templates.ChosenPrompt) -> ChosenRead:
+    base = _default() if prompt.template is None else _template_read(prompt.template)
+    return ChosenRead(**base.model_dump(), missing=prompt.missing)
+
+
 def _default() -> TemplateRead:
     prompt = templates.chosen_prompt_default()
     return TemplateRead(id=None, name=prompt.name, text=prompt.text, builtin=True)
@@ -215,6 +228,18 @@ def create_summary_template(body: TemplateIn, session: SessionDep) -> TemplateRe
 def show_default_summary_template() -> TemplateRead:
     """The built-in Default template."""
     return _default()
+
+
+@templates_router.get("/chosen", response_model=ChosenRead)
+def show_chosen_summary_template(session: SessionDep) -> ChosenRead:
+    """The Summary Prompt every Roleplay chat uses (`missing`: the chosen one was deleted, so the Default)."""
+    return _chosen_read(templates.chosen_prompt(session))
+
+
+@templates_router.put("/chosen", response_model=ChosenRead)
+def choose_summary_template(body: ChosenIn, session: SessionDep) -> ChosenRead:
+    """Choose the Summary Prompt of every Roleplay chat: a template's id, or null for the Default."""
+    return _chosen_read(templates.choose_template(session, body.id))
 
 
 @templates_router.post("/default/duplicate", response_model=TemplateRead, status_code=201)
@@ -243,6 +268,6 @@ def duplicate_summary_template(template_id: int, session: SessionDep) -> Templat
 
 @templates_router.delete("/{template_id}", status_code=204)
 def delete_summary_template(template_id: int, session: SessionDep) -> Response:
-    """Delete a template; chats that chose it use the Default."""
+    """Delete a template; when it was the chosen one, every Roleplay chat uses the Default."""
     templates.delete_template(session, template_id)
     return Response(status_code=204)

@@ -7,8 +7,8 @@ Decisions:
 - The model reads only the active swipe of each message in scope; hidden-from-AI messages are skipped.
 - An answer that is only thinking or cut off is asked again once with a doubled budget; any failure
   writes no entry, changes none, and is kept on the job with its reason.
-- The prompt is the chat's chosen Summary Prompt template (the Default when none is chosen or it was
-  deleted), read when the run starts; the Summary Provider (else the chat's connection) writes it.
+- The prompt is the Summary Prompt template chosen for every Roleplay chat (the Default when none is
+  chosen or it was deleted), read when the run starts; the Summary Provider (else the chat's connection) writes it.
   Changing either later never rewrites entries already written.
 - A generated entry is titled by its first words (at most 8, "…" when cut): the panel already shows the
   messages it covers beside the title, and those numbers shift when messages are deleted.
@@ -118,7 +118,7 @@ def summary_request(session: Session, job: SummaryJob, max_output_size: int) -> 
     text = transcript(lines)
     if not text:
         raise UserError("Every message in that scope is hidden from the AI or empty: there is nothing to summarise.")
-    prompt = templates.chosen_prompt(session, read_settings(get_chat(session, job.chat_id).settings).summary_template_id)
+    prompt = templates.chosen_prompt(session)
     return Request([{"role": "system", "content": prompt.text}, {"role": "user", "content": text}], max_output_size)
 
 

@@ -6,7 +6,6 @@ from sqlmodel import Session
 
 from app import forms
 from app.chats.service import get_chat
-from app.chats.settings import read_settings
 from app.deps import FormDep, ServicesDep, SessionDep
 from app.memory.summaries import generate, service, templates
 from app.memory.summaries.source import panel_context, prompt_context
@@ -122,15 +121,26 @@ def delete_summary_page(chat_id: int, summary_id: int, request: Request, form: F
 
 
 # Chat Summary → Templates: global templates; the chat in the URL is only whose Summary Prompt select is
-# redrawn, keeping the value chosen there (saved later by Save settings).
+# redrawn, keeping the value chosen there (saved later by Save settings, for every Roleplay chat).
+
+
+def _select_choice(session: Session, form) -> templates.ChosenPrompt:
+    """The select's value as the form sent it: the saved choice itself (with its "deleted" notice) when
+    the select still shows it, else the template picked but not saved yet."""
+    raw = forms.text(form, "summary_template_id").strip()
+    picked = parse_row_id(raw) if raw else None
+    saved = templates.chosen_prompt(session)
+    if picked == (saved.template.id if saved.template is not None else None):
+        return saved
+    return templates.prompt_for(session, picked)
 
 
 def _part(request: Request, session: Session, chat_id: int, form, *, editing: int | str | None = None,
-          chosen: int | None = None) -> HTMLResponse:  # fmt: skip
+          chosen: templates.ChosenPrompt | None = None) -> HTMLResponse:  # fmt: skip
     chat = get_chat(session, chat_id)
     if chosen is None:
-        chosen = forms.optional_number(form, "summary_template_id", int) or 0  # 0: the Default
-    ctx = {"chat": chat, "p": prompt_context(session, chat, chosen_template=chosen), "manage": True, "editing": editing}
+        chosen = _select_choice(session, form)
+    ctx = {"chat": chat, "p": prompt_context(session, chat, chosen=chosen), "manage": True, "editing": editing}
     return render(request, PART, ctx)
 
 
@@ -148,7 +158,7 @@ def show_summary_templates_page(chat_id: int, request: Request, form: FormDep, s
 def create_summary_template_page(chat_id: int, request: Request, form: FormDep, session: SessionDep) -> HTMLResponse:
     """Save a new template and choose it in the select."""
     new = templates.create_template(session, name=forms.text(form, "template_name"), text=forms.text(form, "template_text"))
-    return _part(request, session, chat_id, form, chosen=new.id)
+    return _part(request, session, chat_id, form, chosen=templates.ChosenPrompt(new))
 
 
 @router.post("/chats/{chat_id}/summary-templates/default/duplicate")
@@ -178,9 +188,12 @@ def save_summary_template_page(chat_id: int, template_id: int, request: Request,
 @router.post("/chats/{chat_id}/summary-templates/{template_id}/delete")
 def delete_summary_template_page(chat_id: int, template_id: int, request: Request, form: FormDep,
                                  session: SessionDep) -> HTMLResponse:  # fmt: skip
-    """Delete a template; chats that chose it use the Default."""
+    """Delete a template; when it was the chosen one, every chat uses the Default."""
+    was_chosen = templates.chosen_value(session) == str(template_id)
     templates.delete_template(session, template_id)
-    chosen = forms.optional_number(form, "summary_template_id", int)
-    saved = read_settings(get_chat(session, chat_id).settings).summary_template_id
-    # Only a choice already saved is "deleted" for the chat; an unsaved one just goes back to the Default.
-    return _part(request, session, chat_id, form, chosen=chosen if chosen == saved else 0)
+    raw = forms.text(form, "summary_template_id").strip()
+    if raw and parse_row_id(raw) == template_id:
+        # The saved choice deleted: every chat is told; an unsaved one just goes back to the Default.
+        chosen = templates.chosen_prompt(session) if was_chosen else templates.ChosenPrompt(None)
+        return _part(request, session, chat_id, form, chosen=chosen)
+    return _part(request, session, chat_id, form)

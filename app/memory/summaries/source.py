@@ -24,6 +24,7 @@ from app.memory.summaries import generate, service, templates
 from app.memory.summaries.coverage import ChatMessage, SummaryRange, select_messages
 from app.memory.summaries.prompts import has_conditions, visible_to
 from app.memory.summaries.rules import EntryText, summary_block
+from app.modelbase import parse_row_id
 from app.prompt.builder import DynamicBlock
 from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
 from app.services import Services
@@ -81,28 +82,41 @@ class SummarySource(PromptSource):
 
 
 def _prompt_settings(session: Session, form: Any) -> dict[str, Any]:
-    """Summary Prompt, Summary Provider and Maximum output size from the form, each checked."""
+    """Summary Provider and Maximum output size from the form, each checked; the Summary Prompt is
+    chosen for every Roleplay chat here too (in the same transaction, so a refused form saves none)."""
     raw = forms.text(form, "summary_max_tokens").strip()
     if not raw.isdigit() or not 1 <= int(raw) <= MAX_OUTPUT:
         shown = f"“{raw}”" if raw else "Empty"
         raise UserError(f"Maximum output size: {shown} is not a whole number of tokens from 1 to {MAX_OUTPUT:,}.")
-    template_id = forms.optional_number(form, "summary_template_id", int)
-    if template_id is not None:
-        templates.get_template(session, template_id)
+    _choose_template(session, form)
     connection_id = forms.optional_number(form, "summary_connection_id", int)
     if connection_id is not None and connection_id not in {c.id for c in list_connections(session)}:
         raise UserError("That Summary Provider connection no longer exists; choose another.")
-    return {"summary_max_tokens": int(raw), "summary_template_id": template_id, "summary_connection_id": connection_id}
+    return {"summary_max_tokens": int(raw), "summary_connection_id": connection_id}
 
 
-def prompt_context(session: Session, chat: Chat, *, chosen_template: int | None = None) -> dict[str, Any]:
-    """What the Summary Prompt / Provider / output size part shows; `chosen_template` is the select's
-    value when the template manager redraws it before Save."""
+def _choose_template(session: Session, form: Any) -> None:
+    """Store the Summary Prompt select's choice, when it differs from the one the page was drawn with
+    (`summary_template_shown`): Save settings in a chat opened before another chat chose a template
+    leaves that choice alone."""
+    picked = forms.text(form, "summary_template_id").strip()
+    shown = form.get("summary_template_shown")
+    if shown is not None and picked == shown:
+        return
+    template_id = parse_row_id(picked) if picked else None
+    if picked and template_id is None:
+        raise UserError(f"Summary prompt: “{picked}” is not a template; choose one from the list.")
+    templates.choose_template(session, template_id)
+
+
+def prompt_context(session: Session, chat: Chat, *, chosen: templates.ChosenPrompt | None = None) -> dict[str, Any]:
+    """What the Summary Prompt / Provider / output size part shows; `chosen` is the select's unsaved
+    value when the template manager redraws it before Save (None: the choice every chat uses)."""
     settings = read_settings(chat.settings)
-    template_id = settings.summary_template_id if chosen_template is None else chosen_template or None
     conn, provider_missing = generate.summary_connection(session, chat)
     return {
-        "templates": templates.list_templates(session), "chosen": templates.chosen_prompt(session, template_id),
+        "templates": templates.list_templates(session), "chosen": chosen or templates.chosen_prompt(session),
+        "stored": templates.chosen_value(session),
         "connections": list_connections(session), "provider_id": settings.summary_connection_id,
         "provider_missing": provider_missing, "provider": conn, "max_output": MAX_OUTPUT,
         "default_text": templates.ROLEPLAY_ENTRY_PROMPT,

@@ -1,10 +1,14 @@
-"""Summary Prompt templates: global, every Roleplay chat chooses one (Chat Settings → Chat Summary).
+"""Summary Prompt templates, and the one every Roleplay chat uses (Chat Settings → Chat Summary).
 
 Decisions:
+- Templates and the choice are global: choosing one in any Roleplay chat changes the Summary Prompt
+  of every Roleplay chat. The choice is one app-wide key (AppDefault "summary_template_id"): a
+  template's id, "" for the Default, or DELETED once the chosen template was deleted.
 - The built-in Default is not a row and cannot be edited or deleted: its text is the code's
   (prompts.ROLEPLAY_ENTRY_PROMPT), so a newer Sugo improves it; Duplicate it to change it.
 - Names are unique ignoring case, and "Default" is taken by the built-in one.
-- A chat whose chosen template was deleted uses the Default; the panel says so.
+- Deleting the chosen template puts every chat on the Default, and the panel says so until another is
+  chosen. The key then says DELETED rather than keeping the id, which SQLite may give a new template.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from dataclasses import dataclass
 from sqlalchemy import func
 from sqlmodel import Session, select
 
+from app.connections.models import AppDefault
 from app.errors import NotFound, UserError
 from app.memory.summaries.models import SummaryTemplate
 from app.memory.summaries.prompts import ROLEPLAY_ENTRY_PROMPT
@@ -24,12 +29,14 @@ DEFAULT_NAME = "Default"
 MAX_NAME = 100
 MAX_TEXT = 20_000
 MAX_TEMPLATES = 200
+CHOSEN_KEY = "summary_template_id"
+DELETED = "deleted"
 
 
 @dataclass(frozen=True)
 class ChosenPrompt:
-    """The prompt a chat's summaries use: the template, or the Default (`missing` when the chosen one
-    was deleted)."""
+    """The prompt summaries use: the template, or the Default (`missing` when the chosen one was
+    deleted)."""
 
     template: SummaryTemplate | None
     missing: bool = False
@@ -59,11 +66,40 @@ def chosen_prompt_default() -> ChosenPrompt:
     return ChosenPrompt(None)
 
 
-def chosen_prompt(session: Session, template_id: int | None) -> ChosenPrompt:
+def prompt_for(session: Session, template_id: int | None) -> ChosenPrompt:
+    """Template `template_id` (None: the Default; one that no longer exists: the Default, `missing`)."""
     if template_id is None:
         return ChosenPrompt(None)
     template = session.get(SummaryTemplate, template_id)
     return ChosenPrompt(template, missing=template is None)
+
+
+def chosen_value(session: Session) -> str:
+    """The stored choice as it is kept: a template's id, "" (the Default) or DELETED."""
+    row = session.get(AppDefault, CHOSEN_KEY)
+    return row.value if row is not None else ""
+
+
+def chosen_prompt(session: Session) -> ChosenPrompt:
+    """The Summary Prompt every Roleplay chat uses now."""
+    value = chosen_value(session)
+    if value == DELETED:
+        return ChosenPrompt(None, missing=True)
+    return prompt_for(session, int(value) if value.isascii() and value.isdigit() else None)
+
+
+def _store_choice(session: Session, value: str) -> None:
+    row = session.get(AppDefault, CHOSEN_KEY) or AppDefault(key=CHOSEN_KEY)
+    row.value = value
+    session.add(row)
+    session.flush()
+
+
+def choose_template(session: Session, template_id: int | None) -> ChosenPrompt:
+    """Make template `template_id` (None: the Default) the Summary Prompt of every Roleplay chat."""
+    template = None if template_id is None else get_template(session, template_id)
+    _store_choice(session, "" if template is None else str(template.id))
+    return ChosenPrompt(template)
 
 
 def _name(session: Session, name: str | None, *, current_id: int | None = None) -> str:
@@ -134,6 +170,8 @@ def copy_name(name: str, taken: Collection[str]) -> str:
 
 
 def delete_template(session: Session, template_id: int) -> None:
-    """Delete it; chats that chose it go back to the Default."""
+    """Delete it; when it was the chosen one, every chat goes back to the Default (and is told so)."""
     session.delete(get_template(session, template_id))
+    if chosen_value(session) == str(template_id):
+        _store_choice(session, DELETED)
     session.flush()
