@@ -44,6 +44,9 @@ class ChatSettings(BaseModel):
     summary_every: int = Field(default=5, ge=1, le=200)
     summary_review: bool = False
     summary_max_tokens: int = Field(default=4096, ge=1, le=32768)
+    # The connection that writes summaries (None, or one since deleted: the chat's own). The Summary
+    # Prompt is not here: one choice serves every Roleplay chat (memory/summaries/templates.py).
+    summary_connection_id: int | None = Field(default=None, ge=1)
 
     def recall_enabled(self, mode: str) -> bool:
         return self.memory_recall if self.memory_recall is not None else mode == "conversation"

@@ -94,6 +94,9 @@ class Seeds:
             summaries = [made.json()] if made.status_code == 201 else []
         if summaries:
             self.ids["summary_id"] = summaries[0]["id"]
+        if not self._alive("template_id", "/api/summary-templates/{}"):
+            mine = [t["id"] for t in api.get("/api/summary-templates").json() if not t["builtin"]]
+            self.ids["template_id"] = mine[0] if mine else _created(api.post("/api/summary-templates", json={"name": "Seed", "text": "Be brief."}))["id"]
         if not self._alive("book_id", "/api/lorebooks/{}"):
             self.ids["book_id"] = _created(api.post("/api/lorebooks", json={"name": "Eldoria"}))["id"]
             self.ids.pop("entry_id", None)

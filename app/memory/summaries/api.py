@@ -3,13 +3,14 @@
 from datetime import datetime
 from typing import Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 from pydantic import BaseModel, Field
 
 from app.chats.service import get_chat
 from app.deps import ServicesDep, SessionDep
-from app.memory.summaries import generate, service
+from app.memory.summaries import generate, service, templates
 from app.memory.summaries.service import MAX_CONTENT, MAX_ENTRIES, MAX_TITLE, EntryView
+from app.memory.summaries.templates import MAX_NAME, MAX_TEXT
 from app.modelbase import RowId
 
 router = APIRouter(prefix="/api/chats", tags=["summaries"])
@@ -162,3 +163,111 @@ def delete_summary(chat_id: int, summary_id: RowId, session: SessionDep) -> None
 def activate_summaries(chat_id: int, data: SummaryActivation, session: SessionDep) -> dict:
     """Activate or deactivate all the chat's entries, or those in `ids`; says how many changed."""
     return {"changed": service.set_active(session, chat_id, data.active, data.ids)}
+
+
+# Summary Prompt templates (global, not per chat). The built-in Default is listed with `id: null` and
+# `builtin: true`; it can be read and duplicated only. `/chosen` is the one every Roleplay chat uses.
+templates_router = APIRouter(prefix="/api/summary-templates", tags=["summaries"])
+
+
+class TemplateIn(BaseModel):
+    name: str = Field(max_length=MAX_NAME)
+    text: str = Field(max_length=MAX_TEXT)
+
+
+class TemplatePatch(BaseModel):
+    name: str | None = Field(default=None, max_length=MAX_NAME)
+    text: str | None = Field(default=None, max_length=MAX_TEXT)
+
+
+class TemplateRead(BaseModel):
+    id: int | None  # None: the built-in Default
+    name: str
+    text: str
+    builtin: bool
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+def _template_read(template) -> TemplateRead:
+    return TemplateRead(id=template.id, name=template.name, text=template.text, builtin=False,
+                        created_at=template.created_at, updated_at=template.updated_at)  # fmt: skip
+
+
+class ChosenRead(TemplateRead):
+    missing: bool  # the chosen template was deleted: the Default is used until another is chosen
+
+
+class ChosenIn(BaseModel):
+    id: RowId | None  # None: the built-in Default
+
+
+def _chosen_read(prompt: templates.ChosenPrompt) -> ChosenRead:
+    base = _default() if prompt.template is None else _template_read(prompt.template)
+    return ChosenRead(**base.model_dump(), missing=prompt.missing)
+
+
+def _default() -> TemplateRead:
+    prompt = templates.chosen_prompt_default()
+    return TemplateRead(id=None, name=prompt.name, text=prompt.text, builtin=True)
+
+
+@templates_router.get("", response_model=list[TemplateRead])
+def list_summary_templates(session: SessionDep) -> list[TemplateRead]:
+    """The built-in Default first, then the user's templates by name."""
+    return [_default(), *(_template_read(t) for t in templates.list_templates(session))]
+
+
+@templates_router.post("", response_model=TemplateRead, status_code=201)
+def create_summary_template(body: TemplateIn, session: SessionDep) -> TemplateRead:
+    """Save a new template (name unique ignoring case, at most 200 templates)."""
+    return _template_read(templates.create_template(session, name=body.name, text=body.text))
+
+
+@templates_router.get("/default", response_model=TemplateRead)
+def show_default_summary_template() -> TemplateRead:
+    """The built-in Default template."""
+    return _default()
+
+
+@templates_router.get("/chosen", response_model=ChosenRead)
+def show_chosen_summary_template(session: SessionDep) -> ChosenRead:
+    """The Summary Prompt every Roleplay chat uses (`missing`: the chosen one was deleted, so the Default)."""
+    return _chosen_read(templates.chosen_prompt(session))
+
+
+@templates_router.put("/chosen", response_model=ChosenRead)
+def choose_summary_template(body: ChosenIn, session: SessionDep) -> ChosenRead:
+    """Choose the Summary Prompt of every Roleplay chat: a template's id, or null for the Default."""
+    return _chosen_read(templates.choose_template(session, body.id))
+
+
+@templates_router.post("/default/duplicate", response_model=TemplateRead, status_code=201)
+def duplicate_default_summary_template(session: SessionDep) -> TemplateRead:
+    """Copy the built-in Default into a template that can be edited."""
+    return _template_read(templates.duplicate_template(session, None))
+
+
+@templates_router.get("/{template_id}", response_model=TemplateRead)
+def show_summary_template(template_id: int, session: SessionDep) -> TemplateRead:
+    """One template."""
+    return _template_read(templates.get_template(session, template_id))
+
+
+@templates_router.patch("/{template_id}", response_model=TemplateRead)
+def update_summary_template(template_id: int, body: TemplatePatch, session: SessionDep) -> TemplateRead:
+    """Rename a template and/or change its prompt."""
+    return _template_read(templates.update_template(session, template_id, name=body.name, text=body.text))
+
+
+@templates_router.post("/{template_id}/duplicate", response_model=TemplateRead, status_code=201)
+def duplicate_summary_template(template_id: int, session: SessionDep) -> TemplateRead:
+    """Copy a template ("<name> (copy)")."""
+    return _template_read(templates.duplicate_template(session, template_id))
+
+
+@templates_router.delete("/{template_id}", status_code=204)
+def delete_summary_template(template_id: int, session: SessionDep) -> Response:
+    """Delete a template; when it was the chosen one, every Roleplay chat uses the Default."""
+    templates.delete_template(session, template_id)
+    return Response(status_code=204)

@@ -7,6 +7,9 @@ Decisions:
 - The model reads only the active swipe of each message in scope; hidden-from-AI messages are skipped.
 - An answer that is only thinking or cut off is asked again once with a doubled budget; any failure
   writes no entry, changes none, and is kept on the job with its reason.
+- The prompt is the Summary Prompt template chosen for every Roleplay chat (the Default when none is
+  chosen or it was deleted), read when the run starts; the Summary Provider (else the chat's connection) writes it.
+  Changing either later never rewrites entries already written.
 - A generated entry is titled by its first words (at most 8, "…" when cut): the panel already shows the
   messages it covers beside the title, and those numbers shift when messages are deleted.
 """
@@ -21,16 +24,17 @@ from dataclasses import dataclass
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from app.chats.models import Message
+from app.chats.models import Chat, Message
 from app.chats.service import chat_connection, get_chat
 from app.chats.settings import read_settings
+from app.connections.models import Connection
 from app.connections.providers import get_provider
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError
 from app.connections.service import provider_config
 from app.errors import UserError
-from app.memory.summaries import answers
+from app.memory.summaries import answers, templates
 from app.memory.summaries.models import SummaryEntry, SummaryJob
-from app.memory.summaries.prompts import ROLEPLAY_ENTRY_PROMPT, TranscriptLine, transcript
+from app.memory.summaries.prompts import TranscriptLine, transcript
 from app.memory.summaries.rules import scope_coverage
 from app.memory.summaries.service import MAX_ENTRIES, MAX_TITLE, message_ids
 from app.prompt.tokens import count_tokens
@@ -93,8 +97,17 @@ def latest_job(session: Session, engine: Engine, chat_id: int) -> SummaryJob | N
     return job
 
 
+def summary_connection(session: Session, chat: Chat) -> tuple[Connection | None, bool]:
+    """The connection that writes the chat's summaries: the Summary Provider, else the chat's own; and
+    whether a chosen Summary Provider was deleted (so the chat's is used)."""
+    chosen_id = read_settings(chat.settings).summary_connection_id
+    if chosen_id is not None and (chosen := session.get(Connection, chosen_id)) is not None:
+        return chosen, False
+    return chat_connection(session, chat), chosen_id is not None
+
+
 def summary_request(session: Session, job: SummaryJob, max_output_size: int) -> Request:
-    """The prompt for a job: the default Roleplay prompt and the scope's active swipes."""
+    """The prompt for a job: the chat's Summary Prompt and the scope's active swipes."""
     rows = session.exec(
         select(Message).where(
             Message.chat_id == job.chat_id, Message.kind == "message", Message.hidden == False,  # noqa: E712
@@ -105,8 +118,8 @@ def summary_request(session: Session, job: SummaryJob, max_output_size: int) -> 
     text = transcript(lines)
     if not text:
         raise UserError("Every message in that scope is hidden from the AI or empty: there is nothing to summarise.")
-    return Request([{"role": "system", "content": ROLEPLAY_ENTRY_PROMPT}, {"role": "user", "content": text}],
-                   max_output_size)  # fmt: skip
+    prompt = templates.chosen_prompt(session)
+    return Request([{"role": "system", "content": prompt.text}, {"role": "user", "content": text}], max_output_size)
 
 
 def _active_text(msg: Message) -> str:
@@ -128,7 +141,7 @@ def start(services: Services, chat_id: int, *, scope: str = "last", last: int | 
             cov = scope_coverage(message_ids(session, chat_id), scope, last=last, start=start, end=end)
         except ValueError as err:
             raise UserError(str(err)) from None
-        conn = chat_connection(session, chat)
+        conn, _ = summary_connection(session, chat)
         if conn is None:
             raise UserError("No connection is set up yet. Add one under Connections.")
         try:

@@ -60,3 +60,16 @@ class SummaryJob(SQLModel, table=True):
     entry_id: int | None = None
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+class SummaryTemplate(SQLModel, table=True):
+    """A Summary Prompt the user saved (global, every chat can choose it). The built-in Default is not a
+    row: its text lives in prompts.ROLEPLAY_ENTRY_PROMPT, so a newer Sugo improves it for everyone."""
+
+    __tablename__ = "summary_template"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(unique=True)
+    text: str
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)

@@ -7,13 +7,14 @@ from sqlmodel import Session
 from app import forms
 from app.chats.service import get_chat
 from app.deps import FormDep, ServicesDep, SessionDep
-from app.memory.summaries import generate, service
-from app.memory.summaries.source import panel_context
+from app.memory.summaries import generate, service, templates
+from app.memory.summaries.source import panel_context, prompt_context
 from app.modelbase import parse_row_id
 from app.web import render
 
 router = APIRouter(include_in_schema=False)
 PANEL = "memory/_summary_panel.html"
+PART = "memory/_summary_prompt.html"
 
 
 def _panel(request: Request, session, chat_id: int, *, show_inactive: bool = True,
@@ -117,3 +118,82 @@ def delete_summary_page(chat_id: int, summary_id: int, request: Request, form: F
     """Delete one entry; its messages stay."""
     service.delete_entry(session, chat_id, summary_id)
     return _panel(request, session, chat_id, show_inactive=_shown(request, form))
+
+
+# Chat Summary → Templates: global templates; the chat in the URL is only whose Summary Prompt select is
+# redrawn, keeping the value chosen there (saved later by Save settings, for every Roleplay chat).
+
+
+def _select_choice(session: Session, form) -> templates.ChosenPrompt:
+    """The select's value as the form sent it: the saved choice itself (with its "deleted" notice) when
+    the select still shows it, else the template picked but not saved yet."""
+    raw = forms.text(form, "summary_template_id").strip()
+    picked = parse_row_id(raw) if raw else None
+    saved = templates.chosen_prompt(session)
+    if picked == (saved.template.id if saved.template is not None else None):
+        return saved
+    return templates.prompt_for(session, picked)
+
+
+def _part(request: Request, session: Session, chat_id: int, form, *, editing: int | str | None = None,
+          chosen: templates.ChosenPrompt | None = None) -> HTMLResponse:  # fmt: skip
+    chat = get_chat(session, chat_id)
+    if chosen is None:
+        chosen = _select_choice(session, form)
+    ctx = {"chat": chat, "p": prompt_context(session, chat, chosen=chosen), "manage": True, "editing": editing}
+    return render(request, PART, ctx)
+
+
+@router.post("/chats/{chat_id}/summary-templates/show")
+def show_summary_templates_page(chat_id: int, request: Request, form: FormDep, session: SessionDep) -> HTMLResponse:
+    """The manager, open; `?edit=new` or `?edit=<id>` shows that template's form."""
+    raw = request.query_params.get("edit", "")
+    editing = "new" if raw == "new" else parse_row_id(raw)
+    if isinstance(editing, int):
+        templates.get_template(session, editing)
+    return _part(request, session, chat_id, form, editing=editing)
+
+
+@router.post("/chats/{chat_id}/summary-templates")
+def create_summary_template_page(chat_id: int, request: Request, form: FormDep, session: SessionDep) -> HTMLResponse:
+    """Save a new template and choose it in the select."""
+    new = templates.create_template(session, name=forms.text(form, "template_name"), text=forms.text(form, "template_text"))
+    return _part(request, session, chat_id, form, chosen=templates.ChosenPrompt(new))
+
+
+@router.post("/chats/{chat_id}/summary-templates/default/duplicate")
+def duplicate_default_template_page(chat_id: int, request: Request, form: FormDep, session: SessionDep) -> HTMLResponse:
+    """Copy the built-in Default into a template of the user's, opened for editing."""
+    copy = templates.duplicate_template(session, None)
+    return _part(request, session, chat_id, form, editing=copy.id)
+
+
+@router.post("/chats/{chat_id}/summary-templates/{template_id}/duplicate")
+def duplicate_summary_template_page(chat_id: int, template_id: int, request: Request, form: FormDep,
+                                    session: SessionDep) -> HTMLResponse:  # fmt: skip
+    """Copy a template, opened for editing."""
+    copy = templates.duplicate_template(session, template_id)
+    return _part(request, session, chat_id, form, editing=copy.id)
+
+
+@router.post("/chats/{chat_id}/summary-templates/{template_id}/edit")
+def save_summary_template_page(chat_id: int, template_id: int, request: Request, form: FormDep,
+                               session: SessionDep) -> HTMLResponse:  # fmt: skip
+    """Save a template's new name and prompt."""
+    templates.update_template(session, template_id, name=forms.text(form, "template_name"),
+                              text=forms.text(form, "template_text"))  # fmt: skip
+    return _part(request, session, chat_id, form)
+
+
+@router.post("/chats/{chat_id}/summary-templates/{template_id}/delete")
+def delete_summary_template_page(chat_id: int, template_id: int, request: Request, form: FormDep,
+                                 session: SessionDep) -> HTMLResponse:  # fmt: skip
+    """Delete a template; when it was the chosen one, every chat uses the Default."""
+    was_chosen = templates.chosen_value(session) == str(template_id)
+    templates.delete_template(session, template_id)
+    raw = forms.text(form, "summary_template_id").strip()
+    if raw and parse_row_id(raw) == template_id:
+        # The saved choice deleted: every chat is told; an unsaved one just goes back to the Default.
+        chosen = templates.chosen_prompt(session) if was_chosen else templates.ChosenPrompt(None)
+        return _part(request, session, chat_id, form, chosen=chosen)
+    return _part(request, session, chat_id, form)

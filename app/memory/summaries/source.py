@@ -1,6 +1,11 @@
 """Chat Summary as a prompt source: the active entries in the older short-term memory slot (above
 the conversation), the summarised messages older than the recent tail taken out when the chat
-hides them, and its part of Chat Settings. Roleplay chats only."""
+hides them, and its part of Chat Settings. Roleplay chats only.
+
+In a group chat each character reads only the parts of an entry meant for them
+(`{{#if char == "Kaito"}}…{{/if}}`, prompts.visible_to); narrator-only parts reach no character. Sugo
+has no merged reply (one reply speaking for everyone present), so prompts.merged_view is not used.
+A one-character chat reads the conditions for that character."""
 
 from __future__ import annotations
 
@@ -13,12 +18,18 @@ from sqlmodel import Session
 from app import forms
 from app.chats.models import Chat
 from app.chats.settings import read_settings
-from app.memory.summaries import generate, service
+from app.connections.service import list_connections
+from app.errors import UserError
+from app.memory.summaries import generate, service, templates
 from app.memory.summaries.coverage import ChatMessage, SummaryRange, select_messages
+from app.memory.summaries.prompts import has_conditions, visible_to
 from app.memory.summaries.rules import EntryText, summary_block
+from app.modelbase import parse_row_id
 from app.prompt.builder import DynamicBlock
 from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
 from app.services import Services
+
+MAX_OUTPUT = 32_768
 
 
 class SummarySource(PromptSource):
@@ -32,8 +43,11 @@ class SummarySource(PromptSource):
         entries = [e for e in every if e.active and not e.awaiting_review]
         if not entries:
             return None
-        block = summary_block([EntryText(e.title, e.content) for e in entries])
+        reader = turn.speaker.name
+        block = summary_block([EntryText(visible_to(e.title, reader), visible_to(e.content, reader)) for e in entries])
         count = f"{len(entries)} active summary {'entry' if len(entries) == 1 else 'entries'}"
+        if any(has_conditions(e.title) or has_conditions(e.content) for e in entries):
+            count += f" (as {reader} may read them: parts meant for others left out)"
         if not turn.settings.summary_hide_messages:
             return Contribution(
                 fixed=(DynamicBlock("older_short_term_memory", "Chat Summary", block),),
@@ -61,7 +75,52 @@ class SummarySource(PromptSource):
             return {}
         tail = forms.optional_number(form, "summary_recent_tail", int)
         return {"summary_hide_messages": forms.checkbox(form, "summary_hide_messages"),
-                **({} if tail is None else {"summary_recent_tail": tail})}  # fmt: skip
+                **({} if tail is None else {"summary_recent_tail": tail}),
+                # Review outputs is saved by its own switch; Save settings keeps it as it is.
+                "summary_review": read_settings(chat.settings).summary_review,
+                **_prompt_settings(session, form)}  # fmt: skip
+
+
+def _prompt_settings(session: Session, form: Any) -> dict[str, Any]:
+    """Summary Provider and Maximum output size from the form, each checked; the Summary Prompt is
+    chosen for every Roleplay chat here too (in the same transaction, so a refused form saves none)."""
+    raw = forms.text(form, "summary_max_tokens").strip()
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_OUTPUT:
+        shown = f"“{raw}”" if raw else "Empty"
+        raise UserError(f"Maximum output size: {shown} is not a whole number of tokens from 1 to {MAX_OUTPUT:,}.")
+    _choose_template(session, form)
+    connection_id = forms.optional_number(form, "summary_connection_id", int)
+    if connection_id is not None and connection_id not in {c.id for c in list_connections(session)}:
+        raise UserError("That Summary Provider connection no longer exists; choose another.")
+    return {"summary_max_tokens": int(raw), "summary_connection_id": connection_id}
+
+
+def _choose_template(session: Session, form: Any) -> None:
+    """Store the Summary Prompt select's choice, when it differs from the one the page was drawn with
+    (`summary_template_shown`): Save settings in a chat opened before another chat chose a template
+    leaves that choice alone."""
+    picked = forms.text(form, "summary_template_id").strip()
+    shown = form.get("summary_template_shown")
+    if shown is not None and picked == shown:
+        return
+    template_id = parse_row_id(picked) if picked else None
+    if picked and template_id is None:
+        raise UserError(f"Summary prompt: “{picked}” is not a template; choose one from the list.")
+    templates.choose_template(session, template_id)
+
+
+def prompt_context(session: Session, chat: Chat, *, chosen: templates.ChosenPrompt | None = None) -> dict[str, Any]:
+    """What the Summary Prompt / Provider / output size part shows; `chosen` is the select's unsaved
+    value when the template manager redraws it before Save (None: the choice every chat uses)."""
+    settings = read_settings(chat.settings)
+    conn, provider_missing = generate.summary_connection(session, chat)
+    return {
+        "templates": templates.list_templates(session), "chosen": chosen or templates.chosen_prompt(session),
+        "stored": templates.chosen_value(session),
+        "connections": list_connections(session), "provider_id": settings.summary_connection_id,
+        "provider_missing": provider_missing, "provider": conn, "max_output": MAX_OUTPUT,
+        "default_text": templates.ROLEPLAY_ENTRY_PROMPT,
+    }  # fmt: skip
 
 
 def _ranges(entries) -> list[SummaryRange]:
@@ -80,4 +139,5 @@ def panel_context(session: Session, chat: Chat, *, engine: Engine, show_inactive
         "entries": [v for v in views if show_inactive or v.entry.active], "total": len(views), "inactive": inactive,
         "show_inactive": show_inactive, "message_count": len(ids), "uncovered": uncovered, "tail": tail,
         "job": generate.latest_job(session, engine, chat.id), "review": read_settings(chat.settings).summary_review,
+        "prompt": prompt_context(session, chat),
     }  # fmt: skip
