@@ -9,6 +9,7 @@ from sqlmodel import Session, select
 
 from app.chats.service import get_chat
 from app.errors import NotFound, UserError
+from app.memory.summaries.coverage import DEFAULT_BATCH, ChatMessage, SummaryRange, uncovered_batches
 from app.memory.summaries.models import SummaryEntry
 from app.memory.summaries.rules import Span, live_positions, range_label, scope_coverage
 from app.prompt.tokens import count_tokens
@@ -18,6 +19,10 @@ MAX_TITLE = 200
 MAX_CONTENT = 20_000
 MAX_ENTRIES = 1_000
 _IDS_SQL = "SELECT id FROM message WHERE chat_id = ? AND kind = 'message' ORDER BY id"
+_FLAGS_SQL = "SELECT id, hidden FROM message WHERE chat_id = ? AND kind = 'message' ORDER BY id"
+# "Summarise them" takes the oldest uncovered stretch, at most this many messages per summary (Marinara's
+# summaryContextSize), so one request stays a size a model summarises well; the panel says what remains.
+UNCOVERED_BATCH = DEFAULT_BATCH
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,37 @@ def list_entries(session: Session, chat_id: int, *, active_only: bool = False) -
     if active_only:
         stmt = stmt.where(SummaryEntry.active == True, SummaryEntry.awaiting_review == False)  # noqa: E712
     return list(session.exec(stmt.order_by(SummaryEntry.first_message_id, SummaryEntry.id)).all())
+
+
+@dataclass(frozen=True)
+class Uncovered:
+    """Readable messages older than the recent tail that no entry (active or not) covers, and the
+    stretch the panel's "Summarise" button writes a summary for next."""
+
+    count: int
+    next_positions: tuple[int, int] | None  # message numbers of the oldest stretch, one batch at most
+    next_count: int  # readable messages in it
+
+    @property
+    def remaining(self) -> int:
+        return self.count - self.next_count
+
+
+def uncovered(session: Session, chat_id: int, entries: Sequence[SummaryEntry], *, tail: int) -> Uncovered:
+    """What no summary covers yet; an entry held for review counts as covering (it is a summary the
+    user has not decided on, not a gap)."""
+    rows = session.connection().exec_driver_sql(_FLAGS_SQL, (chat_id,)).all()
+    messages = [ChatMessage(row[0], bool(row[1])) for row in rows]
+    ranges = [SummaryRange(e.first_message_id, e.last_message_id) for e in entries]
+    batches = uncovered_batches(messages, ranges, tail=tail, batch=UNCOVERED_BATCH)
+    if not batches:
+        return Uncovered(0, None, 0)
+    hidden = {m.id for m in messages if m.hidden}
+    count = sum(1 for first, last in batches for m in messages if first <= m.id <= last and m.id not in hidden)
+    ids = [m.id for m in messages]
+    first, last = batches[0]
+    readable = sum(1 for m in messages if first <= m.id <= last and m.id not in hidden)
+    return Uncovered(count, (ids.index(first) + 1, ids.index(last) + 1), readable)
 
 
 def entry_views(session: Session, chat_id: int) -> list[EntryView]:

@@ -75,9 +75,9 @@ def panel_context(session: Session, chat: Chat, *, engine: Engine, show_inactive
     inactive = sum(1 for v in views if not v.entry.active)
     ids = service.message_ids(session, chat.id)
     tail = read_settings(chat.settings).summary_recent_tail
-    uncovered = select_messages([ChatMessage(i) for i in ids], _ranges([v.entry for v in views]), tail=tail).uncovered_count
+    gap = service.uncovered(session, chat.id, [v.entry for v in views], tail=tail)
     return {
         "entries": [v for v in views if show_inactive or v.entry.active], "total": len(views), "inactive": inactive,
-        "show_inactive": show_inactive, "message_count": len(ids), "uncovered": uncovered, "tail": tail,
+        "show_inactive": show_inactive, "message_count": len(ids), "uncovered": gap.count, "gap": gap, "uncovered_batch": service.UNCOVERED_BATCH, "tail": tail,
         "job": generate.latest_job(session, engine, chat.id), "review": read_settings(chat.settings).summary_review,
     }  # fmt: skip
