@@ -32,3 +32,53 @@ def test_summarise_the_uncovered_messages_writes_an_entry_for_the_oldest_stretch
     shot("after")
     assert [(e["first_position"], e["last_position"], e["origin"]) for e in _entries(live, chat_id)] == [
         (1, 5, "user"), (6, 55, "model")]
+
+
+def test_the_chat_summary_page_on_desktop_works_like_the_settings_panel(page: Page, live, screen, shot):
+    chat_id = _chat(live, 12)
+    with live.client() as c:
+        c.post(f"/api/chats/{chat_id}/summaries", json={"content": "They set out.", "title": "Start", "scope": "range",
+                                                        "start": 1, "end": 4})  # fmt: skip
+    page.goto(f"{live.url}/chats/{chat_id}")
+    link = page.locator("#summary-page-link")
+    if screen == "phone":
+        # Phones keep Chat Summary in Chat Settings; the page still works when opened.
+        expect(link).to_be_hidden()
+        page.goto(f"{live.url}/chats/{chat_id}/summaries")
+    else:
+        shot("chat-header")
+        link.click()
+    expect(page).to_have_url(f"{live.url}/chats/{chat_id}/summaries")
+    expect(page.locator("h1")).to_contain_text("Chat Summary")
+    items = page.locator(".summary-item")
+    expect(items).to_have_count(1)
+    shot("page")
+
+    items.nth(0).locator(".summary-active").click()
+    expect(items.nth(0).locator(".summary-active")).to_have_attribute("aria-checked", "false")
+    page.locator("#summary-scope-range").check()
+    page.locator("#summary-start").fill("5")
+    page.locator("#summary-end").fill("7")
+    page.locator("#summary-title").fill("Camp")
+    page.locator("#summary-content").fill("They make camp by the river.")
+    page.locator("#summary-add").click()
+    expect(items).to_have_count(2)
+    expect(items.nth(1)).to_contain_text("messages 5–7")
+    expect(page.locator("h1")).to_have_count(1)  # the panel came back in place, not a page inside the page
+    shot("page-after")
+    assert [(e["first_position"], e["last_position"], e["active"]) for e in _entries(live, chat_id)] == [
+        (1, 4, False), (5, 7, True)]
+    page.locator("#summary-back").click()
+    expect(page).to_have_url(f"{live.url}/chats/{chat_id}")
+
+
+def test_chat_settings_links_to_the_page_on_desktop(page: Page, live, screen):
+    chat_id = _chat(live, 3)
+    page.goto(f"{live.url}/chats/{chat_id}/settings")
+    link = page.locator("#summary-open-page")
+    if screen == "phone":
+        expect(link).to_be_hidden()
+        return
+    link.click()
+    expect(page).to_have_url(f"{live.url}/chats/{chat_id}/summaries")
+    expect(page.locator("#summary-panel")).to_be_visible()

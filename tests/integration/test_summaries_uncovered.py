@@ -4,6 +4,7 @@ the same Generate run (so failure, Retry and Review behave the same)."""
 
 from __future__ import annotations
 
+from tests.conftest import add_character, new_chat
 from tests.integration.test_summaries_generate import _chat, _wait
 
 RECAP = "They walked the long road and argued about the map."
@@ -75,3 +76,16 @@ def test_a_failed_run_writes_nothing_and_retry_reruns_the_same_stretch(api, mode
     api.post(f"/api/chats/{chat_id}/summaries/generate/retry")
     entry = api.get(f"/api/chats/{chat_id}/summaries/{_wait(api, chat_id)['entry_id']}").json()
     assert (entry["first_position"], entry["last_position"]) == (1, 11)
+
+
+def test_the_panel_url_is_a_page_when_opened_directly_and_the_panel_for_htmx(api, models):
+    chat_id, _ = _chat(api, models, 3)
+    page = api.get(f"/chats/{chat_id}/summaries")
+    assert page.status_code == 200 and "<html" in page.text and 'id="summary-back"' in page.text
+    assert 'id="summary-page-form"' in page.text and 'id="summary-panel"' in page.text
+    panel = api.get(f"/chats/{chat_id}/summaries", headers={"HX-Request": "true"})
+    assert "<html" not in panel.text and panel.text.lstrip().startswith('<div id="summary-panel"')
+    assert "HX-Request" in page.headers["vary"]
+    chat = new_chat(api, [add_character(api)["id"]], mode="conversation")
+    r = api.get(f"/chats/{chat['id']}/summaries")
+    assert r.status_code == 400 and "Roleplay" in r.text and "Traceback" not in r.text
