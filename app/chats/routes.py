@@ -93,14 +93,14 @@ def create_chat_page(request: Request, form: FormDep, session: SessionDep) -> Re
 
 
 @router.post("/chats/import")
-async def import_chat_page(request: Request, session: SessionDep) -> Response:
+async def import_chat_page(request: Request, session: SessionDep, services: ServicesDep) -> Response:
     """Import a SillyTavern .jsonl chat and open it."""
     form = await request.form()
     raw = await forms.upload(form, "file")
     if not raw:
         raise UserError("Choose a .jsonl chat file to import.")
     # Parsing and writing a long chat takes seconds: on a thread, so other requests go on meanwhile.
-    chat, notes = await run_in_threadpool(import_chat_file, session, raw,
+    chat, notes = await run_in_threadpool(import_chat_file, session, raw, services.sources,
                                           character_id=forms.optional_number(form, "character_id", int))
     headers = {"HX-Redirect": f"/chats/{chat.id}"}
     if notes:
@@ -216,6 +216,7 @@ def message_action_page(chat_id: int, message_id: int, action: str, request: Req
         return render(request, "chats/_message.html", {**_message_ctx(session, request, chat), "m": last, "oob": True})
     if action == "branch":
         branch = service.branch_chat(session, chat_id, message_id)
+        services.sources.chat_branched(session, chat, branch)
         return Response(status_code=204, headers={"HX-Redirect": f"/chats/{branch.id}"})
     raise UserError(f"Unknown message action “{action}”.")
 

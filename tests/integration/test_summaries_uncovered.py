@@ -10,10 +10,6 @@ from tests.integration.test_summaries_generate import _chat, _wait
 RECAP = "They walked the long road and argued about the map."
 
 
-def _settings(api, chat_id: int, **values) -> None:
-    assert api.patch(f"/api/chats/{chat_id}", json={"settings": values}).status_code == 200
-
-
 def test_the_oldest_uncovered_stretch_is_summarised_first_in_batches_of_50(api, models):
     chat_id, messages = _chat(api, models, 69)  # 70 messages, tail 10: 60 older ones
     base = f"/api/chats/{chat_id}/summaries"

@@ -4,7 +4,7 @@ hides them, and its part of Chat Settings. Roleplay chats only."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -13,9 +13,11 @@ from sqlmodel import Session
 from app import forms
 from app.chats.models import Chat
 from app.chats.settings import read_settings
+from app.chats.st_metadata import SUGO_KEY
 from app.memory.summaries import generate, service
 from app.memory.summaries.coverage import ChatMessage, SummaryRange, select_messages
 from app.memory.summaries.rules import EntryText, summary_block
+from app.memory.summaries.transfer import ENTRIES_KEY, HIDE_KEY, read_hide
 from app.prompt.builder import DynamicBlock
 from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
 from app.services import Services
@@ -62,6 +64,26 @@ class SummarySource(PromptSource):
         tail = forms.optional_number(form, "summary_recent_tail", int)
         return {"summary_hide_messages": forms.checkbox(form, "summary_hide_messages"),
                 **({} if tail is None else {"summary_recent_tail": tail})}  # fmt: skip
+
+
+    def export_chat_metadata(self, session: Session, chat: Chat) -> dict[str, Any]:
+        # Written even when empty, so an imported file's old entries never come back out of its header.
+        return {ENTRIES_KEY: service.file_entries(session, chat.id),
+                HIDE_KEY: read_settings(chat.settings).summary_hide_messages}  # fmt: skip
+
+    def import_chat_metadata(self, session: Session, chat: Chat, metadata: Mapping[str, Any],
+                             line_ids: Sequence[int]) -> list[str]:  # fmt: skip
+        if chat.mode != "roleplay":
+            return ["The file's summary entries were left out: Chat Summary is for Roleplay chats."] if metadata.get(ENTRIES_KEY) else []
+        hide = read_hide(metadata)
+        # Sugo's own settings block (read with the chat's settings) wins over Marinara's key.
+        if hide is not None and not isinstance(metadata.get(SUGO_KEY), Mapping):
+            chat.settings = {**(chat.settings or {}), "summary_hide_messages": hide}
+            session.add(chat)
+        return service.import_file_entries(session, chat.id, metadata, line_ids)
+
+    def chat_branched(self, session: Session, source: Chat, branch: Chat) -> None:
+        service.copy_to_branch(session, source.id, branch.id)
 
 
 def _ranges(entries) -> list[SummaryRange]:
