@@ -22,6 +22,7 @@ from app.connections.service import default_connection, list_connections
 from app.deps import FormDep, ServicesDep, SessionDep, SettingsDep
 from app.errors import UserError
 from app.lore.chat_files import import_chat_file
+from app.memory.summaries.service import summarised_ids
 from app.modelbase import parse_row_id
 from app.personas.service import default_persona, list_personas
 from app.prompt.blocks import GROUP_LABELS
@@ -46,7 +47,16 @@ def _message_ctx(session: Session, request: Request, chat: Chat) -> dict:
         "chat_char_name": characters[0].name if characters else "",
         "last_id": last.id if last else None,
         "generating": request.app.state.services.generations.get(chat.id) is not None,
+        "summarised": _summarised(session, chat),
     }
+
+
+def _summarised(session: Session, chat: Chat) -> frozenset[int]:
+    """Chat Summary with "Hide summarised messages": the messages the chat view folds into one line."""
+    s = service.chat_settings(chat)
+    if chat.mode != "roleplay":
+        return frozenset()
+    return summarised_ids(session, chat.id, hide=s.summary_hide_messages, tail=s.summary_recent_tail)
 
 
 def _render_message(request: Request, session: Session, chat: Chat, msg: Message) -> HTMLResponse:

@@ -82,3 +82,103 @@ def test_chat_settings_links_to_the_page_on_desktop(page: Page, live, screen):
     link.click()
     expect(page).to_have_url(f"{live.url}/chats/{chat_id}/summaries")
     expect(page.locator("#summary-panel")).to_be_visible()
+
+
+def _options(live, chat_id: int, **settings) -> None:
+    with live.client() as c:
+        r = c.put(f"/api/chats/{chat_id}/options", json={"settings": settings})
+        assert r.status_code == 200, r.text
+
+
+def test_summarised_messages_fold_into_a_line_that_shows_them_in_place(page: Page, live, shot):
+    chat_id = _chat(live, 24)  # 25 messages; older than the tail of 10: 1–15
+    with live.client() as c:
+        ids = [m["id"] for m in c.get(f"/api/chats/{chat_id}/messages").json()]
+        c.post(f"/api/chats/{chat_id}/summaries", json={"content": "The long walk.", "scope": "range", "start": 3, "end": 12})
+        c.patch(f"/api/chats/{chat_id}/messages/{ids[6]}", json={"hidden": True})  # #7, hidden by the user
+    _options(live, chat_id, summary_hide_messages=True, summary_recent_tail=10)
+    page.goto(f"{live.url}/chats/{chat_id}")
+    folds = page.locator(".summary-fold")
+    expect(folds).to_have_count(2)
+    expect(folds.nth(0)).to_contain_text("Messages 3–6 are summarised and not sent")
+    expect(folds.nth(1)).to_contain_text("Messages 8–12 are summarised and not sent")
+    for i in (2, 3, 4, 5, 7, 8, 9, 10, 11):
+        expect(page.locator(f"#msg-{ids[i]}")).to_be_hidden()
+    for i in (0, 1, 12, 13):
+        expect(page.locator(f"#msg-{ids[i]}")).to_be_visible()
+    # The message hidden from the AI keeps its look, between the two runs.
+    expect(page.locator(f"#msg-{ids[6]}")).to_be_visible()
+    expect(page.locator(f"#msg-{ids[6]}")).to_contain_text("hidden from AI")
+    folds.nth(0).scroll_into_view_if_needed()
+    shot("folded")
+
+    show = folds.nth(0).get_by_role("button", name="Show")
+    show.click()
+    for i in (2, 3, 4, 5):
+        expect(page.locator(f"#msg-{ids[i]}")).to_be_visible()
+    expect(folds.nth(0).get_by_role("button", name="Hide")).to_have_attribute("aria-expanded", "true")
+    expect(page.locator(f"#msg-{ids[8]}")).to_be_hidden()
+    shot("shown")
+    # From the keyboard: the line's button folds the run again.
+    folds.nth(0).get_by_role("button", name="Hide").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator(f"#msg-{ids[3]}")).to_be_hidden()
+
+    # Deleting a message above the runs renumbers them; the runs stay folded.
+    page.once("dialog", lambda d: d.accept())
+    page.locator(f"#msg-{ids[1]}").hover()
+    page.locator(f"#msg-{ids[1]}").get_by_role("button", name="Delete message").click()
+    expect(page.locator(f"#msg-{ids[1]}")).to_have_count(0)
+    expect(folds.nth(0)).to_contain_text("Messages 2–5 are summarised and not sent")
+    expect(folds.nth(1)).to_contain_text("Messages 7–11 are summarised and not sent")
+
+
+def test_edits_streaming_and_swipes_work_around_folded_runs(page: Page, live, models):
+    chat_id = _chat(live, 24)
+    _connect(live, models)
+    with live.client() as c:
+        ids = [m["id"] for m in c.get(f"/api/chats/{chat_id}/messages").json()]
+        c.post(f"/api/chats/{chat_id}/summaries", json={"content": "The long walk.", "scope": "range", "start": 3, "end": 12})
+    _options(live, chat_id, summary_hide_messages=True, summary_recent_tail=10)
+    page.goto(f"{live.url}/chats/{chat_id}")
+    fold = page.locator(".summary-fold")
+    expect(fold).to_have_count(1)
+    expect(fold).to_contain_text("Messages 3–12 are summarised and not sent")
+    # An edited message inside an opened run comes back in it, still shown.
+    fold.get_by_role("button", name="Show").click()
+    msg = page.locator(f"#msg-{ids[4]}")
+    msg.hover()
+    msg.get_by_role("button", name="Edit message").click()
+    page.locator(".edit-form textarea").fill("Step five, rewritten.")
+    page.locator(".edit-form").get_by_role("button", name="Save").click()
+    expect(msg.locator(".msg-text")).to_have_text("Step five, rewritten.")
+    expect(msg).to_be_visible()
+    expect(msg).to_have_attribute("data-summarised", "")
+    expect(fold).to_contain_text("Messages 3–12 are summarised and not sent")
+    fold.get_by_role("button", name="Hide").click()
+    expect(msg).to_be_hidden()
+
+    # A reply streams in below; its numbers follow on, and a new version can be swiped to.
+    models.script(Reply("They reach the gate.", chunk_size=4, delay_s=0.02), Reply("They turn back."))
+    page.fill("#composer-input", "Onward.")
+    page.click("#send-button")
+    reply = page.locator("article.msg-assistant").last
+    expect(reply.locator(".msg-text")).to_have_text("They reach the gate.")
+    expect(reply.locator(".msg-num")).to_have_text("#27")
+    reply.locator(".swipe-right").click()
+    expect(page.locator("article.msg-assistant").last.locator(".swipe-counter")).to_have_text("2/2")
+    expect(page.locator("article.msg-assistant").last.locator(".msg-text")).to_have_text("They turn back.")
+    expect(fold).to_have_count(1)
+    expect(fold).to_contain_text("Messages 3–12 are summarised and not sent")
+    expect(page.locator(f"#msg-{ids[4]}")).to_be_hidden()
+
+
+def test_with_hiding_off_nothing_folds(page: Page, live):
+    chat_id = _chat(live, 24)
+    with live.client() as c:
+        c.post(f"/api/chats/{chat_id}/summaries", json={"content": "The long walk.", "scope": "range", "start": 3, "end": 12})
+    _options(live, chat_id, summary_hide_messages=False, summary_recent_tail=10)
+    page.goto(f"{live.url}/chats/{chat_id}")
+    expect(page.locator("article.msg")).to_have_count(25)
+    expect(page.locator(".summary-fold")).to_have_count(0)
+    expect(page.locator("article.msg[data-summarised]")).to_have_count(0)

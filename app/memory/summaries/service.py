@@ -11,7 +11,13 @@ from sqlmodel import Session, select
 from app.chats.service import get_chat
 from app.errors import NotFound, UserError
 from app.memory.summaries import transfer
-from app.memory.summaries.coverage import DEFAULT_BATCH, ChatMessage, SummaryRange, uncovered_batches
+from app.memory.summaries.coverage import (
+    DEFAULT_BATCH,
+    ChatMessage,
+    SummaryRange,
+    select_messages,
+    uncovered_batches,
+)
 from app.memory.summaries.models import SummaryEntry
 from app.memory.summaries.rules import Span, live_positions, range_label, scope_coverage
 from app.prompt.tokens import count_tokens
@@ -86,6 +92,20 @@ def uncovered(session: Session, chat_id: int, entries: Sequence[SummaryEntry], *
     first, last = batches[0]
     readable = sum(1 for m in messages if first <= m.id <= last and m.id not in hidden)
     return Uncovered(count, (ids.index(first) + 1, ids.index(last) + 1), readable)
+
+
+def summarised_ids(session: Session, chat_id: int, *, hide: bool, tail: int) -> frozenset[int]:
+    """The messages the prompt leaves out because an active entry covers them and they are older than
+    the recent tail (none when the chat does not hide summarised messages): the chat view folds them."""
+    if not hide:
+        return frozenset()
+    rows = session.connection().exec_driver_sql(_FLAGS_SQL, (chat_id,)).all()
+    ranges = [SummaryRange(e.first_message_id, e.last_message_id, e.active and not e.awaiting_review)
+              for e in list_entries(session, chat_id)]  # fmt: skip
+    if not ranges:
+        return frozenset()
+    chosen = select_messages([ChatMessage(r[0], bool(r[1])) for r in rows], ranges, tail=tail, hide_summarised=True)
+    return frozenset(chosen.summarised_ids)
 
 
 def entry_views(session: Session, chat_id: int) -> list[EntryView]:
