@@ -72,10 +72,12 @@ def test_the_chat_summary_page_on_desktop_works_like_the_settings_panel(page: Pa
     expect(page).to_have_url(f"{live.url}/chats/{chat_id}")
 
 
-def test_chat_settings_links_to_the_page_on_desktop(page: Page, live, screen):
+def test_chat_settings_links_to_the_page_on_desktop(page: Page, live, screen, shot):
     chat_id = _chat(live, 3)
     page.goto(f"{live.url}/chats/{chat_id}/settings")
     link = page.locator("#summary-open-page")
+    page.locator("#chat-summary h3").evaluate("e => e.scrollIntoView({block: 'center'})")
+    shot("settings-section")
     if screen == "phone":
         expect(link).to_be_hidden()
         return

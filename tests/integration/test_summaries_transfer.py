@@ -115,6 +115,11 @@ def test_a_marinara_style_file_with_bad_entries_imports_the_good_ones_with_notes
     header = {**ST_HEADER, "chat_metadata": {"summaryEntries": {"not": "a list"}}}
     chat = _import(api, _jsonl([header, _line(0)]))
     assert chat["notes"] == ["The file's summary entries are not a list and were left out."]
+    # Conversation chats have no Chat Summary entries: they are left out, said so.
+    header = {**ST_HEADER, "chat_metadata": {"sugo": {"version": 1, "mode": "conversation"}, "summaryEntries": entries[:1]}}
+    chat = _import(api, _jsonl([header, *(_line(i) for i in range(3))]))
+    assert chat["mode"] == "conversation" and api.get(f"/api/chats/{chat['id']}/summaries").json() == []
+    assert chat["notes"] == ["The file's summary entries were left out: Chat Summary is for Roleplay chats."]
 
 
 def test_import_respects_the_entry_limit(api):
