@@ -456,6 +456,58 @@
     });
   }
 
+  // ---- summarised messages folded (Chat Summary with "Hide summarised messages") ----------------
+  // Each run of neighbouring messages the prompt leaves out (data-summarised, set by the server) folds
+  // into one line with Show; a message hidden from the AI or a refresh mark ends a run. A run the user
+  // opened stays open while messages around it come and go.
+  const openRuns = new Set();
+  function foldSummarised() {
+    const box = list();
+    if (!box) return;
+    const runs = [];
+    let run = null;
+    for (const el of box.children) {
+      if (el.classList.contains("summary-fold")) continue;
+      if (el.matches("article.msg[data-summarised]")) {
+        if (!run) runs.push((run = []));
+        run.push(el);
+      } else run = null;
+    }
+    const keep = new Set();
+    for (const r of runs) {
+      const first = r[0].dataset.id;
+      let fold = r[0].previousElementSibling;
+      if (!fold || !fold.classList.contains("summary-fold") || fold.dataset.first !== first) {
+        fold = document.createElement("div");
+        fold.className = "summary-fold";
+        fold.dataset.first = first;
+        fold.innerHTML = '<span class="summary-fold-text"></span> · <button type="button" class="link-btn summary-fold-toggle" aria-expanded="false"></button>';
+        box.insertBefore(fold, r[0]);
+      }
+      keep.add(fold);
+      const open = openRuns.has(first);
+      const num = (el) => (el.querySelector(".msg-num")?.textContent || "").replace("#", "");
+      const [a, b] = [num(r[0]), num(r[r.length - 1])];
+      const text = r.length === 1 ? `Message ${a} is summarised and not sent`
+        : a && b ? `Messages ${a}–${b} are summarised and not sent` : `${r.length} messages are summarised and not sent`;
+      const label = fold.querySelector(".summary-fold-text");
+      if (label.textContent !== text) label.textContent = text;
+      const btn = fold.querySelector("button");
+      if (btn.textContent !== (open ? "Hide" : "Show")) btn.textContent = open ? "Hide" : "Show";
+      btn.setAttribute("aria-expanded", open ? "true" : "false");
+      r.forEach((el) => el.classList.toggle("is-folded", !open));
+    }
+    box.querySelectorAll(":scope > .summary-fold").forEach((f) => { if (!keep.has(f)) f.remove(); });
+    box.querySelectorAll(":scope > article.is-folded:not([data-summarised])").forEach((el) => el.classList.remove("is-folded"));
+  }
+  document.addEventListener("click", (e) => {
+    const btn = e.target.closest(".summary-fold-toggle");
+    if (!btn) return;
+    const first = btn.closest(".summary-fold").dataset.first;
+    if (openRuns.has(first)) openRuns.delete(first); else openRuns.add(first);
+    foldSummarised();
+  });
+
   // ---- lists with shift-click range selection (Chat Summary) ----------------------------------
   // A shift-click sets every checkbox between the last one clicked and this one to this one's state.
   let lastPicked = null;
@@ -508,7 +560,9 @@
       // Messages come and go by htmx swaps (a delete, a new reply): the actions follow.
       new MutationObserver(updateActions).observe(list(), { childList: true });
       numberMessages();
-      new MutationObserver(numberMessages).observe(list(), { childList: true });
+      foldSummarised();
+      // A fold inserted here calls this once more, which then changes nothing.
+      new MutationObserver(() => { numberMessages(); foldSummarised(); }).observe(list(), { childList: true });
       if (chatEl().dataset.generating === "true") follow();
     }
   });

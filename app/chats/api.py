@@ -44,9 +44,11 @@ def create_chat(data: ChatCreate, session: SessionDep) -> ChatRead:
 
 
 @router.post("/import", response_model=ChatImported, status_code=201)
-def import_chat(session: SessionDep, file: UploadFile = File(...), character_id: RowId | None = Form(None)) -> ChatImported:
-    """Import a SillyTavern .jsonl chat with its settings and lorebooks; `notes` say what was left out."""
-    chat, notes = import_chat_file(session, file.file.read(), character_id=character_id)
+def import_chat(session: SessionDep, services: ServicesDep, file: UploadFile = File(...),
+                character_id: RowId | None = Form(None)) -> ChatImported:  # fmt: skip
+    """Import a SillyTavern .jsonl chat with its settings, lorebooks and summary entries; `notes` say what
+    was left out."""
+    chat, notes = import_chat_file(session, file.file.read(), services.sources, character_id=character_id)
     return ChatImported(**views.chat_read(session, chat).model_dump(), notes=notes)
 
 
@@ -131,9 +133,11 @@ def delete_swipe(chat_id: int, message_id: int, index: int, session: SessionDep)
 
 
 @router.post("/{chat_id}/messages/{message_id}/branch", response_model=ChatRead, status_code=201)
-def branch_chat(chat_id: int, message_id: int, session: SessionDep) -> ChatRead:
-    """A new chat with the history up to this message."""
-    return views.chat_read(session, service.branch_chat(session, chat_id, message_id))
+def branch_chat(chat_id: int, message_id: int, session: SessionDep, services: ServicesDep) -> ChatRead:
+    """A new chat with the history up to this message (and the summary entries within it)."""
+    branch = service.branch_chat(session, chat_id, message_id)
+    services.sources.chat_branched(session, service.get_chat(session, chat_id), branch)
+    return views.chat_read(session, branch)
 
 
 @router.post("/{chat_id}/generate")
@@ -196,8 +200,9 @@ def download_prompt_snapshot(chat_id: int, session: SessionDep, services: Servic
 
 
 @router.get("/{chat_id}/export")
-def export_chat(chat_id: int, session: SessionDep) -> Response:
-    """Export as a SillyTavern .jsonl chat, its settings and lorebooks in the header's chat_metadata."""
+def export_chat(chat_id: int, session: SessionDep, services: ServicesDep) -> Response:
+    """Export as a SillyTavern .jsonl chat, its settings, lorebooks and summary entries (Marinara's
+    `summaryEntries`) in the header's chat_metadata."""
     chat = service.get_chat(session, chat_id)
-    return Response(export_chat_file(session, chat), media_type="application/jsonl",
+    return Response(export_chat_file(session, chat, services.sources), media_type="application/jsonl",
                     headers={"Content-Disposition": attachment(chat.name, "jsonl", fallback="chat")})  # fmt: skip

@@ -22,6 +22,7 @@ from app.connections.service import default_connection, list_connections
 from app.deps import FormDep, ServicesDep, SessionDep, SettingsDep
 from app.errors import UserError
 from app.lore.chat_files import import_chat_file
+from app.memory.summaries.service import summarised_ids
 from app.modelbase import parse_row_id
 from app.personas.service import default_persona, list_personas
 from app.prompt.blocks import GROUP_LABELS
@@ -46,7 +47,16 @@ def _message_ctx(session: Session, request: Request, chat: Chat) -> dict:
         "chat_char_name": characters[0].name if characters else "",
         "last_id": last.id if last else None,
         "generating": request.app.state.services.generations.get(chat.id) is not None,
+        "summarised": _summarised(session, chat),
     }
+
+
+def _summarised(session: Session, chat: Chat) -> frozenset[int]:
+    """Chat Summary with "Hide summarised messages": the messages the chat view folds into one line."""
+    s = service.chat_settings(chat)
+    if chat.mode != "roleplay":
+        return frozenset()
+    return summarised_ids(session, chat.id, hide=s.summary_hide_messages, tail=s.summary_recent_tail)
 
 
 def _render_message(request: Request, session: Session, chat: Chat, msg: Message) -> HTMLResponse:
@@ -93,14 +103,14 @@ def create_chat_page(request: Request, form: FormDep, session: SessionDep) -> Re
 
 
 @router.post("/chats/import")
-async def import_chat_page(request: Request, session: SessionDep) -> Response:
+async def import_chat_page(request: Request, session: SessionDep, services: ServicesDep) -> Response:
     """Import a SillyTavern .jsonl chat and open it."""
     form = await request.form()
     raw = await forms.upload(form, "file")
     if not raw:
         raise UserError("Choose a .jsonl chat file to import.")
     # Parsing and writing a long chat takes seconds: on a thread, so other requests go on meanwhile.
-    chat, notes = await run_in_threadpool(import_chat_file, session, raw,
+    chat, notes = await run_in_threadpool(import_chat_file, session, raw, services.sources,
                                           character_id=forms.optional_number(form, "character_id", int))
     headers = {"HX-Redirect": f"/chats/{chat.id}"}
     if notes:
@@ -216,6 +226,7 @@ def message_action_page(chat_id: int, message_id: int, action: str, request: Req
         return render(request, "chats/_message.html", {**_message_ctx(session, request, chat), "m": last, "oob": True})
     if action == "branch":
         branch = service.branch_chat(session, chat_id, message_id)
+        services.sources.chat_branched(session, chat, branch)
         return Response(status_code=204, headers={"HX-Redirect": f"/chats/{branch.id}"})
     raise UserError(f"Unknown message action “{action}”.")
 

@@ -3,8 +3,9 @@ text Sugo stores in columns) so an export gives back every field SillyTavern wro
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlmodel import Session, col, select
 
@@ -22,6 +23,8 @@ class ImportedChat:
     chat: Chat
     lorebooks: list[str]  # names the file attached to the chat; attaching them is lore's part
     notes: list[str] = field(default_factory=list)  # what the file asked for and did not get
+    line_ids: list[int] = field(default_factory=list)  # the new messages' ids in the file's order
+    metadata: dict = field(default_factory=dict)  # the file's chat_metadata, for the prompt sources to read
 
 
 def import_chat(session: Session, raw: bytes, *, character_id: int | None = None,
@@ -45,6 +48,7 @@ def import_chat(session: Session, raw: bytes, *, character_id: int | None = None
     chat.settings = ChatSettings.model_validate(meta.settings).model_dump(exclude_none=True)
     now = utcnow()
     last = None
+    added = []
     for st in parsed.messages:
         texts = st.swipes or [st.mes]
         swipe_id = min(max(st.swipe_id, 0), len(texts) - 1) if st.swipes else 0
@@ -70,11 +74,13 @@ def import_chat(session: Session, raw: bytes, *, character_id: int | None = None
             updated_at=created,
         )
         session.add(msg)
+        added.append(msg)
         last = created
     chat.last_message_at = last or now
     session.add(chat)
     session.flush()
-    return ImportedChat(chat, meta.lorebooks, meta.notes)
+    raw_meta = parsed.header.get("chat_metadata")
+    return ImportedChat(chat, meta.lorebooks, meta.notes, [m.id for m in added], raw_meta if isinstance(raw_meta, dict) else {})
 
 
 def _find_character(session: Session, character_id: int | None, name: str) -> Character:
@@ -93,9 +99,11 @@ def _find_character(session: Session, character_id: int | None, name: str) -> Ch
     )
 
 
-def export_chat(session: Session, chat: Chat, *, lorebooks: Sequence[str] = ()) -> bytes:
+def export_chat(session: Session, chat: Chat, *, lorebooks: Sequence[str] = (),
+                extra_metadata: Mapping[str, Any] | None = None) -> bytes:  # fmt: skip
     """The chat as SillyTavern .jsonl; its settings and the names of the lorebooks attached to it
-    (first one SillyTavern's chat lorebook) go into the header's chat_metadata."""
+    (first one SillyTavern's chat lorebook) go into the header's chat_metadata, with `extra_metadata`
+    (what the prompt sources keep per chat, such as summary entries)."""
     characters = chats.chat_characters(session, chat.id)
     header = dict(chat.st_header) if chat.st_header else {}
     # An imported chat keeps the user name it was written with unless a persona was chosen for it.
@@ -106,8 +114,8 @@ def export_chat(session: Session, chat: Chat, *, lorebooks: Sequence[str] = ()) 
     original = header.get("chat_metadata")
     header["chat_metadata"] = st_metadata.merge_metadata(
         original if isinstance(original, dict) else {},
-        st_metadata.chat_metadata(chats.chat_settings(chat), name=chat.name, mode=chat.mode,
-                                  lorebooks=lorebooks),
+        {**st_metadata.chat_metadata(chats.chat_settings(chat), name=chat.name, mode=chat.mode,
+                                     lorebooks=lorebooks), **(extra_metadata or {})},
     )
     lines = []
     for msg in chats.list_messages(session, chat.id):

@@ -52,6 +52,8 @@ _SUGO_FIELDS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("generation", "max_tokens"), "max_tokens"),
     (("generation", "context_size"), "context_size"),
     (("generation", "stop"), "stop"),
+    (("summaries", "hide_messages"), "summary_hide_messages"),
+    (("summaries", "recent_tail"), "summary_recent_tail"),
 )
 
 

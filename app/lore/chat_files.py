@@ -10,6 +10,7 @@ from sqlmodel import Session, col, select
 from app.chats import st_io
 from app.chats.models import Chat
 from app.lore.models import Lorebook, LorebookLink
+from app.prompt.sources import PromptSources
 
 
 def chat_book_names(session: Session, chat_id: int) -> list[str]:
@@ -38,16 +39,21 @@ def attach_books_by_name(session: Session, chat_id: int, names: Sequence[str]) -
     return missing
 
 
-def export_chat_file(session: Session, chat: Chat) -> bytes:
-    """The chat as SillyTavern .jsonl, its settings and lorebooks in chat_metadata."""
-    return st_io.export_chat(session, chat, lorebooks=chat_book_names(session, chat.id))
+def export_chat_file(session: Session, chat: Chat, sources: PromptSources) -> bytes:
+    """The chat as SillyTavern .jsonl, its settings, lorebooks and the prompt sources' keys (summary
+    entries) in chat_metadata."""
+    return st_io.export_chat(session, chat, lorebooks=chat_book_names(session, chat.id),
+                             extra_metadata=sources.export_chat_metadata(session, chat))  # fmt: skip
 
 
-def import_chat_file(session: Session, raw: bytes, *, character_id: int | None = None) -> tuple[Chat, list[str]]:
-    """Import a SillyTavern chat and attach the lorebooks it names that exist; returns the chat and
-    what the user should know (lorebooks not found, settings left out). A missing book never fails it."""
+def import_chat_file(session: Session, raw: bytes, sources: PromptSources, *,
+                     character_id: int | None = None) -> tuple[Chat, list[str]]:  # fmt: skip
+    """Import a SillyTavern chat, attach the lorebooks it names that exist, and let the prompt sources
+    read their keys (summary entries); returns the chat and what the user should know (lorebooks not
+    found, settings or entries left out). A missing book or a bad entry never fails it."""
     imported = st_io.import_chat(session, raw, character_id=character_id)
     missing = attach_books_by_name(session, imported.chat.id, imported.lorebooks)
     notes = [*imported.notes, *(f"Lorebook “{name}” was not found; import it and attach it in Chat Settings."
                                 for name in missing)]  # fmt: skip
+    notes += sources.import_chat_metadata(session, imported.chat, imported.metadata, imported.line_ids)
     return imported.chat, notes

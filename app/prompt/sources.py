@@ -134,6 +134,20 @@ class PromptSource:
         # lorebooks) is saved here, in the request's transaction.
         return {}
 
+    def export_chat_metadata(self, session: Session, chat: Chat) -> dict[str, Any]:
+        """Keys this source adds to an exported chat file's chat_metadata."""
+        return {}
+
+    def import_chat_metadata(self, session: Session, chat: Chat, metadata: Mapping[str, Any],
+                             line_ids: Sequence[int]) -> list[str]:  # fmt: skip
+        """Read back an imported file's chat_metadata; `line_ids` are the new messages' ids in the file's
+        order. Returns what the user should know; bad data is left out with a note, never raised."""
+        return []
+
+    def chat_branched(self, session: Session, source: Chat, branch: Chat) -> None:
+        """`branch` got copies of `source`'s messages up to the branch point, in order: copy what
+        belongs to them."""
+
 
 @dataclass(frozen=True)
 class Gathered:
@@ -212,6 +226,20 @@ class PromptSources:
                 notes.append(part.note)
         return Gathered(tuple(fixed), tuple(dynamic), tuple(depth_notes), tuple(notes), tuple(warnings),
                         frozenset(left_out))
+
+    def export_chat_metadata(self, session: Session, chat: Chat) -> dict[str, Any]:
+        meta: dict[str, Any] = {}
+        for source in self:
+            meta.update(source.export_chat_metadata(session, chat))
+        return meta
+
+    def import_chat_metadata(self, session: Session, chat: Chat, metadata: Mapping[str, Any],
+                             line_ids: Sequence[int]) -> list[str]:  # fmt: skip
+        return [note for source in self for note in source.import_chat_metadata(session, chat, metadata, line_ids)]
+
+    def chat_branched(self, session: Session, source: Chat, branch: Chat) -> None:
+        for part in self:
+            part.chat_branched(session, source, branch)
 
     def expect(self, services: Services, session: Session, chat: Chat, text: str) -> None:
         for source in self:

@@ -53,8 +53,9 @@ def test_write_toggle_select_a_range_edit_and_delete_summaries(page: Page, live,
     expect(items.nth(2)).to_contain_text("messages 11–13")
     assert [(e["first_position"], e["last_position"]) for e in _entries(live, chat_id)] == [(2, 6), (7, 9), (11, 13)]
     # Older than the tail of 10: messages 1–3, of which 2 and 3 are covered.
-    expect(section.locator("#summary-uncovered")).to_have_text(
-        "1 message older than the recent tail (10) is covered by no summary: write one for it below.")
+    expect(section.locator("#summary-uncovered")).to_contain_text(
+        "1 message older than the recent tail (10) is covered by no summary.")
+    expect(section.locator("#summary-uncovered-generate")).to_have_text("Summarise message 1")
     items.nth(0).scroll_into_view_if_needed()
     shot("three-entries")
 

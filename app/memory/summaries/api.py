@@ -125,6 +125,13 @@ def generate_status(chat_id: int, session: SessionDep, services: ServicesDep) ->
     return _status(generate.latest_job(session, services.engine, chat_id))
 
 
+@router.post("/{chat_id}/summaries/uncovered", response_model=GenerateStatus, status_code=202)
+def summarise_uncovered(chat_id: int, services: ServicesDep) -> GenerateStatus:
+    """Have the model summarise the oldest messages older than the recent tail that no summary covers
+    (at most 50 at a time); the run is polled like any Generate."""
+    return _status(generate.start_uncovered(services, chat_id))
+
+
 @router.post("/{chat_id}/summaries/generate/retry", response_model=GenerateStatus, status_code=202)
 def retry_summary(chat_id: int, session: SessionDep, services: ServicesDep) -> GenerateStatus:
     """Run the newest failed Generate again, for the same scope."""

@@ -36,7 +36,7 @@ from app.memory.summaries import answers, templates
 from app.memory.summaries.models import SummaryEntry, SummaryJob
 from app.memory.summaries.prompts import TranscriptLine, transcript
 from app.memory.summaries.rules import scope_coverage
-from app.memory.summaries.service import MAX_ENTRIES, MAX_TITLE, message_ids
+from app.memory.summaries.service import MAX_ENTRIES, MAX_TITLE, list_entries, message_ids, uncovered
 from app.prompt.tokens import count_tokens
 from app.services import Services
 from app.timeutil import utcnow
@@ -163,6 +163,20 @@ def start(services: Services, chat_id: int, *, scope: str = "last", last: int | 
             _release(engine, chat_id)
             raise
         return job
+
+
+def start_uncovered(services: Services, chat_id: int) -> SummaryJob:
+    """Generate a summary of the oldest stretch of messages older than the recent tail that no summary
+    covers (at most service.UNCOVERED_BATCH of them), as a Range, so failure, Retry and Review work as
+    for any Generate."""
+    with Session(services.engine) as session:
+        chat = get_chat(session, chat_id)
+        tail = read_settings(chat.settings).summary_recent_tail
+        gap = uncovered(session, chat_id, list_entries(session, chat_id), tail=tail)
+    if gap.next_positions is None:
+        raise UserError("Every message older than the recent tail is covered by a summary already.")
+    first, last = gap.next_positions
+    return start(services, chat_id, scope="range", start=first, end=last)
 
 
 def retry(services: Services, chat_id: int) -> SummaryJob:

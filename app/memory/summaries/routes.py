@@ -1,4 +1,5 @@
-"""Chat Settings → Chat Summary: the panel's HTMX actions, each answering the panel again."""
+"""Chat Settings → Chat Summary: the panel's HTMX actions, each answering the panel again; and the panel as
+its own page."""
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
@@ -7,14 +8,16 @@ from sqlmodel import Session
 from app import forms
 from app.chats.service import get_chat
 from app.deps import FormDep, ServicesDep, SessionDep
+from app.errors import UserError
 from app.memory.summaries import generate, service, templates
 from app.memory.summaries.source import panel_context, prompt_context
 from app.modelbase import parse_row_id
-from app.web import render
+from app.web import HxRequest, render
 
 router = APIRouter(include_in_schema=False)
 PANEL = "memory/_summary_panel.html"
 PART = "memory/_summary_prompt.html"
+PAGE = "memory/summaries.html"
 
 
 def _panel(request: Request, session, chat_id: int, *, show_inactive: bool = True,
@@ -31,9 +34,15 @@ def _shown(request: Request, form=None) -> bool:
 
 
 @router.get("/chats/{chat_id}/summaries")
-def summary_panel(chat_id: int, request: Request, session: SessionDep) -> HTMLResponse:
-    """The Chat Summary panel (Show / Hide Inactive reloads it)."""
-    return _panel(request, session, chat_id, show_inactive=_shown(request))
+def summary_panel(chat_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+    """The Chat Summary panel (Show / Hide Inactive reloads it); opened directly, its own page."""
+    if hx:
+        return _panel(request, session, chat_id, show_inactive=_shown(request))
+    chat = get_chat(session, chat_id)
+    if chat.mode != "roleplay":
+        raise UserError("Chat Summary entries are for Roleplay chats; Conversation chats are summarised by day.")
+    engine = request.app.state.services.engine
+    return render(request, PAGE, {"chat": chat, "c": panel_context(session, chat, engine=engine)})
 
 
 @router.post("/chats/{chat_id}/summaries/write")
@@ -55,6 +64,14 @@ def generate_summary_page(chat_id: int, request: Request, form: FormDep, service
         last=forms.optional_number(form, "summary_last", int), start=forms.optional_number(form, "summary_start", int),
         end=forms.optional_number(form, "summary_end", int),
     )  # fmt: skip
+    with Session(services.engine) as session:
+        return _panel(request, session, chat_id, show_inactive=_shown(request, form))
+
+
+@router.post("/chats/{chat_id}/summaries/uncovered")
+def summarise_uncovered_page(chat_id: int, request: Request, form: FormDep, services: ServicesDep) -> HTMLResponse:
+    """Have the model summarise the oldest messages no summary covers (one batch)."""
+    generate.start_uncovered(services, chat_id)
     with Session(services.engine) as session:
         return _panel(request, session, chat_id, show_inactive=_shown(request, form))
 

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlmodel import Session, select
 
 from app.chats.service import get_chat
 from app.errors import NotFound, UserError
+from app.memory.summaries import transfer
+from app.memory.summaries.coverage import (
+    DEFAULT_BATCH,
+    ChatMessage,
+    SummaryRange,
+    select_messages,
+    uncovered_batches,
+)
 from app.memory.summaries.models import SummaryEntry
 from app.memory.summaries.rules import Span, live_positions, range_label, scope_coverage
 from app.prompt.tokens import count_tokens
@@ -18,6 +27,11 @@ MAX_TITLE = 200
 MAX_CONTENT = 20_000
 MAX_ENTRIES = 1_000
 _IDS_SQL = "SELECT id FROM message WHERE chat_id = ? AND kind = 'message' ORDER BY id"
+_ALL_IDS_SQL = "SELECT id FROM message WHERE chat_id = ? ORDER BY id"  # refresh marks too: a file's lines
+_FLAGS_SQL = "SELECT id, hidden FROM message WHERE chat_id = ? AND kind = 'message' ORDER BY id"
+# "Summarise them" takes the oldest uncovered stretch, at most this many messages per summary (Marinara's
+# summaryContextSize), so one request stays a size a model summarises well; the panel says what remains.
+UNCOVERED_BATCH = DEFAULT_BATCH
 
 
 @dataclass(frozen=True)
@@ -47,6 +61,51 @@ def list_entries(session: Session, chat_id: int, *, active_only: bool = False) -
     if active_only:
         stmt = stmt.where(SummaryEntry.active == True, SummaryEntry.awaiting_review == False)  # noqa: E712
     return list(session.exec(stmt.order_by(SummaryEntry.first_message_id, SummaryEntry.id)).all())
+
+
+@dataclass(frozen=True)
+class Uncovered:
+    """Readable messages older than the recent tail that no entry (active or not) covers, and the
+    stretch the panel's "Summarise" button writes a summary for next."""
+
+    count: int
+    next_positions: tuple[int, int] | None  # message numbers of the oldest stretch, one batch at most
+    next_count: int  # readable messages in it
+
+    @property
+    def remaining(self) -> int:
+        return self.count - self.next_count
+
+
+def uncovered(session: Session, chat_id: int, entries: Sequence[SummaryEntry], *, tail: int) -> Uncovered:
+    """What no summary covers yet; an entry held for review counts as covering (it is a summary the
+    user has not decided on, not a gap)."""
+    rows = session.connection().exec_driver_sql(_FLAGS_SQL, (chat_id,)).all()
+    messages = [ChatMessage(row[0], bool(row[1])) for row in rows]
+    ranges = [SummaryRange(e.first_message_id, e.last_message_id) for e in entries]
+    batches = uncovered_batches(messages, ranges, tail=tail, batch=UNCOVERED_BATCH)
+    if not batches:
+        return Uncovered(0, None, 0)
+    hidden = {m.id for m in messages if m.hidden}
+    count = sum(1 for first, last in batches for m in messages if first <= m.id <= last and m.id not in hidden)
+    ids = [m.id for m in messages]
+    first, last = batches[0]
+    readable = sum(1 for m in messages if first <= m.id <= last and m.id not in hidden)
+    return Uncovered(count, (ids.index(first) + 1, ids.index(last) + 1), readable)
+
+
+def summarised_ids(session: Session, chat_id: int, *, hide: bool, tail: int) -> frozenset[int]:
+    """The messages the prompt leaves out because an active entry covers them and they are older than
+    the recent tail (none when the chat does not hide summarised messages): the chat view folds them."""
+    if not hide:
+        return frozenset()
+    rows = session.connection().exec_driver_sql(_FLAGS_SQL, (chat_id,)).all()
+    ranges = [SummaryRange(e.first_message_id, e.last_message_id, e.active and not e.awaiting_review)
+              for e in list_entries(session, chat_id)]  # fmt: skip
+    if not ranges:
+        return frozenset()
+    chosen = select_messages([ChatMessage(r[0], bool(r[1])) for r in rows], ranges, tail=tail, hide_summarised=True)
+    return frozenset(chosen.summarised_ids)
 
 
 def entry_views(session: Session, chat_id: int) -> list[EntryView]:
@@ -158,4 +217,62 @@ def set_review(session: Session, chat_id: int, review: bool) -> None:
     chat.settings = {**(chat.settings or {}), "summary_review": review}
     chat.updated_at = utcnow()
     session.add(chat)
+    session.flush()
+
+
+def _line_ids(session: Session, chat_id: int) -> list[int]:
+    return [row[0] for row in session.connection().exec_driver_sql(_ALL_IDS_SQL, (chat_id,)).all()]
+
+
+def file_entries(session: Session, chat_id: int) -> list[dict[str, Any]]:
+    """The chat's entries as an exported chat file carries them (transfer.py says how)."""
+    lines = _line_ids(session, chat_id)
+    out = []
+    for e in list_entries(session, chat_id):
+        span = transfer.line_span(lines, e.first_message_id, e.last_message_id)
+        if span is not None:
+            out.append(transfer.FileEntry(
+                title=e.title, content=e.content, first_line=span[0], last_line=span[1], active=e.active,
+                awaiting_review=e.awaiting_review, origin=e.origin, tokens=e.tokens, created_at=e.created_at,
+                updated_at=e.updated_at, id=e.id,
+            ))  # fmt: skip
+    return transfer.write_entries(out)
+
+
+def import_file_entries(session: Session, chat_id: int, meta: Mapping[str, Any], line_ids: Sequence[int]) -> list[str]:
+    """Add the entries an imported file's chat_metadata carries, their lines mapped to the new messages'
+    ids; what was left out, as notes. A bad entry never fails the import."""
+    entries, notes = transfer.read_entries(meta, line_count=len(line_ids), limit=MAX_ENTRIES,
+                                           max_title=MAX_TITLE, max_content=MAX_CONTENT)  # fmt: skip
+    positions = {mid: n for n, mid in enumerate(message_ids(session, chat_id), start=1)}
+    for f in entries:
+        first_id, last_id = line_ids[f.first_line], line_ids[f.last_line]
+        inside = [positions[i] for i in line_ids[f.first_line : f.last_line + 1] if i in positions]
+        now = utcnow()
+        session.add(SummaryEntry(
+            chat_id=chat_id, title=f.title, content=f.content, first_message_id=first_id, last_message_id=last_id,
+            first_position=inside[0] if inside else 0, last_position=inside[-1] if inside else 0,
+            tokens=count_tokens(f.content), active=f.active, awaiting_review=f.awaiting_review, origin=f.origin,
+            created_at=f.created_at or now, updated_at=f.updated_at or now,
+        ))  # fmt: skip
+    session.flush()
+    return notes
+
+
+def copy_to_branch(session: Session, source_id: int, branch_id: int) -> None:
+    """Copy the entries that lie within the branch: the branch holds copies of the source's first
+    messages, in order. An entry reaching past the branch point is left out, because its text tells of
+    events the branch does not have; cutting it would keep them."""
+    old, new = _line_ids(session, source_id), _line_ids(session, branch_id)
+    mapped = dict(zip(old[: len(new)], new, strict=True))
+    last_copied = old[len(new) - 1] if new else None
+    for e in list_entries(session, source_id):
+        if last_copied is None or e.last_message_id > last_copied:
+            continue
+        span = transfer.line_span(old, e.first_message_id, e.last_message_id)
+        if span is None:  # its messages were all deleted: nothing in the branch to cover
+            continue
+        data = e.model_dump(exclude={"id", "chat_id", "first_message_id", "last_message_id"})
+        session.add(SummaryEntry(**data, chat_id=branch_id, first_message_id=mapped[old[span[0]]],
+                                 last_message_id=mapped[old[span[1]]]))  # fmt: skip
     session.flush()

@@ -9,7 +9,7 @@ A one-character chat reads the conditions for that character."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -18,12 +18,14 @@ from sqlmodel import Session
 from app import forms
 from app.chats.models import Chat
 from app.chats.settings import read_settings
+from app.chats.st_metadata import SUGO_KEY
 from app.connections.service import list_connections
 from app.errors import UserError
 from app.memory.summaries import generate, service, templates
 from app.memory.summaries.coverage import ChatMessage, SummaryRange, select_messages
 from app.memory.summaries.prompts import has_conditions, visible_to
 from app.memory.summaries.rules import EntryText, summary_block
+from app.memory.summaries.transfer import ENTRIES_KEY, HIDE_KEY, read_hide
 from app.modelbase import parse_row_id
 from app.prompt.builder import DynamicBlock
 from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
@@ -80,6 +82,25 @@ class SummarySource(PromptSource):
                 "summary_review": read_settings(chat.settings).summary_review,
                 **_prompt_settings(session, form)}  # fmt: skip
 
+    def export_chat_metadata(self, session: Session, chat: Chat) -> dict[str, Any]:
+        # Written even when empty, so an imported file's old entries never come back out of its header.
+        return {ENTRIES_KEY: service.file_entries(session, chat.id),
+                HIDE_KEY: read_settings(chat.settings).summary_hide_messages}  # fmt: skip
+
+    def import_chat_metadata(self, session: Session, chat: Chat, metadata: Mapping[str, Any],
+                             line_ids: Sequence[int]) -> list[str]:  # fmt: skip
+        if chat.mode != "roleplay":
+            return ["The file's summary entries were left out: Chat Summary is for Roleplay chats."] if metadata.get(ENTRIES_KEY) else []
+        hide = read_hide(metadata)
+        # Sugo's own settings block (read with the chat's settings) wins over Marinara's key.
+        if hide is not None and not isinstance(metadata.get(SUGO_KEY), Mapping):
+            chat.settings = {**(chat.settings or {}), "summary_hide_messages": hide}
+            session.add(chat)
+        return service.import_file_entries(session, chat.id, metadata, line_ids)
+
+    def chat_branched(self, session: Session, source: Chat, branch: Chat) -> None:
+        service.copy_to_branch(session, source.id, branch.id)
+
 
 def _prompt_settings(session: Session, form: Any) -> dict[str, Any]:
     """Summary Provider and Maximum output size from the form, each checked; the Summary Prompt is
@@ -134,10 +155,10 @@ def panel_context(session: Session, chat: Chat, *, engine: Engine, show_inactive
     inactive = sum(1 for v in views if not v.entry.active)
     ids = service.message_ids(session, chat.id)
     tail = read_settings(chat.settings).summary_recent_tail
-    uncovered = select_messages([ChatMessage(i) for i in ids], _ranges([v.entry for v in views]), tail=tail).uncovered_count
+    gap = service.uncovered(session, chat.id, [v.entry for v in views], tail=tail)
     return {
         "entries": [v for v in views if show_inactive or v.entry.active], "total": len(views), "inactive": inactive,
-        "show_inactive": show_inactive, "message_count": len(ids), "uncovered": uncovered, "tail": tail,
+        "show_inactive": show_inactive, "message_count": len(ids), "uncovered": gap.count, "gap": gap, "uncovered_batch": service.UNCOVERED_BATCH, "tail": tail,
         "job": generate.latest_job(session, engine, chat.id), "review": read_settings(chat.settings).summary_review,
         "prompt": prompt_context(session, chat),
     }  # fmt: skip
