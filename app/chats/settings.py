@@ -44,6 +44,8 @@ class ChatSettings(BaseModel):
     summary_every: int = Field(default=5, ge=1, le=200)
     summary_review: bool = False
     summary_max_tokens: int = Field(default=4096, ge=1, le=32768)
+    # Conversation chats: a message before this hour (12 AM to 11 AM) belongs to the day before.
+    summary_rollover_hour: int = Field(default=4, ge=0, le=11)
 
     def recall_enabled(self, mode: str) -> bool:
         return self.memory_recall if self.memory_recall is not None else mode == "conversation"

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from app.chats.service import get_chat
 from app.deps import ServicesDep, SessionDep
 from app.memory.summaries import generate, service
+from app.memory.summaries.day_api import router as days_router
 from app.memory.summaries.service import MAX_CONTENT, MAX_ENTRIES, MAX_TITLE, EntryView
 from app.modelbase import RowId
 
@@ -162,3 +163,6 @@ def delete_summary(chat_id: int, summary_id: RowId, session: SessionDep) -> None
 def activate_summaries(chat_id: int, data: SummaryActivation, session: SessionDep) -> dict:
     """Activate or deactivate all the chat's entries, or those in `ids`; says how many changed."""
     return {"changed": service.set_active(session, chat_id, data.active, data.ids)}
+
+
+router.include_router(days_router)
