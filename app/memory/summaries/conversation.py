@@ -22,7 +22,7 @@ import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, tzinfo
+from datetime import date, datetime, timedelta, tzinfo
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
@@ -474,3 +474,43 @@ def result_sentence(progress: Progress) -> str:
     if progress.stopped:
         parts.append("stopped")
     return " · ".join(parts)
+
+
+# Chat Settings ------------------------------------------------------------------------------------------
+
+KINDS = ("days", "weeks")
+
+
+def item_key(kind: str, on: date) -> str:
+    """The form-field suffix of one item of the Edit Summaries window (the window sits in the settings form)."""
+    if kind not in KINDS:
+        raise NotFound("There is no such summary.")
+    return f"{kind[:-1]}-{on.isoformat()}"
+
+
+def save_item(session: Session, chat_id: int, kind: str, on: date, *, summary: str,
+              key_details: Sequence[str]) -> DaySummary | WeekSummary:  # fmt: skip
+    item_key(kind, on)
+    edit = update_day if kind == "days" else update_week
+    return edit(session, chat_id, on, summary=summary, key_details=key_details)
+
+
+def delete_item(session: Session, chat_id: int, kind: str, on: date) -> None:
+    item_key(kind, on)
+    (delete_day if kind == "days" else delete_week)(session, chat_id, on)
+
+
+def edit_context(session: Session, chat_id: int) -> dict:
+    """The Edit Summaries window: every week, then the days no week summary speaks for."""
+    _conversation(session, chat_id)
+    weeks = week_rows(session, chat_id)
+    done = {w.week for w in weeks}
+    return {"weeks": weeks, "days": [d for d in day_rows(session, chat_id) if days.week_start(d.day) not in done],
+            "week_span": timedelta(days=6)}  # fmt: skip
+
+
+def panel_context(session: Session, chat: Chat, *, engine: Engine) -> dict:
+    assert chat.id is not None
+    progress = backfill_status(engine, chat.id)
+    return {"overview": overview(session, chat), "backfill": progress,
+            "result": result_sentence(progress) if progress is not None and not progress.running else ""}  # fmt: skip

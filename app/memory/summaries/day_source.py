@@ -70,10 +70,12 @@ class DaySummarySource(PromptSource):
     def settings_section(self, session: Session, chat: Chat, services: Services) -> SettingsSection | None:
         if chat.mode != "conversation":
             return None
-        return SettingsSection("memory/_day_summary_settings.html", {"overview": conversation.overview(session, chat)})
+        return SettingsSection("memory/_day_summary_settings.html",
+                               conversation.panel_context(session, chat, engine=services.engine))  # fmt: skip
 
     def read_settings_form(self, session: Session, chat: Chat, form: Any) -> dict[str, Any]:
         if not forms.text(form, "day_summaries_shown"):
             return {}
-        hour = forms.optional_number(form, "summary_rollover_hour", int)
-        return {} if hour is None else {"summary_rollover_hour": hour}
+        values = {"summary_rollover_hour": forms.optional_number(form, "summary_rollover_hour", int),
+                  "summary_recent_tail": forms.optional_number(form, "summary_recent_tail", int)}  # fmt: skip
+        return {k: v for k, v in values.items() if v is not None}

@@ -8,6 +8,7 @@ from app import forms
 from app.chats.service import get_chat
 from app.deps import FormDep, ServicesDep, SessionDep
 from app.memory.summaries import generate, service
+from app.memory.summaries.day_routes import router as days_router
 from app.memory.summaries.source import panel_context
 from app.modelbase import parse_row_id
 from app.web import render
@@ -117,3 +118,6 @@ def delete_summary_page(chat_id: int, summary_id: int, request: Request, form: F
     """Delete one entry; its messages stay."""
     service.delete_entry(session, chat_id, summary_id)
     return _panel(request, session, chat_id, show_inactive=_shown(request, form))
+
+
+router.include_router(days_router)
