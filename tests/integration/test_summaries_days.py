@@ -165,6 +165,14 @@ def test_backfill_fills_missing_days_with_progress_and_stops(sugo, api, models):
     assert api.post(f"{base}/stop").status_code == 400
 
 
+def test_backfill_with_nothing_missing_says_so(sugo, api, models):
+    chat_id = _chat(api, models)
+    base = f"/api/chats/{chat_id}/days/backfill"
+    assert api.post(base).status_code == 202
+    done = wait_for(lambda: (s := api.get(base).json())["status"] != "running" and s, timeout=30, what="the Backfill")
+    assert done["result"] == "No missing summaries found." and models.requests == []
+
+
 def test_a_killed_server_resumes_the_days_without_duplicates(tmp_path, models):
     data_dir = tmp_path / "data"
     server = SugoProcess(data_dir).start()
@@ -224,6 +232,25 @@ def test_bad_answers_keep_summaries_and_the_day_stays_missing_with_its_reason(su
     wait_for(lambda: api.get(base).json()["status"] == "done", timeout=60, what="the Backfill")
     assert len(api.get(f"/api/chats/{chat_id}/days").json()) == 2
     assert "lacks a summary" not in api.get(f"/chats/{chat_id}/settings").text
+
+
+def test_a_day_reads_only_active_swipes_and_skips_hidden_messages(sugo, api, models):
+    chat_id = _chat(api, models)
+    day = _today() - timedelta(days=1)
+    with Session(sugo.engine) as session:
+        at = _at(day, 12)
+        session.add(Message(chat_id=chat_id, role="assistant", name="Aria", content="Kept swipe", active_swipe=1,
+                            swipes=[{"content": "Discarded swipe"}, {"content": "Kept swipe"}], created_at=at, updated_at=at))
+        session.add(Message(chat_id=chat_id, role="user", name="You", content="A hidden aside", hidden=True,
+                            created_at=at, updated_at=at))  # fmt: skip
+        session.commit()
+    models.script(_answer(1))
+    conversation.summarize_chat(sugo.services, chat_id)
+    [asked] = _summary_requests(models, DAY_PROMPT_START)
+    assert "Aria: Kept swipe" in asked and "Discarded swipe" not in asked and "hidden aside" not in asked
+    sent = models.requests[0].json
+    assert sent["max_tokens"] >= 8196 and sent["temperature"] == 0.3 and not sent.get("stream")
+    assert [d["date"] for d in api.get(f"/api/chats/{chat_id}/days").json()] == [day.isoformat()]
 
 
 def test_day_routes_refuse_roleplay_chats_and_bad_input(api, models):

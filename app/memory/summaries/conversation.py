@@ -54,6 +54,7 @@ from app.timeutil import as_utc, utcnow
 log = logging.getLogger(__name__)
 
 JOB_DAYS = 7
+TEMPERATURE = 0.3  # Marinara's: summaries should be steady, not creative
 JOB_MINUTES = 15
 MAX_SUMMARY_CHARS = 20_000
 MAX_DETAILS = answers.MAX_KEY_DETAILS
@@ -227,7 +228,8 @@ def ask(config: ProviderConfig, messages: list[dict], max_output_size: int) -> a
     result: answers.DaySummary | answers.Failure = answers.Failure("internal", INTERNAL)
     while (budget := answers.request_max_tokens(max_output_size, attempt)) is not None:
         try:
-            done = asyncio.run(get_provider(config.kind).complete_chat(config, messages, GenerationParams(max_tokens=budget)))
+            params = GenerationParams(temperature=TEMPERATURE, max_tokens=budget)
+            done = asyncio.run(get_provider(config.kind).complete_chat(config, messages, params))
         except ProviderError as err:
             return answers.Failure("provider", str(err))
         result = answers.read_day_summary(done.text or "", max_tokens=budget, count_tokens=count_tokens,
@@ -466,6 +468,8 @@ def stop_backfill(services: Services, chat_id: int) -> Progress:
 
 def result_sentence(progress: Progress) -> str:
     """Marinara's "Added N summaries · K older days remain · F failed"."""
+    if not (progress.total or progress.added or progress.failed or progress.stopped):
+        return "No missing summaries found."
     parts = [f"Added {progress.added} {'summary' if progress.added == 1 else 'summaries'}"]
     if progress.remaining:
         parts.append(f"{progress.remaining} older {'day remains' if progress.remaining == 1 else 'days remain'}")
