@@ -53,8 +53,17 @@ def test_backfill_rollover_warning_and_edit_summaries(page: Page, live, models, 
     expect(section.locator("#missing-count")).to_have_text("Every finished day has a summary.")
     shot("backfill-done")
 
-    with live.client() as c:  # a finished week speaks for its days: delete it so they are listed to edit
+    with live.client() as c:
         weeks = c.get(f"/api/chats/{chat_id}/weeks").json()
+    section.locator("#edit-summaries").click()
+    dialog = page.locator("#day-summaries-dialog")
+    expect(dialog).to_be_visible()
+    if weeks:  # weeks first; a finished week's days are not listed again
+        expect(dialog.locator("details.day-summary").nth(0)).to_have_attribute("id", f"week-{weeks[0]['date']}")
+        shot("weeks-first")
+    dialog.locator("[data-close-dialog]").click()
+
+    with live.client() as c:  # a finished week speaks for its days: delete it so they are listed to edit
         for w in weeks:
             assert c.delete(f"/api/chats/{chat_id}/weeks/{w['date']}").status_code == 204
         days = c.get(f"/api/chats/{chat_id}/days").json()
@@ -70,13 +79,14 @@ def test_backfill_rollover_warning_and_edit_summaries(page: Page, live, models, 
     expect(section.locator("#rollover-warning")).to_be_hidden()
 
     section.locator("#edit-summaries").click()
-    dialog = page.locator("#day-summaries-dialog")
     expect(dialog).to_be_visible()
-    items = dialog.locator("article.day-summary")
+    items = dialog.locator("details.day-summary")
     expect(items).to_have_count(3)
     first = items.nth(0)
     key = f"day-{days[0]['date']}"
     expect(first).to_have_attribute("id", key)
+    expect(first.locator("summary")).to_contain_text(days[0]["summary"])
+    first.locator("summary").click()  # expand it to edit
     first.locator(f"textarea[name=s_{key}]").fill("We planned the trip to the coast.")
     first.locator(f"textarea[name=k_{key}]").fill("Leave on Friday\nBring the maps")
     shot("edit-window")

@@ -253,17 +253,43 @@ def test_a_day_reads_only_active_swipes_and_skips_hidden_messages(sugo, api, mod
     assert [d["date"] for d in api.get(f"/api/chats/{chat_id}/days").json()] == [day.isoformat()]
 
 
+def test_a_reply_starts_the_summaries_of_finished_days(sugo, api, models):
+    chat_id = _chat(api, models)
+    seeded = sorted(_seed(sugo.engine, chat_id, 1))
+    models.script("Nice to see you.", _answer(1))
+    read_sse(api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "Morning!"}))
+    days = wait_for(lambda: api.get(f"/api/chats/{chat_id}/days").json(), timeout=30, what="the day's summary")
+    assert [d["date"] for d in days] == [seeded[0].isoformat()] and days[0]["summary"] == "Summary number 1."
+
+
 def test_day_routes_refuse_roleplay_chats_and_bad_input(api, models):
     add_connection(api, models)
     roleplay = new_chat(api, [add_character(api)["id"]])["id"]
     for method, path in [("get", "days"), ("get", "weeks"), ("post", "days/backfill"), ("get", "days/backfill")]:
         r = getattr(api, method)(f"/api/chats/{roleplay}/{path}")
         assert r.status_code == 400 and "Conversation" in r.json()["detail"], path
+    for path in ["days/missing", "days/edit"]:
+        r = api.get(f"/chats/{roleplay}/{path}", headers={"HX-Request": "true"})
+        assert r.status_code == 400 and "Conversation" in r.text and "<html" not in r.text, path
+    assert "Automatic Summarization" not in api.get(f"/chats/{roleplay}/settings").text
     chat_id = new_chat(api, [add_character(api, "Bo")["id"]], mode="conversation")["id"]
     assert api.patch(f"/api/chats/{chat_id}/days/2026-01-05", json={"summary": "x"}).status_code == 404
     assert api.patch(f"/api/chats/{chat_id}/days/not-a-date", json={"summary": "x"}).status_code == 422
     assert api.patch(f"/api/chats/{chat_id}/weeks/2026-01-06", json={"summary": "x"}).status_code == 400
     assert api.post(f"/api/chats/{chat_id}/days/backfill/stop").status_code == 400
+
+
+def test_the_settings_form_saves_the_rollover_hour_and_tail_and_refuses_bad_ones(api, models):
+    chat_id = _chat(api, models)
+    form = {"name": "Talk", "day_summaries_shown": "1", "summary_rollover_hour": "6", "summary_recent_tail": "3"}
+    assert api.post(f"/chats/{chat_id}/settings", data=form).status_code == 200
+    settings = api.get(f"/api/chats/{chat_id}").json()["settings"]
+    assert (settings["summary_rollover_hour"], settings["summary_recent_tail"]) == (6, 3)
+    for field, value in [("summary_rollover_hour", "12"), ("summary_rollover_hour", "-1"), ("summary_recent_tail", "x")]:
+        r = api.post(f"/chats/{chat_id}/settings", data={**form, field: value})
+        assert r.status_code == 400 and ("less than or equal" in r.text or "greater than" in r.text
+                                         or "is not a number" in r.text), (field, value)  # fmt: skip
+        assert api.get(f"/api/chats/{chat_id}").json()["settings"]["summary_rollover_hour"] == 6, (field, value)
 
 
 def test_editing_a_day_keeps_it_and_marks_it_as_the_users(sugo, api, models):

@@ -70,7 +70,7 @@ def local_zone() -> tzinfo:
     return zone
 
 
-def _conversation(session: Session, chat_id: int) -> Chat:
+def conversation_chat(session: Session, chat_id: int) -> Chat:
     chat = get_chat(session, chat_id)
     if chat.mode != "conversation":
         raise UserError(ONLY_CONVERSATION)
@@ -109,12 +109,12 @@ def failures(session: Session, chat_id: int) -> list[DayFailure]:
 
 
 def list_days(session: Session, chat_id: int) -> list[DaySummary]:
-    _conversation(session, chat_id)
+    conversation_chat(session, chat_id)
     return day_rows(session, chat_id)
 
 
 def list_weeks(session: Session, chat_id: int) -> list[WeekSummary]:
-    _conversation(session, chat_id)
+    conversation_chat(session, chat_id)
     return week_rows(session, chat_id)
 
 
@@ -151,7 +151,7 @@ def _edit(row: DaySummary | WeekSummary, summary: str | None, key_details: Seque
 
 def update_day(session: Session, chat_id: int, day: date, *, summary: str | None = None,
                key_details: Sequence[str] | None = None) -> DaySummary:  # fmt: skip
-    _conversation(session, chat_id)
+    conversation_chat(session, chat_id)
     row = session.exec(select(DaySummary).where(DaySummary.chat_id == chat_id, DaySummary.day == day)).first()
     if row is None:
         raise NotFound(f"There is no summary for {day_label(day)}.")
@@ -163,7 +163,7 @@ def update_day(session: Session, chat_id: int, day: date, *, summary: str | None
 
 def update_week(session: Session, chat_id: int, monday: date, *, summary: str | None = None,
                 key_details: Sequence[str] | None = None) -> WeekSummary:  # fmt: skip
-    _conversation(session, chat_id)
+    conversation_chat(session, chat_id)
     row = session.exec(select(WeekSummary).where(WeekSummary.chat_id == chat_id, WeekSummary.week == monday)).first()
     if row is None:
         raise NotFound(f"There is no summary for the week of {week_label(monday)}.")
@@ -438,7 +438,7 @@ def start_backfill(services: Services, chat_id: int, *, limit: int = days.BACKFI
     """Summarise up to `limit` of the newest missing days now, in a thread."""
     engine = services.engine
     with Session(engine) as session:
-        chat = _conversation(session, chat_id)
+        chat = conversation_chat(session, chat_id)
         _connection(session, chat, services)
     if not _claim(engine, chat_id):
         raise UserError("Summaries are already being written for this chat; wait for them to finish.")
@@ -506,7 +506,7 @@ def delete_item(session: Session, chat_id: int, kind: str, on: date) -> None:
 
 def edit_context(session: Session, chat_id: int) -> dict:
     """The Edit Summaries window: every week, then the days no week summary speaks for."""
-    _conversation(session, chat_id)
+    conversation_chat(session, chat_id)
     weeks = week_rows(session, chat_id)
     done = {w.week for w in weeks}
     return {"weeks": weeks, "days": [d for d in day_rows(session, chat_id) if days.week_start(d.day) not in done],

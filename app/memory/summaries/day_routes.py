@@ -8,7 +8,6 @@ from fastapi.responses import HTMLResponse
 from sqlmodel import Session
 
 from app import forms
-from app.chats.service import get_chat
 from app.deps import FormDep, ServicesDep, SessionDep
 from app.memory.summaries import conversation
 from app.web import render
@@ -19,7 +18,7 @@ router = APIRouter(include_in_schema=False)  # included by routes.py
 
 
 def _missing(request: Request, session: Session, chat_id: int) -> HTMLResponse:
-    chat = get_chat(session, chat_id)
+    chat = conversation.conversation_chat(session, chat_id)
     engine = request.app.state.services.engine
     return render(request, MISSING, {"chat": chat, "c": conversation.panel_context(session, chat, engine=engine)})
 
