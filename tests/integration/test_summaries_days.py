@@ -253,6 +253,17 @@ def test_a_day_reads_only_active_swipes_and_skips_hidden_messages(sugo, api, mod
     assert [d["date"] for d in api.get(f"/api/chats/{chat_id}/days").json()] == [day.isoformat()]
 
 
+def test_the_scheduled_run_stops_at_a_provider_error(sugo, api, models):
+    chat_id = _chat(api, models)
+    seeded = sorted(_seed(sugo.engine, chat_id, 3))
+    models.script(Reply(status=503, error="overloaded"))
+    conversation.summarize_chat(sugo.services, chat_id)
+    assert len(_summary_requests(models, DAY_PROMPT_START)) == 1  # not once per missing day
+    assert api.get(f"/api/chats/{chat_id}/days").json() == []
+    page = api.get(f"/chats/{chat_id}/settings").text
+    assert "3 finished days lack a summary" in page and seeded[-1].strftime("%d.%m.%Y") in page
+
+
 def test_a_reply_starts_the_summaries_of_finished_days(sugo, api, models):
     chat_id = _chat(api, models)
     seeded = sorted(_seed(sugo.engine, chat_id, 1))

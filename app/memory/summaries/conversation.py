@@ -10,7 +10,9 @@ Decisions:
 - Only one run per chat at a time in this process; the unique (chat, day) key keeps a run that another
   process or a cut-short thread finishes late from ever writing a day twice: the later one is dropped.
 - A failed answer writes nothing, keeps every summary, and records the reason on the day (its week's
-  consolidation waits for it); saving the day's summary removes the failure.
+  consolidation waits for it); saving the day's summary removes the failure. A provider error (down,
+  refusing, timing out) ends the scheduled run for that chat, so a broken provider is not called once
+  per missing day; Backfill goes on and reports each failed day.
 - Only the active swipe of each message is read; hidden-from-AI messages are skipped. The connection is
   the chat's at the time of the run; changing it later rewrites nothing.
 """
@@ -58,6 +60,7 @@ TEMPERATURE = 0.3  # Marinara's: summaries should be steady, not creative
 JOB_MINUTES = 15
 MAX_SUMMARY_CHARS = 20_000
 MAX_DETAILS = answers.MAX_KEY_DETAILS
+EMPTY_DAY = "Every message of this day is empty: there is nothing to summarise."
 ONLY_CONVERSATION = "Day and week summaries are for Conversation chats; Roleplay chats use Chat Summary entries."
 
 _claims: set[tuple[str, int]] = set()
@@ -336,13 +339,14 @@ def _save(engine: Engine, chat_id: int, kind: str, day: date, result: answers.Da
 
 
 def _one(engine: Engine, config: ProviderConfig, chat_id: int, kind: str, day: date, messages: list[dict],
-         max_output_size: int) -> bool:  # fmt: skip
+         max_output_size: int) -> tuple[bool, answers.Failure | None]:  # fmt: skip
+    """Whether a summary was saved, and the failure if the model's answer was unusable."""
     try:
         result = ask(config, messages, max_output_size)
     except Exception:
         log.exception("summarising %s %s of chat %s failed", kind, day, chat_id)
         result = answers.Failure("internal", INTERNAL)
-    return _save(engine, chat_id, kind, day, result)
+    return _save(engine, chat_id, kind, day, result), result if isinstance(result, answers.Failure) else None
 
 
 def _connection(session: Session, chat: Chat, services: Services) -> ProviderConfig:
@@ -375,14 +379,15 @@ def _run(services: Services, chat_id: int, progress: Progress, *, limit: int, wa
         with Session(engine) as session:
             chat = session.get(Chat, chat_id)
             messages = _day_request(session, chat, day) if chat is not None else None
-        if messages is None:
-            progress.done += 1
+        if messages is None:  # only empty messages: nothing to ask, but the day must not look forgotten
+            _save(engine, chat_id, "day", day, answers.Failure("empty", EMPTY_DAY))
+            progress.done, progress.failed = progress.done + 1, progress.failed + 1
             continue
-        if _one(engine, config, chat_id, "day", day, messages, max_output):
-            progress.added += 1
-        else:
-            progress.failed += 1
+        saved, failure = _one(engine, config, chat_id, "day", day, messages, max_output)
         progress.done += 1
+        progress.added, progress.failed = progress.added + saved, progress.failed + (failure is not None)
+        if failure is not None and failure.kind == "provider" and wait_for_backoff:
+            return  # the provider is down or refusing: the scheduled run does not call it for every day
     if not progress.stop.is_set():
         _consolidate(services, chat_id, config, max_output, wait_for_backoff=wait_for_backoff, progress=progress)
 
@@ -408,7 +413,9 @@ def _consolidate(services: Services, chat_id: int, config: ProviderConfig, max_o
         progress.current = f"Consolidating the week of {week_label(monday)}"
         messages = [{"role": "system", "content": CONVERSATION_WEEK_PROMPT},
                     {"role": "user", "content": week_input(week_days)}]  # fmt: skip
-        _one(engine, config, chat_id, "week", monday, messages, max_output)
+        _saved, failure = _one(engine, config, chat_id, "week", monday, messages, max_output)
+        if failure is not None and failure.kind == "provider" and wait_for_backoff:
+            return
 
 
 def summarize_chat(services: Services, chat_id: int) -> None:
