@@ -253,6 +253,36 @@ def test_a_day_reads_only_active_swipes_and_skips_hidden_messages(sugo, api, mod
     assert [d["date"] for d in api.get(f"/api/chats/{chat_id}/days").json()] == [day.isoformat()]
 
 
+def test_a_long_day_is_summarised_in_parts_then_combined(sugo, api, models):
+    chat_id = _chat(api, models)
+    day = _today() - timedelta(days=1)
+    with Session(sugo.engine) as session:
+        for n in range(40):  # ~41,000 characters: two parts
+            at = _at(day, 9) + timedelta(minutes=n)
+            text = f"Message {n}: " + "words " * 165
+            session.add(Message(chat_id=chat_id, role="user", name="You", content=text, created_at=at, updated_at=at))
+        session.commit()
+    models.script(_answer(1), _answer(2), '{"summary": "The whole long day.", "keyDetails": ["detail 1", "detail 2"]}')
+    conversation.summarize_chat(sugo.services, chat_id)
+    parts = _summary_requests(models, DAY_PROMPT_START)
+    assert [p.split("]")[0] for p in parts] == [f"[{day_label(day)}, part 1 of 2", f"[{day_label(day)}, part 2 of 2"]
+    assert "Message 0:" in parts[0] and "Message 39:" in parts[1] and "Message 39:" not in parts[0]
+    assert all(len(p) < 33_000 for p in parts)
+    [combined] = _summary_requests(models, "You combine the partial summaries")
+    assert combined == "[Part 1]\nSummary number 1.\nKey details: detail 1\n\n[Part 2]\nSummary number 2.\nKey details: detail 2"
+    [saved] = api.get(f"/api/chats/{chat_id}/days").json()
+    assert (saved["summary"], saved["key_details"]) == ("The whole long day.", ["detail 1", "detail 2"])
+
+    # A part that fails fails the day: nothing is written and the reason names the part.
+    api.delete(f"/api/chats/{chat_id}/days/{day.isoformat()}")
+    models.reset()
+    models.script(_answer(1), Reply("not json at all"))
+    assert api.post(f"/api/chats/{chat_id}/days/backfill").status_code == 202
+    wait_for(lambda: api.get(f"/api/chats/{chat_id}/days/backfill").json()["status"] == "done", timeout=30, what="Backfill")
+    assert api.get(f"/api/chats/{chat_id}/days").json() == []
+    assert "Part 2 of 2:" in api.get(f"/chats/{chat_id}/settings").text
+
+
 def test_the_scheduled_run_stops_at_a_provider_error(sugo, api, models):
     chat_id = _chat(api, models)
     seeded = sorted(_seed(sugo.engine, chat_id, 3))

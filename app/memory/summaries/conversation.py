@@ -13,6 +13,8 @@ Decisions:
   consolidation waits for it); saving the day's summary removes the failure. A provider error (down,
   refusing, timing out) ends the scheduled run for that chat, so a broken provider is not called once
   per missing day; Backfill goes on and reports each failed day.
+- A day longer than 32,000 characters is summarised in parts (at most 12), then the parts are combined
+  (Marinara's way), so a busy day does not overflow the model's context and fail for ever.
 - Only the active swipe of each message is read; hidden-from-AI messages are skipped. The connection is
   the chat's at the time of the run; changing it later rewrites nothing.
 """
@@ -41,11 +43,13 @@ from app.memory.summaries import answers, days
 from app.memory.summaries.day_models import DayFailure, DaySummary, WeekSummary
 from app.memory.summaries.generate import INTERNAL
 from app.memory.summaries.prompts import (
+    CONVERSATION_DAY_PARTS_PROMPT,
     CONVERSATION_DAY_PROMPT,
     CONVERSATION_WEEK_PROMPT,
     TranscriptLine,
     day_label,
-    transcript,
+    parts_input,
+    transcript_parts,
     week_input,
     week_label,
 )  # fmt: skip
@@ -274,14 +278,37 @@ def _plan(session: Session, chat: Chat, limit: int) -> tuple[list[date], int]:
     return list(found.days), found.total
 
 
-def _day_request(session: Session, chat: Chat, day: date) -> list[dict] | None:
+def _day_parts(session: Session, chat: Chat, day: date) -> list[str]:
+    """The day's transcript (active swipes, hidden messages left out), in parts when it is long."""
     ids = next((d.message_ids for d in chat_days(session, chat) if d.day == day), ())
     rows = {m.id: m for m in session.exec(select(Message).where(col(Message.id).in_(ids)))}
-    text = transcript(TranscriptLine(rows[i].name or rows[i].role, _active_text(rows[i])) for i in ids if i in rows)
-    if not text:
-        return None
-    return [{"role": "system", "content": CONVERSATION_DAY_PROMPT},
-            {"role": "user", "content": f"[{day_label(day)}]\n\n{text}"}]  # fmt: skip
+    return transcript_parts([TranscriptLine(rows[i].name or rows[i].role, _active_text(rows[i])) for i in ids if i in rows])
+
+
+def _day_messages(day: date, text: str, part: tuple[int, int] | None = None) -> list[dict]:
+    label = day_label(day) if part is None else f"{day_label(day)}, part {part[0]} of {part[1]}"
+    return [{"role": "system", "content": CONVERSATION_DAY_PROMPT}, {"role": "user", "content": f"[{label}]\n\n{text}"}]
+
+
+def _summarise_day(engine: Engine, config: ProviderConfig, chat_id: int, day: date, parts: list[str],
+                   max_output: int) -> tuple[bool, answers.Failure | None]:  # fmt: skip
+    """One request for a day, or one per part and one combining them; any failure fails the whole day."""
+    if len(parts) == 1:
+        return _one(engine, config, chat_id, "day", day, _day_messages(day, parts[0]), max_output)
+    summaries: list[tuple[str, tuple[str, ...]]] = []
+    for n, text in enumerate(parts, 1):
+        try:
+            result = ask(config, _day_messages(day, text, (n, len(parts))), max_output)
+        except Exception:
+            log.exception("summarising part %s of day %s of chat %s failed", n, day, chat_id)
+            result = answers.Failure("internal", INTERNAL)
+        if isinstance(result, answers.Failure):
+            failure = answers.Failure(result.kind, f"Part {n} of {len(parts)}: {result.reason}")
+            _save(engine, chat_id, "day", day, failure)
+            return False, failure
+        summaries.append((result.summary, result.key_details))
+    combine = [{"role": "system", "content": CONVERSATION_DAY_PARTS_PROMPT}, {"role": "user", "content": parts_input(summaries)}]
+    return _one(engine, config, chat_id, "day", day, combine, max_output)
 
 
 def _active_text(msg: Message) -> str:
@@ -378,12 +405,12 @@ def _run(services: Services, chat_id: int, progress: Progress, *, limit: int, wa
         progress.current = f"Summarising {day_label(day)}"
         with Session(engine) as session:
             chat = session.get(Chat, chat_id)
-            messages = _day_request(session, chat, day) if chat is not None else None
-        if messages is None:  # only empty messages: nothing to ask, but the day must not look forgotten
+            parts = _day_parts(session, chat, day) if chat is not None else []
+        if not parts:  # only empty messages: nothing to ask, but the day must not look forgotten
             _save(engine, chat_id, "day", day, answers.Failure("empty", EMPTY_DAY))
             progress.done, progress.failed = progress.done + 1, progress.failed + 1
             continue
-        saved, failure = _one(engine, config, chat_id, "day", day, messages, max_output)
+        saved, failure = _summarise_day(engine, config, chat_id, day, parts, max_output)
         progress.done += 1
         progress.added, progress.failed = progress.added + saved, progress.failed + (failure is not None)
         if failure is not None and failure.kind == "provider" and wait_for_backoff:
