@@ -12,7 +12,7 @@ from sqlmodel import Session
 
 from app.chats.models import Message
 from app.db import make_engine
-from app.memory.summaries import conversation
+from app.memory.summaries import conversation, day_runs
 from app.memory.summaries.days import chat_day, week_finished, week_start
 from app.memory.summaries.prompts import day_label
 from app.timeutil import utcnow
@@ -74,10 +74,10 @@ def test_each_finished_day_then_each_finished_week_and_the_prompt_shape(sugo, ap
     expected_weeks = sorted({week_start(d) for d in seeded if week_finished(week_start(d), today)})
 
     models.script(*[_answer(n) for n in range(1, 20)])
-    conversation.summarize_chat(sugo.services, chat_id)  # the scheduled job's work for one chat
+    day_runs.summarize_chat(sugo.services, chat_id)  # the scheduled job's work for one chat
     first = api.get(f"/api/chats/{chat_id}/days").json()
-    assert [d["date"] for d in first] == [d.isoformat() for d in sorted(seeded)[-conversation.JOB_DAYS:]]
-    conversation.summarize_chat(sugo.services, chat_id)
+    assert [d["date"] for d in first] == [d.isoformat() for d in sorted(seeded)[-day_runs.JOB_DAYS:]]
+    day_runs.summarize_chat(sugo.services, chat_id)
     models.reset()
 
     days = api.get(f"/api/chats/{chat_id}/days").json()
@@ -87,7 +87,7 @@ def test_each_finished_day_then_each_finished_week_and_the_prompt_shape(sugo, ap
     weeks = api.get(f"/api/chats/{chat_id}/weeks").json()
     assert [w["date"] for w in weeks] == [w.isoformat() for w in expected_weeks]
 
-    conversation.summarize_chat(sugo.services, chat_id)  # nothing left: no request at all
+    day_runs.summarize_chat(sugo.services, chat_id)  # nothing left: no request at all
     assert models.requests == []
 
     # The day's request held the 03:30 message of the next morning, and no other day's messages.
@@ -96,7 +96,7 @@ def test_each_finished_day_then_each_finished_week_and_the_prompt_shape(sugo, ap
     if week_start(newest) in expected_weeks:  # a week summary speaks for its days: delete it too
         assert api.delete(f"/api/chats/{chat_id}/weeks/{week_start(newest).isoformat()}").status_code == 204
     assert api.delete(f"/api/chats/{chat_id}/days/{newest.isoformat()}").status_code == 204
-    conversation.summarize_chat(sugo.services, chat_id)
+    day_runs.summarize_chat(sugo.services, chat_id)
     [asked] = _summary_requests(models, DAY_PROMPT_START)
     assert all(text in asked for text in seeded[newest]) and day_label(newest) in asked
     assert not any(text in asked for day, texts in seeded.items() if day != newest for text in texts)
@@ -200,7 +200,7 @@ def test_bad_answers_keep_summaries_and_the_day_stays_missing_with_its_reason(su
     chat_id = _chat(api, models)
     seeded = sorted(_seed(sugo.engine, chat_id, 2))
     models.script(_answer(1), _answer(2))
-    conversation.summarize_chat(sugo.services, chat_id)
+    day_runs.summarize_chat(sugo.services, chat_id)
     kept = api.get(f"/api/chats/{chat_id}/days").json()
     assert len(kept) == 2
     api.delete(f"/api/chats/{chat_id}/days/{seeded[-1].isoformat()}")
@@ -225,7 +225,7 @@ def test_bad_answers_keep_summaries_and_the_day_stays_missing_with_its_reason(su
         assert reason.lower() in page.lower(), name
     # The scheduled job waits out the backoff instead of asking again at once.
     models.reset()
-    conversation.summarize_chat(sugo.services, chat_id)
+    day_runs.summarize_chat(sugo.services, chat_id)
     assert models.requests == []
     models.script(_answer(3))
     assert api.post(base).status_code == 202
@@ -245,7 +245,7 @@ def test_a_day_reads_only_active_swipes_and_skips_hidden_messages(sugo, api, mod
                             created_at=at, updated_at=at))  # fmt: skip
         session.commit()
     models.script(_answer(1))
-    conversation.summarize_chat(sugo.services, chat_id)
+    day_runs.summarize_chat(sugo.services, chat_id)
     [asked] = _summary_requests(models, DAY_PROMPT_START)
     assert "Aria: Kept swipe" in asked and "Discarded swipe" not in asked and "hidden aside" not in asked
     sent = models.requests[0].json
@@ -263,7 +263,7 @@ def test_a_long_day_is_summarised_in_parts_then_combined(sugo, api, models):
             session.add(Message(chat_id=chat_id, role="user", name="You", content=text, created_at=at, updated_at=at))
         session.commit()
     models.script(_answer(1), _answer(2), '{"summary": "The whole long day.", "keyDetails": ["detail 1", "detail 2"]}')
-    conversation.summarize_chat(sugo.services, chat_id)
+    day_runs.summarize_chat(sugo.services, chat_id)
     parts = _summary_requests(models, DAY_PROMPT_START)
     assert [p.split("]")[0] for p in parts] == [f"[{day_label(day)}, part 1 of 2", f"[{day_label(day)}, part 2 of 2"]
     assert "Message 0:" in parts[0] and "Message 39:" in parts[1] and "Message 39:" not in parts[0]
@@ -287,7 +287,7 @@ def test_the_scheduled_run_stops_at_a_provider_error(sugo, api, models):
     chat_id = _chat(api, models)
     seeded = sorted(_seed(sugo.engine, chat_id, 3))
     models.script(Reply(status=503, error="overloaded"))
-    conversation.summarize_chat(sugo.services, chat_id)
+    day_runs.summarize_chat(sugo.services, chat_id)
     assert len(_summary_requests(models, DAY_PROMPT_START)) == 1  # not once per missing day
     assert api.get(f"/api/chats/{chat_id}/days").json() == []
     page = api.get(f"/chats/{chat_id}/settings").text
@@ -337,7 +337,7 @@ def test_editing_a_day_keeps_it_and_marks_it_as_the_users(sugo, api, models):
     chat_id = _chat(api, models)
     seeded = sorted(_seed(sugo.engine, chat_id, 1))
     models.script(_answer(1))
-    conversation.summarize_chat(sugo.services, chat_id)
+    day_runs.summarize_chat(sugo.services, chat_id)
     url = f"/api/chats/{chat_id}/days/{seeded[0].isoformat()}"
     r = api.patch(url, json={"summary": "  We planned the trip.  ", "key_details": ["Leave Friday", " ", "Bring maps"]})
     assert r.status_code == 200, r.text

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from app.deps import ServicesDep, SessionDep
 from app.errors import UserError
-from app.memory.summaries import conversation
+from app.memory.summaries import conversation, day_runs
 from app.memory.summaries.answers import MAX_KEY_DETAIL_CHARS, MAX_KEY_DETAILS
 from app.memory.summaries.day_models import DaySummary, WeekSummary
 from app.memory.summaries.days import week_start
@@ -49,13 +49,13 @@ def _read(row: DaySummary | WeekSummary) -> SummaryRead:
                        created_at=row.created_at, updated_at=row.updated_at)  # fmt: skip
 
 
-def _status(progress: conversation.Progress | None) -> BackfillStatus:
+def _status(progress: day_runs.Progress | None) -> BackfillStatus:
     if progress is None:
         return BackfillStatus(status="none")
     status = "running" if progress.running else "stopped" if progress.stopped else "done"
     return BackfillStatus(status=status, total=progress.total, done=progress.done, added=progress.added,  # type: ignore[arg-type]
                           failed=progress.failed, remaining=progress.remaining, current=progress.current,
-                          result="" if progress.running else conversation.result_sentence(progress))  # fmt: skip
+                          result="" if progress.running else day_runs.result_sentence(progress))  # fmt: skip
 
 
 def _details(data: SummaryPatch) -> list[str] | None:
@@ -86,19 +86,19 @@ def list_week_summaries(chat_id: int, session: SessionDep) -> list[SummaryRead]:
 def backfill_status(chat_id: int, session: SessionDep, services: ServicesDep) -> BackfillStatus:
     """How the chat's Backfill is going."""
     conversation.list_days(session, chat_id)  # a Roleplay chat gets the same 400 as the other routes
-    return _status(conversation.backfill_status(services.engine, chat_id))
+    return _status(day_runs.backfill_status(services.engine, chat_id))
 
 
 @router.post("/{chat_id}/days/backfill", status_code=202)
 def start_backfill(chat_id: int, services: ServicesDep) -> BackfillStatus:
     """Summarise up to 14 of the newest missing days now."""
-    return _status(conversation.start_backfill(services, chat_id))
+    return _status(day_runs.start_backfill(services, chat_id))
 
 
 @router.post("/{chat_id}/days/backfill/stop")
 def stop_backfill(chat_id: int, services: ServicesDep) -> BackfillStatus:
     """Stop after the day being summarised; the days already done stay."""
-    return _status(conversation.stop_backfill(services, chat_id))
+    return _status(day_runs.stop_backfill(services, chat_id))
 
 
 @router.patch("/{chat_id}/days/{day}")

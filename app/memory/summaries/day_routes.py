@@ -9,7 +9,7 @@ from sqlmodel import Session
 
 from app import forms
 from app.deps import FormDep, ServicesDep, SessionDep
-from app.memory.summaries import conversation
+from app.memory.summaries import conversation, day_runs
 from app.web import render
 
 MISSING = "memory/_missing_summaries.html"
@@ -20,7 +20,7 @@ router = APIRouter(include_in_schema=False)  # included by routes.py
 def _missing(request: Request, session: Session, chat_id: int) -> HTMLResponse:
     chat = conversation.conversation_chat(session, chat_id)
     engine = request.app.state.services.engine
-    return render(request, MISSING, {"chat": chat, "c": conversation.panel_context(session, chat, engine=engine)})
+    return render(request, MISSING, {"chat": chat, "c": day_runs.panel_context(session, chat, engine=engine)})
 
 
 def _edit(request: Request, session: Session, chat_id: int, *, saved: str = "") -> HTMLResponse:
@@ -36,7 +36,7 @@ def missing_summaries_panel(chat_id: int, request: Request, session: SessionDep)
 @router.post("/chats/{chat_id}/days/backfill")
 def backfill_page(chat_id: int, request: Request, services: ServicesDep) -> HTMLResponse:
     """Summarise up to 14 of the newest missing days now; the panel shows the progress."""
-    conversation.start_backfill(services, chat_id)
+    day_runs.start_backfill(services, chat_id)
     with Session(services.engine) as session:
         return _missing(request, session, chat_id)
 
@@ -44,7 +44,7 @@ def backfill_page(chat_id: int, request: Request, services: ServicesDep) -> HTML
 @router.post("/chats/{chat_id}/days/backfill/stop")
 def stop_backfill_page(chat_id: int, request: Request, services: ServicesDep) -> HTMLResponse:
     """Stop the Backfill after the day being summarised."""
-    conversation.stop_backfill(services, chat_id)
+    day_runs.stop_backfill(services, chat_id)
     with Session(services.engine) as session:
         return _missing(request, session, chat_id)
 

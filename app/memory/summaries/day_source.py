@@ -14,14 +14,14 @@ from sqlmodel import Session
 from app import forms
 from app.chats.models import Chat
 from app.jobs import Job, run_soon
-from app.memory.summaries import conversation, days
+from app.memory.summaries import conversation, day_runs, days
 from app.memory.summaries.prompts import day_block, important_memories, week_block
 from app.prompt.builder import DynamicBlock
 from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
 from app.services import Services
 
-JOBS = (Job("summaries.conversation_days", conversation.summarize_conversations,
-            every_minutes=conversation.JOB_MINUTES, at_start=True),)  # fmt: skip
+JOBS = (Job("summaries.conversation_days", day_runs.summarize_conversations,
+            every_minutes=day_runs.JOB_MINUTES, at_start=True),)  # fmt: skip
 
 
 class DaySummarySource(PromptSource):
@@ -61,7 +61,7 @@ class DaySummarySource(PromptSource):
         return turn.scratch.pop(self.name, ())
 
     def after_reply(self, services: Services, chat_id: int) -> None:
-        run_soon(services.scheduler, conversation.summarize_chat, services, chat_id,
+        run_soon(services.scheduler, day_runs.summarize_chat, services, chat_id,
                  job_id=f"summaries.conversation_days:{chat_id}")  # fmt: skip
 
     def jobs(self) -> Sequence[Job]:
@@ -71,7 +71,7 @@ class DaySummarySource(PromptSource):
         if chat.mode != "conversation":
             return None
         return SettingsSection("memory/_day_summary_settings.html",
-                               conversation.panel_context(session, chat, engine=services.engine))  # fmt: skip
+                               day_runs.panel_context(session, chat, engine=services.engine))  # fmt: skip
 
     def read_settings_form(self, session: Session, chat: Chat, form: Any) -> dict[str, Any]:
         if not forms.text(form, "day_summaries_shown"):
