@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from app.lore.source import LoreSource
 from app.memory.recall.source import RecallSource
+from app.memory.summaries.day_source import DaySummarySource
 from app.memory.summaries.source import SummarySource
 from app.prompt.builtin_sources import CharacterNoteSource, ContextNoteSource, TimeAwarenessSource
 from app.prompt.sources import PromptSources
@@ -15,6 +16,7 @@ def default_sources() -> PromptSources:
         RecallSource(),
         LoreSource(),
         SummarySource(),
+        DaySummarySource(),
         CharacterNoteSource(),
         ContextNoteSource(),
         TimeAwarenessSource(),

@@ -94,6 +94,11 @@
   document.addEventListener("input", (e) => {
     if (e.target.getAttribute?.("aria-invalid") === "true") fieldError(e.target);
   });
+  // A field whose change has a consequence worth saying before Save (e.g. the Day Rollover Hour).
+  document.addEventListener("change", (e) => {
+    const warn = e.target.dataset?.warnIfChanged;
+    if (warn) document.getElementById(warn)?.toggleAttribute("hidden", e.target.value === e.target.dataset.saved);
+  });
 
   // ---- theme --------------------------------------------------------------------------------
   document.addEventListener("click", (e) => {

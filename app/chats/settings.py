@@ -47,6 +47,8 @@ class ChatSettings(BaseModel):
     # The connection that writes summaries (None, or one since deleted: the chat's own). The Summary
     # Prompt is not here: one choice serves every Roleplay chat (memory/summaries/templates.py).
     summary_connection_id: int | None = Field(default=None, ge=1)
+    # Conversation chats: a message before this hour (12 AM to 11 AM) belongs to the day before.
+    summary_rollover_hour: int = Field(default=4, ge=0, le=11)
 
     def recall_enabled(self, mode: str) -> bool:
         return self.memory_recall if self.memory_recall is not None else mode == "conversation"

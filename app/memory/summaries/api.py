@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from app.chats.service import get_chat
 from app.deps import ServicesDep, SessionDep
 from app.memory.summaries import generate, service, templates
+from app.memory.summaries.day_api import router as days_router
 from app.memory.summaries.service import MAX_CONTENT, MAX_ENTRIES, MAX_TITLE, EntryView
 from app.memory.summaries.templates import MAX_NAME, MAX_TEXT
 from app.modelbase import RowId
@@ -278,3 +279,6 @@ def delete_summary_template(template_id: int, session: SessionDep) -> Response:
     """Delete a template; when it was the chosen one, every Roleplay chat uses the Default."""
     templates.delete_template(session, template_id)
     return Response(status_code=204)
+
+
+router.include_router(days_router)

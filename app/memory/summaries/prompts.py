@@ -64,6 +64,19 @@ Answer with JSON only, in this shape:
 emotional events and new information. Merge duplicates and drop what was resolved.
 Do not add anything outside the JSON."""
 
+CONVERSATION_DAY_PARTS_PROMPT = """\
+You combine the partial summaries of one long day of a conversation into the summary of that day. Each \
+part below starts with its number, then its summary and its key details, in order.
+Answer with JSON only, in this shape:
+{"summary": "...", "keyDetails": ["...", "..."]}
+- "summary": 1 to 3 terse sentences, like atmospheric field notes: what the day was about and its mood.
+- "keyDetails": the details from the parts that still matter: promises, plans, unresolved questions, \
+emotional events and new information. Merge duplicates and drop what was resolved later that day.
+Do not add anything outside the JSON."""
+
+DAY_PART_CHARS = 32_000  # Marinara's: a longer day is summarised in parts, then the parts are combined
+MAX_DAY_PARTS = 12
+
 
 @dataclass(frozen=True)
 class TranscriptLine:
@@ -75,6 +88,36 @@ class TranscriptLine:
 
 def transcript(lines: Iterable[TranscriptLine]) -> str:
     return "\n\n".join(f"{line.name}: {line.text.strip()}" for line in lines if line.text.strip())
+
+
+def transcript_parts(lines: Sequence[TranscriptLine], max_chars: int = DAY_PART_CHARS,
+                     max_parts: int = MAX_DAY_PARTS) -> list[str]:  # fmt: skip
+    """A day's transcript in parts of about `max_chars`, split between messages (a longer message is a part
+    of its own); never more than `max_parts`: the parts grow instead. Empty when no message has text."""
+    kept = [line for line in lines if line.text.strip()]
+    total = sum(len(line.text) + len(line.name) + 4 for line in kept)
+    size = max(max_chars, -(-total // max_parts))
+    parts: list[list[TranscriptLine]] = []
+    used = 0
+    for line in kept:
+        cost = len(line.text) + len(line.name) + 4
+        if not parts or (used + cost > size and len(parts) < max_parts):
+            parts.append([])
+            used = 0
+        parts[-1].append(line)
+        used += cost
+    return [transcript(part) for part in parts]
+
+
+def parts_input(parts: Sequence[tuple[str, Sequence[str]]]) -> str:
+    """The combine prompt's input: per part "[Part n]", its summary, "Key details: a; b"."""
+    texts = []
+    for n, (summary, details) in enumerate(parts, 1):
+        text = f"[Part {n}]\n{summary.strip()}"
+        if details:
+            text += "\nKey details: " + "; ".join(d.strip() for d in details)
+        texts.append(text)
+    return "\n\n".join(texts)
 
 
 def day_label(day: date) -> str:

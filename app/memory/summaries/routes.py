@@ -10,6 +10,7 @@ from app.chats.service import get_chat
 from app.deps import FormDep, ServicesDep, SessionDep
 from app.errors import UserError
 from app.memory.summaries import generate, service, templates
+from app.memory.summaries.day_routes import router as days_router
 from app.memory.summaries.source import panel_context, prompt_context
 from app.modelbase import parse_row_id
 from app.web import HxRequest, render
@@ -214,3 +215,6 @@ def delete_summary_template_page(chat_id: int, template_id: int, request: Reques
         chosen = templates.chosen_prompt(session) if was_chosen else templates.ChosenPrompt(None)
         return _part(request, session, chat_id, form, chosen=chosen)
     return _part(request, session, chat_id, form)
+
+
+router.include_router(days_router)

@@ -1,0 +1,201 @@
+"""Conversation chats' day and week summaries: where they are kept, which days a chat has, and the
+edits of Chat Settings' Edit Summaries window and the JSON API. day_runs.py has the runs that write them.
+
+Decisions:
+- The day a message belongs to is read in the server's local timezone (the one Time Awareness tells
+  the model), with the chat's Day Rollover Hour (days.py has the rules).
+- An edited summary is marked as the user's ("origin"); a summary needs text; a deleted day goes back to
+  Missing Summaries unless a week summary speaks for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, tzinfo
+
+from sqlmodel import Session, col, select
+
+from app.chats.models import Chat, Message
+from app.chats.service import get_chat
+from app.chats.settings import read_settings
+from app.errors import NotFound, UserError
+from app.memory.summaries import answers, days
+from app.memory.summaries.day_models import DayFailure, DaySummary, WeekSummary
+from app.memory.summaries.prompts import day_label, week_label
+from app.timeutil import as_utc, utcnow
+
+MAX_SUMMARY_CHARS = 20_000
+MAX_DETAILS = answers.MAX_KEY_DETAILS
+ONLY_CONVERSATION = "Day and week summaries are for Conversation chats; Roleplay chats use Chat Summary entries."
+
+
+def local_zone() -> tzinfo:
+    zone = datetime.now().astimezone().tzinfo
+    assert zone is not None
+    return zone
+
+
+def conversation_chat(session: Session, chat_id: int) -> Chat:
+    chat = get_chat(session, chat_id)
+    if chat.mode != "conversation":
+        raise UserError(ONLY_CONVERSATION)
+    return chat
+
+
+def _rollover(chat: Chat) -> int:
+    return read_settings(chat.settings).summary_rollover_hour
+
+
+def today_of(chat: Chat, now: datetime | None = None) -> date:
+    return days.chat_day(now or utcnow(), local_zone(), _rollover(chat))
+
+
+def chat_days(session: Session, chat: Chat) -> list[days.ChatDay]:
+    """The chat's days with messages the AI reads (hidden ones are never summarised)."""
+    rows = session.exec(
+        select(Message.id, Message.created_at).where(
+            Message.chat_id == chat.id, Message.kind == "message", Message.hidden == False  # noqa: E712
+        )
+    ).all()
+    timed = [days.TimedMessage(i, as_utc(at)) for i, at in rows]
+    return days.group_days(timed, local_zone(), _rollover(chat))
+
+
+def day_rows(session: Session, chat_id: int) -> list[DaySummary]:
+    return list(session.exec(select(DaySummary).where(DaySummary.chat_id == chat_id).order_by(col(DaySummary.day))))
+
+
+def week_rows(session: Session, chat_id: int) -> list[WeekSummary]:
+    return list(session.exec(select(WeekSummary).where(WeekSummary.chat_id == chat_id).order_by(col(WeekSummary.week))))
+
+
+def failures(session: Session, chat_id: int) -> list[DayFailure]:
+    return list(session.exec(select(DayFailure).where(DayFailure.chat_id == chat_id).order_by(col(DayFailure.day))))
+
+
+def list_days(session: Session, chat_id: int) -> list[DaySummary]:
+    conversation_chat(session, chat_id)
+    return day_rows(session, chat_id)
+
+
+def list_weeks(session: Session, chat_id: int) -> list[WeekSummary]:
+    conversation_chat(session, chat_id)
+    return week_rows(session, chat_id)
+
+
+def _summary_text(summary: str | None) -> str | None:
+    if summary is None:
+        return None
+    summary = summary.strip()
+    if not summary:
+        raise UserError("A summary needs some text; delete it instead to have the day summarised again.")
+    if len(summary) > MAX_SUMMARY_CHARS:
+        raise UserError(f"A summary can be at most {MAX_SUMMARY_CHARS:,} characters.")
+    return summary
+
+
+def _details(details: Sequence[str] | None) -> list[str] | None:
+    if details is None:
+        return None
+    kept = [d.strip() for d in details if d.strip()]
+    if len(kept) > MAX_DETAILS:
+        raise UserError(f"At most {MAX_DETAILS} key details per summary.")
+    if any(len(d) > answers.MAX_KEY_DETAIL_CHARS for d in kept):
+        raise UserError(f"A key detail can be at most {answers.MAX_KEY_DETAIL_CHARS} characters.")
+    return kept
+
+
+def _edit(row: DaySummary | WeekSummary, summary: str | None, key_details: Sequence[str] | None) -> None:
+    text, details = _summary_text(summary), _details(key_details)
+    if text is not None:
+        row.summary = text
+    if details is not None:
+        row.key_details = details
+    row.origin, row.updated_at = "user", utcnow()
+
+
+def update_day(session: Session, chat_id: int, day: date, *, summary: str | None = None,
+               key_details: Sequence[str] | None = None) -> DaySummary:  # fmt: skip
+    conversation_chat(session, chat_id)
+    row = session.exec(select(DaySummary).where(DaySummary.chat_id == chat_id, DaySummary.day == day)).first()
+    if row is None:
+        raise NotFound(f"There is no summary for {day_label(day)}.")
+    _edit(row, summary, key_details)
+    session.add(row)
+    session.flush()
+    return row
+
+
+def update_week(session: Session, chat_id: int, monday: date, *, summary: str | None = None,
+                key_details: Sequence[str] | None = None) -> WeekSummary:  # fmt: skip
+    conversation_chat(session, chat_id)
+    row = session.exec(select(WeekSummary).where(WeekSummary.chat_id == chat_id, WeekSummary.week == monday)).first()
+    if row is None:
+        raise NotFound(f"There is no summary for the week of {week_label(monday)}.")
+    _edit(row, summary, key_details)
+    session.add(row)
+    session.flush()
+    return row
+
+
+def delete_day(session: Session, chat_id: int, day: date) -> None:
+    """The day goes back to Missing Summaries (and is summarised again by the next run)."""
+    session.delete(update_day(session, chat_id, day))
+    session.flush()
+
+
+def delete_week(session: Session, chat_id: int, monday: date) -> None:
+    """Its days' summaries stay; the week is consolidated again by the next run."""
+    session.delete(update_week(session, chat_id, monday))
+    session.flush()
+
+
+@dataclass(frozen=True)
+class Overview:
+    """What the Missing Summaries panel says."""
+
+    missing: int
+    failures: list[DayFailure]
+    has_summaries: bool
+
+
+def overview(session: Session, chat: Chat) -> Overview:
+    assert chat.id is not None
+    done_days = {r.day for r in day_rows(session, chat.id)}
+    done_weeks = {r.week for r in week_rows(session, chat.id)}
+    found = days.missing_days([d.day for d in chat_days(session, chat)], done_days, done_weeks, today_of(chat))
+    return Overview(found.total, failures(session, chat.id), bool(done_days or done_weeks))
+
+
+# Chat Settings ------------------------------------------------------------------------------------------
+
+KINDS = ("days", "weeks")
+
+
+def item_key(kind: str, on: date) -> str:
+    """The form-field suffix of one item of the Edit Summaries window (the window sits in the settings form)."""
+    if kind not in KINDS:
+        raise NotFound("There is no such summary.")
+    return f"{kind[:-1]}-{on.isoformat()}"
+
+
+def save_item(session: Session, chat_id: int, kind: str, on: date, *, summary: str,
+              key_details: Sequence[str]) -> DaySummary | WeekSummary:  # fmt: skip
+    item_key(kind, on)
+    edit = update_day if kind == "days" else update_week
+    return edit(session, chat_id, on, summary=summary, key_details=key_details)
+
+
+def delete_item(session: Session, chat_id: int, kind: str, on: date) -> None:
+    item_key(kind, on)
+    (delete_day if kind == "days" else delete_week)(session, chat_id, on)
+
+
+def edit_context(session: Session, chat_id: int) -> dict:
+    """The Edit Summaries window: every week, then the days no week summary speaks for."""
+    conversation_chat(session, chat_id)
+    weeks = week_rows(session, chat_id)
+    done = {w.week for w in weeks}
+    return {"weeks": weeks, "days": [d for d in day_rows(session, chat_id) if days.week_start(d.day) not in done],
+            "week_span": timedelta(days=6)}  # fmt: skip

@@ -1,0 +1,81 @@
+"""Conversation chats' day and week summaries as a prompt source: the week summaries, then the day
+summaries of weeks not yet consolidated, and their key details, in the older short-term memory slot
+(so the cached prefix changes only when a summary does); the messages they speak for leave the
+history, except the Recent Message Tail. Messages of past days no summary speaks for, and today's, are
+sent word for word. Also the always-on job and its part of Chat Settings."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from sqlmodel import Session
+
+from app import forms
+from app.chats.models import Chat
+from app.jobs import Job, run_soon
+from app.memory.summaries import conversation, day_runs, days
+from app.memory.summaries.prompts import day_block, important_memories, week_block
+from app.prompt.builder import DynamicBlock
+from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
+from app.services import Services
+
+JOBS = (Job("summaries.conversation_days", day_runs.summarize_conversations,
+            every_minutes=day_runs.JOB_MINUTES, at_start=True),)  # fmt: skip
+
+
+class DaySummarySource(PromptSource):
+    name = "day_summaries"
+    label = "Day summaries"
+
+    def contribute(self, turn: Turn) -> Contribution | None:
+        if turn.chat.mode != "conversation":
+            return None
+        chat_id = turn.chat.id
+        assert chat_id is not None
+        dayrows = {r.day: r for r in conversation.day_rows(turn.session, chat_id)}
+        weekrows = {r.week: r for r in conversation.week_rows(turn.session, chat_id)}
+        if not dayrows and not weekrows:
+            return None
+        grouped = conversation.chat_days(turn.session, turn.chat)
+        tail = min(turn.settings.summary_recent_tail, days.MAX_TAIL)
+        plan = days.conversation_plan(grouped, dayrows, weekrows, conversation.today_of(turn.chat), tail=tail)
+        if not plan.weeks and not plan.days:
+            return None
+        covered = {d.day for d in grouped if d.day in plan.days or days.week_start(d.day) in plan.weeks}
+        kept = set(plan.tail_ids)
+        turn.scratch[self.name] = {i for d in grouped if d.day in covered for i in d.message_ids if i not in kept}
+        parts = [week_block(w, weekrows[w].summary) for w in plan.weeks]
+        parts += [day_block(d, dayrows[d].summary) for d in plan.days]
+        memories = important_memories([(w, weekrows[w].key_details) for w in plan.weeks],
+                                      [(d, dayrows[d].key_details) for d in plan.days])  # fmt: skip
+        text = "\n\n".join(parts + ([memories] if memories else []))
+        left_out = len(turn.scratch[self.name])
+        return Contribution(
+            fixed=(DynamicBlock("older_short_term_memory", "Day summaries", text),),
+            note=f"Day summaries: {len(plan.weeks)} week and {len(plan.days)} day summaries sent; "
+            f"{left_out} summarised messages left out, {len(plan.tail_ids)} kept as the recent tail.",
+        )
+
+    def history_filter(self, turn: Turn) -> Collection[int]:
+        return turn.scratch.pop(self.name, ())
+
+    def after_reply(self, services: Services, chat_id: int) -> None:
+        run_soon(services.scheduler, day_runs.summarize_chat, services, chat_id,
+                 job_id=f"summaries.conversation_days:{chat_id}")  # fmt: skip
+
+    def jobs(self) -> Sequence[Job]:
+        return JOBS
+
+    def settings_section(self, session: Session, chat: Chat, services: Services) -> SettingsSection | None:
+        if chat.mode != "conversation":
+            return None
+        return SettingsSection("memory/_day_summary_settings.html",
+                               day_runs.panel_context(session, chat, engine=services.engine))  # fmt: skip
+
+    def read_settings_form(self, session: Session, chat: Chat, form: Any) -> dict[str, Any]:
+        if not forms.text(form, "day_summaries_shown"):
+            return {}
+        values = {"summary_rollover_hour": forms.optional_number(form, "summary_rollover_hour", int),
+                  "summary_recent_tail": forms.optional_number(form, "summary_recent_tail", int)}  # fmt: skip
+        return {k: v for k, v in values.items() if v is not None}
