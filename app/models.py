@@ -9,13 +9,13 @@ from app.connections.models import AppDefault, Connection
 from app.images.models import Image
 from app.lore.models import Lorebook, LorebookEntry, LorebookLink
 from app.memory.recall.models import MemoryChunk, MemoryVector
-from app.memory.summaries.models import SummaryEntry, SummaryJob
+from app.memory.summaries.models import SummaryEntry, SummaryJob, SummaryRun
 from app.personas.models import Persona
 
 metadata = SQLModel.metadata
 
 __all__ = [
     "AppDefault", "Character", "Chat", "ChatCharacter", "Connection", "Image", "Lorebook", "LorebookEntry", "LorebookLink", "MemoryChunk", "MemoryVector", "Message", "Persona", "SummaryEntry",
-    "SummaryJob",
+    "SummaryJob", "SummaryRun",
     "metadata",
 ]

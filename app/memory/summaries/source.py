@@ -4,7 +4,7 @@ hides them, and its part of Chat Settings. Roleplay chats only."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -13,8 +13,10 @@ from sqlmodel import Session
 from app import forms
 from app.chats.models import Chat
 from app.chats.settings import read_settings
-from app.memory.summaries import generate, service
-from app.memory.summaries.coverage import ChatMessage, SummaryRange, select_messages
+from app.errors import UserError
+from app.jobs import Job
+from app.memory.summaries import generate, runs, service
+from app.memory.summaries.coverage import ChatMessage, ScopeError, SummaryRange, check_every, select_messages
 from app.memory.summaries.rules import EntryText, summary_block
 from app.prompt.builder import DynamicBlock
 from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
@@ -51,6 +53,12 @@ class SummarySource(PromptSource):
     def history_filter(self, turn: Turn) -> Collection[int]:
         return turn.scratch.pop(self.name, ())
 
+    def after_reply(self, services: Services, chat_id: int) -> None:
+        runs.schedule_automatic(services, chat_id)
+
+    def jobs(self) -> Sequence[Job]:
+        return runs.JOBS
+
     def settings_section(self, session: Session, chat: Chat, services: Services) -> SettingsSection | None:
         if chat.mode != "roleplay":
             return None
@@ -60,8 +68,16 @@ class SummarySource(PromptSource):
         if not forms.text(form, "chat_summary_shown"):
             return {}
         tail = forms.optional_number(form, "summary_recent_tail", int)
+        every = forms.optional_number(form, "summary_every", int)
+        if every is not None:
+            try:
+                check_every(every)
+            except ScopeError as err:
+                raise UserError(str(err)) from None
         return {"summary_hide_messages": forms.checkbox(form, "summary_hide_messages"),
-                **({} if tail is None else {"summary_recent_tail": tail})}  # fmt: skip
+                "summary_auto": forms.checkbox(form, "summary_auto"),
+                **({} if tail is None else {"summary_recent_tail": tail}),
+                **({} if every is None else {"summary_every": every})}  # fmt: skip
 
 
 def _ranges(entries) -> list[SummaryRange]:
@@ -80,4 +96,6 @@ def panel_context(session: Session, chat: Chat, *, engine: Engine, show_inactive
         "entries": [v for v in views if show_inactive or v.entry.active], "total": len(views), "inactive": inactive,
         "show_inactive": show_inactive, "message_count": len(ids), "uncovered": uncovered, "tail": tail,
         "job": generate.latest_job(session, engine, chat.id), "review": read_settings(chat.settings).summary_review,
+        "backfill": runs.latest_run(session, chat.id, "backfill"), "auto": runs.latest_run(session, chat.id, "automatic"),
+        "batch": runs.BATCH,
     }  # fmt: skip
