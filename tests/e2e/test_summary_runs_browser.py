@@ -5,6 +5,7 @@ finished entries are listed. Desktop and phone."""
 
 from playwright.sync_api import Page, expect
 
+from tests.conftest import read_sse
 from tests.e2e.test_summaries_browser import _chat, _connect, _entries
 from tests.support.model_server import Reply
 
@@ -60,3 +61,22 @@ def test_backfill_shows_progress_and_stop_keeps_the_finished_entries(page: Page,
     expect(section.locator("#summary-backfill")).to_contain_text("Summarises the 10 uncovered older messages")
     section.locator("#summary-backfill").scroll_into_view_if_needed()
     shot("backfill-stopped")
+
+
+def test_an_automatic_summary_shows_while_it_is_written_then_is_listed(page: Page, live, models, shot):
+    chat_id = _chat(live, 1)
+    _connect(live, models)
+    models.script("A reply.", Reply("They set out at dawn and met on the road.", first_delay_s=2.5))
+    with live.client() as c:
+        assert c.put(f"/api/chats/{chat_id}/options", json={"settings": {"summary_auto": True, "summary_every": 1}}).status_code == 200
+        read_sse(c.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "Shall we go?"}))
+    page.goto(f"{live.url}/chats/{chat_id}/settings")
+    section = page.locator("#chat-summary")
+    running = section.locator("#summary-auto-running")
+    running.scroll_into_view_if_needed()
+    expect(running).to_have_text("Writing the automatic summary of messages 1–4…")
+    shot("automatic-running")
+    items = section.locator(".summary-item")
+    expect(items).to_have_count(1, timeout=15_000)
+    expect(items.nth(0)).to_contain_text("messages 1–4")
+    expect(running).to_have_count(0)
