@@ -80,3 +80,26 @@ def test_an_automatic_summary_shows_while_it_is_written_then_is_listed(page: Pag
     expect(items).to_have_count(1, timeout=15_000)
     expect(items.nth(0)).to_contain_text("messages 1–4")
     expect(running).to_have_count(0)
+
+
+def test_a_failed_automatic_summary_shows_its_reason_and_retry_writes_it(page: Page, live, models, shot):
+    chat_id = _chat(live, 1)
+    _connect(live, models)
+    models.script("A reply.", Reply(status=500, error="upstream exploded"))
+    with live.client() as c:
+        assert c.put(f"/api/chats/{chat_id}/options", json={"settings": {"summary_auto": True, "summary_every": 1}}).status_code == 200
+        read_sse(c.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "Shall we go?"}))
+    page.goto(f"{live.url}/chats/{chat_id}/settings")
+    section = page.locator("#chat-summary")
+    failed = section.locator("#summary-auto-failed")
+    failed.scroll_into_view_if_needed()
+    expect(failed).to_contain_text("The automatic summary of messages 1–4 failed:", timeout=15_000)
+    expect(failed).to_contain_text("(tried 1 time; trying again at ")
+    shot("automatic-failed")
+    assert _entries(live, chat_id) == []
+    models.script("They set out at dawn.")
+    failed.get_by_role("button", name="Retry").click()
+    items = section.locator(".summary-item")
+    expect(items).to_have_count(1, timeout=15_000)
+    expect(items.nth(0)).to_contain_text("They set out at dawn")
+    expect(failed).to_have_count(0)

@@ -360,7 +360,8 @@ def retry_automatic(services: Services, chat_id: int) -> SummaryRun:
             raise UserError("There is no failed automatic summary to retry.")
         if running(services.engine, chat_id):
             raise Conflict(BUSY)
-        run.attempts, run.next_attempt_at = 0, None
+        # Shown as running at once, so the panel answering this Retry polls until the entry is there.
+        run.status, run.attempts, run.next_attempt_at, run.updated_at = "running", 0, None, utcnow()
         session.add(run)
         session.commit()
         session.refresh(run)
