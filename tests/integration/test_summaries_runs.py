@@ -212,3 +212,22 @@ def test_backfill_refuses_what_it_cannot_do_with_a_sentence(api, models):
     assert api.post("/api/chats/999999/summaries/backfill").status_code == 404
     bad = api.post(f"/chats/{chat_id}/settings", data={"chat_summary_shown": "1", "summary_every": "0"})
     assert bad.status_code == 400 and "from 1 to 200" in bad.text
+
+
+def test_a_failed_backfill_batch_stops_the_run_and_retry_goes_on_from_it(api, models):
+    chat_id = _long_chat(api, models, 120)
+    base = f"/api/chats/{chat_id}/summaries/backfill"
+    models.script("Part 1.", Reply(status=500, error="upstream exploded"))
+    assert api.post(base).status_code == 202
+    status = _until(lambda: (s := api.get(base).json())["status"] != "running" and s, "the run fails")
+    assert status["status"] == "failed" and status["done"] == 1 and status["total"] == 3, status
+    assert status["current"] == "messages 51–100" and "500" in status["reason"]
+    assert _ranges(api, chat_id) == [(1, 50)]
+    page = api.get(f"/chats/{chat_id}/summaries").text
+    assert "Backfill stopped at step 2 of 3 (messages 51–100)" in page and "summary-backfill-retry" in page
+    models.script("Part 2.", "Part 3.")
+    again = api.post(base).json()
+    assert again["run_id"] == status["run_id"] and (again["done"], again["total"]) == (1, 3)
+    _until(lambda: api.get(base).json()["status"] == "done", "the retried run finishes")
+    assert _ranges(api, chat_id) == [(1, 50), (51, 100), (101, 110)]
+    assert [e["content"] for e in _entries(api, chat_id)] == ["Part 1.", "Part 2.", "Part 3."]
