@@ -231,3 +231,21 @@ def test_a_failed_backfill_batch_stops_the_run_and_retry_goes_on_from_it(api, mo
     _until(lambda: api.get(base).json()["status"] == "done", "the retried run finishes")
     assert _ranges(api, chat_id) == [(1, 50), (51, 100), (101, 110)]
     assert [e["content"] for e in _entries(api, chat_id)] == ["Part 1.", "Part 2.", "Part 3."]
+
+
+def test_a_cut_short_backfill_with_nothing_left_or_stop_asked_ends_quietly_at_start(sugo, api, models):
+    chat_id = _long_chat(api, models, 30)  # older than the tail: messages 1–20
+    assert api.post(f"/api/chats/{chat_id}/summaries", json={"content": "All of it.", "scope": "range", "start": 1, "end": 20}).status_code == 201
+    with sugo.session() as s:
+        s.add(SummaryRun(chat_id=chat_id, kind="backfill", total=2, done=1, current="messages 1–20"))
+        s.commit()
+    runs.sweep(sugo.services)  # what the at-start job runs
+    status = api.get(f"/api/chats/{chat_id}/summaries/backfill").json()
+    assert status["status"] == "done" and status["reason"] == "" and status["done"] == 2
+    api.delete(f"/api/chats/{chat_id}/summaries/{_entries(api, chat_id)[0]['id']}")
+    with sugo.session() as s:
+        s.add(SummaryRun(chat_id=chat_id, kind="backfill", total=1, stop_requested=True, current="messages 1–20"))
+        s.commit()
+    runs.sweep(sugo.services)
+    assert api.get(f"/api/chats/{chat_id}/summaries/backfill").json()["status"] == "stopped"
+    assert _summary_requests(models) == [] and _entries(api, chat_id) == []

@@ -385,7 +385,8 @@ def sweep(services: Services) -> None:
             continue
         try:
             if kind == "backfill" and status == "running":
-                start_backfill(services, chat_id)
+                if not _settle_backfill(engine, chat_id):
+                    start_backfill(services, chat_id)
             elif kind == "automatic" and status == "running":
                 run_automatic(services, chat_id, retry=True)
             elif kind == "automatic" and next_at is not None and next_at <= now:
@@ -397,6 +398,25 @@ def sweep(services: Services) -> None:
                     _fail(session, run, str(err))
         except Exception:  # one broken chat must not stop the others
             log.exception("summary sweep failed for chat %s", chat_id)
+
+
+def _settle_backfill(engine: Engine, chat_id: int) -> bool:
+    """End a cut-short Backfill that has nothing left to resume: Stop was asked for, or its work is done."""
+    with Session(engine) as session:
+        run = latest_run(session, chat_id, "backfill")
+        chat = session.get(Chat, chat_id)
+        if run is None or chat is None or run.status != "running":
+            return True
+        if run.stop_requested:
+            run.status = "stopped"
+        elif not _batches(session, chat):
+            run.status, run.done = "done", run.total
+        else:
+            return False
+        run.current, run.updated_at = "", utcnow()
+        session.add(run)
+        session.commit()
+        return True
 
 
 JOBS = (Job("summaries.sweep", sweep, every_minutes=SWEEP_MINUTES, at_start=True),)
