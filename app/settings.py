@@ -18,6 +18,16 @@ def _env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
+def _env_seconds(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    if value is None or not value.strip():
+        return default
+    seconds = float(value)
+    if not 1 <= seconds <= 86_400:
+        raise ValueError(f"{name} must be between 1 and 86400 seconds, not {value}.")
+    return seconds
+
+
 def _discovery_ports() -> dict[str, int]:
     # SUGO_DISCOVERY_PORTS="Ollama=11434,KoboldCpp=5001" replaces the defaults (tests point it at
     # the test model server).
@@ -48,6 +58,9 @@ class Settings:
     # and a long reply does not turn into thousands of writes.
     stream_flush_interval_s: float = 0.5
     start_scheduler: bool = True
+    # How long Sugo waits for a model's answer (replies, summaries): slow CPU-only local models
+    # may need more than the five minutes, a test wants a second.
+    model_timeout_s: float = 300.0
 
     @property
     def database_path(self) -> Path:
@@ -77,4 +90,5 @@ def load_settings() -> Settings:
         discovery_ports=_discovery_ports(),
         stream_flush_interval_s=float(os.environ.get("SUGO_STREAM_FLUSH_S", "0.5")),
         start_scheduler=_env_bool("SUGO_SCHEDULER", True),
+        model_timeout_s=_env_seconds("SUGO_MODEL_TIMEOUT_S", 300.0),
     )

@@ -170,7 +170,9 @@ def seal_plain_headers(session: Session, keybox: KeyBox) -> int:
     return changed
 
 
-def provider_config(conn: Connection, keybox: KeyBox) -> ProviderConfig:
+def provider_config(conn: Connection, keybox: KeyBox, *, timeout_s: float | None = None) -> ProviderConfig:
+    """What a provider needs to call this connection; `timeout_s` is how long to wait for an answer
+    (the provider's default when None)."""
     return ProviderConfig(
         kind=conn.kind,  # type: ignore[arg-type]
         base_url=conn.base_url,
@@ -178,6 +180,7 @@ def provider_config(conn: Connection, keybox: KeyBox) -> ProviderConfig:
         api_key=keybox.decrypt(conn.api_key_encrypted) if conn.api_key_encrypted else None,
         extra_headers={name: keybox.unseal(value) for name, value in (conn.extra_headers or {}).items()},
         extra_body=dict(conn.extra_body or {}),
+        **({} if timeout_s is None else {"timeout_s": timeout_s}),
     )
 
 

@@ -274,7 +274,7 @@ def prepare_request(session: Session, turn: StoredTurn, *, services: Services) -
         reply.problem = "No connection is set up yet. Add one under Connections."
         return reply
     try:
-        reply.config = provider_config(effective.connection, services.keybox)
+        reply.config = provider_config(effective.connection, services.keybox, timeout_s=services.settings.model_timeout_s)
     except ValueError as err:
         reply.problem = str(err)
         return reply

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 from tests.conftest import add_character, add_connection, new_chat, read_sse
+from tests.support.live import LiveSugo
 from tests.support.model_server import Reply
 
 RECAP = "Rowan and Aria crossed the salt flats and lost the map."
@@ -101,6 +102,24 @@ def test_bad_answers_keep_existing_entries_and_show_retry(api, models):
     done = _wait(api, chat_id)
     assert done["status"] == "done" and (done["first_position"], done["last_position"]) == (2, 3)
     assert len(api.get(base).json()) == 2
+
+
+def test_a_model_that_times_out_keeps_existing_entries_and_shows_retry(tmp_path, models):
+    """A real timeout: Sugo started with SUGO_MODEL_TIMEOUT_S=1, the model answers after 4 s."""
+    with LiveSugo(tmp_path / "data", model_timeout_s=1.0) as sugo, sugo.client() as api:
+        chat_id, _ = _chat(api, models)
+        base = f"/api/chats/{chat_id}/summaries"
+        kept = api.post(base, json={"content": "A summary the user wrote.", "scope": "range", "start": 2, "end": 3}).json()
+        models.script(Reply(RECAP, first_delay_s=4))
+        failed = _generate(api, chat_id, scope="last", last=4)
+        assert failed["status"] == "failed" and "did not answer within 1" in failed["reason"], failed
+        assert api.get(base).json() == [api.get(f"{base}/{kept['id']}").json()]
+        assert api.get(f"{base}/{kept['id']}").json()["updated_at"] == kept["updated_at"]
+        page = api.get(f"/chats/{chat_id}/summaries").text
+        assert "could not be used" in page and "did not answer within 1" in page and "Retry" in page
+        models.script(RECAP)
+        assert api.post(f"{base}/generate/retry").status_code == 202
+        assert _wait(api, chat_id)["status"] == "done" and len(api.get(base).json()) == 2
 
 
 def _retry_reason(api, models, chat_id: int, replies) -> str:

@@ -134,7 +134,7 @@ def start(services: Services, chat_id: int, *, scope: str = "last", last: int | 
         if conn is None:
             raise UserError("No connection is set up yet. Add one under Connections.")
         try:
-            config = provider_config(conn, services.keybox)
+            config = provider_config(conn, services.keybox, timeout_s=services.settings.model_timeout_s)
         except ValueError as err:
             raise UserError(str(err)) from None
         job = SummaryJob(chat_id=chat_id, scope=scope, last_n=last, start=start, end=end,
