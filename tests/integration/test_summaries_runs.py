@@ -249,3 +249,15 @@ def test_a_cut_short_backfill_with_nothing_left_or_stop_asked_ends_quietly_at_st
     runs.sweep(sugo.services)
     assert api.get(f"/api/chats/{chat_id}/summaries/backfill").json()["status"] == "stopped"
     assert _summary_requests(models) == [] and _entries(api, chat_id) == []
+
+
+def test_a_backfill_step_the_model_does_not_answer_in_time_fails_the_run(tmp_path, models):
+    """A real timeout: Sugo started with SUGO_MODEL_TIMEOUT_S=1, the model answers the second step after 4 s."""
+    with LiveSugo(tmp_path / "data", model_timeout_s=1.0) as sugo, sugo.client() as api:
+        chat_id = _long_chat(api, models, 70)
+        base = f"/api/chats/{chat_id}/summaries/backfill"
+        models.script("Part 1.", Reply("Too late.", first_delay_s=4))
+        assert api.post(base).status_code == 202
+        status = _until(lambda: (s := api.get(base).json())["status"] != "running" and s, "the run fails")
+        assert status["status"] == "failed" and "did not answer within 1" in status["reason"], status
+        assert [e["content"] for e in _entries(api, chat_id)] == ["Part 1."]

@@ -100,7 +100,7 @@ def _config(session: Session, services: Services, chat: Chat) -> ProviderConfig:
     if conn is None:
         raise UserError("No connection is set up yet. Add one under Connections.")
     try:
-        return provider_config(conn, services.keybox)
+        return provider_config(conn, services.keybox, timeout_s=services.settings.model_timeout_s)
     except ValueError as err:
         raise UserError(str(err)) from None
 
