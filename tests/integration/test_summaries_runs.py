@@ -173,7 +173,7 @@ def test_a_failing_automatic_run_is_retried_after_backoff_and_never_changes_earl
 
     models.script("A reply.", Reply(status=500, error="upstream exploded"))
     _send(api, chat_id, "User turn 2")
-    failed = _until(lambda: (r := run()).status == "failed" and r, "the automatic run fails")
+    failed = _until(lambda: (r := run()) is not None and r.status == "failed" and r, "the automatic run fails")
     assert failed.attempts == 1 and failed.reason
     wait = failed.next_attempt_at - failed.updated_at
     assert timedelta(seconds=55) < wait < timedelta(seconds=65)  # answers.retry_delay(1): one minute
@@ -261,3 +261,24 @@ def test_a_backfill_step_the_model_does_not_answer_in_time_fails_the_run(tmp_pat
         status = _until(lambda: (s := api.get(base).json())["status"] != "running" and s, "the run fails")
         assert status["status"] == "failed" and "did not answer within 1" in status["reason"], status
         assert [e["content"] for e in _entries(api, chat_id)] == ["Part 1."]
+
+
+def test_switching_automatic_off_drops_a_failed_run_waiting_for_its_retry(sugo, api, models):
+    add_connection(api, models)
+    chat_id = new_chat(api, [add_character(api)["id"]])["id"]
+    options = f"/api/chats/{chat_id}/options"
+    api.put(options, json={"settings": {"summary_auto": True, "summary_every": 1}})
+    models.script("A reply.", Reply(status=500, error="upstream exploded"))
+    _send(api, chat_id, "User turn 1")
+
+    def run() -> SummaryRun:
+        with sugo.session() as s:
+            return s.exec(select(SummaryRun).where(SummaryRun.chat_id == chat_id)).first()
+
+    _until(lambda: (r := run()) is not None and r.status == "failed", "the automatic run fails")
+    api.put(options, json={"settings": {"summary_auto": False}})
+    r = api.post(f"/chats/{chat_id}/summaries/automatic/retry", data={"inactive": "1"})
+    assert r.status_code == 200
+    _until(lambda: run().status == "stopped", "the run is dropped")
+    assert run().next_attempt_at is None and _summary_requests(models) == [_summary_requests(models)[0]]
+    assert "summary-auto-failed" not in api.get(f"/chats/{chat_id}/summaries").text

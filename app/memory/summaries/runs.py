@@ -275,6 +275,10 @@ def run_automatic(services: Services, chat_id: int, *, retry: bool = False) -> N
         # A failed run waits for its retry time or the user's Retry; a "running" one nobody holds was
         # cut short by a shutdown and is the sweep's to try again.
         waiting = latest is not None and latest.status in ("failed", "running")
+        if not settings.summary_auto and waiting and retry:  # switched off meanwhile: no more attempts
+            latest.status, latest.next_attempt_at, latest.updated_at = "stopped", None, utcnow()
+            session.add(latest)
+            session.commit()
         if not settings.summary_auto or waiting != retry:
             return
         msgs = _messages(session, chat_id)
@@ -295,6 +299,12 @@ def run_automatic(services: Services, chat_id: int, *, retry: bool = False) -> N
             return  # another run is going; the next reply looks again
     try:
         _automatic(services, chat_id, scope, retry=retry)
+    except Exception:
+        log.exception("automatic summary failed in chat %s", chat_id)
+        with Session(engine) as session:
+            run = latest_run(session, chat_id, "automatic")
+            if run is not None and run.status == "running":
+                _automatic_failed(session, run, INTERNAL)
     finally:
         release(engine, chat_id)
 
@@ -319,11 +329,7 @@ def _automatic(services: Services, chat_id: int, scope: tuple[int, int], *, retr
         except UserError as err:
             _automatic_failed(session, run, str(err))
             return
-    try:
-        result = ask(config, request)
-    except Exception:
-        log.exception("automatic summary failed in chat %s", chat_id)
-        result = answers.Failure("internal", INTERNAL)
+    result = ask(config, request)
     if _stopped(services):
         return
     with Session(engine) as session:
