@@ -282,3 +282,15 @@ def test_switching_automatic_off_drops_a_failed_run_waiting_for_its_retry(sugo, 
     _until(lambda: run().status == "stopped", "the run is dropped")
     assert run().next_attempt_at is None and _summary_requests(models) == [_summary_requests(models)[0]]
     assert "summary-auto-failed" not in api.get(f"/chats/{chat_id}/summaries").text
+
+
+def test_review_outputs_holds_automatic_and_backfill_entries(api, models):
+    chat_id = _long_chat(api, models, 30)
+    api.put(f"/api/chats/{chat_id}/options", json={"settings": {"summary_review": True, "summary_auto": True, "summary_every": 1}})
+    models.script("Part 1.")
+    assert api.post(f"/api/chats/{chat_id}/summaries/backfill").status_code == 202
+    _until(lambda: api.get(f"/api/chats/{chat_id}/summaries/backfill").json()["status"] == "done", "Backfill ends")
+    _send(api, chat_id, "User turn")
+    entries = _until(lambda: len(e := _entries(api, chat_id)) == 2 and e, "the automatic entry")
+    assert [(e["awaiting_review"], e["active"]) for e in entries] == [(True, False), (True, False)]
+    assert _ranges(api, chat_id) == [(1, 20), (21, 32)]
