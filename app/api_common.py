@@ -31,7 +31,7 @@ INTERNAL_MESSAGE = "Something went wrong inside Sugo; nothing was changed. The s
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(UserError)
     async def _user_error(request: Request, exc: UserError) -> JSONResponse:
-        return _answer(request, 400, str(exc))
+        return _answer(request, exc.status_code, str(exc))
 
     @app.exception_handler(RequestTooLarge)
     async def _too_large(request: Request, exc: RequestTooLarge) -> JSONResponse:

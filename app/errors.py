@@ -7,5 +7,11 @@ class UserError(ValueError):
     status_code = 400
 
 
+class Conflict(UserError):
+    """The request is fine but clashes with work going on (a run already busy): 409."""
+
+    status_code = 409
+
+
 class NotFound(LookupError):
     status_code = 404

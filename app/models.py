@@ -10,14 +10,14 @@ from app.images.models import Image
 from app.lore.models import Lorebook, LorebookEntry, LorebookLink
 from app.memory.recall.models import MemoryChunk, MemoryVector
 from app.memory.summaries.day_models import DayFailure, DaySummary, WeekSummary
-from app.memory.summaries.models import SummaryEntry, SummaryJob, SummaryTemplate
+from app.memory.summaries.models import SummaryEntry, SummaryJob, SummaryRun, SummaryTemplate
 from app.personas.models import Persona
 
 metadata = SQLModel.metadata
 
 __all__ = [
     "AppDefault", "Character", "Chat", "ChatCharacter", "Connection", "Image", "Lorebook", "LorebookEntry", "LorebookLink", "MemoryChunk", "MemoryVector", "Message", "Persona", "SummaryEntry",
-    "SummaryJob", "SummaryTemplate",
+    "SummaryJob", "SummaryRun", "SummaryTemplate",
     "DayFailure", "DaySummary", "WeekSummary",
     "metadata",
 ]

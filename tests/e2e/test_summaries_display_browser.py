@@ -17,7 +17,7 @@ def test_summarise_the_uncovered_messages_writes_an_entry_for_the_oldest_stretch
     gap = section.locator("#summary-uncovered")
     gap.scroll_into_view_if_needed()
     expect(gap).to_contain_text("55 messages older than the recent tail (10) are covered by no summary.")
-    expect(gap).to_contain_text("The button summarises the oldest stretch (50 messages, at most 50 at a time); 5 more will remain.")
+    expect(gap).to_contain_text("The button summarises the oldest stretch (50 messages, at most 50 at a time); 5 more will remain; Backfill Summary above does them all.")
     shot("uncovered")
 
     models.script(Reply("They argued about the map for fifty steps.", first_delay_s=1.0))

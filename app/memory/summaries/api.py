@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from app.chats.service import get_chat
 from app.deps import ServicesDep, SessionDep
-from app.memory.summaries import generate, service, templates
+from app.memory.summaries import generate, runs, service, templates
 from app.memory.summaries.day_api import router as days_router
 from app.memory.summaries.service import MAX_CONTENT, MAX_ENTRIES, MAX_TITLE, EntryView
 from app.memory.summaries.templates import MAX_NAME, MAX_TEXT
@@ -53,6 +53,25 @@ def _status(job) -> GenerateStatus:
         return GenerateStatus(job_id=None, status="none")
     return GenerateStatus(job_id=job.id, status=job.status, reason=job.reason, entry_id=job.entry_id,
                           first_position=job.first_position, last_position=job.last_position)  # fmt: skip
+
+
+class BackfillStatus(BaseModel):
+    """The chat's newest Backfill Summary run: `done` of `total` steps, the step in hand, why it failed."""
+
+    run_id: int | None
+    status: Literal["none", "running", "stopped", "failed", "done"]
+    total: int = 0
+    done: int = 0
+    current: str = ""
+    reason: str = ""
+    stop_requested: bool = False
+
+
+def _backfill(run) -> BackfillStatus:
+    if run is None:
+        return BackfillStatus(run_id=None, status="none")
+    return BackfillStatus(run_id=run.id, status=run.status, total=run.total, done=run.done, current=run.current,
+                          reason=run.reason, stop_requested=run.stop_requested)  # fmt: skip
 
 
 class SummaryPatch(BaseModel):
@@ -138,6 +157,25 @@ def retry_summary(chat_id: int, session: SessionDep, services: ServicesDep) -> G
     """Run the newest failed Generate again, for the same scope."""
     get_chat(session, chat_id)
     return _status(generate.retry(services, chat_id))
+
+
+@router.post("/{chat_id}/summaries/backfill", response_model=BackfillStatus, status_code=202)
+def start_backfill(chat_id: int, services: ServicesDep) -> BackfillStatus:
+    """Summarise the older messages no entry covers, in batches, in the background (resumes a failed run)."""
+    return _backfill(runs.start_backfill(services, chat_id))
+
+
+@router.get("/{chat_id}/summaries/backfill", response_model=BackfillStatus)
+def backfill_status(chat_id: int, session: SessionDep) -> BackfillStatus:
+    """The newest Backfill run of this chat: its progress, or why it stopped."""
+    get_chat(session, chat_id)
+    return _backfill(runs.latest_run(session, chat_id, "backfill"))
+
+
+@router.post("/{chat_id}/summaries/backfill/stop", response_model=BackfillStatus)
+def stop_backfill(chat_id: int, services: ServicesDep) -> BackfillStatus:
+    """End the running Backfill after the model call in hand; finished entries stay."""
+    return _backfill(runs.stop_backfill(services, chat_id))
 
 
 @router.post("/{chat_id}/summaries/{summary_id}/approve", response_model=SummaryRead)

@@ -57,8 +57,10 @@ class Request:
     max_output_size: int
 
 
-def _key(engine: Engine, chat_id: int) -> tuple[str, int]:
-    return (str(engine.url), chat_id)
+def _key(engine: Engine, chat_id: int) -> tuple[int, int]:
+    # The engine object, not its URL: an app started again on the same data folder (a restart in the
+    # same process, as the tests do) must not see the stopped app's runs as its own.
+    return (id(engine), chat_id)
 
 
 def running(engine: Engine, chat_id: int) -> bool:
@@ -69,17 +71,17 @@ def running(engine: Engine, chat_id: int) -> bool:
 def running_chats(engine: Engine) -> list[int]:
     """The chats of this database with a run going on now."""
     with _claims_lock:
-        return sorted(chat_id for url, chat_id in _claims if url == str(engine.url))
+        return sorted(chat_id for key, chat_id in _claims if key == id(engine))
 
 
-def _claim(engine: Engine, chat_id: int) -> None:
+def claim(engine: Engine, chat_id: int) -> None:
     with _claims_lock:
         if _key(engine, chat_id) in _claims:
             raise UserError("A summary is already being written for this chat; wait for it to finish.")
         _claims.add(_key(engine, chat_id))
 
 
-def _release(engine: Engine, chat_id: int) -> None:
+def release(engine: Engine, chat_id: int) -> None:
     with _claims_lock:
         _claims.discard(_key(engine, chat_id))
 
@@ -104,6 +106,17 @@ def summary_connection(session: Session, chat: Chat) -> tuple[Connection | None,
     if chosen_id is not None and (chosen := session.get(Connection, chosen_id)) is not None:
         return chosen, False
     return chat_connection(session, chat), chosen_id is not None
+
+
+def summary_config(session: Session, services: Services, chat: Chat) -> ProviderConfig:
+    """How to call the connection that writes the chat's summaries (Generate, Backfill, automatic)."""
+    conn, _ = summary_connection(session, chat)
+    if conn is None:
+        raise UserError("No connection is set up yet. Add one under Connections.")
+    try:
+        return provider_config(conn, services.keybox, timeout_s=services.settings.model_timeout_s)
+    except ValueError as err:
+        raise UserError(str(err)) from None
 
 
 def summary_request(session: Session, job: SummaryJob, max_output_size: int) -> Request:
@@ -141,18 +154,12 @@ def start(services: Services, chat_id: int, *, scope: str = "last", last: int | 
             cov = scope_coverage(message_ids(session, chat_id), scope, last=last, start=start, end=end)
         except ValueError as err:
             raise UserError(str(err)) from None
-        conn, _ = summary_connection(session, chat)
-        if conn is None:
-            raise UserError("No connection is set up yet. Add one under Connections.")
-        try:
-            config = provider_config(conn, services.keybox, timeout_s=services.settings.model_timeout_s)
-        except ValueError as err:
-            raise UserError(str(err)) from None
+        config = summary_config(session, services, chat)
         job = SummaryJob(chat_id=chat_id, scope=scope, last_n=last, start=start, end=end,
                          first_message_id=cov.first_id, last_message_id=cov.last_id,
                          first_position=cov.first_position, last_position=cov.last_position)  # fmt: skip
         request = summary_request(session, job, read_settings(chat.settings).summary_max_tokens)
-        _claim(engine, chat_id)
+        claim(engine, chat_id)
         try:
             session.add(job)
             session.commit()
@@ -160,7 +167,7 @@ def start(services: Services, chat_id: int, *, scope: str = "last", last: int | 
             threading.Thread(target=_run, args=(engine, job.id, chat_id, config, request),
                              name=f"summary-{chat_id}", daemon=True).start()  # fmt: skip
         except BaseException:
-            _release(engine, chat_id)
+            release(engine, chat_id)
             raise
         return job
 
@@ -226,7 +233,7 @@ def _run(engine: Engine, job_id: int, chat_id: int, config: ProviderConfig, requ
             _finish(session, job_id, answers.Failure("internal", INTERNAL))
             session.commit()
     finally:
-        _release(engine, chat_id)
+        release(engine, chat_id)
 
 
 def _finish(session: Session, job_id: int, result: answers.ProseSummary | answers.Failure) -> None:
@@ -238,22 +245,30 @@ def _finish(session: Session, job_id: int, result: answers.ProseSummary | answer
         job.status, job.reason = "failed", result.reason
         session.add(job)
         return
-    chat = get_chat(session, job.chat_id)
+    written = write_model_entry(session, job.chat_id, result.text, first_id=job.first_message_id,
+                                last_id=job.last_message_id, first_position=job.first_position,
+                                last_position=job.last_position)  # fmt: skip
+    if isinstance(written, str):
+        job.status, job.reason = "failed", written
+    else:
+        job.status, job.reason, job.entry_id = "done", "", written.id
+    session.add(job)
+
+
+def write_model_entry(session: Session, chat_id: int, text: str, *, first_id: int, last_id: int,
+                      first_position: int, last_position: int) -> SummaryEntry | str:  # fmt: skip
+    """Add the entry the model wrote (held for review when the chat asks); why not, as a sentence."""
+    chat = get_chat(session, chat_id)
     count = session.connection().exec_driver_sql(
-        "SELECT count(*) FROM summary_entry WHERE chat_id = ?", (job.chat_id,)).scalar_one()  # fmt: skip
+        "SELECT count(*) FROM summary_entry WHERE chat_id = ?", (chat_id,)).scalar_one()  # fmt: skip
     if count >= MAX_ENTRIES:
-        job.status, job.reason = "failed", f"This chat already has {MAX_ENTRIES} summary entries, the limit."
-        session.add(job)
-        return
+        return f"This chat already has {MAX_ENTRIES} summary entries, the limit."
     review = read_settings(chat.settings).summary_review
-    first, last = job.first_position, job.last_position
     entry = SummaryEntry(
-        chat_id=job.chat_id, title=first_words(result.text),
-        content=result.text, first_message_id=job.first_message_id, last_message_id=job.last_message_id,
-        first_position=first, last_position=last, tokens=count_tokens(result.text), origin="model",
+        chat_id=chat_id, title=first_words(text), content=text, first_message_id=first_id, last_message_id=last_id,
+        first_position=first_position, last_position=last_position, tokens=count_tokens(text), origin="model",
         active=not review, awaiting_review=review,
     )  # fmt: skip
     session.add(entry)
     session.flush()
-    job.status, job.reason, job.entry_id = "done", "", entry.id
-    session.add(job)
+    return entry

@@ -73,3 +73,33 @@ class SummaryTemplate(SQLModel, table=True):
     text: str
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+RUN_KINDS = ("backfill", "automatic")
+RUN_STATUSES = ("running", "stopped", "failed", "done")
+
+
+class SummaryRun(SQLModel, table=True):
+    """A Backfill Summary or an automatic summary run, kept in the database so a restart resumes it.
+
+    Backfill: `total` batches were found when it started, `done` of them are finished, `current` says
+    which messages the step in hand covers; Stop sets `stop_requested` and the run ends after the model
+    call in hand. Automatic: one entry for the messages after the newest one; a failure is tried again
+    at `next_attempt_at` (`attempts` failures so far) until it gives up and waits for Retry."""
+
+    __tablename__ = "summary_run"
+    __table_args__ = (Index("ix_summary_run_chat", "chat_id", "kind", "id"), Index("ix_summary_run_status", "status"))
+
+    id: int | None = Field(default=None, primary_key=True)
+    chat_id: int = Field(foreign_key="chat.id", ondelete="CASCADE")
+    kind: str = "backfill"
+    status: str = "running"
+    total: int = 0
+    done: int = 0
+    current: str = ""  # "messages 51–100": the step in hand, or the one that failed
+    stop_requested: bool = False
+    reason: str = ""  # why it failed, a sentence for the panel
+    attempts: int = 0  # failed attempts in a row (automatic runs)
+    next_attempt_at: datetime | None = None  # when the scheduler tries a failed automatic run again
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)

@@ -9,7 +9,7 @@ from app import forms
 from app.chats.service import get_chat
 from app.deps import FormDep, ServicesDep, SessionDep
 from app.errors import UserError
-from app.memory.summaries import generate, service, templates
+from app.memory.summaries import generate, runs, service, templates
 from app.memory.summaries.day_routes import router as days_router
 from app.memory.summaries.source import panel_context, prompt_context
 from app.modelbase import parse_row_id
@@ -81,6 +81,30 @@ def summarise_uncovered_page(chat_id: int, request: Request, form: FormDep, serv
 def retry_summary_page(chat_id: int, request: Request, form: FormDep, services: ServicesDep) -> HTMLResponse:
     """Run the failed Generate again for the same scope."""
     generate.retry(services, chat_id)
+    with Session(services.engine) as session:
+        return _panel(request, session, chat_id, show_inactive=_shown(request, form))
+
+
+@router.post("/chats/{chat_id}/summaries/backfill")
+def start_backfill_page(chat_id: int, request: Request, form: FormDep, services: ServicesDep) -> HTMLResponse:
+    """Start Backfill Summary (or Retry its failed step); the panel shows its progress."""
+    runs.start_backfill(services, chat_id)
+    with Session(services.engine) as session:
+        return _panel(request, session, chat_id, show_inactive=_shown(request, form))
+
+
+@router.post("/chats/{chat_id}/summaries/backfill/stop")
+def stop_backfill_page(chat_id: int, request: Request, form: FormDep, services: ServicesDep) -> HTMLResponse:
+    """Stop Backfill after the model call in hand."""
+    runs.stop_backfill(services, chat_id)
+    with Session(services.engine) as session:
+        return _panel(request, session, chat_id, show_inactive=_shown(request, form))
+
+
+@router.post("/chats/{chat_id}/summaries/automatic/retry")
+def retry_automatic_page(chat_id: int, request: Request, form: FormDep, services: ServicesDep) -> HTMLResponse:
+    """Try the failed automatic summary again now."""
+    runs.retry_automatic(services, chat_id)
     with Session(services.engine) as session:
         return _panel(request, session, chat_id, show_inactive=_shown(request, form))
 

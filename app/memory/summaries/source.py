@@ -21,8 +21,9 @@ from app.chats.settings import read_settings
 from app.chats.st_metadata import SUGO_KEY
 from app.connections.service import list_connections
 from app.errors import UserError
-from app.memory.summaries import generate, service, templates
-from app.memory.summaries.coverage import ChatMessage, SummaryRange, select_messages
+from app.jobs import Job
+from app.memory.summaries import generate, runs, service, templates
+from app.memory.summaries.coverage import ChatMessage, ScopeError, SummaryRange, check_every, select_messages
 from app.memory.summaries.prompts import has_conditions, visible_to
 from app.memory.summaries.rules import EntryText, summary_block
 from app.memory.summaries.transfer import ENTRIES_KEY, HIDE_KEY, read_hide
@@ -67,6 +68,12 @@ class SummarySource(PromptSource):
     def history_filter(self, turn: Turn) -> Collection[int]:
         return turn.scratch.pop(self.name, ())
 
+    def after_reply(self, services: Services, chat_id: int) -> None:
+        runs.schedule_automatic(services, chat_id)
+
+    def jobs(self) -> Sequence[Job]:
+        return runs.JOBS
+
     def settings_section(self, session: Session, chat: Chat, services: Services) -> SettingsSection | None:
         if chat.mode != "roleplay":
             return None
@@ -76,8 +83,16 @@ class SummarySource(PromptSource):
         if not forms.text(form, "chat_summary_shown"):
             return {}
         tail = forms.optional_number(form, "summary_recent_tail", int)
+        every = forms.optional_number(form, "summary_every", int)
+        if every is not None:
+            try:
+                check_every(every)
+            except ScopeError as err:
+                raise UserError(str(err)) from None
         return {"summary_hide_messages": forms.checkbox(form, "summary_hide_messages"),
+                "summary_auto": forms.checkbox(form, "summary_auto"),
                 **({} if tail is None else {"summary_recent_tail": tail}),
+                **({} if every is None else {"summary_every": every}),
                 # Review outputs is saved by its own switch; Save settings keeps it as it is.
                 "summary_review": read_settings(chat.settings).summary_review,
                 **_prompt_settings(session, form)}  # fmt: skip
@@ -161,4 +176,6 @@ def panel_context(session: Session, chat: Chat, *, engine: Engine, show_inactive
         "show_inactive": show_inactive, "message_count": len(ids), "uncovered": gap.count, "gap": gap, "uncovered_batch": service.UNCOVERED_BATCH, "tail": tail,
         "job": generate.latest_job(session, engine, chat.id), "review": read_settings(chat.settings).summary_review,
         "prompt": prompt_context(session, chat),
+        "backfill": runs.latest_run(session, chat.id, "backfill"), "auto": runs.latest_run(session, chat.id, "automatic"),
+        "batch": runs.BATCH,
     }  # fmt: skip
