@@ -77,6 +77,7 @@ class SummarySource(PromptSource):
             return {}
         tail = forms.optional_number(form, "summary_recent_tail", int)
         return {"summary_hide_messages": forms.checkbox(form, "summary_hide_messages"),
+                "summary_collapse_hidden": forms.checkbox(form, "summary_collapse_hidden"),
                 **({} if tail is None else {"summary_recent_tail": tail}),
                 # Review outputs is saved by its own switch; Save settings keeps it as it is.
                 "summary_review": read_settings(chat.settings).summary_review,
