@@ -464,7 +464,8 @@
   // ---- summarised messages folded (Chat Summary with "Hide summarised messages") ----------------
   // Each run of neighbouring messages the prompt leaves out (data-summarised, set by the server) folds
   // into one line with Show; a message hidden from the AI or a refresh mark ends a run. A run the user
-  // opened stays open while messages around it come and go.
+  // opened stays open while messages around it come and go. With Collapse hidden messages off the
+  // server marks them data-summarised="shown": they stay in view, dimmed and marked, and never fold.
   const openRuns = new Set();
   function foldSummarised() {
     const box = list();
@@ -473,7 +474,7 @@
     let run = null;
     for (const el of box.children) {
       if (el.classList.contains("summary-fold")) continue;
-      if (el.matches("article.msg[data-summarised]")) {
+      if (el.matches('article.msg[data-summarised]:not([data-summarised="shown"])')) {
         if (!run) runs.push((run = []));
         run.push(el);
       } else run = null;
@@ -503,7 +504,7 @@
       r.forEach((el) => el.classList.toggle("is-folded", !open));
     }
     box.querySelectorAll(":scope > .summary-fold").forEach((f) => { if (!keep.has(f)) f.remove(); });
-    box.querySelectorAll(":scope > article.is-folded:not([data-summarised])").forEach((el) => el.classList.remove("is-folded"));
+    box.querySelectorAll(':scope > article.is-folded:not([data-summarised]), :scope > article.is-folded[data-summarised="shown"]').forEach((el) => el.classList.remove("is-folded"));
   }
   document.addEventListener("click", (e) => {
     const btn = e.target.closest(".summary-fold-toggle");

@@ -48,6 +48,8 @@ def _message_ctx(session: Session, request: Request, chat: Chat) -> dict:
         "last_id": last.id if last else None,
         "generating": request.app.state.services.generations.get(chat.id) is not None,
         "summarised": _summarised(session, chat),
+        # Collapse hidden messages off: summarised messages stay in view, dimmed and marked.
+        "summary_collapse": service.chat_settings(chat).summary_collapse_hidden,
     }
 
 

@@ -39,6 +39,9 @@ class ChatSettings(BaseModel):
     # entry covers leave the prompt; uncovered ones are always sent. The automatic summaries' values
     # are kept here for when the model writes entries.
     summary_hide_messages: bool = False
+    # Collapse hidden messages: the chat view folds each run of summarised messages into one line;
+    # off, they stay in the transcript, dimmed and marked "summarised · not sent".
+    summary_collapse_hidden: bool = True
     summary_recent_tail: int = Field(default=10, ge=0, le=10_000)
     summary_auto: bool = False
     summary_every: int = Field(default=5, ge=1, le=200)

@@ -53,6 +53,7 @@ _SUGO_FIELDS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("generation", "context_size"), "context_size"),
     (("generation", "stop"), "stop"),
     (("summaries", "hide_messages"), "summary_hide_messages"),
+    (("summaries", "collapse_hidden"), "summary_collapse_hidden"),
     (("summaries", "recent_tail"), "summary_recent_tail"),
 )
 

@@ -184,3 +184,81 @@ def test_with_hiding_off_nothing_folds(page: Page, live):
     expect(page.locator("article.msg")).to_have_count(25)
     expect(page.locator(".summary-fold")).to_have_count(0)
     expect(page.locator("article.msg[data-summarised]")).to_have_count(0)
+    # Nor, with Collapse hidden messages off, are any marked.
+    _options(live, chat_id, summary_collapse_hidden=False)
+    page.reload()
+    expect(page.locator("article.msg")).to_have_count(25)
+    expect(page.locator(".summary-fold")).to_have_count(0)
+    expect(page.locator(".badge-summarised")).to_have_count(0)
+
+
+def _save_collapse(page: Page, live, chat_id: int, on: bool) -> None:
+    page.goto(f"{live.url}/chats/{chat_id}/settings")
+    box = page.locator("#summary-collapse-hidden")
+    box.scroll_into_view_if_needed()
+    box.set_checked(on)
+    page.locator("#chat-settings-form").get_by_role("button", name="Save settings").click()
+    expect(page.locator("#chat-settings-form .notice-ok")).to_be_visible()
+
+
+def test_with_collapse_off_summarised_messages_stay_in_the_story_dimmed_and_marked(page: Page, live, models, shot):
+    chat_id = _chat(live, 24)  # 25 messages; older than the tail of 10: 1–15
+    _connect(live, models)
+    with live.client() as c:
+        ids = [m["id"] for m in c.get(f"/api/chats/{chat_id}/messages").json()]
+        c.post(f"/api/chats/{chat_id}/summaries", json={"content": "The long walk.", "scope": "range", "start": 3, "end": 12})
+        c.patch(f"/api/chats/{chat_id}/messages/{ids[6]}", json={"hidden": True})  # #7, hidden by the user
+        assert c.get(f"/api/chats/{chat_id}").json()["settings"]["summary_collapse_hidden"] is True  # on by default
+    _options(live, chat_id, summary_hide_messages=True, summary_recent_tail=10, summary_collapse_hidden=False)
+    page.goto(f"{live.url}/chats/{chat_id}")
+    expect(page.locator("article.msg")).to_have_count(25)
+    expect(page.locator(".summary-fold")).to_have_count(0)
+    summarised = (2, 3, 4, 5, 7, 8, 9, 10, 11)
+    for i in summarised:
+        msg = page.locator(f"#msg-{ids[i]}")
+        expect(msg).to_be_visible()
+        expect(msg.locator(".badge-summarised")).to_have_text("summarised · not sent")
+    expect(page.locator(".badge-summarised")).to_have_count(len(summarised))
+    # The message hidden from the AI keeps its own look; the two can be told apart.
+    hidden = page.locator(f"#msg-{ids[6]}")
+    expect(hidden).to_contain_text("hidden from AI")
+    expect(hidden.locator(".badge-summarised")).to_have_count(0)
+    edge = "el => getComputedStyle(el.querySelector('.msg-body')).borderLeftStyle"
+    assert page.locator(f"#msg-{ids[5]}").evaluate(edge) == "dotted" and hidden.evaluate(edge) == "dashed"
+    page.locator(f"#msg-{ids[5]}").evaluate("e => e.scrollIntoView({block: 'center'})")
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    shot("marked")
+
+    # An edited summarised message comes back marked, still in view.
+    msg = page.locator(f"#msg-{ids[4]}")
+    msg.hover()
+    msg.get_by_role("button", name="Edit message").click()
+    page.locator(".edit-form textarea").fill("Step five, rewritten.")
+    page.locator(".edit-form").get_by_role("button", name="Save").click()
+    expect(msg.locator(".msg-text")).to_have_text("Step five, rewritten.")
+    expect(msg).to_be_visible()
+    expect(msg.locator(".badge-summarised")).to_be_visible()
+    expect(page.locator(".summary-fold")).to_have_count(0)
+    # A reply streams in below and is swiped; the marked messages stay as they are.
+    models.script(Reply("They reach the gate.", chunk_size=4, delay_s=0.02), Reply("They turn back."))
+    page.fill("#composer-input", "Onward.")
+    page.click("#send-button")
+    reply = page.locator("article.msg-assistant").last
+    expect(reply.locator(".msg-text")).to_have_text("They reach the gate.")
+    reply.locator(".swipe-right").click()
+    expect(page.locator("article.msg-assistant").last.locator(".msg-text")).to_have_text("They turn back.")
+    expect(page.locator(".summary-fold")).to_have_count(0)
+    expect(page.locator(".badge-summarised")).to_have_count(len(summarised))
+    expect(page.locator(f"#msg-{ids[9]}")).to_be_visible()
+
+    # Turned on in Chat Settings and saved, the runs fold after a reload; off again, they open out.
+    _save_collapse(page, live, chat_id, True)
+    page.goto(f"{live.url}/chats/{chat_id}")
+    expect(page.locator(".summary-fold")).to_have_count(2)
+    expect(page.locator(".badge-summarised")).to_have_count(0)
+    expect(page.locator(f"#msg-{ids[4]}")).to_be_hidden()
+    _save_collapse(page, live, chat_id, False)
+    page.goto(f"{live.url}/chats/{chat_id}")
+    expect(page.locator(".summary-fold")).to_have_count(0)
+    expect(page.locator(".badge-summarised")).to_have_count(len(summarised))
+    expect(page.locator(f"#msg-{ids[4]}")).to_be_visible()

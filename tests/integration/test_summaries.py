@@ -149,3 +149,32 @@ def test_the_cached_prefix_changes_only_when_an_entry_does(api, models):
     api.patch(f"{base}/{entry['id']}", json={"content": "A new recap."})
     changed = _sent(api, models, chat_id, "Three.")[0]
     assert changed != first and "A new recap." in changed["content"]
+
+
+def test_collapse_hidden_messages_is_saved_by_the_settings_form_and_changes_the_chat_view(api, models):
+    chat_id, messages = _chat_with_messages(api, models, 14)  # 15 messages; older than the tail of 10: 1–5
+    api.post(f"/api/chats/{chat_id}/summaries", json={"content": RECAP, "scope": "range", "start": 2, "end": 4})
+    assert api.get(f"/api/chats/{chat_id}").json()["settings"]["summary_collapse_hidden"] is True  # the default
+    form = {"name": "Road", "mode": "roleplay", "recent_message_limit": "40", "chat_summary_shown": "1",
+            "summary_recent_tail": "10", "summary_max_tokens": "4096", "summary_hide_messages": "true"}  # fmt: skip
+    hx = {"HX-Request": "true"}
+    folded = f'id="msg-{messages[2]["id"]}"'
+    r = api.post(f"/chats/{chat_id}/settings", data=form, headers=hx)  # the box left unticked
+    assert r.status_code == 200, r.text
+    assert 'id="summary-collapse-hidden" >' in r.text  # shown unticked
+    assert api.get(f"/api/chats/{chat_id}").json()["settings"]["summary_collapse_hidden"] is False
+    page = api.get(f"/chats/{chat_id}").text
+    assert page.count('data-summarised="shown"') == 3 and page.count("summarised · not sent") == 3
+    assert folded in page
+
+    r = api.post(f"/chats/{chat_id}/settings", data={**form, "summary_collapse_hidden": "true"}, headers=hx)
+    assert r.status_code == 200 and 'id="summary-collapse-hidden" checked>' in r.text
+    assert api.get(f"/api/chats/{chat_id}").json()["settings"]["summary_collapse_hidden"] is True
+    page = api.get(f"/chats/{chat_id}").text
+    assert page.count("data-summarised") == 3 and 'data-summarised="shown"' not in page
+    assert "summarised · not sent" not in page
+    # With Hide summarised messages off, neither applies.
+    r = api.post(f"/chats/{chat_id}/settings", data={k: v for k, v in form.items() if k != "summary_hide_messages"}, headers=hx)
+    assert r.status_code == 200
+    page = api.get(f"/chats/{chat_id}").text
+    assert "data-summarised" not in page and "summarised · not sent" not in page

@@ -51,14 +51,16 @@ def test_export_then_import_keeps_entries_ranges_and_active_flags(api, sugo):
     # One held for review, as Generate leaves it under Review outputs.
     with sugo.engine.begin() as db:
         db.exec_driver_sql("UPDATE summary_entry SET origin = 'model', awaiting_review = 1, active = 0 WHERE title = 'Now'")
-    r = api.put(f"/api/chats/{chat_id}/options", json={"settings": {"summary_hide_messages": True, "summary_recent_tail": 3}})
+    r = api.put(f"/api/chats/{chat_id}/options", json={"settings": {"summary_hide_messages": True, "summary_recent_tail": 3,
+                                                                     "summary_collapse_hidden": False}})  # fmt: skip
     assert r.status_code == 200, r.text
     # A deleted message inside a range: the indexes are of the lines the file has.
     api.delete(f"/api/chats/{chat_id}/messages/{messages[2]['id']}")
 
     exported = api.get(f"/api/chats/{chat_id}/export").content
     meta = json.loads(exported.splitlines()[0])["chat_metadata"]
-    assert meta["hideSummarisedMessages"] is True and meta["sugo"]["summaries"] == {"hide_messages": True, "recent_tail": 3}
+    assert meta["hideSummarisedMessages"] is True and meta["sugo"]["summaries"] == {
+        "hide_messages": True, "collapse_hidden": False, "recent_tail": 3}
     first = meta["summaryEntries"][0]
     assert {k: first[k] for k in ("kind", "origin", "title", "content", "enabled", "sourceMode", "rangeStartIndex",
                                   "rangeEndIndex")} == {
@@ -72,6 +74,7 @@ def test_export_then_import_keeps_entries_ranges_and_active_flags(api, sugo):
     again = _import(api, exported, char["id"])
     assert again["notes"] == []
     assert again["settings"]["summary_hide_messages"] is True and again["settings"]["summary_recent_tail"] == 3
+    assert again["settings"]["summary_collapse_hidden"] is False
     assert _summaries(api, again["id"]) == _summaries(api, chat_id) == [
         ("Start", "They light the lamp.", 1, 3, True, "user", False),
         ("", "The storm.", 4, 7, False, "user", False),

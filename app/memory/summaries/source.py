@@ -91,6 +91,7 @@ class SummarySource(PromptSource):
                 raise UserError(str(err)) from None
         return {"summary_hide_messages": forms.checkbox(form, "summary_hide_messages"),
                 "summary_auto": forms.checkbox(form, "summary_auto"),
+                "summary_collapse_hidden": forms.checkbox(form, "summary_collapse_hidden"),
                 **({} if tail is None else {"summary_recent_tail": tail}),
                 **({} if every is None else {"summary_every": every}),
                 # Review outputs is saved by its own switch; Save settings keeps it as it is.
