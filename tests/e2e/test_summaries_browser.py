@@ -204,7 +204,9 @@ def test_generate_a_range_fail_retry_and_approve_under_review(page: Page, live, 
     failed.scroll_into_view_if_needed()
     shot("failed")
 
-    section.locator("#summary-review").check()
+    # Wait for the switch's own save: a Retry sent meanwhile could write the entry before it lands.
+    with page.expect_response(lambda r: r.url.endswith("/summaries/review") and r.ok):
+        section.locator("#summary-review").check()
     expect(section.locator("#summary-review")).to_be_checked()
     models.script("They found a dry well.")
     section.locator("#summary-retry").click()
