@@ -159,7 +159,8 @@ class TestStChats:
         # Every key SillyTavern wrote comes back; Sugo adds the Author's Note keys it fills and its own.
         assert {k: v for k, v in meta.items() if k in ST_CHAT[0]["chat_metadata"]} == ST_CHAT[0]["chat_metadata"]
         assert set(meta) - set(ST_CHAT[0]["chat_metadata"]) == {"note_position", "note_role", "sugo", "summaryEntries",
-                                                               "hideSummarisedMessages"}
+                                                               "hideSummarisedMessages", "daySummaries",
+                                                               "weekSummaries", "dayRolloverHour"}  # fmt: skip
 
     def test_imported_messages_keep_swipes_hidden_and_dates(self, api):
         chat = self._import(api)

@@ -6,13 +6,16 @@ Decisions:
   the model), with the chat's Day Rollover Hour (days.py has the rules).
 - An edited summary is marked as the user's ("origin"); a summary needs text; a deleted day goes back to
   Missing Summaries unless a week summary speaks for it.
+- In a chat file (day_transfer.py says how) an imported summary is kept as it is: its date is taken, so no
+  run summarises that day (or consolidates that week) again, and a week's days count as summarised.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
+from typing import Any
 
 from sqlmodel import Session, col, select
 
@@ -20,13 +23,16 @@ from app.chats.models import Chat, Message
 from app.chats.service import get_chat
 from app.chats.settings import read_settings
 from app.errors import NotFound, UserError
-from app.memory.summaries import answers, days
+from app.memory.summaries import answers, day_transfer, days
 from app.memory.summaries.day_models import DayFailure, DaySummary, WeekSummary
 from app.memory.summaries.prompts import day_label, week_label
 from app.timeutil import as_utc, utcnow
 
 MAX_SUMMARY_CHARS = 20_000
 MAX_DETAILS = answers.MAX_KEY_DETAILS
+FILE_LIMITS = day_transfer.Limits(days=day_transfer.MAX_FILE_DAYS, weeks=day_transfer.MAX_FILE_WEEKS,
+                                  chars=MAX_SUMMARY_CHARS, details=MAX_DETAILS,
+                                  detail_chars=answers.MAX_KEY_DETAIL_CHARS)  # fmt: skip
 ONLY_CONVERSATION = "Day and week summaries are for Conversation chats; Roleplay chats use Chat Summary entries."
 
 
@@ -199,3 +205,65 @@ def edit_context(session: Session, chat_id: int) -> dict:
     done = {w.week for w in weeks}
     return {"weeks": weeks, "days": [d for d in day_rows(session, chat_id) if days.week_start(d.day) not in done],
             "week_span": timedelta(days=6)}  # fmt: skip
+
+
+# Chat files ---------------------------------------------------------------------------------------------
+
+
+def _file_summary(row: DaySummary | WeekSummary) -> day_transfer.FileSummary:
+    on = row.day if isinstance(row, DaySummary) else row.week
+    return day_transfer.FileSummary(on, row.summary, tuple(row.key_details), row.origin)
+
+
+def file_metadata(session: Session, chat: Chat) -> dict[str, Any]:
+    """The chat_metadata keys an exported chat file carries: the day and week summaries and the Day
+    Rollover Hour, and a Conversation chat's Recent Message Tail."""
+    assert chat.id is not None
+    settings = read_settings(chat.settings)
+    meta: dict[str, Any] = {
+        day_transfer.DAYS_KEY: day_transfer.write_summaries([_file_summary(r) for r in day_rows(session, chat.id)]),
+        day_transfer.WEEKS_KEY: day_transfer.write_summaries([_file_summary(r) for r in week_rows(session, chat.id)]),
+        day_transfer.ROLLOVER_KEY: settings.summary_rollover_hour,
+    }  # fmt: skip
+    if chat.mode == "conversation":
+        meta[day_transfer.TAIL_KEY] = min(settings.summary_recent_tail, days.MAX_TAIL)
+    return meta
+
+
+def import_file_summaries(session: Session, chat: Chat, meta: Mapping[str, Any], *, read_tail: bool) -> list[str]:
+    """Give an imported Conversation chat the file's Day Rollover Hour (first: it decides which day is
+    today), Recent Message Tail (when `read_tail`) and day and week summaries; what was left out, as
+    notes. A bad summary never fails the import."""
+    assert chat.id is not None
+    hour, notes = day_transfer.read_rollover_hour(meta)
+    tail, tail_notes = day_transfer.read_tail(meta) if read_tail else (None, [])
+    values = {"summary_rollover_hour": hour, "summary_recent_tail": tail}
+    chat.settings = {**(chat.settings or {}), **{k: v for k, v in values.items() if v is not None}}
+    session.add(chat)
+    found = day_transfer.read_summaries(meta, today=today_of(chat), limits=FILE_LIMITS)
+    for s in found.days:
+        session.add(DaySummary(chat_id=chat.id, day=s.on, summary=s.summary, key_details=list(s.key_details),
+                               origin=s.origin))  # fmt: skip
+    for s in found.weeks:
+        session.add(WeekSummary(chat_id=chat.id, week=s.on, summary=s.summary, key_details=list(s.key_details),
+                                origin=s.origin))  # fmt: skip
+    session.flush()
+    return [*notes, *tail_notes, *found.notes]
+
+
+def copy_to_branch(session: Session, source: Chat, branch: Chat) -> None:
+    """Copy the summaries of the days that end before the branch point, and of the weeks all of whose
+    days do (days.kept_by_branch): the branch holds copies of the source's first messages, by id."""
+    assert source.id is not None
+    ids = session.exec(select(Message.id).where(Message.chat_id == source.id).order_by(col(Message.id))).all()
+    copied = len(session.exec(select(Message.id).where(Message.chat_id == branch.id)).all())
+    dayrows, weekrows = day_rows(session, source.id), week_rows(session, source.id)
+    kept_days, kept_weeks = days.kept_by_branch(chat_days(session, source), ids[copied - 1] if copied else None,
+                                                [r.day for r in dayrows], [r.week for r in weekrows])  # fmt: skip
+    for r in dayrows:
+        if r.day in kept_days:
+            session.add(DaySummary(**r.model_dump(exclude={"id", "chat_id"}), chat_id=branch.id))
+    for w in weekrows:
+        if w.week in kept_weeks:
+            session.add(WeekSummary(**w.model_dump(exclude={"id", "chat_id"}), chat_id=branch.id))
+    session.flush()

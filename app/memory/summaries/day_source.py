@@ -2,19 +2,21 @@
 summaries of weeks not yet consolidated, and their key details, in the older short-term memory slot
 (so the cached prefix changes only when a summary does); the messages they speak for leave the
 history, except the Recent Message Tail. Messages of past days no summary speaks for, and today's, are
-sent word for word. Also the always-on job and its part of Chat Settings."""
+sent word for word. Also the always-on job, its part of Chat Settings, and its keys in chat files
+(export, import and branch; day_transfer.py has the format)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from sqlmodel import Session
 
 from app import forms
 from app.chats.models import Chat
+from app.chats.st_metadata import SUGO_KEY
 from app.jobs import Job, run_soon
-from app.memory.summaries import conversation, day_runs, days
+from app.memory.summaries import conversation, day_runs, day_transfer, days
 from app.memory.summaries.prompts import day_block, important_memories, week_block
 from app.prompt.builder import DynamicBlock
 from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
@@ -79,3 +81,22 @@ class DaySummarySource(PromptSource):
         values = {"summary_rollover_hour": forms.optional_number(form, "summary_rollover_hour", int),
                   "summary_recent_tail": forms.optional_number(form, "summary_recent_tail", int)}  # fmt: skip
         return {k: v for k, v in values.items() if v is not None}
+
+    def export_chat_metadata(self, session: Session, chat: Chat) -> dict[str, Any]:
+        # Written even when empty, so an imported file's old summaries never come back out of its header.
+        return conversation.file_metadata(session, chat)
+
+    def import_chat_metadata(self, session: Session, chat: Chat, metadata: Mapping[str, Any],
+                             line_ids: Sequence[int]) -> list[str]:  # fmt: skip
+        if chat.mode != "conversation":
+            if not day_transfer.has_summaries(metadata):
+                return []
+            return ["The file's day and week summaries were left out: they are for Conversation chats."]
+        # Sugo's own settings block (read with the chat's settings) wins over Marinara's tail key.
+        sugo = metadata.get(SUGO_KEY)
+        ours = isinstance(sugo, Mapping) and isinstance(sugo.get("summaries"), Mapping) and "recent_tail" in sugo["summaries"]
+        return conversation.import_file_summaries(session, chat, metadata, read_tail=not ours)
+
+    def chat_branched(self, session: Session, source: Chat, branch: Chat) -> None:
+        if source.mode == "conversation":
+            conversation.copy_to_branch(session, source, branch)

@@ -211,3 +211,30 @@ def conversation_plan(
     return ConversationPlan(
         tuple(sorted(weeks)), tuple(day_summaries), tuple(verbatim), tail_ids, tuple(today_ids)
     )
+
+
+def kept_by_branch(
+    days: Sequence[ChatDay],
+    last_id: int | None,
+    summarised_days: Iterable[date],
+    summarised_weeks: Iterable[date],
+) -> tuple[list[date], list[date]]:
+    """The day and week summaries a branch holding the messages up to id `last_id` keeps, oldest first.
+
+    A day is kept when none of its messages lies past the branch point (a summary of a day that goes on
+    tells of messages the branch does not have); a day without messages, when it comes before the first
+    day that has such a message. A week is kept when all seven of its days are. `None`: an empty branch."""
+    if last_id is None:
+        return [], []
+    past = {d.day for d in days if any(i > last_id for i in d.message_ids)}
+    first_past = min(past, default=None)
+    with_messages = {d.day for d in days}
+
+    def kept(day: date) -> bool:
+        if day in past:
+            return False
+        return day in with_messages or first_past is None or day < first_past
+
+    kept_days = sorted(d for d in set(summarised_days) if kept(d))
+    kept_weeks = sorted(w for w in set(summarised_weeks) if all(kept(w + timedelta(days=n)) for n in range(7)))
+    return kept_days, kept_weeks

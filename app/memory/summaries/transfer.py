@@ -13,7 +13,7 @@ Decisions:
 - Reading never fails the import: an entry that is not an object, has no text, or whose range does not
   fit the file's lines is left out with a note; past `limit` entries the rest are left out with one note.
 - Conversation day/week summaries (`daySummaries`, `weekSummaries`) are other keys of the same
-  chat_metadata: their reading and writing go beside these functions, not into them.
+  chat_metadata, written and read by day_transfer.py.
 """
 
 from __future__ import annotations
