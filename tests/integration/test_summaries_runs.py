@@ -294,3 +294,18 @@ def test_review_outputs_holds_automatic_and_backfill_entries(api, models):
     entries = _until(lambda: len(e := _entries(api, chat_id)) == 2 and e, "the automatic entry")
     assert [(e["awaiting_review"], e["active"]) for e in entries] == [(True, False), (True, False)]
     assert _ranges(api, chat_id) == [(1, 20), (21, 32)]
+
+
+def test_deleting_the_chat_mid_backfill_ends_the_run_quietly(sugo, api, models, caplog):
+    """The user deletes a chat whose Backfill is waiting on the model: the run ends, nothing is written
+    anywhere, and nothing is logged as an error (it is not one)."""
+    chat_id = _long_chat(api, models, 120)
+    models.script(*(Reply(f"Part {i}.", first_delay_s=0.8) for i in (1, 2, 3)))
+    assert api.post(f"/api/chats/{chat_id}/summaries/backfill").status_code == 202
+    _until(lambda: len(models.requests) and models.requests[-1].path.endswith("/chat/completions"), "the first call")
+    with caplog.at_level("ERROR"):
+        assert api.delete(f"/api/chats/{chat_id}").status_code in (200, 204)
+        _until(lambda: not generate.running(sugo.engine, chat_id), "the run lets go of the chat")
+    assert [r.getMessage() for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")] == []
+    with sugo.session() as s:
+        assert s.exec(select(SummaryRun).where(SummaryRun.chat_id == chat_id)).all() == []

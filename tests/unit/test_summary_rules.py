@@ -2,11 +2,11 @@
 
 import pytest
 
+from app.memory.summaries.coverage import SummaryRange
 from app.memory.summaries.rules import (
     BLOCK_HEADING,
     Coverage,
     EntryText,
-    Span,
     live_positions,
     range_label,
     scope_coverage,
@@ -36,9 +36,9 @@ def test_bad_scopes_say_why(kwargs, reason):
 
 
 def test_live_positions_follow_deletions():
-    assert live_positions([1, 2, 3, 4, 5], Span(2, 4)) == (2, 4)
-    assert live_positions([1, 3, 5], Span(2, 4)) == (2, 2)
-    assert live_positions([1, 5], Span(2, 4)) is None
+    assert live_positions([1, 2, 3, 4, 5], SummaryRange(2, 4)) == (2, 4)
+    assert live_positions([1, 3, 5], SummaryRange(2, 4)) == (2, 2)
+    assert live_positions([1, 5], SummaryRange(2, 4)) is None
     assert range_label((2, 2)) == "message 2" and range_label((2, 9)) == "messages 2–9"
     assert range_label(None) == "its messages were deleted"
 

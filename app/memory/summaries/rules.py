@@ -8,16 +8,10 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from app.memory.summaries.coverage import SummaryRange
+
 SCOPES = ("last", "range")
 BLOCK_HEADING = "[Summary of earlier events, oldest first]"
-
-
-@dataclass(frozen=True)
-class Span:
-    """An entry's messages: every message whose id lies in [first_id, last_id]."""
-
-    first_id: int
-    last_id: int
 
 
 @dataclass(frozen=True)
@@ -63,7 +57,7 @@ def scope_coverage(ids: Sequence[int], scope: str, *, last: int | None = None, s
     return Coverage(start, end, ids[start - 1], ids[end - 1])
 
 
-def live_positions(ids: Sequence[int], span: Span) -> tuple[int, int] | None:
+def live_positions(ids: Sequence[int], span: SummaryRange) -> tuple[int, int] | None:
     """The message numbers the span covers now (after deletions shifted them), or None when every
     message it covered was deleted. `ids` sorted, oldest first."""
     lo = bisect_left(ids, span.first_id)

@@ -19,7 +19,7 @@ from app.memory.summaries.coverage import (
     uncovered_batches,
 )
 from app.memory.summaries.models import SummaryEntry
-from app.memory.summaries.rules import Span, live_positions, range_label, scope_coverage
+from app.memory.summaries.rules import live_positions, range_label, scope_coverage
 from app.prompt.tokens import count_tokens
 from app.timeutil import utcnow
 
@@ -110,7 +110,7 @@ def summarised_ids(session: Session, chat_id: int, *, hide: bool, tail: int) -> 
 
 def entry_views(session: Session, chat_id: int) -> list[EntryView]:
     ids = message_ids(session, chat_id)
-    return [EntryView(e, live_positions(ids, Span(e.first_message_id, e.last_message_id)))
+    return [EntryView(e, live_positions(ids, SummaryRange(e.first_message_id, e.last_message_id)))
             for e in list_entries(session, chat_id)]  # fmt: skip
 
 
