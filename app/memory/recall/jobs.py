@@ -234,7 +234,8 @@ def _make_now(services: Services, chat_id: int, state: Rebuild) -> None:
             return
         sync_chunks(session, chat_id)
         session.commit()
-        state.total = waiting_count(session, chat_id)
+        # Added to, not set: ChatSyncs runs this again when a change came meanwhile.
+        state.total = state.done + waiting_count(session, chat_id)
         embedder = embedder_for_chat(session, chat_id, services.keybox)
         while not state.stop.is_set():
             done = embed_pending(session, chat_id, embedder, limit=REBUILD_BATCH)
@@ -244,4 +245,4 @@ def _make_now(services: Services, chat_id: int, state: Rebuild) -> None:
             state.done += done
         state.stopped = state.stop.is_set() and state.done < state.total
         if not state.stopped and state.done < state.total:
-            state.error = "the embedding model could not be reached; each memory waiting says why."
+            state.error = "the embedding model could not be reached; the memories without vectors say why."
