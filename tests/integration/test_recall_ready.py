@@ -95,6 +95,7 @@ def test_rebuild_on_a_chat_without_memories_makes_them(sugo, api):
             s.add(msg)
         s.commit()
     assert api.get(f"/api/chats/{chat['id']}/memories").json() == []
+    assert "Make memories from the messages with all-MiniLM-L6-v2?" in api.get(f"/chats/{chat['id']}/memories").text
     r = api.post(f"/api/chats/{chat['id']}/memories/rebuild")
     assert r.status_code == 202 and r.json()["making"] is True, r.text
 
