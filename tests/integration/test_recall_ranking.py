@@ -106,12 +106,6 @@ def test_a_rare_name_beats_a_memory_closer_in_meaning_that_lacks_it(api, sugo):
     assert results[0]["chunk_id"] == chunk_of[named]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known defect, left for issue 13 (ranking measured on the long-chat set): lexical scores are "
-    "min-max scaled before fusion, so a word BM25 weighs near 0 still gets the full lexical weight (0.55), "
-    "more than the vectors can give (0.45)",
-)
 def test_a_common_word_does_not_lift_its_memories_above_a_clear_paraphrase(api, sugo):
     query = "the elderly gardener's dog"
     target = PARAPHRASES[query]

@@ -219,6 +219,11 @@ def doc_freq(session: Session, terms: Sequence[str]) -> dict[str, int]:
     return {t: counts.get(t, 0) for t in terms}
 
 
+def chunk_count(session: Session) -> int:
+    """How many chunks the full-text index holds, over every chat: FTS5's own count in its idf."""
+    return int(one_row(session, "SELECT count(*) FROM memory_chunk", ()) or 0)
+
+
 def lexical_candidates(session: Session, terms: Sequence[str], *, limit: int) -> dict[int, float]:
     """The chunks holding the given (chat-prefixed) words, best BM25 first, with their scores
     (higher is better). One pass over the words' postings: FTS5 ranks them, keeps the best `limit`."""
