@@ -47,3 +47,8 @@ def run_soon(scheduler: AsyncIOScheduler | None, func: Callable[..., Any], *args
     scheduler.add_job(func, args=list(args), id=job_id, replace_existing=True, misfire_grace_time=None,
                       max_instances=2)  # fmt: skip
     return True
+
+
+def job_pending(scheduler: AsyncIOScheduler | None, job_id: str) -> bool:
+    """A job asked for with `run_soon` has not started yet."""
+    return scheduler is not None and scheduler.running and scheduler.get_job(job_id) is not None

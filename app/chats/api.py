@@ -4,7 +4,7 @@ from fastapi import APIRouter, File, Form, UploadFile
 from fastapi.responses import Response, StreamingResponse
 
 from app.chats import service, views
-from app.chats.changes import messages_changed
+from app.chats.changes import chat_added, messages_changed
 from app.chats.schemas import (
     ChatCreate,
     ChatImported,
@@ -49,6 +49,7 @@ def import_chat(session: SessionDep, services: ServicesDep, file: UploadFile = F
     """Import a SillyTavern .jsonl chat with its settings, lorebooks and summary entries; `notes` say what
     was left out."""
     chat, notes = import_chat_file(session, file.file.read(), services.sources, character_id=character_id)
+    chat_added(session, services, chat.id)
     return ChatImported(**views.chat_read(session, chat).model_dump(), notes=notes)
 
 
@@ -137,6 +138,7 @@ def branch_chat(chat_id: int, message_id: int, session: SessionDep, services: Se
     """A new chat with the history up to this message (and the summary entries within it)."""
     branch = service.branch_chat(session, chat_id, message_id)
     services.sources.chat_branched(session, service.get_chat(session, chat_id), branch)
+    chat_added(session, services, branch.id)
     return views.chat_read(session, branch)
 
 

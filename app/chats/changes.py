@@ -1,5 +1,5 @@
-"""What follows a change to messages already written (an edit, hide, swipe or delete), for the
-page routes and the JSON API alike."""
+"""What follows a change to messages already written (an edit, hide, swipe or delete) or a chat
+arriving with its messages (an import, a branch), for the page routes and the JSON API alike."""
 
 from __future__ import annotations
 
@@ -14,3 +14,10 @@ def messages_changed(session: Session, services: Services, chat_id: int) -> None
     background work reads the change."""
     session.commit()
     services.sources.messages_changed(services, chat_id)
+
+
+def chat_added(session: Session, services: Services, chat_id: int) -> None:
+    """Commit the imported or branched chat, then let each prompt source build from its messages
+    (Memory Recall's chunks and vectors) at once: the chat may be searched before its first reply."""
+    session.commit()
+    services.sources.chat_added(services, chat_id)

@@ -12,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from app import forms
 from app.characters.service import list_characters
 from app.chats import service
-from app.chats.changes import messages_changed
+from app.chats.changes import chat_added, messages_changed
 from app.chats.history import message_count
 from app.chats.models import Chat, Message
 from app.chats.settings import ChatSettings
@@ -112,13 +112,19 @@ async def import_chat_page(request: Request, session: SessionDep, services: Serv
     if not raw:
         raise UserError("Choose a .jsonl chat file to import.")
     # Parsing and writing a long chat takes seconds: on a thread, so other requests go on meanwhile.
-    chat, notes = await run_in_threadpool(import_chat_file, session, raw, services.sources,
+    chat, notes = await run_in_threadpool(_import_chat, session, services, raw,
                                           character_id=forms.optional_number(form, "character_id", int))
     headers = {"HX-Redirect": f"/chats/{chat.id}"}
     if notes:
         # The page is left for the chat: app.js keeps these for it to show (ASCII JSON, a header).
         headers["HX-Trigger"] = json.dumps({"sugo:notices-next-page": {"notices": notes}})
     return Response(status_code=204, headers=headers)
+
+
+def _import_chat(session: Session, services, raw: bytes, *, character_id: int | None) -> tuple[Chat, list[str]]:
+    chat, notes = import_chat_file(session, raw, services.sources, character_id=character_id)
+    chat_added(session, services, chat.id)
+    return chat, notes
 
 
 def _page_of_messages(session: Session, chat_id: int, *, before: int | None) -> tuple[list[Message], int | None]:
@@ -229,6 +235,7 @@ def message_action_page(chat_id: int, message_id: int, action: str, request: Req
     if action == "branch":
         branch = service.branch_chat(session, chat_id, message_id)
         services.sources.chat_branched(session, chat, branch)
+        chat_added(session, services, branch.id)
         return Response(status_code=204, headers={"HX-Redirect": f"/chats/{branch.id}"})
     raise UserError(f"Unknown message action “{action}”.")
 

@@ -19,6 +19,8 @@ Hooks, each optional (the base class does nothing):
   the reply never waits for it.
 - `messages_changed(services, chat_id)`: messages already written were edited, hidden, swiped or
   deleted (and committed): bring what was built from them in step (schedule background work).
+- `chat_added(services, chat_id)`: a chat arrived with messages already written (an import or a
+  branch, committed): build from them now rather than after its first reply.
 - `jobs()`: background jobs to register with the scheduler when the app starts.
 - `settings_section(session, chat, services)`: the source's part of Chat Settings.
 - `read_settings_form(session, chat, form)`: read that part back from a submitted form.
@@ -118,6 +120,10 @@ class PromptSource:
 
     def messages_changed(self, services: Services, chat_id: int) -> None:
         """Messages were edited, hidden, swiped or deleted: re-sync what was built from them
+        (schedule background work); must return at once."""
+
+    def chat_added(self, services: Services, chat_id: int) -> None:
+        """A chat arrived with its messages written (imported or branched): build from them
         (schedule background work); must return at once."""
 
     def jobs(self) -> Sequence[Job]:
@@ -261,6 +267,13 @@ class PromptSources:
                 source.messages_changed(services, chat_id)
             except Exception:  # the change is saved; the sweep catches up with what failed here
                 log.exception("%s: re-sync after a message change failed in chat %s", source.name, chat_id)
+
+    def chat_added(self, services: Services, chat_id: int) -> None:
+        for source in self:
+            try:
+                source.chat_added(services, chat_id)
+            except Exception:  # the chat is saved; the sweep catches up with what failed here
+                log.exception("%s: work for a new chat failed in chat %s", source.name, chat_id)
 
     def jobs(self) -> list[Job]:
         return [job for source in self for job in source.jobs()]

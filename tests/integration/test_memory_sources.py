@@ -89,7 +89,8 @@ def test_switching_models_marks_old_memories_rebuild_moves_them_and_spaces_never
 
     assert api.post(f"/api/chats/{chat['id']}/memories/rebuild").json()["total"] == count
     status = _wait_rebuild(api, chat["id"])
-    assert status["rebuild"] == {"total": count, "done": count, "running": False, "stopped": False, "error": None}
+    assert status["rebuild"] == {"total": count, "done": count, "running": False, "stopped": False, "error": None,
+                               "making": False}
     assert status["other_space"] == 0 and set(_spaces(sugo, chat["id"])) == {E5}
     found = api.get(f"/api/chats/{chat['id']}/memories/search", params={"q": "Where did Elowen hide the key?"}).json()
     assert FACT in found["results"][0]["content"] and found["results"][0]["similarity"] is not None

@@ -6,7 +6,7 @@ from app.deps import ServicesDep, SessionDep
 from app.downloads import content_disposition
 from app.memory.recall import service
 from app.memory.recall.embedding import build_embedder, embedder_for_chat, embedding_choice
-from app.memory.recall.jobs import schedule_embed_chat
+from app.memory.recall.jobs import building, schedule_embed_chat
 
 router = APIRouter(prefix="/api/chats", tags=["memory"])
 
@@ -60,20 +60,24 @@ def clear_memories(chat_id: int, session: SessionDep) -> dict:
 @router.get("/{chat_id}/memories/status")
 def memory_status(chat_id: int, session: SessionDep, services: ServicesDep) -> dict:
     """Counts by status, the embedding source in use (and where that choice comes from), how many
-    memories were embedded in another space, and the progress of a running rebuild."""
+    memories were embedded in another space, the progress of memories being built (`building`, None
+    once every memory has its vectors) and of a running rebuild."""
     chat = get_chat(session, chat_id)
     choice = embedding_choice(session, chat)
     space = build_embedder(choice).space
     chunks = service.list_chunks(session, chat_id)
     rebuild = services.recall.rebuilds.get(chat_id)
+    waiting = sum(1 for c in chunks if c.status == "waiting")
+    making = building(services, chat_id) or (rebuild is not None and rebuild.running and rebuild.making)
     return {
         "count": len(chunks),
+        "building": {"done": len(chunks) - waiting, "total": len(chunks)} if making or waiting else None,
         "statuses": {s: sum(1 for c in chunks if c.status == s) for s in ("vectorized", "waiting", "unavailable")},
         "source": {"kind": choice.kind, "model": choice.model, "origin": choice.origin, "space": space.id},
         "other_space": sum(1 for c in chunks if c.status == "vectorized" and not space.matches(c.embedding_space_id)),
         "rebuild": None if rebuild is None else {
             "total": rebuild.total, "done": rebuild.done, "running": rebuild.running, "stopped": rebuild.stopped,
-            "error": rebuild.error,
+            "error": rebuild.error, "making": rebuild.making,
         },
     }  # fmt: skip
 
@@ -81,10 +85,11 @@ def memory_status(chat_id: int, session: SessionDep, services: ServicesDep) -> d
 @router.post("/{chat_id}/memories/rebuild", status_code=202)
 def rebuild_memories(chat_id: int, session: SessionDep, services: ServicesDep) -> dict:
     """Embed every memory again with the chat's current model, in the background; each keeps its
-    old vectors until its turn, so stopping loses nothing. Follow it with GET .../memories/status."""
+    old vectors until its turn, so stopping loses nothing. A chat without memories gets them made
+    from its messages (`making`). Follow it with GET .../memories/status."""
     get_chat(session, chat_id)
     rebuild = services.recall.rebuilds.start(services, chat_id)
-    return {"total": rebuild.total, "done": rebuild.done, "running": rebuild.running}
+    return {"total": rebuild.total, "done": rebuild.done, "running": rebuild.running, "making": rebuild.making}
 
 
 @router.post("/{chat_id}/memories/rebuild/stop")

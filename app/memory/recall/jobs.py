@@ -15,11 +15,11 @@ from typing import TypeVar
 from sqlmodel import Session, col, select, update
 
 from app.chats.models import Chat
-from app.jobs import Job, run_soon
+from app.jobs import Job, job_pending, run_soon
 from app.memory.recall.embedding import embedder_for_chat
 from app.memory.recall.index import prune_tombstones
 from app.memory.recall.models import MemoryChunk
-from app.memory.recall.service import embed_chunks, embed_pending, list_chunk_ids, sync_chunks
+from app.memory.recall.service import embed_chunks, embed_pending, list_chunk_ids, sync_chunks, waiting_count
 from app.services import Services
 from app.timeutil import utcnow
 
@@ -127,10 +127,20 @@ def sweep(services: Services) -> None:
 JOBS = (Job("memory.sweep", sweep, every_minutes=SWEEP_MINUTES, at_start=True),)
 
 
+def _embed_job_id(chat_id: int) -> str:
+    return f"memory.embed_chat:{chat_id}"
+
+
 def schedule_embed_chat(services: Services, chat_id: int) -> None:
     """Bring the chat's memories in step with its messages in the background, soon: chunk and
     embed new ones, drop those whose messages changed."""
-    run_soon(services.scheduler, sync_chat, services, chat_id, job_id=f"memory.embed_chat:{chat_id}")
+    run_soon(services.scheduler, sync_chat, services, chat_id, job_id=_embed_job_id(chat_id))
+
+
+def building(services: Services, chat_id: int) -> bool:
+    """The chat's memories are being made or embedded, or will be as soon as the scheduler can
+    (an import or a branch just asked): the viewer says so rather than "0 memories"."""
+    return services.recall.syncs.busy(chat_id) or job_pending(services.scheduler, _embed_job_id(chat_id))
 
 
 @dataclass
@@ -143,6 +153,8 @@ class Rebuild:
     finished_at: datetime | None = None
     stopped: bool = False
     error: str | None = None
+    # The chat had no memories: this one makes them from the messages first (total is then known).
+    making: bool = False
 
     @property
     def running(self) -> bool:
@@ -168,9 +180,10 @@ class Rebuilds:
                 return current
             with Session(services.engine) as session:
                 ids = list_chunk_ids(session, chat_id)
-            state = self._by_chat[chat_id] = Rebuild(total=len(ids))
-        if not run_soon(services.scheduler, _rebuild, services, chat_id, ids, state, job_id=f"memory.rebuild:{chat_id}"):
-            _rebuild(services, chat_id, ids, state)
+            state = self._by_chat[chat_id] = Rebuild(total=len(ids), making=not ids)
+        work = partial(_make, services, chat_id, state) if state.making else partial(_rebuild, services, chat_id, ids, state)
+        if not run_soon(services.scheduler, work, job_id=f"memory.rebuild:{chat_id}"):
+            work()
         return state
 
     def stop(self, chat_id: int) -> Rebuild | None:
@@ -201,3 +214,35 @@ def _rebuild(services: Services, chat_id: int, ids: list[int], state: Rebuild) -
         state.error = "The rebuild stopped because of an internal error; the server log has the details."
     finally:
         state.finished_at = utcnow()
+
+
+def _make(services: Services, chat_id: int, state: Rebuild) -> None:
+    """Rebuild on a chat without memories: make them from its messages and embed them, with the
+    rebuild's progress and Stop. It is the chat's sync, so it never runs beside another one."""
+    try:
+        services.recall.syncs.run(chat_id, partial(_make_now, services, chat_id, state), wait=True)
+    except Exception:  # the viewer must show that it ended, not spin forever
+        log.exception("making memories failed for chat %s", chat_id)
+        state.error = "Making the memories stopped because of an internal error; the server log has the details."
+    finally:
+        state.finished_at = utcnow()
+
+
+def _make_now(services: Services, chat_id: int, state: Rebuild) -> None:
+    with Session(services.engine) as session:
+        if session.get(Chat, chat_id) is None:
+            return
+        sync_chunks(session, chat_id)
+        session.commit()
+        # Added to, not set: ChatSyncs runs this again when a change came meanwhile.
+        state.total = state.done + waiting_count(session, chat_id)
+        embedder = embedder_for_chat(session, chat_id, services.keybox)
+        while not state.stop.is_set():
+            done = embed_pending(session, chat_id, embedder, limit=REBUILD_BATCH)
+            session.commit()
+            if not done:
+                break
+            state.done += done
+        state.stopped = state.stop.is_set() and state.done < state.total
+        if not state.stopped and state.done < state.total:
+            state.error = "the embedding model could not be reached; the memories without vectors say why."

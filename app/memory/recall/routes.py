@@ -10,7 +10,7 @@ from app.deps import FormDep, ServicesDep, SessionDep
 from app.errors import UserError
 from app.memory.recall import service
 from app.memory.recall.embedding import build_embedder, embedder_for_chat, embedding_choice
-from app.memory.recall.jobs import schedule_embed_chat
+from app.memory.recall.jobs import building, schedule_embed_chat
 from app.prompt.tokens import count_tokens
 from app.web import HxRequest, render, render_blocks
 
@@ -37,6 +37,7 @@ def _context(request: Request, session, chat_id: int, message: str | None = None
     return {
         "chat": chat, "chunks": chunks, "counts": counts, "space": space.id, "choice": choice, "other": other,
         "rebuild": request.app.state.services.recall.rebuilds.get(chat_id),
+        "building": building(request.app.state.services, chat_id),
         "tokens": sum(count_tokens(c.content) for c in chunks), "message": message,
         "recall_on": chat_settings(chat).recall_enabled(chat.mode),
         "chunking_paused": chat_settings(chat).memory_chunking_paused,
@@ -56,7 +57,7 @@ def memory_status_fragment(chat_id: int, request: Request, session: SessionDep, 
     ctx = _context(request, session, chat_id)
     if not hx:
         return render(request, MEMORIES, ctx)
-    busy = (ctx["rebuild"] is not None and ctx["rebuild"].running) or ctx["counts"]["waiting"]
+    busy = (ctx["rebuild"] is not None and ctx["rebuild"].running) or ctx["counts"]["waiting"] or ctx["building"]
     return render_blocks(request, MEMORIES, ctx, ["memory_status"], oob=[] if busy else ["memory_list"])
 
 

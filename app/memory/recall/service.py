@@ -8,7 +8,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 
-from sqlmodel import Session, col, delete, select
+from sqlmodel import Session, col, delete, func, select
 
 from app.chats import service as chats
 from app.chats.history import history_window
@@ -158,6 +158,12 @@ def embed_chunks(session: Session, chat_id: int, chunks: list[MemoryChunk], embe
         session.add(chunk)
     session.flush()
     return len(chunks), None
+
+
+def waiting_count(session: Session, chat_id: int) -> int:
+    """How many of the chat's memories wait for their vectors."""
+    return session.exec(select(func.count()).select_from(MemoryChunk)
+                        .where(MemoryChunk.chat_id == chat_id, MemoryChunk.status == "waiting")).one()  # fmt: skip
 
 
 def list_chunk_ids(session: Session, chat_id: int) -> list[int]:

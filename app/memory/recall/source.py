@@ -92,6 +92,11 @@ class RecallSource(PromptSource):
         # and the viewer, and rebuilds it from the new text, without waiting for a reply.
         schedule_embed_chat(services, chat_id)
 
+    def chat_added(self, services: Services, chat_id: int) -> None:
+        # A long import is what the user searches first: waiting for the sweep would leave it
+        # without memories for up to ten minutes.
+        schedule_embed_chat(services, chat_id)
+
     def jobs(self) -> Sequence[Job]:
         return JOBS
 
