@@ -12,10 +12,8 @@ uses, and each result's `message_ids` are mapped back to 0-based message positio
 - recall_hit_at_k: share of questions with an answering message in one of the first k results.
 - recall_mrr_at_10: mean of 1/rank of the first such result (0 beyond 10).
 - recall_ready_s: seconds from sending the import to every memory of the chat being embedded and
-  searchable, per chat (the longest printed). Until an import schedules the memory job itself
-  (issue 13, branch s18-recall-ready), nothing builds the memories before the next sweep or reply,
-  so the bench then does what a user can: a no-op edit of the last message (un-hiding a visible
-  message), which schedules the job at once. The figure includes that request.
+  searchable, per chat (the longest printed): the import schedules the memory job itself, and
+  nothing else asks for it.
 - The same per category (`recall_hit_at_5_temporal=` …).
 - Questions whose every answering message lies inside the live window (the newest messages, which
   the model reads anyway and which are never made into memories, and the pinned first message) are
@@ -46,8 +44,6 @@ RECENT_LIMIT = 20
 K = 10
 CUTS = (1, 5, 10)
 READY_TIMEOUT_S = 600
-# Until an import schedules the memory job itself, the bench asks for it as a user could.
-POKE_AFTER_IMPORT = True
 
 
 def free_port() -> int:
@@ -95,10 +91,6 @@ def import_chat(client: httpx.Client, name: str, body: bytes) -> tuple[int, list
         raise RuntimeError(f"importing {name}: {r.status_code} {r.text}")
     chat_id = r.json()["id"]
     messages = [m for m in client.get(f"/api/chats/{chat_id}/messages").json() if m["kind"] == "message"]
-    if POKE_AFTER_IMPORT:
-        client.patch(
-            f"/api/chats/{chat_id}/messages/{messages[-1]['id']}", json={"hidden": False}
-        ).raise_for_status()
     while time.perf_counter() - start < READY_TIMEOUT_S:
         status = client.get(f"/api/chats/{chat_id}/memories/status").json()
         if (
