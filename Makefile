@@ -47,6 +47,7 @@ bench: install-test
 	$(BIN)/python bench/prompt_build.py
 	$(BIN)/python bench/cache_prefix.py
 	$(BIN)/python bench/recall.py
+	$(BIN)/python bench/recall_quality.py
 	$(BIN)/python bench/lore_scan.py
 	$(BIN)/python bench/summaries.py
 

@@ -3,6 +3,8 @@ the real built-in model (all-MiniLM-L6-v2), SQLite FTS5 and the sign-bit index, 
 
 Each memory is one message of its own chunk, so a chunk's rank is the rank of that memory."""
 
+from datetime import UTC, datetime
+
 import pytest
 from sqlmodel import Session, select
 
@@ -106,12 +108,6 @@ def test_a_rare_name_beats_a_memory_closer_in_meaning_that_lacks_it(api, sugo):
     assert results[0]["chunk_id"] == chunk_of[named]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known defect, left for issue 13 (ranking measured on the long-chat set): lexical scores are "
-    "min-max scaled before fusion, so a word BM25 weighs near 0 still gets the full lexical weight (0.55), "
-    "more than the vectors can give (0.45)",
-)
 def test_a_common_word_does_not_lift_its_memories_above_a_clear_paraphrase(api, sugo):
     query = "the elderly gardener's dog"
     target = PARAPHRASES[query]
@@ -124,3 +120,32 @@ def test_a_common_word_does_not_lift_its_memories_above_a_clear_paraphrase(api, 
     similarity = {r["chunk_id"]: r["similarity"] for r in results}
     assert all(similarity[chunk_of[d]] < similarity[chunk_of[target]] - 0.05 for d in dogs)
     assert results[0]["chunk_id"] == chunk_of[target]
+
+
+def test_a_date_the_question_names_prefers_what_was_said_that_day(api, sugo):
+    """Both memories are about Aria's painting; the date in the question tells them apart, which
+    their words cannot: only the memory's time span knows when it was said."""
+    said = {datetime(2023, 10, 13, 14, tzinfo=UTC): "Aria finished a painting of a sunset over the bay.",
+            datetime(2023, 10, 20, 14, tzinfo=UTC): "Aria painted the harbour at dusk, her best painting yet."}  # fmt: skip
+    char = add_character(api)
+    chat_id = new_chat(api, [char["id"]])["id"]
+    r = api.put(f"/api/chats/{chat_id}/options", json={"settings": {"recent_message_limit": MIN_RECENT_LIMIT}})
+    assert r.status_code == 200, r.text
+    with Session(sugo.engine) as s:
+        lines = [(day, line) for day, memory in said.items() for line in (memory, *REPLIES)]
+        lines += [(datetime(2023, 11, 1, tzinfo=UTC), f"Day {i}.") for i in range(MIN_RECENT_LIMIT)]
+        for i, (day, line) in enumerate(lines):
+            role, name, character_id = ("user", "Rowan", None) if i % 2 else ("assistant", "Aria", char["id"])
+            msg = new_message(chat_id, role, name, [line], character_id=character_id)
+            msg.created_at = day
+            s.add(msg)
+        s.commit()
+    embed_chat(sugo.services, chat_id)
+
+    def first(query):
+        return _search(api, chat_id, query)[0]["content"]
+
+    earlier, later = said.values()
+    assert earlier in first("What did Aria paint?")  # closer in meaning, without a date
+    assert later in first("What did Aria paint on 20 October 2023?")
+    assert earlier in first("What did Aria paint on October 13, 2023?")

@@ -7,6 +7,7 @@ from app.memory.recall.lexical import (
     query_terms,
     stem,
     tokenize,
+    word_weight,
 )
 
 
@@ -58,3 +59,20 @@ def test_a_chunk_without_a_vector_counts_as_dissimilar():
 def test_lexical_alone_when_no_embedding_source():
     assert fuse(None, {1: 0.0, 2: 3.0, 3: 1.5}, {}, neighbour_share=0.0) == {1: 0.0, 2: 1.0, 3: 0.5}
     assert fuse(None, {}, {}) == {}
+
+
+def test_a_word_most_chunks_hold_weighs_almost_nothing():
+    assert word_weight(1, 100) > 4
+    assert word_weight(50, 100) < 0.01
+    assert word_weight(0, 100) > word_weight(1, 100)
+
+
+def test_a_weak_word_match_does_not_outweigh_a_clear_paraphrase():
+    # Chunk 1 is closest in meaning; 2 and 3 share only a word half the chunks hold (BM25 0.05),
+    # which min-max scaling would lift to the full lexical weight.
+    unit = word_weight(0, 20)
+    fused = fuse({1: 0.6, 2: 0.4, 3: 0.3}, {1: 0.0, 2: 0.05, 3: 0.04}, {}, neighbour_share=0.0, lexical_unit=unit)
+    assert max(fused, key=fused.get) == 1
+    # A rare word still wins over a closer meaning, and two rare words count about twice one.
+    rare = fuse({1: 0.6, 2: 0.4, 3: 0.3}, {1: 0.0, 2: unit, 3: 2 * unit}, {}, neighbour_share=0.0, lexical_unit=unit)
+    assert max(rare, key=rare.get) == 3 and rare[2] > rare[1]

@@ -18,7 +18,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 
 import numpy as np
 from sqlmodel import Session
@@ -219,6 +219,11 @@ def doc_freq(session: Session, terms: Sequence[str]) -> dict[str, int]:
     return {t: counts.get(t, 0) for t in terms}
 
 
+def chunk_count(session: Session) -> int:
+    """How many chunks the full-text index holds, over every chat: FTS5's own count in its idf."""
+    return int(one_row(session, "SELECT count(*) FROM memory_chunk", ()) or 0)
+
+
 def lexical_candidates(session: Session, terms: Sequence[str], *, limit: int) -> dict[int, float]:
     """The chunks holding the given (chat-prefixed) words, best BM25 first, with their scores
     (higher is better). One pass over the words' postings: FTS5 ranks them, keeps the best `limit`."""
@@ -246,6 +251,17 @@ def chronological_neighbours(
            f"FROM memory_chunk c WHERE c.id IN ({','.join('?' * len(chunk_ids))}))")  # fmt: skip
     found = [int(v) for v in one_row(session, sql, chunk_ids).split()]  # ids start at 1: 0 is none
     return {found[i]: (found[i + 1] or None, found[i + 2] or None) for i in range(0, len(found), 3)}
+
+
+def chunk_days(session: Session, chunk_ids: Sequence[int]) -> dict[int, tuple[date, date]]:
+    """The first and last day (UTC) of each chunk's messages."""
+    if not chunk_ids:
+        return {}
+    sql = ("SELECT group_concat(id || ' ' || substr(first_message_at, 1, 10) || ' ' || substr(last_message_at, 1, 10), ' ') "
+           f"FROM memory_chunk WHERE id IN ({','.join('?' * len(chunk_ids))})")  # fmt: skip
+    found = one_row(session, sql, chunk_ids).split()
+    return {int(found[i]): (date.fromisoformat(found[i + 1]), date.fromisoformat(found[i + 2]))
+            for i in range(0, len(found), 3)}  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -24,11 +24,12 @@ from app.memory.recall.chunking import (
     embedding_windows,
     stale_chunks,
 )
+from app.memory.recall.dates import dates_named, said_on
 from app.memory.recall.embedders import Embedder, EmbeddingError, EmbeddingSpace, MiniLM, QueryVectors
 from app.memory.recall.excerpts import Excerpt, excerpt, worth_showing
 from app.memory.recall.formats import ChunkRecord, MemoryFileError, export_envelope, parse_import
 from app.memory.recall.index import ChunkRow, SignIndex
-from app.memory.recall.lexical import candidate_terms, fuse, query_terms
+from app.memory.recall.lexical import DENSE_WEIGHT, candidate_terms, fuse, query_terms, word_weight
 from app.memory.recall.models import MemoryChunk, MemoryVector
 from app.memory.recall.recall import TOP_K, Candidate, memory_block, memory_budget, select_memories
 from app.memory.recall.vectors import (
@@ -215,6 +216,7 @@ class Side:
     best: list[int]
     neighbours: dict[int, tuple[int | None, int | None]]
     similarities: dict[int, float]
+    lexical_unit: float | None = None  # the word pass's: what a word only one chunk holds weighs in BM25
 
 
 def _embed(query: str, embedder: Embedder | None, vectors: QueryVectors | None, wait_for_model: bool) -> Embedded:
@@ -280,12 +282,14 @@ def _word_pass(engine, chat_id: int, query: str, *, embedded: Future) -> Side:
         scores = index.lexical_candidates(session, candidate_terms(freq), limit=LEXICAL_DEPTH)
         best = list(scores)[:CANDIDATES_PER_RANKING]
         neighbours = index.chronological_neighbours(session, best)
+        # Counted while the query is still being embedded, which takes longer.
+        unit = word_weight(1, index.chunk_count(session)) if scores else None
         got: Embedded = embedded.result()
         similarities = {}
         if best and got.vector is not None and got.embedder is not None:
             around = [*best, *(n for pair in neighbours.values() for n in pair if n is not None)]
             similarities = similarities_by_chunk(session, around, got.embedder.space.id, got.vector)
-        return Side(scores, best, neighbours, similarities)
+        return Side(scores, best, neighbours, similarities, unit)
 
 
 @dataclass(frozen=True)
@@ -297,6 +301,7 @@ class PendingSearch:
     dense: Future[Side | None]
     words: Future[Side]
     chat_id: int
+    query: str = ""
 
 
 def start_search(
@@ -318,7 +323,7 @@ def start_search(
                            wait_for_model=wait_for_model, embedded=embedded, scanned=scanned,
                            choose_embedder=choose_embedder)  # fmt: skip
     words = threads.submit(_word_pass, engine, chat_id, query, embedded=embedded)
-    return PendingSearch(embedded, scanned, dense, words, chat_id)
+    return PendingSearch(embedded, scanned, dense, words, chat_id, query)
 
 
 def finish_search(session: Session, pending: PendingSearch, *, k: int = 8) -> tuple[list[Hit], Embedded]:
@@ -340,7 +345,13 @@ def finish_search(session: Session, pending: PendingSearch, *, k: int = 8) -> tu
             similarity = near.similarities.get(c, words.similarities.get(c))
             if c not in dense and similarity is not None:  # chunks without vectors in the space stay out
                 dense[c] = similarity
-    scores = fuse(dense, lexical, neighbours)
+    scores = fuse(dense, lexical, neighbours, lexical_unit=words.lexical_unit)
+    if named := dates_named(pending.query):
+        # A memory said on a date the query names counts as if it shared one more rare word with it.
+        spans = index.chunk_days(session, pool)
+        for c in pool:
+            if c in spans and said_on(named, *spans[c]):
+                scores[c] += 1 - DENSE_WEIGHT
     ranked = sorted(pool, key=lambda c: scores[c], reverse=True)
     hits: list[Hit] = []
     seen: set[str] = set()
