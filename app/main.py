@@ -4,6 +4,7 @@ that starts the scheduler with every prompt source's jobs."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 from contextlib import asynccontextmanager
 
@@ -79,6 +80,12 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        # Everything loaded so far (modules, the app) lives as long as the process: frozen, it is left
+        # out of CPython's full collections, which pause every thread, the event loop's too, for as
+        # long as they take to walk it (whole seconds were seen while a 20,000-message import and its
+        # memories were built). Collected first, so no garbage is frozen with it.
+        gc.collect()
+        gc.freeze()
         if settings.start_scheduler:
             services.scheduler = make_scheduler()
             services.scheduler.start()
