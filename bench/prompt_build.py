@@ -70,6 +70,7 @@ from app.prompt.service import build_chat_prompt  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from bench.lore_scan import invented_names  # noqa: E402
 from bench.recall import Text, fill_chunks  # noqa: E402
+from bench.sugo_process import free_port, wait_for  # noqa: E402
 
 MESSAGES = 5000
 MEMORIES = 100_000
@@ -82,23 +83,6 @@ PAUSE_S = 0.5  # after each reply: the memory job it scheduled runs, as it would
 CONNECTION = {"name": "bench", "model": "test-model", "context_size": 32768, "max_tokens": 512}
 CONTEXT_NOTE = "Keep the answers short and stay in the harbour town unless Rowan leaves it."
 CHARACTER_NOTE = "Mirela never reveals where the old map came from."
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(url: str) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url, timeout=1)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    raise RuntimeError(f"{url} did not come up")
 
 
 def first_token(port: int, path: str, body: dict, marker: bytes) -> tuple[float, float]:

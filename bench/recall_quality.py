@@ -27,11 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -39,28 +35,15 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent.parent / "shared" / "eval" / "long-chat-dev"
+sys.path.insert(0, str(ROOT))
+
+from bench.sugo_process import running_sugo  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "eval" / "long-chat-dev"  # ../shared beside the checkout
 RECENT_LIMIT = 20
 K = 10
 CUTS = (1, 5, 10)
 READY_TIMEOUT_S = 600
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(url: str) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url, timeout=1)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    raise RuntimeError(f"{url} did not come up")
 
 
 def with_settings(raw: str, model: str | None) -> bytes:
@@ -124,24 +107,8 @@ def main() -> None:
     parser.add_argument("--model", help="a built-in embedding model other than the default")
     args = parser.parse_args()
     questions = json.loads((args.data / "questions.json").read_text())
-    with tempfile.TemporaryDirectory() as tmp:
-        port = free_port()
-        env = {
-            **os.environ,
-            "SUGO_DATA_DIR": str(Path(tmp) / "data"),
-            "SUGO_SCHEDULER": "1",
-            "PYTHONPATH": str(ROOT),
-        }
-        sugo = subprocess.Popen([sys.executable, "-m", "app", "--port", str(port)], cwd=ROOT, env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-        try:
-            url = f"http://127.0.0.1:{port}"
-            wait_for(url + "/healthz")
-            with httpx.Client(base_url=url, timeout=120) as client:
-                ranks, live_ranks, ready, model = _measure(client, args, questions)
-        finally:
-            sugo.terminate()
-            sugo.wait(10)
+    with running_sugo() as url, httpx.Client(base_url=url, timeout=120) as client:
+        ranks, live_ranks, ready, model = _measure(client, args, questions)
     print(f"embedding_model={model}")
     print(f"recent_message_limit={RECENT_LIMIT}")
     print(f"questions={sum(len(v) for v in ranks.values())}")

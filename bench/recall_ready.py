@@ -27,11 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -39,28 +35,15 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.sugo_process import running_sugo  # noqa: E402
+
 DEV_SET = Path("/work/shared/eval/long-chat-dev")
 MESSAGES = 600
 QUESTION = "When did Caroline go to the LGBTQ support group?"
 FACT = "LGBTQ support group"
 LIMIT_S = 600  # only a hung job stops the bench
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_up(url: str) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url, timeout=1)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    raise RuntimeError(f"{url} did not come up")
 
 
 def long_chat(dev_set: Path) -> bytes:
@@ -112,19 +95,8 @@ def main() -> None:
     args = parser.parse_args()
     raw = long_chat(args.dev_set)
     character = json.loads(raw.split(b"\n", 1)[0])["character_name"]
-    with tempfile.TemporaryDirectory() as tmp:
-        port = free_port()
-        env = {**os.environ, "SUGO_DATA_DIR": str(Path(tmp) / "data"), "SUGO_SCHEDULER": "1", "PYTHONPATH": str(ROOT)}
-        sugo = subprocess.Popen([sys.executable, "-m", "app", "--port", str(port)], cwd=ROOT, env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-        try:
-            url = f"http://127.0.0.1:{port}"
-            wait_up(url + "/healthz")
-            with httpx.Client(base_url=url, timeout=120) as client:
-                figures = measure(client, raw, character)
-        finally:
-            sugo.terminate()
-            sugo.wait(timeout=30)
+    with running_sugo() as url, httpx.Client(base_url=url, timeout=120) as client:
+        figures = measure(client, raw, character)
     print(f"recall_messages={MESSAGES}")
     for name, value in figures.items():
         print(f"{name}={value}")
