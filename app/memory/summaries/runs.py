@@ -184,16 +184,9 @@ def _backfill(services: Services, run_id: int, chat_id: int, config: ProviderCon
                 run = session.get(SummaryRun, run_id)
                 if run is None:
                     return
-                if isinstance(result, answers.Failure):
-                    _fail(session, run, result.reason)
+                if (reason := _store_answer(session, chat_id, first_id, last_id, result)) is not None:
+                    _fail(session, run, reason)
                     return
-                if not _reached(session, chat_id, first_id, last_id):
-                    job = _job(session, chat_id, first_id, last_id)
-                    written = write_model_entry(session, chat_id, result.text, first_id=first_id, last_id=last_id,
-                                                first_position=job.first_position, last_position=job.last_position)  # fmt: skip
-                    if isinstance(written, str):
-                        _fail(session, run, written)
-                        return
                 run.done, run.updated_at = min(run.done + 1, run.total), utcnow()
                 session.add(run)
                 session.commit()
@@ -237,6 +230,20 @@ def _next_step(engine: Engine, run_id: int, chat_id: int):
             _fail(session, run, str(err))
             return None
         return first_id, last_id, request
+
+
+def _store_answer(session: Session, chat_id: int, first_id: int, last_id: int,
+                  result: answers.ProseSummary | answers.Failure) -> str | None:  # fmt: skip
+    """Write the model's entry for the range, unless an entry already reaches it (a run that a restart
+    repeated); why the answer could not be used, else None."""
+    if isinstance(result, answers.Failure):
+        return result.reason
+    if _reached(session, chat_id, first_id, last_id):
+        return None
+    job = _job(session, chat_id, first_id, last_id)
+    written = write_model_entry(session, chat_id, result.text, first_id=first_id, last_id=last_id,
+                                first_position=job.first_position, last_position=job.last_position)  # fmt: skip
+    return written if isinstance(written, str) else None
 
 
 def _fail(session: Session, run: SummaryRun, reason: str) -> None:
@@ -326,15 +333,9 @@ def _automatic(services: Services, chat_id: int, scope: tuple[int, int], *, retr
         run = session.get(SummaryRun, run_id)
         if run is None:
             return
-        if isinstance(result, answers.Failure):
-            _automatic_failed(session, run, result.reason)
+        if (reason := _store_answer(session, chat_id, first_id, last_id, result)) is not None:
+            _automatic_failed(session, run, reason)
             return
-        if not _reached(session, chat_id, first_id, last_id):
-            written = write_model_entry(session, chat_id, result.text, first_id=first_id, last_id=last_id,
-                                        first_position=job.first_position, last_position=job.last_position)  # fmt: skip
-            if isinstance(written, str):
-                _automatic_failed(session, run, written)
-                return
         run.status, run.done, run.attempts, run.reason, run.updated_at = "done", 1, 0, "", utcnow()
         session.add(run)
         session.commit()
