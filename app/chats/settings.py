@@ -30,11 +30,16 @@ class ChatSettings(BaseModel):
     # Memory Recall makes no new memories from the messages (those it has stay, and are still
     # recalled): what "Clear all" removed then stays removed.
     memory_chunking_paused: bool = False
-    # A built-in embedding model picked for this chat (e.g. the multilingual one for a chat in
-    # another language); None follows the connection and Connections → Defaults.
     # Lorebook Token Budget: all the chat's lorebooks together, on top of each book's own budget.
     lore_token_budget: int = Field(default=8192, ge=0, le=1_000_000)
+    # A built-in embedding model picked for this chat (e.g. the multilingual one for a chat in
+    # another language); None follows the connection and Connections → Defaults.
     builtin_embedding: str | None = Field(default=None, pattern="^(all-MiniLM-L6-v2|multilingual-e5-small)$")
+    # Memory Recall's ranking: how much meaning (vector similarity) counts against shared words,
+    # and the share of each neighbouring memory's score a memory gets. None: the defaults measured
+    # on the long-chat dev set (memory/recall/lexical.py).
+    recall_dense_weight: float | None = Field(default=None, ge=0, le=1)
+    recall_neighbour_share: float | None = Field(default=None, ge=0, le=1)
     # Chat Summary (Roleplay): with hide on, messages older than the recent tail that an active
     # entry covers leave the prompt; uncovered ones are always sent. The automatic summaries' values
     # are kept here for when the model writes entries.

@@ -41,6 +41,8 @@ _SUGO_FIELDS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("recall", "enabled"), "memory_recall"),
     (("recall", "chunking_paused"), "memory_chunking_paused"),
     (("recall", "embedding_model"), "builtin_embedding"),
+    (("recall", "dense_weight"), "recall_dense_weight"),
+    (("recall", "neighbour_share"), "recall_neighbour_share"),
     (("context_note", "text"), "context_note"),
     (("context_note", "depth"), "context_note_depth"),
     (("context_note", "role"), "context_note_role"),

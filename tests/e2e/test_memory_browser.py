@@ -140,3 +140,38 @@ def test_switching_the_embedding_model_then_rebuild_shows_progress_and_stops(pag
     assert page.evaluate("window.sugoMarker") == "still here"
     assert polls and not [p for p in polls if "<html" in p]
     shot("rebuilt")
+
+
+def test_ranking_weights_are_set_in_chat_settings_and_emptied_back_to_the_defaults(page: Page, live, shot):
+    with live.client() as c:
+        char = c.post("/api/characters", json={"name": "Aria", "first_mes": "Hello."}).json()
+        chat = c.post("/api/chats", json={"character_ids": [char["id"]], "mode": "conversation"}).json()
+    page.goto(f"{live.url}/chats/{chat['id']}")
+    page.click("#settings-button")
+    ranking = page.locator("#recall-ranking")
+    # Closed while the defaults hold; its fields say what the defaults are.
+    expect(ranking).not_to_have_attribute("open", "")
+    ranking.locator("summary").click()
+    expect(page.locator("#recall-dense-weight")).to_have_attribute("placeholder", "0.5 (default)")
+    expect(page.locator("#recall-neighbour-share")).to_have_attribute("placeholder", "0.15 (default)")
+    page.fill("#recall-dense-weight", "0.7")
+    page.fill("#recall-neighbour-share", "0.25")
+    page.locator("#chat-settings-form button[type=submit]").click()
+    expect(page.locator("#chat-settings-form").get_by_text("Saved.")).to_be_visible()
+    with live.client() as c:
+        settings = c.get(f"/api/chats/{chat['id']}").json()["settings"]
+    assert (settings["recall_dense_weight"], settings["recall_neighbour_share"]) == (0.7, 0.25)
+    page.reload()
+    page.click("#settings-button")
+    expect(page.locator("#recall-ranking")).to_have_attribute("open", "")
+    expect(page.locator("#recall-dense-weight")).to_have_value("0.7")
+    page.locator("#recall-dense-weight").scroll_into_view_if_needed()
+    shot("ranking-weights")
+    # Emptied, the chat follows the defaults again.
+    page.fill("#recall-dense-weight", "")
+    page.fill("#recall-neighbour-share", "")
+    page.locator("#chat-settings-form button[type=submit]").click()
+    expect(page.locator("#chat-settings-form").get_by_text("Saved.")).to_be_visible()
+    with live.client() as c:
+        settings = c.get(f"/api/chats/{chat['id']}").json()["settings"]
+    assert settings.get("recall_dense_weight") is None and settings.get("recall_neighbour_share") is None

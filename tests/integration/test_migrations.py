@@ -6,6 +6,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import text
 
 from app.db import make_engine
+from app.memory.recall.lexical import chat_term, stem
 from app.migrate import alembic_config, include_name, upgrade_database
 from app.models import metadata
 
@@ -36,3 +37,31 @@ def test_models_and_migrations_agree(tmp_path):
     with engine.connect() as conn:
         ctx = MigrationContext.configure(conn, opts={"include_name": include_name, "compare_type": False})
         assert compare_metadata(ctx, metadata) == []
+
+
+def test_memory_words_are_indexed_again_with_snowball_stems(tmp_path):
+    """A memory indexed by the light stemmer ("adoption" kept whole) is found by its Snowball stem
+    after the upgrade, as a query is now stemmed; and only once."""
+    engine = make_engine(tmp_path / "old.db")
+    cfg = alembic_config()
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "9a3b5c7d1e2f")
+        conn.execute(text("insert into chat (id, name, mode, settings, st_header, next_speaker, created_at, updated_at,"
+                          " last_message_at) values (7, 'Old', 'roleplay', '{}', '{}', 0, '2024-01-01', '2024-01-01',"
+                          " '2024-01-01')"))  # fmt: skip
+        conn.execute(text("insert into memory_chunk (id, chat_id, content, message_ids, fingerprint, message_count,"
+                          " status, first_message_at, last_message_at, created_at) values (3, 7,"
+                          " 'Caroline: The adoption agency called.', '[]', '', 1, 'waiting', '2024-01-01', '2024-01-01',"
+                          " '2024-01-01')"))  # fmt: skip
+        conn.execute(text("insert into fts_memory_chunk (rowid, body) values (3, 'c7qcaroline c7qadoption c7qagency c7qcall')"))
+
+    def found(conn, word):
+        return conn.execute(text("select rowid from fts_memory_chunk where fts_memory_chunk match :w"), {"w": f'"{word}"'}).all()
+
+    upgrade_database(engine)
+    with engine.connect() as conn:
+        assert found(conn, "c7qadopt") == [(3,)]
+        assert found(conn, "c7qadoption") == []
+        name = chat_term(7, stem("caroline"))
+        assert conn.execute(text("select doc from fts_memory_vocab where term = :t"), {"t": name}).scalar() == 1

@@ -149,3 +149,62 @@ def test_a_date_the_question_names_prefers_what_was_said_that_day(api, sugo):
     assert earlier in first("What did Aria paint?")  # closer in meaning, without a date
     assert later in first("What did Aria paint on 20 October 2023?")
     assert earlier in first("What did Aria paint on October 13, 2023?")
+
+
+def test_another_form_of_a_word_is_matched(api, sugo):
+    """"adoption" in the question, "adopted" in the memory: Snowball stems both to one word (the
+    light stemmer before did not, and only the vectors could find it)."""
+    query = "How did the adoption go?"
+    target = "Caroline adopted two girls from the shelter in town last spring."
+    chat_id, chunk_of, _ = _chat_with_memories(api, sugo, [target, *DISTRACTORS])
+    results = _search(api, chat_id, query)
+    assert results[0]["chunk_id"] == chunk_of[target]
+    assert results[0]["lexical"] > 0
+    assert all(r["lexical"] == 0 for r in results[1:])
+
+
+def test_a_chats_word_weights_do_not_change_with_other_chats(api, sugo):
+    """How much a word counts follows how rare it is in this chat: another chat's 2,000 memories
+    (which FTS5's own weights count) leave the ranking's word scores as they were."""
+    query = "Ysolde and the dog"
+    named = "Ysolde won't cross the old bridge, not even for gold."
+    dogs = [f"The {who} dog barked at the carts all morning." for who in ("baker's", "guard's", "miller's", "wet")]
+    chat_id, chunk_of, _ = _chat_with_memories(api, sugo, [named, *dogs, *DISTRACTORS])
+
+    def word_scores():
+        lexical = {r["chunk_id"]: r["lexical"] for r in _search(api, chat_id, query)}
+        return lexical[chunk_of[dogs[0]]] / lexical[chunk_of[named]]
+
+    before = word_scores()
+    # In this 13-memory chat a word four memories hold weighs far less than a name one holds.
+    assert before < 0.6
+    other = new_chat(api, [add_character(api)["id"]])["id"]
+    filler = " ".join(["The dog slept by the fire while the rain fell on the old roof."] * 2)
+    with Session(sugo.engine) as s:
+        for i in range(2_000):
+            s.add(MemoryChunk(chat_id=other, content=f"Rowan: {filler} {i}", message_ids=[], message_count=1,
+                              first_message_at=datetime(2024, 1, 1, tzinfo=UTC), last_message_at=datetime(2024, 1, 1, tzinfo=UTC)))  # fmt: skip
+        s.commit()
+    assert word_scores() == pytest.approx(before, abs=0.05)
+
+
+def test_the_chats_own_ranking_weights_rank_its_search(api, sugo):
+    """Chat Settings → Memory Recall → Ranking: meaning weight 1 ranks by the vectors alone, so the
+    memory closer in meaning beats the rare name; emptied, the default puts the name first again."""
+    query = "What scares Ysolde the most?"
+    named = "Ysolde won't cross the old bridge, not even for gold."
+    near_miss = "The innkeeper is terrified of spiders and panics at the sight of one."
+    chat_id, chunk_of, _ = _chat_with_memories(api, sugo, [near_miss, named, *DISTRACTORS])
+
+    def weights(dense, neighbours):
+        r = api.put(f"/api/chats/{chat_id}/options",
+                    json={"settings": {"recall_dense_weight": dense, "recall_neighbour_share": neighbours}})  # fmt: skip
+        assert r.status_code == 200, r.text
+
+    assert _search(api, chat_id, query)[0]["chunk_id"] == chunk_of[named]
+    weights(1.0, 0.0)
+    assert _search(api, chat_id, query)[0]["chunk_id"] == chunk_of[near_miss]
+    weights(None, None)
+    assert _search(api, chat_id, query)[0]["chunk_id"] == chunk_of[named]
+    r = api.put(f"/api/chats/{chat_id}/options", json={"settings": {"recall_dense_weight": 1.5}})
+    assert r.status_code == 422

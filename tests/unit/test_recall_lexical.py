@@ -1,6 +1,9 @@
+import pytest
+
 from app.memory.recall.lexical import (
     CANDIDATE_POSTINGS,
     candidate_terms,
+    chat_weights,
     fuse,
     index_text,
     match_expression,
@@ -12,15 +15,23 @@ from app.memory.recall.lexical import (
 
 
 def test_tokenize_drops_stopwords_stems_and_folds_accents():
-    assert tokenize("The lighthouses were walking") == ["lighthouse", "walk"]
-    assert stem("stories") == "story" and stem("is") == "is"
-    assert tokenize("Café snake_case Ёлка") == ["cafe", "snake", "case", "елка"]
-    assert index_text("The lighthouses were walking", 12) == "c12qlighthouse c12qwalk"
+    assert tokenize("The lighthouses were walking") == ["lighthous", "walk"]
+    assert stem("stories") == stem("story") and stem("is") == "is"
+    assert tokenize("Café snake_case Ёлка") == ["cafe", "snake", "case", "елк"]
+    assert index_text("The lighthouses were walking", 12) == "c12qlighthous c12qwalk"
+
+
+def test_word_forms_meet_on_one_stem():
+    # The light stemmer before left "adoption" and "mentorship" apart from their verbs.
+    assert len({stem(w) for w in ("adoption", "adopted", "adopting", "adopts")}) == 1
+    assert stem("mentored") == stem("mentoring") == stem("mentor")
+    # Russian words by Russian rules: the same noun in three cases.
+    assert len({stem(w) for w in ("книга", "книгами", "книгу")}) == 1
 
 
 def test_a_query_of_stopwords_has_no_terms():
     assert query_terms("what is the", 3) == []
-    assert query_terms("Tobiah, tobiah and the lighthouses", 3) == ["c3qtobiah", "c3qlighthouse"]
+    assert query_terms("Tobiah, tobiah and the lighthouses", 3) == ["c3qtobiah", "c3qlighthous"]
 
 
 def test_candidate_search_leaves_out_the_commonest_words():
@@ -76,3 +87,22 @@ def test_a_weak_word_match_does_not_outweigh_a_clear_paraphrase():
     # A rare word still wins over a closer meaning, and two rare words count about twice one.
     rare = fuse({1: 0.6, 2: 0.4, 3: 0.3}, {1: 0.0, 2: unit, 3: 2 * unit}, {}, neighbour_share=0.0, lexical_unit=unit)
     assert max(rare, key=rare.get) == 3 and rare[2] > rare[1]
+
+
+def test_word_weights_follow_the_chat_not_the_whole_library():
+    # A word in 5 of a chat's 20 chunks weighs about half a word in one; among 20,000 chunks of
+    # every chat (what FTS5 counts), it would weigh almost as much as the rare one.
+    weights = chat_weights({"five": 5, "one": 1}, chat_chunks=20, all_chunks=20_000)
+    chat_ratio = word_weight(5, 20) / word_weight(1, 20)
+    assert chat_ratio < 0.5 and word_weight(5, 20_000) / word_weight(1, 20_000) > 0.8
+    as_in_chat = {t: w * word_weight(f, 20_000) for (t, w), f in zip(weights.items(), (5, 1), strict=True)}
+    assert as_in_chat["five"] / as_in_chat["one"] == pytest.approx(chat_ratio)
+    # The chat is the library: nothing changes.
+    assert chat_weights({"five": 5}, chat_chunks=20, all_chunks=20) == {"five": 1.0}
+
+
+def test_words_that_frame_a_question_are_not_searched():
+    assert query_terms("Do you remember what Melanie said about the lighthouse?", 1) == ["c1qmelani", "c1qlighthous"]
+    assert query_terms("Tell me what Jon told Gina", 1) == ["c1qjon", "c1qgina"]
+    # A memory keeps them: only the query's framing is left out.
+    assert "c1qsaid" in index_text("Melanie said the lighthouse was dark.", 1)

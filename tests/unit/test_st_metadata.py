@@ -14,7 +14,8 @@ def test_note_maps_to_authors_note_keys():
 
 def test_sugo_key_reads_back_every_setting():
     settings = ChatSettings(context_note="x", recent_message_limit=33, memory_recall=False, memory_chunking_paused=True,
-                            builtin_embedding="multilingual-e5-small", stop=["\nUser:"], top_p=0.9, reply_order="manual")
+                            builtin_embedding="multilingual-e5-small", stop=["\nUser:"], top_p=0.9, reply_order="manual",
+                            recall_dense_weight=0.65, recall_neighbour_share=0.0)
     meta = chat_metadata(settings, name="Harbour", mode="conversation", lorebooks=["A", "B"])
     assert meta["world_info"] == "A"
     back = read_metadata(meta)

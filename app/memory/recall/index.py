@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
@@ -224,16 +224,27 @@ def chunk_count(session: Session) -> int:
     return int(one_row(session, "SELECT count(*) FROM memory_chunk", ()) or 0)
 
 
-def lexical_candidates(session: Session, terms: Sequence[str], *, limit: int) -> dict[int, float]:
-    """The chunks holding the given (chat-prefixed) words, best BM25 first, with their scores
-    (higher is better). One pass over the words' postings: FTS5 ranks them, keeps the best `limit`."""
-    match = match_expression(terms)
-    if match is None:
+def chat_chunk_count(session: Session, chat_id: int) -> int:
+    """How many chunks the chat has."""
+    return int(one_row(session, "SELECT count(*) FROM memory_chunk WHERE chat_id = ?", (chat_id,)) or 0)
+
+
+def lexical_candidates(session: Session, weights: Mapping[str, float], *, limit: int) -> dict[int, float]:
+    """The chunks holding any of the given (chat-prefixed) words, best first, with their scores
+    (higher is better): each word's BM25 as FTS5 gives it, times its weight, summed over the words.
+    One FTS5 query per word (its `rank` is that word's BM25), summed and cut to the best `limit`
+    inside SQLite. FTS5 weighs a word by how rare it is among every chat's chunks; the caller's
+    weights turn that into how rare it is in the chat (lexical.chat_weights)."""
+    if not weights:
         return {}
+    one = "SELECT rowid, -rank * ? AS score FROM fts_memory_chunk WHERE fts_memory_chunk MATCH ?"
+    params: list = []
+    for term, weight in weights.items():
+        params += [weight, match_expression([term])]
     sql = ("SELECT group_concat(rowid || ' ' || printf('%!.17g', score), ' ') FROM ("
-           "SELECT rowid, -bm25(fts_memory_chunk) AS score FROM fts_memory_chunk "
-           "WHERE fts_memory_chunk MATCH ? ORDER BY score DESC LIMIT ?)")  # fmt: skip
-    found = one_row(session, sql, (match, limit)).split()
+           f"SELECT rowid, sum(score) AS score FROM ({' UNION ALL '.join([one] * len(weights))}) "
+           "GROUP BY rowid ORDER BY score DESC LIMIT ?)")  # fmt: skip
+    found = one_row(session, sql, (*params, limit)).split()
     return {int(rowid): float(score) for rowid, score in zip(found[::2], found[1::2], strict=True)}
 
 

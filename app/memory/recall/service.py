@@ -29,7 +29,15 @@ from app.memory.recall.embedders import Embedder, EmbeddingError, EmbeddingSpace
 from app.memory.recall.excerpts import Excerpt, excerpt, worth_showing
 from app.memory.recall.formats import ChunkRecord, MemoryFileError, export_envelope, parse_import
 from app.memory.recall.index import ChunkRow, SignIndex
-from app.memory.recall.lexical import DENSE_WEIGHT, candidate_terms, fuse, query_terms, word_weight
+from app.memory.recall.lexical import (
+    DENSE_WEIGHT,
+    NEIGHBOUR_SHARE,
+    candidate_terms,
+    chat_weights,
+    fuse,
+    query_terms,
+    word_weight,
+)
 from app.memory.recall.models import MemoryChunk, MemoryVector
 from app.memory.recall.recall import TOP_K, Candidate, memory_block, memory_budget, select_memories
 from app.memory.recall.vectors import (
@@ -279,11 +287,16 @@ def _word_pass(engine, chat_id: int, query: str, *, embedded: Future) -> Side:
         freq = index.doc_freq(session, terms) if terms else {}
         # Scored once, deep enough that the dense candidates and the neighbours mostly find their
         # own score here; a chunk below this depth counts as sharing no rare word with the query.
-        scores = index.lexical_candidates(session, candidate_terms(freq), limit=LEXICAL_DEPTH)
+        searched = {t: freq[t] for t in candidate_terms(freq)}
+        scores: dict[int, float] = {}
+        unit = None
+        if searched:
+            chat_chunks = index.chat_chunk_count(session, chat_id)
+            weights = chat_weights(searched, chat_chunks=chat_chunks, all_chunks=index.chunk_count(session))
+            scores = index.lexical_candidates(session, weights, limit=LEXICAL_DEPTH)
+            unit = word_weight(1, chat_chunks)
         best = list(scores)[:CANDIDATES_PER_RANKING]
         neighbours = index.chronological_neighbours(session, best)
-        # Counted while the query is still being embedded, which takes longer.
-        unit = word_weight(1, index.chunk_count(session)) if scores else None
         got: Embedded = embedded.result()
         similarities = {}
         if best and got.vector is not None and got.embedder is not None:
@@ -345,13 +358,15 @@ def finish_search(session: Session, pending: PendingSearch, *, k: int = 8) -> tu
             similarity = near.similarities.get(c, words.similarities.get(c))
             if c not in dense and similarity is not None:  # chunks without vectors in the space stay out
                 dense[c] = similarity
-    scores = fuse(dense, lexical, neighbours, lexical_unit=words.lexical_unit)
+    dense_weight, neighbour_share = ranking_weights(session, pending.chat_id)
+    scores = fuse(dense, lexical, neighbours, dense_weight=dense_weight, neighbour_share=neighbour_share,
+                  lexical_unit=words.lexical_unit)  # fmt: skip
     if named := dates_named(pending.query):
         # A memory said on a date the query names counts as if it shared one more rare word with it.
         spans = index.chunk_days(session, pool)
         for c in pool:
             if c in spans and said_on(named, *spans[c]):
-                scores[c] += 1 - DENSE_WEIGHT
+                scores[c] += 1 - dense_weight
     ranked = sorted(pool, key=lambda c: scores[c], reverse=True)
     hits: list[Hit] = []
     seen: set[str] = set()
@@ -368,6 +383,14 @@ def finish_search(session: Session, pending: PendingSearch, *, k: int = 8) -> tu
         if len(hits) >= k:
             break
     return hits[:k], got
+
+
+def ranking_weights(session: Session, chat_id: int) -> tuple[float, float]:
+    """The chat's dense weight and neighbour share (Chat Settings → Memory Recall → Ranking), or
+    the defaults measured on the long-chat dev set."""
+    settings = chats.chat_settings(chats.get_chat(session, chat_id))
+    return (DENSE_WEIGHT if settings.recall_dense_weight is None else settings.recall_dense_weight,
+            NEIGHBOUR_SHARE if settings.recall_neighbour_share is None else settings.recall_neighbour_share)  # fmt: skip
 
 
 def current_rows(session: Session, chat_id: int, rows: list[ChunkRow]) -> list[ChunkRow]:

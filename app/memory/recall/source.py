@@ -17,6 +17,7 @@ from app.jobs import Job
 from app.memory.recall.embedders import MiniLM
 from app.memory.recall.embedding import embedder_for_chat, embedding_choice
 from app.memory.recall.jobs import JOBS, schedule_embed_chat
+from app.memory.recall.lexical import DENSE_WEIGHT, NEIGHBOUR_SHARE
 from app.memory.recall.service import finish_recall, start_recall
 from app.memory.recall.sources import BUILTIN_MODELS
 from app.prompt.builder import DynamicBlock
@@ -103,6 +104,7 @@ class RecallSource(PromptSource):
     def settings_section(self, session: Session, chat: Chat, services: Services) -> SettingsSection:
         return SettingsSection("memory/_recall_settings.html", {
             "embedding": embedding_choice(session, chat, automatic=True), "builtin_models": BUILTIN_MODELS,
+            "dense_weight": DENSE_WEIGHT, "neighbour_share": NEIGHBOUR_SHARE,
         })  # fmt: skip
 
     def read_settings_form(self, session: Session, chat: Chat, form: Any) -> dict[str, Any]:
@@ -110,4 +112,6 @@ class RecallSource(PromptSource):
             return {}
         return {"memory_recall": forms.checkbox(form, "memory_recall"),
                 "memory_chunking_paused": forms.checkbox(form, "memory_chunking_paused"),
-                "builtin_embedding": forms.text(form, "builtin_embedding") or None}  # fmt: skip
+                "builtin_embedding": forms.text(form, "builtin_embedding") or None,
+                "recall_dense_weight": forms.optional_number(form, "recall_dense_weight"),
+                "recall_neighbour_share": forms.optional_number(form, "recall_neighbour_share")}  # fmt: skip
