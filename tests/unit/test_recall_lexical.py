@@ -104,5 +104,6 @@ def test_word_weights_follow_the_chat_not_the_whole_library():
 def test_words_that_frame_a_question_are_not_searched():
     assert query_terms("Do you remember what Melanie said about the lighthouse?", 1) == ["c1qmelani", "c1qlighthous"]
     assert query_terms("Tell me what Jon told Gina", 1) == ["c1qjon", "c1qgina"]
+    assert query_terms("How many children does Melanie have?", 1) == ["c1qchildren", "c1qmelani"]
     # A memory keeps them: only the query's framing is left out.
     assert "c1qsaid" in index_text("Melanie said the lighthouse was dark.", 1)
