@@ -146,6 +146,17 @@ def test_ranking_weights_are_set_in_chat_settings_and_emptied_back_to_the_defaul
     with live.client() as c:
         char = c.post("/api/characters", json={"name": "Aria", "first_mes": "Hello."}).json()
         chat = c.post("/api/chats", json={"character_ids": [char["id"]], "mode": "conversation"}).json()
+
+    def save(dense: str, neighbours: str) -> tuple:
+        """Fill both fields, save, and read back what the chat stored."""
+        page.fill("#recall-dense-weight", dense)
+        page.fill("#recall-neighbour-share", neighbours)
+        page.locator("#chat-settings-form button[type=submit]").click()
+        expect(page.locator("#chat-settings-form").get_by_text("Saved.")).to_be_visible()
+        with live.client() as c:
+            settings = c.get(f"/api/chats/{chat['id']}").json()["settings"]
+        return settings.get("recall_dense_weight"), settings.get("recall_neighbour_share")
+
     page.goto(f"{live.url}/chats/{chat['id']}")
     page.click("#settings-button")
     ranking = page.locator("#recall-ranking")
@@ -154,13 +165,7 @@ def test_ranking_weights_are_set_in_chat_settings_and_emptied_back_to_the_defaul
     ranking.locator("summary").click()
     expect(page.locator("#recall-dense-weight")).to_have_attribute("placeholder", "0.5 (default)")
     expect(page.locator("#recall-neighbour-share")).to_have_attribute("placeholder", "0.15 (default)")
-    page.fill("#recall-dense-weight", "0.7")
-    page.fill("#recall-neighbour-share", "0.25")
-    page.locator("#chat-settings-form button[type=submit]").click()
-    expect(page.locator("#chat-settings-form").get_by_text("Saved.")).to_be_visible()
-    with live.client() as c:
-        settings = c.get(f"/api/chats/{chat['id']}").json()["settings"]
-    assert (settings["recall_dense_weight"], settings["recall_neighbour_share"]) == (0.7, 0.25)
+    assert save("0.7", "0.25") == (0.7, 0.25)
     page.reload()
     page.click("#settings-button")
     expect(page.locator("#recall-ranking")).to_have_attribute("open", "")
@@ -168,10 +173,4 @@ def test_ranking_weights_are_set_in_chat_settings_and_emptied_back_to_the_defaul
     page.locator("#recall-dense-weight").scroll_into_view_if_needed()
     shot("ranking-weights")
     # Emptied, the chat follows the defaults again.
-    page.fill("#recall-dense-weight", "")
-    page.fill("#recall-neighbour-share", "")
-    page.locator("#chat-settings-form button[type=submit]").click()
-    expect(page.locator("#chat-settings-form").get_by_text("Saved.")).to_be_visible()
-    with live.client() as c:
-        settings = c.get(f"/api/chats/{chat['id']}").json()["settings"]
-    assert settings.get("recall_dense_weight") is None and settings.get("recall_neighbour_share") is None
+    assert save("", "") == (None, None)
