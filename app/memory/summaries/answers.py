@@ -36,7 +36,8 @@ from datetime import timedelta
 from typing import Any, Literal
 
 FailureKind = Literal[
-    "empty", "only_thinking", "cut_off", "not_json", "missing_summary", "too_long", "provider", "internal", "garbage"
+    "empty", "only_thinking", "cut_off", "not_json", "missing_summary", "missing_ends", "too_long", "provider",
+    "internal", "garbage",
 ]
 
 MAX_ANSWER_CHARS = 400_000  # before any parsing: ~100k tokens, far past the 32768-token setting's ceiling
@@ -125,7 +126,9 @@ def strip_thinking(text: str) -> Stripped:
     return Stripped(_THINK_CLOSE.sub("", "".join(kept)).strip(), had)
 
 
-def _precheck(text: str, finish_reason: str | None, reasoning: str) -> str | Failure:
+def precheck(text: str, finish_reason: str | None, reasoning: str) -> str | Failure:
+    """The answer without its thinking, or the Failure when it is too large, empty, only thinking or
+    cut off (shared by every reader of a helper's answer, the scene check's too)."""
     if len(text) > MAX_ANSWER_CHARS:
         return Failure("too_long", f"The answer is too large ({len(text):,} characters).")
     stripped = strip_thinking(text)
@@ -155,7 +158,7 @@ def read_prose_summary(
     reasoning: str = "",
 ) -> ProseSummary | Failure:
     """A Roleplay summary entry's text from the model's answer."""
-    answer = _precheck(text, finish_reason, reasoning)
+    answer = precheck(text, finish_reason, reasoning)
     if isinstance(answer, Failure):
         return answer
     fence = _FENCE.fullmatch(answer)
@@ -163,8 +166,8 @@ def read_prose_summary(
         answer = fence.group(2).strip()
     if answer.startswith("{"):
         obj = _load_object(answer)
-        if isinstance(obj, dict) and isinstance(_field(obj, "summary"), str):
-            answer = _field(obj, "summary").strip()
+        if isinstance(obj, dict) and isinstance(field(obj, "summary"), str):
+            answer = field(obj, "summary").strip()
     answer = _LABEL.sub("", answer, count=1).strip()
     if not answer:
         return Failure("empty", "Empty answer.")
@@ -180,13 +183,13 @@ def read_day_summary(
     reasoning: str = "",
 ) -> DaySummary | Failure:
     """A Conversation day or week summary, `{summary, keyDetails[]}`, from the model's answer."""
-    answer = _precheck(text, finish_reason, reasoning)
+    answer = precheck(text, finish_reason, reasoning)
     if isinstance(answer, Failure):
         return answer
-    obj = _find_object(answer)
+    obj = find_object(answer)
     if isinstance(obj, Failure):
         return obj
-    summary = _field(obj, "summary")
+    summary = field(obj, "summary")
     if isinstance(summary, list) and summary and all(isinstance(s, str) for s in summary):
         summary = " ".join(s.strip() for s in summary)
     if not isinstance(summary, str) or not summary.strip():
@@ -195,7 +198,7 @@ def read_day_summary(
     too_long = _within(summary, max_tokens, count_tokens)
     if too_long:
         return too_long
-    return DaySummary(summary, key_details(_field(obj, "keydetails")))
+    return DaySummary(summary, key_details(field(obj, "keydetails")))
 
 
 def _within(text: str, max_tokens: int, count_tokens: Callable[[str], int]) -> Failure | None:
@@ -207,7 +210,7 @@ def _within(text: str, max_tokens: int, count_tokens: Callable[[str], int]) -> F
     return None
 
 
-def _field(obj: dict[str, Any], name: str) -> Any:
+def field(obj: dict[str, Any], name: str) -> Any:
     """A key matched loosely: "keyDetails", "key_details" and "Key Details" are one field."""
     for key, value in obj.items():
         if re.sub(r"[\s_-]", "", str(key)).lower() == name:
@@ -252,9 +255,9 @@ def _shorten(text: str, limit: int) -> str:
     return cut.rstrip(" ,;:") + "…"
 
 
-def _find_object(answer: str) -> dict[str, Any] | Failure:
-    """The first JSON object with a summary field in the answer: in a code fence, or anywhere in it
-    ("{braces}" in prose before the object are skipped)."""
+def find_object(answer: str, key: str = "summary") -> dict[str, Any] | Failure:
+    """The first JSON object with a `key` field (matched as `field` does) in the answer: in a code fence,
+    or anywhere in it ("{braces}" in prose before the object are skipped)."""
     candidates = [m.group(2) for m in _FENCE.finditer(answer)] + [answer]
     unclosed = False
     tries = 0
@@ -271,7 +274,7 @@ def _find_object(answer: str) -> dict[str, Any] | Failure:
                 return Failure("not_json", "The answer is not JSON (nested too deeply).")
             obj = _load_object(candidate[start:end])
             if isinstance(obj, dict):
-                if _field(obj, "summary") is not None:
+                if field(obj, key) is not None:
                     return obj
                 first = first or obj
             start = candidate.find("{", end)
