@@ -125,7 +125,8 @@ def strip_thinking(text: str) -> Stripped:
     return Stripped(_THINK_CLOSE.sub("", "".join(kept)).strip(), had)
 
 
-def _precheck(text: str, finish_reason: str | None, reasoning: str) -> str | Failure:
+def precheck(text: str, finish_reason: str | None, reasoning: str) -> str | Failure:
+    """The answer without its thinking, or why there is none (too large, empty, only thinking, cut off)."""
     if len(text) > MAX_ANSWER_CHARS:
         return Failure("too_long", f"The answer is too large ({len(text):,} characters).")
     stripped = strip_thinking(text)
@@ -155,7 +156,7 @@ def read_prose_summary(
     reasoning: str = "",
 ) -> ProseSummary | Failure:
     """A Roleplay summary entry's text from the model's answer."""
-    answer = _precheck(text, finish_reason, reasoning)
+    answer = precheck(text, finish_reason, reasoning)
     if isinstance(answer, Failure):
         return answer
     fence = _FENCE.fullmatch(answer)
@@ -163,12 +164,12 @@ def read_prose_summary(
         answer = fence.group(2).strip()
     if answer.startswith("{"):
         obj = _load_object(answer)
-        if isinstance(obj, dict) and isinstance(_field(obj, "summary"), str):
-            answer = _field(obj, "summary").strip()
+        if isinstance(obj, dict) and isinstance(loose_field(obj, "summary"), str):
+            answer = loose_field(obj, "summary").strip()
     answer = _LABEL.sub("", answer, count=1).strip()
     if not answer:
         return Failure("empty", "Empty answer.")
-    return _within(answer, max_tokens, count_tokens) or ProseSummary(answer)
+    return within_limit(answer, max_tokens, count_tokens) or ProseSummary(answer)
 
 
 def read_day_summary(
@@ -180,25 +181,25 @@ def read_day_summary(
     reasoning: str = "",
 ) -> DaySummary | Failure:
     """A Conversation day or week summary, `{summary, keyDetails[]}`, from the model's answer."""
-    answer = _precheck(text, finish_reason, reasoning)
+    answer = precheck(text, finish_reason, reasoning)
     if isinstance(answer, Failure):
         return answer
-    obj = _find_object(answer)
+    obj = find_object(answer)
     if isinstance(obj, Failure):
         return obj
-    summary = _field(obj, "summary")
+    summary = loose_field(obj, "summary")
     if isinstance(summary, list) and summary and all(isinstance(s, str) for s in summary):
         summary = " ".join(s.strip() for s in summary)
     if not isinstance(summary, str) or not summary.strip():
         return Failure("missing_summary", "The answer has no summary text.")
     summary = summary.strip()
-    too_long = _within(summary, max_tokens, count_tokens)
+    too_long = within_limit(summary, max_tokens, count_tokens)
     if too_long:
         return too_long
-    return DaySummary(summary, key_details(_field(obj, "keydetails")))
+    return DaySummary(summary, key_details(loose_field(obj, "keydetails")))
 
 
-def _within(text: str, max_tokens: int, count_tokens: Callable[[str], int]) -> Failure | None:
+def within_limit(text: str, max_tokens: int, count_tokens: Callable[[str], int]) -> Failure | None:
     tokens = count_tokens(text)
     if tokens > max_tokens:
         return Failure(
@@ -207,7 +208,7 @@ def _within(text: str, max_tokens: int, count_tokens: Callable[[str], int]) -> F
     return None
 
 
-def _field(obj: dict[str, Any], name: str) -> Any:
+def loose_field(obj: dict[str, Any], name: str) -> Any:
     """A key matched loosely: "keyDetails", "key_details" and "Key Details" are one field."""
     for key, value in obj.items():
         if re.sub(r"[\s_-]", "", str(key)).lower() == name:
@@ -252,7 +253,7 @@ def _shorten(text: str, limit: int) -> str:
     return cut.rstrip(" ,;:") + "…"
 
 
-def _find_object(answer: str) -> dict[str, Any] | Failure:
+def find_object(answer: str) -> dict[str, Any] | Failure:
     """The first JSON object with a summary field in the answer: in a code fence, or anywhere in it
     ("{braces}" in prose before the object are skipped)."""
     candidates = [m.group(2) for m in _FENCE.finditer(answer)] + [answer]
@@ -271,7 +272,7 @@ def _find_object(answer: str) -> dict[str, Any] | Failure:
                 return Failure("not_json", "The answer is not JSON (nested too deeply).")
             obj = _load_object(candidate[start:end])
             if isinstance(obj, dict):
-                if _field(obj, "summary") is not None:
+                if loose_field(obj, "summary") is not None:
                     return obj
                 first = first or obj
             start = candidate.find("{", end)
