@@ -31,7 +31,7 @@ Decisions (the issue and the spec are silent on these):
 - Message text cannot forge the transcript: `<message` and `</message` inside it are defused.
 - Reading the answer uses the summaries' rules (answers.precheck, answers.find_object): thinking is
   stripped; fences, prose around the JSON, single quotes and trailing commas are tolerated. `{"ends": []}`
-  means "no scene ends here". An entry may be `{"messageNumber": 42}` (any spelling `answers.field`
+  means "no scene ends here". An entry may be `{"messageNumber": 42}` (any spelling `answers.loose_field`
   matches, such as `message_number`), a bare `42`, or a string `"42"` / `"#42"`. Numbers outside the
   allowed ones are dropped and counted, duplicates removed, the rest sorted.
 - A cut-off, empty, thinking-only or non-JSON answer, one without an `ends` list, or one with an entry
@@ -49,7 +49,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.memory.summaries.answers import Failure, field, find_object, precheck
+from app.memory.summaries.answers import Failure, find_object, loose_field, precheck
 
 DEFAULT_INTERVAL = 5
 MIN_INTERVAL, MAX_INTERVAL = 1, 100
@@ -213,7 +213,7 @@ _NUMBER = re.compile(r"#?\s*(\d{1," + str(MAX_NUMBER_DIGITS) + r"})")
 
 def _number(value: Any) -> int | None:
     if isinstance(value, dict):
-        value = field(value, "messagenumber")
+        value = loose_field(value, "messagenumber")
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -236,7 +236,7 @@ def read_scene_ends(
     obj = find_object(text, "ends")
     if isinstance(obj, Failure):
         return obj
-    ends = field(obj, "ends")
+    ends = loose_field(obj, "ends")
     if not isinstance(ends, list):
         return Failure("missing_ends", "The answer has no list of scene ends.")
     if len(ends) > MAX_END_ENTRIES:

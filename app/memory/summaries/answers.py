@@ -166,12 +166,12 @@ def read_prose_summary(
         answer = fence.group(2).strip()
     if answer.startswith("{"):
         obj = _load_object(answer)
-        if isinstance(obj, dict) and isinstance(field(obj, "summary"), str):
-            answer = field(obj, "summary").strip()
+        if isinstance(obj, dict) and isinstance(loose_field(obj, "summary"), str):
+            answer = loose_field(obj, "summary").strip()
     answer = _LABEL.sub("", answer, count=1).strip()
     if not answer:
         return Failure("empty", "Empty answer.")
-    return _within(answer, max_tokens, count_tokens) or ProseSummary(answer)
+    return within_limit(answer, max_tokens, count_tokens) or ProseSummary(answer)
 
 
 def read_day_summary(
@@ -189,19 +189,19 @@ def read_day_summary(
     obj = find_object(answer)
     if isinstance(obj, Failure):
         return obj
-    summary = field(obj, "summary")
+    summary = loose_field(obj, "summary")
     if isinstance(summary, list) and summary and all(isinstance(s, str) for s in summary):
         summary = " ".join(s.strip() for s in summary)
     if not isinstance(summary, str) or not summary.strip():
         return Failure("missing_summary", "The answer has no summary text.")
     summary = summary.strip()
-    too_long = _within(summary, max_tokens, count_tokens)
+    too_long = within_limit(summary, max_tokens, count_tokens)
     if too_long:
         return too_long
-    return DaySummary(summary, key_details(field(obj, "keydetails")))
+    return DaySummary(summary, key_details(loose_field(obj, "keydetails")))
 
 
-def _within(text: str, max_tokens: int, count_tokens: Callable[[str], int]) -> Failure | None:
+def within_limit(text: str, max_tokens: int, count_tokens: Callable[[str], int]) -> Failure | None:
     tokens = count_tokens(text)
     if tokens > max_tokens:
         return Failure(
@@ -210,7 +210,7 @@ def _within(text: str, max_tokens: int, count_tokens: Callable[[str], int]) -> F
     return None
 
 
-def field(obj: dict[str, Any], name: str) -> Any:
+def loose_field(obj: dict[str, Any], name: str) -> Any:
     """A key matched loosely: "keyDetails", "key_details" and "Key Details" are one field."""
     for key, value in obj.items():
         if re.sub(r"[\s_-]", "", str(key)).lower() == name:
@@ -256,7 +256,7 @@ def _shorten(text: str, limit: int) -> str:
 
 
 def find_object(answer: str, key: str = "summary") -> dict[str, Any] | Failure:
-    """The first JSON object with a `key` field (matched as `field` does) in the answer: in a code fence,
+    """The first JSON object with a `key` field (matched as `loose_field` does) in the answer: in a code fence,
     or anywhere in it ("{braces}" in prose before the object are skipped)."""
     candidates = [m.group(2) for m in _FENCE.finditer(answer)] + [answer]
     unclosed = False
@@ -274,7 +274,7 @@ def find_object(answer: str, key: str = "summary") -> dict[str, Any] | Failure:
                 return Failure("not_json", "The answer is not JSON (nested too deeply).")
             obj = _load_object(candidate[start:end])
             if isinstance(obj, dict):
-                if field(obj, key) is not None:
+                if loose_field(obj, key) is not None:
                     return obj
                 first = first or obj
             start = candidate.find("{", end)
