@@ -93,8 +93,9 @@ def retry_delay(failures: int) -> timedelta:
     return RETRY_DELAYS[min(max(failures, 1), len(RETRY_DELAYS)) - 1]
 
 
-_THINK_OPEN = re.compile(r"<(?:think|thinking|reasoning)\b[^<>]{0,200}>", re.IGNORECASE)
-_THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)\s*>", re.IGNORECASE)
+# Public: the scene-break splitter (app/memory/scenes/breaks.py) reads reasoning by the same tags.
+THINK_OPEN = re.compile(r"<(?:think|thinking|reasoning)\b[^<>]{0,200}>", re.IGNORECASE)
+THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)\s*>", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -109,21 +110,21 @@ def strip_thinking(text: str) -> Stripped:
     kept: list[str] = []
     had = False
     pos = 0
-    opener, closer = _THINK_OPEN.search(text), _THINK_CLOSE.search(text)
+    opener, closer = THINK_OPEN.search(text), THINK_CLOSE.search(text)
     if closer and (opener is None or closer.start() < opener.start()):
         pos, had = closer.end(), True  # a closer with no opener: the opener was in the prompt template
     while True:
-        opener = _THINK_OPEN.search(text, pos)
+        opener = THINK_OPEN.search(text, pos)
         if opener is None:
             kept.append(text[pos:])
             break
         kept.append(text[pos : opener.start()])
         had = True
-        closer = _THINK_CLOSE.search(text, opener.end())
+        closer = THINK_CLOSE.search(text, opener.end())
         if closer is None:  # never closed: the model was still thinking when it stopped
             break
         pos = closer.end()
-    return Stripped(_THINK_CLOSE.sub("", "".join(kept)).strip(), had)
+    return Stripped(THINK_CLOSE.sub("", "".join(kept)).strip(), had)
 
 
 def precheck(text: str, finish_reason: str | None, reasoning: str) -> str | Failure:
