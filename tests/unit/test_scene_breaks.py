@@ -1,6 +1,5 @@
 """Scene breaks in a reply: where a character's reply is saved as several messages (issue 14)."""
 
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -230,9 +229,9 @@ def test_hostile_input_stays_linear():
     # Many unclosed unknown tags, many `<a ` without `>`, many fence-like and break lines.
     text = "<sigh>\n" * 5_000 + "<a " * 5_000 + "\n" + "<div>x</div>\n" * 5_000 + "***\nx\n" * 10_000
     assert len(text) < MAX_SPLIT_CHARS
-    start = time.perf_counter()
+    # No timed assertion (timings belong in bench/): a scan that went back over the text for each
+    # tag or fence would run into the suite's per-test timeout here.
     parts = split_reply(text)
-    assert time.perf_counter() - start < 2
     assert len(parts) == MAX_PARTS
 
 
