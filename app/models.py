@@ -9,6 +9,7 @@ from app.connections.models import AppDefault, Connection
 from app.images.models import Image
 from app.lore.models import Lorebook, LorebookEntry, LorebookLink
 from app.memory.recall.models import MemoryChunk, MemoryVector
+from app.memory.scenes.models import Scene, SceneRecapPart, SceneState
 from app.memory.summaries.day_models import DayFailure, DaySummary, WeekSummary
 from app.memory.summaries.models import SummaryEntry, SummaryJob, SummaryRun, SummaryTemplate
 from app.personas.models import Persona
@@ -19,5 +20,6 @@ __all__ = [
     "AppDefault", "Character", "Chat", "ChatCharacter", "Connection", "Image", "Lorebook", "LorebookEntry", "LorebookLink", "MemoryChunk", "MemoryVector", "Message", "Persona", "SummaryEntry",
     "SummaryJob", "SummaryRun", "SummaryTemplate",
     "DayFailure", "DaySummary", "WeekSummary",
+    "Scene", "SceneRecapPart", "SceneState",
     "metadata",
 ]

@@ -57,6 +57,18 @@ class ChatSettings(BaseModel):
     summary_connection_id: int | None = Field(default=None, ge=1)
     # Conversation chats: a message before this hour (12 AM to 11 AM) belongs to the day before.
     summary_rollover_hour: int = Field(default=4, ge=0, le=11)
+    # Advanced Memory Recall (Roleplay; app/memory/scenes): scenes found by a helper model every
+    # `adv_check_interval` new messages and recapped when they close. Not offered in Chat Settings
+    # until its prompt part lands (issue 14). The budget's default is 10% of the ceiling's and stays
+    # when the ceiling changes. The helper: this connection, else the chat's own.
+    advanced_memory: bool = False
+    adv_max_context: int = Field(default=65_000, ge=1024, le=10_000_000)
+    adv_budget: int = Field(default=6_500, ge=64, le=131_072)
+    adv_helper_connection_id: int | None = Field(default=None, ge=1)
+    adv_max_scenes: int = Field(default=3, ge=0, le=50)
+    adv_excerpt_min: int = Field(default=3, ge=0, le=50)
+    adv_excerpt_max: int = Field(default=5, ge=0, le=50)
+    adv_check_interval: int = Field(default=5, ge=1, le=100)
 
     def recall_enabled(self, mode: str) -> bool:
         return self.memory_recall if self.memory_recall is not None else mode == "conversation"

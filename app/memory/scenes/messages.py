@@ -1,0 +1,59 @@
+"""What Advanced Memory reads of a chat: its messages as the helper model sees them, numbered as the
+user sees them, and the connection of the helper model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlmodel import Session, col, select
+
+from app.chats.models import Chat, Message
+from app.chats.service import chat_connection
+from app.chats.settings import read_settings
+from app.connections.models import Connection
+from app.connections.providers.base import ProviderConfig
+from app.connections.service import provider_config
+from app.errors import UserError
+from app.services import Services
+
+
+@dataclass(frozen=True)
+class ReadableMessage:
+    id: int
+    number: int  # its 1-based position among the chat's messages, as the chat view numbers it
+    name: str
+    text: str
+
+
+def readable_messages(session: Session, chat_id: int) -> list[ReadableMessage]:
+    """The chat's messages the helper may read, oldest first: hidden-from-AI, failed and still
+    streaming ones are left out (their numbers are skipped, so the others keep the numbers the user
+    sees), as are empty ones."""
+    rows = session.exec(select(Message.id, Message.name, Message.role, Message.content, Message.hidden, Message.status)
+                        .where(Message.chat_id == chat_id, Message.kind == "message").order_by(col(Message.id))).all()  # fmt: skip
+    readable = []
+    for number, (mid, name, role, content, hidden, status) in enumerate(rows, start=1):
+        if hidden or status in ("error", "streaming") or not (content or "").strip():
+            continue
+        readable.append(ReadableMessage(mid, number, name or role, content))
+    return readable
+
+
+def helper_connection(session: Session, chat: Chat) -> Connection | None:
+    """The Helper model's connection: the one chosen for Advanced Memory, else the chat's own (Sugo has
+    no agents' connection). A chosen one since deleted falls back too."""
+    chosen = read_settings(chat.settings).adv_helper_connection_id
+    if chosen is not None and (conn := session.get(Connection, chosen)) is not None:
+        return conn
+    return chat_connection(session, chat)
+
+
+def helper_config(session: Session, services: Services, chat: Chat) -> ProviderConfig:
+    """How to call the helper model; a sentence when there is none to call."""
+    conn = helper_connection(session, chat)
+    if conn is None:
+        raise UserError("Advanced Memory needs a connection for its helper model. Add one under Connections.")
+    try:
+        return provider_config(conn, services.keybox, timeout_s=services.settings.model_timeout_s)
+    except ValueError as err:
+        raise UserError(str(err)) from None

@@ -1,0 +1,75 @@
+"""Advanced Memory Recall's storage: the closed scenes of a chat, the saved parts of a big scene's
+recap, and each chat's scene-check state.
+
+A scene row is a closed scene: the chat's messages from `first_message_id` to `last_message_id`. The
+open scene, the newest one, is not stored: it is every message after the last closed scene. One chat
+never holds two scenes starting at the same message (a unique index): two scene checks at once, or one
+repeated after a restart, cannot make a scene twice. A recap is written once per scene: a writer
+claims it by moving `state` from "waiting" (or "failed") to "writing" in one UPDATE, so a second
+writer finds nothing to claim. A recap the user edited (`manual`) is never rewritten; Fix lists it
+for review instead."""
+
+from datetime import datetime
+
+from sqlalchemy import JSON, Column, Index, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from app.timeutil import utcnow
+
+# waiting: its recap is not written yet; writing: a writer holds it; written: the recap is stored;
+# failed: the helper's answer could not be used (the reason is kept; tried again at next_attempt_at).
+SCENE_STATES = ("waiting", "writing", "written", "failed")
+
+
+class Scene(SQLModel, table=True):
+    __tablename__ = "scene"
+    __table_args__ = (UniqueConstraint("chat_id", "first_message_id", name="uq_scene_chat_first"),
+                      Index("ix_scene_state", "state"))  # fmt: skip
+
+    id: int | None = Field(default=None, primary_key=True)
+    chat_id: int = Field(foreign_key="chat.id", ondelete="CASCADE")
+    first_message_id: int
+    last_message_id: int
+    state: str = "waiting"
+    summary: str = ""
+    participants: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    timeframe: str = ""
+    manual: bool = False  # the user edited the recap: never rewritten
+    # The helper did not say who took part, or left out someone who spoke: the scene goes to every
+    # character and is flagged "Check who was there" until Fix or the user settles it.
+    check_who: bool = False
+    enabled: bool = True  # a disabled scene is kept but never recalled
+    fingerprint: str = ""  # of the source messages the recap was written from
+    reason: str = ""  # why the last recap attempt failed, a sentence for the panel
+    attempts: int = 0
+    next_attempt_at: datetime | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class SceneRecapPart(SQLModel, table=True):
+    """One saved batch of a scene too big for one recap request: a restart resumes after the last part
+    saved, and the parts are combined into the scene's recap."""
+
+    __tablename__ = "scene_recap_part"
+    __table_args__ = (UniqueConstraint("scene_id", "part", name="uq_scene_recap_part"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    scene_id: int = Field(foreign_key="scene.id", ondelete="CASCADE")
+    part: int
+    first_message_id: int
+    last_message_id: int
+    summary: str
+    fingerprint: str = ""  # of this part's messages: a changed part is written again
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class SceneState(SQLModel, table=True):
+    """Where the chat's scene checks stand."""
+
+    __tablename__ = "scene_state"
+
+    chat_id: int = Field(foreign_key="chat.id", ondelete="CASCADE", primary_key=True)
+    checked_through_id: int | None = None  # the message the last scene check ended at
+    paused: bool = False  # Pause processing: no check and no recap runs until Resume
+    updated_at: datetime = Field(default_factory=utcnow)
