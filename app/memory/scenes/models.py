@@ -72,4 +72,9 @@ class SceneState(SQLModel, table=True):
     chat_id: int = Field(foreign_key="chat.id", ondelete="CASCADE", primary_key=True)
     checked_through_id: int | None = None  # the message the last scene check ended at
     paused: bool = False  # Pause processing: no check and no recap runs until Resume
+    # The last check's failure (the helper's answer could not be read, or it did not answer): the mark
+    # stays, and the next check waits until next_check_at so a broken helper is not asked every reply.
+    reason: str = ""
+    failures: int = 0
+    next_check_at: datetime | None = None
     updated_at: datetime = Field(default_factory=utcnow)

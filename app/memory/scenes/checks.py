@@ -1,0 +1,176 @@
+"""The scene check as a chat runs it (issue 14): after a reply, once `adv_check_interval` new messages
+have arrived, the helper model reads them (check.py builds the request and reads the answer) and each
+scene end it names closes the open scene: a Scene row from the message after the previous scene's end
+to that message, waiting for its recap.
+
+Decisions:
+- One check per chat at a time in this process; a check asked for meanwhile is dropped (the next reply
+  asks again). Two processes on one database cannot make a scene twice either: a scene is unique by
+  its first message, and a check that collides with another's scene writes nothing.
+- An end at or before the last stored scene end is not a new scene (the anchor may be named again).
+- A failed check (no connection, provider error, unreadable answer) keeps the "last checked" mark, so
+  the same messages are checked again, and waits answers.retry_delay (1 min, 5, 30, 2 h, 12 h) before
+  the next one; the reason is kept for the panel. An answer cut off is asked again once with twice the
+  room (answers.request_max_tokens).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, func, select
+
+from app.chats.models import Chat
+from app.chats.settings import read_settings
+from app.connections.providers import get_provider
+from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError
+from app.errors import UserError
+from app.memory.scenes.check import (
+    NumberedMessage,
+    SceneEnds,
+    check_due,
+    check_request,
+    check_window,
+    read_scene_ends,
+)
+from app.memory.scenes.messages import ReadableMessage, helper_config, readable_messages
+from app.memory.scenes.models import Scene, SceneState
+from app.memory.summaries import answers
+from app.services import Services
+from app.timeutil import as_utc, utcnow
+
+log = logging.getLogger(__name__)
+
+CHECK_MAX_TOKENS = 1024  # the answer is a short JSON list; a reasoning model gets more when it runs out
+_running: set[tuple[int, int]] = set()
+_running_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    status: str  # off, paused, waiting (after a failure), not_due, busy, checked, failed
+    closed: tuple[int, ...] = ()  # the scenes this check closed (their ids)
+    reason: str = ""
+
+
+def _claim(services: Services, chat_id: int) -> bool:
+    key = (id(services.engine), chat_id)
+    with _running_lock:
+        if key in _running:
+            return False
+        _running.add(key)
+        return True
+
+
+def _release(services: Services, chat_id: int) -> None:
+    with _running_lock:
+        _running.discard((id(services.engine), chat_id))
+
+
+def check_scenes(services: Services, chat_id: int) -> CheckOutcome:
+    """Check the chat's newest messages for scene ends when a check is due, and close those scenes."""
+    with Session(services.engine) as session:
+        chat = session.get(Chat, chat_id)
+        if chat is None or chat.mode != "roleplay":
+            return CheckOutcome("off")
+        settings = read_settings(chat.settings)
+        if not settings.advanced_memory:
+            return CheckOutcome("off")
+        state = session.get(SceneState, chat_id)
+        if state is not None and state.paused:
+            return CheckOutcome("paused")
+        if state is not None and state.next_check_at is not None and as_utc(state.next_check_at) > utcnow():
+            return CheckOutcome("waiting", reason=state.reason)
+        messages = readable_messages(session, chat_id)
+        checked = state.checked_through_id if state is not None else None
+        new = [m for m in messages if checked is None or m.id > checked]
+        if not check_due(len(new), settings.adv_check_interval):
+            return CheckOutcome("not_due")
+        before = [m.number for m in messages if checked is not None and m.id <= checked]
+        window = check_window([NumberedMessage(m.number, m.name, m.text) for m in messages],
+                              before[-1] if before else None, settings.adv_check_interval)  # fmt: skip
+        if not window.messages:
+            return CheckOutcome("not_due")
+        try:
+            config = helper_config(session, services, chat)
+        except UserError as err:
+            return _failed(services, chat_id, str(err))
+        request = check_request(window.anchor, window.messages)
+    if not _claim(services, chat_id):
+        return CheckOutcome("busy")
+    try:
+        result = _ask(config, request, window.allowed_ends)
+        if isinstance(result, answers.Failure):
+            return _failed(services, chat_id, result.reason)
+        by_number = {m.number: m for m in messages}
+        return _close(services, chat_id, messages, [by_number[n].id for n in result.numbers],
+                      checked_through=by_number[window.last_number].id)  # fmt: skip
+    finally:
+        _release(services, chat_id)
+
+
+def _ask(config: ProviderConfig, request: list[dict], allowed: frozenset[int]) -> SceneEnds | answers.Failure:
+    attempt = 0
+    result: SceneEnds | answers.Failure = answers.Failure("empty", "The helper gave no answer.")
+    while (budget := answers.request_max_tokens(CHECK_MAX_TOKENS, attempt)) is not None:
+        try:
+            done = asyncio.run(get_provider(config.kind).complete_chat(config, request, GenerationParams(max_tokens=budget)))
+        except ProviderError as err:
+            return answers.Failure("provider", str(err))
+        result = read_scene_ends(done.text or "", done.finish_reason, allowed)
+        if not (isinstance(result, answers.Failure) and result.retry_larger):
+            return result
+        attempt += 1
+    return result
+
+
+def _state(session: Session, chat_id: int) -> SceneState:
+    return session.get(SceneState, chat_id) or SceneState(chat_id=chat_id)
+
+
+def _failed(services: Services, chat_id: int, reason: str) -> CheckOutcome:
+    with Session(services.engine) as session:
+        state = _state(session, chat_id)
+        state.failures += 1
+        state.reason = f"The scene check failed: {reason}"
+        state.next_check_at = utcnow() + answers.retry_delay(state.failures)
+        state.updated_at = utcnow()
+        session.add(state)
+        session.commit()
+    log.info("scene check in chat %s failed: %s", chat_id, reason)
+    return CheckOutcome("failed", reason=reason)
+
+
+def last_scene_end(session: Session, chat_id: int) -> int | None:
+    """The last message of the chat's newest closed scene."""
+    return session.exec(select(func.max(Scene.last_message_id)).where(Scene.chat_id == chat_id)).one()
+
+
+def _close(services: Services, chat_id: int, messages: Sequence[ReadableMessage], ends: Sequence[int], *,
+           checked_through: int) -> CheckOutcome:  # fmt: skip
+    with Session(services.engine) as session:
+        last_end = last_scene_end(session, chat_id)
+        closed: list[Scene] = []
+        for end_id in sorted(ends):
+            if last_end is not None and end_id <= last_end:
+                continue  # the scene it ends is stored already
+            first_id = next(m.id for m in messages if last_end is None or m.id > last_end)
+            scene = Scene(chat_id=chat_id, first_message_id=first_id, last_message_id=end_id)
+            session.add(scene)
+            closed.append(scene)
+            last_end = end_id
+        state = _state(session, chat_id)
+        state.checked_through_id = max(checked_through, state.checked_through_id or 0)
+        state.reason, state.failures, state.next_check_at, state.updated_at = "", 0, None, utcnow()
+        session.add(state)
+        try:
+            session.commit()
+        except IntegrityError:  # another process closed the same scene meanwhile: its check stands
+            session.rollback()
+            return CheckOutcome("busy")
+        return CheckOutcome("checked", tuple(s.id for s in closed if s.id is not None))

@@ -1,0 +1,136 @@
+"""The scene check (issue 14) against the test model server playing the helper: when it is due, what
+the helper reads, the scenes its answer closes, and what a failed or doubled check leaves."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+from sqlmodel import Session, select
+
+from app.memory.scenes.check import SCENE_CHECK_PROMPT
+from app.memory.scenes.checks import check_scenes
+from app.memory.scenes.models import Scene, SceneState
+from tests.conftest import add_character, add_connection, new_chat
+from tests.support.model_server import Reply
+
+
+def _chat(api, models, *, messages: int, interval: int = 5, on: bool = True) -> tuple[int, list[int]]:
+    """A Roleplay chat with Advanced Memory on: the greeting and `messages - 1` posted ones; their ids."""
+    add_connection(api, models)
+    chat_id = new_chat(api, [add_character(api)["id"]])["id"]
+    r = api.put(f"/api/chats/{chat_id}/options", json={"settings": {"advanced_memory": on, "adv_check_interval": interval}})
+    assert r.status_code == 200, r.text
+    _post(api, chat_id, messages - 1)
+    return chat_id, _ids(api, chat_id)
+
+
+def _post(api, chat_id: int, count: int) -> None:
+    for i in range(count):
+        assert api.post(f"/api/chats/{chat_id}/messages", json={"content": f"We walk on, step {i}."}).status_code == 201
+
+
+def _ids(api, chat_id: int) -> list[int]:
+    return [m["id"] for m in api.get(f"/api/chats/{chat_id}/messages").json() if m["kind"] == "message"]
+
+
+def _checks(models) -> list[dict]:
+    """The scene-check requests the helper received, oldest first."""
+    return [r.json for r in models.requests
+            if r.path.endswith("/chat/completions") and r.json["messages"][0]["content"] == SCENE_CHECK_PROMPT]  # fmt: skip
+
+
+def _scenes(sugo, chat_id: int) -> list[tuple[int, int, str]]:
+    with Session(sugo.engine) as s:
+        rows = s.exec(select(Scene).where(Scene.chat_id == chat_id).order_by(Scene.first_message_id)).all()
+        return [(r.first_message_id, r.last_message_id, r.state) for r in rows]
+
+
+def _state(sugo, chat_id: int) -> SceneState | None:
+    with Session(sugo.engine) as s:
+        return s.get(SceneState, chat_id)
+
+
+def _ends(*numbers: int) -> str:
+    return json.dumps({"ends": [{"messageNumber": n} for n in numbers]})
+
+
+def test_a_due_check_closes_the_scene_its_answer_names(api, models, sugo):
+    chat_id, ids = _chat(api, models, messages=12)
+    models.script(_ends(6))
+    outcome = check_scenes(sugo.services, chat_id)
+    assert outcome.status == "checked" and len(outcome.closed) == 1
+    # Scene 1 runs from the greeting to message 6 and waits for its recap.
+    assert _scenes(sugo, chat_id) == [(ids[0], ids[5], "waiting")]
+    [request] = _checks(models)
+    transcript = request["messages"][1]["content"]
+    # The newest twice-the-interval messages (3–12), and message 2 as the already-checked anchor.
+    assert all(f'number="{n}"' in transcript for n in range(2, 13)) and 'number="1"' not in transcript
+    assert _state(sugo, chat_id).checked_through_id == ids[-1]
+
+
+def test_no_check_before_the_interval_and_none_while_off(api, models, sugo):
+    chat_id, _ = _chat(api, models, messages=4)
+    assert check_scenes(sugo.services, chat_id).status == "not_due"
+    off_id, _ = _chat(api, models, messages=12, on=False)
+    assert check_scenes(sugo.services, off_id).status == "off"
+    assert _checks(models) == []
+
+
+def test_later_checks_read_only_new_messages_and_never_remake_a_scene(api, models, sugo):
+    chat_id, ids = _chat(api, models, messages=6)
+    models.script(_ends(3))
+    check_scenes(sugo.services, chat_id)
+    _post(api, chat_id, 5)
+    ids = _ids(api, chat_id)
+    # The helper names 3 again (the stored scene's end: not a new scene) and 9; message 6 is the anchor.
+    models.script(_ends(3, 9))
+    assert check_scenes(sugo.services, chat_id).status == "checked"
+    assert _scenes(sugo, chat_id) == [(ids[0], ids[2], "waiting"), (ids[3], ids[8], "waiting")]
+    second = _checks(models)[1]["messages"][1]["content"]
+    assert 'number="7"' in second and 'number="11"' in second and 'number="5"' not in second
+    assert check_scenes(sugo.services, chat_id).status == "not_due"
+
+
+def test_a_failed_check_keeps_its_mark_and_waits_before_asking_again(api, models, sugo):
+    chat_id, ids = _chat(api, models, messages=8)
+    models.script("I think the scene might end somewhere around the fight?")
+    outcome = check_scenes(sugo.services, chat_id)
+    assert outcome.status == "failed"
+    state = _state(sugo, chat_id)
+    assert state.checked_through_id is None and state.failures == 1 and "scene check failed" in state.reason
+    assert state.next_check_at is not None
+    assert check_scenes(sugo.services, chat_id).status == "waiting"
+    assert len(_checks(models)) == 1 and _scenes(sugo, chat_id) == []
+    # Once the wait is over the same messages are checked again.
+    with Session(sugo.engine) as s:
+        row = s.get(SceneState, chat_id)
+        row.next_check_at = None
+        s.add(row)
+        s.commit()
+    models.script(Reply(status=500, error="overloaded"))
+    assert check_scenes(sugo.services, chat_id).status == "failed"
+    assert _state(sugo, chat_id).failures == 2
+
+
+def test_an_answer_cut_off_is_asked_again_with_more_room(api, models, sugo):
+    chat_id, ids = _chat(api, models, messages=6)
+    models.script(Reply(text='{"ends": [{"messageNumber": 4', finish_reason="length"), _ends(4))
+    assert check_scenes(sugo.services, chat_id).status == "checked"
+    first, second = _checks(models)
+    assert second["max_tokens"] > first["max_tokens"]
+    assert _scenes(sugo, chat_id) == [(ids[0], ids[3], "waiting")]
+
+
+def test_two_checks_at_once_make_one_scene(api, models, sugo):
+    chat_id, ids = _chat(api, models, messages=6)
+    models.script(Reply(text=_ends(5), first_delay_s=0.5))
+    outcomes = []
+    threads = [threading.Thread(target=lambda: outcomes.append(check_scenes(sugo.services, chat_id))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(o.status for o in outcomes) == ["busy", "checked"]
+    assert len(_checks(models)) == 1
+    assert _scenes(sugo, chat_id) == [(ids[0], ids[4], "waiting")]
