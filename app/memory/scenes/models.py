@@ -60,6 +60,10 @@ class SceneRecapPart(SQLModel, table=True):
     first_message_id: int
     last_message_id: int
     summary: str
+    # Who the part's recap named (None: the helper did not say) and when it happened: the combined
+    # recap keeps every participant a part named, and the parts' timeframe when it gives none.
+    participants: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    timeframe: str = ""
     fingerprint: str = ""  # of this part's messages: a changed part is written again
     created_at: datetime = Field(default_factory=utcnow)
 
