@@ -50,6 +50,8 @@ def upgrade() -> None:
         sa.Column("first_message_id", sa.Integer(), nullable=False),
         sa.Column("last_message_id", sa.Integer(), nullable=False),
         sa.Column("summary", sa.String(), nullable=False),
+        sa.Column("participants", sa.JSON(), nullable=True),
+        sa.Column("timeframe", sa.String(), nullable=False),
         sa.Column("fingerprint", sa.String(), nullable=False),
         sa.Column("created_at", sa.DateTime(), nullable=False),
         sa.ForeignKeyConstraint(["scene_id"], ["scene.id"], name="fk_scene_recap_part_scene_id_scene", ondelete="CASCADE"),
