@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from app.lore.source import LoreSource
 from app.memory.recall.source import RecallSource
+from app.memory.scenes.source import AdvancedMemorySource
 from app.memory.summaries.day_source import DaySummarySource
 from app.memory.summaries.source import SummarySource
 from app.prompt.builtin_sources import CharacterNoteSource, ContextNoteSource, TimeAwarenessSource
@@ -17,6 +18,7 @@ def default_sources() -> PromptSources:
         LoreSource(),
         SummarySource(),
         DaySummarySource(),
+        AdvancedMemorySource(),
         CharacterNoteSource(),
         ContextNoteSource(),
         TimeAwarenessSource(),

@@ -116,7 +116,8 @@ def test_a_registered_source_reaches_peek_prompt_grid_snapshot_and_the_request(p
 
 def test_the_registry_keeps_the_declared_order_and_refuses_a_second_name():
     sources = default_sources()
-    assert sources.names() == ["recall", "lore", "summaries", "day_summaries", "character_note", "context_note", "time_awareness"]
+    assert sources.names() == ["recall", "lore", "summaries", "day_summaries", "scenes", "character_note", "context_note",
+                               "time_awareness"]
     sources.register(Probe(), before="lore")
     assert sources.names()[:3] == ["recall", "probe", "lore"]
     with pytest.raises(ValueError):

@@ -134,3 +134,31 @@ def test_two_checks_at_once_make_one_scene(api, models, sugo):
     assert sorted(o.status for o in outcomes) == ["busy", "checked"]
     assert len(_checks(models)) == 1
     assert _scenes(sugo, chat_id) == [(ids[0], ids[4], "waiting")]
+
+
+def test_after_a_reply_the_check_runs_and_the_closed_scene_gets_its_recap(api, models, sugo):
+    """The whole background path of a user's chat: replies, the due check, the recap, no one waiting."""
+    from tests.conftest import read_sse
+
+    chat_id, _ = _chat(api, models, messages=1)
+    read_sse(api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "We reach the ford."}))
+    assert _checks(models) == []  # three messages: not due yet
+    recap = {"summary": "Aria and the traveller reached the ford at dusk and made camp.",
+             "participants": ["Aria"], "timeframe": "the first evening"}  # fmt: skip
+    models.script("Aria points at the far bank.", _ends(3), json.dumps(recap))
+    read_sse(api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "We cross at dawn."}))
+    ids = _ids(api, chat_id)
+
+    def written():
+        with Session(sugo.engine) as s:
+            return s.exec(select(Scene).where(Scene.chat_id == chat_id, Scene.state == "written")).first()
+
+    for _ in range(600):
+        if scene := written():
+            break
+        threading.Event().wait(0.05)
+    else:
+        raise AssertionError(f"no recap written: {_scenes(sugo, chat_id)}")
+    assert (scene.first_message_id, scene.last_message_id) == (ids[0], ids[2])
+    assert scene.summary == recap["summary"] and scene.participants == ["Aria"] and not scene.check_who
+    assert len(_checks(models)) == 1

@@ -1,0 +1,56 @@
+"""Advanced Memory's background work: after a reply, the scene check and then the recaps of the scenes
+it closed; every few minutes (and at start) a sweep that puts back recaps a restart cut short and tries
+failed ones whose time has come. Nothing runs for a chat with Advanced Memory off or paused."""
+
+from __future__ import annotations
+
+import logging
+
+from sqlmodel import Session, col, select
+
+from app.chats.models import Chat
+from app.chats.settings import read_settings
+from app.jobs import Job, run_soon
+from app.memory.scenes.checks import check_scenes
+from app.memory.scenes.models import Scene
+from app.memory.scenes.writer import release_stale, write_waiting_recaps
+from app.services import Services
+
+log = logging.getLogger(__name__)
+
+
+def _on(session: Session, chat_id: int) -> bool:
+    chat = session.get(Chat, chat_id)
+    return chat is not None and chat.mode == "roleplay" and read_settings(chat.settings).advanced_memory
+
+
+def process_chat(services: Services, chat_id: int) -> None:
+    """Check for scene ends when due, then write the recaps waiting (those just closed among them)."""
+    with Session(services.engine) as session:
+        if not _on(session, chat_id):
+            return
+    try:
+        check_scenes(services, chat_id)
+        write_waiting_recaps(services, chat_id)
+    except Exception:  # background work: the log has it, the next reply or sweep tries again
+        log.exception("Advanced Memory processing failed in chat %s", chat_id)
+
+
+def schedule_processing(services: Services, chat_id: int) -> None:
+    run_soon(services.scheduler, process_chat, services, chat_id, job_id=f"scenes.process:{chat_id}")
+
+
+def sweep(services: Services) -> None:
+    """Recaps a restart cut short go back to waiting; chats with recaps waiting or due again get them."""
+    release_stale(services.engine)
+    with Session(services.engine) as session:
+        chats = session.exec(select(Scene.chat_id).where(col(Scene.state).in_(("waiting", "failed"))).distinct()).all()
+        todo = [chat_id for chat_id in chats if _on(session, chat_id)]
+    for chat_id in todo:
+        try:
+            write_waiting_recaps(services, chat_id)
+        except Exception:  # one broken chat must not stop the others
+            log.exception("Advanced Memory sweep failed in chat %s", chat_id)
+
+
+JOBS = (Job("scenes.sweep", sweep, every_minutes=5, at_start=True),)
