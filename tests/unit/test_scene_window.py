@@ -397,6 +397,7 @@ def test_receipt_estimates_the_whole_prompt():
     lines = plan.receipt.lines()
     assert lines[0] == "Context: ~2,330 of 100,000 tokens"
     assert "Recalled scenes: 1" in lines
+    assert "Chat Summaries: 1" in lines and plan.receipt.constants == (5,)
 
 
 def test_settings_are_clamped_not_refused():

@@ -210,6 +210,7 @@ class SourceExcerpt:
 class Receipt:
     prompt_tokens: int  # estimated outgoing prompt
     ceiling: int
+    constants: tuple[int, ...]  # the Chat Summary entries sent
     recalled: tuple[int, ...]  # scene ids, rank order
     nothing_recalled: str | None  # a NOTHING_REASONS key when `recalled` is empty
     no_excerpt: tuple[tuple[int, str], ...]  # (scene id, EXCERPT_REASONS key)
@@ -221,6 +222,8 @@ class Receipt:
         out = [f"Context: ~{self.prompt_tokens:,} of {self.ceiling:,} tokens"]
         if self.restarted:
             out.append("The current window restarted at the newest scene.")
+        if self.constants:
+            out.append(f"Chat Summaries: {len(self.constants)}")
         if self.recalled:
             out.append("Recalled scenes: " + ", ".join(str(i) for i in self.recalled))
         elif self.nothing_recalled:
@@ -418,6 +421,7 @@ def plan_memory(
     receipt = Receipt(
         prompt_tokens=prompt_tokens,
         ceiling=s.ceiling,
+        constants=tuple(sent),
         recalled=tuple(r.id for r in recalled),
         nothing_recalled=nothing,
         no_excerpt=tuple((r.id, r.no_excerpt) for r in recalled if r.no_excerpt),
