@@ -318,3 +318,11 @@ def test_a_bad_import_changes_nothing(sugo, api, models):
     assert r.status_code == 400 and "at most 5000" in r.json()["detail"]
     assert _state(sugo, chat_id) == before_chat and _state(sugo, other) == before_other
     assert _import(api, 999999, good).status_code == 404
+
+
+def test_the_export_is_named_after_the_chat_in_any_script(api, models):
+    add_connection(api, models)
+    chat_id = new_chat(api, [add_character(api)["id"]], name="小明")["id"]
+    header = api.get(f"/api/chats/{chat_id}/scenes/export").headers["content-disposition"]
+    assert header.startswith('attachment; filename="') and "%E5%B0%8F%E6%98%8E-scenes.sugo.json" in header
+    assert _export(api, chat_id)["scenes"] == []
