@@ -88,6 +88,13 @@ class Seeds:
             api.post(f"/api/chats/{chat}/memories/import", files={"file": ("m.marinara.json", _memory_file())})
             memories = api.get(f"/api/chats/{chat}/memories").json()
         self.ids["chunk_id"] = memories[0]["id"]
+        scenes = api.get(f"/api/chats/{chat}/scenes").json()
+        if not scenes:
+            doc = {"type": "sugo_scenes", "version": 1, "scenes": [{"firstMessage": 1, "lastMessage": 1, "state": "written",
+                                                                   "summary": "They met."}]}  # fmt: skip
+            _created(api.post(f"/api/chats/{chat}/scenes/import", files={"file": ("s.sugo.json", json.dumps(doc).encode())}))
+            scenes = api.get(f"/api/chats/{chat}/scenes").json()
+        self.ids["scene_id"] = scenes[0]["id"]
         summaries = api.get(f"/api/chats/{chat}/summaries").json()
         if not summaries:  # refused once a fuzzed request made the chat a Conversation one
             made = api.post(f"/api/chats/{chat}/summaries", json={"content": "They met.", "last": 2})

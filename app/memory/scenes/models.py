@@ -17,8 +17,10 @@ from sqlmodel import Field, SQLModel
 from app.timeutil import utcnow
 
 # waiting: its recap is not written yet; writing: a writer holds it; written: the recap is stored;
-# failed: the helper's answer could not be used (the reason is kept; tried again at next_attempt_at).
-SCENE_STATES = ("waiting", "writing", "written", "failed")
+# failed: the helper's answer could not be used (the reason is kept; tried again at next_attempt_at);
+# deleted: the user deleted the recap (Delete summary): the scene keeps its bounds, and neither the writer
+# nor the sweep writes it again (they take only waiting and failed scenes).
+SCENE_STATES = ("waiting", "writing", "written", "failed", "deleted")
 
 
 class Scene(SQLModel, table=True):

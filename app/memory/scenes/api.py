@@ -1,0 +1,130 @@
+"""Access memories for this chat over JSON (Advanced Memory, issue 14): the chat's numbered scenes with
+search, Inspect source messages, edit Summary text, disable a record, Delete summary, Delete all
+memories, export and import. Reindex is not here yet: scene embeddings are built in a later step.
+The decisions are in app/memory/scenes/service.py and transfer.py."""
+
+from datetime import datetime
+
+from fastapi import APIRouter, File, Query, UploadFile
+from fastapi.responses import Response
+from pydantic import BaseModel, Field
+
+from app.deps import SessionDep
+from app.downloads import content_disposition
+from app.memory.scenes import service
+from app.memory.scenes.service import ChatMessage, SceneView
+from app.memory.scenes.transfer import MAX_IMPORT_BYTES, MAX_QUERY_CHARS, MAX_SUMMARY_CHARS
+from app.modelbase import RowId
+
+router = APIRouter(prefix="/api/chats", tags=["scenes"])
+
+
+class SceneRead(BaseModel):
+    id: int
+    number: int  # 1 = the chat's oldest scene
+    first_message_id: int
+    last_message_id: int
+    first_number: int | None  # message numbers as the chat view shows them (None: all deleted)
+    last_number: int | None
+    first_at: datetime | None  # the dates of those messages
+    last_at: datetime | None
+    state: str  # waiting, writing, written, failed, deleted (Delete summary)
+    summary: str
+    participants: list[str]
+    timeframe: str
+    enabled: bool
+    manual: bool
+    check_who: bool
+    reason: str
+    updated_at: datetime
+
+
+class SourceMessage(BaseModel):
+    id: int
+    number: int
+    role: str
+    name: str
+    content: str
+    hidden: bool
+    status: str
+    created_at: datetime
+
+
+class SceneDetail(SceneRead):
+    messages: list[SourceMessage]
+
+
+class ScenePatch(BaseModel):
+    """Summary text (the scene becomes a manual recap, never rewritten) and/or whether it is recalled."""
+
+    summary: str | None = Field(default=None, max_length=MAX_SUMMARY_CHARS)
+    enabled: bool | None = None
+
+
+def _read(view: SceneView) -> SceneRead:
+    s, first, last = view.scene, view.first, view.last
+    return SceneRead(
+        id=s.id, number=view.number, first_message_id=s.first_message_id, last_message_id=s.last_message_id,
+        first_number=first.number if first else None, last_number=last.number if last else None,
+        first_at=first.created_at if first else None, last_at=last.created_at if last else None,
+        state=s.state, summary=s.summary, participants=[str(p) for p in s.participants or ()], timeframe=s.timeframe,
+        enabled=s.enabled, manual=s.manual, check_who=s.check_who, reason=s.reason, updated_at=s.updated_at,
+    )  # fmt: skip
+
+
+def _message(m: ChatMessage) -> SourceMessage:
+    return SourceMessage(id=m.id, number=m.number, role=m.role, name=m.name, content=m.content, hidden=m.hidden,
+                         status=m.status, created_at=m.created_at)  # fmt: skip
+
+
+@router.get("/{chat_id}/scenes", response_model=list[SceneRead])
+def list_scenes(chat_id: int, session: SessionDep,
+                q: str | None = Query(default=None, min_length=1, max_length=MAX_QUERY_CHARS)) -> list[SceneRead]:  # fmt: skip
+    """The chat's scenes oldest first, numbered; with `q`, those whose summary holds it (case and
+    accents aside)."""
+    return [_read(v) for v in service.scene_views(session, chat_id, q)]
+
+
+@router.get("/{chat_id}/scenes/export")
+def export_scenes(chat_id: int, session: SessionDep) -> Response:
+    """Download the chat's scenes as a JSON file (messages named by number)."""
+    name, body = service.export_file(session, chat_id)
+    return Response(body, media_type="application/json",
+                    headers={"Content-Disposition": content_disposition(name, fallback="scenes")})  # fmt: skip
+
+
+@router.post("/{chat_id}/scenes/import")
+def import_scenes(chat_id: int, session: SessionDep, file: UploadFile = File(...),
+                  replace: bool = Query(default=False)) -> dict:  # fmt: skip
+    """Import a scenes file: each scene is matched to this chat's messages by number; any problem refuses
+    the whole file and changes nothing. A chat with scenes needs `replace=true` (its scenes then go)."""
+    raw = file.file.read(MAX_IMPORT_BYTES + 1)
+    return service.import_file(session, chat_id, raw, replace=replace)
+
+
+@router.delete("/{chat_id}/scenes")
+def delete_all_scenes(chat_id: int, session: SessionDep) -> dict:
+    """Delete all memories: every scene, saved part and the scene-check state; the chat and its settings stay."""
+    return {"deleted": service.delete_all(session, chat_id)}
+
+
+@router.get("/{chat_id}/scenes/{scene_id}", response_model=SceneDetail)
+def show_scene(chat_id: int, scene_id: RowId, session: SessionDep) -> SceneDetail:
+    """One scene with its source messages (Inspect source messages)."""
+    view = service.scene_view(session, chat_id, scene_id)
+    messages = [_message(m) for m in service.source_messages(session, chat_id, scene_id)]
+    return SceneDetail(**_read(view).model_dump(), messages=messages)
+
+
+@router.patch("/{chat_id}/scenes/{scene_id}", response_model=SceneRead)
+def edit_scene(chat_id: int, scene_id: RowId, data: ScenePatch, session: SessionDep) -> SceneRead:
+    """Edit the Summary text (never rewritten afterwards; empty text refused) and/or turn the scene on or off."""
+    service.edit_scene(session, chat_id, scene_id, summary=data.summary, enabled=data.enabled)
+    return _read(service.scene_view(session, chat_id, scene_id))
+
+
+@router.delete("/{chat_id}/scenes/{scene_id}/summary", response_model=SceneRead)
+def delete_scene_summary(chat_id: int, scene_id: RowId, session: SessionDep) -> SceneRead:
+    """Delete summary: the recap goes, the scene keeps its bounds and is not recapped again by routine work."""
+    service.delete_summary(session, chat_id, scene_id)
+    return _read(service.scene_view(session, chat_id, scene_id))

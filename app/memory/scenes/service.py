@@ -1,0 +1,212 @@
+"""Access memories for this chat (issue 14): the chat's scenes as the user reads and corrects them. The
+I/O behind app/memory/scenes/api.py; the search and the file format are transfer.py's.
+
+Decisions:
+- Scenes are numbered 1, 2, … oldest first (by their first message); a search keeps those numbers. Their
+  bounds are shown as message numbers as the chat view numbers them (every message, hidden ones
+  included), with the dates of the first and last message still there; a scene whose messages were all
+  deleted shows none.
+- Editing the Summary text makes the scene "written" and `manual`: the writer claims and stores only
+  scenes that are not manual (two conditional UPDATEs in writer.py), so the text is never rewritten,
+  even by a writer busy with the scene at that moment. Empty text is refused (Delete summary is the way
+  to remove a recap); at most transfer.MAX_SUMMARY_CHARS characters.
+- Delete summary: the scene keeps its bounds (so the scene check does not close it again) and goes to
+  state "deleted", without text, participants, timeframe or saved parts. The writer claims only
+  "waiting"/"failed" scenes and the sweep looks only for those, so routine preparation never writes it
+  again; writing the Summary text by hand brings it back as a manual recap.
+- Delete all memories: every scene of the chat, their saved parts and the chat's scene-check state go;
+  the chat, its messages and its settings stay, and the next check starts from the first message.
+- Import replaces: a chat that already has scenes is refused unless `replace` is asked for (its scenes
+  and parts then go first, in the same transaction). Everything is checked before the first write.
+  The scene check's mark moves to the last imported scene's end, so it does not read those messages again.
+- Reindex (the scenes' embeddings) is left for later: the embeddings of scenes are not built yet.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlmodel import Session, col, delete, select
+
+from app.chats.models import Message
+from app.chats.service import get_chat
+from app.downloads import safe_stem
+from app.errors import Conflict, NotFound, UserError
+from app.memory.scenes import transfer
+from app.memory.scenes.models import Scene, SceneRecapPart, SceneState
+from app.timeutil import utcnow
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    id: int
+    number: int  # as the chat view numbers it
+    role: str
+    name: str
+    content: str
+    hidden: bool
+    status: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class SceneView:
+    scene: Scene
+    number: int  # the scene's number in the chat, oldest first
+    first: ChatMessage | None  # the scene's first and last messages still in the chat
+    last: ChatMessage | None
+
+
+def chat_messages(session: Session, chat_id: int) -> list[ChatMessage]:
+    """The chat's messages oldest first, numbered as the chat view numbers them."""
+    rows = session.exec(select(Message.id, Message.role, Message.name, Message.content, Message.hidden,
+                               Message.status, Message.created_at)
+                        .where(Message.chat_id == chat_id, Message.kind == "message").order_by(col(Message.id))).all()  # fmt: skip
+    return [ChatMessage(mid, n, role, name or role, content or "", hidden, status, created)
+            for n, (mid, role, name, content, hidden, status, created) in enumerate(rows, 1)]  # fmt: skip
+
+
+def _within(messages: list[ChatMessage], ids: list[int], scene: Scene) -> list[ChatMessage]:
+    lo, hi = bisect_left(ids, scene.first_message_id), bisect_right(ids, scene.last_message_id)
+    return messages[lo:hi]
+
+
+def _scenes(session: Session, chat_id: int) -> list[Scene]:
+    return list(session.exec(select(Scene).where(Scene.chat_id == chat_id).order_by(col(Scene.first_message_id))))
+
+
+def scene_views(session: Session, chat_id: int, q: str | None = None) -> list[SceneView]:
+    """The chat's scenes oldest first, numbered; only those whose summary holds `q` when it is given."""
+    get_chat(session, chat_id)
+    messages = chat_messages(session, chat_id)
+    ids = [m.id for m in messages]
+    views = []
+    for number, scene in enumerate(_scenes(session, chat_id), 1):
+        if q and not transfer.matches(scene.summary, q):
+            continue
+        inside = _within(messages, ids, scene)
+        views.append(SceneView(scene, number, inside[0] if inside else None, inside[-1] if inside else None))
+    return views
+
+
+def get_scene(session: Session, chat_id: int, scene_id: int) -> Scene:
+    get_chat(session, chat_id)
+    scene = session.get(Scene, scene_id)
+    if scene is None or scene.chat_id != chat_id:
+        raise NotFound(f"Chat {chat_id} has no scene {scene_id}.")
+    return scene
+
+
+def scene_view(session: Session, chat_id: int, scene_id: int) -> SceneView:
+    get_scene(session, chat_id, scene_id)
+    return next(v for v in scene_views(session, chat_id) if v.scene.id == scene_id)
+
+
+def source_messages(session: Session, chat_id: int, scene_id: int) -> list[ChatMessage]:
+    """Inspect source messages: the scene's messages still in the chat, hidden ones included."""
+    scene = get_scene(session, chat_id, scene_id)
+    messages = chat_messages(session, chat_id)
+    return _within(messages, [m.id for m in messages], scene)
+
+
+def edit_scene(session: Session, chat_id: int, scene_id: int, *, summary: str | None = None,
+               enabled: bool | None = None) -> Scene:  # fmt: skip
+    """Change the Summary text (the scene becomes a written, manual recap) and/or whether it is recalled."""
+    scene = get_scene(session, chat_id, scene_id)
+    if summary is not None:
+        text = summary.strip()
+        if not text:
+            raise UserError("The summary text cannot be empty. To remove the recap, use Delete summary.")
+        if len(text) > transfer.MAX_SUMMARY_CHARS:
+            raise UserError(f"The summary text can have at most {transfer.MAX_SUMMARY_CHARS:,} characters.")
+        scene.summary, scene.manual, scene.state = text, True, "written"
+        scene.reason, scene.attempts, scene.next_attempt_at = "", 0, None
+    if enabled is not None:
+        scene.enabled = enabled
+    scene.updated_at = utcnow()
+    session.add(scene)
+    session.flush()
+    return scene
+
+
+def _drop_parts(session: Session, scene_ids: list[int]) -> None:
+    if scene_ids:
+        session.exec(delete(SceneRecapPart).where(col(SceneRecapPart.scene_id).in_(scene_ids)))  # type: ignore[call-overload]
+
+
+def delete_summary(session: Session, chat_id: int, scene_id: int) -> Scene:
+    """Delete summary: the recap goes, the scene's bounds stay, and routine preparation leaves it so."""
+    scene = get_scene(session, chat_id, scene_id)
+    scene.state, scene.summary, scene.participants, scene.timeframe = "deleted", "", [], ""
+    scene.manual, scene.check_who, scene.fingerprint, scene.reason = False, False, "", ""
+    scene.attempts, scene.next_attempt_at, scene.updated_at = 0, None, utcnow()
+    session.add(scene)
+    _drop_parts(session, [scene_id])
+    session.flush()
+    return scene
+
+
+def delete_all(session: Session, chat_id: int) -> int:
+    """Delete all memories: the chat's scenes, their parts and its scene-check state; how many scenes."""
+    get_chat(session, chat_id)
+    ids = [s.id for s in _scenes(session, chat_id) if s.id is not None]
+    _drop_parts(session, ids)
+    if ids:
+        session.exec(delete(Scene).where(col(Scene.id).in_(ids)))  # type: ignore[call-overload]
+    session.exec(delete(SceneState).where(col(SceneState.chat_id) == chat_id))  # type: ignore[call-overload]
+    session.flush()
+    return len(ids)
+
+
+def export_file(session: Session, chat_id: int) -> tuple[str, bytes]:
+    """The chat's scenes as a JSON file (those whose messages were all deleted are left out)."""
+    chat = get_chat(session, chat_id)
+    messages = chat_messages(session, chat_id)
+    ids = [m.id for m in messages]
+    out = []
+    for scene in _scenes(session, chat_id):
+        inside = _within(messages, ids, scene)
+        if not inside:
+            continue
+        out.append(transfer.FileScene(
+            first=inside[0].number, last=inside[-1].number, state=scene.state, summary=scene.summary,
+            participants=tuple(str(p) for p in scene.participants or ()), timeframe=scene.timeframe,
+            enabled=scene.enabled, manual=scene.manual, check_who=scene.check_who,
+            messages_hash=transfer.messages_hash([(m.name, m.content) for m in messages[inside[0].number - 1 : inside[-1].number]]),
+        ))  # fmt: skip
+    body = transfer.write_file(chat_name=chat.name, scenes=out, now=utcnow())
+    return f"{safe_stem(chat.name, 'chat')}-scenes.sugo.json", body
+
+
+def import_file(session: Session, chat_id: int, raw: bytes, *, replace: bool = False) -> dict:
+    """Import a scenes file into the chat, matched to its messages by number; everything is checked
+    first, and any problem refuses the whole file with a sentence."""
+    get_chat(session, chat_id)
+    messages = chat_messages(session, chat_id)
+    try:
+        scenes = transfer.read_file(raw)
+        transfer.check_against(scenes, [(m.name, m.content) for m in messages])
+    except transfer.SceneFileError as err:
+        raise UserError(str(err)) from None
+    existing = _scenes(session, chat_id)
+    if existing and not replace:
+        raise Conflict(f"This chat already has {len(existing)} scene{'s' if len(existing) != 1 else ''}: "
+                       "import with replace to put the file's in their place, or delete all memories first.")  # fmt: skip
+    replaced = delete_all(session, chat_id) if existing else 0
+    now = utcnow()
+    for s in scenes:
+        session.add(Scene(
+            chat_id=chat_id, first_message_id=messages[s.first - 1].id, last_message_id=messages[s.last - 1].id,
+            state=s.state, summary=s.summary, participants=list(s.participants), timeframe=s.timeframe,
+            enabled=s.enabled, manual=s.manual, check_who=s.check_who, created_at=now, updated_at=now,
+        ))  # fmt: skip
+    if scenes:
+        end = messages[scenes[-1].last - 1].id
+        state = session.get(SceneState, chat_id) or SceneState(chat_id=chat_id)
+        state.checked_through_id = max(end, state.checked_through_id or 0)
+        state.updated_at = now
+        session.add(state)
+    session.flush()
+    return {"imported": len(scenes), "replaced": replaced}
