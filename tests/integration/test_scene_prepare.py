@@ -11,13 +11,16 @@ import re
 from sqlmodel import Session, select
 
 from app.chats.models import Message
+from app.db import make_engine
 from app.memory.scenes import jobs
 from app.memory.scenes.check import SCENE_CHECK_PROMPT
 from app.memory.scenes.checks import check_scenes
 from app.memory.scenes.models import Scene, SceneRun, SceneState
 from app.memory.scenes.recap import DEFAULT_RECAP_PROMPT
 from tests.conftest import add_character, add_connection, new_chat
+from tests.support.live import LiveSugo
 from tests.support.model_server import Reply
+from tests.support.process import SugoProcess
 from tests.support.waiting import wait_for
 
 MESSAGES = 60
@@ -145,6 +148,8 @@ def test_cancel_keeps_finished_windows_and_resume_asks_nothing_twice(sugo, api, 
     assert stopped["done"] == 3 and stopped["current"] == ""
     assert [(a, b) for a, b, _, _ in _scenes(sugo, chat_id, ids)] == SCENES[:2]
     assert _recaps(models) == []
+    # Until Resume finishes it, the chat's scenes are Prepare's: no check after a reply.
+    assert check_scenes(sugo.services, chat_id).status == "preparing"
     models.script(*[_ends(e) for e in ENDS[3:]], *[_recap(n) for n in range(1, 6)])
     _start(api, chat_id)
     _until(api, chat_id, "done")
@@ -225,3 +230,57 @@ def test_one_run_per_chat_and_refusals_say_why(sugo, api, models):
     r = api.post(f"/api/chats/{off}/scenes/prepare")
     assert r.status_code == 400 and "Advanced Memory" in r.json()["detail"]
     assert api.get("/api/chats/999999/scenes/prepare").status_code == 404
+
+
+def test_a_2000_message_import_cancelled_killed_and_resumed_ends_with_each_scene_recapped_once(tmp_path, models):
+    """Acceptance 2 with real restarts: Cancel half-way through the scene search, a SIGKILL, Resume; a
+    second SIGKILL in the middle of a recap; the next start's sweep finishes. Interval 100: windows of
+    200 messages; a scene ends every 150 messages, 1951–2000 stay open."""
+    total, window = 2000, 200
+    windows = [(k + 1, k + window) for k in range(0, total, window)]
+    scenes = [(e - 149, e) for e in range(150, total, 150)]
+    answers = [_ends([e for _, e in scenes if a <= e <= b]) for a, b in windows]
+    data_dir = tmp_path / "data"
+    server = SugoProcess(data_dir).start()
+    try:
+        with server.client() as api:
+            add_connection(api, models)
+            chat_id = new_chat(api, [add_character(api)["id"]])["id"]
+            settings = {"advanced_memory": True, "adv_check_interval": 100}
+            assert api.put(f"/api/chats/{chat_id}/options", json={"settings": settings}).status_code == 200
+            with Session(make_engine(data_dir / "sugo.db")) as s:
+                for n in range(2, total + 1):
+                    name, role = ("You", "user") if n % 2 == 0 else ("Aria", "assistant")
+                    s.add(Message(chat_id=chat_id, role=role, name=name, content=f"Line {n}.",
+                                  swipes=[{"content": f"Line {n}.", "status": "ok"}]))  # fmt: skip
+                s.commit()
+            models.script(*answers[:4], Reply(answers[4], first_delay_s=3))
+            _start(api, chat_id)
+            wait_for(lambda: len(_checks(models)) == 5, timeout=60, what="the fifth window asked")
+            assert api.post(f"/api/chats/{chat_id}/scenes/prepare/stop").status_code == 200
+            assert _until(api, chat_id, "stopped")["done"] == 5
+        server.kill()
+        server = SugoProcess(data_dir).start()
+        with server.client() as api:
+            assert _status(api, chat_id)["status"] == "stopped"
+            models.script(*answers[5:], _recap(1), _recap(2), _recap(3), Reply(_recap(4), first_delay_s=60))
+            _start(api, chat_id)
+            wait_for(lambda: len(_recaps(models)) == 4, timeout=60, what="the fourth recap asked")
+        server.kill()  # in the middle of scene 4's recap
+    finally:
+        server.kill()
+    models.script(*[_recap(n) for n in range(4, len(scenes) + 1)])
+    with LiveSugo(data_dir) as again, again.client() as api:  # its start-up sweep resumes the run
+        done = _until(api, chat_id, "done")
+        with again.session() as s:
+            ids = list(s.exec(select(Message.id).where(Message.chat_id == chat_id, Message.kind == "message")
+                              .order_by(Message.id)).all())  # fmt: skip
+        stored = _scenes(again, chat_id, ids)
+    assert done["stage"] == "recapping" and done["reason"] == ""
+    assert _checks(models) == windows  # every window asked once: the cancelled one's answer was kept
+    asked = _recaps(models)
+    assert asked[3] == asked[4] == scenes[3]  # the recap the kill cut short, asked again
+    assert sorted(asked[:4] + asked[5:]) == scenes  # every other scene asked once
+    assert len(ids) == total and [(a, b) for a, b, _, _ in stored] == scenes
+    assert all(state == "written" for _, _, state, _ in stored)
+    assert [summary.split(":")[0] for _, _, _, summary in stored] == [f"Recap number {n}" for n in range(1, 14)]

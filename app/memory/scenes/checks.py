@@ -12,8 +12,9 @@ Decisions:
   the same messages are checked again, and waits answers.retry_delay (1 min, 5, 30, 2 h, 12 h) before
   the next one; the reason is kept for the panel. An answer cut off is asked again once with twice the
   room (answers.request_max_tokens).
-- While Prepare existing history runs in the chat (prepare.py), the check after a reply does nothing
-  ("preparing"): Prepare walks the same messages in order and moves the same mark. Both close scenes
+- While the chat's Prepare existing history run is unfinished (prepare.py: running, cancelled or
+  failed), the check after a reply does nothing ("preparing"): Prepare walks the same messages in order
+  and moves the same mark, and Resume reads the messages that arrived meanwhile. Both close scenes
   through `close_ends` and ask through `ask_scene_ends`.
 """
 
@@ -26,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, func, select
+from sqlmodel import Session, col, func, select
 
 from app.chats.models import Chat
 from app.chats.settings import read_settings
@@ -127,8 +128,11 @@ def check_scenes(services: Services, chat_id: int) -> CheckOutcome:
 
 
 def preparing(session: Session, chat_id: int) -> bool:
-    """Whether Prepare existing history is running in the chat (or was, until a restart cut it short)."""
-    return session.exec(select(SceneRun.id).where(SceneRun.chat_id == chat_id, SceneRun.status == "running")).first() is not None
+    """Whether the chat's newest Prepare existing history run is unfinished (running, cut short by a
+    restart, cancelled or failed): until it is done, the chat's scenes are Prepare's."""
+    status = session.exec(select(SceneRun.status).where(SceneRun.chat_id == chat_id)
+                          .order_by(col(SceneRun.id).desc()).limit(1)).first()  # fmt: skip
+    return status is not None and status != "done"
 
 
 def ask_scene_ends(config: ProviderConfig, request: list[dict], allowed: frozenset[int]) -> SceneEnds | answers.Failure:

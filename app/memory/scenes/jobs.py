@@ -1,8 +1,9 @@
 """Advanced Memory's background work: after a reply, the scene check and then the recaps of the scenes
 it closed; every few minutes (and at start) a sweep that resumes the Prepare existing history runs a
 restart cut short, puts back recaps a restart cut short and tries failed ones whose time has come.
-Nothing runs for a chat with Advanced Memory off or paused; a chat whose Prepare is running is Prepare's
-alone (it checks the history in order and writes the recaps itself)."""
+Nothing runs for a chat with Advanced Memory off or paused; a chat whose Prepare existing history run is
+unfinished (running, cancelled, failed) is Prepare's alone until Resume finishes it: it checks the
+history in order and writes the recaps itself, and Cancel stops the helper's calls for the chat."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from app.chats.models import Chat
 from app.chats.settings import read_settings
 from app.jobs import Job, run_soon
 from app.memory.scenes.checks import check_scenes, preparing
-from app.memory.scenes.models import Scene, SceneRun
+from app.memory.scenes.models import Scene
 from app.memory.scenes.prepare import resume_cut_short
 from app.memory.scenes.writer import release_stale, write_waiting_recaps
 from app.services import Services
@@ -45,7 +46,7 @@ def schedule_processing(services: Services, chat_id: int) -> None:
 
 def sweep(services: Services) -> None:
     """Prepare runs a restart cut short go on; recaps a restart cut short go back to waiting; chats with
-    recaps waiting or due again get them (except those a Prepare run is writing)."""
+    recaps waiting or due again get them (except those with an unfinished Prepare run)."""
     release_stale(services.engine)
     try:
         resume_cut_short(services)
@@ -53,8 +54,7 @@ def sweep(services: Services) -> None:
         log.exception("resuming Prepare existing history runs failed")
     with Session(services.engine) as session:
         chats = session.exec(select(Scene.chat_id).where(col(Scene.state).in_(("waiting", "failed"))).distinct()).all()
-        prepared = set(session.exec(select(SceneRun.chat_id).where(SceneRun.status == "running")).all())
-        todo = [chat_id for chat_id in chats if chat_id not in prepared and _on(session, chat_id)]
+        todo = [chat_id for chat_id in chats if _on(session, chat_id) and not preparing(session, chat_id)]
     for chat_id in todo:
         try:
             write_waiting_recaps(services, chat_id)

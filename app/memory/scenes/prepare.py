@@ -28,9 +28,11 @@ Decisions:
 - A scene is recapped once: the writer's claim. Resume after a restart puts back the scenes the restart
   left "writing" (writer.release_stale) and writes each still without a recap; a scene another writer
   holds, or one written or edited meanwhile, is counted as done and not asked again.
-- One run per chat in this process (an in-memory claim); starting while it works is a Conflict. While a
-  run is "running" (even cut short, until the sweep resumes it), the check and recaps after a reply
-  leave the chat alone (checks.preparing).
+- One run per chat in this process (an in-memory claim); starting while it works is a Conflict. Until
+  the chat's newest run is done (running, cut short, cancelled or failed), the check and recaps after
+  a reply and the sweep's recaps leave the chat alone (checks.preparing): the ongoing check would close
+  a scene after a stretch Prepare has not read, and Cancel means no more helper calls. Resume reads the
+  messages that arrived meanwhile too; the scenes then close as usual after each reply.
 - Pause processing refuses to start (and a run finding the chat paused stops with that reason).
 - A thread that finds its app shut down writes nothing more; the run stays "running" and the next
   start's sweep resumes it.
@@ -51,7 +53,7 @@ from app.chats.service import get_chat
 from app.chats.settings import read_settings
 from app.connections.providers.base import ProviderConfig
 from app.errors import Conflict, UserError
-from app.memory.scenes.check import NumberedMessage, check_request, history_window, windows_left
+from app.memory.scenes.check import NumberedMessage, SceneEnds, check_request, history_window, windows_left
 from app.memory.scenes.checks import ask_scene_ends, close_ends, last_scene_end
 from app.memory.scenes.messages import ReadableMessage, helper_config, helper_connection, readable_messages
 from app.memory.scenes.models import Scene, SceneRun, SceneState
@@ -303,7 +305,7 @@ def _recap(session: Session, engine: Engine, run: SceneRun) -> _Recap | None:
 
 
 def _store_window(engine: Engine, run_id: int, chat_id: int, step: _Window,
-                  result: object) -> None:  # fmt: skip
+                  result: SceneEnds | answers.Failure) -> None:  # fmt: skip
     with Session(engine) as session:
         run = session.get(SceneRun, run_id)
         if run is None:
@@ -312,7 +314,7 @@ def _store_window(engine: Engine, run_id: int, chat_id: int, step: _Window,
             _fail(session, run, f"Finding scenes in {step.span}: {result.reason}")
             return
         by_number = {m.number: m for m in step.messages}
-        ends = [by_number[n].id for n in getattr(result, "numbers", ())]
+        ends = [by_number[n].id for n in result.numbers]
         try:
             close_ends(session, chat_id, step.messages, ends, checked_through=step.last_id)
             run.checked_through_id = step.last_id

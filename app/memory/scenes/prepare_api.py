@@ -1,6 +1,7 @@
 """Prepare existing history over JSON (issue 14): its status with the helper model it would call, Start
 or Resume, and Cancel. The work goes on in the background (prepare.py); the panel polls the status."""
 
+from dataclasses import asdict
 from typing import Literal
 
 from fastapi import APIRouter
@@ -51,7 +52,7 @@ def _status(session, services, chat_id: int, run=None) -> PrepareStatus:
         run_id=run.id, status=run.status, stage=run.stage, total=run.total, done=run.done, current=run.current,
         reason=run.reason, stop_requested=run.stop_requested, working=prepare.working(services.engine, chat_id),
     )  # fmt: skip
-    base.helper = None if helper is None else HelperRead(**helper.__dict__)
+    base.helper = None if helper is None else HelperRead(**asdict(helper))
     base.helper_problem = problem
     return base
 
