@@ -214,6 +214,20 @@ def test_a_failed_helper_call_stops_the_run_with_its_reason_and_resume_retries_i
     assert all(s[2] == "written" for s in scenes) and scenes[0][3].startswith("Recap number 1")
 
 
+def test_messages_that_arrive_while_the_recaps_are_written_are_read_before_the_run_ends(sugo, api, models):
+    chat_id, ids = _seeded_chat(sugo, api, models)
+    models.script(*[_ends(e) for e in ENDS], Reply(_recap(1), first_delay_s=2))
+    _start(api, chat_id)
+    wait_for(lambda: len(_recaps(models)) == 1, timeout=30, what="the first recap asked")
+    with Session(sugo.engine) as s:  # the chat goes on meanwhile: six more messages
+        for n in range(61, 67):
+            s.add(Message(chat_id=chat_id, role="user", name="You", content=f"Line {n}.", swipes=[{"content": f"Line {n}."}]))
+        s.commit()
+    models.script(*[_recap(n) for n in range(2, 6)], _ends([]))
+    done = _until(api, chat_id, "done")
+    assert _checks(models) == [*WINDOWS, (61, 66)] and sorted(_recaps(models)) == SCENES
+    assert done["status"] == "done" and done["reason"] == ""
+
 def test_one_run_per_chat_and_refusals_say_why(sugo, api, models):
     chat_id, ids = _seeded_chat(sugo, api, models)
     models.script(Reply(_ends([]), first_delay_s=2))

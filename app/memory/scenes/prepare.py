@@ -18,7 +18,8 @@ lose nothing finished.
 Decisions:
 - A run starts after the newest closed scene (from the first message when there is none): scenes
   already closed are kept, and what the ongoing check skipped after them is read again. The newest
-  messages after the last end found stay the open scene.
+  messages after the last end found stay the open scene. When the recaps are written and a scene
+  check's worth of messages (the interval) arrived meanwhile, the run reads them too before it is done.
 - A window's scenes and the run's mark move in one transaction: a window whose answer was stored is
   never asked again; one cut short by Cancel's wait, a failure or a restart is asked again.
 - Stop takes effect after the model call in hand: its answer (the window's scenes, the recap) is kept.
@@ -53,7 +54,14 @@ from app.chats.service import get_chat
 from app.chats.settings import read_settings
 from app.connections.providers.base import ProviderConfig
 from app.errors import Conflict, UserError
-from app.memory.scenes.check import NumberedMessage, SceneEnds, check_request, history_window, windows_left
+from app.memory.scenes.check import (
+    NumberedMessage,
+    SceneEnds,
+    check_due,
+    check_request,
+    history_window,
+    windows_left,
+)
 from app.memory.scenes.checks import ask_scene_ends, close_ends, last_scene_end
 from app.memory.scenes.messages import ReadableMessage, helper_config, helper_connection, readable_messages
 from app.memory.scenes.models import Scene, SceneRun, SceneState
@@ -257,10 +265,26 @@ def _next_step(services: Services, run_id: int, chat_id: int) -> _Window | _Reca
             return None
         if run.stage == "detecting":
             window = _window(session, services, chat, run)
-            if window is not None:
+            if window is not None or run.status != "running":
                 return window
             run.stage, run.done, run.total = "recapping", 0, 0
-        return _recap(session, services.engine, run)
+        recap = _recap(session, services.engine, run)
+        if recap is not None:
+            return recap
+        if _arrived_meanwhile(session, chat, run):  # read them too rather than leave a backlog
+            run.stage, run.done, run.total = "detecting", 0, 0
+            window = _window(session, services, chat, run)
+            if window is not None or run.status != "running":
+                return window
+        _end(session, run, "done")
+        return None
+
+
+def _arrived_meanwhile(session: Session, chat: Chat, run: SceneRun) -> bool:
+    """Whether a scene check's worth of messages arrived after the last window read (the chat went on
+    while the recaps were written)."""
+    after = [m for m in readable_messages(session, chat.id) if m.id > (run.checked_through_id or 0)]
+    return check_due(len(after), read_settings(chat.settings).adv_check_interval)
 
 
 def _window(session: Session, services: Services, chat: Chat, run: SceneRun) -> _Window | None:
@@ -294,7 +318,6 @@ def _recap(session: Session, engine: Engine, run: SceneRun) -> _Recap | None:
                                                   col(Scene.state).in_(("waiting", "failed")))
                            .order_by(col(Scene.first_message_id))).all()  # fmt: skip
     if not pending:
-        _end(session, run, "done")
         return None
     run.total = max(run.total, run.done + len(pending))
     label = f"recap {run.done + 1} of {run.total}"
