@@ -1,5 +1,5 @@
 """scenes: Advanced Memory Recall's scenes, the saved parts of big scenes' recaps, and each chat's
-scene-check state (issue 14)
+scene-check state, and Prepare existing history's runs (issue 14)
 
 Revision ID: 7c9e1b3d5f8a
 Revises: 5b7d9f1a3c6e
@@ -70,9 +70,31 @@ def upgrade() -> None:
         sa.ForeignKeyConstraint(["chat_id"], ["chat.id"], name="fk_scene_state_chat_id_chat", ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("chat_id", name="pk_scene_state"),
     )
+    op.create_table(
+        "scene_run",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("chat_id", sa.Integer(), nullable=False),
+        sa.Column("status", sa.String(), nullable=False),
+        sa.Column("stage", sa.String(), nullable=False),
+        sa.Column("checked_through_id", sa.Integer(), nullable=True),
+        sa.Column("total", sa.Integer(), nullable=False),
+        sa.Column("done", sa.Integer(), nullable=False),
+        sa.Column("current", sa.String(), nullable=False),
+        sa.Column("stop_requested", sa.Boolean(), nullable=False),
+        sa.Column("reason", sa.String(), nullable=False),
+        sa.Column("created_at", sa.DateTime(), nullable=False),
+        sa.Column("updated_at", sa.DateTime(), nullable=False),
+        sa.ForeignKeyConstraint(["chat_id"], ["chat.id"], name="fk_scene_run_chat_id_chat", ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("id", name="pk_scene_run"),
+    )
+    op.create_index("ix_scene_run_chat", "scene_run", ["chat_id", "id"])
+    op.create_index("ix_scene_run_status", "scene_run", ["status"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_scene_run_status", table_name="scene_run")
+    op.drop_index("ix_scene_run_chat", table_name="scene_run")
+    op.drop_table("scene_run")
     op.drop_table("scene_state")
     op.drop_table("scene_recap_part")
     op.drop_index("ix_scene_state", table_name="scene")

@@ -14,7 +14,9 @@ from app.memory.scenes.check import (
     check_due,
     check_request,
     check_window,
+    history_window,
     read_scene_ends,
+    windows_left,
 )
 from app.memory.summaries.answers import Failure
 
@@ -286,3 +288,32 @@ def test_reader_never_raises(answer):
     assert isinstance(result, SceneEnds | Failure)
     if isinstance(result, SceneEnds):
         assert set(result.numbers) <= ALLOWED
+
+
+# Prepare existing history's windows ---------------------------------------------------------------------
+
+
+def test_history_windows_walk_every_message_oldest_first_anchored_on_the_previous_window():
+    messages = [m for m in msgs(1, 47) if m.number not in (12, 13)]  # hidden ones leave gaps
+    last, seen, anchors = None, [], []
+    assert windows_left(messages, None, 5) == 5
+    while (window := history_window(messages, last, 5)).messages:
+        assert len(window.messages) <= 10 and window.skipped is None
+        anchors.append(window.anchor.number if window.anchor else None)
+        seen.extend(numbers(window.messages))
+        last = window.last_number
+    assert seen == numbers(messages)  # nothing skipped, nothing twice
+    assert anchors == [None, 10, 22, 32, 42]
+    assert windows_left(messages, last, 5) == 0
+
+
+@given(st.integers(0, 60), st.integers(1, 100), st.integers(0, 70))
+def test_history_window_is_the_oldest_unchecked_stretch(count, interval, checked):
+    messages = msgs(1, count)
+    window = history_window(messages, checked, interval)
+    pending = [n for n in numbers(messages) if n > checked]
+    assert numbers(window.messages) == pending[: 2 * interval]
+    assert windows_left(messages, checked, interval) == -(-len(pending) // (2 * interval))
+    if window.messages and window.messages[0].number > 1:
+        assert window.anchor.number == window.messages[0].number - 1
+        assert window.anchor.number in window.allowed_ends

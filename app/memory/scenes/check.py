@@ -4,6 +4,8 @@ caller counts the messages, sends the request, stores the ends and moves its "la
 
     check_due(new_messages, interval)          -> is a check due now
     check_window(messages, last_checked, n)    -> CheckWindow: the anchor and the messages to check
+    history_window(messages, last_checked, n)  -> CheckWindow: Prepare's next window, the oldest unchecked
+    windows_left(messages, last_checked, n)    -> how many history windows remain
     check_request(anchor, messages, max_chars=) -> the provider messages (system + user)
     read_scene_ends(answer, finish_reason, allowed_numbers) -> SceneEnds | Failure
 
@@ -18,6 +20,8 @@ Decisions (the issue and the spec are silent on these):
   current window restarts, and a backlog checked one window per reply would lag behind forever while a
   fast chat keeps growing. `CheckWindow.skipped` names their range so the caller can show it; Re-scan
   scenes (or Prepare existing history) covers them. A skipped stretch joins the open scene.
+- Prepare existing history walks every unchecked message instead, oldest first, in consecutive windows
+  of 2 × interval (`history_window`), each anchored on the previous window's last message.
 - The anchor is the message just before the window: normally the message where the last check ended,
   the newest skipped one otherwise. It is context, marked as already checked, but its number is an
   allowed end: "the last message before a real location change" can only be seen once the next message
@@ -127,7 +131,7 @@ def check_window(
 ) -> CheckWindow:
     """The messages after `last_checked_number` (None or 0: never checked), at most 2 × interval, the
     newest ones; the anchor is the message just before them."""
-    ordered = sorted({m.number: m for m in reversed(messages)}.values(), key=lambda m: m.number)
+    ordered = _ordered(messages)
     last = last_checked_number or 0
     pending = [m for m in ordered if m.number > last]
     if not pending:
@@ -136,6 +140,34 @@ def check_window(
     skipped = (pending[0].number, pending[-len(window) - 1].number) if len(window) < len(pending) else None
     before = [m for m in ordered if m.number < window[0].number]
     return CheckWindow(before[-1] if before else None, tuple(window), skipped)
+
+
+def _ordered(messages: Sequence[NumberedMessage]) -> list[NumberedMessage]:
+    return sorted({m.number: m for m in reversed(messages)}.values(), key=lambda m: m.number)
+
+
+def history_window(
+    messages: Sequence[NumberedMessage], last_checked_number: int | None, interval: int
+) -> CheckWindow:
+    """Prepare existing history's next window: the OLDEST 2 × interval messages after
+    `last_checked_number` (None or 0: from the first message), the anchor the message just before them
+    (the previous window's last). Walked window after window, nothing is skipped."""
+    ordered = _ordered(messages)
+    last = last_checked_number or 0
+    pending = [m for m in ordered if m.number > last]
+    if not pending:
+        return CheckWindow(None, ())
+    window = pending[: WINDOW_FACTOR * clamp_interval(interval)]
+    before = [m for m in ordered if m.number < window[0].number]
+    return CheckWindow(before[-1] if before else None, tuple(window))
+
+
+def windows_left(messages: Sequence[NumberedMessage], last_checked_number: int | None, interval: int) -> int:
+    """How many history windows remain after `last_checked_number`."""
+    last = last_checked_number or 0
+    pending = len({m.number for m in messages if m.number > last})
+    size = WINDOW_FACTOR * clamp_interval(interval)
+    return -(-pending // size)
 
 
 # The request ---------------------------------------------------------------------------------------

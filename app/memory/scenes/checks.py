@@ -12,6 +12,10 @@ Decisions:
   the same messages are checked again, and waits answers.retry_delay (1 min, 5, 30, 2 h, 12 h) before
   the next one; the reason is kept for the panel. An answer cut off is asked again once with twice the
   room (answers.request_max_tokens).
+- While the chat's Prepare existing history run is unfinished (prepare.py: running, cancelled or
+  failed), the check after a reply does nothing ("preparing"): Prepare walks the same messages in order
+  and moves the same mark, and Resume reads the messages that arrived meanwhile. Both close scenes
+  through `close_ends` and ask through `ask_scene_ends`.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, func, select
+from sqlmodel import Session, col, func, select
 
 from app.chats.models import Chat
 from app.chats.settings import read_settings
@@ -39,7 +43,7 @@ from app.memory.scenes.check import (
     read_scene_ends,
 )
 from app.memory.scenes.messages import ReadableMessage, helper_config, readable_messages
-from app.memory.scenes.models import Scene, SceneState
+from app.memory.scenes.models import Scene, SceneRun, SceneState
 from app.memory.summaries import answers
 from app.services import Services
 from app.timeutil import as_utc, utcnow
@@ -53,7 +57,7 @@ _running_lock = threading.Lock()
 
 @dataclass(frozen=True)
 class CheckOutcome:
-    status: str  # off, paused, waiting (after a failure), not_due, busy, checked, failed
+    status: str  # off, paused, preparing, waiting (after a failure), not_due, busy, checked, failed
     closed: tuple[int, ...] = ()  # the scenes this check closed (their ids)
     reason: str = ""
 
@@ -84,6 +88,8 @@ def check_scenes(services: Services, chat_id: int) -> CheckOutcome:
         state = session.get(SceneState, chat_id)
         if state is not None and state.paused:
             return CheckOutcome("paused")
+        if preparing(session, chat_id):
+            return CheckOutcome("preparing")
         if state is not None and state.next_check_at is not None and as_utc(state.next_check_at) > utcnow():
             return CheckOutcome("waiting", reason=state.reason)
         messages = readable_messages(session, chat_id)
@@ -104,17 +110,32 @@ def check_scenes(services: Services, chat_id: int) -> CheckOutcome:
     if not _claim(services, chat_id):
         return CheckOutcome("busy")
     try:
-        result = _ask(config, request, window.allowed_ends)
+        result = ask_scene_ends(config, request, window.allowed_ends)
         if isinstance(result, answers.Failure):
             return _failed(services, chat_id, result.reason)
         by_number = {m.number: m for m in messages}
-        return _close(services, chat_id, messages, [by_number[n].id for n in result.numbers],
-                      checked_through=by_number[window.last_number].id)  # fmt: skip
+        with Session(services.engine) as session:
+            try:
+                closed = close_ends(session, chat_id, messages, [by_number[n].id for n in result.numbers],
+                                    checked_through=by_number[window.last_number].id)  # fmt: skip
+                session.commit()
+            except IntegrityError:  # another process closed the same scene meanwhile: its check stands
+                session.rollback()
+                return CheckOutcome("busy")
+            return CheckOutcome("checked", tuple(s.id for s in closed if s.id is not None))
     finally:
         _release(services, chat_id)
 
 
-def _ask(config: ProviderConfig, request: list[dict], allowed: frozenset[int]) -> SceneEnds | answers.Failure:
+def preparing(session: Session, chat_id: int) -> bool:
+    """Whether the chat's newest Prepare existing history run is unfinished (running, cut short by a
+    restart, cancelled or failed): until it is done, the chat's scenes are Prepare's."""
+    status = session.exec(select(SceneRun.status).where(SceneRun.chat_id == chat_id)
+                          .order_by(col(SceneRun.id).desc()).limit(1)).first()  # fmt: skip
+    return status is not None and status != "done"
+
+
+def ask_scene_ends(config: ProviderConfig, request: list[dict], allowed: frozenset[int]) -> SceneEnds | answers.Failure:
     attempt = 0
     result: SceneEnds | answers.Failure = answers.Failure("empty", "The helper gave no answer.")
     while (budget := answers.request_max_tokens(CHECK_MAX_TOKENS, attempt)) is not None:
@@ -151,26 +172,24 @@ def last_scene_end(session: Session, chat_id: int) -> int | None:
     return session.exec(select(func.max(Scene.last_message_id)).where(Scene.chat_id == chat_id)).one()
 
 
-def _close(services: Services, chat_id: int, messages: Sequence[ReadableMessage], ends: Sequence[int], *,
-           checked_through: int) -> CheckOutcome:  # fmt: skip
-    with Session(services.engine) as session:
-        last_end = last_scene_end(session, chat_id)
-        closed: list[Scene] = []
-        for end_id in sorted(ends):
-            if last_end is not None and end_id <= last_end:
-                continue  # the scene it ends is stored already
-            first_id = next(m.id for m in messages if last_end is None or m.id > last_end)
-            scene = Scene(chat_id=chat_id, first_message_id=first_id, last_message_id=end_id)
-            session.add(scene)
-            closed.append(scene)
-            last_end = end_id
-        state = _state(session, chat_id)
-        state.checked_through_id = max(checked_through, state.checked_through_id or 0)
-        state.reason, state.failures, state.next_check_at, state.updated_at = "", 0, None, utcnow()
-        session.add(state)
-        try:
-            session.commit()
-        except IntegrityError:  # another process closed the same scene meanwhile: its check stands
-            session.rollback()
-            return CheckOutcome("busy")
-        return CheckOutcome("checked", tuple(s.id for s in closed if s.id is not None))
+def close_ends(session: Session, chat_id: int, messages: Sequence[ReadableMessage], ends: Sequence[int], *,
+               checked_through: int) -> list[Scene]:  # fmt: skip
+    """Close a scene at each end (message ids) the helper named, and move the chat's "last checked" mark
+    to `checked_through`, clearing a failure; the new scenes, added to `session`, not committed. The
+    caller commits; an IntegrityError (from this or the commit) means another check closed the same
+    scene meanwhile. An end at or before the newest stored scene's end is not a new scene."""
+    last_end = last_scene_end(session, chat_id)
+    closed: list[Scene] = []
+    for end_id in sorted(ends):
+        if last_end is not None and end_id <= last_end:
+            continue  # the scene it ends is stored already
+        first_id = next(m.id for m in messages if last_end is None or m.id > last_end)
+        scene = Scene(chat_id=chat_id, first_message_id=first_id, last_message_id=end_id)
+        session.add(scene)
+        closed.append(scene)
+        last_end = end_id
+    state = _state(session, chat_id)
+    state.checked_through_id = max(checked_through, state.checked_through_id or 0)
+    state.reason, state.failures, state.next_check_at, state.updated_at = "", 0, None, utcnow()
+    session.add(state)
+    return closed

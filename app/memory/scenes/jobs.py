@@ -1,6 +1,9 @@
 """Advanced Memory's background work: after a reply, the scene check and then the recaps of the scenes
-it closed; every few minutes (and at start) a sweep that puts back recaps a restart cut short and tries
-failed ones whose time has come. Nothing runs for a chat with Advanced Memory off or paused."""
+it closed; every few minutes (and at start) a sweep that resumes the Prepare existing history runs a
+restart cut short, puts back recaps a restart cut short and tries failed ones whose time has come.
+Nothing runs for a chat with Advanced Memory off or paused; a chat whose Prepare existing history run is
+unfinished (running, cancelled, failed) is Prepare's alone until Resume finishes it: it checks the
+history in order and writes the recaps itself, and Cancel stops the helper's calls for the chat."""
 
 from __future__ import annotations
 
@@ -11,8 +14,9 @@ from sqlmodel import Session, col, select
 from app.chats.models import Chat
 from app.chats.settings import read_settings
 from app.jobs import Job, run_soon
-from app.memory.scenes.checks import check_scenes
+from app.memory.scenes.checks import check_scenes, preparing
 from app.memory.scenes.models import Scene
+from app.memory.scenes.prepare import resume_cut_short
 from app.memory.scenes.writer import release_stale, write_waiting_recaps
 from app.services import Services
 
@@ -27,7 +31,7 @@ def _on(session: Session, chat_id: int) -> bool:
 def process_chat(services: Services, chat_id: int) -> None:
     """Check for scene ends when due, then write the recaps waiting (those just closed among them)."""
     with Session(services.engine) as session:
-        if not _on(session, chat_id):
+        if not _on(session, chat_id) or preparing(session, chat_id):
             return
     try:
         check_scenes(services, chat_id)
@@ -41,11 +45,16 @@ def schedule_processing(services: Services, chat_id: int) -> None:
 
 
 def sweep(services: Services) -> None:
-    """Recaps a restart cut short go back to waiting; chats with recaps waiting or due again get them."""
+    """Prepare runs a restart cut short go on; recaps a restart cut short go back to waiting; chats with
+    recaps waiting or due again get them (except those with an unfinished Prepare run)."""
     release_stale(services.engine)
+    try:
+        resume_cut_short(services)
+    except Exception:  # the recaps below must still run
+        log.exception("resuming Prepare existing history runs failed")
     with Session(services.engine) as session:
         chats = session.exec(select(Scene.chat_id).where(col(Scene.state).in_(("waiting", "failed"))).distinct()).all()
-        todo = [chat_id for chat_id in chats if _on(session, chat_id)]
+        todo = [chat_id for chat_id in chats if _on(session, chat_id) and not preparing(session, chat_id)]
     for chat_id in todo:
         try:
             write_waiting_recaps(services, chat_id)

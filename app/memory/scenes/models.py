@@ -84,3 +84,33 @@ class SceneState(SQLModel, table=True):
     failures: int = 0
     next_check_at: datetime | None = None
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+# running: a thread works it, or a restart cut it short (the sweep resumes it); stopped: Cancel; failed:
+# a model call failed (the reason is kept; Resume retries); done: every window checked, every recap written.
+SCENE_RUN_STATUSES = ("running", "stopped", "failed", "done")
+SCENE_RUN_STAGES = ("detecting", "recapping")
+
+
+class SceneRun(SQLModel, table=True):
+    """A Prepare existing history run, kept so Resume (or the sweep, after a restart) continues it.
+
+    Detecting: the history is read in windows, oldest first; `checked_through_id` is the last message of
+    the last window whose answer was stored. Recapping: the closed scenes still without a recap are
+    written one by one. `done` of `total` counts the stage's steps; `current` is the step in hand."""
+
+    __tablename__ = "scene_run"
+    __table_args__ = (Index("ix_scene_run_chat", "chat_id", "id"), Index("ix_scene_run_status", "status"))
+
+    id: int | None = Field(default=None, primary_key=True)
+    chat_id: int = Field(foreign_key="chat.id", ondelete="CASCADE")
+    status: str = "running"
+    stage: str = "detecting"
+    checked_through_id: int | None = None  # detecting: the last message read by a stored answer
+    total: int = 0
+    done: int = 0
+    current: str = ""  # "Finding scenes: messages 41–50 of 600", "Writing recap 3 of 12"
+    stop_requested: bool = False
+    reason: str = ""  # why it failed, a sentence for the panel
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)

@@ -1,0 +1,381 @@
+"""Prepare existing history (issue 14): for a Roleplay chat that already has history, the helper model
+walks it in two stages, with the run kept in the database (SceneRun) so Cancel, Resume and a restart
+lose nothing finished.
+
+1. Detecting: the messages after the newest closed scene are read oldest first, in consecutive windows
+   of 2 × the scene check interval, each anchored on the previous window's last message
+   (check.history_window); each answer closes scenes exactly as the check after a reply does
+   (checks.close_ends). "Finding scenes: messages 41–50 of 600".
+2. Recapping: every closed scene without a recap (waiting or failed, not edited by hand) gets one,
+   oldest first, through writer.write_recap. "Writing recap 3 of 12".
+
+    helper_model(session, chat)      -> the resolved helper connection and model (shown before starting)
+    start_prepare(services, chat_id) -> SceneRun: start, or resume the stopped/failed/cut-short run
+    stop_prepare(services, chat_id)  -> SceneRun: Cancel after the model call in hand
+    latest_run(session, chat_id)     -> the chat's newest run
+    resume_cut_short(services)       -> the sweep's part: resume the runs a restart left "running"
+
+Decisions:
+- A run starts after the newest closed scene (from the first message when there is none): scenes
+  already closed are kept, and what the ongoing check skipped after them is read again. The newest
+  messages after the last end found stay the open scene. When the recaps are written and a scene
+  check's worth of messages (the interval) arrived meanwhile, the run reads them too before it is done.
+- A window's scenes and the run's mark move in one transaction: a window whose answer was stored is
+  never asked again; one cut short by Cancel's wait, a failure or a restart is asked again.
+- Stop takes effect after the model call in hand: its answer (the window's scenes, the recap) is kept.
+- A failed model call (no helper, provider error, unreadable answer) stops the run as "failed" with the
+  reason; what was stored stays, a failed recap keeps the scene's earlier summary (writer.py). Resume
+  retries the same window or scene at once (the recap's retry delay is for the background writer).
+- A scene is recapped once: the writer's claim. Resume after a restart puts back the scenes the restart
+  left "writing" (writer.release_stale) and writes each still without a recap; a scene another writer
+  holds, or one written or edited meanwhile, is counted as done and not asked again.
+- One run per chat in this process (an in-memory claim); starting while it works is a Conflict. Until
+  the chat's newest run is done (running, cut short, cancelled or failed), the check and recaps after
+  a reply and the sweep's recaps leave the chat alone (checks.preparing): the ongoing check would close
+  a scene after a stretch Prepare has not read, and Cancel means no more helper calls. Resume reads the
+  messages that arrived meanwhile too; the scenes then close as usual after each reply.
+- Pause processing refuses to start (and a run finding the chat paused stops with that reason).
+- A thread that finds its app shut down writes nothing more; the run stays "running" and the next
+  start's sweep resumes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from app.chats.models import Chat
+from app.chats.service import get_chat
+from app.chats.settings import read_settings
+from app.connections.providers.base import ProviderConfig
+from app.errors import Conflict, UserError
+from app.memory.scenes.check import (
+    NumberedMessage,
+    SceneEnds,
+    check_due,
+    check_request,
+    history_window,
+    windows_left,
+)
+from app.memory.scenes.checks import ask_scene_ends, close_ends, last_scene_end
+from app.memory.scenes.messages import ReadableMessage, helper_config, helper_connection, readable_messages
+from app.memory.scenes.models import Scene, SceneRun, SceneState
+from app.memory.scenes.writer import release_stale, write_recap
+from app.memory.summaries import answers
+from app.services import Services
+from app.timeutil import utcnow
+
+log = logging.getLogger(__name__)
+
+BUSY = "Prepare existing history is already running in this chat; wait for it to finish or Cancel it."
+INTERNAL = "Something went wrong on Sugo's side while preparing the history; the log has the details."
+COLLIDED = "Another scene check closed a scene in these messages meanwhile; Resume to read them again."
+PAUSED = "Advanced Memory processing is paused in this chat; Resume processing first."
+
+_claims: set[tuple[int, int]] = set()  # (id(engine), chat id) a thread of this process works
+_claims_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class HelperModel:
+    connection_id: int | None
+    connection_name: str
+    model: str
+
+
+def helper_model(session: Session, chat: Chat) -> HelperModel | None:
+    """The helper model Prepare would call: Advanced Memory's chosen connection, else the chat's."""
+    conn = helper_connection(session, chat)
+    return None if conn is None else HelperModel(conn.id, conn.name, conn.model)
+
+
+def working(engine: Engine, chat_id: int) -> bool:
+    """Whether a thread of this process is working the chat's run now."""
+    with _claims_lock:
+        return (id(engine), chat_id) in _claims
+
+
+def _claim(engine: Engine, chat_id: int) -> bool:
+    with _claims_lock:
+        if (id(engine), chat_id) in _claims:
+            return False
+        _claims.add((id(engine), chat_id))
+        return True
+
+
+def _release(engine: Engine, chat_id: int) -> None:
+    with _claims_lock:
+        _claims.discard((id(engine), chat_id))
+
+
+def latest_run(session: Session, chat_id: int) -> SceneRun | None:
+    return session.exec(select(SceneRun).where(SceneRun.chat_id == chat_id)
+                        .order_by(col(SceneRun.id).desc()).limit(1)).first()  # fmt: skip
+
+
+def _stopped(services: Services) -> bool:
+    """The app this run belongs to has shut down (its scheduler stopped)."""
+    return services.scheduler is not None and not services.scheduler.running
+
+
+# Starting and stopping -----------------------------------------------------------------------------
+
+
+def start_prepare(services: Services, chat_id: int) -> SceneRun:
+    """Start Prepare existing history in the background, or resume the chat's stopped, failed or
+    cut-short run from where it stopped."""
+    engine = services.engine
+    with Session(engine) as session:
+        chat = get_chat(session, chat_id)
+        if chat.mode != "roleplay":
+            raise UserError("Prepare existing history is for Roleplay chats.")
+        if not read_settings(chat.settings).advanced_memory:
+            raise UserError("Turn on Advanced Memory Recall in Chat Settings first.")
+        if (state := session.get(SceneState, chat_id)) is not None and state.paused:
+            raise UserError(PAUSED)
+        if not readable_messages(session, chat_id):
+            raise UserError("This chat has no messages to prepare yet.")
+        helper_config(session, services, chat)  # a sentence now rather than a failed run
+        if not _claim(engine, chat_id):
+            raise Conflict(BUSY)
+        try:
+            run = latest_run(session, chat_id)
+            if run is None or run.status == "done":
+                run = SceneRun(chat_id=chat_id, checked_through_id=last_scene_end(session, chat_id))
+            run.status, run.reason, run.stop_requested, run.updated_at = "running", "", False, utcnow()
+            session.add(run)
+            session.commit()
+            session.refresh(run)
+            threading.Thread(target=_work, args=(services, run.id, chat_id),
+                             name=f"scenes-prepare-{chat_id}", daemon=True).start()  # fmt: skip
+        except BaseException:
+            _release(engine, chat_id)
+            raise
+        return run
+
+
+def stop_prepare(services: Services, chat_id: int) -> SceneRun:
+    """Cancel the chat's run after the model call in hand; finished work stays."""
+    with Session(services.engine) as session:
+        get_chat(session, chat_id)
+        run = latest_run(session, chat_id)
+        if run is None or run.status != "running":
+            raise UserError("Prepare existing history is not running in this chat.")
+        run.stop_requested, run.updated_at = True, utcnow()
+        if not working(services.engine, chat_id):  # cut short by a restart and not resumed yet
+            run.status, run.current = "stopped", ""
+        session.add(run)
+        session.commit()
+        session.refresh(run)
+        return run
+
+
+def resume_cut_short(services: Services) -> list[int]:
+    """Resume the runs a restart left "running" that no thread of this process works (a Cancel asked
+    for meanwhile just ends them); the chats resumed."""
+    engine = services.engine
+    with Session(engine) as session:
+        chats = session.exec(select(SceneRun.chat_id).where(SceneRun.status == "running").distinct()).all()
+    resumed = []
+    for chat_id in chats:
+        if working(engine, chat_id):
+            continue
+        with Session(engine) as session:
+            run = latest_run(session, chat_id)
+            if run is None or run.status != "running":
+                continue
+            if run.stop_requested:
+                run.status, run.current, run.updated_at = "stopped", "", utcnow()
+                session.add(run)
+                session.commit()
+                continue
+        try:
+            start_prepare(services, chat_id)
+            resumed.append(chat_id)
+        except Conflict:
+            continue  # a Resume of the user's got there first
+        except UserError as err:  # switched off, paused, no helper any more: say so on the run
+            with Session(engine) as session:
+                if (run := latest_run(session, chat_id)) is not None and run.status == "running":
+                    _fail(session, run, str(err))
+    return resumed
+
+
+# The work ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Window:
+    config: ProviderConfig
+    request: list[dict[str, str]]
+    allowed: frozenset[int]
+    messages: tuple[ReadableMessage, ...]
+    last_id: int  # the window's last message: the run's mark once its answer is stored
+    span: str
+
+
+@dataclass(frozen=True)
+class _Recap:
+    scene_id: int
+    label: str
+
+
+def _work(services: Services, run_id: int, chat_id: int) -> None:
+    engine = services.engine
+    try:
+        while not _stopped(services):
+            step = _next_step(services, run_id, chat_id)
+            if step is None:
+                return
+            if isinstance(step, _Window):
+                result = ask_scene_ends(step.config, step.request, step.allowed)
+                if _stopped(services):
+                    return  # the app stopped meanwhile: the next start asks again
+                _store_window(engine, run_id, chat_id, step, result)
+            else:
+                outcome = write_recap(services, step.scene_id)
+                _store_recap(engine, run_id, step, outcome)
+    except Exception:
+        log.exception("Prepare existing history failed in chat %s", chat_id)
+        with Session(engine) as session:
+            if (run := session.get(SceneRun, run_id)) is not None and run.status == "running":
+                _fail(session, run, INTERNAL)
+    finally:
+        _release(engine, chat_id)
+
+
+def _next_step(services: Services, run_id: int, chat_id: int) -> _Window | _Recap | None:
+    """The next window to read or scene to recap, with the run's step text saved; None when the run
+    ends here (stopped, failed or done)."""
+    with Session(services.engine) as session:
+        run = session.get(SceneRun, run_id)
+        chat = session.get(Chat, chat_id)
+        if run is None or chat is None or run.status != "running":
+            return None
+        if run.stop_requested:
+            _end(session, run, "stopped")
+            return None
+        if (state := session.get(SceneState, chat_id)) is not None and state.paused:
+            _end(session, run, "stopped", PAUSED)
+            return None
+        if run.stage == "detecting":
+            window = _window(session, services, chat, run)
+            if window is not None or run.status != "running":
+                return window
+            run.stage, run.done, run.total = "recapping", 0, 0
+        recap = _recap(session, services.engine, run)
+        if recap is not None:
+            return recap
+        if _arrived_meanwhile(session, chat, run):  # read them too rather than leave a backlog
+            run.stage, run.done, run.total = "detecting", 0, 0
+            window = _window(session, services, chat, run)
+            if window is not None or run.status != "running":
+                return window
+        _end(session, run, "done")
+        return None
+
+
+def _arrived_meanwhile(session: Session, chat: Chat, run: SceneRun) -> bool:
+    """Whether a scene check's worth of messages arrived after the last window read (the chat went on
+    while the recaps were written)."""
+    after = [m for m in readable_messages(session, chat.id) if m.id > (run.checked_through_id or 0)]
+    return check_due(len(after), read_settings(chat.settings).adv_check_interval)
+
+
+def _window(session: Session, services: Services, chat: Chat, run: SceneRun) -> _Window | None:
+    messages = readable_messages(session, chat.id)
+    numbered = [NumberedMessage(m.number, m.name, m.text) for m in messages]
+    after = [m.number for m in messages if run.checked_through_id is not None and m.id <= run.checked_through_id]
+    last = after[-1] if after else None
+    interval = read_settings(chat.settings).adv_check_interval
+    window = history_window(numbered, last, interval)
+    if not window.messages:
+        return None
+    run.total = max(run.total, run.done + windows_left(numbered, last, interval))
+    first, end = window.messages[0].number, window.messages[-1].number
+    span = f"messages {first}–{end}" if first != end else f"message {first}"
+    run.current, run.updated_at = f"Finding scenes: {span} of {messages[-1].number}", utcnow()
+    session.add(run)
+    session.commit()
+    try:
+        config = helper_config(session, services, chat)
+    except UserError as err:
+        _fail(session, run, str(err))
+        return None
+    by_number = {m.number: m for m in messages}
+    return _Window(config, check_request(window.anchor, window.messages), window.allowed_ends, tuple(messages),
+                   by_number[end].id, span)  # fmt: skip
+
+
+def _recap(session: Session, engine: Engine, run: SceneRun) -> _Recap | None:
+    release_stale(engine)  # recaps a restart cut short go back to waiting
+    pending = session.exec(select(Scene.id).where(Scene.chat_id == run.chat_id, col(Scene.manual) == False,  # noqa: E712
+                                                  col(Scene.state).in_(("waiting", "failed")))
+                           .order_by(col(Scene.first_message_id))).all()  # fmt: skip
+    if not pending:
+        return None
+    run.total = max(run.total, run.done + len(pending))
+    label = f"recap {run.done + 1} of {run.total}"
+    run.current, run.updated_at = f"Writing {label}", utcnow()
+    session.add(run)
+    session.commit()
+    return _Recap(pending[0], label)
+
+
+def _store_window(engine: Engine, run_id: int, chat_id: int, step: _Window,
+                  result: SceneEnds | answers.Failure) -> None:  # fmt: skip
+    with Session(engine) as session:
+        run = session.get(SceneRun, run_id)
+        if run is None:
+            return
+        if isinstance(result, answers.Failure):
+            _fail(session, run, f"Finding scenes in {step.span}: {result.reason}")
+            return
+        by_number = {m.number: m for m in step.messages}
+        ends = [by_number[n].id for n in result.numbers]
+        try:
+            close_ends(session, chat_id, step.messages, ends, checked_through=step.last_id)
+            run.checked_through_id = step.last_id
+            run.done, run.updated_at = run.done + 1, utcnow()
+            session.add(run)
+            session.commit()
+        except IntegrityError:
+            session.rollback()
+            run = session.get(SceneRun, run_id)
+            if run is not None:
+                _fail(session, run, COLLIDED)
+
+
+def _store_recap(engine: Engine, run_id: int, step: _Recap, outcome: str) -> None:
+    with Session(engine) as session:
+        run = session.get(SceneRun, run_id)
+        if run is None:
+            return
+        if outcome.startswith("failed"):
+            _fail(session, run, f"Writing {step.label}: {outcome.removeprefix('failed: ')}")
+        elif outcome == "skipped: paused":
+            _end(session, run, "stopped", PAUSED)
+        else:  # written, or written / being written / edited by someone else: not asked again
+            run.done, run.updated_at = run.done + 1, utcnow()
+            session.add(run)
+            session.commit()
+
+
+def _end(session: Session, run: SceneRun, status: str, reason: str = "") -> None:
+    run.status, run.reason, run.current, run.updated_at = status, reason, "", utcnow()
+    if status == "done":
+        run.done = run.total
+    session.add(run)
+    session.commit()
+
+
+def _fail(session: Session, run: SceneRun, reason: str) -> None:
+    """The run stops as failed with the reason; `current` keeps the step that failed."""
+    run.status, run.reason, run.updated_at = "failed", reason, utcnow()
+    session.add(run)
+    session.commit()
