@@ -50,6 +50,7 @@ bench: install-test
 	$(BIN)/python bench/recall_quality.py
 	$(BIN)/python bench/lore_scan.py
 	$(BIN)/python bench/summaries.py
+	$(BIN)/python bench/advanced_memory.py
 
 # Retake the README's screenshots (docs/screens/) after changing a page the tour shows.
 screens: install-test chromium
