@@ -19,6 +19,7 @@ from app.timeutil import utcnow
 from tests.conftest import add_character, add_connection, new_chat
 from tests.support.live import LiveSugo
 from tests.support.model_server import Reply
+from tests.support.scenes import stored_scene
 
 
 def answer(summary: str, participants=("Aria",), timeframe: str = "") -> str:
@@ -28,28 +29,6 @@ def answer(summary: str, participants=("Aria",), timeframe: str = "") -> str:
 def _chat(api, models, *names: str) -> int:
     add_connection(api, models)
     return new_chat(api, [add_character(api, n)["id"] for n in (names or ("Aria",))])["id"]
-
-
-def _scene(sugo, chat_id: int, lines: list[tuple[str, str]], **fields) -> int:
-    """A closed scene of new messages: (author, text) each; "You" is the user."""
-    with sugo.session() as s:
-        ids = []
-        for name, text in lines:
-            role = "user" if name == "You" else "assistant"
-            msg = Message(
-                chat_id=chat_id,
-                role=role,
-                name=name,
-                content=text,
-                swipes=[{"content": text, "status": "ok"}],
-            )
-            s.add(msg)
-            s.flush()
-            ids.append(msg.id)
-        scene = Scene(chat_id=chat_id, first_message_id=ids[0], last_message_id=ids[-1], **fields)
-        s.add(scene)
-        s.commit()
-        return scene.id
 
 
 def _get(sugo, scene_id: int) -> Scene:
@@ -83,7 +62,7 @@ SMALL = [
 
 def test_a_small_scene_is_written_once(sugo, api, models):
     chat_id = _chat(api, models)
-    scene_id = _scene(sugo, chat_id, SMALL)
+    scene_id = stored_scene(sugo, chat_id, SMALL)
     models.script(answer("Aria and the user crossed the broken bridge by rope.", ("Aria", "You")))
     assert writer.write_recap(sugo.services, scene_id) == "written"
     scene = _get(sugo, scene_id)
@@ -102,7 +81,7 @@ def test_a_small_scene_is_written_once(sugo, api, models):
 
 def test_two_writers_at_once_make_one_call_and_one_recap(sugo, api, models):
     chat_id = _chat(api, models)
-    scene_id = _scene(sugo, chat_id, SMALL)
+    scene_id = stored_scene(sugo, chat_id, SMALL)
     models.script(Reply(answer("One recap."), first_delay_s=0.5), answer("A second recap."))
     outcomes: list[str] = []
     threads = [
@@ -118,7 +97,7 @@ def test_two_writers_at_once_make_one_call_and_one_recap(sugo, api, models):
     assert _get(sugo, scene_id).summary == "One recap."
 
     # a writer of another process (or one a restart left behind) holds a scene: nothing to claim
-    held = _scene(sugo, chat_id, [("Aria", "Later."), ("You", "Later.")], state="writing")
+    held = stored_scene(sugo, chat_id, [("Aria", "Later."), ("You", "Later.")], state="writing")
     assert writer.write_recap(sugo.services, held) == "skipped: already being written"
     assert len(_calls(models)) == 1 and _get(sugo, held).state == "writing"
 
@@ -134,7 +113,7 @@ def _big(n: int = 6) -> list[tuple[str, str]]:
 def test_a_big_scene_is_recapped_in_saved_parts_then_combined(sugo, api, models, monkeypatch):
     monkeypatch.setattr(writer, "INPUT_BUDGET_TOKENS", 300)
     chat_id = _chat(api, models)
-    scene_id = _scene(sugo, chat_id, _big())
+    scene_id = stored_scene(sugo, chat_id, _big())
     models.script(answer("Part one.", timeframe="dawn"), answer("Part two."), answer("Part three.", timeframe="dusk"),
                   answer("The whole crossing.", ()))  # fmt: skip
     assert writer.write_recap(sugo.services, scene_id) == "written"
@@ -155,7 +134,7 @@ def test_a_restart_mid_scene_asks_only_the_parts_not_saved(sugo, api, models, mo
     monkeypatch.setattr(writer, "INPUT_BUDGET_TOKENS", 300)
     chat_id = _chat(api, models)
     lines = _big()
-    scene_id = _scene(sugo, chat_id, lines)
+    scene_id = stored_scene(sugo, chat_id, lines)
     models.script(answer("Part one."), Reply(status=500))
     outcome = writer.write_recap(sugo.services, scene_id)
     assert outcome.startswith("failed: Part 2 of 3:")
@@ -195,7 +174,7 @@ def test_a_restart_mid_scene_asks_only_the_parts_not_saved(sugo, api, models, mo
 
 def test_a_cut_off_answer_is_asked_again_with_a_larger_budget(sugo, api, models):
     chat_id = _chat(api, models)
-    scene_id = _scene(sugo, chat_id, SMALL)
+    scene_id = stored_scene(sugo, chat_id, SMALL)
     models.script(
         Reply('{"summary": "Aria and the user cro', finish_reason="length"), answer("The full recap.")
     )
@@ -208,7 +187,7 @@ def test_a_cut_off_answer_is_asked_again_with_a_larger_budget(sugo, api, models)
 def test_cut_off_twice_halves_the_batch_and_never_stores_a_cut_recap(sugo, api, models, monkeypatch):
     monkeypatch.setattr(writer, "INPUT_BUDGET_TOKENS", 600)
     chat_id = _chat(api, models)
-    scene_id = _scene(sugo, chat_id, _big(4))  # ~400 tokens: one batch of 600, two of 300
+    scene_id = stored_scene(sugo, chat_id, _big(4))  # ~400 tokens: one batch of 600, two of 300
     cut = Reply('{"summary": "The caravan mov', finish_reason="length")
     models.script(cut, cut, answer("First half."), answer("Second half."), answer("The whole crossing."))
     assert writer.write_recap(sugo.services, scene_id) == "written"
@@ -230,7 +209,7 @@ def test_cut_off_twice_halves_the_batch_and_never_stores_a_cut_recap(sugo, api, 
 )
 def test_a_failure_keeps_the_earlier_recap_and_says_why(sugo, api, models, replies, reason):
     chat_id = _chat(api, models)
-    scene_id = _scene(sugo, chat_id, SMALL, state="waiting", summary="The earlier recap.", participants=["Aria"],
+    scene_id = stored_scene(sugo, chat_id, SMALL, state="waiting", summary="The earlier recap.", participants=["Aria"],
                       timeframe="dusk", fingerprint="old")  # fmt: skip
     models.script(*replies)
     outcome = writer.write_recap(sugo.services, scene_id)
@@ -246,7 +225,7 @@ def test_a_failure_keeps_the_earlier_recap_and_says_why(sugo, api, models, repli
 def test_a_timeout_fails_the_scene(tmp_path, models):
     with LiveSugo(tmp_path / "data", model_timeout_s=0.5) as sugo, sugo.client() as api:
         chat_id = _chat(api, models)
-        scene_id = _scene(sugo, chat_id, SMALL, summary="The earlier recap.")
+        scene_id = stored_scene(sugo, chat_id, SMALL, summary="The earlier recap.")
         models.script(Reply(answer("Too late."), first_delay_s=3))
         assert writer.write_recap(sugo.services, scene_id).startswith("failed: ")
         scene = _get(sugo, scene_id)
@@ -257,7 +236,7 @@ def test_a_timeout_fails_the_scene(tmp_path, models):
 def test_a_dropped_speaker_is_asked_again_then_flagged(sugo, api, models):
     chat_id = _chat(api, models, "Aria", "Bram")
     lines = [("You", "Who has the map?"), ("Aria", "Not me."), ("Bram", "*Bram unrolls it.* I do.")]
-    scene_id = _scene(sugo, chat_id, lines)
+    scene_id = stored_scene(sugo, chat_id, lines)
     models.script(answer("Aria said she had no map."), answer("Aria again had no map."))
     assert writer.write_recap(sugo.services, scene_id) == "written"
     first, second = _calls(models)
@@ -270,7 +249,7 @@ def test_a_dropped_speaker_is_asked_again_then_flagged(sugo, api, models):
     assert scene.summary == "Aria again had no map."
     assert scene.check_who is True and scene.participants == ["Aria", "Bram"]
 
-    other = _scene(sugo, chat_id, [("Bram", "I lead."), ("Aria", "Then lead.")])
+    other = stored_scene(sugo, chat_id, [("Bram", "I lead."), ("Aria", "Then lead.")])
     models.reset()
     models.script(answer("Aria let him lead."), answer("Bram led and Aria followed.", ("Aria", "Bram")))
     assert writer.write_recap(sugo.services, other) == "written"
@@ -284,7 +263,7 @@ def test_a_dropped_speaker_is_asked_again_then_flagged(sugo, api, models):
 
 def test_a_speaker_dropped_in_a_one_to_one_chat_is_flagged_too(sugo, api, models):
     chat_id = _chat(api, models)
-    scene_id = _scene(sugo, chat_id, SMALL)
+    scene_id = stored_scene(sugo, chat_id, SMALL)
     models.script(answer("The user crossed alone.", ("You",)), answer("The user crossed alone.", ("You",)))
     assert writer.write_recap(sugo.services, scene_id) == "written"
     assert len(_calls(models)) == 2
@@ -294,7 +273,7 @@ def test_a_speaker_dropped_in_a_one_to_one_chat_is_flagged_too(sugo, api, models
 
 def test_a_manual_scene_is_never_claimed(sugo, api, models):
     chat_id = _chat(api, models)
-    scene_id = _scene(sugo, chat_id, SMALL, state="waiting", manual=True, summary="My own words.")
+    scene_id = stored_scene(sugo, chat_id, SMALL, state="waiting", manual=True, summary="My own words.")
     assert writer.write_recap(sugo.services, scene_id) == "skipped: the recap was edited by hand"
     assert writer.write_waiting_recaps(sugo.services, chat_id) == 0
     scene = _get(sugo, scene_id)
@@ -304,9 +283,9 @@ def test_a_manual_scene_is_never_claimed(sugo, api, models):
 
 def test_waiting_recaps_oldest_first_stop_at_a_failure_and_wait_while_paused(sugo, api, models):
     chat_id = _chat(api, models)
-    first = _scene(sugo, chat_id, SMALL)
-    second = _scene(sugo, chat_id, [("Aria", "Onward."), ("You", "Onward.")])
-    third = _scene(sugo, chat_id, [("Aria", "Rest."), ("You", "Rest.")])
+    first = stored_scene(sugo, chat_id, SMALL)
+    second = stored_scene(sugo, chat_id, [("Aria", "Onward."), ("You", "Onward.")])
+    third = stored_scene(sugo, chat_id, [("Aria", "Rest."), ("You", "Rest.")])
     models.script(answer("First."), Reply(status=500))
     assert writer.write_waiting_recaps(sugo.services, chat_id) == 1
     assert [_get(sugo, i).state for i in (first, second, third)] == ["written", "failed", "waiting"]
@@ -330,7 +309,7 @@ def test_waiting_recaps_oldest_first_stop_at_a_failure_and_wait_while_paused(sug
 
 def test_a_recap_edited_while_the_helper_writes_is_kept(sugo, api, models):
     chat_id = _chat(api, models)
-    scene_id = _scene(sugo, chat_id, SMALL)
+    scene_id = stored_scene(sugo, chat_id, SMALL)
     models.script(Reply(answer("The helper's recap."), first_delay_s=0.5))
     outcome: list[str] = []
     thread = threading.Thread(target=lambda: outcome.append(writer.write_recap(sugo.services, scene_id)))

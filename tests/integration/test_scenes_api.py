@@ -14,6 +14,7 @@ from app.memory.scenes import jobs, writer
 from app.memory.scenes.models import Scene, SceneRecapPart, SceneState
 from app.memory.scenes.transfer import MAX_IMPORT_BYTES, MAX_SUMMARY_CHARS
 from tests.conftest import add_character, add_connection, new_chat
+from tests.support.scenes import stored_scene
 
 
 def answer(summary: str, participants=("Aria",)) -> str:
@@ -27,22 +28,6 @@ def _chat(api, models, name: str = "Aria", *, on: bool = True) -> int:
         r = api.put(f"/api/chats/{chat_id}/options", json={"settings": {"advanced_memory": True}})
         assert r.status_code == 200, r.text
     return chat_id
-
-
-def _scene(sugo, chat_id: int, lines: list[tuple[str, str]], **fields) -> int:
-    """A closed scene of new messages, (author, text) each; "You" is the user."""
-    with sugo.session() as s:
-        ids = []
-        for name, text in lines:
-            msg = Message(chat_id=chat_id, role="user" if name == "You" else "assistant", name=name, content=text,
-                          swipes=[{"content": text, "status": "ok"}])  # fmt: skip
-            s.add(msg)
-            s.flush()
-            ids.append(msg.id)
-        scene = Scene(chat_id=chat_id, first_message_id=ids[0], last_message_id=ids[-1], **fields)
-        s.add(scene)
-        s.commit()
-        return scene.id
 
 
 def _get(sugo, scene_id: int) -> Scene | None:
@@ -63,9 +48,9 @@ CAFE = [("You", "Coffee?"), ("Aria", "At the café by the river, yes.")]
 
 
 def _two_scenes(sugo, chat_id: int) -> tuple[int, int]:
-    first = _scene(sugo, chat_id, BRIDGE, state="written", summary="Aria and the user crossed the BRIDGE by rope.",
+    first = stored_scene(sugo, chat_id, BRIDGE, state="written", summary="Aria and the user crossed the BRIDGE by rope.",
                    participants=["Aria"], timeframe="dawn")  # fmt: skip
-    second = _scene(sugo, chat_id, CAFE, state="written", summary="They met at the Café Élan by the river.",
+    second = stored_scene(sugo, chat_id, CAFE, state="written", summary="They met at the Café Élan by the river.",
                     participants=["Aria"])  # fmt: skip
     return first, second
 
@@ -135,7 +120,7 @@ def test_a_scene_shows_its_source_messages_and_another_chats_scene_is_404(sugo, 
 
 def test_an_edited_summary_is_manual_and_never_claimed_by_the_writer(sugo, api, models):
     chat_id = _chat(api, models)
-    scene_id = _scene(sugo, chat_id, BRIDGE, state="failed", reason="The helper gave no answer.")
+    scene_id = stored_scene(sugo, chat_id, BRIDGE, state="failed", reason="The helper gave no answer.")
     r = api.patch(f"/api/chats/{chat_id}/scenes/{scene_id}", json={"summary": "  My own recap of the bridge.  "})
     assert r.status_code == 200, r.text
     assert (r.json()["summary"], r.json()["manual"], r.json()["state"], r.json()["reason"]) == (
@@ -150,7 +135,7 @@ def test_an_edited_summary_is_manual_and_never_claimed_by_the_writer(sugo, api, 
     assert _get(sugo, scene_id).summary == "My own recap of the bridge."
 
     # a scene the writer holds when the user saves: the helper's recap is dropped
-    held = _scene(sugo, chat_id, CAFE, state="writing")
+    held = stored_scene(sugo, chat_id, CAFE, state="writing")
     assert api.patch(f"/api/chats/{chat_id}/scenes/{held}", json={"summary": "Mine."}).status_code == 200
     assert _get(sugo, held).manual and _get(sugo, held).summary == "Mine."
 
@@ -174,7 +159,7 @@ def test_enabled_is_switched_and_bad_edits_are_refused(sugo, api, models):
 
 def test_delete_summary_keeps_the_scene_and_routine_work_never_writes_it_again(sugo, api, models):
     chat_id = _chat(api, models)
-    scene_id = _scene(sugo, chat_id, BRIDGE, state="failed", summary="An old recap.", participants=["Aria"],
+    scene_id = stored_scene(sugo, chat_id, BRIDGE, state="failed", summary="An old recap.", participants=["Aria"],
                       check_who=True, reason="The helper gave no answer.")  # fmt: skip
     with sugo.session() as s:
         s.add(SceneRecapPart(scene_id=scene_id, part=1, first_message_id=1, last_message_id=2, summary="Part."))
@@ -205,7 +190,7 @@ def test_delete_all_memories_keeps_the_chat_and_its_settings(sugo, api, models):
     chat_id = _chat(api, models)
     first, second = _two_scenes(sugo, chat_id)
     keep_chat = _chat(api, models, "Kaito")
-    kept = _scene(sugo, keep_chat, [("You", "Elsewhere.")], state="written", summary="Elsewhere.")
+    kept = stored_scene(sugo, keep_chat, [("You", "Elsewhere.")], state="written", summary="Elsewhere.")
     with sugo.session() as s:
         s.add(SceneRecapPart(scene_id=first, part=1, first_message_id=1, last_message_id=2, summary="Part."))
         s.add(SceneState(chat_id=chat_id, checked_through_id=5, paused=True))
@@ -283,7 +268,7 @@ def test_a_bad_import_changes_nothing(sugo, api, models):
     _two_scenes(sugo, chat_id)
     good = _export(api, chat_id)
     other = _chat(api, models, "Kaito")
-    _scene(sugo, other, [("You", "Different words."), ("Kaito", "Other text.")], state="written", summary="Theirs.")
+    stored_scene(sugo, other, [("You", "Different words."), ("Kaito", "Other text.")], state="written", summary="Theirs.")
     before_chat, before_other = _state(sugo, chat_id), _state(sugo, other)
 
     def scenes(*changes: dict) -> dict:
