@@ -7,12 +7,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.support.live import LiveSugo
 
 CHROMIUM = "/usr/bin/chromium"
 # Not under test-results/: pytest-playwright empties that folder at the start of every run.
 SCREENS = Path(__file__).resolve().parents[2] / "screenshots"
+# The suite runs on shared, noisy machines where a background model call plus a 1 s panel poll can take
+# longer than Playwright's default 5 s; a wait that succeeds returns as soon as it does, so only a
+# failing wait gets slower.
+expect.set_options(timeout=15_000)
 VIEWPORTS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
 
 

@@ -204,9 +204,12 @@ def test_generate_a_range_fail_retry_and_approve_under_review(page: Page, live, 
     failed.scroll_into_view_if_needed()
     shot("failed")
 
-    # Wait for the switch's own save: a Retry sent meanwhile could write the entry before it lands.
+    # Wait for the switch's own save (a Retry sent meanwhile could write the entry before it lands) and for
+    # the panel it returns to replace this one (a Retry clicked on the old panel answers into a detached panel).
+    old_panel = section.locator("#summary-panel").element_handle()
     with page.expect_response(lambda r: r.url.endswith("/summaries/review") and r.ok):
         section.locator("#summary-review").check()
+    page.wait_for_function("panel => !panel.isConnected", arg=old_panel)
     expect(section.locator("#summary-review")).to_be_checked()
     models.script("They found a dry well.")
     section.locator("#summary-retry").click()
