@@ -71,7 +71,14 @@ class ChatSettings(BaseModel):
     adv_check_interval: int = Field(default=5, ge=1, le=100)
 
     def recall_enabled(self, mode: str) -> bool:
+        """Standard Memory Recall sends memories; never while Advanced Memory takes over recall."""
+        if self.advanced_memory_on(mode):
+            return False
         return self.memory_recall if self.memory_recall is not None else mode == "conversation"
+
+    def advanced_memory_on(self, mode: str) -> bool:
+        """Advanced Memory Recall runs this chat (Roleplay chats; Game chats later)."""
+        return self.advanced_memory and mode == "roleplay"
 
 
 def read_settings(raw: dict | None) -> ChatSettings:

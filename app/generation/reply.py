@@ -403,6 +403,8 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
         finally:
             await stream.aclose()
         extra = _swipe_meta(started, model, usage)
+        if reply.prompt.receipt:
+            extra["receipt"] = list(reply.prompt.receipt)
         if gen.stop.is_set():
             status = "partial" if writer.text else "error"
             await writer.finish(status, error="Stopped before the reply was finished.", **extra)

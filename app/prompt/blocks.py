@@ -36,6 +36,7 @@ class Prompt:
     # What went wrong or was cut (a failed source, messages that did not fit): shown as warnings,
     # while notes only inform.
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    receipt: tuple[str, ...] = ()  # lines the sources want under the reply (the memory receipt)
 
     @property
     def included_message_ids(self) -> list[int]:

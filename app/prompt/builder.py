@@ -94,6 +94,7 @@ class PromptContext:
     macros: MacroContext | None = None
     extra_notes: tuple[str, ...] = field(default_factory=tuple)
     extra_warnings: tuple[str, ...] = field(default_factory=tuple)
+    receipt: tuple[str, ...] = ()  # the sources' lines for under the reply, passed through
     # Messages the prompt sources took out (e.g. those a summary stands in for): never sent.
     left_out: frozenset[int] = frozenset()
     purpose: Purpose = "reply"
@@ -228,6 +229,7 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
         window_dropped=plan.dropped,
         notes=ctx.extra_notes,
         warnings=tuple(warnings),
+        receipt=ctx.receipt,
     )
 
 

@@ -46,6 +46,10 @@ LAYOUT: tuple[Slot, ...] = (
     Slot("personal_memories", "above_conversation", "Personal memories"),
     Slot("reminders", "above_conversation", "Reminders and tasks"),
     Slot("older_short_term_memory", "above_conversation", "Older short-term memory"),
+    # Advanced Memory's parts, once before the history (the manual's preset markers)
+    Slot("chat_summary", "above_conversation", "Chat Summary (Advanced Memory constants)"),
+    Slot("current_scene_summary", "above_conversation", "Current scene: source excerpts"),
+    Slot("recalled_scenes", "above_conversation", "Recalled Scenes"),
     # examples and conversation
     Slot("lore_before_examples", "examples", "Constant lorebook entries placed before the examples"),
     Slot("examples", "examples", "Example dialogue"),

@@ -88,7 +88,8 @@ def build_chat_prompt(
         persona = chats.chat_persona(session, chat)
     effective = effective_params(chat, chats.chat_connection(session, chat))
     settings = chats.chat_settings(chat)
-    history = history_window(session, chat.id, before_id=before_id, limit=settings.recent_message_limit)
+    limit = services.sources.history_limit(session, chat, settings) or settings.recent_message_limit
+    history = history_window(session, chat.id, before_id=before_id, limit=limit)
     user_name = persona.name if persona else chats.FALLBACK_USER_NAME
     seed = seed if seed is not None else generation_seed(chat.id, before_id, 0)
     # One set of variables for the sources and the prompt; kept only after a real reply.
@@ -114,6 +115,7 @@ def build_chat_prompt(
         macros=MacroContext(variables=variables, pick_seed=f"chat:{chat.id}", random_seed=seed),
         extra_notes=((REFRESH_NOTE,) if history.refreshed else ()) + gathered.notes,
         extra_warnings=gathered.warnings,
+        receipt=gathered.receipt,
         left_out=gathered.left_out,
         context_size=effective.context_size,
         reply_reserve=effective.params.max_tokens or FALLBACK_MAX_TOKENS,

@@ -13,6 +13,9 @@ Hooks, each optional (the base class does nothing):
 - `contribute(turn)`: blocks and notes for this turn's prompt.
 - `history_filter(turn)`: ids of history messages the source takes out of this prompt (e.g. those
   a summary stands in for); asked right after `contribute`. A source that fails takes none out.
+- `history_limit(session, chat, settings)`: a source that manages the history window itself (Advanced
+  Memory) asks for more of the newest messages to be read than the recent-message limit; it then
+  takes out, through `history_filter`, those it does not send. The largest request wins.
 - `expect(services, session, chat, text)`: the user's new message is about to be stored and a
   reply asked for: start work that needs only its text (e.g. embed it), before the turn is built.
 - `after_reply(services, chat_id)`: react once a reply is written (schedule background work);
@@ -71,6 +74,9 @@ class Turn:
     for_reply: bool = False
     # Per-source scratch space for this turn, e.g. what `begin` started for `contribute` to finish.
     scratch: dict[str, Any] = field(default_factory=dict)
+    # What the sources that contributed before this one gave (a source contributing last, its `begin`
+    # having said True, sees all the others': e.g. to count the tokens the rest of the prompt takes).
+    contributed: list[Contribution] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,8 @@ class Contribution:
     dynamic: Sequence[DynamicBlock] = ()
     depth_notes: Sequence[DepthNote] = ()
     note: str | None = None
+    # Short lines shown under the reply this prompt is for (Advanced Memory's memory receipt).
+    receipt: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
@@ -111,6 +119,11 @@ class PromptSource:
     def history_filter(self, turn: Turn) -> Collection[int]:
         """Ids of history messages this source takes out of this turn's prompt; called after `contribute`."""
         return ()
+
+    def history_limit(self, session: Session, chat: Chat, settings: ChatSettings) -> int | None:
+        """How many of the newest messages to read into the history when this source manages the
+        window itself; None leaves the chat's recent-message limit."""
+        return None
 
     def expect(self, services: Services, session: Session, chat: Chat, text: str) -> None:
         """The user's new message is about to be stored: start work needing only its text; return at once."""
@@ -165,6 +178,7 @@ class Gathered:
     notes: tuple[str, ...]
     warnings: tuple[str, ...] = ()  # the sources that failed
     left_out: frozenset[int] = frozenset()  # history messages the sources took out
+    receipt: tuple[str, ...] = ()  # lines for under the reply
 
 
 class PromptSources:
@@ -209,12 +223,15 @@ class PromptSources:
             try:
                 parts[source.name] = source.contribute(turn)
                 taken[source.name] = source.history_filter(turn)
+                if parts[source.name] is not None:
+                    turn.contributed.append(parts[source.name])
             except Exception as err:
                 failed[source.name] = _failure(source, turn, err)
         fixed: list[DynamicBlock] = []
         dynamic: list[DynamicBlock] = []
         depth_notes: list[DepthNote] = []
         notes: list[str] = []
+        receipt: list[str] = []
         warnings: list[str] = []
         left_out: set[int] = set()
         for source in self:
@@ -230,8 +247,22 @@ class PromptSources:
             depth_notes.extend(part.depth_notes)
             if part.note:
                 notes.append(part.note)
+            receipt.extend(part.receipt)
         return Gathered(tuple(fixed), tuple(dynamic), tuple(depth_notes), tuple(notes), tuple(warnings),
-                        frozenset(left_out))
+                        frozenset(left_out), tuple(receipt))
+
+    def history_limit(self, session: Session, chat: Chat, settings: ChatSettings) -> int | None:
+        """The largest number of newest messages a source asks to read (None: none asks)."""
+        asked = []
+        for source in self:
+            try:
+                limit = source.history_limit(session, chat, settings)
+            except Exception:  # the chat's own limit still gives a prompt
+                log.exception("%s: history limit failed in chat %s", source.name, chat.id)
+                continue
+            if limit is not None:
+                asked.append(limit)
+        return max(asked, default=None)
 
     def export_chat_metadata(self, session: Session, chat: Chat) -> dict[str, Any]:
         meta: dict[str, Any] = {}

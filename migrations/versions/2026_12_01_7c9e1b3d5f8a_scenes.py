@@ -62,6 +62,7 @@ def upgrade() -> None:
         "scene_state",
         sa.Column("chat_id", sa.Integer(), nullable=False),
         sa.Column("checked_through_id", sa.Integer(), nullable=True),
+        sa.Column("window_start_id", sa.Integer(), nullable=True),
         sa.Column("paused", sa.Boolean(), nullable=False),
         sa.Column("reason", sa.String(), nullable=False),
         sa.Column("failures", sa.Integer(), nullable=False),

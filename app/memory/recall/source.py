@@ -26,6 +26,7 @@ from app.prompt.tokens import count_tokens
 from app.services import Services
 
 OFF_NOTE = "Memory Recall is off for this chat (Chat Settings → Memory Recall); memories are still kept."
+ADVANCED_NOTE = "Memory Recall: Advanced Memory Recall recalls for this chat, so standard recall inserts nothing."
 SHORT_QUERY_WORDS = 4  # a shorter message searches with the one before it
 
 
@@ -64,6 +65,8 @@ class RecallSource(PromptSource):
         return True
 
     def contribute(self, turn: Turn) -> Contribution:
+        if turn.settings.advanced_memory_on(turn.chat.mode):
+            return Contribution(note=ADVANCED_NOTE)
         if not turn.settings.recall_enabled(turn.chat.mode):
             return Contribution(note=OFF_NOTE)
         if self.name not in turn.scratch:

@@ -77,6 +77,9 @@ class SceneState(SQLModel, table=True):
 
     chat_id: int = Field(foreign_key="chat.id", ondelete="CASCADE", primary_key=True)
     checked_through_id: int | None = None  # the message the last scene check ended at
+    # The current window's "new start": the prompt sends messages from here on (None: from the chat's
+    # start). Stored when the prompt reached the ceiling; clearing it (undo) sends the whole history again.
+    window_start_id: int | None = None
     paused: bool = False  # Pause processing: no check and no recap runs until Resume
     # The last check's failure (the helper's answer could not be read, or it did not answer): the mark
     # stays, and the next check waits until next_check_at so a broken helper is not asked every reply.

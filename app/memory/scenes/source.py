@@ -1,21 +1,62 @@
-"""Advanced Memory Recall as a prompt source. So far its background part only: after each reply of a
-chat with Advanced Memory on, the scene check and the recaps (jobs.py). Its prompt part (the window
-restart at the ceiling, Recalled Scenes, the receipt) and its Chat Settings section come next (issue
-14); until then the setting is not offered and nothing reaches the prompt."""
+"""Advanced Memory Recall as a prompt source: after each reply of a chat with it on, the scene check and
+the recaps (jobs.py); on each turn, the current window (from the stored "new start" on), the Chat
+Summary constants that fit, the current scene's source excerpt when it does not fit, and the Recalled
+Scenes block, planned by window.plan_memory (prompt.py). Its Chat Settings section comes next (issue
+14); until then the setting is not offered in the page."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from functools import partial
 
+from sqlmodel import Session
+
+from app.chats.models import Chat
+from app.chats.settings import ChatSettings
 from app.jobs import Job
+from app.memory.recall.embedding import embedder_for_chat
+from app.memory.recall.service import start_search
+from app.memory.scenes import prompt, recalled
 from app.memory.scenes.jobs import JOBS, schedule_processing
-from app.prompt.sources import PromptSource
+from app.prompt.sources import Contribution, PromptSource, Turn
 from app.services import Services
 
 
 class AdvancedMemorySource(PromptSource):
     name = "scenes"
     label = "Advanced Memory"
+
+    def begin(self, turn: Turn) -> bool:
+        """Start ranking the chat's memories for the scenes on the recall threads; contribute last, once
+        the other sources' blocks are known (they count against the ceiling)."""
+        if not turn.settings.advanced_memory_on(turn.chat.mode):
+            return False
+        query = recalled.scene_query(
+            [recalled.QueryMessage(m.role, m.name, m.content) for m in turn.history.messages], turn.speaker.name)
+        services = turn.services
+        turn.scratch[self.name] = start_search(
+            turn.session.get_bind(), turn.chat.id, query, None, bits=services.recall.index,
+            threads=services.recall.queries, vectors=services.recall.query_vectors, wait_for_model=False,
+            choose_embedder=partial(embedder_for_chat, chat_id=turn.chat.id, keybox=services.keybox),
+        )  # fmt: skip
+        return True
+
+    def contribute(self, turn: Turn) -> Contribution | None:
+        if not turn.settings.advanced_memory_on(turn.chat.mode):
+            return None
+        if self.name not in turn.scratch:
+            self.begin(turn)
+        planned = prompt.plan_prompt(turn, turn.scratch.pop(self.name, None))
+        turn.scratch[self.name + ".left_out"] = planned.left_out
+        return planned.contribution
+
+    def history_filter(self, turn: Turn) -> Collection[int]:
+        return turn.scratch.pop(self.name + ".left_out", ())
+
+    def history_limit(self, session: Session, chat: Chat, settings: ChatSettings) -> int | None:
+        if not settings.advanced_memory_on(chat.mode):
+            return None
+        return prompt.window_limit(session, chat)
 
     def after_reply(self, services: Services, chat_id: int) -> None:
         schedule_processing(services, chat_id)

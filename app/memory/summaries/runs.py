@@ -268,6 +268,8 @@ def run_automatic(services: Services, chat_id: int, *, retry: bool = False) -> N
         if chat is None or chat.mode != "roleplay":
             return
         settings = read_settings(chat.settings)
+        if settings.advanced_memory_on(chat.mode):
+            return  # Advanced Memory replaces the automatic schedule while it is on (the manual)
         latest = latest_run(session, chat_id, "automatic")
         # A failed run waits for its retry time or the user's Retry; a "running" one nobody holds was
         # cut short by a shutdown and is the sweep's to try again.

@@ -40,8 +40,8 @@ class SummarySource(PromptSource):
     label = "Chat Summary"
 
     def contribute(self, turn: Turn) -> Contribution | None:
-        if turn.chat.mode != "roleplay":
-            return None
+        if turn.chat.mode != "roleplay" or turn.settings.advanced_memory_on(turn.chat.mode):
+            return None  # with Advanced Memory on, its planner sends the entries that fit (as constants)
         every = service.list_entries(turn.session, turn.chat.id)
         entries = [e for e in every if e.active and not e.awaiting_review]
         if not entries:

@@ -1,0 +1,202 @@
+"""Advanced Memory's part of one prompt: reads what the planner needs (the window's messages with their
+tokens, the closed scenes, the Chat Summary constants, the recall hits), calls `window.plan_memory`,
+stores a new start when the window restarted, and renders the blocks. Generation reads only what is
+saved: nothing here waits for a scene check, a recap or any model call.
+
+Decisions (where the issue is silent):
+- The rest of the prompt is estimated from the characters' cards, the persona, the other sources'
+  blocks (this source contributes after them) and OTHER_OVERHEAD_TOKENS for Sugo's own instructions;
+  the ceiling is an estimate too (the manual: "não um tokenizador exato").
+- The window reads at most MAX_WINDOW_MESSAGES messages: past that the planner sees the newest ones and
+  restarts (or falls back) as it would with the rest.
+- Peek Prompt plans the same way but never stores a new start; only a real reply does.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from sqlmodel import Session, col, select
+
+from app.chats.models import Chat, Message
+from app.chats.settings import ChatSettings
+from app.memory.recall.service import PendingSearch, finish_search
+from app.memory.scenes import recalled, window
+from app.memory.scenes.models import Scene, SceneState
+from app.memory.summaries.models import SummaryEntry
+from app.memory.summaries.prompts import visible_to
+from app.memory.summaries.rules import EntryText, summary_block
+from app.prompt.builder import DynamicBlock
+from app.prompt.sources import Contribution, Turn
+from app.prompt.tokens import count_message_tokens, count_tokens
+from app.timeutil import utcnow
+
+log = logging.getLogger(__name__)
+
+MAX_WINDOW_MESSAGES = 3000
+OTHER_OVERHEAD_TOKENS = 300
+SEARCH_DEPTH = 32  # recall hits read to rank the scenes
+
+
+@dataclass(frozen=True)
+class Planned:
+    contribution: Contribution
+    left_out: frozenset[int]  # history messages before the window
+    plan: window.MemoryPlan
+
+
+def memory_settings(settings: ChatSettings) -> window.MemorySettings:
+    return window.MemorySettings(
+        ceiling=settings.adv_max_context, budget=settings.adv_budget, max_scenes=settings.adv_max_scenes,
+        moving_min=settings.adv_excerpt_min, moving_max=settings.adv_excerpt_max,
+        header_tokens=count_tokens(recalled.header_tokens_text()),
+    )  # fmt: skip
+
+
+def window_start(session: Session, chat_id: int) -> int | None:
+    state = session.get(SceneState, chat_id)
+    return state.window_start_id if state is not None else None
+
+
+def window_limit(session: Session, chat: Chat) -> int:
+    """How many newest messages the window needs read: those from the stored start on."""
+    mark = window_start(session, chat.id)
+    sql = "SELECT count(*) FROM message WHERE chat_id = ? AND kind = 'message' AND status != 'error' AND hidden = 0"
+    params: tuple = (chat.id,)
+    if mark is not None:
+        sql, params = sql + " AND id >= ?", (chat.id, mark)
+    count = int(session.connection().exec_driver_sql(sql, params).scalar_one())
+    # The recent-message window drops old messages in batches of 30% of its limit, so it may drop up to
+    # a batch more than asked: ask for 1/0.7 as many, and the planner starts at the stored start anyway.
+    return min(MAX_WINDOW_MESSAGES, -(-(count + 2) * 10 // 7) + 2)
+
+
+def store_window_start(session: Session, chat_id: int, message_id: int | None) -> None:
+    """Store the "new start" (None: undo it, the whole history is the window again)."""
+    state = session.get(SceneState, chat_id) or SceneState(chat_id=chat_id)
+    state.window_start_id = message_id
+    state.updated_at = utcnow()
+    session.add(state)
+
+
+def _numbers(session: Session, chat_id: int) -> dict[int, int]:
+    """Every message's number as the chat view shows it."""
+    rows = session.connection().exec_driver_sql(
+        "SELECT id FROM message WHERE chat_id = ? AND kind = 'message' ORDER BY id", (chat_id,)).all()  # fmt: skip
+    return {row[0]: n for n, row in enumerate(rows, 1)}
+
+
+def _other_tokens(turn: Turn) -> int:
+    cards = sum(count_tokens(" ".join((c.description, c.personality, c.scenario, c.mes_example, c.system_prompt,
+                                       c.post_history_instructions))) for c in turn.characters)  # fmt: skip
+    persona = count_tokens(turn.persona.description) if turn.persona else 0
+    blocks = 0
+    for part in turn.contributed:
+        blocks += sum(count_tokens(b.text) for b in (*part.fixed, *part.dynamic))
+        blocks += sum(count_tokens(n.text) for n in part.depth_notes)
+    return cards + persona + blocks + OTHER_OVERHEAD_TOKENS
+
+
+def _hits(turn: Turn, pending: PendingSearch | None) -> list[recalled.ChunkHit]:
+    if pending is None:
+        return []
+    hits, got = finish_search(turn.session, pending, k=SEARCH_DEPTH)
+    embedder = got.embedder
+    if embedder is not None:
+        relevant = [h for h in hits if h.similarity is not None and h.similarity >= embedder.threshold]
+    else:
+        relevant = [h for h in hits if h.lexical > 0]
+    return [recalled.ChunkHit(tuple(h.chunk.message_ids or ())) for h in relevant if h.chunk.message_ids]
+
+
+def _quotable(session: Session, chat_id: int, scenes: Sequence[Scene]) -> dict[int, list[tuple[int, int, str, str]]]:
+    """The given scenes' messages that may be quoted (visible, not failed, not empty), per scene:
+    (id, tokens, name, text). Only the scenes the recall hits point to are read."""
+    out: dict[int, list[tuple[int, int, str, str]]] = {sc.id: [] for sc in scenes}
+    for sc in scenes:
+        rows = session.exec(
+            select(Message.id, Message.name, Message.role, Message.content).where(
+                Message.chat_id == chat_id, Message.kind == "message", Message.hidden == False,  # noqa: E712
+                Message.status != "error", Message.status != "streaming",
+                col(Message.id) >= sc.first_message_id, col(Message.id) <= sc.last_message_id,
+            ).order_by(col(Message.id)).limit(window.MAX_RUN_MESSAGES * 8)
+        ).all()  # fmt: skip
+        out[sc.id] = [(mid, count_message_tokens(content), name or role, content)
+                      for mid, name, role, content in rows if (content or "").strip()]  # fmt: skip
+    return out
+
+
+def plan_prompt(turn: Turn, pending: PendingSearch | None) -> Planned:
+    """The plan for this turn and its blocks."""
+    session, chat = turn.session, turn.chat
+    numbers = _numbers(session, chat.id)
+    history = [
+        window.HistoryMessage(m.id, numbers.get(m.id, 0), count_message_tokens(m.content))
+        for m in turn.history.messages if m.content
+    ]  # fmt: skip
+    scenes = list(session.exec(select(Scene).where(Scene.chat_id == chat.id).order_by(col(Scene.first_message_id))))
+    reader = turn.speaker.name
+    scene_texts: dict[int, recalled.RecalledText] = {}
+    closed: list[window.ClosedScene] = []
+    for n, sc in enumerate(scenes, 1):
+        written = sc.state == "written" and bool(sc.summary.strip())
+        text = recalled.RecalledText(n, numbers.get(sc.first_message_id, 0), numbers.get(sc.last_message_id, 0),
+                                     visible_to(sc.summary, reader), sc.timeframe)  # fmt: skip
+        scene_texts[sc.id] = text
+        tokens = count_tokens(recalled.recalled_scenes_block([text], "")) if written else 0
+        closed.append(window.ClosedScene(sc.id, sc.first_message_id, sc.last_message_id, tokens,
+                                         enabled=sc.enabled, has_summary=written))  # fmt: skip
+    entries = list(session.exec(select(SummaryEntry).where(
+        SummaryEntry.chat_id == chat.id, SummaryEntry.active == True, SummaryEntry.awaiting_review == False,  # noqa: E712
+    ).order_by(col(SummaryEntry.first_message_id), col(SummaryEntry.id))))  # fmt: skip
+    entry_texts = {e.id: EntryText(visible_to(e.title, reader), visible_to(e.content, reader)) for e in entries}
+    constants = [window.Constant(e.id, count_tokens(summary_block([entry_texts[e.id]])), e.first_message_id,
+                                 e.last_message_id) for e in entries]  # fmt: skip
+    spans = [recalled.SceneSpan(sc.id, sc.first_message_id, sc.last_message_id) for sc in scenes]
+    hits = _hits(turn, pending)
+    hit_scenes = {recalled.scene_of(h.message_ids, spans) for h in hits}
+    quotable = _quotable(session, chat.id, [sc for sc in scenes if sc.id in hit_scenes])
+    candidates = recalled.scene_candidates(
+        hits, spans, {sid: [(m, t) for m, t, _, _ in items] for sid, items in quotable.items()})
+    plan = window.plan_memory(
+        history, closed, mark_id=window_start(session, chat.id), other_tokens=_other_tokens(turn),
+        settings=memory_settings(turn.settings), constants=constants, candidates=candidates,
+    )  # fmt: skip
+    if turn.for_reply and plan.restarted:
+        store_window_start(session, chat.id, plan.mark_id)
+    by_message = {m: (numbers.get(m, 0), name, text) for items in quotable.values() for m, _, name, text in items}
+    for m in turn.history.messages:
+        by_message.setdefault(m.id, (numbers.get(m.id, 0), m.name or m.role, m.content))
+
+    def quoted(ids: Collection[int]) -> tuple[recalled.QuotedMessage, ...]:
+        return tuple(recalled.QuotedMessage(*by_message[i]) for i in ids if i in by_message)
+
+    blocks: list[DynamicBlock] = []
+    if plan.constants:
+        text = summary_block([entry_texts[i] for i in plan.constants])
+        blocks.append(DynamicBlock("chat_summary", "Chat Summary", text))
+    for source in plan.source_excerpts:
+        heading = recalled.CURRENT_SCENE_HEADING if source.kind == "open_scene" else recalled.CONSTANT_SOURCE_HEADING
+        text = recalled.source_excerpt_block(heading, quoted(source.message_ids))
+        if text:
+            blocks.append(DynamicBlock("current_scene_summary", "Current scene", text))
+    if plan.scenes:
+        sent = [m for m in history if plan.first_id is not None and m.id >= plan.first_id]
+        last_user = max((numbers.get(m.id, 0) for m in turn.history.messages
+                         if m.role == "user" and (plan.first_id is None or m.id >= plan.first_id)), default=None)  # fmt: skip
+        header = recalled.range_header(sent[0].number if sent else None, sent[-1].number if sent else None, last_user)
+        texts = [recalled.RecalledText(**{**scene_texts[r.id].__dict__, "excerpt": quoted(r.excerpt)})
+                 for r in plan.scenes]  # fmt: skip
+        blocks.append(DynamicBlock("recalled_scenes", "Recalled Scenes", recalled.recalled_scenes_block(texts, header)))
+    left_out = frozenset(m.id for m in turn.history.messages if plan.first_id is not None and m.id < plan.first_id)
+    lines = plan.receipt.lines()
+    if plan.problem:
+        lines.insert(0, plan.problem)
+    numbered = {sc.id: scene_texts[sc.id].number for sc in scenes}
+    receipt = tuple(line if not line.startswith("Recalled scenes: ") else
+                    "Recalled scenes: " + ", ".join(str(numbered.get(r, r)) for r in plan.receipt.recalled) + "."
+                    for line in lines)  # fmt: skip
+    note = "Advanced Memory: " + " ".join(line if line.endswith(".") else line + "." for line in receipt)
+    return Planned(Contribution(fixed=tuple(blocks), note=note, receipt=receipt), left_out, plan)
