@@ -7,7 +7,8 @@ from app.home import router as home
 from app.install import router as install
 from app.lore.routes import router as lorebooks
 from app.memory.recall.routes import router as memories
+from app.memory.scenes.pages import router as scenes
 from app.memory.summaries.routes import router as summaries
 from app.personas.routes import router as personas
 
-routers = (home, install, memories, summaries, chats, characters, personas, connections, lorebooks)
+routers = (home, install, memories, scenes, summaries, chats, characters, personas, connections, lorebooks)

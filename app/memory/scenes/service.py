@@ -91,6 +91,11 @@ def scene_views(session: Session, chat_id: int, q: str | None = None) -> list[Sc
     return views
 
 
+def count_scenes(session: Session, chat_id: int) -> int:
+    """How many scenes the chat has (a search's "no match" and the empty page tell them apart)."""
+    return len(session.exec(select(Scene.id).where(Scene.chat_id == chat_id)).all())
+
+
 def get_scene(session: Session, chat_id: int, scene_id: int) -> Scene:
     get_chat(session, chat_id)
     scene = session.get(Scene, scene_id)
