@@ -199,7 +199,9 @@ def prompt_figures() -> None:
         chat_id = prepared_chat(client, models, PROMPT_MESSAGES)
         scenes = client.get(f"/api/chats/{chat_id}/scenes").json()
         # The scene check is not due during the turns: the helper is not scripted for them.
-        client.put(f"/api/chats/{chat_id}/options", json={"settings": {"adv_check_interval": 100}}).raise_for_status()
+        # (The options API replaces the settings: Advanced Memory stays on with its defaults.)
+        client.put(f"/api/chats/{chat_id}/options", json={"settings": {"advanced_memory": True,
+                                                                       "adv_check_interval": 100}}).raise_for_status()  # fmt: skip
         sent, whole, whole_128k = [], [], []
         for turn in range(TURNS):
             place = WORDS[turn % len(WORDS)]

@@ -22,6 +22,7 @@ from app.connections.service import default_connection, list_connections
 from app.deps import FormDep, ServicesDep, SessionDep, SettingsDep
 from app.errors import UserError
 from app.lore.chat_files import import_chat_file
+from app.memory.scenes.prompt import window_start
 from app.memory.summaries.service import summarised_ids
 from app.modelbase import parse_row_id
 from app.personas.service import default_persona, list_personas
@@ -50,6 +51,8 @@ def _message_ctx(session: Session, request: Request, chat: Chat) -> dict:
         "summarised": _summarised(session, chat),
         # Collapse hidden messages off: summarised messages stay in view, dimmed and marked.
         "summary_collapse": service.chat_settings(chat).summary_collapse_hidden,
+        # Advanced Memory's "new start": where the prompt's current window begins.
+        "new_start": window_start(session, chat.id) if service.chat_settings(chat).advanced_memory_on(chat.mode) else None,
     }
 
 

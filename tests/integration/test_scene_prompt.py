@@ -160,3 +160,19 @@ def test_constants_covering_the_window_wait_and_scenes_inside_it_are_not_recalle
         start = s.get(SceneState, chat_id).window_start_id
         newest = s.exec(select(Message.id).where(Message.chat_id == chat_id).order_by(Message.id.desc())).first()
     assert start == ids[11 * PER_SCENE] and newest > start
+
+
+def test_the_new_start_shows_in_the_chat_and_undo_with_a_higher_ceiling_sends_the_whole_history(sugo, api, models):
+    chat_id, ids = _setup(sugo, api, models)
+    _send(api, chat_id, "We walk along the caravan trail.")
+    start = ids[11 * PER_SCENE]
+    page = api.get(f"/chats/{chat_id}/messages", params={"before": start + 1}).text
+    assert 'class="new-start"' in page and "Undo new start" in page
+    # Undone with the ceiling raised: the whole history is the window again, nothing recalled.
+    assert api.delete(f"/api/chats/{chat_id}/scenes/new-start").json() == {"undone": True}
+    assert api.delete(f"/api/chats/{chat_id}/scenes/new-start").json() == {"undone": False}
+    assert api.put(f"/api/chats/{chat_id}/options", json={"settings": {"advanced_memory": True, "adv_max_context": 100_000}}).status_code == 200
+    peek = api.get(f"/api/chats/{chat_id}/prompt").json()
+    conversation = [b["message_id"] for b in peek["blocks"] if b["group"] == "conversation"]
+    assert conversation[0] == ids[0] and len(conversation) == len(ids) + 2
+    assert 'class="new-start"' not in api.get(f"/chats/{chat_id}/messages", params={"before": start + 1}).text

@@ -108,6 +108,13 @@ def delete_all_scenes(chat_id: int, session: SessionDep) -> dict:
     return {"deleted": service.delete_all(session, chat_id)}
 
 
+@router.delete("/{chat_id}/scenes/new-start")
+def undo_new_start(chat_id: int, session: SessionDep) -> dict:
+    """Undo the "new start" Advanced Memory set when the prompt reached the ceiling: the whole history is
+    the window again (until the ceiling is reached again)."""
+    return {"undone": service.undo_new_start(session, chat_id)}
+
+
 @router.get("/{chat_id}/scenes/{scene_id}", response_model=SceneDetail)
 def show_scene(chat_id: int, scene_id: RowId, session: SessionDep) -> SceneDetail:
     """One scene with its source messages (Inspect source messages)."""

@@ -120,3 +120,10 @@ def _upload(form) -> bytes:
     if not raw:
         raise UserError(f"The file “{file.filename}” is empty (0 bytes). Choose another file.")
     return raw
+
+
+@router.post("/chats/{chat_id}/scenes/new-start/undo")
+def undo_new_start_page(chat_id: int, session: SessionDep) -> HTMLResponse:
+    """Undo the "new start" mark from the chat view; the mark goes from the page."""
+    service.undo_new_start(session, chat_id)
+    return HTMLResponse("")

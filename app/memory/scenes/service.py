@@ -34,7 +34,7 @@ from app.chats.models import Message
 from app.chats.service import get_chat
 from app.downloads import safe_stem
 from app.errors import Conflict, NotFound, UserError
-from app.memory.scenes import transfer
+from app.memory.scenes import prompt, transfer
 from app.memory.scenes.models import Scene, SceneRecapPart, SceneState
 from app.timeutil import utcnow
 
@@ -215,3 +215,14 @@ def import_file(session: Session, chat_id: int, raw: bytes, *, replace: bool = F
         session.add(state)
     session.flush()
     return {"imported": len(scenes), "replaced": replaced}
+
+
+def undo_new_start(session: Session, chat_id: int) -> bool:
+    """Clear the current window's "new start" (the prompt sends the whole history again, and restarts at
+    the newest scene when it reaches the ceiling again); whether there was one."""
+    get_chat(session, chat_id)
+    had = prompt.window_start(session, chat_id) is not None
+    if had:
+        prompt.store_window_start(session, chat_id, None)
+        session.commit()
+    return had
