@@ -6,10 +6,15 @@ restart at the ceiling, Recalled Scenes, the receipt) and its Chat Settings sect
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+from sqlmodel import Session
+
+from app.chats.models import Chat
 from app.jobs import Job
+from app.memory.scenes import settings_form
 from app.memory.scenes.jobs import JOBS, schedule_processing
-from app.prompt.sources import PromptSource
+from app.prompt.sources import PromptSource, SettingsSection
 from app.services import Services
 
 
@@ -22,3 +27,9 @@ class AdvancedMemorySource(PromptSource):
 
     def jobs(self) -> Sequence[Job]:
         return JOBS
+
+    def settings_section(self, session: Session, chat: Chat, services: Services) -> SettingsSection | None:
+        return settings_form.settings_section(session, chat, services)
+
+    def read_settings_form(self, session: Session, chat: Chat, form: Any) -> dict[str, Any]:
+        return settings_form.read_settings_form(session, chat, form)
