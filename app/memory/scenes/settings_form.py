@@ -34,7 +34,6 @@ from app.memory.scenes.models import Scene
 from app.prompt.sources import SettingsSection
 from app.services import Services
 
-TEMPLATE = "scenes/_settings.html"
 PANEL = "scenes/_prepare.html"
 
 # name: (label, unit, lowest, highest); the limits are ChatSettings' own.
@@ -61,7 +60,7 @@ def settings_section(session: Session, chat: Chat, services: Services) -> Settin
         return None
     s = read_settings(chat.settings)
     own = chat_connection(session, chat)
-    return SettingsSection(TEMPLATE, {
+    return SettingsSection("scenes/_settings.html", {
         "connections": list_connections(session), "default_connection": own,
         "recommended": recommended_budget(s.adv_max_context), "limits": NUMBERS,
         "prepare": prepare_context(session, services, chat),
