@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from app.memory.scenes.models import SceneRun
 from tests.conftest import add_character, add_connection, new_chat
 
 GOOD = {"name": "Road", "advanced_memory_shown": "1", "advanced_memory": "true", "adv_max_context": "32000",
@@ -93,3 +94,26 @@ def test_the_prepare_panel_fragments(api, models):
     r = api.post(f"/chats/{chat_id}/scenes/prepare/cancel", headers={"HX-Request": "true"})
     assert r.status_code == 400 and "not running" in r.text
     assert api.get("/chats/999999/scenes/prepare", headers={"HX-Request": "true"}).status_code == 404
+
+
+def test_a_run_a_restart_cut_short_offers_resume_and_cancel_ends_it(sugo, api, models):
+    chat_id = _chat(api, models)
+    assert api.put(f"/api/chats/{chat_id}/options", json={"settings": {"advanced_memory": True}}).status_code == 200
+    with sugo.session() as s:  # left "running" by a restart: no thread works it
+        s.add(SceneRun(chat_id=chat_id, status="running", stage="recapping", total=4, done=1,
+                       current="Writing recap 2 of 4"))  # fmt: skip
+        s.commit()
+    panel = api.get(f"/chats/{chat_id}/scenes/prepare", headers={"HX-Request": "true"}).text
+    assert 'hx-trigger="every 1s"' in panel and "Writing recap 2 of 4" in panel
+    assert "A restart cut this run short" in panel and 'id="scenes-prepare-resume"' in panel
+    assert '<progress max="4" value="1"' in panel
+    cancelled = api.post(f"/chats/{chat_id}/scenes/prepare/cancel", headers={"HX-Request": "true"})
+    assert cancelled.status_code == 200 and 'id="scenes-prepare-stopped"' in cancelled.text
+    assert "every 1s" not in cancelled.text  # nothing left to poll
+
+
+def test_a_chat_without_messages_says_what_comes_next(api, models):
+    add_connection(api, models, name="Helper conn", model="test-model")
+    chat_id = new_chat(api, [add_character(api, "Quiet", first_mes="")["id"]])["id"]
+    page = api.get(f"/chats/{chat_id}/settings").text
+    assert 'id="scenes-prepare-empty"' in page and 'id="scenes-prepare-start"' not in page
