@@ -7,8 +7,11 @@ from app.home import router as home
 from app.install import router as install
 from app.lore.routes import router as lorebooks
 from app.memory.recall.routes import router as memories
-from app.memory.scenes.pages import router as scenes
+from app.memory.scenes.pages import router as scene_pages
+from app.memory.scenes.routes import router as scene_prepare
 from app.memory.summaries.routes import router as summaries
 from app.personas.routes import router as personas
 
-routers = (home, install, memories, scenes, summaries, chats, characters, personas, connections, lorebooks)
+# Prepare's pages before any /chats/{id}/scenes/{scene_id} page: /scenes/prepare is not a scene id.
+routers = (home, install, scene_prepare, scene_pages, memories, summaries, chats, characters, personas, connections,
+           lorebooks)  # fmt: skip

@@ -58,9 +58,9 @@ class ChatSettings(BaseModel):
     # Conversation chats: a message before this hour (12 AM to 11 AM) belongs to the day before.
     summary_rollover_hour: int = Field(default=4, ge=0, le=11)
     # Advanced Memory Recall (Roleplay; app/memory/scenes): scenes found by a helper model every
-    # `adv_check_interval` new messages and recapped when they close. Not offered in Chat Settings
-    # until its prompt part lands (issue 14). The budget's default is 10% of the ceiling's and stays
-    # when the ceiling changes. The helper: this connection, else the chat's own.
+    # `adv_check_interval` new messages and recapped when they close; Chat Settings → Advanced Memory
+    # Recall. The budget's default is 10% of the ceiling's and stays when the ceiling changes. The
+    # helper: this connection, else the chat's own.
     advanced_memory: bool = False
     adv_max_context: int = Field(default=65_000, ge=1024, le=10_000_000)
     adv_budget: int = Field(default=6_500, ge=64, le=131_072)

@@ -1,13 +1,14 @@
 """Advanced Memory Recall as a prompt source: after each reply of a chat with it on, the scene check and
 the recaps (jobs.py); on each turn, the current window (from the stored "new start" on), the Chat
 Summary constants that fit, the current scene's source excerpt when it does not fit, and the Recalled
-Scenes block, planned by window.plan_memory (prompt.py). Its Chat Settings section comes next (issue
-14); until then the setting is not offered in the page."""
+Scenes block, planned by window.plan_memory (prompt.py); and its Chat Settings section with Prepare
+existing history (settings_form.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from functools import partial
+from typing import Any
 
 from sqlmodel import Session
 
@@ -16,9 +17,9 @@ from app.chats.settings import ChatSettings
 from app.jobs import Job
 from app.memory.recall.embedding import embedder_for_chat
 from app.memory.recall.service import start_search
-from app.memory.scenes import prompt, recalled
+from app.memory.scenes import prompt, recalled, settings_form
 from app.memory.scenes.jobs import JOBS, schedule_processing
-from app.prompt.sources import Contribution, PromptSource, Turn
+from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
 from app.services import Services
 
 
@@ -63,3 +64,9 @@ class AdvancedMemorySource(PromptSource):
 
     def jobs(self) -> Sequence[Job]:
         return JOBS
+
+    def settings_section(self, session: Session, chat: Chat, services: Services) -> SettingsSection | None:
+        return settings_form.settings_section(session, chat, services)
+
+    def read_settings_form(self, session: Session, chat: Chat, form: Any) -> dict[str, Any]:
+        return settings_form.read_settings_form(session, chat, form)
