@@ -72,6 +72,8 @@ def test_import_card_chat_stream_swipe_edit_hide_peek_settings(page: Page, live,
     reply = page.locator("article.msg-assistant").nth(1)
     expect(reply.locator(".swipe-counter")).to_have_text("2/2")
     expect(reply.locator(".msg-text")).to_have_text("A second, different reply.")
+    # The stream's end refreshes the message; a click before that lands could be undone by it.
+    expect(page.locator("#send-button")).to_be_visible()
     reply.locator(".swipe-left").click()
     reply = page.locator("article.msg-assistant").nth(1)
     expect(reply.locator(".swipe-counter")).to_have_text("1/2")
