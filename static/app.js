@@ -291,6 +291,10 @@
       }
       if (["done", "error", "stopped"].includes(event) && (data.message_id || messageId)) {
         await refreshMessage(data.message_id || messageId);
+        // A reply split at its scene breaks (Advanced Memory): the parts after the first are new.
+        if (data.message_ids?.length > 1 && !document.getElementById("msg-" + data.message_ids.at(-1))) {
+          await appendNewMessages(data.message_ids[0]);
+        }
         scrollToEnd(false);
       }
     });

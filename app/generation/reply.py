@@ -6,6 +6,10 @@ mid-reply finds the finished reply when it comes back. The browser subscribes to
 events over SSE; Stop sets the task's stop flag. What arrived before an error or a stop is kept,
 and the message is marked with the cause.
 
+A new reply in a Roleplay chat with Advanced Memory on is split at its scene breaks once it has ended
+normally (app/memory/scenes/split.py); a stopped or broken one stays one message. The `done` event
+lists the messages holding the reply (`message_ids`).
+
 Continue appends to the reply shown (the same message and version); Impersonate streams the user's
 next message to the page and stores nothing.
 
@@ -41,6 +45,7 @@ from app.connections.service import provider_config
 from app.db import lock_for_write
 from app.errors import UserError
 from app.generation.joining import continuation_joint
+from app.memory.scenes.split import split_stored_reply, splits_replies
 from app.personas.models import Persona
 from app.prompt.blocks import Prompt
 from app.prompt.builder import Purpose
@@ -156,6 +161,8 @@ class StoredTurn:
     # nothing arrives).
     kept: str = ""
     kept_state: tuple[str, str | None] = ("ok", None)
+    # A new reply (a send): with Advanced Memory on it is split at its scene breaks once it ends.
+    new_reply: bool = False
 
 
 @dataclass
@@ -213,7 +220,8 @@ def store_turn(
         speaker = next((c for c in characters if c.id == target.character_id), None)
     session.flush()
     session.commit()
-    return StoredTurn(target.id, target.active_swipe, swipe_id, chat, characters, persona, speaker)
+    return StoredTurn(target.id, target.active_swipe, swipe_id, chat, characters, persona, speaker,
+                      new_reply=action == "send")  # fmt: skip
 
 
 def _store_continue(session: Session, chat: Chat, characters: list[Character], persona: Persona | None, *,
@@ -411,7 +419,13 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
             await _publish(gen, "stopped", {"message_id": gen.message_id, "text_kept": bool(writer.text)})
         else:
             await writer.finish("ok", **extra)
-            await _publish(gen, "done", {"message_id": gen.message_id})
+            done: dict = {"message_id": gen.message_id}
+            if gen.message_id is not None:
+                done["message_ids"] = [gen.message_id]  # the messages holding the reply, in order
+                if turn.new_reply and splits_replies(turn.chat):
+                    # One message per scene; the page adds the parts after the first.
+                    done["message_ids"] = await _split(services, gen.message_id, turn.swipe_id)
+            await _publish(gen, "done", done)
         # Background work after every reply (memories, summaries); the reply never waits for it.
         if turn.purpose != "impersonate":
             services.sources.after_reply(services, gen.chat_id)
@@ -433,6 +447,16 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
         async with gen.changed:
             gen.finished = True
             gen.changed.notify_all()
+
+
+async def _split(services: Services, message_id: int, swipe_id: str) -> list[int]:
+    """The finished reply split at its scene breaks; a failure (SQLite stayed locked) keeps it whole:
+    it is finished either way."""
+    try:
+        return await run_in_threadpool(split_stored_reply, services.engine, message_id, swipe_id)
+    except Exception:
+        log.exception("splitting the reply in message %s at its scene breaks failed; it stays one message", message_id)
+        return [message_id]
 
 
 def _prepare(turn: StoredTurn, services: Services) -> PreparedReply:
