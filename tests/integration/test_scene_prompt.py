@@ -176,3 +176,32 @@ def test_the_new_start_shows_in_the_chat_and_undo_with_a_higher_ceiling_sends_th
     conversation = [b["message_id"] for b in peek["blocks"] if b["group"] == "conversation"]
     assert conversation[0] == ids[0] and len(conversation) == len(ids) + 2
     assert 'class="new-start"' not in api.get(f"/chats/{chat_id}/messages", params={"before": start + 1}).text
+
+
+def _recalled(request) -> str:
+    system = _system(request)
+    return system[system.index("## Recalled Scenes"):] if "## Recalled Scenes" in system else ""
+
+
+def test_a_swipe_recalls_what_its_reply_recalled_and_sees_an_edited_or_hidden_source_at_once(sugo, api, models):
+    chat_id, ids = _setup(sugo, api, models)
+    _send(api, chat_id, "Where did we hide the brass key at the glass lighthouse?")
+    first = _recalled(models.last_request)
+    assert "hid the brass key" in first
+    reply_id = api.get(f"/api/chats/{chat_id}/messages").json()[-1]["id"]
+
+    def swipe() -> str:
+        events = read_sse(api.post(f"/api/chats/{chat_id}/generate", json={"action": "swipe", "message_id": reply_id}))
+        assert events[-1][0] == "done", events[-3:]
+        return _recalled(models.last_request)
+
+    assert swipe() == first  # the same memory for another version of the same reply
+    # The scene's summary edited by hand, and the quoted message hidden: the next version reads them.
+    scene_id = next(s["id"] for s in api.get(f"/api/chats/{chat_id}/scenes").json() if s["first_number"] == 1)
+    assert api.patch(f"/api/chats/{chat_id}/scenes/{scene_id}",
+                     json={"summary": "The key went under the lighthouse's third stair."}).status_code == 200  # fmt: skip
+    fact = ids[10]
+    assert api.patch(f"/api/chats/{chat_id}/messages/{fact}", json={"hidden": True}).status_code == 200
+    again = swipe()
+    assert "The key went under the lighthouse's third stair." in again and "hid the brass key under" not in again
+    assert "Remember this: we hid the brass key" not in again

@@ -16,6 +16,7 @@ Decisions (where the issue and the manual are silent):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -35,8 +36,18 @@ class QueryMessage:
     text: str
 
 
-def scene_query(messages: Sequence[QueryMessage], speaker: str) -> str:
-    """The user's messages since `speaker` last spoke, oldest first (see the module docstring)."""
+def scene_query(messages: Sequence[QueryMessage], speaker: str, ignore: Sequence[str] = ()) -> str:
+    """The user's messages since `speaker` last spoke, oldest first (see the module docstring), without
+    the names in `ignore` (the responding character's and the persona's: they are in every scene, so
+    they would only pull scenes by who speaks, the manual's "não contam")."""
+    text = _query_text(messages, speaker)
+    for name in ignore:
+        if name.strip():
+            text = re.sub(rf"(?<!\w){re.escape(name.strip())}(?:'s)?(?!\w)", " ", text, flags=re.IGNORECASE)
+    return re.sub(r"[ \t]{2,}", " ", text).strip()
+
+
+def _query_text(messages: Sequence[QueryMessage], speaker: str) -> str:
     picked: list[str] = []
     for m in reversed(messages):
         if m.role == "assistant" and m.name == speaker:

@@ -33,7 +33,8 @@ class AdvancedMemorySource(PromptSource):
         if not turn.settings.advanced_memory_on(turn.chat.mode):
             return False
         query = recalled.scene_query(
-            [recalled.QueryMessage(m.role, m.name, m.content) for m in turn.history.messages], turn.speaker.name)
+            [recalled.QueryMessage(m.role, m.name, m.content) for m in turn.history.messages], turn.speaker.name,
+            ignore=(turn.speaker.name, turn.user_name))
         services = turn.services
         turn.scratch[self.name] = start_search(
             turn.session.get_bind(), turn.chat.id, query, None, bits=services.recall.index,
