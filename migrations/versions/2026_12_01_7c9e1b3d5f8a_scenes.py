@@ -63,6 +63,8 @@ def upgrade() -> None:
         sa.Column("chat_id", sa.Integer(), nullable=False),
         sa.Column("checked_through_id", sa.Integer(), nullable=True),
         sa.Column("window_start_id", sa.Integer(), nullable=True),
+        sa.Column("continuity_reason", sa.String(), nullable=False),
+        sa.Column("continuity_key", sa.String(), nullable=False),
         sa.Column("paused", sa.Boolean(), nullable=False),
         sa.Column("reason", sa.String(), nullable=False),
         sa.Column("failures", sa.Integer(), nullable=False),

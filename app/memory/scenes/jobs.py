@@ -15,6 +15,7 @@ from app.chats.models import Chat
 from app.chats.settings import read_settings
 from app.jobs import Job, run_soon
 from app.memory.scenes.checks import check_scenes, preparing
+from app.memory.scenes.continuity_jobs import update_continuity
 from app.memory.scenes.models import Scene
 from app.memory.scenes.prepare import resume_cut_short
 from app.memory.scenes.writer import release_stale, write_waiting_recaps
@@ -36,6 +37,7 @@ def process_chat(services: Services, chat_id: int) -> None:
     try:
         check_scenes(services, chat_id)
         write_waiting_recaps(services, chat_id)
+        update_continuity(services, chat_id)
     except Exception:  # background work: the log has it, the next reply or sweep tries again
         log.exception("Advanced Memory processing failed in chat %s", chat_id)
 

@@ -80,6 +80,10 @@ class SceneState(SQLModel, table=True):
     # The current window's "new start": the prompt sends messages from here on (None: from the chat's
     # start). Stored when the prompt reached the ceiling; clearing it (undo) sends the whole history again.
     window_start_id: int | None = None
+    # Updating continuity: why the last attempt failed (a sentence), and the set of entries it was (not
+    # sent again until one of them, the helper or the Combine prompt changes: continuity.continuity_key).
+    continuity_reason: str = ""
+    continuity_key: str = ""
     paused: bool = False  # Pause processing: no check and no recap runs until Resume
     # The last check's failure (the helper's answer could not be read, or it did not answer): the mark
     # stays, and the next check waits until next_check_at so a broken helper is not asked every reply.
