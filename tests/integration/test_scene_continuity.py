@@ -115,3 +115,13 @@ def test_entries_covering_the_window_or_with_private_sections_are_not_combined(s
     assert entries[inside].active and entries[private].active and not entries[plain].active
     assert long.strip() in models.last_request.json["messages"][1]["content"]
     assert "{{#if" not in models.last_request.json["messages"][1]["content"]
+
+
+def test_chat_settings_says_why_continuity_was_not_updated(sugo, api, models):
+    chat_id, ids = _chat(sugo, api, models, budget=200)
+    long = "They walked a long way and talked about the river, the mill and the bridge. " * 3
+    _entry(sugo, chat_id, ids, 1, 30, long * 3)  # past 70% of the budget on its own
+    models.script(Reply("They walked.", finish_reason="length"))
+    update_continuity(sugo.services, chat_id)
+    page = api.get(f"/chats/{chat_id}/settings").text
+    assert "Updating continuity left the summaries as they are: The helper&#39;s answer was cut off" in page

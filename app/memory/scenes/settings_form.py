@@ -29,8 +29,9 @@ from app.chats.settings import read_settings
 from app.connections.service import list_connections
 from app.errors import UserError
 from app.memory.scenes import prepare
+from app.memory.scenes.continuity_jobs import updating
 from app.memory.scenes.messages import helper_config, helper_connection, readable_messages
-from app.memory.scenes.models import Scene
+from app.memory.scenes.models import Scene, SceneState
 from app.prompt.sources import SettingsSection
 from app.services import Services
 
@@ -60,10 +61,12 @@ def settings_section(session: Session, chat: Chat, services: Services) -> Settin
         return None
     s = read_settings(chat.settings)
     own = chat_connection(session, chat)
+    state = session.get(SceneState, chat.id)
     return SettingsSection("scenes/_settings.html", {
         "connections": list_connections(session), "default_connection": own,
         "recommended": recommended_budget(s.adv_max_context), "limits": NUMBERS,
         "prepare": prepare_context(session, services, chat),
+        "continuity": {"updating": updating(services, chat.id), "reason": state.continuity_reason if state else ""},
     })  # fmt: skip
 
 
