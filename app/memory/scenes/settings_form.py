@@ -28,7 +28,7 @@ from app.chats.service import chat_connection
 from app.chats.settings import read_settings
 from app.connections.service import list_connections
 from app.errors import UserError
-from app.memory.scenes import prepare
+from app.memory.scenes import prepare, rescans
 from app.memory.scenes.messages import helper_config, helper_connection, readable_messages
 from app.memory.scenes.models import Scene
 from app.prompt.sources import SettingsSection
@@ -64,6 +64,7 @@ def settings_section(session: Session, chat: Chat, services: Services) -> Settin
         "connections": list_connections(session), "default_connection": own,
         "recommended": recommended_budget(s.adv_max_context), "limits": NUMBERS,
         "prepare": prepare_context(session, services, chat),
+        "rescan": rescans.rescan_context(session, services, chat),
     })  # fmt: skip
 
 
