@@ -118,7 +118,7 @@ def test_a_hand_edited_summary_that_would_change_stops_the_re_scan_and_nothing_c
     models.script(_ends([15, 29]), _ends([]), _ends([]))
     _rescan(api, chat_id, first=9, last=33)
     stopped = _until(api, chat_id, "stopped")
-    assert stopped["message"].startswith("Scene 3 has a summary you edited: “Old recap 3.”")
+    assert stopped["message"].startswith("Scene 3 has a summary you edited: “Old recap 3.” The re-scan")
     assert "changed nothing" in stopped["message"]
     assert _rows(sugo, chat_id) == before and _recaps(models) == []
     # The HTML panel says it too.

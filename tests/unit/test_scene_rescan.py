@@ -75,7 +75,7 @@ def test_a_hand_edited_scene_that_would_change_stops_everything():
     scenes = _scenes((1, 8), (9, 25), (26, 33), manual=(3,))
     result = plan(scenes, READ, [15], 9, 33)
     assert isinstance(result, Stop) and result.scene.id == 3
-    assert result.sentence.startswith("Scene 3 has a summary you edited: “Recap 3”.")
+    assert result.sentence.startswith("Scene 3 has a summary you edited: “Recap 3”. The re-scan")
     # Unchanged, it does not stop anything.
     assert isinstance(plan(scenes, READ, [15, 25], 9, 33), Plan)
 

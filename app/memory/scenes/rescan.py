@@ -129,6 +129,7 @@ def stop_sentence(scene: OldScene) -> str:
     text = " ".join(scene.summary.split())
     if len(text) > EXCERPT_CHARS:
         text = text[: EXCERPT_CHARS - 1].rstrip() + "…"
-    return (f"Scene {scene.number} has a summary you edited: “{text}”. The re-scan would change its messages, "
+    stop = "" if text.endswith((".", "!", "?", "…")) else "."
+    return (f"Scene {scene.number} has a summary you edited: “{text}”{stop} The re-scan would change its messages, "
             f"so it stopped and changed nothing. Re-scan a range without scene {scene.number}, or delete "
             f"that summary in Access memories first.")  # fmt: skip

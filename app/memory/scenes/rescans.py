@@ -368,4 +368,4 @@ def _scenes_sentence(numbers: tuple[int, ...]) -> str:
     if not numbers:
         return "The changed scenes were merged into the open scene."
     listed = ", ".join(str(n) for n in numbers)
-    return f"Scenes changed: now {'scene' if len(numbers) == 1 else 'scenes'} {listed}."
+    return f"New {'scene' if len(numbers) == 1 else 'scenes'}: {listed}."
