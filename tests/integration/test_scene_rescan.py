@@ -10,8 +10,9 @@ from sqlmodel import Session, select
 
 from app.chats.models import Message
 from app.memory.scenes.check import SCENE_CHECK_PROMPT
-from app.memory.scenes.models import Scene, SceneState
+from app.memory.scenes.models import Scene, SceneRun, SceneState
 from tests.integration.test_scene_prepare import _checks, _ends, _recap, _recaps, _scenes, _seeded_chat
+from tests.support.model_server import Reply
 from tests.support.waiting import wait_for
 
 OLD = [(1, 8), (9, 25), (26, 33), (34, 40)]
@@ -165,3 +166,18 @@ def test_bad_ranges_are_refused_with_a_sentence(sugo, api, models):
     assert r.status_code == 400 and r.json()["detail"].startswith(
         "A scene crosses the edge of messages 30–2,028, so the re-scan must read messages 26–2,028.")
     assert models.requests == [] and _rows(sugo, chat_id)
+
+
+def test_one_re_scan_at_a_time_and_none_while_prepare_is_unfinished(sugo, api, models):
+    chat_id, ids = _seeded_chat(sugo, api, models)
+    _store(sugo, chat_id, ids, OLD)
+    models.script(Reply(_ends([]), first_delay_s=1.5), _ends([25]), _ends([]))  # the same scenes
+    _rescan(api, chat_id, first=9, last=33)
+    r = api.post(f"/api/chats/{chat_id}/scenes/rescan", json={"first": 9, "last": 33})
+    assert r.status_code == 409 and r.json()["detail"] == "A re-scan is already running in this chat; wait for it to finish."
+    _until(api, chat_id, "done")
+    with Session(sugo.engine) as s:
+        s.add(SceneRun(chat_id=chat_id, status="stopped"))
+        s.commit()
+    r = api.post(f"/api/chats/{chat_id}/scenes/rescan", json={})
+    assert r.status_code == 400 and r.json()["detail"].startswith("Prepare existing history is unfinished")

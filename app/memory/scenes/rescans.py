@@ -358,7 +358,11 @@ def _recap(services: Services, job: _Job, ids: list[int]) -> None:
                     message=f"{_scenes_sentence(changed)} Writing the recap of {label} failed: "
                             f"{outcome.removeprefix('failed: ')} It is tried again later, or run Fix.")  # fmt: skip
             return
-        written += outcome == "written"
+        if outcome == "skipped: paused":
+            _update(engine, job.chat_id, status="done", current="",
+                    message=f"{_scenes_sentence(changed)} Processing was paused: their recaps are written after Resume.")  # fmt: skip
+            return
+        written += outcome in ("written", "skipped: already being written", "skipped: already written")
         _update(engine, job.chat_id, done=k + 1)
     _update(engine, job.chat_id, status="done", current="",
             message=f"{_scenes_sentence(changed)} {written} {'recap' if written == 1 else 'recaps'} written.")  # fmt: skip
