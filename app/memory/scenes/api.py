@@ -4,14 +4,16 @@ memories, export and import. Reindex is not here yet: scene embeddings are built
 The decisions are in app/memory/scenes/service.py and transfer.py."""
 
 from datetime import datetime
+from typing import Literal
 
 from fastapi import APIRouter, File, Query, UploadFile
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from app.deps import SessionDep
+from app.chats.service import get_chat
+from app.deps import ServicesDep, SessionDep
 from app.downloads import content_disposition
-from app.memory.scenes import service
+from app.memory.scenes import rescans, service
 from app.memory.scenes.service import ChatMessage, SceneView
 from app.memory.scenes.transfer import MAX_IMPORT_BYTES, MAX_QUERY_CHARS, MAX_SUMMARY_CHARS
 from app.modelbase import RowId
@@ -113,6 +115,56 @@ def undo_new_start(chat_id: int, session: SessionDep) -> dict:
     """Undo the "new start" Advanced Memory set when the prompt reached the ceiling: the whole history is
     the window again (until the ceiling is reached again)."""
     return {"undone": service.undo_new_start(session, chat_id)}
+
+
+class RescanRange(BaseModel):
+    """Message numbers as the chat shows them (1 = the first); either left out: the open scene's."""
+
+    first: int | None = Field(default=None, ge=1, le=10_000_000)
+    last: int | None = Field(default=None, ge=1, le=10_000_000)
+
+
+class RescanRead(BaseModel):
+    """The chat's last re-scan in this server process (`status` "none": none since the start)."""
+
+    status: Literal["none", "running", "done", "stopped", "failed"]
+    first: int | None = None  # the range read (widened to whole scenes at its edges)
+    last: int | None = None
+    stage: Literal["detecting", "recapping"] | None = None
+    total: int = 0
+    done: int = 0
+    current: str = ""
+    message: str = ""
+    changed: list[int] = []  # the new scenes' numbers
+    default_first: int | None = None  # the open scene, the form's default
+    default_last: int | None = None
+
+
+def _rescan_read(session, services, chat_id: int) -> RescanRead:
+    get_chat(session, chat_id)
+    run = rescans.rescan_status(services.engine, chat_id)
+    default = rescans.default_range(session, chat_id) or (None, None)
+    base = RescanRead(status="none") if run is None else RescanRead(
+        status=run.status, first=run.first, last=run.last, stage=run.stage, total=run.total, done=run.done,
+        current=run.current, message=run.message, changed=list(run.changed))  # fmt: skip
+    base.default_first, base.default_last = default
+    return base
+
+
+@router.get("/{chat_id}/scenes/rescan", response_model=RescanRead)
+def rescan_status(chat_id: int, session: SessionDep, services: ServicesDep) -> RescanRead:
+    """Re-scan scenes: the last re-scan's progress or outcome, and the default range (the open scene)."""
+    return _rescan_read(session, services, chat_id)
+
+
+@router.post("/{chat_id}/scenes/rescan", response_model=RescanRead, status_code=202)
+def start_rescan(chat_id: int, data: RescanRange, session: SessionDep, services: ServicesDep) -> RescanRead:
+    """Re-scan scenes in messages `first`–`last` (at most 2,000) in the background: the helper finds the scene
+    ends again, the changed scenes are replaced in one step and recapped. A hand-edited summary that would
+    change stops it with nothing changed (the status names the scene). 409 while one runs."""
+    default = rescans.default_range(session, chat_id) or (1, 1)
+    rescans.start_rescan(services, chat_id, data.first or default[0], data.last or default[1])
+    return _rescan_read(session, services, chat_id)
 
 
 @router.get("/{chat_id}/scenes/{scene_id}", response_model=SceneDetail)

@@ -5,9 +5,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from sqlmodel import Session
 
+from app import forms
 from app.chats.service import get_chat
-from app.deps import ServicesDep
-from app.memory.scenes import prepare
+from app.deps import FormDep, ServicesDep
+from app.memory.scenes import prepare, rescans
 from app.memory.scenes.settings_form import PANEL, prepare_context
 from app.services import Services
 from app.web import render
@@ -40,3 +41,28 @@ def cancel_prepare_page(chat_id: int, request: Request, services: ServicesDep) -
     """Cancel the running Prepare after the model call in hand; finished work stays."""
     prepare.stop_prepare(services, chat_id)
     return _panel(request, services, chat_id)
+
+
+# Re-scan scenes: its own panel (templates/scenes/_rescan.html), polled every second while it runs.
+
+RESCAN_PANEL = "scenes/_rescan.html"
+
+
+def _rescan_panel(request: Request, services: Services, chat_id: int) -> HTMLResponse:
+    with Session(services.engine) as session:
+        chat = get_chat(session, chat_id)
+        return render(request, RESCAN_PANEL, {"r": rescans.rescan_context(session, services, chat)})
+
+
+@router.get("/chats/{chat_id}/scenes/rescan")
+def rescan_panel(chat_id: int, request: Request, services: ServicesDep) -> HTMLResponse:
+    """The Re-scan scenes panel: the range fields (the open scene by default), the run's step and outcome."""
+    return _rescan_panel(request, services, chat_id)
+
+
+@router.post("/chats/{chat_id}/scenes/rescan")
+def start_rescan_page(chat_id: int, request: Request, form: FormDep, services: ServicesDep) -> HTMLResponse:
+    """Re-scan scenes in the messages the form names; the panel shows its progress."""
+    first, last = rescans.read_range(forms.text(form, "rescan_first"), forms.text(form, "rescan_last"))
+    rescans.start_rescan(services, chat_id, first, last)
+    return _rescan_panel(request, services, chat_id)

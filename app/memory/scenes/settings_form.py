@@ -28,7 +28,7 @@ from app.chats.service import chat_connection
 from app.chats.settings import read_settings
 from app.connections.service import list_connections
 from app.errors import UserError
-from app.memory.scenes import prepare
+from app.memory.scenes import prepare, rescans
 from app.memory.scenes.continuity_jobs import updating
 from app.memory.scenes.messages import helper_config, helper_connection, readable_messages
 from app.memory.scenes.models import Scene, SceneState
@@ -67,6 +67,7 @@ def settings_section(session: Session, chat: Chat, services: Services) -> Settin
         "recommended": recommended_budget(s.adv_max_context), "limits": NUMBERS,
         "prepare": prepare_context(session, services, chat),
         "continuity": {"updating": updating(services, chat.id), "reason": state.continuity_reason if state else ""},
+        "rescan": rescans.rescan_context(session, services, chat),
     })  # fmt: skip
 
 

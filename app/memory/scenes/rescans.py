@@ -1,0 +1,375 @@
+"""Re-scan scenes (issue 14): the helper reads the messages the user chose again, in the windows Prepare
+uses (check.history_window, checks.ask_scene_ends), and the scenes inside the range whose bounds changed
+are replaced in one transaction (rescan.plan decides), then recapped (writer.write_recap).
+
+    default_range(session, chat_id)             -> (first, last): the open scene, as message numbers
+    start_rescan(services, chat_id, first, last) -> RescanStatus: checked now, the work in a thread
+    rescan_status(engine, chat_id)              -> the chat's last re-scan in this process, or None
+
+Decisions:
+- Not a SceneRun: that table is Prepare's (its newest unfinished run makes `checks.preparing` hold the
+  chat's ongoing checks, and Resume would pick a re-scan up as a Prepare run) and it has no place for
+  the range; no schema change for it. A re-scan changes nothing until every window is read, then
+  changes the scenes in ONE transaction: a restart during the reading loses only the helper's answers
+  (Re-scan again), never half the scenes. So its progress lives in this process's memory, polled by
+  the panel like Prepare's; the recaps after the change are ordinary waiting scenes that the sweep
+  writes if a restart cuts them short.
+- One re-scan per chat at a time (Conflict); none while the chat's Prepare run is unfinished, while
+  processing is paused, or with Advanced Memory off; Roleplay chats only.
+- A scene check after a reply may close a scene in the range while the helper reads it: the scenes
+  touching the range are compared with those at the start, and any change refuses the re-scan
+  ("Re-scan again") rather than mixing two answers. A scene of the range being recapped at that moment
+  refuses it too.
+- The chat's "last checked" mark moves to the range's last message when it was behind it: those
+  messages have just been read.
+- Recaps: the new scenes oldest first; the first failed one stops the run (a broken helper is not asked
+  once per scene) with its reason; the scenes stay waiting/failed for the sweep and Fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, delete, select
+
+from app.chats.models import Chat
+from app.chats.service import get_chat
+from app.chats.settings import read_settings
+from app.errors import Conflict, UserError
+from app.memory.scenes import rescan
+from app.memory.scenes.check import NumberedMessage, check_request, history_window, windows_left
+from app.memory.scenes.checks import ask_scene_ends, last_scene_end, preparing
+from app.memory.scenes.messages import ReadableMessage, helper_config, readable_messages
+from app.memory.scenes.models import Scene, SceneRecapPart, SceneState
+from app.memory.scenes.service import chat_messages
+from app.memory.scenes.writer import write_recap
+from app.memory.summaries import answers
+from app.services import Services
+from app.timeutil import utcnow
+
+log = logging.getLogger(__name__)
+
+BUSY = "A re-scan is already running in this chat; wait for it to finish."
+PREPARING = "Prepare existing history is unfinished in this chat; let it finish (Resume) before re-scanning."
+PAUSED = "Advanced Memory processing is paused in this chat; Resume processing first."
+COLLIDED = "A scene check changed the scenes in these messages while the helper read them; nothing was changed. Re-scan again."
+INTERNAL = (
+    "Something went wrong on Sugo's side while re-scanning; nothing was changed. The log has the details."
+)
+
+
+@dataclass
+class RescanStatus:
+    status: str  # running, done, stopped (a hand-edited scene), failed
+    first: int  # the range read, as message numbers (widened to whole scenes)
+    last: int
+    stage: str = "detecting"  # detecting, recapping
+    total: int = 0
+    done: int = 0
+    current: str = ""
+    message: str = ""  # how it ended, a sentence for the panel
+    changed: tuple[int, ...] = ()  # the new scenes' numbers
+
+
+_runs: dict[tuple[int, int], RescanStatus] = {}  # (id(engine), chat id) -> the last re-scan
+_working: set[tuple[int, int]] = set()
+_lock = threading.Lock()
+
+
+def rescan_status(engine: Engine, chat_id: int) -> RescanStatus | None:
+    with _lock:
+        run = _runs.get((id(engine), chat_id))
+        return None if run is None else dataclasses.replace(run)
+
+
+def _update(engine: Engine, chat_id: int, **fields) -> None:
+    with _lock:
+        run = _runs.get((id(engine), chat_id))
+        if run is not None:
+            for key, value in fields.items():
+                setattr(run, key, value)
+
+
+def default_range(session: Session, chat_id: int) -> tuple[int, int] | None:
+    """The open scene (the messages after the newest closed scene) as message numbers; the newest closed
+    scene when no message follows it; None for a chat without messages."""
+    messages = chat_messages(session, chat_id)
+    if not messages:
+        return None
+    end = last_scene_end(session, chat_id)
+    after = [m.number for m in messages if end is None or m.id > end]
+    if after:
+        return after[0], messages[-1].number
+    newest = session.exec(
+        select(Scene).where(Scene.chat_id == chat_id).order_by(col(Scene.first_message_id).desc())
+    ).first()
+    numbers = [
+        m.number
+        for m in messages
+        if newest is not None and newest.first_message_id <= m.id <= newest.last_message_id
+    ]
+    return (numbers[0], numbers[-1]) if numbers else (messages[-1].number, messages[-1].number)
+
+
+MAX_DIGITS = 9
+
+
+def read_range(first: str, last: str) -> tuple[int, int]:
+    """The form's First message / Last message as numbers, each a sentence when it is not one."""
+    values = []
+    for label, raw in (("First message", first), ("Last message", last)):
+        raw = raw.strip()
+        if not (raw.isascii() and raw.isdigit()) or len(raw) > MAX_DIGITS:
+            shown = f"“{raw[:MAX_DIGITS]}{'…' if len(raw) > MAX_DIGITS else ''}”" if raw else "Empty"
+            raise UserError(f"Re-scan: {label}: {shown} is not a message number (1, 2, 3…).")
+        values.append(int(raw))
+    return values[0], values[1]
+
+
+def rescan_context(session: Session, services: Services, chat: Chat) -> dict[str, Any]:
+    """What the Re-scan scenes panel shows: the default range, the last re-scan, whether one can start."""
+    default = default_range(session, chat.id or 0)
+    problem = ""
+    try:
+        helper_config(session, services, chat)
+    except UserError as err:
+        problem = str(err)
+    run = rescan_status(services.engine, chat.id or 0)
+    return {
+        "chat": chat, "run": run, "default": default, "helper_problem": problem,
+        "enabled": read_settings(chat.settings).advanced_memory, "preparing": preparing(session, chat.id or 0),
+        "max_range": rescan.MAX_RANGE, "total": len(chat_messages(session, chat.id or 0)),
+        "closed": last_scene_end(session, chat.id or 0) is not None,
+    }  # fmt: skip
+
+
+def _old_scenes(session: Session, chat_id: int) -> list[rescan.OldScene]:
+    rows = session.exec(
+        select(Scene).where(Scene.chat_id == chat_id).order_by(col(Scene.first_message_id))
+    ).all()
+    return [rescan.OldScene(r.id or 0, n, r.first_message_id, r.last_message_id, r.manual, r.summary)
+            for n, r in enumerate(rows, 1)]  # fmt: skip
+
+
+def _touching(session: Session, chat_id: int, first: int, last: int) -> set[tuple[int, int, int]]:
+    """The scenes with a message in the range (id, first, last): a change during the reading refuses it."""
+    return {
+        (s.id, s.first, s.last) for s in _old_scenes(session, chat_id) if s.first <= last and s.last >= first
+    }
+
+
+@dataclass(frozen=True)
+class _Job:
+    chat_id: int
+    first_id: int  # the widened range, message ids
+    last_id: int
+    anchor: ReadableMessage | None  # the readable message before the range (context of the first window)
+    messages: tuple[ReadableMessage, ...]  # the readable messages of the range
+    interval: int
+    touching: frozenset[tuple[int, int, int]]
+
+
+def start_rescan(services: Services, chat_id: int, first: int, last: int) -> RescanStatus:
+    """Check the range (message numbers) and start the re-scan in the background."""
+    engine = services.engine
+    with Session(engine) as session:
+        chat = get_chat(session, chat_id)
+        if chat.mode != "roleplay":
+            raise UserError("Re-scan scenes is for Roleplay chats.")
+        settings = read_settings(chat.settings)
+        if not settings.advanced_memory:
+            raise UserError("Turn on Advanced Memory Recall in Chat Settings first.")
+        if (state := session.get(SceneState, chat_id)) is not None and state.paused:
+            raise UserError(PAUSED)
+        if preparing(session, chat_id):
+            raise UserError(PREPARING)
+        numbered = chat_messages(session, chat_id)
+        if (refused := rescan.check_range(first, last, len(numbered))) is not None:
+            raise UserError(refused)
+        scenes = _old_scenes(session, chat_id)
+        first_id, last_id = rescan.widen(scenes, numbered[first - 1].id, numbered[last - 1].id)
+        number = {m.id: m.number for m in numbered}
+        wide = number[first_id], number[last_id]
+        if wide != (first, last) and (refused := rescan.check_range(*wide, len(numbered))) is not None:
+            raise UserError(f"A scene crosses the edge of messages {first:,}–{last:,}, so the re-scan must read "
+                            f"messages {wide[0]:,}–{wide[1]:,}. {refused}")  # fmt: skip
+        readable = readable_messages(session, chat_id)
+        inside = tuple(m for m in readable if first_id <= m.id <= last_id)
+        if not inside:
+            raise UserError(
+                f"Messages {wide[0]:,}–{wide[1]:,} are all hidden from the AI or empty: nothing to re-scan."
+            )
+        before = [m for m in readable if m.id < first_id]
+        helper_config(session, services, chat)  # a sentence now rather than a failed run
+        job = _Job(chat_id, first_id, last_id, before[-1] if before else None, inside, settings.adv_check_interval,
+                   frozenset(_touching(session, chat_id, first_id, last_id)))  # fmt: skip
+    key = (id(engine), chat_id)
+    with _lock:
+        if key in _working:
+            raise Conflict(BUSY)
+        _working.add(key)
+        run = _runs[key] = RescanStatus("running", *wide)
+        shown = dataclasses.replace(run)
+    try:
+        threading.Thread(
+            target=_work, args=(services, job), name=f"scenes-rescan-{chat_id}", daemon=True
+        ).start()
+    except BaseException:
+        with _lock:
+            _working.discard(key)
+        raise
+    return shown
+
+
+def _stopped(services: Services) -> bool:
+    return services.scheduler is not None and not services.scheduler.running
+
+
+def _work(services: Services, job: _Job) -> None:
+    engine, chat_id = services.engine, job.chat_id
+    try:
+        ends = _detect(services, job)
+        if ends is None or _stopped(services):
+            return
+        new = _change(engine, job, ends)
+        if new is None:
+            return
+        _recap(services, job, new)
+    except UserError as err:  # the helper's connection went away meanwhile
+        _update(engine, chat_id, status="failed", current="", message=str(err))
+    except Exception:
+        log.exception("Re-scan scenes failed in chat %s", chat_id)
+        _update(engine, chat_id, status="failed", message=INTERNAL)
+    finally:
+        with _lock:
+            _working.discard((id(engine), chat_id))
+
+
+def _detect(services: Services, job: _Job) -> list[int] | None:
+    """The scene ends the helper names in the range (message ids); None when a window failed."""
+    engine = services.engine
+    numbered = [
+        NumberedMessage(m.number, m.name, m.text)
+        for m in ((job.anchor,) if job.anchor else ()) + job.messages
+    ]
+    by_number = {m.number: m for m in job.messages}
+    last = job.anchor.number if job.anchor else None
+    total = windows_left(numbered, last, job.interval)
+    _update(engine, job.chat_id, total=total, done=0)
+    with Session(engine) as session:
+        chat = session.get(Chat, job.chat_id)
+        if chat is None:
+            return None
+        config = helper_config(session, services, chat)
+    ends: list[int] = []
+    done = 0
+    while (window := history_window(numbered, last, job.interval)).messages:
+        a, b = window.messages[0].number, window.messages[-1].number
+        span = f"messages {a}–{b}" if a != b else f"message {a}"
+        _update(
+            engine,
+            job.chat_id,
+            current=f"Finding scenes: {span} of {job.messages[0].number}–{job.messages[-1].number}",
+        )
+        result = ask_scene_ends(config, check_request(window.anchor, window.messages), window.allowed_ends)
+        if isinstance(result, answers.Failure):
+            _update(engine, job.chat_id, status="failed", current="",
+                    message=f"Finding scenes in {span}: {result.reason} Nothing was changed; Re-scan again.")  # fmt: skip
+            return None
+        ends += [by_number[n].id for n in result.numbers if n in by_number]
+        done += 1
+        last = b
+        _update(engine, job.chat_id, done=done)
+        if _stopped(services):
+            return None
+    return ends
+
+
+def _change(engine: Engine, job: _Job, ends: list[int]) -> list[int] | None:
+    """Replace the changed scenes in one transaction; the new scenes' ids (None: stopped or refused)."""
+    with Session(engine) as session:
+        if frozenset(_touching(session, job.chat_id, job.first_id, job.last_id)) != job.touching:
+            _update(engine, job.chat_id, status="failed", current="", message=COLLIDED)
+            return None
+        scenes = _old_scenes(session, job.chat_id)
+        readable = [m.id for m in readable_messages(session, job.chat_id)]
+        outcome = rescan.plan(scenes, readable, ends, job.first_id, job.last_id)
+        if isinstance(outcome, rescan.Stop):
+            _update(engine, job.chat_id, status="stopped", current="", message=outcome.sentence)
+            return None
+        removed = [s.id for s in outcome.remove]
+        busy = [
+            s
+            for s in outcome.remove
+            if (row := session.get(Scene, s.id)) is not None and row.state == "writing"
+        ]
+        if busy:
+            _update(engine, job.chat_id, status="failed", current="",
+                    message=f"The recap of scene {busy[0].number} is being written right now; nothing was changed. "
+                            "Re-scan again in a moment.")  # fmt: skip
+            return None
+        try:
+            if removed:
+                session.exec(delete(SceneRecapPart).where(col(SceneRecapPart.scene_id).in_(removed)))  # type: ignore[call-overload]
+                session.exec(delete(Scene).where(col(Scene.id).in_(removed)))  # type: ignore[call-overload]
+                session.flush()
+            created = [
+                Scene(chat_id=job.chat_id, first_message_id=a, last_message_id=b) for a, b in outcome.create
+            ]
+            session.add_all(created)
+            state = session.get(SceneState, job.chat_id) or SceneState(chat_id=job.chat_id)
+            end = job.messages[-1].id
+            if (state.checked_through_id or 0) < end:
+                state.checked_through_id, state.updated_at = end, utcnow()
+                session.add(state)
+            session.commit()
+        except IntegrityError:
+            session.rollback()
+            _update(engine, job.chat_id, status="failed", current="", message=COLLIDED)
+            return None
+        ids = [s.id for s in created if s.id is not None]
+        numbers = {s.id: s.number for s in _old_scenes(session, job.chat_id)}
+    _update(engine, job.chat_id, changed=tuple(numbers[i] for i in ids))
+    if not outcome.changed:
+        _update(engine, job.chat_id, status="done", current="",
+                message="The helper found the same scenes in these messages: nothing changed.")  # fmt: skip
+        return None
+    return ids
+
+
+def _recap(services: Services, job: _Job, ids: list[int]) -> None:
+    engine = services.engine
+    run = rescan_status(engine, job.chat_id)
+    changed = run.changed if run else ()
+    _update(engine, job.chat_id, stage="recapping", total=len(ids), done=0)
+    written = 0
+    for k, scene_id in enumerate(ids):
+        label = f"scene {changed[k]}" if k < len(changed) else "a scene"
+        _update(engine, job.chat_id, current=f"Writing recap {k + 1} of {len(ids)}")
+        outcome = write_recap(services, scene_id)
+        if outcome.startswith("failed"):
+            _update(engine, job.chat_id, status="failed", current="",
+                    message=f"{_scenes_sentence(changed)} Writing the recap of {label} failed: "
+                            f"{outcome.removeprefix('failed: ')} It is tried again later, or run Fix.")  # fmt: skip
+            return
+        if outcome == "skipped: paused":
+            _update(engine, job.chat_id, status="done", current="",
+                    message=f"{_scenes_sentence(changed)} Processing was paused: their recaps are written after Resume.")  # fmt: skip
+            return
+        written += outcome in ("written", "skipped: already being written", "skipped: already written")
+        _update(engine, job.chat_id, done=k + 1)
+    _update(engine, job.chat_id, status="done", current="",
+            message=f"{_scenes_sentence(changed)} {written} {'recap' if written == 1 else 'recaps'} written.")  # fmt: skip
+
+
+def _scenes_sentence(numbers: tuple[int, ...]) -> str:
+    if not numbers:
+        return "The changed scenes were merged into the open scene."
+    listed = ", ".join(str(n) for n in numbers)
+    return f"New {'scene' if len(numbers) == 1 else 'scenes'}: {listed}."
