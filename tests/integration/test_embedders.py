@@ -60,3 +60,19 @@ def test_openai_compatible_refused_connection_says_so():
     s.close()
     with pytest.raises(EmbeddingError, match="could not be reached"):
         OpenAICompatible(f"http://127.0.0.1:{port}/v1", "m").embed_passages(["x"])
+
+
+def test_a_query_gives_up_on_a_slow_server_sooner_than_the_background_embedding(models, monkeypatch):
+    """A reply waits for its query's vector; memories are embedded in the background: the query gets
+    the short timeout (then the search ranks by words), passages the long one."""
+    import app.memory.recall.embedders as embedders
+
+    monkeypatch.setattr(embedders, "QUERY_TIMEOUT_S", 0.5)
+    models.embedding_delay_s = 1.5
+    try:
+        source = OpenAICompatible(models.base_url, "test-embed", timeout_s=10)
+        assert len(source.embed_passages(["The keeper climbed the stairs."])[0]) > 0
+        with pytest.raises(EmbeddingError, match="could not be reached"):
+            source.embed_query("Who climbed the stairs?")
+    finally:
+        models.embedding_delay_s = 0.0

@@ -257,6 +257,9 @@ class QueryVectors:
             self._items.clear()
 
 
+QUERY_TIMEOUT_S = 5.0
+
+
 class OpenAICompatible:
     """An OpenAI-compatible `/embeddings` endpoint (OpenAI, Ollama, llama.cpp --embeddings, vLLM...)."""
 
@@ -274,13 +277,13 @@ class OpenAICompatible:
         self.timeout_s = timeout_s
         self.space = EmbeddingSpace("openai", model, dims or self._known_dims.get((self.base_url, model), 0))
 
-    def embed_passages(self, texts: list[str]) -> list[list[float]]:
+    def embed_passages(self, texts: list[str], *, timeout_s: float | None = None) -> list[list[float]]:
         if not texts:
             return []
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         try:
             response = httpx.post(f"{self.base_url}/embeddings", json={"input": texts, "model": self.model},
-                                  headers=headers, timeout=self.timeout_s)  # fmt: skip
+                                  headers=headers, timeout=timeout_s or self.timeout_s)  # fmt: skip
         except httpx.HTTPError as err:
             raise EmbeddingError(self._redact(f"The embedding server at {self.base_url} could not be reached: {err}")) from err
         if response.status_code != 200:
@@ -298,7 +301,9 @@ class OpenAICompatible:
         return vectors
 
     def embed_query(self, text: str) -> list[float]:
-        return self.embed_passages([text])[0]
+        # A reply waits for its query's vector: a slow or dead server gets QUERY_TIMEOUT_S, then the
+        # search ranks by words alone (the background embedding of memories keeps the long timeout).
+        return self.embed_passages([text], timeout_s=min(self.timeout_s, QUERY_TIMEOUT_S))[0]
 
     def _redact(self, message: str) -> str:
         # Some servers quote the rejected key back; the message is shown in the memory viewer.
