@@ -162,3 +162,29 @@ def test_after_a_reply_the_check_runs_and_the_closed_scene_gets_its_recap(api, m
     assert (scene.first_message_id, scene.last_message_id) == (ids[0], ids[2])
     assert scene.summary == recap["summary"] and scene.participants == ["Aria"] and not scene.check_who
     assert len(_checks(models)) == 1
+
+
+def test_swipes_of_the_reply_that_closed_a_scene_never_make_it_twice(api, models, sugo):
+    """The reference app's duplicate scene summaries: a swipe runs the after-reply work again; the scene
+    the first version's check closed is neither checked nor recapped again."""
+    from tests.conftest import read_sse
+    from tests.support.waiting import wait_for
+
+    chat_id, _ = _chat(api, models, messages=1)
+    read_sse(api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "We reach the ford."}))
+    recap = {"summary": "Aria and the traveller reached the ford.", "participants": ["Aria"], "timeframe": ""}
+    models.script("Aria points at the far bank.", _ends(3), json.dumps(recap))
+    read_sse(api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "We cross at dawn."}))
+    wait_for(lambda: [s for s in _scenes(sugo, chat_id) if s[2] == "written"], timeout=30, interval=0.05,
+             what="the recap")  # fmt: skip
+    reply_id = _ids(api, chat_id)[-1]
+    for text in ("Aria shakes her head.", "Aria laughs."):
+        models.script(text)
+        events = read_sse(api.post(f"/api/chats/{chat_id}/generate", json={"action": "swipe", "message_id": reply_id}))
+        assert events[-1][0] == "done"
+    wait_for(lambda: api.get(f"/api/chats/{chat_id}/scenes").status_code == 200, timeout=5, what="the API")
+    threading.Event().wait(1.0)  # room for any after-reply work the swipes started
+    assert len(_scenes(sugo, chat_id)) == 1 and len(_checks(models)) == 1
+    recaps = [r for r in models.requests if r.path.endswith("/chat/completions")
+              and "recap" in r.json["messages"][0]["content"].lower()]  # fmt: skip
+    assert len(recaps) == 1
