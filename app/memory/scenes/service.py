@@ -226,3 +226,48 @@ def undo_new_start(session: Session, chat_id: int) -> bool:
         prompt.store_window_start(session, chat_id, None)
         session.commit()
     return had
+
+
+_LINE_IDS_SQL = "SELECT id FROM message WHERE chat_id = ? ORDER BY id"
+
+
+def copy_to_branch(session: Session, source_id: int, branch_id: int) -> None:
+    """A branch keeps Advanced Memory: the scenes that end at or before the branch point are copied with
+    their recaps (a scene waiting or being written is copied waiting, written anew for the branch); a
+    scene the branch point falls inside is not, so it is open again in the branch and recapped when it
+    ends there (the manual's "reabre essa cena"). The scene check's mark and the new start follow when
+    they lie within the branch."""
+    conn = session.connection()
+    old = [row[0] for row in conn.exec_driver_sql(_LINE_IDS_SQL, (source_id,)).all()]
+    new = [row[0] for row in conn.exec_driver_sql(_LINE_IDS_SQL, (branch_id,)).all()]
+    if not new:
+        return
+    mapped = dict(zip(old[: len(new)], new, strict=True))
+    last_copied = old[len(new) - 1]
+    kept = old[: len(new)]
+
+    def inside(first: int, last: int) -> tuple[int, int] | None:
+        lo, hi = bisect_left(kept, first), bisect_right(kept, last) - 1
+        return (mapped[kept[lo]], mapped[kept[hi]]) if lo <= hi else None
+
+    for scene in _scenes(session, source_id):
+        if scene.last_message_id > last_copied or (span := inside(scene.first_message_id, scene.last_message_id)) is None:
+            continue
+        data = scene.model_dump(exclude={"id", "chat_id", "first_message_id", "last_message_id", "created_at",
+                                         "updated_at", "next_attempt_at"})  # fmt: skip
+        if data["state"] == "writing":
+            data["state"] = "waiting"
+        session.add(Scene(**data, chat_id=branch_id, first_message_id=span[0], last_message_id=span[1]))
+    state = session.get(SceneState, source_id)
+    if state is not None:
+        def at_or_before(message_id: int | None) -> int | None:
+            if message_id is None:
+                return None
+            i = bisect_right(kept, message_id) - 1
+            return mapped[kept[i]] if i >= 0 else None
+
+        start = state.window_start_id
+        session.add(SceneState(chat_id=branch_id, paused=state.paused,
+                               checked_through_id=at_or_before(min(state.checked_through_id or 0, last_copied) or None),
+                               window_start_id=mapped.get(start) if start is not None and start <= last_copied else None))  # fmt: skip
+    session.flush()

@@ -17,7 +17,7 @@ from app.chats.settings import ChatSettings
 from app.jobs import Job
 from app.memory.recall.embedding import embedder_for_chat
 from app.memory.recall.service import start_search
-from app.memory.scenes import prompt, recalled, settings_form
+from app.memory.scenes import prompt, recalled, service, settings_form
 from app.memory.scenes.jobs import JOBS, schedule_processing
 from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
 from app.services import Services
@@ -65,6 +65,9 @@ class AdvancedMemorySource(PromptSource):
 
     def jobs(self) -> Sequence[Job]:
         return JOBS
+
+    def chat_branched(self, session: Session, source: Chat, branch: Chat) -> None:
+        service.copy_to_branch(session, source.id, branch.id)
 
     def settings_section(self, session: Session, chat: Chat, services: Services) -> SettingsSection | None:
         return settings_form.settings_section(session, chat, services)
