@@ -14,8 +14,9 @@ like a small local model's (HELPER_DELAY_S). Prints name=value lines; never asse
 
 Then the prompt, on a 5,000-message Roleplay chat (PROMPT_MESSAGES, ~70 tokens each, 350,000 in all)
 prepared the same way (a scene every 50 messages), Advanced Memory on with its defaults (ceiling 65,000,
-budget 6,500), Memory Recall's memories built, the scheduler running, and TURNS real replies through
-/generate (the test model server answering):
+budget 6,500), Memory Recall's memories built, SillyTavern's Eldoria World Info book attached and firing
+(checked), the scheduler running, and TURNS real replies through /generate (the test model server
+answering):
 - adv_max_prompt_tokens: the largest request the model received (Sugo's own estimator, the one the
   ceiling uses); adv_mean_prompt_tokens: their mean.
 - adv_whole_history_tokens: what the same turn sends without Advanced Memory when the whole history
@@ -52,6 +53,7 @@ SCENE_EVERY = 50
 HELPER_DELAY_S = 0.05
 CHARACTER, USER = "Aria", "Rowan"
 LIMIT_S = 900  # only a hung run stops the bench
+ELDORIA = ROOT.parent / "shared" / "fixtures" / "sillytavern" / "Eldoria.json"
 PROMPT_MESSAGES = 5_000
 TURNS = 20
 CONTEXT_SIZE = 1_000_000
@@ -160,6 +162,10 @@ def prepared_chat(client: httpx.Client, models: ModelServer, count: int) -> int:
     chat_id = r.json()["id"]
     client.put(f"/api/chats/{chat_id}/options", json={"connection_id": conn["id"],
                                                       "settings": {"advanced_memory": True}}).raise_for_status()  # fmt: skip
+    # SillyTavern's Eldoria World Info book attached, as a user's roleplay has lore (the questions name the forest).
+    book = client.post("/api/lorebooks/import", files={"file": (ELDORIA.name, ELDORIA.read_bytes())})
+    book.raise_for_status()
+    client.put(f"/api/chats/{chat_id}/lorebooks", json={"book_ids": [book.json()["id"]]}).raise_for_status()
     models.script(*(helper_reply(count) for _ in range(2 * count)))
     wait_until(lambda: client.get(f"/api/chats/{chat_id}/memories/status").json()["building"] is None)
     client.post(f"/api/chats/{chat_id}/scenes/prepare").raise_for_status()
@@ -205,12 +211,15 @@ def prompt_figures() -> None:
         sent, whole, whole_128k = [], [], []
         for turn in range(TURNS):
             place = WORDS[turn % len(WORDS)]
-            question = f"Do you remember what we planned near the {place}, and who we met on the road there?"
+            question = (f"Do you remember what we planned near the {place}, and who we met on the road there, "
+                        "before the forest?")  # fmt: skip
             history = client.get(f"/api/chats/{chat_id}/messages").json()
             history.append({"content": question})
             r = client.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": question})
             r.raise_for_status()
             request = models.last_request.json["messages"]
+            if "Eldoria is here" not in json.dumps(request):
+                raise RuntimeError("the lorebook entry did not fire: the figures would not be a user's path")
             sent.append(sum(count_message_tokens(m["content"]) for m in request))
             system = sum(count_message_tokens(m["content"]) for m in request if m["role"] == "system")
             whole.append(system + whole_history(history, CONTEXT_SIZE - system, 512))
