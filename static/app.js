@@ -55,6 +55,51 @@
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", showKeptNotices);
   else showKeptNotices();
 
+  // Advanced Memory problems: the dot on Chat Settings loads with the chat page (scenes/_problems_dot.html);
+  // each set of problems is announced once, on this device: its key is remembered in localStorage.
+  document.addEventListener("htmx:load", (e) => {
+    const el = e.detail.elt;
+    if (!(el instanceof Element) || !el.matches("[data-problems-key][data-announce]")) return;
+    const memo = "sugo-scene-problems:" + el.dataset.chatId;
+    const key = el.dataset.problemsKey;
+    if (!key) { localStorage.removeItem(memo); return; }
+    if (localStorage.getItem(memo) === key) return;
+    localStorage.setItem(memo, key);
+    const box = document.getElementById("toasts");
+    if (!box) return;
+    const n = Number(el.dataset.problemsScenes || 0);
+    const note = document.createElement("div");
+    note.className = "toast toast-info toast-kept";
+    note.id = "scene-problems-notice";
+    note.setAttribute("role", "status");
+    const text = document.createElement("span");
+    text.textContent = n ? `Advanced Memory: ${n} ${n === 1 ? "scene has" : "scenes have"} problems — Fix in Chat Settings`
+                         : "Advanced Memory: the scene check failed — Fix in Chat Settings";
+    const show = document.createElement("button");
+    show.type = "button";
+    show.className = "btn btn-small";
+    show.textContent = "Show";
+    show.addEventListener("click", () => {
+      note.remove();
+      const button = document.getElementById("settings-button");
+      if (!button) return;
+      document.addEventListener("htmx:afterSettle", function scroll(ev) {
+        if (ev.detail.target?.id !== "panel-body") return;
+        document.removeEventListener("htmx:afterSettle", scroll);
+        document.getElementById("advanced-memory")?.scrollIntoView({ block: "start" });
+      });
+      button.click();
+    });
+    const close = document.createElement("button");
+    close.type = "button";
+    close.className = "toast-close";
+    close.setAttribute("aria-label", "Dismiss");
+    close.textContent = "×";
+    close.addEventListener("click", () => note.remove());
+    note.append(text, show, close);
+    box.appendChild(note);
+  });
+
   // ---- fields the browser refuses -----------------------------------------------------------
   // The browser's own check scrolls a refused field only just into view, under the sticky Save
   // bar, and its bubble vanishes at the first scroll: the first refused field of a submit is

@@ -40,3 +40,59 @@ def cancel_prepare_page(chat_id: int, request: Request, services: ServicesDep) -
     """Cancel the running Prepare after the model call in hand; finished work stays."""
     prepare.stop_prepare(services, chat_id)
     return _panel(request, services, chat_id)
+
+
+# Problems, Fix, Pause / Resume processing (app/memory/scenes/fix.py): the panel at the top of the
+# Advanced Memory section (scenes/_problems.html, polled every second while Fix works) and the dot on
+# the Chat Settings buttons (scenes/_problems_dot.html).
+
+from typing import Literal  # noqa: E402
+
+from app.memory.scenes import fix  # noqa: E402
+
+PROBLEMS = "scenes/_problems.html"
+DOT = "scenes/_problems_dot.html"
+
+
+def _problems_panel(request: Request, services: Services, chat_id: int) -> HTMLResponse:
+    with Session(services.engine) as session:  # fresh: Fix's thread writes with its own sessions
+        return render(request, PROBLEMS, {"fx": fix.fix_status(session, services, chat_id)})
+
+
+@router.get("/chats/{chat_id}/scenes/problems")
+def problems_panel(chat_id: int, request: Request, services: ServicesDep) -> HTMLResponse:
+    """The chat's memory problems with Fix, its progress or end sentence, and Pause / Resume processing."""
+    return _problems_panel(request, services, chat_id)
+
+
+@router.get("/chats/{chat_id}/scenes/problems/dot")
+def problems_dot(chat_id: int, request: Request, services: ServicesDep,
+                 slot: Literal["settings-problems-dot", "access-problems-dot"] = "settings-problems-dot",
+                 announce: bool = False) -> HTMLResponse:  # fmt: skip
+    """The accent dot for a Chat Settings button (empty without problems); `announce`: the page shows the
+    notice once per set of problems."""
+    with Session(services.engine) as session:
+        chat = get_chat(session, chat_id)
+        found = fix.problems(session, chat_id)
+        return render(request, DOT, {"chat": chat, "problems": found, "slot": slot, "announce": announce})
+
+
+@router.post("/chats/{chat_id}/scenes/fix")
+def fix_page(chat_id: int, request: Request, services: ServicesDep) -> HTMLResponse:
+    """Fix every flagged scene in the background; the panel then polls its progress."""
+    fix.start_fix(services, chat_id)
+    return _problems_panel(request, services, chat_id)
+
+
+@router.post("/chats/{chat_id}/scenes/pause")
+def pause_page(chat_id: int, request: Request, services: ServicesDep) -> HTMLResponse:
+    """Pause processing in this chat."""
+    fix.pause(services, chat_id)
+    return _problems_panel(request, services, chat_id)
+
+
+@router.post("/chats/{chat_id}/scenes/resume")
+def resume_page(chat_id: int, request: Request, services: ServicesDep) -> HTMLResponse:
+    """Resume processing in this chat: what the pause stopped goes on."""
+    fix.resume(services, chat_id)
+    return _problems_panel(request, services, chat_id)
