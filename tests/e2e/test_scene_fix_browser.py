@@ -18,7 +18,7 @@ def _chat(live, models) -> int:
         assert r.status_code == 201, r.text
         char = c.post("/api/characters", json={"name": "Aria", "first_mes": "The road is long."}).json()
         chat = c.post("/api/chats", json={"character_ids": [char["id"]], "name": "Road"}).json()
-        r = c.put(f"/api/chats/{chat['id']}/options", json={"settings": {"advanced_memory": True}})
+        r = c.put(f"/api/chats/{chat['id']}/options", json={"settings": {"advanced_memory": True, "adv_check_interval": 100}})
         assert r.status_code == 200, r.text
     chat_id = chat["id"]
     # Scene 1: its messages changed since the recap; scene 2: its recap failed; scene 3: edited by hand, changed.

@@ -27,7 +27,8 @@ LINES = [("You", "Aria, the bridge is out."), ("Aria", "*Aria ties the rope.* We
 def _chat(api, models) -> int:
     add_connection(api, models)
     chat_id = new_chat(api, [add_character(api, "Aria")["id"]])["id"]
-    r = api.put(f"/api/chats/{chat_id}/options", json={"settings": {"advanced_memory": True}})
+    # A check interval no test reaches: a scene check after Resume would take a reply scripted for a recap.
+    r = api.put(f"/api/chats/{chat_id}/options", json={"settings": {"advanced_memory": True, "adv_check_interval": 100}})
     assert r.status_code == 200, r.text
     return chat_id
 
@@ -231,3 +232,27 @@ def test_problems_dot_and_the_api_refuse_what_does_not_fit(sugo, api, models):
     assert _problems(api, chat_id)["count"] == 0  # off: nothing runs there, nothing to flag
     refused = api.post(f"/api/chats/{chat_id}/scenes/fix")
     assert refused.status_code == 400 and "Turn on Advanced Memory" in refused.json()["detail"]
+
+
+def test_fix_asks_again_who_was_there_and_an_undecided_scene_is_not_asked_twice(sugo, api, models):
+    add_connection(api, models)
+    chat_id = new_chat(api, [add_character(api, "Aria")["id"], add_character(api, "Bo")["id"]])["id"]
+    r = api.put(f"/api/chats/{chat_id}/options", json={"settings": {"advanced_memory": True, "adv_check_interval": 100}})
+    assert r.status_code == 200, r.text
+    lines = [("Aria", "We hold the gate."), ("Bo", "I bar it.")]
+    decided = stored_scene(sugo, chat_id, lines, state="written", summary="They held the gate.", check_who=True)
+    undecided = stored_scene(sugo, chat_id, lines, state="written", summary="They held it again.", check_who=True)
+    assert [p["kind"] for p in _problems(api, chat_id)["problems"]] == ["check_who", "check_who"]
+
+    unsure = json.dumps({"summary": "Someone held the gate again."})
+    models.script(json.dumps({"summary": "Aria and Bo held the gate.", "participants": ["Aria", "Bo"]}), unsure, unsure)
+    run = _fix(api, chat_id)
+    assert run["current"] == "Advanced Memory fixed 1 scene; need your review: scene 2.", run
+    assert (_scene(sugo, decided).check_who, _scene(sugo, decided).participants) == (False, ["Aria", "Bo"])
+    assert _scene(sugo, undecided).check_who
+    assert [p["kind"] for p in _problems(api, chat_id)["problems"]] == ["check_who_undecided"]
+
+    models.reset()
+    run = _fix(api, chat_id)  # nothing left to ask: the undecided scene is yours
+    assert run["current"] == "Advanced Memory fixed 0 scenes; need your review: scene 2.", run
+    assert not models.requests
