@@ -56,15 +56,17 @@
   else showKeptNotices();
 
   // Advanced Memory problems: the dot on Chat Settings loads with the chat page (scenes/_problems_dot.html);
-  // each set of problems is announced once, on this device: its key is remembered in localStorage.
+  // each set of problems is announced once, on this device: the set is remembered in localStorage, and a
+  // set is announced only when it holds a problem the last one did not (not when Fix made it smaller).
   document.addEventListener("htmx:load", (e) => {
     const el = e.detail.elt;
     if (!(el instanceof Element) || !el.matches("[data-problems-key][data-announce]")) return;
     const memo = "sugo-scene-problems:" + el.dataset.chatId;
-    const key = el.dataset.problemsKey;
-    if (!key) { localStorage.removeItem(memo); return; }
-    if (localStorage.getItem(memo) === key) return;
-    localStorage.setItem(memo, key);
+    const now = (el.dataset.problems || "").split(" ").filter(Boolean);
+    if (!now.length) { localStorage.removeItem(memo); return; }
+    const before = new Set((localStorage.getItem(memo) || "").split(" "));
+    localStorage.setItem(memo, now.join(" "));
+    if (now.every((p) => before.has(p))) return;
     const box = document.getElementById("toasts");
     if (!box) return;
     const n = Number(el.dataset.problemsScenes || 0);

@@ -67,6 +67,9 @@ def test_problems_dot_notice_fix_and_pause(page: Page, live, models, shot, scree
     expect(done).to_have_text("Advanced Memory fixed 2 scenes; need your review: scene 3.", timeout=15_000)
     expect(page.locator("#scenes-problems-list li")).to_have_count(1)
     expect(page.locator("#scenes-fix")).to_have_count(0)  # nothing left Fix may touch
+    # The dot loads again when Fix ends: still there (scene 3 is yours), and a smaller set is not announced.
+    expect(page.locator("#settings-button .problem-dot")).to_have_attribute("title", "Advanced Memory: 1 scene with problems")
+    expect(page.locator("#scene-problems-notice")).to_have_count(0)
     page.locator("#scenes-problems").scroll_into_view_if_needed()
     shot("fixed")
 

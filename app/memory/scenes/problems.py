@@ -99,6 +99,12 @@ class Problems:
         return tuple(p for p in self.items if p.review)
 
     @property
+    def tokens(self) -> tuple[str, ...]:
+        """One "scene:kind" per problem: a page announces a set only when it holds one not announced yet
+        (a set that shrank while Fix works is not announced again)."""
+        return tuple(f"{p.scene_id}:{p.kind}" for p in self.items)
+
+    @property
     def key(self) -> str:
         """The set's key: the same problems give the same key (the notice is announced once per set);
         "" when there is none."""

@@ -56,7 +56,11 @@ DOT = "scenes/_problems_dot.html"
 
 def _problems_panel(request: Request, services: Services, chat_id: int) -> HTMLResponse:
     with Session(services.engine) as session:  # fresh: Fix's thread writes with its own sessions
-        return render(request, PROBLEMS, {"fx": fix.fix_status(session, services, chat_id)})
+        fx = fix.fix_status(session, services, chat_id)
+        response = render(request, PROBLEMS, {"fx": fx})
+    if not (fx.run is not None and fx.run.status == "running" and fx.working):
+        response.headers["HX-Trigger"] = "scene-problems-changed"  # the dots load again (not every poll)
+    return response
 
 
 @router.get("/chats/{chat_id}/scenes/problems")
