@@ -101,3 +101,22 @@ def test_no_problems_no_dot_and_the_list_says_so(page: Page, live, models, shot)
     expect(page.locator("#scenes-problems-none")).to_contain_text("No problems")
     page.locator("#scenes-problems").scroll_into_view_if_needed()
     shot("none")
+
+
+def test_a_fix_that_ends_with_the_panel_closed_is_announced_with_show(page: Page, live, models, shot):
+    chat_id = _chat(live, models)
+    page.goto(f"{live.url}/chats/{chat_id}")
+    page.locator("#scene-problems-notice").get_by_role("button", name="Show").click()
+    expect(page.locator("#scenes-problems-list li")).to_have_count(3)
+    models.script(_recap("They climbed down to the river, rope first."), _recap("They camped under the stars."))
+    page.locator("#scenes-fix").click()
+    expect(page.locator("#scenes-fix-running")).to_be_visible()
+    page.locator("#settings-panel [data-close-panel]").click()
+    notice = page.locator("#scene-fix-notice")
+    expect(notice).to_contain_text("Advanced Memory fixed 2 scenes; need your review: scene 3.", timeout=15_000)
+    shot("fix-ended-closed")
+    notice.get_by_role("button", name="Show").click()
+    expect(page.locator("#scenes-fix-done")).to_be_visible()
+    page.reload()  # told once per run
+    expect(page.locator("#settings-button .problem-dot")).to_be_visible()
+    expect(page.locator("#scene-fix-notice")).to_have_count(0)

@@ -38,6 +38,7 @@ import logging
 import threading
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from datetime import timedelta
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
@@ -110,6 +111,18 @@ def paused(session: Session, chat_id: int) -> bool:
 def working(engine: Engine, chat_id: int) -> bool:
     with _claims_lock:
         return (id(engine), chat_id) in _claims
+
+
+RECENT_END = timedelta(minutes=10)  # a Fix that ended longer ago is not announced on the chat page
+
+
+def recent_end(session: Session, services: Services, chat_id: int) -> SceneRun | None:
+    """The chat's Fix run that ended (done or failed) within RECENT_END: the chat page announces its end
+    once (with Show) when the Chat Settings panel was closed."""
+    run = latest_fix(session, chat_id)
+    if run is None or run.status not in ("done", "failed") or utcnow() - as_utc(run.updated_at) > RECENT_END:
+        return None
+    return run
 
 
 @dataclass(frozen=True)

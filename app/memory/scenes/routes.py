@@ -78,7 +78,9 @@ def problems_dot(chat_id: int, request: Request, services: ServicesDep,
     with Session(services.engine) as session:
         chat = get_chat(session, chat_id)
         found = fix.problems(session, chat_id)
-        return render(request, DOT, {"chat": chat, "problems": found, "slot": slot, "announce": announce})
+        ended = fix.recent_end(session, services, chat_id)
+        return render(request, DOT, {"chat": chat, "problems": found, "slot": slot, "announce": announce,
+                                     "fix_end": ended, "fixing": fix.working(services.engine, chat_id)})  # fmt: skip
 
 
 @router.post("/chats/{chat_id}/scenes/fix")
