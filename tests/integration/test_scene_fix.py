@@ -11,8 +11,8 @@ import json
 from sqlmodel import select
 
 from app.chats.models import Message
-from app.memory.scenes import writer
-from app.memory.scenes.checks import check_scenes
+from app.memory.scenes import prepare, writer
+from app.memory.scenes.checks import check_scenes, preparing
 from app.memory.scenes.models import Scene, SceneRun, SceneState
 from tests.conftest import add_character, add_connection, new_chat
 from tests.support.live import LiveSugo
@@ -256,3 +256,21 @@ def test_fix_asks_again_who_was_there_and_an_undecided_scene_is_not_asked_twice(
     run = _fix(api, chat_id)  # nothing left to ask: the undecided scene is yours
     assert run["current"] == "Advanced Memory fixed 0 scenes; need your review: scene 2.", run
     assert not models.requests
+
+
+def test_a_fix_run_is_never_taken_for_prepare_and_resume_processing_goes_on_with_a_paused_prepare(sugo, api, models):
+    chat_id = _chat(api, models)
+    stored_scene(sugo, chat_id, LINES, state="failed", reason="x")
+    models.script(GOOD)
+    assert _fix(api, chat_id)["status"] == "done"
+    assert api.get(f"/api/chats/{chat_id}/scenes/prepare").json()["status"] == "none"
+    with sugo.session() as s:
+        assert not preparing(s, chat_id) and prepare.latest_run(s, chat_id) is None
+        s.add(SceneRun(chat_id=chat_id, status="stopped", reason=prepare.PAUSED, stage="detecting"))
+        s.add(SceneState(chat_id=chat_id, paused=True))
+        s.commit()
+    # A Prepare stopped by Pause processing goes on at Resume processing (its window's answer: no scene end).
+    models.script(json.dumps({"ends": []}))
+    assert api.post(f"/api/chats/{chat_id}/scenes/resume").status_code == 200
+    wait_for(lambda: api.get(f"/api/chats/{chat_id}/scenes/prepare").json()["status"] == "done", what="Prepare to end")
+    assert _problems(api, chat_id)["run"]["status"] == "done"  # the Fix run is still Fix's own
