@@ -35,6 +35,7 @@ from app.lore.api import router as lore_api
 from app.lore.prompting import CompiledBooks
 from app.memory.recall.api import router as memory_api
 from app.memory.recall.runtime import RecallRuntime
+from app.memory.scenes.api import fix_router as scenes_fix_api
 from app.memory.scenes.api import router as scenes_api
 from app.memory.scenes.prepare_api import router as scenes_prepare_api
 from app.memory.summaries.api import router as summaries_api
@@ -113,8 +114,10 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
     app.add_middleware(SecurityHeaders, templates=[(TEMPLATES_DIR / "base.html").read_text()])
     install_error_handlers(app)
 
-    # scenes_prepare_api before scenes_api: its /scenes/prepare would otherwise be read as /scenes/{scene_id}.
-    for router in (connections_api, characters_api, personas_api, chats_api, memory_api, scenes_prepare_api, scenes_api,
+    # scenes_prepare_api and scenes_fix_api before scenes_api: their /scenes/prepare, /scenes/problems would
+    # otherwise be read as /scenes/{scene_id}.
+    for router in (connections_api, characters_api, personas_api, chats_api, memory_api, scenes_prepare_api,
+                   scenes_fix_api, scenes_api,
                    summaries_api, summary_templates_api, lore_api, chat_lore_api,
                    images_routes, *pages.routers):  # fmt: skip
         app.include_router(router, dependencies=[Depends(ids_in_range)])

@@ -55,6 +55,68 @@
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", showKeptNotices);
   else showKeptNotices();
 
+  // A Fix that ended while the Chat Settings panel was closed (its own list says it otherwise): told once
+  // per run, with Show.
+  function announceFixEnd(el) {
+    const run = el.dataset.fixRun;
+    const memo = "sugo-scene-fix:" + el.dataset.chatId;
+    if (!run || localStorage.getItem(memo) === run) return;
+    localStorage.setItem(memo, run);
+    if (document.getElementById("scenes-problems")?.offsetParent) return;  // the panel is open: its list says it
+    problemsNotice(el.dataset.fixEnd, "scene-fix-notice");
+  }
+  function problemsNotice(message, id) {
+    const box = document.getElementById("toasts");
+    if (!box) return;
+    const note = document.createElement("div");
+    note.className = "toast toast-info toast-kept";
+    note.id = id;
+    note.setAttribute("role", "status");
+    const text = document.createElement("span");
+    text.textContent = message;
+    const show = document.createElement("button");
+    show.type = "button";
+    show.className = "btn btn-small";
+    show.textContent = "Show";
+    show.addEventListener("click", () => {
+      note.remove();
+      const button = document.getElementById("settings-button");
+      if (!button) return;
+      document.addEventListener("htmx:afterSettle", function scroll(ev) {
+        if (ev.detail.target?.id !== "panel-body") return;
+        document.removeEventListener("htmx:afterSettle", scroll);
+        document.getElementById("advanced-memory")?.scrollIntoView({ block: "start" });
+      });
+      button.click();
+    });
+    const close = document.createElement("button");
+    close.type = "button";
+    close.className = "toast-close";
+    close.setAttribute("aria-label", "Dismiss");
+    close.textContent = "×";
+    close.addEventListener("click", () => note.remove());
+    note.append(text, show, close);
+    box.appendChild(note);
+  }
+
+  // Advanced Memory problems: the dot on Chat Settings loads with the chat page (scenes/_problems_dot.html);
+  // each set of problems is announced once, on this device: the set is remembered in localStorage, and a
+  // set is announced only when it holds a problem the last one did not (not when Fix made it smaller).
+  document.addEventListener("htmx:load", (e) => {
+    const el = e.detail.elt;
+    if (!(el instanceof Element) || !el.matches("[data-problems-key][data-announce]")) return;
+    announceFixEnd(el);
+    const memo = "sugo-scene-problems:" + el.dataset.chatId;
+    const now = (el.dataset.problems || "").split(" ").filter(Boolean);
+    if (!now.length) { localStorage.removeItem(memo); return; }
+    const before = new Set((localStorage.getItem(memo) || "").split(" "));
+    localStorage.setItem(memo, now.join(" "));
+    if (now.every((p) => before.has(p))) return;
+    const n = Number(el.dataset.problemsScenes || 0);
+    problemsNotice(n ? `Advanced Memory: ${n} ${n === 1 ? "scene has" : "scenes have"} problems — Fix in Chat Settings`
+                     : "Advanced Memory: the scene check failed — Fix in Chat Settings", "scene-problems-notice");
+  });
+
   // ---- fields the browser refuses -----------------------------------------------------------
   // The browser's own check scrolls a refused field only just into view, under the sticky Save
   // bar, and its bubble vanishes at the first scroll: the first refused field of a submit is

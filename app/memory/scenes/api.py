@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from app.chats.service import get_chat
 from app.deps import ServicesDep, SessionDep
 from app.downloads import content_disposition
-from app.memory.scenes import rescans, service
+from app.memory.scenes import fix, rescans, service
 from app.memory.scenes.service import ChatMessage, SceneView
 from app.memory.scenes.transfer import MAX_IMPORT_BYTES, MAX_QUERY_CHARS, MAX_SUMMARY_CHARS
 from app.modelbase import RowId
@@ -187,3 +187,78 @@ def delete_scene_summary(chat_id: int, scene_id: RowId, session: SessionDep) -> 
     """Delete summary: the recap goes, the scene keeps its bounds and is not recapped again by routine work."""
     service.delete_summary(session, chat_id, scene_id)
     return _read(service.scene_view(session, chat_id, scene_id))
+
+
+# Problems, Fix, Pause / Resume processing (app/memory/scenes/fix.py) ---------------------------------
+# Their own router, included before `router` (app/main.py): GET /scenes/problems would otherwise be read
+# as /scenes/{scene_id}.
+
+
+fix_router = APIRouter(prefix="/api/chats", tags=["scenes"])
+
+
+class ProblemRead(BaseModel):
+    scene_id: int | None  # None: the chat's failed scene check
+    number: int | None  # the scene's number (Access memories numbers them alike)
+    kind: str  # changed, changed_manual, failed, unsummarised, check_who, check_who_undecided, no_messages, check_failed
+    sentence: str
+    review: bool  # Fix leaves it to you ("need your review")
+
+
+class FixRunRead(BaseModel):
+    id: int
+    status: str  # running, stopped (Pause processing, or a restart), failed, done
+    total: int
+    done: int
+    current: str  # the step in hand; when done, "Advanced Memory fixed N scenes…"
+    reason: str
+    working: bool
+
+
+class ProblemsRead(BaseModel):
+    count: int
+    key: str  # the same set of problems gives the same key ("" when none): announce a set once
+    problems: list[ProblemRead]
+    paused: bool
+    run: FixRunRead | None
+
+
+def _problems_read(session, services, chat_id: int, run=None) -> ProblemsRead:
+    st = fix.fix_status(session, services, chat_id)
+    run = run or st.run
+    items = [ProblemRead(scene_id=p.scene_id or None, number=p.number or None, kind=p.kind, sentence=p.sentence,
+                         review=p.review) for p in st.problems.items]  # fmt: skip
+    return ProblemsRead(
+        count=st.problems.count, key=st.problems.key, problems=items, paused=st.paused,
+        run=None if run is None else FixRunRead(id=run.id, status=run.status, total=run.total, done=run.done,
+                                                current=run.current, reason=run.reason, working=st.working),
+    )  # fmt: skip
+
+
+@fix_router.get("/{chat_id}/scenes/problems", response_model=ProblemsRead)
+def scene_problems(chat_id: int, session: SessionDep, services: ServicesDep) -> ProblemsRead:
+    """The chat's memory problems (changed, failed or unsummarised scenes, Check who was there, a failed
+    scene check), the set's key, whether processing is paused, and the newest Fix run."""
+    return _problems_read(session, services, chat_id)
+
+
+@fix_router.post("/{chat_id}/scenes/fix", response_model=ProblemsRead, status_code=202)
+def fix_scenes(chat_id: int, session: SessionDep, services: ServicesDep) -> ProblemsRead:
+    """Fix every flagged scene in the background with the helper model (409 while Fix or Prepare runs);
+    hand-edited summaries are never rewritten."""
+    run = fix.start_fix(services, chat_id)
+    return _problems_read(session, services, chat_id, run)
+
+
+@fix_router.post("/{chat_id}/scenes/pause", response_model=ProblemsRead)
+def pause_processing(chat_id: int, session: SessionDep, services: ServicesDep) -> ProblemsRead:
+    """Pause processing: no scene check, recap, Prepare or Fix step runs in this chat until Resume."""
+    fix.pause(services, chat_id)
+    return _problems_read(session, services, chat_id)
+
+
+@fix_router.post("/{chat_id}/scenes/resume", response_model=ProblemsRead)
+def resume_processing(chat_id: int, session: SessionDep, services: ServicesDep) -> ProblemsRead:
+    """Resume processing: what the pause stopped (Fix, Prepare, the checks and recaps) goes on."""
+    fix.resume(services, chat_id)
+    return _problems_read(session, services, chat_id)

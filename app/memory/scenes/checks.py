@@ -130,7 +130,7 @@ def check_scenes(services: Services, chat_id: int) -> CheckOutcome:
 def preparing(session: Session, chat_id: int) -> bool:
     """Whether the chat's newest Prepare existing history run is unfinished (running, cut short by a
     restart, cancelled or failed): until it is done, the chat's scenes are Prepare's."""
-    status = session.exec(select(SceneRun.status).where(SceneRun.chat_id == chat_id)
+    status = session.exec(select(SceneRun.status).where(SceneRun.chat_id == chat_id, col(SceneRun.stage) != "fixing")
                           .order_by(col(SceneRun.id).desc()).limit(1)).first()  # fmt: skip
     return status is not None and status != "done"
 

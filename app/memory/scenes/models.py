@@ -96,7 +96,7 @@ class SceneState(SQLModel, table=True):
 # running: a thread works it, or a restart cut it short (the sweep resumes it); stopped: Cancel; failed:
 # a model call failed (the reason is kept; Resume retries); done: every window checked, every recap written.
 SCENE_RUN_STATUSES = ("running", "stopped", "failed", "done")
-SCENE_RUN_STAGES = ("detecting", "recapping")
+SCENE_RUN_STAGES = ("detecting", "recapping", "fixing")  # fixing: a Fix run (fix.py), never Prepare's
 
 
 class SceneRun(SQLModel, table=True):

@@ -114,7 +114,8 @@ def _release(engine: Engine, chat_id: int) -> None:
 
 
 def latest_run(session: Session, chat_id: int) -> SceneRun | None:
-    return session.exec(select(SceneRun).where(SceneRun.chat_id == chat_id)
+    """The chat's newest Prepare run (Fix's runs, stage "fixing", are fix.py's)."""
+    return session.exec(select(SceneRun).where(SceneRun.chat_id == chat_id, col(SceneRun.stage) != "fixing")
                         .order_by(col(SceneRun.id).desc()).limit(1)).first()  # fmt: skip
 
 
@@ -180,7 +181,8 @@ def resume_cut_short(services: Services) -> list[int]:
     for meanwhile just ends them); the chats resumed."""
     engine = services.engine
     with Session(engine) as session:
-        chats = session.exec(select(SceneRun.chat_id).where(SceneRun.status == "running").distinct()).all()
+        chats = session.exec(select(SceneRun.chat_id).where(SceneRun.status == "running", col(SceneRun.stage) != "fixing")
+                            .distinct()).all()  # fmt: skip
     resumed = []
     for chat_id in chats:
         if working(engine, chat_id):

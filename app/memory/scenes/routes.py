@@ -1,5 +1,8 @@
 """Chat Settings → Advanced Memory → Prepare existing history: the panel's HTMX actions, each answering
-the panel again (settings_form.prepare_context); the panel polls itself every second while a run works."""
+the panel again (settings_form.prepare_context); the panel polls itself every second while a run works.
+Then Re-scan scenes' panel, and the problems panel with Fix and Pause / Resume processing."""
+
+from typing import Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
@@ -8,7 +11,7 @@ from sqlmodel import Session
 from app import forms
 from app.chats.service import get_chat
 from app.deps import FormDep, ServicesDep
-from app.memory.scenes import prepare, rescans
+from app.memory.scenes import fix, prepare, rescans
 from app.memory.scenes.settings_form import PANEL, prepare_context
 from app.services import Services
 from app.web import render
@@ -66,3 +69,63 @@ def start_rescan_page(chat_id: int, request: Request, form: FormDep, services: S
     first, last = rescans.read_range(forms.text(form, "rescan_first"), forms.text(form, "rescan_last"))
     rescans.start_rescan(services, chat_id, first, last)
     return _rescan_panel(request, services, chat_id)
+
+
+# Problems, Fix, Pause / Resume processing (app/memory/scenes/fix.py): the panel at the top of the
+# Advanced Memory section (scenes/_problems.html, polled every second while Fix works) and the dot on
+# the Chat Settings buttons (scenes/_problems_dot.html).
+
+
+
+PROBLEMS = "scenes/_problems.html"
+DOT = "scenes/_problems_dot.html"
+
+
+def _problems_panel(request: Request, services: Services, chat_id: int) -> HTMLResponse:
+    with Session(services.engine) as session:  # fresh: Fix's thread writes with its own sessions
+        fx = fix.fix_status(session, services, chat_id)
+        response = render(request, PROBLEMS, {"fx": fx})
+    if not (fx.run is not None and fx.run.status == "running" and fx.working):
+        response.headers["HX-Trigger"] = "scene-problems-changed"  # the dots load again (not every poll)
+    return response
+
+
+@router.get("/chats/{chat_id}/scenes/problems")
+def problems_panel(chat_id: int, request: Request, services: ServicesDep) -> HTMLResponse:
+    """The chat's memory problems with Fix, its progress or end sentence, and Pause / Resume processing."""
+    return _problems_panel(request, services, chat_id)
+
+
+@router.get("/chats/{chat_id}/scenes/problems/dot")
+def problems_dot(chat_id: int, request: Request, services: ServicesDep,
+                 slot: Literal["settings-problems-dot", "access-problems-dot"] = "settings-problems-dot",
+                 announce: bool = False) -> HTMLResponse:  # fmt: skip
+    """The accent dot for a Chat Settings button (empty without problems); `announce`: the page shows the
+    notice once per set of problems."""
+    with Session(services.engine) as session:
+        chat = get_chat(session, chat_id)
+        found = fix.problems(session, chat_id)
+        ended = fix.recent_end(session, services, chat_id)
+        return render(request, DOT, {"chat": chat, "problems": found, "slot": slot, "announce": announce,
+                                     "fix_end": ended, "fixing": fix.working(services.engine, chat_id)})  # fmt: skip
+
+
+@router.post("/chats/{chat_id}/scenes/fix")
+def fix_page(chat_id: int, request: Request, services: ServicesDep) -> HTMLResponse:
+    """Fix every flagged scene in the background; the panel then polls its progress."""
+    fix.start_fix(services, chat_id)
+    return _problems_panel(request, services, chat_id)
+
+
+@router.post("/chats/{chat_id}/scenes/pause")
+def pause_page(chat_id: int, request: Request, services: ServicesDep) -> HTMLResponse:
+    """Pause processing in this chat."""
+    fix.pause(services, chat_id)
+    return _problems_panel(request, services, chat_id)
+
+
+@router.post("/chats/{chat_id}/scenes/resume")
+def resume_page(chat_id: int, request: Request, services: ServicesDep) -> HTMLResponse:
+    """Resume processing in this chat: what the pause stopped goes on."""
+    fix.resume(services, chat_id)
+    return _problems_panel(request, services, chat_id)

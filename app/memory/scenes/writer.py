@@ -99,7 +99,7 @@ def release_stale(engine: Engine) -> int:
             return int(result.rowcount or 0)
 
 
-def _claim(engine: Engine, scene_id: int) -> str | None:
+def _claim(engine: Engine, scene_id: int, states: tuple[str, ...] = ("waiting", "failed")) -> str | None:
     """Claim the scene for this writer: None, or why it cannot be claimed (the outcome to return)."""
     key = (id(engine), scene_id)
     with _held_lock:
@@ -108,7 +108,7 @@ def _claim(engine: Engine, scene_id: int) -> str | None:
         _held.add(key)  # before the UPDATE: release_stale never sees our claim as stale
     try:
         with Session(engine) as session:
-            stmt = update(Scene).where(col(Scene.id) == scene_id, col(Scene.state).in_(("waiting", "failed")),
+            stmt = update(Scene).where(col(Scene.id) == scene_id, col(Scene.state).in_(states),
                                        col(Scene.manual) == False)  # noqa: E712  # fmt: skip
             result = session.exec(stmt.values(state="writing", updated_at=utcnow()))  # type: ignore[call-overload]
             session.commit()
@@ -383,9 +383,12 @@ def _settle_participants(written: _Written, job: _Work) -> tuple[rc.Recap, list[
     return recap, list(audience.characters), audience.check_who_was_there
 
 
-def write_recap(services: Services, scene_id: int) -> str:
+def write_recap(services: Services, scene_id: int, *, rewrite: bool = False) -> str:
     """Write one closed scene's recap with the chat's helper model: "written", "failed: <reason>" or
-    "skipped: <why>" (already written or being written, edited by hand, paused)."""
+    "skipped: <why>" (already written or being written, edited by hand, paused).
+
+    `rewrite` (Fix): a written scene, not edited by hand, is written again; a failure leaves it written,
+    its recap untouched and still recalled, the reason kept (fix.py lists it again)."""
     engine = services.engine
     with Session(engine) as session:
         scene = session.get(Scene, scene_id)
@@ -395,22 +398,23 @@ def write_recap(services: Services, scene_id: int) -> str:
             and state.paused
         ):
             return "skipped: paused"
-    if (skipped := _claim(engine, scene_id)) is not None:
+    if (skipped := _claim(engine, scene_id, ("written",) if rewrite else ("waiting", "failed"))) is not None:
         return skipped
+    back = "written" if rewrite else "failed"
     try:
         with Session(engine) as session:
             scene = session.get(Scene, scene_id)
             work = _gather(session, services, scene) if scene is not None else "The scene no longer exists."
         if isinstance(work, str):
-            return _fail(engine, scene_id, work)
+            return _fail(engine, scene_id, work, back)
         written = _write(work, engine)
         if isinstance(written, str):
-            return _fail(engine, scene_id, written)
+            return _fail(engine, scene_id, written, back)
         recap, names, check_who = _settle_participants(written, work)
         return _store(engine, work, recap, names, check_who)
     except Exception:
         log.exception("writing the recap of scene %s failed", scene_id)
-        return _fail(engine, scene_id, INTERNAL)
+        return _fail(engine, scene_id, INTERNAL, back)
     finally:
         _unhold(engine, scene_id)
 
@@ -437,14 +441,15 @@ def _store(engine: Engine, work: _Work, recap: rc.Recap, names: list[str], check
     return "written" if result.rowcount == 1 else "skipped: the recap was edited by hand meanwhile"
 
 
-def _fail(engine: Engine, scene_id: int, reason: str) -> str:
-    """Mark the scene failed with `reason`; its summary, participants and timeframe stay as they were."""
+def _fail(engine: Engine, scene_id: int, reason: str, state: str = "failed") -> str:
+    """Mark the scene failed with `reason` (a rewrite goes back to "written"); its summary, participants,
+    timeframe and fingerprint stay as they were."""
     with Session(engine) as session:
         scene = session.get(Scene, scene_id)
         if scene is None or scene.state != "writing":
             return f"failed: {reason}"
         scene.attempts += 1
-        scene.state, scene.reason = "failed", reason
+        scene.state, scene.reason = state, reason
         scene.next_attempt_at = utcnow() + answers.retry_delay(scene.attempts)
         scene.updated_at = utcnow()
         session.add(scene)
