@@ -274,3 +274,27 @@ def test_a_fix_run_is_never_taken_for_prepare_and_resume_processing_goes_on_with
     assert api.post(f"/api/chats/{chat_id}/scenes/resume").status_code == 200
     wait_for(lambda: api.get(f"/api/chats/{chat_id}/scenes/prepare").json()["status"] == "done", what="Prepare to end")
     assert _problems(api, chat_id)["run"]["status"] == "done"  # the Fix run is still Fix's own
+
+
+
+def test_deleting_an_earlier_message_does_not_make_later_scenes_look_changed(api, models, sugo):
+    """Renumbering is not a change: the scene's messages say what they said."""
+    from app.memory.scenes.fix import fix_status
+
+    add_connection(api, models)
+    chat_id = new_chat(api, [add_character(api)["id"]])["id"]
+    early = api.post(f"/api/chats/{chat_id}/messages", json={"content": "An early aside."}).json()["id"]
+    scene = stored_scene(sugo, chat_id, [("You", "We reach the ford."), ("Aria", "Cold water.")])
+    api.put(f"/api/chats/{chat_id}/options", json={"settings": {"advanced_memory": True}})
+    models.script(json.dumps({"summary": "They reached the ford.", "participants": ["Aria"], "timeframe": ""}))
+    writer.write_recap(sugo.services, scene)
+    with sugo.session() as s:
+        assert fix_status(s, sugo.services, chat_id).problems.items == ()
+    assert api.delete(f"/api/chats/{chat_id}/messages/{early}").status_code in (200, 204)
+    with sugo.session() as s:
+        assert fix_status(s, sugo.services, chat_id).problems.items == ()
+    # An edit is a change.
+    ford = api.get(f"/api/chats/{chat_id}/messages").json()[-2]["id"]
+    assert api.patch(f"/api/chats/{chat_id}/messages/{ford}", json={"content": "We reach the bridge."}).status_code == 200
+    with sugo.session() as s:
+        assert [p.kind for p in fix_status(s, sugo.services, chat_id).problems.items] == ["changed"]

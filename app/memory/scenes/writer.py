@@ -157,10 +157,12 @@ class _Work:
 
 
 def fingerprint(messages: Sequence[rc.SceneMessage]) -> str:
-    """A hash of messages as the helper reads them (numbers, authors, texts, pieces)."""
+    """A hash of messages as the helper reads them (authors, texts, pieces). Not their numbers: deleting
+    an earlier message renumbers every later scene without changing what any of them says, and must not
+    make them all look changed to Fix (the prompt numbers a recap from the messages at the time)."""
     digest = hashlib.sha256()
     for m in messages:
-        digest.update(repr((m.number, m.name, m.text, m.part)).encode())
+        digest.update(repr((m.name, m.text, m.part)).encode())
         digest.update(b"\x00")
     return digest.hexdigest()
 
