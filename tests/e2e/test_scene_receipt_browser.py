@@ -29,7 +29,7 @@ def test_a_reply_shows_its_memory_receipt_and_an_earlier_version_keeps_its_own(p
     expect(receipt.locator("summary")).to_contain_text("of 20,000 tokens")
     receipt.locator("summary").click()
     # The scene's messages are still in the window (it never reached the ceiling): nothing is recalled.
-    expect(receipt.locator("li")).to_contain_text(["Nothing recalled: no earlier scenes."])
+    expect(receipt.locator("li")).to_contain_text(["Nothing recalled: no earlier scenes outside the current window."])
     receipt.scroll_into_view_if_needed()
     shot("receipt")
 

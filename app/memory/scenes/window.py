@@ -89,7 +89,7 @@ NO_SPACE_LEFT = "no_space_left"
 NOTHING_RELEVANT = "nothing_relevant"
 RECALL_OFF = "recall_off"
 NOTHING_REASONS = {
-    NO_EARLIER_SCENES: "no earlier scenes",
+    NO_EARLIER_SCENES: "no earlier scenes outside the current window",
     NO_SPACE_LEFT: "no space left",
     NOTHING_RELEVANT: "nothing relevant",
     RECALL_OFF: "scene recall is off",
