@@ -26,10 +26,14 @@ def model_server() -> Iterator[ModelServer]:
 
 @pytest.fixture
 def models(model_server: ModelServer) -> Iterator[ModelServer]:
+    # A new epoch per test: what an earlier test's Sugo left running (a summary thread, Prepare, a
+    # recap) reaches the server at that test's address and is refused, never eating this one's script.
     model_server.reset()
+    model_server.new_epoch()
     model_server.api_key = None
     yield model_server
     model_server.reset()
+    model_server.new_epoch()
 
 
 @pytest.fixture

@@ -552,3 +552,21 @@ async def test_anthropic_probe(server: ModelServer) -> None:
     assert not result.ok
     assert result.model is None
     assert "not found" in result.message
+
+
+def test_an_earlier_tests_address_is_refused_without_eating_the_script(models):
+    """Work an earlier test left running (its Sugo's summary thread, say) cannot take this test's reply."""
+    import httpx
+
+    old = models.base_url
+    models.new_epoch()
+    models.script("For this test only.")
+    body = {"model": "test-model", "messages": [{"role": "user", "content": "hi"}]}
+    assert httpx.post(f"{old}/chat/completions", json=body).status_code == 410
+    assert models.pending_replies == 1 and models.requests == []
+    r = httpx.post(f"{models.base_url}/chat/completions", json=body)
+    assert r.json()["choices"][0]["message"]["content"] == "For this test only."
+    assert models.last_request.path == "/v1/chat/completions"
+    # The bare address (what local-server discovery probes) still answers.
+    port = models.base_url.split(":")[2].split("/")[0]
+    assert httpx.get(f"http://127.0.0.1:{port}/v1/models").status_code == 200

@@ -225,6 +225,27 @@ def _sse(data: Any, event: str | None = None) -> bytes:
     return f"{prefix}data: {payload}\n\n".encode()
 
 
+_EPOCH = re.compile(r"^/e(\d+)(?=/)")
+
+
+class _Epochs:
+    """Strips a /e<N> prefix from the path, or refuses the request when N is not the current epoch."""
+
+    def __init__(self, app, server: ModelServer) -> None:
+        self.app, self.server = app, server
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and (m := _EPOCH.match(scope["path"])):
+            if int(m.group(1)) != self.server._epoch:
+                gone = Response("An earlier test's address: this epoch of the test model server has ended.",
+                                status_code=410, media_type="text/plain")  # fmt: skip
+                await gone(scope, receive, send)
+                return
+            path = scope["path"][m.end():]
+            scope = {**scope, "path": path, "raw_path": path.encode()}
+        await self.app(scope, receive, send)
+
+
 class ModelServer:
     """OpenAI-compatible (`base_url`) and Anthropic (`anthropic_base_url`) endpoints in one server."""
 
@@ -250,6 +271,10 @@ class ModelServer:
         self._lock = threading.Lock()
         self._queue: deque[Reply] = deque()
         self._ids = itertools.count(1)
+        # Each test's part of the server (`new_epoch`): its addresses carry /e<N>, and a request to an
+        # earlier test's addresses is refused (410) without touching the scripted replies, so work an
+        # earlier test left running can never eat this test's script. Bare addresses always answer.
+        self._epoch = 0
         self._socket: socket.socket | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -278,7 +303,7 @@ class ModelServer:
         if not any(isinstance(f, _HideDeliberateDrops) for f in uvicorn_error_log.filters):
             uvicorn_error_log.addFilter(_HideDeliberateDrops())
         config = uvicorn.Config(
-            self.app,
+            _Epochs(self.app, self),
             http="h11",
             loop="asyncio",
             lifespan="off",
@@ -326,11 +351,20 @@ class ModelServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://{HOST}:{self.port}/v1"
+        return f"http://{HOST}:{self.port}{self._prefix}/v1"
 
     @property
     def anthropic_base_url(self) -> str:
-        return f"http://{HOST}:{self.port}/anthropic/v1"
+        return f"http://{HOST}:{self.port}{self._prefix}/anthropic/v1"
+
+    @property
+    def _prefix(self) -> str:
+        return f"/e{self._epoch}" if self._epoch else ""
+
+    def new_epoch(self) -> None:
+        """Start a new test's part of the server: addresses handed out before now are refused."""
+        with self._lock:
+            self._epoch += 1
 
     # --- scripting -------------------------------------------------------------------------------
 
