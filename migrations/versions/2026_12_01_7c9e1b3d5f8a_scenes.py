@@ -92,9 +92,19 @@ def upgrade() -> None:
     )
     op.create_index("ix_scene_run_chat", "scene_run", ["chat_id", "id"])
     op.create_index("ix_scene_run_status", "scene_run", ["status"])
+    op.create_table(
+        "scene_snapshot",
+        sa.Column("chat_id", sa.Integer(), nullable=False),
+        sa.Column("anchor_id", sa.Integer(), nullable=False),
+        sa.Column("scenes", sa.JSON(), nullable=False),
+        sa.Column("created_at", sa.DateTime(), nullable=False),
+        sa.ForeignKeyConstraint(["chat_id"], ["chat.id"], name="fk_scene_snapshot_chat_id_chat", ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("chat_id", "anchor_id", name="pk_scene_snapshot"),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("scene_snapshot")
     op.drop_index("ix_scene_run_status", table_name="scene_run")
     op.drop_index("ix_scene_run_chat", table_name="scene_run")
     op.drop_table("scene_run")

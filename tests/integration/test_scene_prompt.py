@@ -1,5 +1,5 @@
-"""Advanced Memory's prompt part (issue 14, acceptance 1): a long roleplay with closed, recapped scenes
-run turn by turn against the test model server: every request stays under the ceiling, the window
+"""Advanced Memory's prompt part (issue 14, acceptance 1): a 600-message roleplay with 12 scenes, prepared
+with the test model server playing the helper (scripted scene ends and recaps), then run turn by turn: every request stays under the ceiling, the window
 restarts at the newest scene once the ceiling is reached (a stored "new start"), and a question about an
 earlier scene gets that scene's recap and an excerpt in one Recalled Scenes block, said in the receipt."""
 
@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from sqlmodel import Session, select
 
 from app.chats.models import Message
-from app.memory.scenes.models import Scene, SceneState
+from app.memory.scenes.models import SceneState
 from app.memory.summaries.models import SummaryEntry
 from app.prompt.tokens import count_message_tokens
 from tests.conftest import add_character, add_connection, read_sse
@@ -66,19 +66,24 @@ def _setup(sugo, api, models) -> tuple[int, list[int]]:
     assert chat["mode"] == "roleplay"
     ids = [m["id"] for m in api.get(f"/api/chats/{chat_id}/messages").json() if m["kind"] == "message"]
     assert len(ids) == SCENES * PER_SCENE
-    # The scenes as Prepare leaves them: eleven closed and recapped, the twelfth still open; the scene
-    # check is not due during the test.
-    with Session(sugo.engine) as s:
-        for k, (topic, deed) in enumerate(TOPICS[:-1]):
-            first, last = ids[k * PER_SCENE], ids[(k + 1) * PER_SCENE - 1]
-            s.add(Scene(chat_id=chat_id, first_message_id=first, last_message_id=last, state="written",
-                        summary=f"Rowan and Mirela {deed}. It was the scene of {topic}.", participants=["Mirela"],
-                        timeframe=f"day {k + 1}"))  # fmt: skip
-        s.add(SceneState(chat_id=chat_id, checked_through_id=ids[-1]))
-        s.commit()
     r = api.put(f"/api/chats/{chat_id}/options", json={"settings": {
         "advanced_memory": True, "adv_max_context": CEILING, "adv_budget": 1200, "adv_check_interval": 100}})
     assert r.status_code == 200, r.text
+    # Prepare existing history with the test model server as the helper: each window's answer names the
+    # scene ends (eleven scenes close, the twelfth stays open), then each scene's recap, in order.
+    ends = json.dumps({"ends": [{"messageNumber": (k + 1) * PER_SCENE} for k in range(SCENES - 1)]})
+    windows = -(-len(ids) // 200)  # 2 × the check interval per window
+    recaps = [json.dumps({"summary": f"Rowan and Mirela {deed}. It was the scene of {topic}.", "participants": ["Mirela"],
+                          "timeframe": f"day {k + 1}"}) for k, (topic, deed) in enumerate(TOPICS[:-1])]  # fmt: skip
+    models.script(*[ends] * windows, *recaps)
+    assert api.post(f"/api/chats/{chat_id}/scenes/prepare").status_code in (200, 201, 202)
+    wait_for(lambda: api.get(f"/api/chats/{chat_id}/scenes/prepare").json()["status"] != "running", timeout=120,
+             interval=0.2, what="Prepare existing history")  # fmt: skip
+    assert api.get(f"/api/chats/{chat_id}/scenes/prepare").json()["status"] == "done"
+    scenes = api.get(f"/api/chats/{chat_id}/scenes").json()
+    assert [(sc["first_number"], sc["last_number"], sc["state"]) for sc in scenes] == [
+        (k * PER_SCENE + 1, (k + 1) * PER_SCENE, "written") for k in range(SCENES - 1)]
+    assert models.pending_replies == 0
     # Memories (the chunks recall ranks scenes by) are built after the import, without a reply.
     wait_for(lambda: _embedded(api, chat_id), timeout=300, interval=0.5, what="every memory embedded")
     return chat_id, ids
@@ -93,6 +98,11 @@ def _send(api, chat_id: int, text: str) -> list[tuple[str, dict]]:
     events = read_sse(api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": text}))
     assert events[-1][0] == "done", events[-3:]
     return events
+
+
+def _reply_request(models):
+    """The newest request for a chat reply (streamed), not a helper's (continuity, checks, recaps)."""
+    return next(r for r in reversed(list(models.requests)) if r.json and r.json.get("stream"))
 
 
 def _tokens(request) -> int:
@@ -113,17 +123,17 @@ def test_a_long_roleplay_stays_under_the_ceiling_restarts_at_the_newest_scene_an
     # scene's first message.
     for i in range(12):
         _send(api, chat_id, f"We walk along the caravan trail, turn {i}.")
-        assert _tokens(models.last_request) <= CEILING
+        assert _tokens(_reply_request(models)) <= CEILING
         if i == 0:
             with Session(sugo.engine) as s:
                 assert s.get(SceneState, chat_id).window_start_id == ids[11 * PER_SCENE]
-            sent = models.last_request.json["messages"]
+            sent = _reply_request(models).json["messages"]
             assert not any("scene 11" in m["content"] for m in sent if m["role"] != "system")
             assert any("part 0 of scene 12" in m["content"] for m in sent)
 
     # A question about the first scene: its recap and an excerpt, under one range header; not another scene's.
     _send(api, chat_id, "Where did we hide the brass key at the glass lighthouse?")
-    request = models.last_request
+    request = _reply_request(models)
     assert _tokens(request) <= CEILING
     system = _system(request)
     assert system.count("## Recalled Scenes") == 1
@@ -152,7 +162,7 @@ def test_constants_covering_the_window_wait_and_scenes_inside_it_are_not_recalle
                            first_position=11 * PER_SCENE + 1, last_position=len(ids)))  # fmt: skip
         s.commit()
     _send(api, chat_id, "Tell me about the salt caravan crossing the white desert again.")
-    system = _system(models.last_request)
+    system = _system(_reply_request(models))
     assert "The key lies under the third stair." in system  # a constant before the window goes in
     assert "The caravan carries salt east." not in system  # one covering the window waits
     assert "## Recalled Scenes" not in system or "It was the scene of the caravan" not in system  # open, in the window
@@ -185,17 +195,28 @@ def _recalled(request) -> str:
 
 def test_a_swipe_recalls_what_its_reply_recalled_and_sees_an_edited_or_hidden_source_at_once(sugo, api, models):
     chat_id, ids = _setup(sugo, api, models)
+    # Room for every excerpt whole: the entries continuity adds after each reply (short ones here) must
+    # not be what changes between the versions.
+    assert api.put(f"/api/chats/{chat_id}/options", json={"settings": {
+        "advanced_memory": True, "adv_max_context": CEILING, "adv_budget": 2500, "adv_check_interval": 100}}).status_code == 200
+    models.script("Under the third stair.", "They walked on.", "They walked further.")
     _send(api, chat_id, "Where did we hide the brass key at the glass lighthouse?")
-    first = _recalled(models.last_request)
+    first = _recalled(_reply_request(models))
     assert "hid the brass key" in first
     reply_id = api.get(f"/api/chats/{chat_id}/messages").json()[-1]["id"]
 
     def swipe() -> str:
+        models.script("Another telling.", "They rested.", "They rested again.")
         events = read_sse(api.post(f"/api/chats/{chat_id}/generate", json={"action": "swipe", "message_id": reply_id}))
         assert events[-1][0] == "done", events[-3:]
-        return _recalled(models.last_request)
+        return _recalled(_reply_request(models))
 
     assert swipe() == first  # the same memory for another version of the same reply
+    # Even when a fresh search would find nothing (every memory forgotten): the reply's scenes are kept.
+    assert api.delete(f"/api/chats/{chat_id}/memories").status_code == 200
+    assert swipe() == first
+    # The swipes' after-reply work builds the memories again.
+    wait_for(lambda: _embedded(api, chat_id), timeout=300, interval=0.5, what="the memories built again")
     # The scene's summary edited by hand, and the quoted message hidden: the next version reads them.
     scene_id = next(s["id"] for s in api.get(f"/api/chats/{chat_id}/scenes").json() if s["first_number"] == 1)
     assert api.patch(f"/api/chats/{chat_id}/scenes/{scene_id}",

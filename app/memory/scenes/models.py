@@ -121,3 +121,17 @@ class SceneRun(SQLModel, table=True):
     reason: str = ""  # why it failed, a sentence for the panel
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+class SceneSnapshot(SQLModel, table=True):
+    """The scenes and excerpts one reply recalled, so its swipes recall the same (the manual's "Os swipes
+    reutilizam a primeira memória compatível salva daquela resposta"). Keyed by the message the reply
+    answers (the newest one before it): a swipe of that reply reads the history up to the same message.
+    `scenes`: [{"id": scene id, "excerpt": [message ids]}] in rank order. At most MAX_SNAPSHOTS per chat."""
+
+    __tablename__ = "scene_snapshot"
+
+    chat_id: int = Field(foreign_key="chat.id", ondelete="CASCADE", primary_key=True)
+    anchor_id: int = Field(primary_key=True)
+    scenes: list[dict] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)

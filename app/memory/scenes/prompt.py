@@ -10,6 +10,11 @@ Decisions (where the issue is silent):
 - The window reads at most MAX_WINDOW_MESSAGES messages: past that the planner sees the newest ones and
   restarts (or falls back) as it would with the rest.
 - Peek Prompt plans the same way but never stores a new start; only a real reply does.
+- A reply's recalled scenes and excerpts are kept (SceneSnapshot, keyed by the message it answers): its
+  swipes recall the same, unless a scene of the chat was written, edited, enabled or disabled since
+  (then they recall afresh, and that becomes the kept one). Memory Recall's chunks being rebuilt between
+  a reply and its swipe does not count as a change. A hidden or deleted message drops out of a kept
+  excerpt at once.
 """
 
 from __future__ import annotations
@@ -24,20 +29,21 @@ from app.chats.models import Chat, Message
 from app.chats.settings import ChatSettings
 from app.memory.recall.service import PendingSearch, finish_search
 from app.memory.scenes import recalled, window
-from app.memory.scenes.models import Scene, SceneState
+from app.memory.scenes.models import Scene, SceneSnapshot, SceneState
 from app.memory.summaries.models import SummaryEntry
 from app.memory.summaries.prompts import visible_to
 from app.memory.summaries.rules import EntryText, summary_block
 from app.prompt.builder import DynamicBlock
 from app.prompt.sources import Contribution, Turn
 from app.prompt.tokens import count_message_tokens, count_tokens
-from app.timeutil import utcnow
+from app.timeutil import as_utc, utcnow
 
 log = logging.getLogger(__name__)
 
 MAX_WINDOW_MESSAGES = 3000
 OTHER_OVERHEAD_TOKENS = 300
 SEARCH_DEPTH = 32  # recall hits read to rank the scenes
+MAX_SNAPSHOTS = 128  # per chat: the newest replies' recalled scenes, for their swipes
 
 
 @dataclass(frozen=True)
@@ -128,6 +134,44 @@ def _quotable(session: Session, chat_id: int, scenes: Sequence[Scene]) -> dict[i
     return out
 
 
+def _kept(session: Session, chat_id: int, anchor: int | None, scenes: Sequence[Scene]) -> list[dict] | None:
+    """The recalled scenes kept for a reply to `anchor`, when no scene changed since they were kept."""
+    if anchor is None:
+        return None
+    snap = session.get(SceneSnapshot, (chat_id, anchor))
+    if snap is None:
+        return None
+    kept_at = as_utc(snap.created_at)
+    if any(as_utc(sc.updated_at) > kept_at or as_utc(sc.created_at) > kept_at for sc in scenes):
+        return None
+    return [item for item in snap.scenes if isinstance(item, dict) and isinstance(item.get("id"), int)]
+
+
+def _kept_candidates(kept: list[dict], quotable: dict[int, list[tuple[int, int, str, str]]]) -> list[window.Candidate]:
+    """The kept scenes, in their order, each with its kept excerpt (what of it can still be quoted)."""
+    out = []
+    for item in kept:
+        ids = {i for i in item.get("excerpt", ()) if isinstance(i, int)}
+        run = tuple((m, t) for m, t, _, _ in quotable.get(item["id"], ()) if m in ids)
+        out.append(window.Candidate(item["id"], (window.ExcerptRun(run, len(run) // 2),) if run else ()))
+    return out
+
+
+def _keep(session: Session, chat_id: int, anchor: int, plan: window.MemoryPlan) -> None:
+    """Keep this reply's recalled scenes for its swipes; only the newest MAX_SNAPSHOTS of the chat stay."""
+    snap = session.get(SceneSnapshot, (chat_id, anchor)) or SceneSnapshot(chat_id=chat_id, anchor_id=anchor)
+    snap.scenes = [{"id": r.id, "excerpt": list(r.excerpt)} for r in plan.scenes]
+    snap.created_at = utcnow()
+    session.add(snap)
+    session.flush()
+    old = session.exec(select(SceneSnapshot.anchor_id).where(SceneSnapshot.chat_id == chat_id)
+                       .order_by(col(SceneSnapshot.anchor_id).desc()).offset(MAX_SNAPSHOTS)).all()  # fmt: skip
+    for anchor_id in old:
+        stale = session.get(SceneSnapshot, (chat_id, anchor_id))
+        if stale is not None:
+            session.delete(stale)
+
+
 def plan_prompt(turn: Turn, pending: PendingSearch | None) -> Planned:
     """The plan for this turn and its blocks."""
     session, chat = turn.session, turn.chat
@@ -155,17 +199,27 @@ def plan_prompt(turn: Turn, pending: PendingSearch | None) -> Planned:
     constants = [window.Constant(e.id, count_tokens(summary_block([entry_texts[e.id]])), e.first_message_id,
                                  e.last_message_id) for e in entries]  # fmt: skip
     spans = [recalled.SceneSpan(sc.id, sc.first_message_id, sc.last_message_id) for sc in scenes]
-    hits = _hits(turn, pending)
-    hit_scenes = {recalled.scene_of(h.message_ids, spans) for h in hits}
-    quotable = _quotable(session, chat.id, [sc for sc in scenes if sc.id in hit_scenes])
-    candidates = recalled.scene_candidates(
-        hits, spans, {sid: [(m, t) for m, t, _, _ in items] for sid, items in quotable.items()})
+    anchor = next((m.id for m in reversed(turn.history.messages) if m.content), None)
+    kept = _kept(session, chat.id, anchor, scenes)
+    if kept is not None:
+        if pending is not None:
+            finish_search(turn.session, pending, k=1)  # let the search's threads end; its ranking is not used
+        quotable = _quotable(session, chat.id, [sc for sc in scenes if sc.id in {item["id"] for item in kept}])
+        candidates = _kept_candidates(kept, quotable)
+    else:
+        hits = _hits(turn, pending)
+        hit_scenes = {recalled.scene_of(h.message_ids, spans) for h in hits}
+        quotable = _quotable(session, chat.id, [sc for sc in scenes if sc.id in hit_scenes])
+        candidates = recalled.scene_candidates(
+            hits, spans, {sid: [(m, t) for m, t, _, _ in items] for sid, items in quotable.items()})
     plan = window.plan_memory(
         history, closed, mark_id=window_start(session, chat.id), other_tokens=_other_tokens(turn),
         settings=memory_settings(turn.settings), constants=constants, candidates=candidates,
     )  # fmt: skip
     if turn.for_reply and plan.restarted:
         store_window_start(session, chat.id, plan.mark_id)
+    if turn.for_reply and anchor is not None and kept is None:
+        _keep(session, chat.id, anchor, plan)
     by_message = {m: (numbers.get(m, 0), name, text) for items in quotable.values() for m, _, name, text in items}
     for m in turn.history.messages:
         by_message.setdefault(m.id, (numbers.get(m.id, 0), m.name or m.role, m.content))
