@@ -81,6 +81,8 @@ def test_scenes_are_numbered_searched_edited_inspected_and_disabled(page: Page, 
     expect(third.locator(".scene-reason")).to_contain_text("The helper gave no answer.")
     expect(page.locator("#scenes-status")).to_contain_text("3 scenes")
     shot("listed")
+    page.locator("#scenes-reindex").click()
+    expect(page.locator("#scenes-message")).to_contain_text("Reindexing: the chat's memories")
 
     page.locator("#scenes-search").fill("cafe elan")  # case and accents aside
     expect(cards).to_have_count(1)

@@ -57,3 +57,15 @@ def test_import_without_a_file_or_with_a_bad_one_changes_nothing(sugo, api):
     assert "This is not a JSON file. Nothing was changed." in bad.text
     with sugo.session() as s:
         assert s.get(Scene, scene_id).summary == "They crossed the bridge."
+
+
+def test_reindex_embeds_the_chats_memories_again(sugo, api):
+    """Scenes are ranked by the chat's memories: Reindex starts their rebuild, with the current model."""
+    from tests.support.waiting import wait_for
+
+    chat_id, _ = _scene(sugo, api)
+    r = api.post(f"/chats/{chat_id}/scenes/reindex", headers=HX)
+    assert r.status_code == 200 and "<html" not in r.text and "Reindexing" in r.text
+    assert sugo.services.recall.rebuilds.get(chat_id) is not None
+    wait_for(lambda: not sugo.services.recall.rebuilds.get(chat_id).running, timeout=60, what="the rebuild")
+    assert api.post("/chats/999999/scenes/reindex", headers=HX).status_code == 404

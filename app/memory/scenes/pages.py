@@ -6,7 +6,8 @@ Decisions:
 - A scene card is its own fragment (scenes/_scene.html): every action on one scene answers that card.
 - A refused edit or import is answered in place (the form with its sentence, status 200 so htmx swaps
   it) rather than as a toast that fades: the user still has the text or the file in hand to fix.
-- Reindex is left out: scenes have no embeddings yet (service.py), so the button would do nothing.
+- Reindex embeds the chat's memories again (Memory Recall's rebuild): scenes are ranked by those, not
+  by embeddings of their own.
 """
 
 from fastapi import APIRouter, Request
@@ -15,7 +16,7 @@ from starlette.datastructures import UploadFile
 
 from app import forms
 from app.chats.service import chat_settings, get_chat
-from app.deps import FormDep, SessionDep
+from app.deps import FormDep, ServicesDep, SessionDep
 from app.errors import UserError
 from app.memory.scenes import service
 from app.memory.scenes.transfer import MAX_IMPORT_BYTES, MAX_QUERY_CHARS, MAX_SUMMARY_CHARS
@@ -96,6 +97,19 @@ def delete_all_scenes_page(chat_id: int, request: Request, session: SessionDep, 
     deleted = service.delete_all(session, chat_id)
     ctx = _context(session, chat_id, message=f"Deleted {deleted} scene{'s' if deleted != 1 else ''}. "
                    "The chat, its messages and its settings are untouched.")  # fmt: skip
+    return render(request, ACCESS, ctx, block="scene_view" if hx else None)
+
+
+@router.post("/chats/{chat_id}/scenes/reindex")
+def reindex_scenes_page(chat_id: int, request: Request, session: SessionDep, services: ServicesDep,
+                        hx: HxRequest) -> HTMLResponse:  # fmt: skip
+    """Reindex: scenes are ranked by the chat's memories (Memory Recall's chunks of its messages), so this
+    embeds every memory again with the current model, in the background (POST
+    /api/chats/{id}/memories/rebuild is its JSON twin)."""
+    get_chat(session, chat_id)
+    services.recall.rebuilds.start(services, chat_id)
+    ctx = _context(session, chat_id, message="Reindexing: the chat's memories, which rank its scenes for recall, are "
+                   "being embedded again in the background; Memories for this chat shows the progress.")  # fmt: skip
     return render(request, ACCESS, ctx, block="scene_view" if hx else None)
 
 
