@@ -20,7 +20,7 @@ def test_first_run_finds_a_local_server_and_adds_a_connection(page: Page, tmp_pa
         expect(page.locator(".preset-grid")).to_contain_text("OpenRouter")
         shot("first-run")
         page.locator(".found").get_by_role("link", name="Use this").click()
-        expect(page.locator("input[name=base_url]")).to_have_value(models.base_url)
+        expect(page.locator("input[name=base_url]")).to_have_value(models.bare_url)
         expect(page.locator("input[name=model]")).to_have_value("test-model")
         page.get_by_role("button", name="Test connection").click()
         expect(page.locator("#test-result")).to_contain_text("test-model")

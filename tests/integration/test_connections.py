@@ -100,7 +100,7 @@ def test_first_run_offers_add_connection_and_local_servers(tmp_path, models: Mod
     with LiveSugo(tmp_path / "d", discovery_ports={"KoboldCpp": models.port, "Nothing": 9}) as live, live.client() as c:
         page = c.get("/").text
         assert "Add a connection" in page
-        assert "Found on this computer" in page and models.base_url in page
+        assert "Found on this computer" in page and models.bare_url in page
         assert "Ollama" in page and "OpenRouter" in page and "LM Studio" in page
         found = c.get("/api/connections/discover").json()
         assert [f["port"] for f in found] == [models.port]

@@ -358,6 +358,11 @@ class ModelServer:
         return f"http://{HOST}:{self.port}{self._prefix}/anthropic/v1"
 
     @property
+    def bare_url(self) -> str:
+        """The address without this test's epoch, as a server found on a port (discovery) is addressed."""
+        return f"http://{HOST}:{self.port}/v1"
+
+    @property
     def _prefix(self) -> str:
         return f"/e{self._epoch}" if self._epoch else ""
 
