@@ -80,6 +80,10 @@ def chat_file(count: int = MESSAGES, long: bool = False) -> bytes:
     return "\n".join(json.dumps(line) for line in lines).encode()
 
 
+CONTINUITY_ANSWER = ("Aria and Rowan followed the river for days, past the mill and the old bridge, talking about "
+                     "the people they met, the weather and their plans, and kept heading east together.")
+
+
 def helper_reply(count: int = MESSAGES) -> Reply:
     """One answer that serves both requests: the scene check reads `ends` (numbers outside its window
     are dropped), the recap reads `summary` and `participants`."""
@@ -215,9 +219,17 @@ def prompt_figures() -> None:
                         "before the forest?")  # fmt: skip
             history = client.get(f"/api/chats/{chat_id}/messages").json()
             history.append({"content": question})
+            # The reply, then the two continuity summaries the after-reply work asks the helper for (the
+            # archived messages no entry covers yet), each a short recap as a helper writes.
+            models.script(f"Turn {turn}: we walk on and talk.", CONTINUITY_ANSWER, CONTINUITY_ANSWER)
             r = client.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": question})
             r.raise_for_status()
-            request = models.last_request.json["messages"]
+            request = next(q for q in reversed(list(models.requests)) if q.json and q.json.get("stream"))
+            request = request.json["messages"]
+            settle = time.perf_counter() + 20
+            while models.pending_replies and time.perf_counter() < settle:
+                time.sleep(0.05)
+            models.reset()
             if "Eldoria is here" not in json.dumps(request):
                 raise RuntimeError("the lorebook entry did not fire: the figures would not be a user's path")
             sent.append(sum(count_message_tokens(m["content"]) for m in request))
