@@ -81,3 +81,15 @@ def test_one_recalled_scenes_block_with_the_range_header_and_excerpts():
     assert "### Scene 3 (messages #97)\nThey slept." in block
     assert recalled_scenes_block([], header) == ""
     assert "no messages yet" in range_header(None, None, None)
+
+
+def test_the_receipt_names_scenes_by_their_numbers_in_the_chat():
+    from app.memory.scenes.recalled import receipt_lines
+    from app.memory.scenes.window import NO_SPACE, Receipt
+
+    receipt = Receipt(prompt_tokens=5000, ceiling=6000, constants=(), recalled=(41, 7), nothing_recalled=None,
+                      no_excerpt=((7, NO_SPACE),), restarted=True, fallback=None)  # fmt: skip
+    assert receipt_lines(receipt, None, {41: 3, 7: 1}) == (
+        "Context: ~5,000 of 6,000 tokens", "The current window restarted at the newest scene.",
+        "Recalled scenes: 3, 1.", "Scene 1 has no excerpt: no space left after the summaries.")  # fmt: skip
+    assert receipt_lines(receipt, "It does not fit.", {})[0] == "It does not fit."

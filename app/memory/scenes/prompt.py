@@ -245,12 +245,6 @@ def plan_prompt(turn: Turn, pending: PendingSearch | None) -> Planned:
                  for r in plan.scenes]  # fmt: skip
         blocks.append(DynamicBlock("recalled_scenes", "Recalled Scenes", recalled.recalled_scenes_block(texts, header)))
     left_out = frozenset(m.id for m in turn.history.messages if plan.first_id is not None and m.id < plan.first_id)
-    lines = plan.receipt.lines()
-    if plan.problem:
-        lines.insert(0, plan.problem)
-    numbered = {sc.id: scene_texts[sc.id].number for sc in scenes}
-    receipt = tuple(line if not line.startswith("Recalled scenes: ") else
-                    "Recalled scenes: " + ", ".join(str(numbered.get(r, r)) for r in plan.receipt.recalled) + "."
-                    for line in lines)  # fmt: skip
+    receipt = recalled.receipt_lines(plan.receipt, plan.problem, {sc.id: scene_texts[sc.id].number for sc in scenes})
     note = "Advanced Memory: " + " ".join(line if line.endswith(".") else line + "." for line in receipt)
     return Planned(Contribution(fixed=tuple(blocks), note=note, receipt=receipt), left_out, plan)

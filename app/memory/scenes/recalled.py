@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from app.memory.scenes.window import MAX_RUN_MESSAGES, Candidate, ExcerptRun
+from app.memory.scenes.window import EXCERPT_REASONS, MAX_RUN_MESSAGES, Candidate, ExcerptRun, Receipt
 
 QUERY_MESSAGES = 6
 QUERY_CHARS = 4000
@@ -165,3 +165,18 @@ def source_excerpt_block(heading: str, messages: Sequence[QuotedMessage]) -> str
 def header_tokens_text() -> str:
     """A header as long as a real one, for the planner to count before the numbers are known."""
     return RECALLED_HEADING + "\n\n" + range_header(99999, 99999, 99999)
+
+
+def receipt_lines(receipt: Receipt, problem: str | None, numbers: Mapping[int, int]) -> tuple[str, ...]:
+    """The memory receipt's lines (window.Receipt.lines), naming scenes by their numbers in the chat (as
+    Access memories shows them) rather than their ids; a problem (the prompt cannot fit) first."""
+    missing = iter(receipt.no_excerpt)
+    lines = [problem] if problem else []
+    for line in receipt.lines():
+        if line.startswith("Recalled scenes: "):
+            line = "Recalled scenes: " + ", ".join(str(numbers.get(i, i)) for i in receipt.recalled) + "."
+        elif line.startswith("Scene ") and " has no excerpt: " in line:
+            scene_id, reason = next(missing)
+            line = f"Scene {numbers.get(scene_id, scene_id)} has no excerpt: {EXCERPT_REASONS[reason]}."
+        lines.append(line)
+    return tuple(lines)
