@@ -108,6 +108,7 @@
     announceFixEnd(el);
     const memo = "sugo-scene-problems:" + el.dataset.chatId;
     const now = (el.dataset.problems || "").split(" ").filter(Boolean);
+    el.dataset.announceChecked = "1";  // this set was weighed (the browser tests wait for it)
     if (!now.length) { localStorage.removeItem(memo); return; }
     const before = new Set((localStorage.getItem(memo) || "").split(" "));
     localStorage.setItem(memo, now.join(" "));
