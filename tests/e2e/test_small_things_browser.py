@@ -93,3 +93,41 @@ def test_download_names_carry_no_doubled_spaces(page: Page, live):
     with page.expect_download() as got:
         page.get_by_role("link", name="JSON").click()
     assert got.value.suggested_filename.startswith("Aria the Bard.") and "  " not in got.value.suggested_filename
+
+
+def test_a_control_swapped_in_answers_a_click_at_once(page: Page, live):
+    """htmx wires up swapped-in content when it settles: a tap on a panel the server just swapped in,
+    landing before that, did nothing (a Retry that ignored the click under load). Here the new button
+    is clicked the moment it is in the page; its own request must go out."""
+    with live.client() as c:
+        char = c.post("/api/characters", json={"name": "Aria", "first_mes": "Hello."}).json()
+        chat = c.post("/api/chats", json={"character_ids": [char["id"]], "name": "Road"}).json()
+        assert c.post(f"/api/chats/{chat['id']}/summaries", json={"content": "They met.", "last": 1}).status_code == 201
+    page.goto(f"{live.url}/chats/{chat['id']}/settings")
+    toggles: list[str] = []
+    page.on("request", lambda r: toggles.append(r.url) if "/summaries?inactive=" in r.url else None)
+    page.evaluate("""() => {
+        const list = document.getElementById('chat-summary');
+        const seen = new MutationObserver(() => {
+            const fresh = document.querySelector('#summary-toggle-inactive[data-fresh]');
+            if (fresh) { seen.disconnect(); fresh.click(); }
+        });
+        // The next panel's button is marked fresh by the response below; clicked in the same turn.
+        seen.observe(list, {childList: true, subtree: true});
+        const mark = (e) => {  // the settings page swaps other parts in too: only the panel's answer
+            if (!e.detail.serverResponse.includes('id="summary-toggle-inactive"')) return;
+            document.body.removeEventListener('htmx:beforeSwap', mark);
+            e.detail.serverResponse = e.detail.serverResponse.replace(
+                'id="summary-toggle-inactive"', 'id="summary-toggle-inactive" data-fresh');
+        };
+        document.body.addEventListener('htmx:beforeSwap', mark);
+    }""")
+    before = page.locator("#summary-toggle-inactive").inner_text()
+    page.locator("#summary-toggle-inactive").click()
+    for _ in range(50):  # the second request, if it goes out at all, follows the first at once
+        if len(toggles) == 2:
+            break
+        page.wait_for_timeout(100)
+    assert len(toggles) == 2, toggles
+    # Two toggles: the panel is back as it was, and its button works.
+    expect(page.locator("#summary-toggle-inactive:not([data-fresh])")).to_have_text(before)
