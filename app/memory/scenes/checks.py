@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,6 +30,7 @@ from sqlmodel import Session, col, func, select
 
 from app.chats.models import Chat
 from app.chats.settings import read_settings
+from app.claims import ChatClaims
 from app.connections.providers import get_provider
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError
 from app.errors import UserError
@@ -51,8 +51,7 @@ from app.timeutil import as_utc, utcnow
 log = logging.getLogger(__name__)
 
 CHECK_MAX_TOKENS = 1024  # the answer is a short JSON list; a reasoning model gets more when it runs out
-_running: set[tuple[int, int]] = set()
-_running_lock = threading.Lock()
+CHECKS = ChatClaims()  # the chats a scene check of this process is reading
 
 
 @dataclass(frozen=True)
@@ -60,20 +59,6 @@ class CheckOutcome:
     status: str  # off, paused, preparing, waiting (after a failure), not_due, busy, checked, failed
     closed: tuple[int, ...] = ()  # the scenes this check closed (their ids)
     reason: str = ""
-
-
-def _claim(services: Services, chat_id: int) -> bool:
-    key = (id(services.engine), chat_id)
-    with _running_lock:
-        if key in _running:
-            return False
-        _running.add(key)
-        return True
-
-
-def _release(services: Services, chat_id: int) -> None:
-    with _running_lock:
-        _running.discard((id(services.engine), chat_id))
 
 
 def check_scenes(services: Services, chat_id: int) -> CheckOutcome:
@@ -107,7 +92,7 @@ def check_scenes(services: Services, chat_id: int) -> CheckOutcome:
         except UserError as err:
             return _failed(services, chat_id, str(err))
         request = check_request(window.anchor, window.messages)
-    if not _claim(services, chat_id):
+    if not CHECKS.claim(services.engine, chat_id):
         return CheckOutcome("busy")
     try:
         result = ask_scene_ends(config, request, window.allowed_ends)
@@ -124,7 +109,7 @@ def check_scenes(services: Services, chat_id: int) -> CheckOutcome:
                 return CheckOutcome("busy")
             return CheckOutcome("checked", tuple(s.id for s in closed if s.id is not None))
     finally:
-        _release(services, chat_id)
+        CHECKS.release(services.engine, chat_id)
 
 
 def preparing(session: Session, chat_id: int) -> bool:

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 
 from sqlmodel import Session, col, select
 
 from app.chats.models import Chat
 from app.chats.settings import read_settings
+from app.claims import ChatClaims
 from app.connections.providers import get_provider
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError
 from app.errors import UserError
@@ -44,23 +44,18 @@ from app.timeutil import utcnow
 log = logging.getLogger(__name__)
 
 ARCHIVE_BATCHES_PER_RUN = 2
-_running: set[tuple[int, int]] = set()
-_lock = threading.Lock()
+UPDATING = ChatClaims()  # the chats whose continuity this process is updating
 
 
 def updating(services: Services, chat_id: int) -> bool:
     """Whether continuity is being updated for the chat now ("Updating continuity")."""
-    with _lock:
-        return (id(services.engine), chat_id) in _running
+    return UPDATING.held(services.engine, chat_id)
 
 
 def update_continuity(services: Services, chat_id: int) -> None:
     """Write entries for uncovered archived messages, then combine the entries when they pass 70%."""
-    key = (id(services.engine), chat_id)
-    with _lock:
-        if key in _running:
-            return
-        _running.add(key)
+    if not UPDATING.claim(services.engine, chat_id):
+        return
     try:
         with Session(services.engine) as session:
             chat = session.get(Chat, chat_id)
@@ -78,8 +73,7 @@ def update_continuity(services: Services, chat_id: int) -> None:
         if _archive(services, chat_id, config):
             _combine(services, chat_id, config, helper)
     finally:
-        with _lock:
-            _running.discard(key)
+        UPDATING.release(services.engine, chat_id)
 
 
 def _note(services: Services, chat_id: int, reason: str, set_key: str | None = None) -> None:

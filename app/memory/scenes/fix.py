@@ -35,7 +35,6 @@ Decisions:
 from __future__ import annotations
 
 import logging
-import threading
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from datetime import timedelta
@@ -46,6 +45,7 @@ from sqlmodel import Session, col, select
 from app.chats.models import Chat
 from app.chats.service import get_chat
 from app.chats.settings import read_settings
+from app.claims import ChatClaims
 from app.errors import Conflict, UserError
 from app.memory.scenes import prepare
 from app.memory.scenes import problems as pb
@@ -66,8 +66,7 @@ PREPARING = "Prepare existing history is running in this chat; wait for it to fi
 PAUSED = "Advanced Memory processing is paused in this chat; Resume processing first."
 INTERNAL = "Something went wrong on Sugo's side while fixing; the log has the details."
 
-_claims: set[tuple[int, int]] = set()  # (id(engine), chat id) a Fix thread of this process works
-_claims_lock = threading.Lock()
+FIX_RUNS = ChatClaims()  # the chats a Fix thread of this process works
 
 
 # Reading ---------------------------------------------------------------------------------------------
@@ -109,8 +108,7 @@ def paused(session: Session, chat_id: int) -> bool:
 
 
 def working(engine: Engine, chat_id: int) -> bool:
-    with _claims_lock:
-        return (id(engine), chat_id) in _claims
+    return FIX_RUNS.held(engine, chat_id)
 
 
 RECENT_END = timedelta(minutes=10)  # a Fix that ended longer ago is not announced on the chat page
@@ -165,11 +163,9 @@ def start_fix(services: Services, chat_id: int) -> SceneRun:
             raise Conflict(PREPARING)
         helper_config(session, services, chat)  # a sentence now rather than a failed run
         todo = problems(session, chat_id).fixable
-        with _claims_lock:
-            if (id(engine), chat_id) in _claims:
-                raise Conflict(BUSY)
-            _claims.add((id(engine), chat_id))
-        try:
+        if not FIX_RUNS.claim(engine, chat_id):
+            raise Conflict(BUSY)
+        with FIX_RUNS.holding(engine, chat_id):
             old = latest_fix(session, chat_id)
             if old is not None and old.status == "running":  # a restart cut it short
                 old.status, old.current, old.updated_at = "stopped", "", utcnow()
@@ -179,17 +175,8 @@ def start_fix(services: Services, chat_id: int) -> SceneRun:
             session.commit()
             session.refresh(run)
             plan = [(p.scene_id, p.number, p.kind) for p in todo]
-            threading.Thread(target=_work, args=(services, run.id, chat_id, plan),
-                             name=f"scenes-fix-{chat_id}", daemon=True).start()  # fmt: skip
-        except BaseException:
-            _release(engine, chat_id)
-            raise
+            FIX_RUNS.start(engine, chat_id, _work, services, run.id, chat_id, plan, name=f"scenes-fix-{chat_id}")
         return run
-
-
-def _release(engine: Engine, chat_id: int) -> None:
-    with _claims_lock:
-        _claims.discard((id(engine), chat_id))
 
 
 # Pause / Resume --------------------------------------------------------------------------------------
@@ -243,7 +230,7 @@ def _work(services: Services, run_id: int, chat_id: int, plan: list[tuple[int, i
     engine = services.engine
 
     def _end(session: Session, run: SceneRun, status: str, reason: str = "", *, current: str = "") -> None:
-        _release(engine, chat_id)  # first: a Fix (or Resume processing) asked for once the end shows may start
+        FIX_RUNS.release(engine, chat_id)  # first: a Fix (or Resume processing) asked for once the end shows may start
         _end_run(session, run, status, reason, current=current)
 
     try:
@@ -290,8 +277,6 @@ def _work(services: Services, run_id: int, chat_id: int, plan: list[tuple[int, i
         with Session(engine) as session:
             if (run := session.get(SceneRun, run_id)) is not None and run.status == "running":
                 _end(session, run, "failed", INTERNAL)
-    finally:
-        _release(engine, chat_id)
 
 
 def _fix_one(services: Services, chat_id: int, scene_id: int, kind: str) -> str:

@@ -42,7 +42,6 @@ Decisions:
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import dataclass
 
 from sqlalchemy.engine import Engine
@@ -52,6 +51,7 @@ from sqlmodel import Session, col, select
 from app.chats.models import Chat
 from app.chats.service import get_chat
 from app.chats.settings import read_settings
+from app.claims import ChatClaims
 from app.connections.providers.base import ProviderConfig
 from app.errors import Conflict, UserError
 from app.memory.scenes.check import (
@@ -77,8 +77,7 @@ INTERNAL = "Something went wrong on Sugo's side while preparing the history; the
 COLLIDED = "Another scene check closed a scene in these messages meanwhile; Resume to read them again."
 PAUSED = "Advanced Memory processing is paused in this chat; Resume processing first."
 
-_claims: set[tuple[int, int]] = set()  # (id(engine), chat id) a thread of this process works
-_claims_lock = threading.Lock()
+PREPARE_RUNS = ChatClaims()  # the chats a Prepare thread of this process works
 
 
 @dataclass(frozen=True)
@@ -96,21 +95,7 @@ def helper_model(session: Session, chat: Chat) -> HelperModel | None:
 
 def working(engine: Engine, chat_id: int) -> bool:
     """Whether a thread of this process is working the chat's run now."""
-    with _claims_lock:
-        return (id(engine), chat_id) in _claims
-
-
-def _claim(engine: Engine, chat_id: int) -> bool:
-    with _claims_lock:
-        if (id(engine), chat_id) in _claims:
-            return False
-        _claims.add((id(engine), chat_id))
-        return True
-
-
-def _release(engine: Engine, chat_id: int) -> None:
-    with _claims_lock:
-        _claims.discard((id(engine), chat_id))
+    return PREPARE_RUNS.held(engine, chat_id)
 
 
 def latest_run(session: Session, chat_id: int) -> SceneRun | None:
@@ -142,9 +127,9 @@ def start_prepare(services: Services, chat_id: int) -> SceneRun:
         if not readable_messages(session, chat_id):
             raise UserError("This chat has no messages to prepare yet.")
         helper_config(session, services, chat)  # a sentence now rather than a failed run
-        if not _claim(engine, chat_id):
+        if not PREPARE_RUNS.claim(engine, chat_id):
             raise Conflict(BUSY)
-        try:
+        with PREPARE_RUNS.holding(engine, chat_id):
             run = latest_run(session, chat_id)
             if run is None or run.status == "done":
                 run = SceneRun(chat_id=chat_id, checked_through_id=last_scene_end(session, chat_id))
@@ -152,11 +137,7 @@ def start_prepare(services: Services, chat_id: int) -> SceneRun:
             session.add(run)
             session.commit()
             session.refresh(run)
-            threading.Thread(target=_work, args=(services, run.id, chat_id),
-                             name=f"scenes-prepare-{chat_id}", daemon=True).start()  # fmt: skip
-        except BaseException:
-            _release(engine, chat_id)
-            raise
+            PREPARE_RUNS.start(engine, chat_id, _work, services, run.id, chat_id, name=f"scenes-prepare-{chat_id}")
         return run
 
 
@@ -247,8 +228,6 @@ def _work(services: Services, run_id: int, chat_id: int) -> None:
         with Session(engine) as session:
             if (run := session.get(SceneRun, run_id)) is not None and run.status == "running":
                 _fail(session, run, INTERNAL)
-    finally:
-        _release(engine, chat_id)
 
 
 def _next_step(services: Services, run_id: int, chat_id: int) -> _Window | _Recap | None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,7 @@ from sqlmodel import Session, col, delete, select
 from app.chats.models import Chat
 from app.chats.service import get_chat
 from app.chats.settings import read_settings
+from app.claims import ChatClaims
 from app.errors import Conflict, UserError
 from app.memory.scenes import rescan
 from app.memory.scenes.check import NumberedMessage, check_request, history_window, windows_left
@@ -77,20 +79,21 @@ class RescanStatus:
     changed: tuple[int, ...] = ()  # the new scenes' numbers
 
 
-_runs: dict[tuple[int, int], RescanStatus] = {}  # (id(engine), chat id) -> the last re-scan
-_working: set[tuple[int, int]] = set()
-_lock = threading.Lock()
+# The last re-scan of each chat, per app (weakly: an app's statuses go with its engine).
+_runs: weakref.WeakKeyDictionary[Engine, dict[int, RescanStatus]] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()  # guards _runs
+RESCANS = ChatClaims()  # the chats a re-scan thread of this process works
 
 
 def rescan_status(engine: Engine, chat_id: int) -> RescanStatus | None:
     with _lock:
-        run = _runs.get((id(engine), chat_id))
+        run = _runs.get(engine, {}).get(chat_id)
         return None if run is None else dataclasses.replace(run)
 
 
 def _update(engine: Engine, chat_id: int, **fields) -> None:
     with _lock:
-        run = _runs.get((id(engine), chat_id))
+        run = _runs.get(engine, {}).get(chat_id)
         if run is not None:
             for key, value in fields.items():
                 setattr(run, key, value)
@@ -209,21 +212,13 @@ def start_rescan(services: Services, chat_id: int, first: int, last: int) -> Res
         helper_config(session, services, chat)  # a sentence now rather than a failed run
         job = _Job(chat_id, first_id, last_id, before[-1] if before else None, inside, settings.adv_check_interval,
                    frozenset(_touching(session, chat_id, first_id, last_id)))  # fmt: skip
-    key = (id(engine), chat_id)
-    with _lock:
-        if key in _working:
-            raise Conflict(BUSY)
-        _working.add(key)
-        run = _runs[key] = RescanStatus("running", *wide)
-        shown = dataclasses.replace(run)
-    try:
-        threading.Thread(
-            target=_work, args=(services, job), name=f"scenes-rescan-{chat_id}", daemon=True
-        ).start()
-    except BaseException:
+    if not RESCANS.claim(engine, chat_id):
+        raise Conflict(BUSY)
+    with RESCANS.holding(engine, chat_id):
         with _lock:
-            _working.discard(key)
-        raise
+            run = _runs.setdefault(engine, {})[chat_id] = RescanStatus("running", *wide)
+            shown = dataclasses.replace(run)
+        RESCANS.start(engine, chat_id, _work, services, job, name=f"scenes-rescan-{chat_id}")
     return shown
 
 
@@ -246,9 +241,6 @@ def _work(services: Services, job: _Job) -> None:
     except Exception:
         log.exception("Re-scan scenes failed in chat %s", chat_id)
         _update(engine, chat_id, status="failed", message=INTERNAL)
-    finally:
-        with _lock:
-            _working.discard((id(engine), chat_id))
 
 
 def _detect(services: Services, job: _Job) -> list[int] | None:

@@ -80,7 +80,7 @@ NOTHING_TO_READ = (
     "Every message of this scene is hidden from the AI, failed or deleted: there is nothing to recap."
 )
 
-_held: set[tuple[int, int]] = set()  # (id(engine), scene id) this process is writing now
+_held: set[tuple[Engine, int]] = set()  # (engine, scene id) this process is writing now (app/claims.py: why the engine)
 _held_lock = threading.Lock()
 
 
@@ -91,7 +91,7 @@ def release_stale(engine: Engine) -> int:
     """Put back to "waiting" the scenes left in "writing" that no thread of this process holds (a crash
     or a restart cut their writer short); how many."""
     with _held_lock:
-        held = [sid for key, sid in _held if key == id(engine)]
+        held = [sid for key, sid in _held if key is engine]
         with Session(engine) as session:
             stmt = update(Scene).where(col(Scene.state) == "writing", col(Scene.id).not_in(held))
             result = session.exec(stmt.values(state="waiting", updated_at=utcnow()))  # type: ignore[call-overload]
@@ -101,7 +101,7 @@ def release_stale(engine: Engine) -> int:
 
 def _claim(engine: Engine, scene_id: int, states: tuple[str, ...] = ("waiting", "failed")) -> str | None:
     """Claim the scene for this writer: None, or why it cannot be claimed (the outcome to return)."""
-    key = (id(engine), scene_id)
+    key = (engine, scene_id)
     with _held_lock:
         if key in _held:
             return "skipped: already being written"
@@ -124,7 +124,7 @@ def _claim(engine: Engine, scene_id: int, states: tuple[str, ...] = ("waiting", 
 
 def _unhold(engine: Engine, scene_id: int) -> None:
     with _held_lock:
-        _held.discard((id(engine), scene_id))
+        _held.discard((engine, scene_id))
 
 
 def _why_not_claimed(engine: Engine, scene_id: int) -> str:

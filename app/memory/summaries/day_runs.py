@@ -32,6 +32,7 @@ from sqlmodel import Session, col, select
 from app.chats.models import Chat, Message
 from app.chats.service import chat_connection
 from app.chats.settings import read_settings
+from app.claims import ChatClaims
 from app.connections.providers import get_provider
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError
 from app.connections.service import provider_config
@@ -69,25 +70,12 @@ TEMPERATURE = 0.3  # Marinara's: summaries should be steady, not creative
 JOB_MINUTES = 15
 EMPTY_DAY = "Every message of this day is empty: there is nothing to summarise."
 
-_claims: set[tuple[str, int]] = set()
-_claims_lock = threading.Lock()
+# By the database's address (its progress too, `_backfills`): one writer of a chat's days per database.
+_claims = ChatClaims(key=lambda engine: str(engine.url))
 
 
 def _key(engine: Engine, chat_id: int) -> tuple[str, int]:
     return (str(engine.url), chat_id)
-
-
-def _claim(engine: Engine, chat_id: int) -> bool:
-    with _claims_lock:
-        if _key(engine, chat_id) in _claims:
-            return False
-        _claims.add(_key(engine, chat_id))
-        return True
-
-
-def _release(engine: Engine, chat_id: int) -> None:
-    with _claims_lock:
-        _claims.discard(_key(engine, chat_id))
 
 
 def ask(config: ProviderConfig, messages: list[dict], max_output_size: int) -> answers.DaySummary | answers.Failure:
@@ -308,14 +296,14 @@ def _consolidate(services: Services, chat_id: int, config: ProviderConfig, max_o
 
 def summarize_chat(services: Services, chat_id: int) -> None:
     """Summarise a few of the chat's missing days whose backoff has passed, then ready weeks."""
-    if not _claim(services.engine, chat_id):
+    if not _claims.claim(services.engine, chat_id):
         return  # a Backfill or another run has the chat; the next run picks up what is left
     try:
         _run(services, chat_id, Progress(), limit=JOB_DAYS, wait_for_backoff=True)
     except UserError:
         pass  # no connection: nothing to do until one is set up
     finally:
-        _release(services.engine, chat_id)
+        _claims.release(services.engine, chat_id)
 
 
 def summarize_conversations(services: Services) -> None:
@@ -335,7 +323,7 @@ def start_backfill(services: Services, chat_id: int, *, limit: int = days.BACKFI
     with Session(engine) as session:
         chat = conversation_chat(session, chat_id)
         _connection(session, chat, services)
-    if not _claim(engine, chat_id):
+    if not _claims.claim(engine, chat_id):
         raise UserError("Summaries are already being written for this chat; wait for them to finish.")
     progress = Progress()
     _backfills[_key(engine, chat_id)] = progress
@@ -347,9 +335,8 @@ def start_backfill(services: Services, chat_id: int, *, limit: int = days.BACKFI
             log.exception("Backfill failed for chat %s", chat_id)
         finally:
             progress.running, progress.current = False, ""
-            _release(engine, chat_id)
 
-    threading.Thread(target=work, name=f"backfill-{chat_id}", daemon=True).start()
+    _claims.start(engine, chat_id, work, name=f"backfill-{chat_id}")
     return progress
 
 

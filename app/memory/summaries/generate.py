@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from dataclasses import dataclass
 
 from sqlalchemy.engine import Engine
@@ -27,6 +26,7 @@ from sqlmodel import Session, select
 from app.chats.models import Chat, Message
 from app.chats.service import chat_connection, get_chat
 from app.chats.settings import read_settings
+from app.claims import ChatClaims
 from app.connections.models import Connection
 from app.connections.providers import get_provider
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError
@@ -45,8 +45,8 @@ log = logging.getLogger(__name__)
 
 INTERRUPTED = "The run was interrupted (Sugo restarted) before the model answered."
 INTERNAL = "Something went wrong on Sugo's side while writing the summary; the log has the details."
-_claims: set[tuple[str, int]] = set()
-_claims_lock = threading.Lock()
+# One run per chat at a time, whichever kind (Generate, Backfill, automatic).
+SUMMARY_RUNS = ChatClaims()
 
 
 @dataclass(frozen=True)
@@ -57,33 +57,22 @@ class Request:
     max_output_size: int
 
 
-def _key(engine: Engine, chat_id: int) -> tuple[int, int]:
-    # The engine object, not its URL: an app started again on the same data folder (a restart in the
-    # same process, as the tests do) must not see the stopped app's runs as its own.
-    return (id(engine), chat_id)
-
-
 def running(engine: Engine, chat_id: int) -> bool:
-    with _claims_lock:
-        return _key(engine, chat_id) in _claims
+    return SUMMARY_RUNS.held(engine, chat_id)
 
 
 def running_chats(engine: Engine) -> list[int]:
     """The chats of this database with a run going on now."""
-    with _claims_lock:
-        return sorted(chat_id for key, chat_id in _claims if key == id(engine))
+    return SUMMARY_RUNS.chats(engine)
 
 
 def claim(engine: Engine, chat_id: int) -> None:
-    with _claims_lock:
-        if _key(engine, chat_id) in _claims:
-            raise UserError("A summary is already being written for this chat; wait for it to finish.")
-        _claims.add(_key(engine, chat_id))
+    if not SUMMARY_RUNS.claim(engine, chat_id):
+        raise UserError("A summary is already being written for this chat; wait for it to finish.")
 
 
 def release(engine: Engine, chat_id: int) -> None:
-    with _claims_lock:
-        _claims.discard(_key(engine, chat_id))
+    SUMMARY_RUNS.release(engine, chat_id)
 
 
 def latest_job(session: Session, engine: Engine, chat_id: int) -> SummaryJob | None:
@@ -160,15 +149,11 @@ def start(services: Services, chat_id: int, *, scope: str = "last", last: int | 
                          first_position=cov.first_position, last_position=cov.last_position)  # fmt: skip
         request = summary_request(session, job, read_settings(chat.settings).summary_max_tokens)
         claim(engine, chat_id)
-        try:
+        with SUMMARY_RUNS.holding(engine, chat_id):
             session.add(job)
             session.commit()
             session.refresh(job)
-            threading.Thread(target=_run, args=(engine, job.id, chat_id, config, request),
-                             name=f"summary-{chat_id}", daemon=True).start()  # fmt: skip
-        except BaseException:
-            release(engine, chat_id)
-            raise
+            SUMMARY_RUNS.start(engine, chat_id, _run, engine, job.id, chat_id, config, request, name=f"summary-{chat_id}")
         return job
 
 
@@ -232,8 +217,6 @@ def _run(engine: Engine, job_id: int, chat_id: int, config: ProviderConfig, requ
         with Session(engine) as session:
             _finish(session, job_id, answers.Failure("internal", INTERNAL))
             session.commit()
-    finally:
-        release(engine, chat_id)
 
 
 def _finish(session: Session, job_id: int, result: answers.ProseSummary | answers.Failure) -> None:

@@ -45,6 +45,7 @@ from app.memory.summaries.coverage import (
 )
 from app.memory.summaries.generate import (
     INTERNAL,
+    SUMMARY_RUNS,
     ask,
     claim,
     release,
@@ -141,15 +142,11 @@ def start_backfill(services: Services, chat_id: int) -> SummaryRun:
             claim(engine, chat_id)
         except UserError:
             raise Conflict(BUSY) from None
-        try:
+        with SUMMARY_RUNS.holding(engine, chat_id):
             session.add(run)
             session.commit()
             session.refresh(run)
-            threading.Thread(target=_backfill, args=(services, run.id, chat_id, config),
-                             name=f"backfill-{chat_id}", daemon=True).start()  # fmt: skip
-        except BaseException:
-            release(engine, chat_id)
-            raise
+            SUMMARY_RUNS.start(engine, chat_id, _backfill, services, run.id, chat_id, config, name=f"backfill-{chat_id}")
         return run
 
 
@@ -196,8 +193,6 @@ def _backfill(services: Services, run_id: int, chat_id: int, config: ProviderCon
             run = session.get(SummaryRun, run_id)
             if run is not None:
                 _fail(session, run, INTERNAL)
-    finally:
-        release(engine, chat_id)
 
 
 def _next_step(engine: Engine, run_id: int, chat_id: int):
