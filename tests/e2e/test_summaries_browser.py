@@ -2,6 +2,8 @@
 for the Last messages, turn one off, shift-click a range of entries and disable them, edit one,
 delete one, hide and show the inactive ones; "Hide summarised messages" is saved with the settings. Desktop and phone."""
 
+import time
+
 from playwright.sync_api import Page, expect
 
 from tests.support.model_server import Reply
@@ -158,6 +160,16 @@ def test_summaries_work_in_the_chat_pages_settings_panel_and_peek_prompt_shows_t
     expect(page.locator("#peek-dialog")).to_contain_text("Chat Summary: 1 active summary entry sent")
 
 
+def _generate_status_once_ended(live, chat_id: int, timeout_s: float = 60) -> dict:
+    """The chat's newest Generate run once it is no longer running (a loaded machine can take a while)."""
+    deadline = time.monotonic() + timeout_s
+    with live.client() as c:
+        while (run := c.get(f"/api/chats/{chat_id}/summaries/generate").json())["status"] == "running":
+            assert time.monotonic() < deadline, f"the run was still going after {timeout_s} s: {run}"
+            time.sleep(0.1)
+    return run
+
+
 def _connect(live, models) -> None:
     with live.client() as c:
         r = c.post("/api/connections", json={"name": "Local test", "base_url": models.base_url, "model": "test-model",
@@ -212,7 +224,12 @@ def test_generate_a_range_fail_retry_and_approve_under_review(page: Page, live, 
     page.wait_for_function("panel => !panel.isConnected", arg=old_panel)
     expect(section.locator("#summary-review")).to_be_checked()
     models.script("They found a dry well.")
-    section.locator("#summary-retry").click()
+    # In stages, so a failure says which one: the click's request, the run on the server, the page.
+    with page.expect_response(lambda r: r.url.endswith("/summaries/generate/retry")) as retried:
+        section.locator("#summary-retry").click()
+    assert retried.value.ok, retried.value.text()
+    run = _generate_status_once_ended(live, chat_id)
+    assert run["status"] == "done", (run, f"{models.pending_replies()} scripted replies left")
     expect(items).to_have_count(2)
     held = items.nth(1)
     expect(held).to_contain_text("They found a dry well")

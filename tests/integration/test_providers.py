@@ -570,3 +570,26 @@ def test_an_earlier_tests_address_is_refused_without_eating_the_script(models):
     # The bare address (what local-server discovery probes) still answers.
     port = models.base_url.split(":")[2].split("/")[0]
     assert httpx.get(f"http://127.0.0.1:{port}/v1/models").status_code == 200
+
+
+def test_a_call_from_a_worker_thread_leaves_no_connection_open(models):
+    """Background summaries and scene work ask the model on a loop of their own, many times a day:
+    each call's pooled client is closed with its loop, not left holding a socket for the collector."""
+    import gc
+
+    import httpx
+
+    from app.connections.providers import complete_chat_blocking
+    from app.connections.providers.base import GenerationParams, ProviderConfig
+
+    def open_clients() -> int:
+        gc.collect()
+        return sum(1 for o in gc.get_objects() if isinstance(o, httpx.AsyncClient) and not o.is_closed)
+
+    before = open_clients()
+    models.script("One.", "Two.")
+    config = ProviderConfig(kind="openai", base_url=models.base_url, model="test-model")
+    for _ in range(2):
+        done = complete_chat_blocking(config, [{"role": "user", "content": "Hi"}], GenerationParams(max_tokens=16))
+        assert done.text in ("One.", "Two.")
+    assert open_clients() == before

@@ -40,6 +40,8 @@ def test_a_failing_block_gives_the_claim_back():
     assert not claims.held(engine, 1)
 
 
+# The raising run's exception reaches the thread's excepthook, as it would in the app (whose runs log theirs).
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_started_thread_gives_the_claim_back_when_its_work_ends_even_by_raising():
     claims, engine = ChatClaims(), create_engine("sqlite://")
     go = threading.Event()

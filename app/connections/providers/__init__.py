@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from app.connections.providers import anthropic, openai_compat
-from app.connections.providers.base import Provider
+import asyncio
+from typing import Any
+
+from app.connections.providers import _http, anthropic, openai_compat
+from app.connections.providers.base import Completion, GenerationParams, Provider, ProviderConfig
 
 _PROVIDERS: dict[str, Provider] = {
     "openai": openai_compat,
@@ -19,3 +22,17 @@ def get_provider(kind: str) -> Provider:
         raise ValueError(
             f"Unknown provider kind {kind!r}; expected one of: {', '.join(_PROVIDERS)}"
         ) from None
+
+
+def complete_chat_blocking(config: ProviderConfig, messages: list[dict[str, Any]], params: GenerationParams) -> Completion:
+    """A whole reply, asked from a worker thread (background summaries, scene checks and recaps) on a
+    loop of its own. The loop's pooled clients are closed with it: left open, their connections would
+    hold a socket each until the garbage collector came by (hundreds over a day of background work)."""
+
+    async def call() -> Completion:
+        try:
+            return await get_provider(config.kind).complete_chat(config, messages, params)
+        finally:
+            await _http.close_clients()
+
+    return asyncio.run(call())

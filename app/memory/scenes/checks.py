@@ -20,7 +20,6 @@ Decisions:
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from sqlmodel import Session, col, func, select
 from app.chats.models import Chat
 from app.chats.settings import read_settings
 from app.claims import ChatClaims
-from app.connections.providers import get_provider
+from app.connections.providers import complete_chat_blocking
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError
 from app.errors import UserError
 from app.memory.scenes.check import (
@@ -125,7 +124,7 @@ def ask_scene_ends(config: ProviderConfig, request: list[dict], allowed: frozens
     result: SceneEnds | answers.Failure = answers.Failure("empty", "The helper gave no answer.")
     while (budget := answers.request_max_tokens(CHECK_MAX_TOKENS, attempt)) is not None:
         try:
-            done = asyncio.run(get_provider(config.kind).complete_chat(config, request, GenerationParams(max_tokens=budget)))
+            done = complete_chat_blocking(config, request, GenerationParams(max_tokens=budget))
         except ProviderError as err:
             return answers.Failure("provider", str(err))
         result = read_scene_ends(done.text or "", done.finish_reason, allowed)

@@ -18,7 +18,6 @@ Decisions (where the issue is silent):
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from sqlmodel import Session, col, select
@@ -26,7 +25,7 @@ from sqlmodel import Session, col, select
 from app.chats.models import Chat
 from app.chats.settings import read_settings
 from app.claims import ChatClaims
-from app.connections.providers import get_provider
+from app.connections.providers import complete_chat_blocking
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError
 from app.errors import UserError
 from app.memory.scenes import continuity
@@ -159,9 +158,9 @@ def _combine(services: Services, chat_id: int, config: ProviderConfig, helper: s
         text = continuity.part_text(part)
         tokens = sum(e.tokens for e in part)
         try:
-            done = asyncio.run(get_provider(config.kind).complete_chat(
+            done = complete_chat_blocking(
                 config, continuity.combine_request(prompt, text, tokens),
-                GenerationParams(max_tokens=continuity.combine_max_tokens(tokens, max_output))))  # fmt: skip
+                GenerationParams(max_tokens=continuity.combine_max_tokens(tokens, max_output)))  # fmt: skip
         except ProviderError as err:
             _note(services, chat_id, f"Updating continuity failed: {err}", set_key)
             return

@@ -45,7 +45,6 @@ Decisions:
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import threading
@@ -59,7 +58,7 @@ from sqlmodel import Session, col, select
 from app.chats.models import Chat
 from app.chats.service import chat_characters, chat_persona
 from app.chats.settings import read_settings
-from app.connections.providers import get_provider
+from app.connections.providers import complete_chat_blocking
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError
 from app.errors import UserError
 from app.memory.scenes import participants as who
@@ -211,8 +210,8 @@ def _ask(work: _Work, request: list[dict[str, str]]) -> rc.Recap | answers.Failu
     result: rc.Recap | answers.Failure = answers.Failure("internal", INTERNAL)
     while (budget := answers.request_max_tokens(work.max_summary_tokens, attempt)) is not None:
         try:
-            done = asyncio.run(get_provider(work.config.kind).complete_chat(
-                work.config, request, GenerationParams(max_tokens=budget)))  # fmt: skip
+            done = complete_chat_blocking(
+                work.config, request, GenerationParams(max_tokens=budget))  # fmt: skip
         except ProviderError as err:
             return answers.Failure("provider", str(err))
         result = rc.read_recap(

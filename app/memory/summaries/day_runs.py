@@ -19,7 +19,6 @@ Decisions:
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from app.chats.models import Chat, Message
 from app.chats.service import chat_connection
 from app.chats.settings import read_settings
 from app.claims import ChatClaims
-from app.connections.providers import get_provider
+from app.connections.providers import complete_chat_blocking
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError
 from app.connections.service import provider_config
 from app.errors import UserError
@@ -85,7 +84,7 @@ def ask(config: ProviderConfig, messages: list[dict], max_output_size: int) -> a
     while (budget := answers.request_max_tokens(max_output_size, attempt)) is not None:
         try:
             params = GenerationParams(temperature=TEMPERATURE, max_tokens=budget)
-            done = asyncio.run(get_provider(config.kind).complete_chat(config, messages, params))
+            done = complete_chat_blocking(config, messages, params)
         except ProviderError as err:
             return answers.Failure("provider", str(err))
         result = answers.read_day_summary(done.text or "", max_tokens=budget, count_tokens=count_tokens,

@@ -16,7 +16,6 @@ Decisions:
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass
 
@@ -28,7 +27,7 @@ from app.chats.service import chat_connection, get_chat
 from app.chats.settings import read_settings
 from app.claims import ChatClaims
 from app.connections.models import Connection
-from app.connections.providers import get_provider
+from app.connections.providers import complete_chat_blocking
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError
 from app.connections.service import provider_config
 from app.errors import UserError
@@ -186,8 +185,8 @@ def ask(config: ProviderConfig, request: Request) -> answers.ProseSummary | answ
     attempt = 0
     while (budget := answers.request_max_tokens(request.max_output_size, attempt)) is not None:
         try:
-            done = asyncio.run(get_provider(config.kind).complete_chat(
-                config, request.messages, GenerationParams(max_tokens=budget)))  # fmt: skip
+            done = complete_chat_blocking(
+                config, request.messages, GenerationParams(max_tokens=budget))  # fmt: skip
         except ProviderError as err:
             return answers.Failure("provider", str(err))
         result = answers.read_prose_summary(done.text or "", max_tokens=budget, count_tokens=count_tokens,
