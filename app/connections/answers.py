@@ -41,6 +41,10 @@ _SPACE = re.compile(r"\s*", re.ASCII)
 
 PieceKind = Literal["text", "reasoning", "moved"]
 
+# What a reply that says nothing is stored with (a failed version; app/generation/reasoning.py).
+ONLY_THINKING = "The model used its whole answer thinking; nothing was said."
+EMPTY_REPLY = "The model returned an empty reply."
+
 
 @dataclass(frozen=True)
 class Piece:

@@ -20,9 +20,12 @@ Decisions:
   reasoning), and the page is told why nothing was added. A continuation's reasoning is added after the
   version's own, and its time to the version's.
 - Impersonate: only the text reaches the composer; the reasoning is dropped.
-- Reasoning tags already inside stored text (replies written before Sugo read them, chats imported from
-  elsewhere, a hand edit) are left out of the prompt's history by the same reader (app/chats/history.py),
-  and a migration moved those of earlier replies into their versions' reasoning.
+- Reasoning tags already inside a stored reply's text are read by the same reader wherever they come
+  from: a migration moved those of replies written before into their versions' reasoning, an imported
+  SillyTavern chat's replies are split on import (app/chats/st_io.py, with SillyTavern's own
+  `extra.reasoning`), and whatever is left (a hand edit that types a `<think>` block) is kept in the
+  text the user wrote but left out of the prompt's history (app/chats/history.py). Memory Recall,
+  summaries and scenes read `content`, which holds no reasoning once it has come in by these paths.
 """
 
 from __future__ import annotations
@@ -30,10 +33,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from app.connections.answers import Piece, ReasoningSplitter
+from app.connections.answers import EMPTY_REPLY, ONLY_THINKING, Piece, ReasoningSplitter
 
-ONLY_THINKING = "The model used its whole answer thinking; nothing was said."
-EMPTY_REPLY = "The model returned an empty reply."
+__all__ = ["EMPTY_REPLY", "ONLY_THINKING", "ReplyReading", "thought_label", "version_reasoning"]
 REASONING_FIELDS = ("reasoning", "reasoning_ms")
 
 

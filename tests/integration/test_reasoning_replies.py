@@ -15,6 +15,7 @@ from app.generation.reasoning import EMPTY_REPLY, ONLY_THINKING
 from app.migrate import alembic_config, upgrade_database
 from tests.conftest import add_character, add_connection, new_chat, read_sse
 from tests.support.model_server import Reply
+from tests.support.waiting import wait_for
 
 THOUGHT = "The user greets Aria; she should bow and ask about the road."
 SAID = "Aria bows low. \"Safe travels, friend?\""
@@ -248,3 +249,45 @@ def test_the_migration_moves_reasoning_out_of_stored_replies(tmp_path):
     assert (content, status, error) == ("", "error", ONLY_THINKING) and swipes[0]["reasoning"] == "only this"
     assert got[3][0] == "<think>the user's own words</think>"  # a user's text is theirs
     assert got[4][0] == "I think the reasoning is sound."
+
+
+def test_a_summary_answer_of_only_a_reasoning_field_is_asked_again_with_more_room(api, models):
+    """The helpers read answers through the same reader: a reasoning field with no text is "only
+    thinking" (asked again with twice the room), not an empty answer."""
+    chat_id = _chat(api, models)
+    for i in range(4):
+        assert api.post(f"/api/chats/{chat_id}/messages", json={"content": f"Step {i} on the road."}).status_code == 201
+    models.script(Reply(text="", reasoning="Let me weigh each message first..."), "They walked the road together.")
+    r = api.post(f"/api/chats/{chat_id}/summaries/generate", json={"scope": "last", "last": 3})
+    assert r.status_code == 202, r.text
+    status = wait_for(lambda: (s := api.get(f"/api/chats/{chat_id}/summaries/generate").json())["status"] != "running"
+                      and s, timeout=60, what="the summary run to end")  # fmt: skip
+    assert status["status"] == "done", status
+    budgets = [q.json["max_tokens"] for q in models.requests if q.path.endswith("/chat/completions")]
+    assert budgets[-1] == 2 * budgets[-2]
+
+
+def test_sillytavern_chats_bring_and_take_their_reasoning(api, models):
+    """SillyTavern keeps a reply's reasoning in `extra.reasoning` (ms in `reasoning_duration`); a chat written
+    without reasoning parsing has it inline. Both arrive apart from the text, and go out as SillyTavern reads it."""
+    add_character(api, "Mirela")
+    lines = [
+        {"user_name": "Rowan", "character_name": "Mirela"},
+        {"name": "Mirela", "is_user": False, "mes": "You're alive.", "swipe_id": 0, "swipes": ["You're alive."],
+         "extra": {"reasoning": "He was unconscious for hours.", "reasoning_duration": 4200}},
+        {"name": "Rowan", "is_user": True, "mes": "Where am I? <think>a user's own words stay</think>"},
+        {"name": "Mirela", "is_user": False, "mes": f"<think>{THOUGHT}</think>\n{SAID}", "extra": {}},
+        {"name": "Mirela", "is_user": False, "mes": "<think>nothing but thought", "extra": {}},
+    ]  # fmt: skip
+    raw = ("\n".join(json.dumps(line) for line in lines) + "\n").encode()
+    chat = api.post("/api/chats/import", files={"file": ("tavern.jsonl", raw)}).json()
+    msgs = api.get(f"/api/chats/{chat['id']}/messages").json()
+    assert msgs[0]["content"] == "You're alive." and msgs[0]["swipes"][0]["reasoning"] == "He was unconscious for hours."
+    assert msgs[0]["swipes"][0]["reasoning_ms"] == 4200
+    assert msgs[1]["content"] == lines[2]["mes"]
+    assert msgs[2]["content"] == SAID and msgs[2]["swipes"][0]["reasoning"] == THOUGHT
+    assert (msgs[3]["status"], msgs[3]["error"], msgs[3]["content"]) == ("error", ONLY_THINKING, "")
+    exported = [json.loads(x) for x in api.get(f"/api/chats/{chat['id']}/export").text.splitlines()]
+    assert exported[1]["extra"]["reasoning"] == "He was unconscious for hours."
+    assert exported[1]["extra"]["reasoning_duration"] == 4200
+    assert exported[3]["mes"] == SAID and exported[3]["extra"]["reasoning"] == THOUGHT
