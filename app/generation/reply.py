@@ -28,29 +28,25 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
 from app.characters.models import Character
 from app.chats import service as chats
 from app.chats.limits import message_too_long
-from app.chats.models import Chat, Message
+from app.chats.models import Chat
 from app.connections.answers import Piece
 from app.connections.providers import get_provider
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError, Usage
 from app.connections.service import provider_config
-from app.db import lock_for_write
 from app.errors import UserError
-from app.generation.joining import continuation_joint
-from app.generation.reasoning import REASONING_FIELDS, ReplyReading, thought_label, version_reasoning
+from app.generation.reasoning import REASONING_FIELDS, ReplyReading, thought_label
+from app.generation.writer import Draft, ReplyWriter
 from app.memory.scenes.split import split_stored_reply, splits_replies
 from app.personas.models import Persona
 from app.prompt.blocks import Prompt
@@ -68,7 +64,6 @@ START_WAIT_S = 0.05
 # What the user reads when something inside Sugo failed; the details (SQL, a stack) go to the log.
 INTERNAL_PROMPT_ERROR = "The prompt could not be built because of an internal error; the server log has the details."
 INTERNAL_REPLY_ERROR = "The reply stopped because of an internal error; the server log has the details."
-FINAL_WRITE_ATTEMPTS = 6  # about 30 s of SQLite's busy timeout
 
 
 @dataclass
@@ -299,111 +294,12 @@ def prepare_request(session: Session, turn: StoredTurn, *, services: Services) -
     return reply
 
 
-class _Draft:
-    """Impersonate's text: streamed to the page for the user to edit and send, never stored."""
-
-    def __init__(self) -> None:
-        self.text = ""
-
-    async def append(self, delta: str) -> str:
-        self.text += delta
-        return delta
-
-    async def tick(self) -> None:
-        pass
-
-    async def finish(self, status: str, *, error: str | None = None, **swipe_extra) -> None:
-        pass
-
-    def write(self, status: str, *, error: str | None = None, **swipe_extra) -> None:
-        pass
-
-
-class _ReplyWriter:
-    """Writes the growing reply to the database now and then, in short transactions of its own, on a
-    worker thread: a write waiting for SQLite's lock (an import holds it) must not hold up the event
-    loop. For Continue, `kept` is the reply being extended and `kept_state` its status and error,
-    which stay if nothing arrives."""
-
-    def __init__(self, engine: Engine, message_id: int, swipe_id: str, flush_interval_s: float, *, kept: str = "",
-                 kept_state: tuple[str, str | None] | None = None, kept_reasoning: dict | None = None) -> None:  # fmt: skip
-        self.engine = engine
-        self.message_id = message_id
-        self.swipe_id = swipe_id
-        self.flush_interval_s = flush_interval_s
-        self.kept = kept
-        self.kept_state = kept_state
-        self.kept_reasoning = kept_reasoning or {}
-        self.reading: ReplyReading | None = None  # the stream's reasoning, once the provider is asked
-        self.text = ""
-        self._last_flush = time.monotonic()
-
-    async def append(self, delta: str) -> str:
-        """Add the delta; returns the text added (a continuation's first one may gain a space)."""
-        if self.kept and not self.text:
-            delta = continuation_joint(self.kept, delta) + delta
-        self.text += delta
-        await self.tick()
-        return delta
-
-    async def tick(self) -> None:
-        """Save what arrived (text and reasoning) when the flush interval has passed."""
-        if time.monotonic() - self._last_flush >= self.flush_interval_s:
-            try:
-                await self.store("streaming")
-            except OperationalError:
-                # SQLite stayed locked (a long import writes in one transaction): the text is kept
-                # here and goes out with the next write.
-                log.warning("the reply in message %s could not be saved yet; trying again", self.message_id)
-
-    async def store(self, status: str, *, error: str | None = None, **swipe_extra) -> None:
-        await run_in_threadpool(self.write, status, error=error, **swipe_extra)
-
-    async def finish(self, status: str, *, error: str | None = None, **swipe_extra) -> None:
-        """The last write, tried again while SQLite stays locked (each try waits out the busy
-        timeout), so a reply that ended is not left "streaming" by a long import."""
-        for attempt in range(1, FINAL_WRITE_ATTEMPTS + 1):
-            try:
-                await self.store(status, error=error, **swipe_extra)
-                return
-            except OperationalError:
-                if attempt == FINAL_WRITE_ATTEMPTS:
-                    raise
-                log.warning("the end of the reply in message %s could not be saved yet; trying again", self.message_id)
-
-    def write(self, status: str, *, error: str | None = None, **swipe_extra) -> None:
-        self._last_flush = time.monotonic()
-        unchanged = self.kept_state is not None and not self.text
-        if unchanged:
-            # A Continue that added nothing leaves the reply as it was (its reasoning too).
-            (status, error), swipe_extra = self.kept_state, {}
-        text = self.kept + self.text
-        thought = version_reasoning(self.kept_reasoning, None if unchanged else self.reading)
-        with Session(self.engine) as session:
-            lock_for_write(session)  # the user may change the message's versions meanwhile
-            msg = session.get(Message, self.message_id)
-            if msg is None:  # deleted while streaming: nothing to keep
-                return
-            swipes = [dict(s) for s in msg.swipes]
-            at = next((i for i, s in enumerate(swipes) if s.get("id") == self.swipe_id), None)
-            if at is None:  # this version was deleted while streaming
-                return
-            record = {k: v for k, v in swipes[at].items() if k not in REASONING_FIELDS}
-            swipes[at] = {**record, "content": text, "status": status, "error": error, **swipe_extra, **thought}
-            msg.swipes = swipes
-            if msg.active_swipe == at:
-                msg.content, msg.status, msg.error = text, status, error
-            msg.updated_at = utcnow()
-            session.add(msg)
-            session.commit()
-
-
 async def run_generation(gen: Generation, turn: StoredTurn, *, services: Services) -> None:
-    writer: _ReplyWriter | _Draft
+    writer: ReplyWriter | Draft
     if gen.message_id is None:
-        writer = _Draft()
+        writer = Draft()
     else:
-        writer = _ReplyWriter(services.engine, gen.message_id, turn.swipe_id, services.settings.stream_flush_interval_s,
+        writer = ReplyWriter(services.engine, gen.message_id, turn.swipe_id, services.settings.stream_flush_interval_s,
                               kept=turn.kept, kept_state=turn.kept_state if turn.purpose == "continue" else None,
                               kept_reasoning=turn.kept_reasoning)  # fmt: skip
     started = utcnow()
@@ -422,7 +318,7 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
             raise ProviderError("connection", reply.problem)
         stream = get_provider(reply.kind).stream_chat(reply.config, list(reply.prompt.messages), reply.params)
         reading = ReplyReading()
-        if isinstance(writer, _ReplyWriter):
+        if isinstance(writer, ReplyWriter):
             writer.reading = reading
         try:
             async for event in stream:
@@ -484,7 +380,7 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
             gen.changed.notify_all()
 
 
-async def _show(gen: Generation, writer: _ReplyWriter | _Draft, reading: ReplyReading, pieces: list[Piece]) -> None:
+async def _show(gen: Generation, writer: ReplyWriter | Draft, reading: ReplyReading, pieces: list[Piece]) -> None:
     """Store and stream what a delta added: `token` for text, `reasoning` for reasoning, `rewrite` when
     the text so far turned out to be reasoning, `thought` once the reasoning has ended. Impersonate's
     reasoning goes nowhere."""
