@@ -300,8 +300,8 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
         writer = Draft()
     else:
         writer = ReplyWriter(services.engine, gen.message_id, turn.swipe_id, services.settings.stream_flush_interval_s,
-                              kept=turn.kept, kept_state=turn.kept_state if turn.purpose == "continue" else None,
-                              kept_reasoning=turn.kept_reasoning)  # fmt: skip
+                             kept=turn.kept, kept_state=turn.kept_state if turn.purpose == "continue" else None,
+                             kept_reasoning=turn.kept_reasoning)  # fmt: skip
     started = utcnow()
     usage: Usage | None = None
     model: str | None = None
