@@ -12,6 +12,7 @@ from fastapi import Depends, Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from app.generation.reasoning import thought_label
 from app.prompt.macros import expand_macros
 from app.rendering import markdown_filter, middle_truncate, plain_text, plural
 from app.timeutil import as_utc
@@ -41,6 +42,7 @@ env.filters["short_time"] = _short_time
 env.filters["plural"] = plural
 env.filters["plain"] = plain_text
 env.filters["middle_truncate"] = middle_truncate
+env.filters["thought_label"] = thought_label
 # A global rather than an import in each template: a block rendered on its own never runs the
 # template's top-level imports.
 env.globals["icon"] = env.get_template("partials/icons.html").module.icon

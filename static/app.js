@@ -311,8 +311,27 @@
     }
   }
 
+  // The model's reasoning while it streams: a live "Thinking…" fold above the reply text, closed unless
+  // the user opens it (a Continue's reasoning goes on in the fold the reply has). The server's render
+  // replaces it at the end with "Thought for 12 s".
+  function liveFold(item) {
+    let fold = item.querySelector(".reasoning");
+    if (!fold) {
+      fold = document.createElement("details");
+      fold.className = "reasoning";
+      fold.innerHTML = '<summary><span class="reasoning-label"></span></summary><div class="reasoning-text"></div>';
+      item.querySelector(".msg-text")?.before(fold);
+    }
+    fold.classList.add("is-thinking");
+    fold.querySelector(".reasoning-label").textContent = "Thinking…";
+    const live = fold.querySelector(".reasoning-text").appendChild(document.createElement("div"));
+    live.className = "reasoning-live";
+    return live;
+  }
+
   async function consume(response, beforeId) {
     let textEl = null, text = "", messageId = null, action = "send";
+    let item = null, thoughtEl = null, thought = "";
     const input = document.getElementById("composer-input");
     await readStream(response, async (event, data) => {
       if (event === "start") {
@@ -327,9 +346,11 @@
         // A new reply is new to the page; a regenerated one, or one followed after a reload, is there.
         if (document.getElementById("msg-" + messageId)) await refreshMessage(messageId);
         else await appendNewMessages(beforeId);
-        const item = document.getElementById("msg-" + messageId);
+        item = document.getElementById("msg-" + messageId);
         item?.classList.add("is-streaming");
         textEl = item?.querySelector(".msg-text");
+        // Every event is sent again to a page that follows the reply after a reload: the fold is rebuilt.
+        if (action !== "continue") item?.querySelector(".reasoning")?.remove();
         if (action === "continue" && textEl) {
           // The reply stays as it is; the new words stream after its last paragraph.
           const host = textEl.lastElementChild?.tagName === "P" ? textEl.lastElementChild : textEl;
@@ -344,6 +365,24 @@
           // Plain text while streaming; the server's sanitized Markdown replaces it at the end.
           textEl.textContent = text; scrollToEnd(false);
         }
+      } else if (event === "rewrite" && action === "impersonate") {
+        text = data.text;
+        if (input) { input.value = text; autosize(input); }
+      } else if (event === "reasoning" || event === "rewrite") {
+        if (!item) return;
+        if (!thoughtEl) thoughtEl = liveFold(item);
+        if (event === "reasoning") thought += data.text;
+        else {
+          // What streamed as the reply was reasoning (the template opened the block in the prompt).
+          thought = data.reasoning; text = data.text;
+          if (action === "continue") textEl.textContent = text;
+          else if (textEl) textEl.innerHTML = '<span class="typing" aria-label="Writing"><i></i><i></i><i></i></span>';
+        }
+        thoughtEl.textContent = thought;
+        if (thoughtEl.closest("details").open) scrollToEnd(false);
+      } else if (event === "thought") {
+        const fold = item?.querySelector(".reasoning");
+        if (fold) { fold.classList.remove("is-thinking"); fold.querySelector(".reasoning-label").textContent = data.label; }
       } else if (event === "error") {
         toast(data.message, "error");
       }

@@ -145,7 +145,10 @@ def branch_chat(chat_id: int, message_id: int, session: SessionDep, services: Se
 @router.post("/{chat_id}/generate")
 async def generate_reply(chat_id: int, data: GenerateIn, services: ServicesDep) -> StreamingResponse:
     """Store the user's message (if any) and stream the reply as server-sent events:
-    `start`, `token` {text}..., then `done`, `stopped` or `error` {kind, message}."""
+    `start`, `token` {text}... (the reply), `reasoning` {text}... (the model's thinking, kept apart),
+    `rewrite` {text, reasoning} (what streamed as the reply was thinking), `thought` {ms, label} (the
+    thinking ended), then `done`, `stopped` or `error` {kind, message} (kind `only_thinking` or
+    `empty` when the model said nothing)."""
     gen = await reply.start(services, chat_id=chat_id, action=data.action, content=data.content,
                       speaker_id=data.speaker_id, message_id=data.message_id)  # fmt: skip
     return StreamingResponse(

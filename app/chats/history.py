@@ -1,7 +1,12 @@
 """Reading a chat's history the way the prompt sees it: the recent-message window, and counts.
 
 The prompt, Memory Recall (which chunks only what has left the window) and lorebooks (whose
-timed effects count messages) all read history through here, so they agree on what the AI sees."""
+timed effects count messages) all read history through here, so they agree on what the AI sees.
+
+A reply's reasoning is never sent back: new replies keep it apart from their text, and reasoning tags
+still inside a stored reply (written before Sugo read them, imported, typed in an edit) are left out
+here by the one reader of model answers. A reply that is only reasoning reads as empty, and the
+builder skips empty messages."""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from dataclasses import dataclass
 from sqlmodel import Session
 
 from app.chats.window import HistoryMessage, WindowPlan, plan_window
+from app.connections.answers import without_reasoning
 
 # The reply path's hot queries, in plain SQL through the driver: they run before every reply and
 # the ORM's per-statement overhead was most of their cost. All use the (chat_id, id) index.
@@ -55,7 +61,8 @@ def history_window(session: Session, chat_id: int, *, before_id: int | None, lim
         rows.extend(conn.exec_driver_sql(_FIRST_SQL, span).all())
     if plan.recent:
         rows.extend(reversed(conn.exec_driver_sql(_NEWEST_SQL, (*span, plan.recent)).all()))
-    messages = [HistoryMessage(*row) for row in rows]
+    messages = [HistoryMessage(i, role, name, without_reasoning(text) if role == "assistant" else text)
+                for i, role, name, text in rows]  # fmt: skip
     hidden = 0
     if hidden_total and messages:
         # Without drops every hidden message lies inside the window's span; with drops, those

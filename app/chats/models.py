@@ -47,8 +47,9 @@ class ChatCharacter(SQLModel, table=True):
 
 class Message(SQLModel, table=True):
     """One turn. `swipes` holds every alternative ({content, status, error, model, created_at,
-    gen_started, gen_finished, usage, st}); content/status/error mirror the active one so the
-    prompt builder and lists read one column."""
+    gen_started, gen_finished, usage, reasoning, reasoning_ms, st}); content/status/error mirror the
+    active one so the prompt builder and lists read one column. A reply's reasoning stays in its
+    version, never in `content` (app/generation/reasoning.py)."""
 
     # The second index covers the prompt's window count, so a long chat is counted from the index
     # alone (app/prompt/service.py).

@@ -47,6 +47,8 @@ class SwipeRead(BaseModel):
     status: str = "ok"
     error: str | None = None
     model: str | None = None
+    reasoning: str = ""  # the model's reasoning, kept apart from the text and never sent back to it
+    reasoning_ms: int | None = None  # how long it thought, when known
 
 
 class MessageRead(BaseModel):

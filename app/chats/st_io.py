@@ -1,5 +1,10 @@
 """SillyTavern .jsonl chats in and out of Sugo's tables. Each imported line is kept (minus the
-text Sugo stores in columns) so an export gives back every field SillyTavern wrote."""
+text Sugo stores in columns) so an export gives back every field SillyTavern wrote.
+
+A reply's reasoning travels as SillyTavern keeps it: `extra.reasoning` and `extra.reasoning_duration`
+(ms) for the shown version, `swipe_info[i].extra` for the others. Reasoning tags still inside an
+imported reply's text (a chat written without reasoning parsing) are read out of it as new replies
+are (app/connections/answers.py), so they are neither shown as the reply nor sent back."""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from app.chats import service as chats
 from app.chats import st_jsonl, st_metadata
 from app.chats.models import Chat, Message
 from app.chats.settings import ChatSettings
+from app.connections.answers import ONLY_THINKING, read_answer
 from app.errors import UserError
 from app.timeutil import as_utc, utcnow
 
@@ -54,6 +60,8 @@ def import_chat(session: Session, raw: bytes, *, character_id: int | None = None
         swipe_id = min(max(st.swipe_id, 0), len(texts) - 1) if st.swipes else 0
         created = st.send_date or now
         swipes = [chats.swipe_record(t) for t in texts]
+        if not st.is_user:
+            swipes = [_reasoning_apart(version, st.raw, i, swipe_id) for i, version in enumerate(swipes)]
         base = dict(st.raw)
         base["mes"] = ""
         if "swipes" in base:
@@ -65,7 +73,9 @@ def import_chat(session: Session, raw: bytes, *, character_id: int | None = None
             role="system" if refresh else ("user" if st.is_user else "assistant"),
             name=st.name or (parsed.user_name if st.is_user else character.name),
             character_id=None if st.is_user else character.id,
-            content=texts[swipe_id] if st.swipes else st.mes,
+            content=swipes[swipe_id]["content"],
+            status=swipes[swipe_id]["status"],
+            error=swipes[swipe_id]["error"],
             swipes=swipes,
             active_swipe=swipe_id,
             hidden=st.is_system,
@@ -130,6 +140,8 @@ def export_chat(session: Session, chat: Chat, *, lorebooks: Sequence[str] = (),
         write_swipes = texts if (len(texts) > 1 or had_swipes or msg.role == "assistant") else []
         if base and not had_swipes and len(texts) == 1:
             write_swipes = []
+        if msg.role == "assistant" and 0 <= msg.active_swipe < len(msg.swipes):
+            base = _with_reasoning(base, msg.swipes[msg.active_swipe])
         lines.append(
             st_jsonl.message_line(
                 name=msg.name,
@@ -143,3 +155,40 @@ def export_chat(session: Session, chat: Chat, *, lorebooks: Sequence[str] = (),
             )
         )
     return st_jsonl.write_chat_jsonl(header, lines)
+
+
+def _reasoning_apart(version: dict, raw: dict, index: int, active: int) -> dict:
+    """An imported reply version with its reasoning apart from its text: SillyTavern's own (the line's
+    `extra` for the shown swipe, `swipe_info[index].extra` for another) and any tags in the text."""
+    extra = raw.get("extra")
+    if index != active:
+        infos = raw.get("swipe_info")
+        info = infos[index] if isinstance(infos, list) and index < len(infos) else None
+        extra = info.get("extra") if isinstance(info, dict) else None
+    extra = extra if isinstance(extra, dict) else {}
+    given = extra.get("reasoning") if isinstance(extra.get("reasoning"), str) else ""
+    answer = read_answer(version["content"])
+    reasoning = "\n\n".join(t for t in (given.strip(), answer.reasoning) if t)
+    if not reasoning and not answer.had_reasoning:
+        return version
+    ms = extra.get("reasoning_duration")
+    ms = round(ms) if isinstance(ms, int | float) and not isinstance(ms, bool) and 0 <= ms < 10**9 else None
+    content = answer.text if answer.had_reasoning else version["content"]
+    failed = {"status": "error", "error": ONLY_THINKING} if not content.strip() else {}
+    return {**version, "content": content, **failed, **({"reasoning": reasoning, "reasoning_ms": ms} if reasoning else {})}
+
+
+def _with_reasoning(base: dict, version: dict) -> dict:
+    """The exported line's `extra` with the shown version's reasoning, as SillyTavern keeps it."""
+    extra = dict(base.get("extra")) if isinstance(base.get("extra"), dict) else {}
+    reasoning, ms = version.get("reasoning"), version.get("reasoning_ms")
+    if isinstance(reasoning, str) and reasoning:
+        extra["reasoning"] = reasoning
+        if isinstance(ms, int):
+            extra["reasoning_duration"] = ms
+    elif extra.get("reasoning"):  # the imported line's reasoning belongs to another version
+        extra.pop("reasoning")
+        extra.pop("reasoning_duration", None)
+    else:
+        return base
+    return {**base, "extra": extra}

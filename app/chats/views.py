@@ -21,6 +21,12 @@ def message_read(msg: Message) -> MessageRead:
         id=msg.id, kind=msg.kind, role=msg.role, name=msg.name, character_id=msg.character_id, content=msg.content,
         active_swipe=msg.active_swipe,
         swipes=[SwipeRead(content=s.get("content", ""), status=s.get("status", "ok"), error=s.get("error"),
-                          model=s.get("model")) for s in msg.swipes],
+                          model=s.get("model"), **_reasoning(s)) for s in msg.swipes],
         hidden=msg.hidden, status=msg.status, error=msg.error, created_at=msg.created_at,
     )  # fmt: skip
+
+
+def _reasoning(version: dict) -> dict:
+    text, ms = version.get("reasoning"), version.get("reasoning_ms")
+    return {"reasoning": text if isinstance(text, str) else "",
+            "reasoning_ms": ms if isinstance(ms, int) and not isinstance(ms, bool) else None}  # fmt: skip

@@ -13,6 +13,10 @@ lists the messages holding the reply (`message_ids`).
 Continue appends to the reply shown (the same message and version); Impersonate streams the user's
 next message to the page and stores nothing.
 
+The model's reasoning (`<think>` blocks, the providers' reasoning fields) is split from the text as it
+arrives and kept apart in the version; a reply that says nothing is stored as failed
+(app/generation/reasoning.py).
+
 Decision: Continue sends SillyTavern's nudge as a last system message for every provider, Anthropic
 included (it arrives there as a "[System note]" user turn), rather than the reply as an assistant
 prefill: newer Claude models and extended thinking refuse prefills, and Peek Prompt shows one
@@ -24,27 +28,25 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
 from app.characters.models import Character
 from app.chats import service as chats
 from app.chats.limits import message_too_long
-from app.chats.models import Chat, Message
+from app.chats.models import Chat
+from app.connections.answers import Piece
 from app.connections.providers import get_provider
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError, Usage
 from app.connections.service import provider_config
-from app.db import lock_for_write
 from app.errors import UserError
-from app.generation.joining import continuation_joint
+from app.generation.reasoning import REASONING_FIELDS, ReplyReading, thought_label
+from app.generation.writer import Draft, ReplyWriter
 from app.memory.scenes.split import split_stored_reply, splits_replies
 from app.personas.models import Persona
 from app.prompt.blocks import Prompt
@@ -62,7 +64,6 @@ START_WAIT_S = 0.05
 # What the user reads when something inside Sugo failed; the details (SQL, a stack) go to the log.
 INTERNAL_PROMPT_ERROR = "The prompt could not be built because of an internal error; the server log has the details."
 INTERNAL_REPLY_ERROR = "The reply stopped because of an internal error; the server log has the details."
-FINAL_WRITE_ATTEMPTS = 6  # about 30 s of SQLite's busy timeout
 
 
 @dataclass
@@ -161,6 +162,7 @@ class StoredTurn:
     # nothing arrives).
     kept: str = ""
     kept_state: tuple[str, str | None] = ("ok", None)
+    kept_reasoning: dict = field(default_factory=dict)  # the version's reasoning fields before
     # A new reply (a send): with Advanced Memory on it is split at its scene breaks once it ends.
     new_reply: bool = False
 
@@ -242,6 +244,7 @@ def _store_continue(session: Session, chat: Chat, characters: list[Character], p
     # Versions stored before versions had ids (or imported) get one: the writer finds its version by it.
     swipe_id = shown.setdefault("id", swipe_id)
     kept_state = (shown.get("status") or "ok", shown.get("error"))
+    kept_reasoning = {k: shown[k] for k in REASONING_FIELDS if shown.get(k) is not None}
     shown["status"] = "streaming"
     target.swipes = swipes
     target.status = "streaming"
@@ -250,7 +253,8 @@ def _store_continue(session: Session, chat: Chat, characters: list[Character], p
     session.commit()
     speaker = next((c for c in characters if c.id == target.character_id), None)
     return StoredTurn(target.id, target.active_swipe, swipe_id, chat, characters, persona, speaker,
-                      purpose="continue", kept=target.content, kept_state=kept_state)  # fmt: skip
+                      purpose="continue", kept=target.content, kept_state=kept_state,
+                      kept_reasoning=kept_reasoning)  # fmt: skip
 
 
 def prepare_request(session: Session, turn: StoredTurn, *, services: Services) -> PreparedReply:
@@ -290,103 +294,18 @@ def prepare_request(session: Session, turn: StoredTurn, *, services: Services) -
     return reply
 
 
-class _Draft:
-    """Impersonate's text: streamed to the page for the user to edit and send, never stored."""
-
-    def __init__(self) -> None:
-        self.text = ""
-
-    async def append(self, delta: str) -> str:
-        self.text += delta
-        return delta
-
-    async def finish(self, status: str, *, error: str | None = None, **swipe_extra) -> None:
-        pass
-
-    def write(self, status: str, *, error: str | None = None, **swipe_extra) -> None:
-        pass
-
-
-class _ReplyWriter:
-    """Writes the growing reply to the database now and then, in short transactions of its own, on a
-    worker thread: a write waiting for SQLite's lock (an import holds it) must not hold up the event
-    loop. For Continue, `kept` is the reply being extended and `kept_state` its status and error,
-    which stay if nothing arrives."""
-
-    def __init__(self, engine: Engine, message_id: int, swipe_id: str, flush_interval_s: float, *, kept: str = "",
-                 kept_state: tuple[str, str | None] | None = None) -> None:  # fmt: skip
-        self.engine = engine
-        self.message_id = message_id
-        self.swipe_id = swipe_id
-        self.flush_interval_s = flush_interval_s
-        self.kept = kept
-        self.kept_state = kept_state
-        self.text = ""
-        self._last_flush = time.monotonic()
-
-    async def append(self, delta: str) -> str:
-        """Add the delta; returns the text added (a continuation's first one may gain a space)."""
-        if self.kept and not self.text:
-            delta = continuation_joint(self.kept, delta) + delta
-        self.text += delta
-        if time.monotonic() - self._last_flush >= self.flush_interval_s:
-            try:
-                await self.store("streaming")
-            except OperationalError:
-                # SQLite stayed locked (a long import writes in one transaction): the text is kept
-                # here and goes out with the next write.
-                log.warning("the reply in message %s could not be saved yet; trying again", self.message_id)
-        return delta
-
-    async def store(self, status: str, *, error: str | None = None, **swipe_extra) -> None:
-        await run_in_threadpool(self.write, status, error=error, **swipe_extra)
-
-    async def finish(self, status: str, *, error: str | None = None, **swipe_extra) -> None:
-        """The last write, tried again while SQLite stays locked (each try waits out the busy
-        timeout), so a reply that ended is not left "streaming" by a long import."""
-        for attempt in range(1, FINAL_WRITE_ATTEMPTS + 1):
-            try:
-                await self.store(status, error=error, **swipe_extra)
-                return
-            except OperationalError:
-                if attempt == FINAL_WRITE_ATTEMPTS:
-                    raise
-                log.warning("the end of the reply in message %s could not be saved yet; trying again", self.message_id)
-
-    def write(self, status: str, *, error: str | None = None, **swipe_extra) -> None:
-        self._last_flush = time.monotonic()
-        if self.kept_state is not None and not self.text:
-            # A Continue that added nothing leaves the reply as it was.
-            (status, error), swipe_extra = self.kept_state, {}
-        text = self.kept + self.text
-        with Session(self.engine) as session:
-            lock_for_write(session)  # the user may change the message's versions meanwhile
-            msg = session.get(Message, self.message_id)
-            if msg is None:  # deleted while streaming: nothing to keep
-                return
-            swipes = [dict(s) for s in msg.swipes]
-            at = next((i for i, s in enumerate(swipes) if s.get("id") == self.swipe_id), None)
-            if at is None:  # this version was deleted while streaming
-                return
-            swipes[at] = {**swipes[at], "content": text, "status": status, "error": error, **swipe_extra}
-            msg.swipes = swipes
-            if msg.active_swipe == at:
-                msg.content, msg.status, msg.error = text, status, error
-            msg.updated_at = utcnow()
-            session.add(msg)
-            session.commit()
-
-
 async def run_generation(gen: Generation, turn: StoredTurn, *, services: Services) -> None:
-    writer: _ReplyWriter | _Draft
+    writer: ReplyWriter | Draft
     if gen.message_id is None:
-        writer = _Draft()
+        writer = Draft()
     else:
-        writer = _ReplyWriter(services.engine, gen.message_id, turn.swipe_id, services.settings.stream_flush_interval_s,
-                              kept=turn.kept, kept_state=turn.kept_state if turn.purpose == "continue" else None)  # fmt: skip
+        writer = ReplyWriter(services.engine, gen.message_id, turn.swipe_id, services.settings.stream_flush_interval_s,
+                             kept=turn.kept, kept_state=turn.kept_state if turn.purpose == "continue" else None,
+                             kept_reasoning=turn.kept_reasoning)  # fmt: skip
     started = utcnow()
     usage: Usage | None = None
     model: str | None = None
+    reading: ReplyReading | None = None
     try:
         with contextlib.suppress(TimeoutError):
             # Let the response carry the `start` event out before the event loop is busy building.
@@ -398,25 +317,35 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
         if reply.problem:
             raise ProviderError("connection", reply.problem)
         stream = get_provider(reply.kind).stream_chat(reply.config, list(reply.prompt.messages), reply.params)
+        reading = ReplyReading()
+        if isinstance(writer, ReplyWriter):
+            writer.reading = reading
         try:
             async for event in stream:
                 if gen.stop.is_set():
                     break
-                if event.text:
-                    await _publish(gen, "token", {"text": await writer.append(event.text)})
+                if event.text or event.reasoning:
+                    await _show(gen, writer, reading, reading.feed(event.text, event.reasoning))
                 if event.usage:
                     usage = event.usage
                 if event.model:
                     model = event.model
         finally:
             await stream.aclose()
+        await _show(gen, writer, reading, reading.finish())  # what was held for a tag that never closed
         extra = _swipe_meta(started, model, usage)
         if reply.prompt.receipt:
             extra["receipt"] = list(reply.prompt.receipt)
+        silence = None if gen.stop.is_set() else reading.silence(writer.text)
         if gen.stop.is_set():
             status = "partial" if writer.text else "error"
             await writer.finish(status, error="Stopped before the reply was finished.", **extra)
             await _publish(gen, "stopped", {"message_id": gen.message_id, "text_kept": bool(writer.text)})
+        elif silence:
+            # Nothing said: a failed version (a Continue leaves the reply as it was).
+            writer.text = ""
+            await writer.finish("error", error=silence[1], **extra)
+            await _publish(gen, "error", {"message_id": gen.message_id, "kind": silence[0], "message": silence[1]})
         else:
             await writer.finish("ok", **extra)
             done: dict = {"message_id": gen.message_id}
@@ -427,9 +356,11 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
                     done["message_ids"] = await _split(services, gen.message_id, turn.swipe_id)
             await _publish(gen, "done", done)
         # Background work after every reply (memories, summaries); the reply never waits for it.
-        if turn.purpose != "impersonate":
+        if turn.purpose != "impersonate" and not silence:
             services.sources.after_reply(services, gen.chat_id)
     except ProviderError as err:
+        if reading is not None:
+            await _show(gen, writer, reading, reading.finish())
         status = "partial" if writer.text else "error"
         await writer.finish(status, error=err.message, **_swipe_meta(started, model, usage))
         await _publish(gen, "error", {"message_id": gen.message_id, "kind": err.kind, "message": err.message})
@@ -447,6 +378,23 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
         async with gen.changed:
             gen.finished = True
             gen.changed.notify_all()
+
+
+async def _show(gen: Generation, writer: ReplyWriter | Draft, reading: ReplyReading, pieces: list[Piece]) -> None:
+    """Store and stream what a delta added: `token` for text, `reasoning` for reasoning, `rewrite` when
+    the text so far turned out to be reasoning, `thought` once the reasoning has ended. Impersonate's
+    reasoning goes nowhere."""
+    for piece in pieces:
+        if piece.kind == "text":
+            await _publish(gen, "token", {"text": await writer.append(piece.text)})
+            if (ms := reading.take_thought()) is not None and gen.message_id is not None:
+                await _publish(gen, "thought", {"ms": ms, "label": thought_label(ms)})
+        elif piece.kind == "moved":
+            writer.text = ""
+            await _publish(gen, "rewrite", {"text": "", "reasoning": "" if gen.message_id is None else reading.reasoning})
+        elif gen.message_id is not None:
+            await _publish(gen, "reasoning", {"text": piece.text})
+            await writer.tick()
 
 
 async def _split(services: Services, message_id: int, swipe_id: str) -> list[int]:

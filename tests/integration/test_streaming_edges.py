@@ -71,7 +71,7 @@ def test_a_version_deleted_while_the_writer_holds_the_message_is_deleted_from_wh
     assert read_sse(api.post(f"/api/chats/{chat['id']}/generate", json={"action": "swipe"}))[-1][0] == "done"
     result: dict = {}
     with Session(sugo.engine) as writer:
-        lock_for_write(writer)  # as _ReplyWriter.write does
+        lock_for_write(writer)  # as ReplyWriter.write does
         msg = writer.get(Message, reply["id"])
         deleting = threading.Thread(target=lambda: result.setdefault(
             "r", api.delete(f"/api/chats/{chat['id']}/messages/{reply['id']}/swipes/0")))  # fmt: skip

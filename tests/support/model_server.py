@@ -58,6 +58,14 @@ class Reply:
     usage: dict[str, int] | None = None  # {"input_tokens", "output_tokens", "cached_input_tokens"}
     tool_calls: list[dict[str, Any]] | None = None  # OpenAI-shaped tool calls to return
     finish_reason: str | None = None  # non-streamed replies: say this instead of "stop" ("length": cut off)
+    # The provider's own reasoning, sent before the text: OpenAI-compatible servers in the delta's (or the
+    # message's) `reasoning_field` ("reasoning_content" or "reasoning"), Anthropic as a thinking block.
+    # Inline reasoning (`<think>`) is simply part of `text`.
+    reasoning: str = ""
+    reasoning_field: str = "reasoning_content"
+    # A streamed reply waits for this event after its reasoning and before its first text delta: a test
+    # looks at the page while the model is still thinking.
+    hold: threading.Event | None = None
 
 
 @dataclass
@@ -496,6 +504,8 @@ class ModelServer:
             return StreamingResponse(stream, media_type="text/event-stream")
         finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
         message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        if reply.reasoning:
+            message[reply.reasoning_field] = reply.reasoning
         if reply.tool_calls:
             message["tool_calls"] = reply.tool_calls
         payload = {
@@ -533,6 +543,11 @@ class ModelServer:
             return _sse(data)
 
         yield chunk({"role": "assistant", "content": ""})
+        for index, piece in enumerate(_chunks(reply.reasoning, reply.chunk_size)):
+            if index and reply.delay_s:
+                await asyncio.sleep(reply.delay_s)
+            yield chunk({reply.reasoning_field: piece})
+        await _held(reply)
         for index, piece in enumerate(_chunks(reply.text, reply.chunk_size)):
             if reply.break_after_chunks is not None and index >= reply.break_after_chunks:
                 break
@@ -606,6 +621,8 @@ class ModelServer:
             stream = self._anthropic_stream(reply, served_model, message_id, tokens, stop_reason)
             return StreamingResponse(stream, media_type="text/event-stream")
         content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
+        if reply.reasoning:
+            content.insert(0, {"type": "thinking", "thinking": reply.reasoning, "signature": "test-signature"})
         content.extend(_tool_use_block(call) for call in reply.tool_calls or [])
         payload = {
             "id": message_id,
@@ -635,7 +652,23 @@ class ModelServer:
             "usage": {**tokens.anthropic_input(), "output_tokens": 1},
         }
         yield _sse({"type": "message_start", "message": start}, "message_start")
-        block = {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+        text_index = 0
+        if reply.reasoning:
+            # Extended thinking: a thinking block first, closed by its signature.
+            thinking = {"type": "content_block_start", "index": 0,
+                        "content_block": {"type": "thinking", "thinking": ""}}  # fmt: skip
+            yield _sse(thinking, "content_block_start")
+            for index, piece in enumerate(_chunks(reply.reasoning, reply.chunk_size)):
+                if index and reply.delay_s:
+                    await asyncio.sleep(reply.delay_s)
+                delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": piece}}
+                yield _sse(delta, "content_block_delta")
+            signature = {"type": "signature_delta", "signature": "test-signature"}
+            yield _sse({"type": "content_block_delta", "index": 0, "delta": signature}, "content_block_delta")
+            yield _sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
+            text_index = 1
+        await _held(reply)
+        block = {"type": "content_block_start", "index": text_index, "content_block": {"type": "text", "text": ""}}
         yield _sse(block, "content_block_start")
         yield _sse({"type": "ping"}, "ping")
         for index, piece in enumerate(_chunks(reply.text, reply.chunk_size)):
@@ -645,7 +678,7 @@ class ModelServer:
                 await asyncio.sleep(reply.delay_s)
             delta = {
                 "type": "content_block_delta",
-                "index": 0,
+                "index": text_index,
                 "delta": {"type": "text_delta", "text": piece},
             }
             yield _sse(delta, "content_block_delta")
@@ -655,8 +688,8 @@ class ModelServer:
                 yield _sse(error, "error")
                 return
             raise _DropConnection
-        yield _sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
-        for offset, call in enumerate(reply.tool_calls or [], start=1):
+        yield _sse({"type": "content_block_stop", "index": text_index}, "content_block_stop")
+        for offset, call in enumerate(reply.tool_calls or [], start=text_index + 1):
             tool_block = _tool_use_block(call)
             arguments = json.dumps(tool_block.pop("input"))
             tool_block["input"] = {}
@@ -676,6 +709,12 @@ class ModelServer:
         }
         yield _sse(message_delta, "message_delta")
         yield _sse({"type": "message_stop"}, "message_stop")
+
+
+async def _held(reply: Reply) -> None:
+    """Wait for the reply's `hold` event, if it has one (off the event loop: other requests go on)."""
+    if reply.hold is not None:
+        await asyncio.to_thread(reply.hold.wait, 60)
 
 
 def _tool_use_block(call: dict[str, Any]) -> dict[str, Any]:

@@ -173,22 +173,28 @@ def _completion_from(data: dict[str, Any], state: _http.CallState) -> Completion
     content = data.get("content")
     if not isinstance(content, list):
         raise ProviderError("bad_response", f"The answer from {state.base_url} has no content list in it.")
-    text = "".join(
-        block.get("text") or ""
-        for block in content
-        if isinstance(block, dict) and block.get("type") == "text"
-    )
+    blocks = [block for block in content if isinstance(block, dict)]
+    text = "".join(_block_text(b, "text") for b in blocks if b.get("type") == "text")
+    # Extended thinking: its blocks come before the text ("redacted_thinking" ones are encrypted).
+    reasoning = "\n\n".join(t for b in blocks if b.get("type") == "thinking" if (t := _block_text(b, "thinking")))
     tally = _UsageTally()
     tally.update(data.get("usage"))
     return Completion(
-        text=text, model=data.get("model") or None, usage=tally.usage(), finish_reason=data.get("stop_reason")
+        text=text, model=data.get("model") or None, usage=tally.usage(), finish_reason=data.get("stop_reason"),
+        reasoning=reasoning,
     )
+
+
+def _block_text(block: dict[str, Any], key: str) -> str:
+    value = block.get(key)
+    return value if isinstance(value, str) else ""
 
 
 async def stream_chat(
     config: ProviderConfig, messages: list[dict[str, Any]], params: GenerationParams
 ) -> AsyncIterator[StreamEvent]:
-    """Text deltas as they arrive, then exactly one closing event with usage, stop reason and model."""
+    """Text and thinking deltas as they arrive, then exactly one closing event with usage, stop reason
+    and model."""
     base = _base_url(config)
     state = _http.CallState(base_url=base, config=config)
     body = build_body(config, messages, params, stream=True)
@@ -204,8 +210,8 @@ async def stream_chat(
             whole = await _http.check_stream_response(response, state)
             if whole is not None:
                 completion = _completion_from(whole, state)
-                if completion.text:
-                    yield StreamEvent(text=completion.text)
+                if completion.text or completion.reasoning:
+                    yield StreamEvent(text=completion.text, reasoning=completion.reasoning)
                 yield StreamEvent(
                     usage=completion.usage, finish_reason=completion.finish_reason, model=completion.model
                 )
@@ -222,9 +228,13 @@ async def stream_chat(
                 elif kind == "content_block_delta":
                     delta = payload.get("delta") if isinstance(payload.get("delta"), dict) else {}
                     text = delta.get("text")
+                    thinking = delta.get("thinking")
                     if delta.get("type") == "text_delta" and isinstance(text, str) and text:
                         state.text_seen = True
                         yield StreamEvent(text=text)
+                    elif delta.get("type") == "thinking_delta" and isinstance(thinking, str) and thinking:
+                        state.text_seen = True
+                        yield StreamEvent(reasoning=thinking)
                 elif kind == "message_delta":
                     delta = payload.get("delta") if isinstance(payload.get("delta"), dict) else {}
                     stop_reason = delta.get("stop_reason") or stop_reason

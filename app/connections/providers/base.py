@@ -2,7 +2,7 @@
 
 A provider module exposes three coroutines with these signatures:
 
-    stream_chat(config, messages, params) -> AsyncIterator[StreamEvent]
+    stream_chat(config, messages, params) -> AsyncIterator[StreamEvent]   # text and reasoning deltas
     complete_chat(config, messages, params) -> Completion
     probe(config) -> ProbeResult          # "Test connection": a tiny real request
 
@@ -62,12 +62,16 @@ class Usage:
 
 @dataclass(frozen=True)
 class StreamEvent:
-    """One piece of a streamed reply: a text delta, or the closing usage/finish reason."""
+    """One piece of a streamed reply: a text delta, a delta of the provider's own reasoning field
+    (OpenAI-compatible `reasoning_content`/`reasoning`, Anthropic thinking), or the closing
+    usage/finish reason. Reasoning inside the text (`<think>`) is left there: the one reader of model
+    answers (app/connections/answers.py) splits both kinds."""
 
     text: str = ""
     usage: Usage | None = None
     finish_reason: str | None = None
     model: str | None = None
+    reasoning: str = ""
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class Completion:
     model: str | None = None
     usage: Usage | None = None
     finish_reason: str | None = None
+    reasoning: str = ""  # the provider's own reasoning field, as in StreamEvent
 
 
 @dataclass(frozen=True)

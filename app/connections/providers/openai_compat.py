@@ -76,6 +76,19 @@ def _usage(raw: Any) -> Usage | None:
     )
 
 
+def _reasoning(part: Any) -> str:
+    """The reasoning a message or a stream delta carries apart from its content: `reasoning_content`
+    (DeepSeek, llama.cpp, vLLM, LM Studio) or `reasoning` (OpenRouter, Ollama, newer vLLM); a server
+    sending both sends the same text twice, so the first one found is taken."""
+    if not isinstance(part, dict):
+        return ""
+    for key in ("reasoning_content", "reasoning"):
+        value = part.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
 def _completion_from(data: dict[str, Any], state: _http.CallState) -> Completion:
     if data.get("error"):
         raise _http.error_from_stream_payload(data["error"], state)
@@ -93,13 +106,15 @@ def _completion_from(data: dict[str, Any], state: _http.CallState) -> Completion
         model=data.get("model") or None,
         usage=_usage(data.get("usage")),
         finish_reason=choice.get("finish_reason"),
+        reasoning=_reasoning(message),
     )
 
 
 async def stream_chat(
     config: ProviderConfig, messages: list[dict[str, Any]], params: GenerationParams
 ) -> AsyncIterator[StreamEvent]:
-    """Text deltas as they arrive, then exactly one closing event with usage, finish reason and model."""
+    """Text and reasoning deltas as they arrive, then exactly one closing event with usage, finish
+    reason and model."""
     base = _base_url(config)
     state = _http.CallState(base_url=base, config=config)
     body = build_body(config, messages, params, stream=True)
@@ -116,8 +131,8 @@ async def stream_chat(
             if whole is not None:
                 # The server ignored "stream": hand the whole answer over as one delta.
                 completion = _completion_from(whole, state)
-                if completion.text:
-                    yield StreamEvent(text=completion.text)
+                if completion.text or completion.reasoning:
+                    yield StreamEvent(text=completion.text, reasoning=completion.reasoning)
                 yield StreamEvent(
                     usage=completion.usage, finish_reason=completion.finish_reason, model=completion.model
                 )
@@ -140,9 +155,11 @@ async def stream_chat(
                 choice = choices[0]
                 delta = choice.get("delta")
                 text = delta.get("content") if isinstance(delta, dict) else None
-                if isinstance(text, str) and text:
+                text = text if isinstance(text, str) else ""
+                reasoning = _reasoning(delta)
+                if text or reasoning:
                     state.text_seen = True
-                    yield StreamEvent(text=text)
+                    yield StreamEvent(text=text, reasoning=reasoning)
                 finish_reason = choice.get("finish_reason") or finish_reason
     if not events_seen:
         raise ProviderError("bad_response", f"The server at {base} answered, but sent no streamed events.")

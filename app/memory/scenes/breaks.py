@@ -53,7 +53,7 @@ import re
 from enum import Enum
 from itertools import pairwise
 
-from app.memory.summaries.answers import THINK_CLOSE, THINK_OPEN
+from app.connections.answers import THINK_CLOSE, THINK_OPEN
 
 MAX_PARTS = 20  # more scene changes than this in one reply is a broken reply, not a story
 MAX_SPLIT_CHARS = 200_000  # ~50k tokens: past any reply a model writes in one turn

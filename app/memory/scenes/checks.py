@@ -127,7 +127,7 @@ def ask_scene_ends(config: ProviderConfig, request: list[dict], allowed: frozens
             done = complete_chat_blocking(config, request, GenerationParams(max_tokens=budget))
         except ProviderError as err:
             return answers.Failure("provider", str(err))
-        result = read_scene_ends(done.text or "", done.finish_reason, allowed)
+        result = read_scene_ends(done.text or "", done.finish_reason, allowed, reasoning=done.reasoning)
         if not (isinstance(result, answers.Failure) and result.retry_larger):
             return result
         attempt += 1

@@ -23,6 +23,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from app.connections.answers import strip_thinking
+
 CONTINUITY_SHARE = 0.7
 PART_INPUT_TOKENS = 12_000
 EXTRA_OUTPUT_TOKENS = 1024
@@ -105,7 +107,7 @@ def read_combined(answer: str, *, text: str, tokens: int, finish_reason: str | N
     if finish_reason == "length":
         return Refused("The helper's answer was cut off at its output limit.")
     body = (answer or "")[:MAX_ANSWER_CHARS].strip()
-    body = re.sub(r"(?is)<(think|thinking|reasoning)\b[^>]*>.*?</\1\s*>", "", body).strip()
+    body = strip_thinking(body).answer  # the one reader of model answers
     if not body:
         return Refused("The helper's answer was empty.")
     if count(body) >= tokens:

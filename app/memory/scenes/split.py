@@ -4,8 +4,9 @@ service around the pure `breaks.split_reply`.
 Called once a new reply (a send, not Continue, Impersonate, a swipe or a regeneration) has ended
 normally and its final text is stored; a stopped or broken reply keeps its text in one message. The
 stored message becomes the first part and keeps its id; each further part is a new message of the
-same character, added after it. The message info (model, usage, timing) moves to the last part; Sugo
-keeps a reply's reasoning inline (`<think>`), and `split_reply` leaves it at the top of the first part.
+same character, added after it. The message info (model, usage, timing) moves to the last part; the
+reply's reasoning (kept apart from its text, app/generation/reasoning.py) stays with the first part, and
+reasoning tags left in an older reply's text stay at the top of the first part (`split_reply`).
 
 A swipe or regeneration never splits: it makes a new version of the one message it is asked for,
 which is always the chat's last message, i.e. the last part (an earlier part is not the last reply

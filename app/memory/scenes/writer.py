@@ -215,7 +215,7 @@ def _ask(work: _Work, request: list[dict[str, str]]) -> rc.Recap | answers.Failu
         except ProviderError as err:
             return answers.Failure("provider", str(err))
         result = rc.read_recap(
-            done.text or "", done.finish_reason, max_summary_tokens=work.max_summary_tokens
+            done.text or "", done.finish_reason, done.reasoning, max_summary_tokens=work.max_summary_tokens
         )
         if not isinstance(result, answers.Failure) or not result.retry_larger:
             return result

@@ -5,10 +5,10 @@ A bad answer must never replace a good summary, so every reader returns either a
 Nothing here raises on model output.
 
 Decisions:
-- Thinking is stripped first: `<think>`, `<thinking>` and `<reasoning>` blocks anywhere; an answer with
-  a closing tag but no opening one (reasoning templates that put `<think>` in the prompt) loses everything
-  before it; an unclosed opener makes the rest thinking. Reasoning a provider returns separately is only
-  used to tell "only thinking" from "empty".
+- Thinking is stripped first, by the one reader of model answers (app/connections/answers.py, which
+  the reply path uses too): `<think>`, `<thinking>` and `<reasoning>` blocks anywhere, a closer with no
+  opener, an unclosed opener. Reasoning a provider returns separately is only used to tell "only
+  thinking" from "empty".
 - An answer with nothing left after the thinking, or one cut off (`finish_reason` "length" or
   "max_tokens", or JSON that never closes), is a failure with `retry_larger=True`: the model ran out of
   budget (Marinara bug #6470), so the caller asks again with `request_max_tokens(..., attempt + 1)`, and
@@ -34,6 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
+
+from app.connections.answers import strip_thinking
 
 FailureKind = Literal[
     "empty", "only_thinking", "cut_off", "not_json", "missing_summary", "missing_ends", "too_long", "provider",
@@ -91,40 +93,6 @@ RETRY_DELAYS = (
 def retry_delay(failures: int) -> timedelta:
     """How long to wait before trying a summary again after `failures` failed runs in a row (>= 1)."""
     return RETRY_DELAYS[min(max(failures, 1), len(RETRY_DELAYS)) - 1]
-
-
-# Public: the scene-break splitter (app/memory/scenes/breaks.py) reads reasoning by the same tags.
-THINK_OPEN = re.compile(r"<(?:think|thinking|reasoning)\b[^<>]{0,200}>", re.IGNORECASE)
-THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)\s*>", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class Stripped:
-    answer: str
-    had_thinking: bool
-
-
-def strip_thinking(text: str) -> Stripped:
-    """The answer without the model's reasoning, trimmed. One forward pass, so a flood of openers
-    without closers costs linear time."""
-    kept: list[str] = []
-    had = False
-    pos = 0
-    opener, closer = THINK_OPEN.search(text), THINK_CLOSE.search(text)
-    if closer and (opener is None or closer.start() < opener.start()):
-        pos, had = closer.end(), True  # a closer with no opener: the opener was in the prompt template
-    while True:
-        opener = THINK_OPEN.search(text, pos)
-        if opener is None:
-            kept.append(text[pos:])
-            break
-        kept.append(text[pos : opener.start()])
-        had = True
-        closer = THINK_CLOSE.search(text, opener.end())
-        if closer is None:  # never closed: the model was still thinking when it stopped
-            break
-        pos = closer.end()
-    return Stripped(THINK_CLOSE.sub("", "".join(kept)).strip(), had)
 
 
 def precheck(text: str, finish_reason: str | None, reasoning: str) -> str | Failure:

@@ -88,7 +88,7 @@ def ask(config: ProviderConfig, messages: list[dict], max_output_size: int) -> a
         except ProviderError as err:
             return answers.Failure("provider", str(err))
         result = answers.read_day_summary(done.text or "", max_tokens=budget, count_tokens=count_tokens,
-                                          finish_reason=done.finish_reason)  # fmt: skip
+                                          finish_reason=done.finish_reason, reasoning=done.reasoning)  # fmt: skip
         if isinstance(result, answers.DaySummary) or not result.retry_larger:
             return result
         attempt += 1

@@ -190,7 +190,7 @@ def ask(config: ProviderConfig, request: Request) -> answers.ProseSummary | answ
         except ProviderError as err:
             return answers.Failure("provider", str(err))
         result = answers.read_prose_summary(done.text or "", max_tokens=budget, count_tokens=count_tokens,
-                                            finish_reason=done.finish_reason)  # fmt: skip
+                                            finish_reason=done.finish_reason, reasoning=done.reasoning)  # fmt: skip
         if isinstance(result, answers.ProseSummary):
             return answers.prose_problem(result.text) or result
         if not result.retry_larger:
