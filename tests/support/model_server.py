@@ -58,6 +58,7 @@ class Reply:
     usage: dict[str, int] | None = None  # {"input_tokens", "output_tokens", "cached_input_tokens"}
     tool_calls: list[dict[str, Any]] | None = None  # OpenAI-shaped tool calls to return
     finish_reason: str | None = None  # non-streamed replies: say this instead of "stop" ("length": cut off)
+    gate: threading.Event | None = None  # OpenAI chat: answer only once the test sets it (at most 60 s)
 
 
 @dataclass
@@ -483,6 +484,8 @@ class ModelServer:
         reply = self._next_reply(messages)
         if reply.first_delay_s:
             await asyncio.sleep(reply.first_delay_s)
+        if reply.gate is not None:  # the test holds the answer back while it looks at Sugo mid-request
+            await asyncio.to_thread(reply.gate.wait, 60)
         if reply.status != 200:
             message = reply.error or _DEFAULT_ERROR_MESSAGES.get(reply.status, "Error.")
             return _openai_error(reply.status, message)
