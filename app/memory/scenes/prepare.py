@@ -70,7 +70,13 @@ from app.memory.scenes.check import (
     windows_left,
 )
 from app.memory.scenes.checks import ask_scene_ends, close_ends, last_scene_end
-from app.memory.scenes.messages import ReadableMessage, helper_config, helper_connection, readable_messages
+from app.memory.scenes.messages import (
+    ReadableMessage,
+    helper_config,
+    helper_connection,
+    messages_and_streaming,
+    readable_messages,
+)
 from app.memory.scenes.models import Scene, SceneRun, SceneState
 from app.memory.scenes.writer import release_stale, write_recap
 from app.memory.summaries import answers
@@ -322,9 +328,14 @@ def _window(session: Session, services: Services, chat: Chat, run: SceneRun) -> 
 
 def _recap(session: Session, engine: Engine, run: SceneRun) -> _Recap | None:
     release_stale(engine)  # recaps a restart cut short go back to waiting
-    pending = session.exec(select(Scene.id).where(Scene.chat_id == run.chat_id, col(Scene.manual) == False,  # noqa: E712
-                                                  col(Scene.state).in_(("waiting", "failed")))
-                           .order_by(col(Scene.first_message_id))).all()  # fmt: skip
+    rows = session.exec(select(Scene.id, Scene.first_message_id, Scene.last_message_id)
+                        .where(Scene.chat_id == run.chat_id, col(Scene.manual) == False,  # noqa: E712
+                               col(Scene.state).in_(("waiting", "failed")))
+                        .order_by(col(Scene.first_message_id))).all()  # fmt: skip
+    # A scene whose reply is being swiped now waits for that reply's end (writer.STREAMING): asking for it
+    # here again and again would spin; the after-reply work or the sweep writes it once the run is done.
+    streaming = messages_and_streaming(session, run.chat_id)[1]
+    pending = [sid for sid, first, last in rows if not any(first <= mid <= last for mid in streaming)]
     if not pending:
         return None
     run.total = max(run.total, run.done + len(pending))
