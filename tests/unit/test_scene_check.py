@@ -285,6 +285,7 @@ SHAPES = [
     ('{"scenes": [{"from": 7, "to": 10}, {"from": 11, "to": 12}]}', (10,)),
     ('{"scenes": [{"id": 1, "startMessage": 3, "endMessage": 8}]}', (8,)),
     ('{"ends": [12]}', (12,)),  # a bare number at the last message is a real end
+    ('Weighing [8, 9] I found: {"ends": [9]}', (9,)),  # the object's list, not an aside before it
 ]
 
 

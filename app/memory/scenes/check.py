@@ -335,16 +335,17 @@ def _first_list(text: str) -> list[Any] | None:
 
 
 def _entries(text: str) -> list[Any] | Failure:
-    """The answer's list of scene ends, whatever shape holds it."""
+    """The answer's list of scene ends, whatever shape holds it: an object's list first (prose around it
+    may hold a bracketed aside), then a bare list, then one entry on its own."""
+    obj = find_object(text, "ends")
+    value = _field(obj, END_LIST_KEYS) if isinstance(obj, dict) else None
+    if isinstance(value, list):
+        return value
     bare = _first_list(text)
     if bare is not None:
         return bare
-    obj = find_object(text, "ends")
     if isinstance(obj, Failure):
         return obj
-    value = _field(obj, END_LIST_KEYS)
-    if isinstance(value, list):
-        return value
     if isinstance(value, dict) or _scalar(value) is not None:
         return [value]  # one end, not in a list
     if value is None and _number(obj, None) not in (None, _OPEN_SCENE):

@@ -20,7 +20,8 @@ Decisions:
   failure. A failed rewrite keeps the saved recap (still written and recalled) and waits the writer's
   retry delay (next_attempt_at) before this job tries it again; Fix retries it at once.
 - Nothing while Advanced Memory is off or paused, while the chat's Prepare is unfinished, or while a
-  re-scan works the chat: each of them recaps the scenes it touches.
+  re-scan or a Fix works the chat: each of them recaps the scenes it touches (a Fix would otherwise
+  write a scene this job just wrote once more).
 - The pending job lives in the scheduler: a restart loses it. The next change or reply schedules it
   again, and Fix lists the scene as changed meanwhile.
 """
@@ -72,7 +73,8 @@ def _busy(session: Session, services: Services, chat_id: int) -> bool:
     state = session.get(SceneState, chat_id)
     if state is not None and state.paused:
         return True
-    return preparing(session, chat_id) or rescans.RESCANS.held(services.engine, chat_id)
+    engine = services.engine
+    return preparing(session, chat_id) or rescans.RESCANS.held(engine, chat_id) or fix.working(engine, chat_id)
 
 
 def rewrite_changed(services: Services, chat_id: int) -> int:
