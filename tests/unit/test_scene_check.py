@@ -310,6 +310,7 @@ def test_what_is_unreadable_and_what_is_not():
     for answer in ("", "Scene 9 ends the fight.", '{"ends": null}', '{"ends": [true]}', "<think>9</think>"):
         assert unreadable(read(answer)), answer
     assert not unreadable(Failure("provider", "The helper is down."))
+    assert not unreadable(Failure("internal", "Something went wrong on Sugo's side."))
 
 
 def test_an_unreadable_entry_fails_the_whole_answer():

@@ -42,8 +42,9 @@ Decisions (the issue and the spec are silent on these):
     or an object that is itself the one entry (`{"messageNumber": 42}`);
   - an entry: a number, a string `"42"` / `"#42"` / `"message 42"`, or an object whose number is its
     end (`messageNumber`, `end`, `endMessage`, `to`… END_FIELDS), else a generic number field
-    (`message`, `number`, `index`, `id`… NUMBER_FIELDS). Every number is the message's number as the
-    transcript shows it, never a 0-based index: the transcript shows no other numbering;
+    (`message`, `messageId`; in a list of ends, not of scenes, also `number`, `index`, `id`). Every
+    number is the message's number as the transcript shows it, never a 0-based index: the transcript
+    shows no other numbering;
   - a scene range (`{"start": 3, "end": 10}`) ends at its end, except one running to the last message
     shown: that is the scene still going on (a helper listing scenes lists the open one too), and if it
     did end there the next check sees that message as its anchor and may name it.
@@ -263,12 +264,16 @@ END_LIST_KEYS = ("ends", "sceneends", "endmessages", "scenes", "boundaries", "sc
 # so {"start": 3, "end": 8} ends at 8 and {"id": 2, "endMessage": 8} too.
 END_FIELDS = ("messagenumber", "endmessagenumber", "endmessage", "end", "endsat", "endnumber", "endindex",
               "lastmessage", "lastmessagenumber", "to")  # fmt: skip
-NUMBER_FIELDS = ("message", "number", "messageindex", "index", "messageid", "id", "msg")
+NUMBER_FIELDS = ("message", "messageindex", "messageid", "msg")
+# Read as the message number only in a list of ends: in a list of scenes, {"number": 2, "title": …} is
+# the scene's own number, and closing a scene at message 2 on it would be a guess.
+GENERIC_FIELDS = ("number", "index", "id")
 START_FIELDS = ("start", "startmessage", "startmessagenumber", "startindex", "first", "firstmessage",
                 "firstmessagenumber", "from", "begin")  # fmt: skip
-# A failure of these kinds is an answer Sugo could not use even after asking again: the user may treat
-# the batch as having no scene end. A provider error ("provider") never is: the helper did not answer.
-UNREADABLE_KINDS = frozenset({"empty", "only_thinking", "cut_off", "not_json", "missing_ends", "too_long", "garbage"})
+# Failures that are not the helper's answer (it never came, or Sugo broke): Retry only. Every other
+# failure is an answer Sugo could not use even after asking again: the user may treat the batch as having
+# no scene end.
+NOT_THE_ANSWER = frozenset({"provider", "internal"})
 
 _NUMBER = re.compile(r"(?:(?:message|msg)\s*(?:number|no\.?)?\s*)?#?\s*(\d{1," + str(MAX_NUMBER_DIGITS) + r"})",
                      re.IGNORECASE)  # fmt: skip
@@ -277,7 +282,7 @@ _OPEN_SCENE = object()  # a range reaching the last message shown: the scene sti
 
 def unreadable(failure: Failure) -> bool:
     """Whether the failure is the helper's answer itself (the batch may be treated as having no end)."""
-    return failure.kind in UNREADABLE_KINDS
+    return failure.kind not in NOT_THE_ANSWER
 
 
 def _scalar(value: Any) -> int | None:
@@ -301,10 +306,11 @@ def _field(obj: dict[str, Any], names: Sequence[str]) -> Any:
     return None
 
 
-def _number(value: Any, last_shown: int | None) -> int | None | object:
+def _number(value: Any, last_shown: int | None, *, of_scenes: bool = False) -> int | None | object:
     """The message number an entry names; None when it names none; _OPEN_SCENE for a scene range that
     runs to the last message shown (the scene the check was asked about is still going on: if it did end
-    there, the next check names that message as its anchor)."""
+    there, the next check names that message as its anchor). `of_scenes`: the entry is in a list of
+    scenes, where a bare "number", "index" or "id" is the scene's."""
     if not isinstance(value, dict):
         return _scalar(value)
     end = _field(value, END_FIELDS)
@@ -315,7 +321,7 @@ def _number(value: Any, last_shown: int | None) -> int | None | object:
         return number
     if _field(value, START_FIELDS) is not None:
         return None  # a range without its end
-    return _scalar(_field(value, NUMBER_FIELDS))
+    return _scalar(_field(value, NUMBER_FIELDS if of_scenes else NUMBER_FIELDS + GENERIC_FIELDS))
 
 
 def _first_list(text: str) -> list[Any] | None:
@@ -334,22 +340,23 @@ def _first_list(text: str) -> list[Any] | None:
     return None
 
 
-def _entries(text: str) -> list[Any] | Failure:
+def _entries(text: str) -> tuple[list[Any], bool] | Failure:
     """The answer's list of scene ends, whatever shape holds it: an object's list first (prose around it
-    may hold a bracketed aside), then a bare list, then one entry on its own."""
+    may hold a bracketed aside), then a bare list, then one entry on its own; and whether it is a list
+    of scenes (under `scenes`) rather than of ends."""
     obj = find_object(text, "ends")
     value = _field(obj, END_LIST_KEYS) if isinstance(obj, dict) else None
     if isinstance(value, list):
-        return value
+        return value, isinstance(obj, dict) and loose_field(obj, "scenes") is value
     bare = _first_list(text)
     if bare is not None:
-        return bare
+        return bare, False
     if isinstance(obj, Failure):
         return obj
     if isinstance(value, dict) or _scalar(value) is not None:
-        return [value]  # one end, not in a list
+        return [value], isinstance(obj, dict) and loose_field(obj, "scenes") is value  # one end, not in a list
     if value is None and _number(obj, None) not in (None, _OPEN_SCENE):
-        return [obj]  # the object is the one entry: {"messageNumber": 9}
+        return [obj], False  # the object is the one entry: {"messageNumber": 9}
     return Failure("missing_ends", "The answer has no list of scene ends.")
 
 
@@ -360,9 +367,10 @@ def read_scene_ends(
     text = precheck(answer, finish_reason, reasoning)
     if isinstance(text, Failure):
         return text
-    ends = _entries(text)
-    if isinstance(ends, Failure):
-        return ends
+    read = _entries(text)
+    if isinstance(read, Failure):
+        return read
+    ends, of_scenes = read
     if len(ends) > MAX_END_ENTRIES:
         return Failure("garbage", f"The answer lists {len(ends):,} scene ends.")
     allowed = frozenset(allowed_numbers)
@@ -370,7 +378,7 @@ def read_scene_ends(
     found: set[int] = set()
     ignored = 0
     for entry in ends:
-        number = _number(entry, last_shown)
+        number = _number(entry, last_shown, of_scenes=of_scenes)
         if number is _OPEN_SCENE:
             continue
         if not isinstance(number, int):
