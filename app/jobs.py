@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -46,6 +47,19 @@ def run_soon(scheduler: AsyncIOScheduler | None, func: Callable[..., Any], *args
     # runs from overlapping where that matters (memory.recall.jobs.ChatSyncs).
     scheduler.add_job(func, args=list(args), id=job_id, replace_existing=True, misfire_grace_time=None,
                       max_instances=2)  # fmt: skip
+    return True
+
+
+def run_later(scheduler: AsyncIOScheduler | None, func: Callable[..., Any], *args: Any, job_id: str,
+              delay_s: float) -> bool:  # fmt: skip
+    """Run `func(*args)` in the background `delay_s` seconds from now; asked again before then, the
+    pending run is replaced and the wait starts over (work that should follow a burst of changes once
+    they settle). False when no scheduler runs."""
+    if scheduler is None or not scheduler.running:
+        return False
+    when = datetime.now(UTC) + timedelta(seconds=max(delay_s, 0))
+    scheduler.add_job(func, "date", run_date=when, args=list(args), id=job_id, replace_existing=True,
+                      misfire_grace_time=None, max_instances=2)  # fmt: skip
     return True
 
 

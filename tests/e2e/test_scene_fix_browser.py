@@ -4,6 +4,7 @@ above the settings, Fix with its progress to "Advanced Memory fixed N scenes" (a
 for review), Pause processing / Resume processing, and the same dot on Access memories."""
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 from playwright.sync_api import Page, expect
 
@@ -123,3 +124,40 @@ def test_a_fix_that_ends_with_the_panel_closed_is_announced_with_show(page: Page
     page.reload()  # told once per run
     expect(page.locator("#settings-button .problem-dot")).to_be_visible()
     expect(page.locator("#scene-fix-notice")).to_have_count(0)
+
+
+def test_a_scene_check_unreadable_twice_offers_treating_its_batch_as_having_no_scene_end(page: Page, live, models, shot):
+    """Issue 21: the check after a reply whose answer cannot be read, asked once more, stays under Memory
+    problems with "Treat this batch as having no scene end" beside Fix."""
+    from app.memory.scenes.checks import check_scenes
+
+    with live.client() as c:
+        r = c.post("/api/connections", json={"name": "Local test", "base_url": models.base_url, "model": "test-model",
+                                             "kind": "openai"})  # fmt: skip
+        assert r.status_code == 201, r.text
+        char = c.post("/api/characters", json={"name": "Aria", "first_mes": "The road is long."}).json()
+        chat_id = c.post("/api/chats", json={"character_ids": [char["id"]], "name": "Road"}).json()["id"]
+        r = c.put(f"/api/chats/{chat_id}/options", json={"settings": {"advanced_memory": True, "adv_check_interval": 3}})
+        assert r.status_code == 200, r.text
+        for i in range(2, 7):
+            assert c.post(f"/api/chats/{chat_id}/messages", json={"content": f"Step {i} along the road."}).status_code == 201
+    models.script("The scene ends at the river.", '{"scenes": [{"title": "The river"}]}')
+    # On a thread of its own, as after a reply: Playwright keeps an event loop running in this one.
+    with ThreadPoolExecutor(1) as pool:
+        assert pool.submit(check_scenes, live.services, chat_id).result(60).status == "failed"
+    page.goto(f"{live.url}/chats/{chat_id}/settings")
+    problems = page.locator("#scenes-problems")
+    problems.scroll_into_view_if_needed()
+    item = problems.locator("#scenes-problems-list li")
+    expect(item).to_have_count(1)
+    expect(item).to_contain_text("The scene check of messages 1–6 failed:")
+    skip = problems.get_by_role("button", name="Treat this batch as having no scene end")
+    expect(skip).to_be_in_viewport()
+    expect(problems.locator("#scenes-fix")).to_be_visible()
+    shot("unreadable-check")
+    skip.click()
+    expect(problems.locator("#scenes-problems-none")).to_be_in_viewport()
+    expect(problems.locator("#scenes-check-skip")).to_have_count(0)
+    shot("skipped")
+    with live.client() as c:
+        assert c.get(f"/api/chats/{chat_id}/scenes/problems").json()["problems"] == []

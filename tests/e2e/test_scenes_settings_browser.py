@@ -172,3 +172,27 @@ def test_a_failed_step_shows_its_error_and_retry_goes_on_from_it(page: Page, liv
     failed.get_by_role("button", name="Retry").click()
     expect(section.locator("#scenes-prepare-done")).to_contain_text("History prepared: 3 scenes, 3 recaps written.")
     assert _checks(models) == [WINDOWS[0], WINDOWS[1], *WINDOWS[1:]]  # only the failed window asked twice
+
+
+def test_an_answer_unreadable_twice_offers_treating_the_batch_as_having_no_scene_end(page: Page, live, models, shot):
+    """Issue 21: a helper answering in a shape Sugo cannot read stopped Prepare for good at that batch."""
+    chat_id = _chat(live, models, advanced=True)
+    section = _open(page, live, chat_id)
+    models.script(_ends(ENDS[0]), "The second scene ends on the bridge.", '{"scenes": [{"title": "The bridge"}]}')
+    section.locator("#scenes-prepare-start").click()
+    failed = section.locator("#scenes-prepare-failed")
+    expect(failed).to_contain_text("Prepare stopped: Finding scenes in messages 11–20:")
+    skip = failed.get_by_role("button", name="Treat this batch as having no scene end")
+    expect(skip).to_be_in_viewport()  # where the Start button was pressed, no scrolling needed
+    expect(failed.get_by_role("button", name="Retry")).to_be_in_viewport()
+    shot("unreadable")
+    assert _checks(models) == [WINDOWS[0], WINDOWS[1], WINDOWS[1]]  # the batch was asked once more
+    models.script(_ends(ENDS[2]), _recap(1), _recap(2))
+    skip.click()
+    done = section.locator("#scenes-prepare-done")
+    expect(done).to_contain_text("History prepared: 2 scenes, 2 recaps written.")
+    expect(done).to_be_in_viewport()
+    shot("skipped")
+    # Messages 11–20 counted as having no scene end: the second scene runs from 9 to 25.
+    assert _scenes(live, chat_id) == [(1, 8, "written"), (9, 25, "written")]
+    assert _checks(models) == [WINDOWS[0], WINDOWS[1], WINDOWS[1], WINDOWS[2]]

@@ -79,7 +79,7 @@ def test_garbage_or_a_cut_off_answer_never_overwrites_a_recap_and_fix_repairs_it
     found = _problems(api, chat_id)
     assert found["count"] == 1 and found["key"]
     assert found["problems"][0] | {"sentence": ""} == {"scene_id": scene_id, "number": 1, "kind": "changed",
-                                                       "sentence": "", "review": False}  # fmt: skip
+                                                       "sentence": "", "review": False, "can_skip_batch": False}  # fmt: skip
 
     for name, replies in {
         "garbage": ["Sure! Here is a lovely recap, no JSON though."] * 4,

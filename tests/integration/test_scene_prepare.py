@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 
 from sqlmodel import Session, select
 
@@ -191,27 +192,61 @@ def test_a_run_a_restart_cut_short_mid_recap_is_resumed_by_the_sweep_without_a_s
 
 def test_a_failed_helper_call_stops_the_run_with_its_reason_and_resume_retries_it(sugo, api, models):
     chat_id, ids = _seeded_chat(sugo, api, models)
-    models.script(_ends(ENDS[0]), _ends(ENDS[1]), "I think a scene ends somewhere around the bridge?")
+    models.script(_ends(ENDS[0]), _ends(ENDS[1]), "I think a scene ends somewhere around the bridge?", "At the bridge.")
     _start(api, chat_id)
     failed = _until(api, chat_id, "failed")
     assert failed["reason"].startswith("Finding scenes in messages 21–30:") and failed["done"] == 2
+    assert failed["can_skip_batch"]  # unreadable even when asked again: the batch may be skipped
     assert [(a, b) for a, b, _, _ in _scenes(sugo, chat_id, ids)] == SCENES[:1]
     # Resume asks the failed window again, then a recap fails: the earlier recap stays.
     models.script(*[_ends(e) for e in ENDS[2:]], _recap(1), Reply(status=400, error="The helper is overloaded."))
     _start(api, chat_id)
     failed = _until(api, chat_id, "failed")
     assert failed["stage"] == "recapping" and failed["reason"].startswith("Writing recap 2 of 5:")
-    assert "overloaded" in failed["reason"]
+    assert "overloaded" in failed["reason"] and not failed["can_skip_batch"]
     scenes = _scenes(sugo, chat_id, ids)
     assert [s[2] for s in scenes] == ["written", "failed", "waiting", "waiting", "waiting"]
     assert scenes[0][3].startswith("Recap number 1") and scenes[1][3] == ""
     models.script(*[_recap(n) for n in range(2, 6)])
     _start(api, chat_id)
     _until(api, chat_id, "done")
-    assert _checks(models) == WINDOWS[:3] + WINDOWS[2:]  # only the failed window was asked twice
+    assert _checks(models) == WINDOWS[:3] + WINDOWS[2:3] + WINDOWS[2:]  # only the failed window was asked again
     assert _recaps(models) == [SCENES[0], SCENES[1], *SCENES[1:]]  # only the failed recap was asked twice
     scenes = _scenes(sugo, chat_id, ids)
     assert all(s[2] == "written" for s in scenes) and scenes[0][3].startswith("Recap number 1")
+
+
+def test_an_answer_unreadable_twice_is_offered_as_no_scene_end_and_the_run_goes_on(sugo, api, models):
+    """Issue 21: a helper whose answers Sugo cannot read stopped Prepare for good at that batch."""
+    chat_id, ids = _seeded_chat(sugo, api, models)
+    # Window 1 in another shape (read); window 2 unreadable twice.
+    models.script(json.dumps({"scenes": [{"messageNumber": 8}]}), '{"scenes": [{"title": "The bridge"}]}',
+                  "The scene ends at the bridge.")  # fmt: skip
+    _start(api, chat_id)
+    failed = _until(api, chat_id, "failed")
+    assert failed["reason"].startswith("Finding scenes in messages 11–20:") and failed["can_skip_batch"]
+    assert _checks(models) == [WINDOWS[0], WINDOWS[1], WINDOWS[1]]
+    gate = threading.Event()
+    models.script(Reply(_ends(ENDS[2]), gate=gate))
+    try:
+        skipped = api.post(f"/api/chats/{chat_id}/scenes/prepare/skip")
+        assert skipped.status_code == 202, skipped.text
+        assert skipped.json()["status"] == "running" and not skipped.json()["can_skip_batch"]
+        wait_for(lambda: len(_checks(models)) == 4, timeout=30, what="the window after the skipped one")
+        # Stored before the run went on: a restart now resumes past the skipped batch.
+        with Session(sugo.engine) as s:
+            run = s.exec(select(SceneRun).where(SceneRun.chat_id == chat_id)).one()
+            assert (run.status, run.checked_through_id, run.done, run.unreadable_through_id) == ("running", ids[19], 2, None)
+            assert s.get(SceneState, chat_id).checked_through_id == ids[19]
+    finally:
+        gate.set()
+    models.script(*[_ends(e) for e in ENDS[3:]], *[_recap(n) for n in range(1, 6)])
+    done = _until(api, chat_id, "done")
+    assert done["reason"] == "" and _checks(models) == [WINDOWS[0], WINDOWS[1], *WINDOWS[1:]]
+    # Window 2 counted as having no end: scene 9–25 runs through it.
+    assert [(a, b) for a, b, _, _ in _scenes(sugo, chat_id, ids)] == SCENES
+    again = api.post(f"/api/chats/{chat_id}/scenes/prepare/skip")
+    assert again.status_code == 400 and "no batch it could not read" in again.json()["detail"]
 
 
 def test_messages_that_arrive_while_the_recaps_are_written_are_read_before_the_run_ends(sugo, api, models):

@@ -131,7 +131,7 @@ def test_a_helper_failure_changes_nothing(sugo, api, models):
     chat_id, ids = _seeded_chat(sugo, api, models)
     _store(sugo, chat_id, ids, OLD)
     before = _rows(sugo, chat_id)
-    models.script(_ends([15]), "the scene ends somewhere, I think")
+    models.script(_ends([15]), "the scene ends somewhere, I think", "somewhere, really")  # asked once more
     _rescan(api, chat_id, first=9, last=33)
     failed = _until(api, chat_id, "failed")
     assert failed["message"].startswith("Finding scenes in messages 19–28:") and "Nothing was changed" in failed["message"]

@@ -66,6 +66,7 @@ class Reply:
     # A streamed reply waits for this event after its reasoning and before its first text delta: a test
     # looks at the page while the model is still thinking.
     hold: threading.Event | None = None
+    gate: threading.Event | None = None  # OpenAI chat: answer only once the test sets it (at most 60 s)
 
 
 @dataclass
@@ -491,6 +492,8 @@ class ModelServer:
         reply = self._next_reply(messages)
         if reply.first_delay_s:
             await asyncio.sleep(reply.first_delay_s)
+        if reply.gate is not None:  # the test holds the answer back while it looks at Sugo mid-request
+            await asyncio.to_thread(reply.gate.wait, 60)
         if reply.status != 200:
             message = reply.error or _DEFAULT_ERROR_MESSAGES.get(reply.status, "Error.")
             return _openai_error(reply.status, message)

@@ -1,5 +1,6 @@
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +17,7 @@ from app.memory.scenes.check import (
     check_window,
     history_window,
     read_scene_ends,
+    unreadable,
     windows_left,
 )
 from app.memory.summaries.answers import Failure
@@ -256,17 +258,63 @@ def test_empty_and_only_thinking_fail():
     assert read("", reasoning="hmm").kind == "only_thinking"
 
 
+# Issue 21: the shapes helpers answer in besides {"ends": [...]}. Window 7–12 (7 is the anchor).
+SHAPES = [
+    ('{"ends": [{"messageNumber": 9}]}', (9,)),  # the format asked for
+    ('{"scenes": []}', ()),  # the answer that stopped Prepare for good
+    ('{"scenes": [{"messageNumber": 9}]}', (9,)),
+    ('{"boundaries": [9, 11]}', (9, 11)),
+    ('{"sceneEnds": ["9"]}', (9,)),
+    ('{"scene_boundaries": [{"message_number": "#10"}]}', (10,)),
+    ('{"breaks": [9]}', (9,)),
+    ('{"endings": []}', ()),
+    ("[]", ()),  # a bare list
+    ("[9, 11]", (9, 11)),
+    ('["9", "#10", "message 11"]', (9, 10, 11)),  # numbers as strings
+    ('[{"messageNumber": 9}]', (9,)),
+    ('```json\n[10]\n```', (10,)),
+    ("The scenes end at: [9, 10,]", (9, 10)),
+    ('{"ends": 9}', (9,)),  # one end, not in a list
+    ('{"ends": {"messageNumber": 9}}', (9,)),
+    ('{"scene_end": 9}', (9,)),
+    ('{"messageNumber": 9}', (9,)),  # the object is the one entry
+    ('{"ends": [{"message": 9}, {"index": 10}, {"number": "11"}, {"id": 12}]}', (9, 10, 11, 12)),
+    ('{"ends": [{"messageIndex": 9}, {"message_id": 10}]}', (9, 10)),
+    ('{"ends": [{"endMessage": 9, "reason": "the fight ends"}]}', (9,)),
+    ('{"scenes": [{"start": 1, "end": 9}, {"start": 10, "end": 12}]}', (9,)),  # 10–12: the open scene
+    ('{"scenes": [{"from": 7, "to": 10}, {"from": 11, "to": 12}]}', (10,)),
+    ('{"scenes": [{"id": 1, "startMessage": 3, "endMessage": 8}]}', (8,)),
+    ('{"ends": [12]}', (12,)),  # a bare number at the last message is a real end
+    ('Weighing [8, 9] I found: {"ends": [9]}', (9,)),  # the object's list, not an aside before it
+]
+
+
+@pytest.mark.parametrize(("answer", "numbers"), SHAPES)
+def test_each_common_shape_is_read(answer, numbers):
+    result = read(answer)
+    assert isinstance(result, SceneEnds), (answer, result)
+    assert result.numbers == numbers, answer
+
+
 def test_junk_fails():
     assert read("Scene 9 ends the fight.").kind == "not_json"
-    assert read("[9, 10]").kind == "not_json"  # a bare list is not the format
-    assert read('{"scene_end": 9}').kind == "missing_ends"
+    assert read("Here [as asked] is nothing.").kind == "not_json"
+    assert read('{"summary": "they fought"}').kind == "missing_ends"
     assert read('{"ends": null}').kind == "missing_ends"
-    assert read('{"ends": 9}').kind == "missing_ends"
     assert read('{"ends": "none"}').kind == "missing_ends"
+    assert read('{"scenes": [{"start": 3}]}').kind == "garbage"  # a range without its end
+    assert read('{"scenes": [{"title": "The fight"}]}').kind == "garbage"
+
+
+def test_what_is_unreadable_and_what_is_not():
+    for answer in ("", "Scene 9 ends the fight.", '{"ends": null}', '{"ends": [true]}', "<think>9</think>"):
+        assert unreadable(read(answer)), answer
+    assert not unreadable(Failure("provider", "The helper is down."))
+    assert not unreadable(Failure("internal", "Something went wrong on Sugo's side."))
 
 
 def test_an_unreadable_entry_fails_the_whole_answer():
-    for entry in ("true", "null", '"the fight"', '{"message": 9}', '{"messageNumber": null}', "9.5",
+    for entry in ("true", "null", '"the fight"', '{"note": 9}', '{"messageNumber": null}', "9.5",
                   '"9 and 10"', "[9]", '"1234567890"'):  # fmt: skip
         result = read('{"ends":[9, ' + entry + "]}")
         assert isinstance(result, Failure) and result.kind == "garbage", entry

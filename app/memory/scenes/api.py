@@ -14,6 +14,8 @@ from app.chats.service import get_chat
 from app.deps import ServicesDep, SessionDep
 from app.downloads import content_disposition
 from app.memory.scenes import fix, rescans, service
+from app.memory.scenes.checks import skip_unreadable
+from app.memory.scenes.jobs import schedule_processing
 from app.memory.scenes.service import ChatMessage, SceneView
 from app.memory.scenes.transfer import MAX_IMPORT_BYTES, MAX_QUERY_CHARS, MAX_SUMMARY_CHARS
 from app.modelbase import RowId
@@ -203,6 +205,9 @@ class ProblemRead(BaseModel):
     kind: str  # changed, changed_manual, failed, unsummarised, check_who, check_who_undecided, no_messages, check_failed
     sentence: str
     review: bool  # Fix leaves it to you ("need your review")
+    # The failed scene check's answer could not be read even when asked again: POST .../scenes/check/skip
+    # treats its batch as having no scene end.
+    can_skip_batch: bool = False
 
 
 class FixRunRead(BaseModel):
@@ -227,7 +232,7 @@ def _problems_read(session, services, chat_id: int, run=None) -> ProblemsRead:
     st = fix.fix_status(session, services, chat_id)
     run = run or st.run
     items = [ProblemRead(scene_id=p.scene_id or None, number=p.number or None, kind=p.kind, sentence=p.sentence,
-                         review=p.review) for p in st.problems.items]  # fmt: skip
+                         review=p.review, can_skip_batch=p.can_skip_batch) for p in st.problems.items]  # fmt: skip
     return ProblemsRead(
         count=st.problems.count, key=st.problems.key, problems=items, paused=st.paused,
         run=None if run is None else FixRunRead(id=run.id, status=run.status, total=run.total, done=run.done,
@@ -248,6 +253,15 @@ def fix_scenes(chat_id: int, session: SessionDep, services: ServicesDep) -> Prob
     hand-edited summaries are never rewritten."""
     run = fix.start_fix(services, chat_id)
     return _problems_read(session, services, chat_id, run)
+
+
+@fix_router.post("/{chat_id}/scenes/check/skip", response_model=ProblemsRead)
+def skip_check_batch(chat_id: int, session: SessionDep, services: ServicesDep) -> ProblemsRead:
+    """Treat the batch the failed scene check could not read as having no scene end: the check's mark
+    moves past it and its failure clears (400 when the failure was not an unreadable answer)."""
+    skip_unreadable(services, chat_id)
+    schedule_processing(services, chat_id)
+    return _problems_read(session, services, chat_id)
 
 
 @fix_router.post("/{chat_id}/scenes/pause", response_model=ProblemsRead)

@@ -35,19 +35,34 @@ Decisions (the issue and the spec are silent on these):
 - Message text cannot forge the transcript: `<message` and `</message` inside it are defused.
 - Reading the answer uses the summaries' rules (answers.precheck, answers.find_object): thinking is
   stripped; fences, prose around the JSON, single quotes and trailing commas are tolerated. `{"ends": []}`
-  means "no scene ends here". An entry may be `{"messageNumber": 42}` (any spelling `answers.loose_field`
-  matches, such as `message_number`), a bare `42`, or a string `"42"` / `"#42"`. Numbers outside the
-  allowed ones are dropped and counted, duplicates removed, the rest sorted.
-- A cut-off, empty, thinking-only or non-JSON answer, one without an `ends` list, or one with an entry
+  means "no scene ends here". Helpers answer in other shapes too, and each common one is read (issue 21:
+  a helper answering `{"scenes": []}` stopped Prepare at its first batch for good):
+  - the list under `ends` or a key naming what it holds (`scenes`, `boundaries`, `sceneEnds`, `breaks`,
+    `endings`… END_LIST_KEYS), a bare list (`[42]`, `[]`), one entry not in a list (`{"ends": 42}`),
+    or an object that is itself the one entry (`{"messageNumber": 42}`);
+  - an entry: a number, a string `"42"` / `"#42"` / `"message 42"`, or an object whose number is its
+    end (`messageNumber`, `end`, `endMessage`, `to`… END_FIELDS), else a generic number field
+    (`message`, `messageId`; in a list of ends, not of scenes, also `number`, `index`, `id`). Every
+    number is the message's number as the transcript shows it, never a 0-based index: the transcript
+    shows no other numbering;
+  - a scene range (`{"start": 3, "end": 10}`) ends at its end, except one running to the last message
+    shown: that is the scene still going on (a helper listing scenes lists the open one too), and if it
+    did end there the next check sees that message as its anchor and may name it.
+  Numbers outside the allowed ones are dropped and counted, duplicates removed, the rest sorted.
+- A cut-off, empty, thinking-only or non-JSON answer, one without a list of ends, or one with an entry
   that is not a message number (a bool, `null`, `"the fight"`, an object without a number) is a
-  Failure: an unreadable entry may be a real scene end, so guessing "none" could lose it. On a Failure
-  the caller leaves the scene open and does not move its "last checked" mark, so a later reply checks
-  these messages again (paced by answers.retry_delay); a cut-off answer (`retry_larger`) may be asked
-  again at once with answers.request_max_tokens.
+  Failure: an unreadable entry may be a real scene end, so guessing "none" could lose it. The caller
+  asks once more (checks.ask_scene_ends); still unreadable (`unreadable`), the user is offered "Treat
+  this batch as having no scene end" beside Retry. On a Failure the caller leaves the scene open and
+  does not move its "last checked" mark, so a later reply checks these messages again (paced by
+  answers.retry_delay); a cut-off answer (`retry_larger`) is asked again at once with
+  answers.request_max_tokens. Re-scan scenes offers no such skip: it changes nothing until every window
+  of the range is read, and the user chose the range (Re-scan again, or a narrower range).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -67,6 +82,7 @@ MIN_TEXT_CHARS = 12  # below this a cut message is only the marker
 CUT_MARK = " […] "
 MAX_END_ENTRIES = 1_000  # more entries than any window has messages: not an answer
 MAX_NUMBER_DIGITS = 9
+MAX_LIST_CHARS = 200_000  # a bare list longer than this is not a list of message numbers
 
 SCENE_CHECK_PROMPT = """\
 You find where scenes end in a roleplay. Read the numbered messages you are given and report the exact \
@@ -238,14 +254,38 @@ def check_request(
     ]
 
 
-# The answer ----------------------------------------------------------------------------------------
+# The answer ---------------------------------------------------------------------------------------
 
-_NUMBER = re.compile(r"#?\s*(\d{1," + str(MAX_NUMBER_DIGITS) + r"})")
+# The list of ends may come under any of these keys (matched as answers.loose_field does); a model
+# that was asked for {"ends": [...]} often names it after what it found.
+END_LIST_KEYS = ("ends", "sceneends", "endmessages", "scenes", "boundaries", "sceneboundaries", "endings",
+                 "breaks", "scenebreaks", "end", "sceneend", "boundary")  # fmt: skip
+# An entry object's message number, first match wins: the end of a range before any generic field,
+# so {"start": 3, "end": 8} ends at 8 and {"id": 2, "endMessage": 8} too.
+END_FIELDS = ("messagenumber", "endmessagenumber", "endmessage", "end", "endsat", "endnumber", "endindex",
+              "lastmessage", "lastmessagenumber", "to")  # fmt: skip
+NUMBER_FIELDS = ("message", "messageindex", "messageid", "msg")
+# Read as the message number only in a list of ends: in a list of scenes, {"number": 2, "title": …} is
+# the scene's own number, and closing a scene at message 2 on it would be a guess.
+GENERIC_FIELDS = ("number", "index", "id")
+START_FIELDS = ("start", "startmessage", "startmessagenumber", "startindex", "first", "firstmessage",
+                "firstmessagenumber", "from", "begin")  # fmt: skip
+# Failures that are not the helper's answer (it never came, or Sugo broke): Retry only. Every other
+# failure is an answer Sugo could not use even after asking again: the user may treat the batch as having
+# no scene end.
+NOT_THE_ANSWER = frozenset({"provider", "internal"})
+
+_NUMBER = re.compile(r"(?:(?:message|msg)\s*(?:number|no\.?)?\s*)?#?\s*(\d{1," + str(MAX_NUMBER_DIGITS) + r"})",
+                     re.IGNORECASE)  # fmt: skip
+_OPEN_SCENE = object()  # a range reaching the last message shown: the scene still going on
 
 
-def _number(value: Any) -> int | None:
-    if isinstance(value, dict):
-        value = loose_field(value, "messagenumber")
+def unreadable(failure: Failure) -> bool:
+    """Whether the failure is the helper's answer itself (the batch may be treated as having no end)."""
+    return failure.kind not in NOT_THE_ANSWER
+
+
+def _scalar(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -258,6 +298,68 @@ def _number(value: Any) -> int | None:
     return None
 
 
+def _field(obj: dict[str, Any], names: Sequence[str]) -> Any:
+    for name in names:
+        value = loose_field(obj, name)
+        if value is not None:
+            return value
+    return None
+
+
+def _number(value: Any, last_shown: int | None, *, of_scenes: bool = False) -> int | None | object:
+    """The message number an entry names; None when it names none; _OPEN_SCENE for a scene range that
+    runs to the last message shown (the scene the check was asked about is still going on: if it did end
+    there, the next check names that message as its anchor). `of_scenes`: the entry is in a list of
+    scenes, where a bare "number", "index" or "id" is the scene's."""
+    if not isinstance(value, dict):
+        return _scalar(value)
+    end = _field(value, END_FIELDS)
+    if end is not None:
+        number = _scalar(end)
+        if number is not None and number == last_shown and _field(value, START_FIELDS) is not None:
+            return _OPEN_SCENE
+        return number
+    if _field(value, START_FIELDS) is not None:
+        return None  # a range without its end
+    return _scalar(_field(value, NUMBER_FIELDS if of_scenes else NUMBER_FIELDS + GENERIC_FIELDS))
+
+
+def _first_list(text: str) -> list[Any] | None:
+    """A bare JSON list the answer starts with (after prose, or in a code fence), before any object."""
+    fence = re.search(r"```[ \t]*[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", text, re.DOTALL)
+    for candidate in ([fence.group(1)] if fence else []) + [text]:
+        start, brace = candidate.find("["), candidate.find("{")
+        if start < 0 or (0 <= brace < start):
+            continue
+        try:
+            value, _ = json.JSONDecoder().raw_decode(re.sub(r",\s*\]", "]", candidate[start : start + MAX_LIST_CHARS]))
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, list):
+            return value
+    return None
+
+
+def _entries(text: str) -> tuple[list[Any], bool] | Failure:
+    """The answer's list of scene ends, whatever shape holds it: an object's list first (prose around it
+    may hold a bracketed aside), then a bare list, then one entry on its own; and whether it is a list
+    of scenes (under `scenes`) rather than of ends."""
+    obj = find_object(text, "ends")
+    value = _field(obj, END_LIST_KEYS) if isinstance(obj, dict) else None
+    if isinstance(value, list):
+        return value, isinstance(obj, dict) and loose_field(obj, "scenes") is value
+    bare = _first_list(text)
+    if bare is not None:
+        return bare, False
+    if isinstance(obj, Failure):
+        return obj
+    if isinstance(value, dict) or _scalar(value) is not None:
+        return [value], isinstance(obj, dict) and loose_field(obj, "scenes") is value  # one end, not in a list
+    if value is None and _number(obj, None) not in (None, _OPEN_SCENE):
+        return [obj], False  # the object is the one entry: {"messageNumber": 9}
+    return Failure("missing_ends", "The answer has no list of scene ends.")
+
+
 def read_scene_ends(
     answer: str, finish_reason: str | None, allowed_numbers: Iterable[int], *, reasoning: str = ""
 ) -> SceneEnds | Failure:
@@ -265,20 +367,21 @@ def read_scene_ends(
     text = precheck(answer, finish_reason, reasoning)
     if isinstance(text, Failure):
         return text
-    obj = find_object(text, "ends")
-    if isinstance(obj, Failure):
-        return obj
-    ends = loose_field(obj, "ends")
-    if not isinstance(ends, list):
-        return Failure("missing_ends", "The answer has no list of scene ends.")
+    read = _entries(text)
+    if isinstance(read, Failure):
+        return read
+    ends, of_scenes = read
     if len(ends) > MAX_END_ENTRIES:
         return Failure("garbage", f"The answer lists {len(ends):,} scene ends.")
     allowed = frozenset(allowed_numbers)
+    last_shown = max(allowed) if allowed else None
     found: set[int] = set()
     ignored = 0
     for entry in ends:
-        number = _number(entry)
-        if number is None:
+        number = _number(entry, last_shown, of_scenes=of_scenes)
+        if number is _OPEN_SCENE:
+            continue
+        if not isinstance(number, int):
             return Failure("garbage", "A scene end in the answer is not a message number.")
         if number in allowed:
             found.add(number)

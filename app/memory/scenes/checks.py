@@ -28,18 +28,21 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
 
 from app.chats.models import Chat
+from app.chats.service import get_chat
 from app.chats.settings import read_settings
 from app.claims import ChatClaims
 from app.connections.providers import complete_chat_blocking
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError
-from app.errors import UserError
+from app.errors import Conflict, UserError
 from app.memory.scenes.check import (
+    CheckWindow,
     NumberedMessage,
     SceneEnds,
     check_due,
     check_request,
     check_window,
     read_scene_ends,
+    unreadable,
 )
 from app.memory.scenes.messages import ReadableMessage, helper_config, readable_messages
 from app.memory.scenes.models import Scene, SceneRun, SceneState
@@ -51,6 +54,8 @@ log = logging.getLogger(__name__)
 
 CHECK_MAX_TOKENS = 1024  # the answer is a short JSON list; a reasoning model gets more when it runs out
 CHECKS = ChatClaims()  # the chats a scene check of this process is reading
+CHECKING = "A scene check is reading this chat right now; try again in a moment."
+PREPARING = "Prepare existing history is unfinished in this chat: it reads these messages itself; Resume it."
 
 
 @dataclass(frozen=True)
@@ -95,9 +100,11 @@ def check_scenes(services: Services, chat_id: int) -> CheckOutcome:
         return CheckOutcome("busy")
     try:
         result = ask_scene_ends(config, request, window.allowed_ends)
-        if isinstance(result, answers.Failure):
-            return _failed(services, chat_id, result.reason)
         by_number = {m.number: m for m in messages}
+        if isinstance(result, answers.Failure):
+            last = by_number[window.last_number]
+            skippable = last.id if unreadable(result) else None
+            return _failed(services, chat_id, result.reason, span=window_span(window), unreadable_through=skippable)
         with Session(services.engine) as session:
             try:
                 closed = close_ends(session, chat_id, messages, [by_number[n].id for n in result.numbers],
@@ -120,7 +127,10 @@ def preparing(session: Session, chat_id: int) -> bool:
 
 
 def ask_scene_ends(config: ProviderConfig, request: list[dict], allowed: frozenset[int]) -> SceneEnds | answers.Failure:
-    attempt = 0
+    """The helper's scene ends for one window. A cut-off answer is asked again with more room; an
+    unreadable one once more as it was (a model that wandered off the format usually keeps to it the
+    second time). The Failure that remains is `check.unreadable` unless the provider failed."""
+    attempt, asked_again = 0, False
     result: SceneEnds | answers.Failure = answers.Failure("empty", "The helper gave no answer.")
     while (budget := answers.request_max_tokens(CHECK_MAX_TOKENS, attempt)) is not None:
         try:
@@ -128,9 +138,14 @@ def ask_scene_ends(config: ProviderConfig, request: list[dict], allowed: frozens
         except ProviderError as err:
             return answers.Failure("provider", str(err))
         result = read_scene_ends(done.text or "", done.finish_reason, allowed, reasoning=done.reasoning)
-        if not (isinstance(result, answers.Failure) and result.retry_larger):
+        if not isinstance(result, answers.Failure):
             return result
-        attempt += 1
+        if result.retry_larger:
+            attempt += 1
+        elif unreadable(result) and not asked_again:
+            asked_again = True
+        else:
+            return result
     return result
 
 
@@ -138,17 +153,46 @@ def _state(session: Session, chat_id: int) -> SceneState:
     return session.get(SceneState, chat_id) or SceneState(chat_id=chat_id)
 
 
-def _failed(services: Services, chat_id: int, reason: str) -> CheckOutcome:
+def _failed(services: Services, chat_id: int, reason: str, *, span: str = "",
+            unreadable_through: int | None = None) -> CheckOutcome:  # fmt: skip
     with Session(services.engine) as session:
         state = _state(session, chat_id)
         state.failures += 1
-        state.reason = f"The scene check failed: {reason}"
+        state.reason = f"The scene check of {span} failed: {reason}" if span else f"The scene check failed: {reason}"
+        state.unreadable_through_id = unreadable_through
         state.next_check_at = utcnow() + answers.retry_delay(state.failures)
         state.updated_at = utcnow()
         session.add(state)
         session.commit()
     log.info("scene check in chat %s failed: %s", chat_id, reason)
     return CheckOutcome("failed", reason=reason)
+
+
+def window_span(window: CheckWindow) -> str:
+    """"messages 41–50" (or "message 41"): the batch a check or Prepare reads, as the user numbers it."""
+    first, last = window.messages[0].number, window.messages[-1].number
+    return f"messages {first}–{last}" if first != last else f"message {first}"
+
+
+def skip_unreadable(services: Services, chat_id: int) -> None:
+    """Treat the batch whose answer could not be read (after one retry) as having no scene end: the
+    chat's "last checked" mark moves past it and the failure is cleared; the next check reads on."""
+    with Session(services.engine) as session:
+        chat = get_chat(session, chat_id)
+        state = session.get(SceneState, chat_id)
+        if state is None or state.unreadable_through_id is None or not state.failures:
+            raise UserError("The scene check has no batch left unread; nothing to skip.")
+        if preparing(session, chat_id):
+            raise Conflict(PREPARING)
+        if not CHECKS.claim(services.engine, chat_id):
+            raise Conflict(CHECKING)
+        try:
+            close_ends(session, chat_id, readable_messages(session, chat_id), [],
+                       checked_through=state.unreadable_through_id)  # fmt: skip
+            session.commit()
+        finally:
+            CHECKS.release(services.engine, chat_id)
+        log.info("scene check in chat %s: a batch treated as having no scene end", chat.id)
 
 
 def last_scene_end(session: Session, chat_id: int) -> int | None:
@@ -175,5 +219,6 @@ def close_ends(session: Session, chat_id: int, messages: Sequence[ReadableMessag
     state = _state(session, chat_id)
     state.checked_through_id = max(checked_through, state.checked_through_id or 0)
     state.reason, state.failures, state.next_check_at, state.updated_at = "", 0, None, utcnow()
+    state.unreadable_through_id = None
     session.add(state)
     return closed

@@ -93,7 +93,8 @@ def problems(session: Session, chat_id: int) -> pb.Problems:
             fingerprint=s.fingerprint, current=current, reason=s.reason, updated_at=as_utc(s.updated_at),
         ))  # fmt: skip
     state = session.get(SceneState, chat_id)
-    check = pb.CheckFacts(state.reason, state.failures) if state is not None else pb.CheckFacts()
+    check = (pb.CheckFacts(state.reason, state.failures, state.unreadable_through_id is not None)
+             if state is not None else pb.CheckFacts())  # fmt: skip
     return pb.classify(facts, check, now=utcnow())
 
 

@@ -29,14 +29,23 @@ def readable_messages(session: Session, chat_id: int) -> list[ReadableMessage]:
     """The chat's messages the helper may read, oldest first: hidden-from-AI, failed and still
     streaming ones are left out (their numbers are skipped, so the others keep the numbers the user
     sees), as are empty ones."""
+    return messages_and_streaming(session, chat_id)[0]
+
+
+def messages_and_streaming(session: Session, chat_id: int) -> tuple[list[ReadableMessage], frozenset[int]]:
+    """`readable_messages`, and the ids of the messages being written now (a reply, a new version of one,
+    a Continue), read in ONE query: a recap must not be written from a scene whose message is streaming
+    (it would read the scene without it), and two queries could disagree on whether it is."""
     rows = session.exec(select(Message.id, Message.name, Message.role, Message.content, Message.hidden, Message.status)
                         .where(Message.chat_id == chat_id, Message.kind == "message").order_by(col(Message.id))).all()  # fmt: skip
-    readable = []
+    readable, streaming = [], set()
     for number, (mid, name, role, content, hidden, status) in enumerate(rows, start=1):
+        if status == "streaming":
+            streaming.add(mid)
         if hidden or status in ("error", "streaming") or not (content or "").strip():
             continue
         readable.append(ReadableMessage(mid, number, name or role, content))
-    return readable
+    return readable, frozenset(streaming)
 
 
 def helper_connection(session: Session, chat: Chat) -> Connection | None:

@@ -90,6 +90,9 @@ class SceneState(SQLModel, table=True):
     reason: str = ""
     failures: int = 0
     next_check_at: datetime | None = None
+    # The last message of the batch whose answer could not be read even when asked again (None: the last
+    # failure was not the answer's, or none): the user may treat that batch as having no scene end.
+    unreadable_through_id: int | None = None
     updated_at: datetime = Field(default_factory=utcnow)
 
 
@@ -119,6 +122,9 @@ class SceneRun(SQLModel, table=True):
     current: str = ""  # "Finding scenes: messages 41–50 of 600", "Writing recap 3 of 12"
     stop_requested: bool = False
     reason: str = ""  # why it failed, a sentence for the panel
+    # Failed on a window whose answer could not be read even when asked again: that window's last message.
+    # "Treat this batch as having no scene end" moves the run's mark there and goes on (prepare.py).
+    unreadable_through_id: int | None = None
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
 

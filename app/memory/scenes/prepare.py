@@ -11,6 +11,7 @@ lose nothing finished.
 
     helper_model(session, chat)      -> the resolved helper connection and model (shown before starting)
     start_prepare(services, chat_id) -> SceneRun: start, or resume the stopped/failed/cut-short run
+        (skip_unreadable=True: past the batch the helper's answer could not be read for)
     stop_prepare(services, chat_id)  -> SceneRun: Cancel after the model call in hand
     latest_run(session, chat_id)     -> the chat's newest run
     resume_cut_short(services)       -> the sweep's part: resume the runs a restart left "running"
@@ -26,6 +27,11 @@ Decisions:
 - A failed model call (no helper, provider error, unreadable answer) stops the run as "failed" with the
   reason; what was stored stays, a failed recap keeps the scene's earlier summary (writer.py). Resume
   retries the same window or scene at once (the recap's retry delay is for the background writer).
+- A window whose answer cannot be read even when asked again (checks.ask_scene_ends; a helper that
+  keeps to a shape of its own) fails the run with the window kept (`unreadable_through_id`), and the
+  panel offers "Treat this batch as having no scene end" beside Retry (issue 21): a helper that never
+  answers one batch usably must not stop the history for good. The skip and the run going on are one
+  transaction; the batch's messages join the scene around them.
 - A scene is recapped once: the writer's claim. Resume after a restart puts back the scenes the restart
   left "writing" (writer.release_stale) and writes each still without a recap; a scene another writer
   holds, or one written or edited meanwhile, is counted as done and not asked again.
@@ -60,10 +66,17 @@ from app.memory.scenes.check import (
     check_due,
     check_request,
     history_window,
+    unreadable,
     windows_left,
 )
 from app.memory.scenes.checks import ask_scene_ends, close_ends, last_scene_end
-from app.memory.scenes.messages import ReadableMessage, helper_config, helper_connection, readable_messages
+from app.memory.scenes.messages import (
+    ReadableMessage,
+    helper_config,
+    helper_connection,
+    messages_and_streaming,
+    readable_messages,
+)
 from app.memory.scenes.models import Scene, SceneRun, SceneState
 from app.memory.scenes.writer import release_stale, write_recap
 from app.memory.summaries import answers
@@ -112,9 +125,10 @@ def _stopped(services: Services) -> bool:
 # Starting and stopping -----------------------------------------------------------------------------
 
 
-def start_prepare(services: Services, chat_id: int) -> SceneRun:
+def start_prepare(services: Services, chat_id: int, *, skip_unreadable: bool = False) -> SceneRun:
     """Start Prepare existing history in the background, or resume the chat's stopped, failed or
-    cut-short run from where it stopped."""
+    cut-short run from where it stopped. `skip_unreadable`: the run failed on a batch whose answer could
+    not be read; that batch is treated as having no scene end (`_skip_window`) and the run goes on."""
     engine = services.engine
     with Session(engine) as session:
         chat = get_chat(session, chat_id)
@@ -131,14 +145,33 @@ def start_prepare(services: Services, chat_id: int) -> SceneRun:
             raise Conflict(BUSY)
         with PREPARE_RUNS.holding(engine, chat_id):
             run = latest_run(session, chat_id)
+            if skip_unreadable:
+                _skip_window(session, run)
             if run is None or run.status == "done":
                 run = SceneRun(chat_id=chat_id, checked_through_id=last_scene_end(session, chat_id))
             run.status, run.reason, run.stop_requested, run.updated_at = "running", "", False, utcnow()
+            run.unreadable_through_id = None  # Retry asks the batch again; a new failure records it anew
             session.add(run)
             session.commit()
             session.refresh(run)
             PREPARE_RUNS.start(engine, chat_id, _work, services, run.id, chat_id, name=f"scenes-prepare-{chat_id}")
         return run
+
+
+NOTHING_TO_SKIP = "Prepare has no batch it could not read; Retry or Resume it instead."
+
+
+def _skip_window(session: Session, run: SceneRun | None) -> None:
+    """The failed run's unreadable batch counts as read, with no scene end in it: its mark and the
+    chat's move to the batch's last message in the transaction that sets the run going again, so a
+    restart right after finds the run "running" past the batch (the sweep resumes it)."""
+    if run is None or run.status != "failed" or run.unreadable_through_id is None:
+        raise UserError(NOTHING_TO_SKIP)
+    through = run.unreadable_through_id
+    close_ends(session, run.chat_id, readable_messages(session, run.chat_id), [], checked_through=through)
+    run.checked_through_id = max(through, run.checked_through_id or 0)
+    run.done = run.done + 1
+    log.info("Prepare in chat %s: a batch treated as having no scene end", run.chat_id)
 
 
 def stop_prepare(services: Services, chat_id: int) -> SceneRun:
@@ -295,9 +328,14 @@ def _window(session: Session, services: Services, chat: Chat, run: SceneRun) -> 
 
 def _recap(session: Session, engine: Engine, run: SceneRun) -> _Recap | None:
     release_stale(engine)  # recaps a restart cut short go back to waiting
-    pending = session.exec(select(Scene.id).where(Scene.chat_id == run.chat_id, col(Scene.manual) == False,  # noqa: E712
-                                                  col(Scene.state).in_(("waiting", "failed")))
-                           .order_by(col(Scene.first_message_id))).all()  # fmt: skip
+    rows = session.exec(select(Scene.id, Scene.first_message_id, Scene.last_message_id)
+                        .where(Scene.chat_id == run.chat_id, col(Scene.manual) == False,  # noqa: E712
+                               col(Scene.state).in_(("waiting", "failed")))
+                        .order_by(col(Scene.first_message_id))).all()  # fmt: skip
+    # A scene whose reply is being swiped now waits for that reply's end (writer.STREAMING): asking for it
+    # here again and again would spin; the after-reply work or the sweep writes it once the run is done.
+    streaming = messages_and_streaming(session, run.chat_id)[1]
+    pending = [sid for sid, first, last in rows if not any(first <= mid <= last for mid in streaming)]
     if not pending:
         return None
     run.total = max(run.total, run.done + len(pending))
@@ -315,6 +353,7 @@ def _store_window(engine: Engine, run_id: int, chat_id: int, step: _Window,
         if run is None:
             return
         if isinstance(result, answers.Failure):
+            run.unreadable_through_id = step.last_id if unreadable(result) else None
             _fail(session, run, f"Finding scenes in {step.span}: {result.reason}")
             return
         by_number = {m.number: m for m in step.messages}

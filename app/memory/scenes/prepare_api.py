@@ -34,6 +34,9 @@ class PrepareStatus(BaseModel):
     current: str = ""
     reason: str = ""
     stop_requested: bool = False
+    # Failed on a batch whose answer could not be read even when asked again: POST .../prepare/skip
+    # treats it as having no scene end and goes on.
+    can_skip_batch: bool = False
     working: bool = False  # a thread works it now (False while "running": a restart cut it short)
     helper: HelperRead | None = None
     helper_problem: str = ""
@@ -51,6 +54,7 @@ def _status(session, services, chat_id: int, run=None) -> PrepareStatus:
     base = PrepareStatus(run_id=None, status="none") if run is None else PrepareStatus(
         run_id=run.id, status=run.status, stage=run.stage, total=run.total, done=run.done, current=run.current,
         reason=run.reason, stop_requested=run.stop_requested, working=prepare.working(services.engine, chat_id),
+        can_skip_batch=run.status == "failed" and run.unreadable_through_id is not None,
     )  # fmt: skip
     base.helper = None if helper is None else HelperRead(**asdict(helper))
     base.helper_problem = problem
@@ -69,6 +73,14 @@ def start_prepare(chat_id: int, session: SessionDep, services: ServicesDep) -> P
     """Start Prepare existing history in the background, or Resume the stopped, failed or cut-short run
     (409 while it runs)."""
     run = prepare.start_prepare(services, chat_id)
+    return _status(session, services, chat_id, run)
+
+
+@router.post("/{chat_id}/scenes/prepare/skip", response_model=PrepareStatus, status_code=202)
+def skip_prepare_batch(chat_id: int, session: SessionDep, services: ServicesDep) -> PrepareStatus:
+    """Treat the batch whose answer could not be read as having no scene end, and go on with the failed
+    run (400 when the run did not fail on an unreadable answer)."""
+    run = prepare.start_prepare(services, chat_id, skip_unreadable=True)
     return _status(session, services, chat_id, run)
 
 

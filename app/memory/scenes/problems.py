@@ -13,7 +13,9 @@ Kinds, one per scene (the first that applies, in this order):
 - "check_who"    the helper did not say who was there: Fix asks again (a re-recap, the writer settles the
                  participants). One Fix could not decide (`UNDECIDED` kept as its reason) → your review:
                  the next Fix does not ask again (the manual).
-One chat-wide problem: the last scene check failed (SceneState.reason/failures) → Fix runs it again.
+One chat-wide problem: the last scene check failed (SceneState.reason/failures) → Fix runs it again; when
+its answer could not be read even when asked again, the user may also treat the batch as having no
+scene end (issue 21).
 
 Not problems: deleted summaries (they stay deleted), scenes being written, disabled scenes (the user
 set them aside, which is also the manual's way out for a changed hand-edited scene), a scene whose
@@ -62,6 +64,7 @@ class SceneFacts:
 class CheckFacts:
     reason: str = ""
     failures: int = 0
+    unreadable: bool = False  # the helper's answer could not be read even when asked again
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,9 @@ class Problem:
     number: int  # the scene's number (0 for the check)
     kind: str  # no_messages, changed, changed_manual, failed, unsummarised, check_who, check_who_undecided, check_failed
     sentence: str
+    # check_failed on an answer that could not be read: besides Fix (which asks again), the user may treat
+    # the batch as having no scene end (checks.skip_unreadable).
+    can_skip_batch: bool = False
 
     @property
     def review(self) -> bool:
@@ -140,7 +146,7 @@ def classify(scenes: Sequence[SceneFacts], check: CheckFacts, *, now: datetime) 
     """The chat's problems: the failed scene check first, then the scenes in order."""
     items: list[Problem] = []
     if check.reason and check.failures > 0:
-        items.append(Problem(CHECK, 0, "check_failed", check.reason))
+        items.append(Problem(CHECK, 0, "check_failed", check.reason, can_skip_batch=check.unreadable))
     items += [p for s in sorted(scenes, key=lambda s: s.number) if (p := scene_problem(s, now=now)) is not None]
     return Problems(tuple(items))
 

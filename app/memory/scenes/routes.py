@@ -12,6 +12,8 @@ from app import forms
 from app.chats.service import get_chat
 from app.deps import FormDep, ServicesDep
 from app.memory.scenes import fix, prepare, rescans
+from app.memory.scenes.checks import skip_unreadable
+from app.memory.scenes.jobs import schedule_processing
 from app.memory.scenes.settings_form import PANEL, prepare_context
 from app.services import Services
 from app.web import render
@@ -36,6 +38,13 @@ def prepare_panel(chat_id: int, request: Request, services: ServicesDep) -> HTML
 def start_prepare_page(chat_id: int, request: Request, services: ServicesDep) -> HTMLResponse:
     """Start Prepare existing history, or Resume / Retry the chat's stopped, failed or cut-short run."""
     prepare.start_prepare(services, chat_id)
+    return _panel(request, services, chat_id)
+
+
+@router.post("/chats/{chat_id}/scenes/prepare/skip")
+def skip_prepare_batch_page(chat_id: int, request: Request, services: ServicesDep) -> HTMLResponse:
+    """Treat the batch Prepare could not read as having no scene end, and go on."""
+    prepare.start_prepare(services, chat_id, skip_unreadable=True)
     return _panel(request, services, chat_id)
 
 
@@ -114,6 +123,14 @@ def problems_dot(chat_id: int, request: Request, services: ServicesDep,
 def fix_page(chat_id: int, request: Request, services: ServicesDep) -> HTMLResponse:
     """Fix every flagged scene in the background; the panel then polls its progress."""
     fix.start_fix(services, chat_id)
+    return _problems_panel(request, services, chat_id)
+
+
+@router.post("/chats/{chat_id}/scenes/check/skip")
+def skip_check_batch_page(chat_id: int, request: Request, services: ServicesDep) -> HTMLResponse:
+    """Treat the batch the failed scene check could not read as having no scene end; the checks read on."""
+    skip_unreadable(services, chat_id)
+    schedule_processing(services, chat_id)
     return _problems_panel(request, services, chat_id)
 
 

@@ -1,5 +1,6 @@
 """Advanced Memory Recall as a prompt source: after each reply of a chat with it on, the scene check and
-the recaps (jobs.py); on each turn, the current window (from the stored "new start" on), the Chat
+the recaps (jobs.py), and after any change to its messages the recaps of the scenes it changed
+(rewrites.py); on each turn, the current window (from the stored "new start" on), the Chat
 Summary constants that fit, the current scene's source excerpt when it does not fit, and the Recalled
 Scenes block, planned by window.plan_memory (prompt.py); and its Chat Settings section with Prepare
 existing history (settings_form.py)."""
@@ -19,6 +20,7 @@ from app.memory.recall.embedding import embedder_for_chat
 from app.memory.recall.service import start_search
 from app.memory.scenes import prompt, recalled, service, settings_form
 from app.memory.scenes.jobs import JOBS, schedule_processing
+from app.memory.scenes.rewrites import schedule_rewrites
 from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
 from app.services import Services
 
@@ -62,6 +64,13 @@ class AdvancedMemorySource(PromptSource):
 
     def after_reply(self, services: Services, chat_id: int) -> None:
         schedule_processing(services, chat_id)
+        # A new version or a Continue of a scene's last reply changed that scene: its recap follows.
+        schedule_rewrites(services, chat_id)
+
+    def messages_changed(self, services: Services, chat_id: int) -> None:
+        # An edit, hide, delete or another version picked: the recaps of the scenes it changed follow
+        # once the changes settle (rewrites.py), without waiting for Fix.
+        schedule_rewrites(services, chat_id)
 
     def jobs(self) -> Sequence[Job]:
         return JOBS

@@ -37,6 +37,11 @@ Decisions:
   error of ours) keeps the scene's earlier summary untouched, sets "failed" with the reason as a
   sentence, attempts + 1 and next_attempt_at after `answers.retry_delay(attempts)`. Saved parts stay.
 - A scene with no readable message left (all hidden or deleted) fails with a sentence saying so.
+- A scene with a message being written (the user is swiping or continuing its last reply) is not
+  recapped now: the writer reads the scene's messages and their "streaming" marks in one query and gives
+  the claim back without a failure (`STREAMING`). Reading it anyway left that message out of the recap
+  (issue 21: "a recap twice covered one message less"). The reply's after-reply work writes it once
+  the reply has ended.
 - `write_waiting_recaps` honours Pause (SceneState.paused) and stops at the first failure: a broken
   helper is not called once per waiting scene. Whether Advanced Memory is on is the caller's (the job's)
   question; the summary is stored without its header (`recap.recap_header` is the prompt's), the
@@ -63,7 +68,7 @@ from app.connections.providers.base import GenerationParams, ProviderConfig, Pro
 from app.errors import UserError
 from app.memory.scenes import participants as who
 from app.memory.scenes import recap as rc
-from app.memory.scenes.messages import helper_config, readable_messages
+from app.memory.scenes.messages import helper_config, messages_and_streaming
 from app.memory.scenes.models import Scene, SceneRecapPart, SceneState
 from app.memory.summaries import answers
 from app.services import Services
@@ -75,6 +80,9 @@ INPUT_BUDGET_TOKENS = 12_000  # transcript tokens per helper request (see the mo
 MAX_SPLIT_DEPTH = 2  # a batch cut off even with the larger budget is halved at most twice (4 pieces)
 MAX_RECAPS_PER_RUN = 20  # scenes one write_waiting_recaps call writes
 INTERNAL = "Something went wrong on Sugo's side while writing the scene's recap; the log has the details."
+# A message of the scene is being written (a new version of its last reply, a Continue): the recap waits
+# for the reply to end (its after-reply work writes it), or it would describe the scene without it.
+STREAMING = "skipped: a message of the scene is being written"
 NOTHING_TO_READ = (
     "Every message of this scene is hidden from the AI, failed or deleted: there is nothing to recap."
 )
@@ -174,11 +182,10 @@ def _gather(session: Session, services: Services, scene: Scene) -> _Work | str:
         config = helper_config(session, services, chat)
     except UserError as err:
         return str(err)
-    readable = [
-        m
-        for m in readable_messages(session, chat.id)
-        if scene.first_message_id <= m.id <= scene.last_message_id
-    ]
+    everything, streaming = messages_and_streaming(session, chat.id)
+    if any(scene.first_message_id <= mid <= scene.last_message_id for mid in streaming):
+        return STREAMING
+    readable = [m for m in everything if scene.first_message_id <= m.id <= scene.last_message_id]
     if not readable:
         return NOTHING_TO_READ
     messages = tuple(rc.SceneMessage(m.number, m.name, m.text) for m in readable)
@@ -406,6 +413,8 @@ def write_recap(services: Services, scene_id: int, *, rewrite: bool = False) -> 
         with Session(engine) as session:
             scene = session.get(Scene, scene_id)
             work = _gather(session, services, scene) if scene is not None else "The scene no longer exists."
+        if work == STREAMING:
+            return _put_back(engine, scene_id, "written" if rewrite else "waiting")
         if isinstance(work, str):
             return _fail(engine, scene_id, work, back)
         written = _write(work, engine)
@@ -440,6 +449,15 @@ def _store(engine: Engine, work: _Work, recap: rc.Recap, names: list[str], check
         ))  # fmt: skip
         session.commit()
     return "written" if result.rowcount == 1 else "skipped: the recap was edited by hand meanwhile"
+
+
+def _put_back(engine: Engine, scene_id: int, state: str) -> str:
+    """Give the claim back without a failure (nothing was asked): the scene is written later."""
+    with Session(engine) as session:
+        stmt = update(Scene).where(col(Scene.id) == scene_id, col(Scene.state) == "writing")
+        session.exec(stmt.values(state=state))  # type: ignore[call-overload]
+        session.commit()
+    return STREAMING
 
 
 def _fail(engine: Engine, scene_id: int, reason: str, state: str = "failed") -> str:
