@@ -595,6 +595,24 @@
     }
     lastPicked = box;
   });
+  // ---- repeated fields (Key Details: one field per detail, so a detail keeps its line breaks) ----
+  // [data-repeat] holds [data-repeat-item]s, a <template> of a new one and an add button.
+  document.addEventListener("click", (e) => {
+    const add = e.target.closest("[data-repeat-add]");
+    if (add) {
+      const box = add.closest("[data-repeat]");
+      const item = box.querySelector("template").content.firstElementChild.cloneNode(true);
+      add.before(item);
+      item.querySelector("textarea, input")?.focus();
+      return;
+    }
+    const remove = e.target.closest("[data-repeat-remove]");
+    if (remove) {
+      const box = remove.closest("[data-repeat]");
+      remove.closest("[data-repeat-item]").remove();
+      box.querySelector("[data-repeat-add]")?.focus(); // focus stays in the list, not lost to <body>
+    }
+  });
   // Enter in a field of a panel that lives inside a bigger form must not submit that form.
   document.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && e.target.matches && e.target.matches("input[data-no-submit]")) e.preventDefault();
