@@ -27,19 +27,22 @@
   });
   document.addEventListener("htmx:sendError", () => toast("Sugo's server did not answer. Is it still running?", "error"));
 
-  // What an action that leaves the page has to say (an import's left-out lorebooks) is shown on the
-  // page it opens, and stays until dismissed: it asks the user to do something.
+  // What an action that leaves the page has to say (what an import brought, and its left-out lorebooks)
+  // is shown on the page it opens, and stays until dismissed: it may ask the user to do something.
   document.addEventListener("sugo:notices-next-page", (e) => {
-    sessionStorage.setItem("sugo-notices", JSON.stringify(e.detail.notices || []));
+    const done = e.detail.done ? [{ message: e.detail.done, kind: "ok" }] : [];
+    const notices = (e.detail.notices || []).map((message) => ({ message, kind: "info" }));
+    sessionStorage.setItem("sugo-notices", JSON.stringify(done.concat(notices)));
   });
   function showKeptNotices() {
     const kept = sessionStorage.getItem("sugo-notices");
     const box = document.getElementById("toasts");
     if (!kept || !box) return;
     sessionStorage.removeItem("sugo-notices");
-    for (const message of JSON.parse(kept)) {
+    for (const item of JSON.parse(kept)) {
+      const message = typeof item === "string" ? item : item.message;
       const el = document.createElement("div");
-      el.className = "toast toast-info toast-kept";
+      el.className = "toast toast-" + (item.kind || "info") + " toast-kept";
       el.setAttribute("role", "status");
       el.textContent = message;
       const close = document.createElement("button");

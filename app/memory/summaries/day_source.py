@@ -97,6 +97,10 @@ class DaySummarySource(PromptSource):
         ours = isinstance(sugo, Mapping) and isinstance(sugo.get("summaries"), Mapping) and "recent_tail" in sugo["summaries"]
         return conversation.import_file_summaries(session, chat, metadata, read_tail=not ours)
 
+    def summary_count(self, session: Session, chat: Chat) -> int:
+        assert chat.id is not None
+        return len(conversation.day_rows(session, chat.id)) + len(conversation.week_rows(session, chat.id))
+
     def chat_branched(self, session: Session, source: Chat, branch: Chat) -> None:
         if source.mode == "conversation":
             conversation.copy_to_branch(session, source, branch)
