@@ -631,7 +631,11 @@
       const today = new Date();
       const yesterday = new Date(today.getTime() - 86400000);
       const same = (a, b) => a.toDateString() === b.toDateString();
-      el.textContent = same(d, today) ? "Today at " + dayFmt.format(d)
+      // The end of a span on its start's day gives only the time: "Today at 09:31 PM – 09:45 PM".
+      const start = el.hasAttribute("data-span-end") ? el.parentElement.querySelector("time[datetime]") : null;
+      const startDay = start ? new Date(start.getAttribute("datetime")) : null;
+      el.textContent = startDay && same(startDay, d) ? dayFmt.format(d)
+        : same(d, today) ? "Today at " + dayFmt.format(d)
         : same(d, yesterday) ? "Yesterday at " + dayFmt.format(d) : dateFmt.format(d);
       el.title = d.toString();
       el.dataset.local = "1";

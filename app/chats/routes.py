@@ -27,6 +27,7 @@ from app.memory.summaries.service import summarised_ids
 from app.modelbase import parse_row_id
 from app.personas.service import default_persona, list_personas
 from app.prompt.blocks import GROUP_LABELS
+from app.prompt.inspect import message_counts
 from app.prompt.report import context_report
 from app.prompt.service import build_chat_prompt
 from app.web import HxRequest, render
@@ -301,7 +302,7 @@ def peek_prompt_page(chat_id: int, request: Request, session: SessionDep, servic
     prompt, _ = build_chat_prompt(session, chat, services=services)
     block = "prompt_body" if hx else None
     return render(request, "chats/prompt.html", {
-        "chat": chat, "prompt": prompt, "group_labels": GROUP_LABELS,
+        "chat": chat, "prompt": prompt, "group_labels": GROUP_LABELS, "counts": message_counts(prompt),
         "messages_json": json.dumps(list(prompt.messages), indent=2, ensure_ascii=False),
     }, block=block)  # fmt: skip
 

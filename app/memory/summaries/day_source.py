@@ -52,11 +52,15 @@ class DaySummarySource(PromptSource):
         memories = important_memories([(w, weekrows[w].key_details) for w in plan.weeks],
                                       [(d, dayrows[d].key_details) for d in plan.days])  # fmt: skip
         text = "\n\n".join(parts + ([memories] if memories else []))
-        left_out = len(turn.scratch[self.name])
+        # Counted among the messages the prompt reads (the window): those the window dropped are
+        # counted as dropped, so Peek Prompt's numbers add up to the chat, each message once.
+        window = {m.id for m in turn.history.messages}
+        left_out = len(turn.scratch[self.name] & window)
+        tail = sum(i in window for i in plan.tail_ids)
         return Contribution(
             fixed=(DynamicBlock("older_short_term_memory", "Day summaries", text),),
             note=f"Day summaries: {len(plan.weeks)} week and {len(plan.days)} day summaries sent; "
-            f"{left_out} summarised messages left out, {len(plan.tail_ids)} kept as the recent tail.",
+            f"{left_out} summarised messages left out, {tail} kept as the recent tail.",
         )
 
     def history_filter(self, turn: Turn) -> Collection[int]:
