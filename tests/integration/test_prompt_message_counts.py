@@ -52,6 +52,11 @@ def test_a_conversation_chats_counts_add_up_to_the_chat(sugo, api, models):
     peek = api.get(f"/api/chats/{chat_id}/prompt").json()
     note = next(n for n in peek["notes"] if n.startswith("Day summaries:"))
     summarised, tail = (int(x) for x in re.search(r"(\d+) summarised messages left out, (\d+) kept as the recent tail", note).groups())
+    # What the page said before: 48 dropped + 110 summarised + 10 tail (+ the greeting, 3 hidden, 1 empty).
+    html = api.get(f"/chats/{chat_id}/prompt").text
+    dropped = int(re.search(r"The recent-message window dropped (\d+) older message", html).group(1))
+    told = dropped + summarised + tail + 1 + peek["hidden_skipped"] + 1
+    assert told == in_chat, f"{dropped} dropped + {summarised} summarised + {tail} tail … = {told} for {in_chat}"
     parts = {"sent": peek["history_included"], "summarised": peek["sources_left_out"], "dropped": peek["window_dropped"],
              "did not fit": peek["history_available"] - peek["history_included"], "hidden": peek["hidden_skipped"],
              "empty": peek["empty_skipped"]}  # fmt: skip
@@ -59,10 +64,8 @@ def test_a_conversation_chats_counts_add_up_to_the_chat(sugo, api, models):
     # 121 visible messages over an 80-message window: 48 dropped in two batches of 24; every hidden one counted.
     assert parts == {"sent": 11, "summarised": 62, "dropped": 48, "did not fit": 0, "hidden": 3, "empty": 1}
     assert (summarised, tail) == (parts["summarised"], 10)  # the note counts what the prompt reads, no more
-    assert parts["dropped"] + summarised + tail + 1 + parts["hidden"] + parts["empty"] == in_chat  # + the greeting
 
     # The page says the same, in one line that adds up.
-    html = api.get(f"/chats/{chat_id}/prompt").text
     line = re.search(r'id="prompt-message-counts">(.*?)</p>', html, re.S).group(1)
     assert " ".join(line.split()) == ("125 messages: 11 sent · 62 left out for summaries · 48 dropped by the window · "
                                       "3 hidden · 1 empty")  # fmt: skip
