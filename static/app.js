@@ -616,6 +616,15 @@
       box.querySelector("[data-repeat-add]")?.focus(); // focus stays in the list, not lost to <body>
     }
   });
+  // A swapped-in status that replaced the focused control (Write now's progress, then its result)
+  // takes the focus, and so comes into view, unless the user has moved on to another field.
+  document.addEventListener("htmx:load", (e) => {
+    const root = e.detail.elt;
+    const el = root.matches?.("[data-focus-if-lost]") ? root : root.querySelector?.("[data-focus-if-lost]");
+    const now = document.activeElement;
+    const lost = !now || now === document.body || now.tagName === "DIALOG";
+    if (el && lost) el.focus();
+  });
   // Enter in a field of a panel that lives inside a bigger form must not submit that form.
   document.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && e.target.matches && e.target.matches("input[data-no-submit]")) e.preventDefault();

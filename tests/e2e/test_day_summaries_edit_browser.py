@@ -99,6 +99,8 @@ def test_days_under_their_week_an_unchanged_save_and_write_now(page: Page, live,
     day_item.locator(f"textarea[name=k_{key}]").fill("Swim at six\nbring towels")
     day_item.get_by_role("button", name="Save", exact=True).click()
     expect(dialog.locator(f"details#{key}")).to_contain_text("Saved.")
+    expect(dialog.locator(f"details#{key} > summary")).to_be_focused()  # the answer keeps the place, in view
+    expect(dialog.locator(f"details#{key} > summary")).to_be_in_viewport()
     with live.client() as c:
         saved = next(d for d in c.get(f"/api/chats/{chat_id}/days").json() if d["date"] == days[3].isoformat())
     assert (saved["summary"], saved["key_details"], saved["origin"]) == ("We went to the lake.", ["Swim at six\nbring towels"], "user")
@@ -108,7 +110,7 @@ def test_days_under_their_week_an_unchanged_save_and_write_now(page: Page, live,
     week_item.locator("summary").click()
     week_item.get_by_role("button", name="Delete").click()
     button = dialog.locator(f"#write-now-week-{week}")
-    expect(button).to_be_visible()
+    expect(button).to_be_focused()  # where the deleted week was
     shot("week-deleted")
     models.script(Reply(_answer(200, ["Week detail"]), first_delay_s=0.5))
     button.click()
@@ -116,6 +118,7 @@ def test_days_under_their_week_an_unchanged_save_and_write_now(page: Page, live,
     result = dialog.locator(f"#write-result-week-{week}")
     expect(result).to_have_text(f"Wrote the summary of the week of {monday:%d.%m.%Y} – {days[-1]:%d.%m.%Y}.")
     expect(result).to_be_in_viewport()
+    expect(result).to_be_focused()
     expect(dialog.locator(f"details#week-{week} summary")).to_contain_text("Summary number 200.")
     shot("week-written")
 
@@ -126,13 +129,14 @@ def test_days_under_their_week_an_unchanged_save_and_write_now(page: Page, live,
     item.locator("summary").click()
     item.get_by_role("button", name="Delete").click()
     button = dialog.locator(f"#write-now-day-{last}")
-    button.scroll_into_view_if_needed()
+    expect(button).to_be_focused()
     expect(button).to_be_in_viewport()
     models.script(Reply(_answer(7, ["Seventh"]), first_delay_s=0.5))
     button.click()
     result = dialog.locator(f"#write-result-day-{last}")
     expect(result).to_have_text(f"Wrote the summary of {days[-1]:%d.%m.%Y}.")
     expect(result).to_be_in_viewport()
+    expect(result).to_be_focused()
     shot("day-written")
     dialog.locator("[data-close-dialog]").click()
     expect(page.locator("#missing-count")).to_have_text("Every finished day has a summary.")

@@ -4,8 +4,13 @@ edits of Chat Settings' Edit Summaries window and the JSON API. day_runs.py has 
 Decisions:
 - The day a message belongs to is read in the server's local timezone (the one Time Awareness tells
   the model), with the chat's Day Rollover Hour (days.py has the rules).
-- An edited summary is marked as the user's ("origin"); a summary needs text; a deleted day goes back to
-  Missing Summaries unless a week summary speaks for it.
+- An edited summary is marked as the user's ("origin"); a save that changes nothing changes nothing (it
+  stays the model's), as Marinara saves only what changed. A summary needs text; line breaks are kept as LF
+  whatever the browser sent (CRLF), so a multi-line Key Detail (one form field each) saves back as it was.
+- A deleted day goes back to Missing Summaries unless a week summary speaks for it (then only Write now,
+  day_write.py, writes it again).
+- Edit Summaries shows each week with its days under it (days.edit_groups): a week's summary never hides
+  its days, which a user checks and fixes one by one.
 - In a chat file (day_transfer.py says how) an imported summary is kept as it is: its date is taken, so no
   run summarises that day (or consolidates that week) again, and a week's days count as summarised.
 """

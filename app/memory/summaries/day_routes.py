@@ -30,7 +30,7 @@ def _missing(request: Request, session: Session, chat_id: int) -> HTMLResponse:
 
 
 def _context(request: Request, chat_id: int, **extra) -> dict:
-    return {"chat_id": chat_id, "saved": "", "saved_note": "", "refused": None, "show_result": False,
+    return {"chat_id": chat_id, "saved": "", "saved_note": "", "deleted": "", "refused": None, "show_result": False,
             "run": day_write.write_status(request.app.state.services, chat_id), **extra}  # fmt: skip
 
 
@@ -107,14 +107,14 @@ def save_week_summary_page(chat_id: int, on: date, request: Request, form: FormD
 def delete_day_summary_page(chat_id: int, on: date, request: Request, session: SessionDep) -> HTMLResponse:
     """Delete a day's summary; Write now or the next run writes it again."""
     conversation.delete_item(session, chat_id, "days", on)
-    return _edit(request, session, chat_id, changed=True)
+    return _edit(request, session, chat_id, changed=True, deleted=conversation.item_key("days", on))
 
 
 @router.post("/chats/{chat_id}/weeks/{on}/delete")
 def delete_week_summary_page(chat_id: int, on: date, request: Request, session: SessionDep) -> HTMLResponse:
     """Delete a week's summary; its days' summaries stay, and Write now or the next run writes it again."""
     conversation.delete_item(session, chat_id, "weeks", on)
-    return _edit(request, session, chat_id, changed=True)
+    return _edit(request, session, chat_id, changed=True, deleted=conversation.item_key("weeks", on))
 
 
 def _write(request: Request, services, chat_id: int, kind: str, on: date) -> HTMLResponse:
