@@ -251,10 +251,6 @@ class WeekItem:
     failure: DayFailure | None
     days: list[DayItem]
 
-    @property
-    def key(self) -> str:
-        return item_key("weeks", self.monday)
-
 
 def week_items(session: Session, chat: Chat, *, only: date | None = None) -> list[WeekItem]:
     """The Edit Summaries window's weeks (days.edit_groups), each with its rows and failures; `only`: the
