@@ -10,7 +10,7 @@ the type checker only, and imports none of them at run time."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from app.generation.reply import Generations
     from app.lore.prompting import CompiledBooks
     from app.memory.recall.runtime import RecallRuntime
+    from app.memory.summaries.day_write import WriteRun
     from app.prompt.sources import PromptSources
     from app.settings import Settings
 
@@ -38,6 +39,8 @@ class Services:
     session_signer: SessionSigner | None = None  # login sessions, with SUGO_PASSWORD
     login_throttle: LoginThrottle | None = None  # wrong passwords per client, with SUGO_PASSWORD
     scheduler: AsyncIOScheduler | None = None  # set while the app runs (its lifespan)
+    # Conversation chats' Write now runs, the latest per chat (app/memory/summaries/day_write.py).
+    summary_writes: dict[int, WriteRun] = field(default_factory=dict)
 
     def close(self) -> None:
         """Let go of the threads and connections (the app's lifespan ends)."""

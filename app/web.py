@@ -15,7 +15,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from app.generation.reasoning import thought_label
 from app.prompt.macros import expand_macros
 from app.rendering import markdown_filter, middle_truncate, plain_text, plural
-from app.timeutil import as_utc
+from app.timeutil import as_utc, same_minute
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES_DIR = ROOT / "templates"
@@ -43,6 +43,7 @@ env.filters["plural"] = plural
 env.filters["plain"] = plain_text
 env.filters["middle_truncate"] = middle_truncate
 env.filters["thought_label"] = thought_label
+env.tests["same_minute"] = same_minute
 # A global rather than an import in each template: a block rendered on its own never runs the
 # template's top-level imports.
 env.globals["icon"] = env.get_template("partials/icons.html").module.icon

@@ -27,19 +27,22 @@
   });
   document.addEventListener("htmx:sendError", () => toast("Sugo's server did not answer. Is it still running?", "error"));
 
-  // What an action that leaves the page has to say (an import's left-out lorebooks) is shown on the
-  // page it opens, and stays until dismissed: it asks the user to do something.
+  // What an action that leaves the page has to say (what an import brought, and its left-out lorebooks)
+  // is shown on the page it opens, and stays until dismissed: it may ask the user to do something.
   document.addEventListener("sugo:notices-next-page", (e) => {
-    sessionStorage.setItem("sugo-notices", JSON.stringify(e.detail.notices || []));
+    const done = e.detail.done ? [{ message: e.detail.done, kind: "ok" }] : [];
+    const notices = (e.detail.notices || []).map((message) => ({ message, kind: "info" }));
+    sessionStorage.setItem("sugo-notices", JSON.stringify(done.concat(notices)));
   });
   function showKeptNotices() {
     const kept = sessionStorage.getItem("sugo-notices");
     const box = document.getElementById("toasts");
     if (!kept || !box) return;
     sessionStorage.removeItem("sugo-notices");
-    for (const message of JSON.parse(kept)) {
+    for (const item of JSON.parse(kept)) {
+      const message = typeof item === "string" ? item : item.message;
       const el = document.createElement("div");
-      el.className = "toast toast-info toast-kept";
+      el.className = "toast toast-" + (item.kind || "info") + " toast-kept";
       el.setAttribute("role", "status");
       el.textContent = message;
       const close = document.createElement("button");
@@ -634,6 +637,33 @@
     }
     lastPicked = box;
   });
+  // ---- repeated fields (Key Details: one field per detail, so a detail keeps its line breaks) ----
+  // [data-repeat] holds [data-repeat-item]s, a <template> of a new one and an add button.
+  document.addEventListener("click", (e) => {
+    const add = e.target.closest("[data-repeat-add]");
+    if (add) {
+      const box = add.closest("[data-repeat]");
+      const item = box.querySelector("template").content.firstElementChild.cloneNode(true);
+      add.before(item);
+      item.querySelector("textarea, input")?.focus();
+      return;
+    }
+    const remove = e.target.closest("[data-repeat-remove]");
+    if (remove) {
+      const box = remove.closest("[data-repeat]");
+      remove.closest("[data-repeat-item]").remove();
+      box.querySelector("[data-repeat-add]")?.focus(); // focus stays in the list, not lost to <body>
+    }
+  });
+  // A swapped-in status that replaced the focused control (Write now's progress, then its result)
+  // takes the focus, and so comes into view, unless the user has moved on to another field.
+  document.addEventListener("htmx:load", (e) => {
+    const root = e.detail.elt;
+    const el = root.matches?.("[data-focus-if-lost]") ? root : root.querySelector?.("[data-focus-if-lost]");
+    const now = document.activeElement;
+    const lost = !now || now === document.body || now.tagName === "DIALOG";
+    if (el && lost) el.focus();
+  });
   // Enter in a field of a panel that lives inside a bigger form must not submit that form.
   document.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && e.target.matches && e.target.matches("input[data-no-submit]")) e.preventDefault();
@@ -649,7 +679,11 @@
       const today = new Date();
       const yesterday = new Date(today.getTime() - 86400000);
       const same = (a, b) => a.toDateString() === b.toDateString();
-      el.textContent = same(d, today) ? "Today at " + dayFmt.format(d)
+      // The end of a span on its start's day gives only the time: "Today at 09:31 PM – 09:45 PM".
+      const start = el.hasAttribute("data-span-end") ? el.parentElement.querySelector("time[datetime]") : null;
+      const startDay = start ? new Date(start.getAttribute("datetime")) : null;
+      el.textContent = startDay && same(startDay, d) ? dayFmt.format(d)
+        : same(d, today) ? "Today at " + dayFmt.format(d)
         : same(d, yesterday) ? "Yesterday at " + dayFmt.format(d) : dateFmt.format(d);
       el.title = d.toString();
       el.dataset.local = "1";

@@ -46,11 +46,14 @@ def create_chat(data: ChatCreate, session: SessionDep) -> ChatRead:
 @router.post("/import", response_model=ChatImported, status_code=201)
 def import_chat(session: SessionDep, services: ServicesDep, file: UploadFile = File(...),
                 character_id: RowId | None = Form(None)) -> ChatImported:  # fmt: skip
-    """Import a SillyTavern .jsonl chat with its settings, lorebooks and summary entries; `notes` say what
-    was left out."""
-    chat, notes = import_chat_file(session, file.file.read(), services.sources, character_id=character_id)
-    chat_added(session, services, chat.id)
-    return ChatImported(**views.chat_read(session, chat).model_dump(), notes=notes)
+    """Import a SillyTavern .jsonl chat with its settings, lorebooks and summaries, named after the file;
+    `result` says what arrived, `notes` what was left out."""
+    done = import_chat_file(session, file.file.read(), services.sources, character_id=character_id,
+                            file_name=file.filename)  # fmt: skip
+    chat_added(session, services, done.chat.id)
+    return ChatImported(**views.chat_read(session, done.chat).model_dump(), result=done.result,
+                        imported_messages=done.messages, imported_summaries=done.summaries,
+                        attached_lorebooks=done.lorebooks, notes=done.notes)  # fmt: skip
 
 
 @router.get("/{chat_id}", response_model=ChatRead)

@@ -28,7 +28,6 @@ _FIRST_SQL = f"SELECT id, role, name, content FROM message WHERE {_SENDABLE} AND
 _NEWEST_SQL = (
     f"SELECT id, role, name, content FROM message WHERE {_SENDABLE} AND hidden = 0 ORDER BY id DESC LIMIT ?"
 )
-_HIDDEN_AFTER_SQL = f"SELECT count(*) FROM message WHERE {_SENDABLE} AND hidden = 1 AND id > ?"
 _NO_UPPER_BOUND = 2**62
 
 
@@ -36,7 +35,7 @@ _NO_UPPER_BOUND = 2**62
 class History:
     messages: list[HistoryMessage]  # the window: the pinned first message, then the newest ones
     plan: WindowPlan
-    hidden: int  # hidden messages inside the window's span (counted for Peek Prompt, never sent)
+    hidden: int  # hidden messages since the refresh mark (counted for Peek Prompt, never sent)
     refreshed: bool = False  # a refresh mark cut the history
 
     @property
@@ -63,13 +62,9 @@ def history_window(session: Session, chat_id: int, *, before_id: int | None, lim
         rows.extend(reversed(conn.exec_driver_sql(_NEWEST_SQL, (*span, plan.recent)).all()))
     messages = [HistoryMessage(i, role, name, without_reasoning(text) if role == "assistant" else text)
                 for i, role, name, text in rows]  # fmt: skip
-    hidden = 0
-    if hidden_total and messages:
-        # Without drops every hidden message lies inside the window's span; with drops, those
-        # among the dropped ones are not counted.
-        start = messages[plan.pinned].id - 1 if plan.dropped else 0
-        hidden = conn.exec_driver_sql(_HIDDEN_AFTER_SQL, (*span, start)).scalar_one()
-    return History(messages, plan, hidden, refreshed=bool(lower))
+    # Every hidden message, the window's or not: Peek Prompt's counts then cover each message once
+    # (hidden, dropped by the window, taken out by a source, or sent).
+    return History(messages, plan, int(hidden_total), refreshed=bool(lower))
 
 
 def message_count(session: Session, chat_id: int, before_id: int | None) -> int:

@@ -21,12 +21,13 @@ from app.connections.presets import LOCAL_PRESET_BY_PORT, PRESETS
 from app.connections.service import default_connection, list_connections
 from app.deps import FormDep, ServicesDep, SessionDep, SettingsDep
 from app.errors import UserError
-from app.lore.chat_files import import_chat_file
+from app.lore.chat_files import ChatImport, import_chat_file
 from app.memory.scenes.prompt import window_start
 from app.memory.summaries.service import summarised_ids
 from app.modelbase import parse_row_id
 from app.personas.service import default_persona, list_personas
 from app.prompt.blocks import GROUP_LABELS
+from app.prompt.inspect import message_counts
 from app.prompt.report import context_report
 from app.prompt.service import build_chat_prompt
 from app.web import HxRequest, render
@@ -109,25 +110,26 @@ def create_chat_page(request: Request, form: FormDep, session: SessionDep) -> Re
 
 @router.post("/chats/import")
 async def import_chat_page(request: Request, session: SessionDep, services: ServicesDep) -> Response:
-    """Import a SillyTavern .jsonl chat and open it."""
+    """Import a SillyTavern .jsonl chat and open it, saying what arrived."""
     form = await request.form()
     raw = await forms.upload(form, "file")
     if not raw:
         raise UserError("Choose a .jsonl chat file to import.")
+    upload = form.get("file")
     # Parsing and writing a long chat takes seconds: on a thread, so other requests go on meanwhile.
-    chat, notes = await run_in_threadpool(_import_chat, session, services, raw,
-                                          character_id=forms.optional_number(form, "character_id", int))
-    headers = {"HX-Redirect": f"/chats/{chat.id}"}
-    if notes:
-        # The page is left for the chat: app.js keeps these for it to show (ASCII JSON, a header).
-        headers["HX-Trigger"] = json.dumps({"sugo:notices-next-page": {"notices": notes}})
-    return Response(status_code=204, headers=headers)
+    done = await run_in_threadpool(_import_chat, session, services, raw,
+                                   character_id=forms.optional_number(form, "character_id", int),
+                                   file_name=getattr(upload, "filename", None))  # fmt: skip
+    # The page is left for the chat: app.js keeps these for it to show (ASCII JSON, a header).
+    notices = {"done": done.result, "notices": done.notes}
+    return Response(status_code=204, headers={"HX-Redirect": f"/chats/{done.chat.id}",
+                                              "HX-Trigger": json.dumps({"sugo:notices-next-page": notices})})  # fmt: skip
 
 
-def _import_chat(session: Session, services, raw: bytes, *, character_id: int | None) -> tuple[Chat, list[str]]:
-    chat, notes = import_chat_file(session, raw, services.sources, character_id=character_id)
-    chat_added(session, services, chat.id)
-    return chat, notes
+def _import_chat(session: Session, services, raw: bytes, *, character_id: int | None, file_name: str | None) -> ChatImport:
+    done = import_chat_file(session, raw, services.sources, character_id=character_id, file_name=file_name)
+    chat_added(session, services, done.chat.id)
+    return done
 
 
 def _page_of_messages(session: Session, chat_id: int, *, before: int | None) -> tuple[list[Message], int | None]:
@@ -300,7 +302,7 @@ def peek_prompt_page(chat_id: int, request: Request, session: SessionDep, servic
     prompt, _ = build_chat_prompt(session, chat, services=services)
     block = "prompt_body" if hx else None
     return render(request, "chats/prompt.html", {
-        "chat": chat, "prompt": prompt, "group_labels": GROUP_LABELS,
+        "chat": chat, "prompt": prompt, "group_labels": GROUP_LABELS, "counts": message_counts(prompt),
         "messages_json": json.dumps(list(prompt.messages), indent=2, ensure_ascii=False),
     }, block=block)  # fmt: skip
 

@@ -28,6 +28,10 @@ class ChatRead(BaseModel):
 
 
 class ChatImported(ChatRead):
+    result: str = ""  # "Imported 160 messages (3 summaries, 2 lorebooks attached)."
+    imported_messages: int = 0
+    imported_summaries: int = 0  # Chat Summary entries, or day and week summaries
+    attached_lorebooks: list[str] = []
     notes: list[str] = []  # what the file asked for and did not get (a lorebook not found...)
 
 

@@ -15,8 +15,8 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from app.characters.models import Character
+from app.chats import imported, st_jsonl, st_metadata
 from app.chats import service as chats
-from app.chats import st_jsonl, st_metadata
 from app.chats.models import Chat, Message
 from app.chats.settings import ChatSettings
 from app.connections.answers import ONLY_THINKING, read_answer
@@ -31,22 +31,27 @@ class ImportedChat:
     notes: list[str] = field(default_factory=list)  # what the file asked for and did not get
     line_ids: list[int] = field(default_factory=list)  # the new messages' ids in the file's order
     metadata: dict = field(default_factory=dict)  # the file's chat_metadata, for the prompt sources to read
+    messages: int = 0  # lines written as messages (a Sugo file's refresh marks are not)
 
 
 def import_chat(session: Session, raw: bytes, *, character_id: int | None = None,
-                name: str | None = None) -> ImportedChat:  # fmt: skip
+                file_name: str | None = None) -> ImportedChat:  # fmt: skip
     """Import a SillyTavern chat for a character (the one named in the file when none is given),
-    with the settings its chat_metadata carries. One transaction: a refused file creates nothing."""
+    with the settings its chat_metadata carries, named after the file (imported.py says how). One
+    transaction: a refused file creates nothing."""
     try:
         parsed = st_jsonl.parse_chat_jsonl(raw)
     except st_jsonl.ChatImportError as err:
         raise UserError(str(err)) from err
     character = _find_character(session, character_id, parsed.character_name)
     meta = st_metadata.read_metadata(parsed.header.get("chat_metadata"))
+    stored = parsed.header.get("chat_name")
+    name = imported.choose_name(file_name, (stored if isinstance(stored, str) else None) or meta.name,
+                                f"{character.name} – imported {utcnow():%Y-%m-%d %H:%M}")  # fmt: skip
     chat = chats.create_chat(
         session,
         character_ids=[character.id],
-        name=name or parsed.header.get("chat_name") or meta.name or f"{character.name} – imported {utcnow():%Y-%m-%d %H:%M}",
+        name=imported.unique_name(name, _names_like(session, name)),
         mode=meta.mode or "roleplay",
         with_greetings=False,
     )
@@ -90,7 +95,13 @@ def import_chat(session: Session, raw: bytes, *, character_id: int | None = None
     session.add(chat)
     session.flush()
     raw_meta = parsed.header.get("chat_metadata")
-    return ImportedChat(chat, meta.lorebooks, meta.notes, [m.id for m in added], raw_meta if isinstance(raw_meta, dict) else {})
+    return ImportedChat(chat, meta.lorebooks, meta.notes, [m.id for m in added], raw_meta if isinstance(raw_meta, dict) else {},
+                        messages=sum(m.kind == "message" for m in added))  # fmt: skip
+
+
+def _names_like(session: Session, name: str) -> set[str]:
+    """The chat names that begin with `name` (it, and its numbered copies)."""
+    return set(session.exec(select(Chat.name).where(col(Chat.name).startswith(name, autoescape=True))))
 
 
 def _find_character(session: Session, character_id: int | None, name: str) -> Character:

@@ -4,10 +4,11 @@ the file, and cannot know lorebooks (it sits below lore), so the names pass thro
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sqlmodel import Session, col, select
 
-from app.chats import st_io
+from app.chats import imported, st_io
 from app.chats.models import Chat
 from app.lore.models import Lorebook, LorebookLink
 from app.prompt.sources import PromptSources
@@ -46,14 +47,31 @@ def export_chat_file(session: Session, chat: Chat, sources: PromptSources) -> by
                              extra_metadata=sources.export_chat_metadata(session, chat))  # fmt: skip
 
 
-def import_chat_file(session: Session, raw: bytes, sources: PromptSources, *,
-                     character_id: int | None = None) -> tuple[Chat, list[str]]:  # fmt: skip
-    """Import a SillyTavern chat, attach the lorebooks it names that exist, and let the prompt sources
-    read their keys (summary entries); returns the chat and what the user should know (lorebooks not
-    found, settings or entries left out). A missing book or a bad entry never fails it."""
-    imported = st_io.import_chat(session, raw, character_id=character_id)
-    missing = attach_books_by_name(session, imported.chat.id, imported.lorebooks)
-    notes = [*imported.notes, *(f"Lorebook “{name}” was not found; import it and attach it in Chat Settings."
-                                for name in missing)]  # fmt: skip
-    notes += sources.import_chat_metadata(session, imported.chat, imported.metadata, imported.line_ids)
-    return imported.chat, notes
+@dataclass(frozen=True)
+class ChatImport:
+    """An imported chat and what the user is told: what arrived, and what was left out."""
+
+    chat: Chat
+    notes: list[str]  # lorebooks not found, settings or entries left out
+    messages: int
+    summaries: int
+    lorebooks: list[str]  # the names attached
+
+    @property
+    def result(self) -> str:
+        return imported.import_sentence(self.messages, self.summaries, len(self.lorebooks))
+
+
+def import_chat_file(session: Session, raw: bytes, sources: PromptSources, *, character_id: int | None = None,
+                     file_name: str | None = None) -> ChatImport:  # fmt: skip
+    """Import a SillyTavern chat, named after its file, attach the lorebooks it names that exist, and
+    let the prompt sources read their keys (summary entries). A missing book or a bad entry never fails
+    it: it is said in the notes."""
+    done = st_io.import_chat(session, raw, character_id=character_id, file_name=file_name)
+    missing = attach_books_by_name(session, done.chat.id, done.lorebooks)
+    notes = [*done.notes, *(f"Lorebook “{name}” was not found; import it and attach it in Chat Settings."
+                            for name in missing)]  # fmt: skip
+    notes += sources.import_chat_metadata(session, done.chat, done.metadata, done.line_ids)
+    session.flush()
+    attached = [name for name in dict.fromkeys(done.lorebooks) if name not in missing]
+    return ChatImport(done.chat, notes, done.messages, sources.summary_count(session, done.chat), attached)

@@ -32,11 +32,21 @@ class Prompt:
     history_included: int  # of those, how many fit the context
     hidden_skipped: int
     window_dropped: int = 0  # older messages the recent-message window dropped (whole batches)
+    # Of the window's messages, those a prompt source took out (a summary stands in for them) and the
+    # empty ones: with the others above, each message the AI may read is counted once (`history_total`).
+    sources_left_out: int = 0
+    empty_skipped: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
     # What went wrong or was cut (a failed source, messages that did not fit): shown as warnings,
     # while notes only inform.
     warnings: tuple[str, ...] = field(default_factory=tuple)
     receipt: tuple[str, ...] = ()  # lines the sources want under the reply (the memory receipt)
+
+    @property
+    def history_total(self) -> int:
+        """The messages the AI may read (since a refresh mark; failed replies are never sent): hidden,
+        dropped by the window, left out by a source, empty, cut to fit the context, or sent."""
+        return self.hidden_skipped + self.window_dropped + self.sources_left_out + self.empty_skipped + self.history_available
 
     @property
     def included_message_ids(self) -> list[int]:

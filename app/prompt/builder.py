@@ -187,8 +187,13 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
 
     rendered = []
     pinned = 0
+    left_out = skipped_empty = 0
     for index, msg in enumerate(visible):
-        if msg.id in empty or msg.id in ctx.left_out:
+        if msg.id in ctx.left_out:  # a summary stands in for it, empty or not
+            left_out += 1
+            continue
+        if msg.id in empty:
+            skipped_empty += 1
             continue
         pinned += index < plan.pinned
         text = ex_chat(msg.content)
@@ -227,6 +232,8 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
         history_included=len(history),
         hidden_skipped=hidden_skipped,
         window_dropped=plan.dropped,
+        sources_left_out=left_out,
+        empty_skipped=skipped_empty,
         notes=ctx.extra_notes,
         warnings=tuple(warnings),
         receipt=ctx.receipt,

@@ -71,6 +71,20 @@ def stable_prefix_tokens(prompt: Prompt) -> int:
     )
 
 
+def message_counts(prompt: Prompt) -> list[tuple[str, int]]:
+    """Where each message the AI may read went, every message in one place: the parts add up to
+    `prompt.history_total`. "sent" always; the others when there are any."""
+    parts = [
+        ("sent", prompt.history_included),
+        ("left out for summaries", prompt.sources_left_out),
+        ("dropped by the window", prompt.window_dropped),
+        ("did not fit the context", prompt.history_available - prompt.history_included),
+        ("hidden", prompt.hidden_skipped),
+        ("empty", prompt.empty_skipped),
+    ]
+    return [parts[0], *(p for p in parts[1:] if p[1])]
+
+
 def snapshot_text(prompt: Prompt, header: list[tuple[str, str]]) -> str:
     """The package for the next reply as annotated text: what is active, what fits, every block."""
     lines = ["Sugo prompt snapshot", "=" * 20]
@@ -80,6 +94,8 @@ def snapshot_text(prompt: Prompt, header: list[tuple[str, str]]) -> str:
         f"Conversation: {prompt.history_included} of {prompt.history_available} messages in the recent window fit"
         f"; {prompt.window_dropped} older message(s) dropped by the window; {prompt.hidden_skipped} hidden left out"
     )
+    counts = ", ".join(f"{n} {label}" for label, n in message_counts(prompt))
+    lines.append(f"Each message once: {prompt.history_total} messages: {counts}")
     dynamic = [b.label for b in prompt.blocks if b.group == "dynamic"]
     lines.append("Active near the newest turns: " + (", ".join(dynamic) if dynamic else "nothing"))
     lines += [f"Warning: {warning}" for warning in prompt.warnings]

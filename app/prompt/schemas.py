@@ -26,6 +26,12 @@ class PromptRead(BaseModel):
     history_available: int
     history_included: int
     hidden_skipped: int
+    # With hidden_skipped and the messages that did not fit (available - included), each message the AI
+    # may read counted once; they add up to history_total.
+    window_dropped: int = 0
+    sources_left_out: int = 0  # a summary stands in for them
+    empty_skipped: int = 0
+    history_total: int = 0
     notes: list[str]
     warnings: list[str] = []
 
@@ -37,6 +43,8 @@ def prompt_read(prompt: Prompt) -> PromptRead:
         messages=[dict(m) for m in prompt.messages],
         total_tokens=prompt.total_tokens, context_size=prompt.context_size, reply_reserve=prompt.reply_reserve,
         history_available=prompt.history_available, history_included=prompt.history_included,
-        hidden_skipped=prompt.hidden_skipped, notes=list(prompt.notes),
+        hidden_skipped=prompt.hidden_skipped, window_dropped=prompt.window_dropped,
+        sources_left_out=prompt.sources_left_out, empty_skipped=prompt.empty_skipped,
+        history_total=prompt.history_total, notes=list(prompt.notes),
         warnings=list(prompt.warnings),
     )  # fmt: skip

@@ -163,6 +163,10 @@ class PromptSource:
         order. Returns what the user should know; bad data is left out with a note, never raised."""
         return []
 
+    def summary_count(self, session: Session, chat: Chat) -> int:
+        """How many summaries this source keeps for the chat (an import says how many arrived)."""
+        return 0
+
     def chat_branched(self, session: Session, source: Chat, branch: Chat) -> None:
         """`branch` got copies of `source`'s messages up to the branch point, in order: copy what
         belongs to them."""
@@ -273,6 +277,9 @@ class PromptSources:
     def import_chat_metadata(self, session: Session, chat: Chat, metadata: Mapping[str, Any],
                              line_ids: Sequence[int]) -> list[str]:  # fmt: skip
         return [note for source in self for note in source.import_chat_metadata(session, chat, metadata, line_ids)]
+
+    def summary_count(self, session: Session, chat: Chat) -> int:
+        return sum(source.summary_count(session, chat) for source in self)
 
     def chat_branched(self, session: Session, source: Chat, branch: Chat) -> None:
         for part in self:

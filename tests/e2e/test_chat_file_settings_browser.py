@@ -51,7 +51,7 @@ def test_exported_chat_imports_with_its_settings(page: Page, live, tmp_path, sho
 
     page.goto(f"{live.url}/chats/{new_id}/settings")
     form = page.locator("#chat-settings-form")
-    expect(form.locator("input[name=name]")).to_have_value("Harbour")
+    expect(form.locator("input[name=name]")).to_have_value("Harbour (2)")  # "Harbour" is taken: numbered
     expect(form.locator("#context-note")).to_have_value("The fog never lifts.")
     expect(form.locator("#context-note-depth")).to_have_value("2")
     expect(form.locator("select[name=context_note_role]")).to_have_value("user")

@@ -58,7 +58,7 @@ def test_backfill_rollover_warning_and_edit_summaries(page: Page, live, models, 
     section.locator("#edit-summaries").click()
     dialog = page.locator("#day-summaries-dialog")
     expect(dialog).to_be_visible()
-    if weeks:  # weeks first; a finished week's days are not listed again
+    if weeks:  # the week's summary first, its days under it
         expect(dialog.locator("details.day-summary").nth(0)).to_have_attribute("id", f"week-{weeks[0]['date']}")
         shot("weeks-first")
     dialog.locator("[data-close-dialog]").click()
@@ -88,7 +88,10 @@ def test_backfill_rollover_warning_and_edit_summaries(page: Page, live, models, 
     expect(first.locator("summary")).to_contain_text(days[0]["summary"])
     first.locator("summary").click()  # expand it to edit
     first.locator(f"textarea[name=s_{key}]").fill("We planned the trip to the coast.")
-    first.locator(f"textarea[name=k_{key}]").fill("Leave on Friday\nBring the maps")
+    first.locator(f"textarea[name=k_{key}]").fill("Leave on Friday")  # one field per key detail
+    first.get_by_role("button", name="Add key detail").click()
+    expect(first.locator(f"textarea[name=k_{key}]").nth(1)).to_be_focused()
+    first.locator(f"textarea[name=k_{key}]").nth(1).fill("Bring the maps")
     shot("edit-window")
     first.get_by_role("button", name="Save").click()
     saved = dialog.locator(f"#{key}")

@@ -404,9 +404,11 @@ class TestRefresh:
         _, chat = _setup(api, models)
         _send(api, chat["id"], "one")
         api.post(f"/api/chats/{chat['id']}/refresh")
-        exported = api.get(f"/api/chats/{chat['id']}/export").content
+        download = api.get(f"/api/chats/{chat['id']}/export")
+        exported, file_name = download.content, download.headers["content-disposition"].split('"')[1]
         char_id = api.get(f"/api/chats/{chat['id']}").json()["character_ids"][0]
-        again = api.post("/api/chats/import", files={"file": ("c.jsonl", exported)}, data={"character_id": char_id}).json()
+        api.delete(f"/api/chats/{chat['id']}")  # restored from the file as downloaded: its name comes back too
+        again = api.post("/api/chats/import", files={"file": (file_name, exported)}, data={"character_id": char_id}).json()
         kinds = [m["kind"] for m in api.get(f"/api/chats/{again['id']}/messages").json()]
         assert kinds[-1] == "refresh"
         assert api.get(f"/api/chats/{again['id']}/export").content == exported

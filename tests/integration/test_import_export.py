@@ -176,10 +176,15 @@ class TestStChats:
         chat = new_chat(api, [char["id"]])
         read_sse(api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Hi *there*"}))
         read_sse(api.post(f"/api/chats/{chat['id']}/generate", json={"action": "swipe"}))
-        first = api.get(f"/api/chats/{chat['id']}/export").content
-        again = api.post("/api/chats/import", files={"file": ("c.jsonl", first)}, data={"character_id": char["id"]}).json()
+        exported = api.get(f"/api/chats/{chat['id']}/export")
+        first = exported.content
+        file_name = exported.headers["content-disposition"].split('"')[1]  # the file as downloaded
+        again = api.post("/api/chats/import", files={"file": (file_name, first)}, data={"character_id": char["id"]}).json()
+        assert again["name"] == chat["name"] + " (2)"  # the name inside the file, numbered: the first one is there
         second = api.get(f"/api/chats/{again['id']}/export").content
-        assert [json.loads(x) for x in first.splitlines()] == [json.loads(x) for x in second.splitlines()]
+        renamed = [json.loads(x) for x in second.splitlines()]
+        renamed[0]["chat_metadata"]["sugo"]["name"] = chat["name"]
+        assert [json.loads(x) for x in first.splitlines()] == renamed
         parsed = st_jsonl.parse_chat_jsonl(first)
         assert [m.mes for m in parsed.messages][:2] == ["*Mirela waves.* Hello, {{user}}!", "Hi *there*"]
         assert parsed.messages[0].swipes == ["*Mirela waves.* Hello, {{user}}!", "Alt"]
@@ -223,7 +228,8 @@ def _settings_round_trip_chat(api):
 class TestChatSettingsInChatFiles:
     def test_round_trip_keeps_note_lorebooks_limit_and_recall(self, api):
         char, chat, books = _settings_round_trip_chat(api)
-        exported = api.get(f"/api/chats/{chat['id']}/export").content
+        download = api.get(f"/api/chats/{chat['id']}/export")
+        exported, file_name = download.content, download.headers["content-disposition"].split('"')[1]
         meta = json.loads(exported.splitlines()[0])["chat_metadata"]
         # Where SillyTavern reads them: the Author's Note and the chat lorebook (one name).
         assert meta["note_prompt"] == "Rain taps the glass."
@@ -231,10 +237,10 @@ class TestChatSettingsInChatFiles:
         assert meta["world_info"] == "Coast"
         assert meta["sugo"]["lorebooks"] == ["Coast", "Storms"]
 
-        again = api.post("/api/chats/import", files={"file": ("c.jsonl", exported)}, data={"character_id": char["id"]})
+        again = api.post("/api/chats/import", files={"file": (file_name, exported)}, data={"character_id": char["id"]})
         assert again.status_code == 201, again.text
         back = again.json()
-        assert back["notes"] == []
+        assert back["notes"] == [] and back["name"] == chat["name"] + " (2)"
         s = back["settings"]
         assert s["context_note"] == "Rain taps the glass."
         assert (s["context_note_depth"], s["context_note_role"]) == (2, "user")
@@ -244,7 +250,7 @@ class TestChatSettingsInChatFiles:
         assert sorted(attached) == sorted(b["id"] for b in books)
         # And out again: the same header.
         second = api.get(f"/api/chats/{back['id']}/export").content
-        assert json.loads(second.splitlines()[0])["chat_metadata"] == meta
+        assert json.loads(second.splitlines()[0])["chat_metadata"] == {**meta, "sugo": {**meta["sugo"], "name": back["name"]}}
 
     def test_lorebook_not_found_is_named_and_the_rest_imports(self, api):
         char, chat, books = _settings_round_trip_chat(api)

@@ -199,3 +199,20 @@ def test_impersonation_prompt_last_without_the_speakers_own_instructions():
     assert kinds[-1] == "impersonation" and "group_nudge" not in kinds and "post_history" not in kinds
     assert p.messages[-1]["content"].startswith("[Write your next reply from the point of view of Rowan,")
     assert "Don't write as Bram or system. Don't describe actions of Bram.]" in p.messages[-1]["content"]
+
+
+def test_each_message_is_counted_once_and_the_parts_add_up():
+    from app.prompt.inspect import message_counts
+
+    messages = [msg(i, text="word " * 100) for i in range(1, 61)]
+    messages[2] = msg(3, hidden=True)  # in the part the window drops
+    messages[50] = msg(51, hidden=True)
+    messages[55] = msg(56, text="  ")  # empty
+    p = build(ctx(messages, context_size=2048, reply_reserve=512, recent_limit=20, left_out=frozenset({56, 57, 58})))
+    assert p.history_total == 60
+    counts = dict(message_counts(p))
+    assert sum(counts.values()) == 60
+    assert counts["hidden"] == 2 and counts["left out for summaries"] == 3 and "empty" not in counts  # 56: left out first
+    assert counts["dropped by the window"] == p.window_dropped > 0 and counts["did not fit the context"] > 0
+    assert counts["sent"] == len(p.included_message_ids)
+    assert message_counts(build(ctx([msg(1)]))) == [("sent", 1)]  # nothing else to say

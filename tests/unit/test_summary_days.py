@@ -199,3 +199,23 @@ def test_tail_bounds():
     for bad in (-1, 51, True):
         with pytest.raises(ValueError, match="0 to 50"):
             conversation_plan([], [], [], date(2026, 3, 3), tail=bad)
+
+
+def test_edit_groups_list_every_week_with_its_days_under_it():
+    from app.memory.summaries.days import WeekGroup, edit_groups
+
+    today = date(2026, 3, 18)  # a Wednesday
+    mon1, mon2, mon3 = date(2026, 3, 2), date(2026, 3, 9), date(2026, 3, 16)
+    with_messages = [date(2026, 3, 3), date(2026, 3, 4), date(2026, 3, 10), date(2026, 3, 16), today]
+    summarised_days = [date(2026, 3, 3), date(2026, 3, 4), date(2026, 3, 5), date(2026, 3, 16)]
+    groups = edit_groups(with_messages, summarised_days, [mon1], today)
+    assert groups == [
+        # A summarised week keeps its days listed (a day summary without messages too).
+        WeekGroup(mon1, True, (date(2026, 3, 3), date(2026, 3, 4), date(2026, 3, 5))),
+        # A finished week without a summary: its finished day without one is listed, to be written.
+        WeekGroup(mon2, True, (date(2026, 3, 10),)),
+        # This week: the finished days only; today is never listed without a summary.
+        WeekGroup(mon3, False, (date(2026, 3, 16),)),
+    ]
+    assert edit_groups([today], [], [], today) == []
+    assert edit_groups([], [], [mon2], today) == [WeekGroup(mon2, True, ())]  # an imported week alone

@@ -4,8 +4,13 @@ edits of Chat Settings' Edit Summaries window and the JSON API. day_runs.py has 
 Decisions:
 - The day a message belongs to is read in the server's local timezone (the one Time Awareness tells
   the model), with the chat's Day Rollover Hour (days.py has the rules).
-- An edited summary is marked as the user's ("origin"); a summary needs text; a deleted day goes back to
-  Missing Summaries unless a week summary speaks for it.
+- An edited summary is marked as the user's ("origin"); a save that changes nothing changes nothing (it
+  stays the model's), as Marinara saves only what changed. A summary needs text; line breaks are kept as LF
+  whatever the browser sent (CRLF), so a multi-line Key Detail (one form field each) saves back as it was.
+- A deleted day goes back to Missing Summaries unless a week summary speaks for it (then only Write now,
+  day_write.py, writes it again).
+- Edit Summaries shows each week with its days under it (days.edit_groups): a week's summary never hides
+  its days, which a user checks and fixes one by one.
 - In a chat file (day_transfer.py says how) an imported summary is kept as it is: its date is taken, so no
   run summarises that day (or consolidates that week) again, and a week's days count as summarised.
 """
@@ -33,6 +38,7 @@ MAX_DETAILS = answers.MAX_KEY_DETAILS
 FILE_LIMITS = day_transfer.Limits(days=day_transfer.MAX_FILE_DAYS, weeks=day_transfer.MAX_FILE_WEEKS,
                                   chars=MAX_SUMMARY_CHARS, details=MAX_DETAILS,
                                   detail_chars=answers.MAX_KEY_DETAIL_CHARS)  # fmt: skip
+WEEK_SPAN = timedelta(days=6)  # a week's Monday to its Sunday, for the window's labels
 ONLY_CONVERSATION = "Day and week summaries are for Conversation chats; Roleplay chats use Chat Summary entries."
 
 
@@ -90,10 +96,16 @@ def list_weeks(session: Session, chat_id: int) -> list[WeekSummary]:
     return week_rows(session, chat_id)
 
 
+def _newlines(text: str) -> str:
+    # A browser sends a textarea's line breaks as CRLF: stored as they were written, a summary or a
+    # key detail saved unchanged comes back byte for byte.
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def _summary_text(summary: str | None) -> str | None:
     if summary is None:
         return None
-    summary = summary.strip()
+    summary = _newlines(summary).strip()
     if not summary:
         raise UserError("A summary needs some text; delete it instead to have the day summarised again.")
     if len(summary) > MAX_SUMMARY_CHARS:
@@ -104,7 +116,7 @@ def _summary_text(summary: str | None) -> str | None:
 def _details(details: Sequence[str] | None) -> list[str] | None:
     if details is None:
         return None
-    kept = [d.strip() for d in details if d.strip()]
+    kept = [_newlines(d).strip() for d in details if d.strip()]  # a detail may run over several lines
     if len(kept) > MAX_DETAILS:
         raise UserError(f"At most {MAX_DETAILS} key details per summary.")
     if any(len(d) > answers.MAX_KEY_DETAIL_CHARS for d in kept):
@@ -112,48 +124,72 @@ def _details(details: Sequence[str] | None) -> list[str] | None:
     return kept
 
 
-def _edit(row: DaySummary | WeekSummary, summary: str | None, key_details: Sequence[str] | None) -> None:
+def _edit(row: DaySummary | WeekSummary, summary: str | None, key_details: Sequence[str] | None) -> bool:
+    """Apply an edit; False (and the row untouched, still the model's) when it changes nothing, as
+    Marinara saves only what changed."""
     text, details = _summary_text(summary), _details(key_details)
+    changed = (text is not None and text != row.summary) or (details is not None and details != list(row.key_details))
+    if not changed:
+        return False
     if text is not None:
         row.summary = text
     if details is not None:
         row.key_details = details
     row.origin, row.updated_at = "user", utcnow()
+    return True
+
+
+def _day_row(session: Session, chat_id: int, day: date) -> DaySummary:
+    row = session.exec(select(DaySummary).where(DaySummary.chat_id == chat_id, DaySummary.day == day)).first()
+    if row is None:
+        raise NotFound(f"There is no summary for {day_label(day)}.")
+    return row
+
+
+def _week_row(session: Session, chat_id: int, monday: date) -> WeekSummary:
+    row = session.exec(select(WeekSummary).where(WeekSummary.chat_id == chat_id, WeekSummary.week == monday)).first()
+    if row is None:
+        raise NotFound(f"There is no summary for the week of {week_label(monday)}.")
+    return row
+
+
+def _update(session: Session, row: DaySummary | WeekSummary, summary: str | None,
+            key_details: Sequence[str] | None) -> bool:  # fmt: skip
+    changed = _edit(row, summary, key_details)
+    if changed:
+        session.add(row)
+        session.flush()
+    return changed
 
 
 def update_day(session: Session, chat_id: int, day: date, *, summary: str | None = None,
                key_details: Sequence[str] | None = None) -> DaySummary:  # fmt: skip
     conversation_chat(session, chat_id)
-    row = session.exec(select(DaySummary).where(DaySummary.chat_id == chat_id, DaySummary.day == day)).first()
-    if row is None:
-        raise NotFound(f"There is no summary for {day_label(day)}.")
-    _edit(row, summary, key_details)
-    session.add(row)
-    session.flush()
+    row = _day_row(session, chat_id, day)
+    _update(session, row, summary, key_details)
     return row
 
 
 def update_week(session: Session, chat_id: int, monday: date, *, summary: str | None = None,
                 key_details: Sequence[str] | None = None) -> WeekSummary:  # fmt: skip
     conversation_chat(session, chat_id)
-    row = session.exec(select(WeekSummary).where(WeekSummary.chat_id == chat_id, WeekSummary.week == monday)).first()
-    if row is None:
-        raise NotFound(f"There is no summary for the week of {week_label(monday)}.")
-    _edit(row, summary, key_details)
-    session.add(row)
-    session.flush()
+    row = _week_row(session, chat_id, monday)
+    _update(session, row, summary, key_details)
     return row
 
 
 def delete_day(session: Session, chat_id: int, day: date) -> None:
-    """The day goes back to Missing Summaries (and is summarised again by the next run)."""
-    session.delete(update_day(session, chat_id, day))
+    """The day goes back to Missing Summaries (and is summarised again by the next run), unless a week
+    summary speaks for it: then only Write now writes it again."""
+    conversation_chat(session, chat_id)
+    session.delete(_day_row(session, chat_id, day))
     session.flush()
 
 
 def delete_week(session: Session, chat_id: int, monday: date) -> None:
-    """Its days' summaries stay; the week is consolidated again by the next run."""
-    session.delete(update_week(session, chat_id, monday))
+    """Its days' summaries stay; the week is consolidated again by the next run, or by Write now."""
+    conversation_chat(session, chat_id)
+    session.delete(_week_row(session, chat_id, monday))
     session.flush()
 
 
@@ -187,10 +223,12 @@ def item_key(kind: str, on: date) -> str:
 
 
 def save_item(session: Session, chat_id: int, kind: str, on: date, *, summary: str,
-              key_details: Sequence[str]) -> DaySummary | WeekSummary:  # fmt: skip
+              key_details: Sequence[str]) -> bool:  # fmt: skip
+    """Save one item of the window; False when nothing changed (the item stays as it was)."""
     item_key(kind, on)
-    edit = update_day if kind == "days" else update_week
-    return edit(session, chat_id, on, summary=summary, key_details=key_details)
+    conversation_chat(session, chat_id)
+    row = _day_row(session, chat_id, on) if kind == "days" else _week_row(session, chat_id, on)
+    return _update(session, row, summary, key_details)
 
 
 def delete_item(session: Session, chat_id: int, kind: str, on: date) -> None:
@@ -198,13 +236,38 @@ def delete_item(session: Session, chat_id: int, kind: str, on: date) -> None:
     (delete_day if kind == "days" else delete_week)(session, chat_id, on)
 
 
+@dataclass(frozen=True)
+class DayItem:
+    day: date
+    row: DaySummary | None  # None: a finished day with messages and no summary yet
+    failure: DayFailure | None  # why the last try to write it failed
+
+
+@dataclass(frozen=True)
+class WeekItem:
+    monday: date
+    finished: bool
+    row: WeekSummary | None
+    failure: DayFailure | None
+    days: list[DayItem]
+
+
+def week_items(session: Session, chat: Chat, *, only: date | None = None) -> list[WeekItem]:
+    """The Edit Summaries window's weeks (days.edit_groups), each with its rows and failures; `only`: the
+    week starting that Monday alone (an answer that redraws one week)."""
+    assert chat.id is not None
+    dayrows = {r.day: r for r in day_rows(session, chat.id)}
+    weekrows = {r.week: r for r in week_rows(session, chat.id)}
+    failed = {(f.kind, f.day): f for f in failures(session, chat.id)}
+    groups = days.edit_groups([d.day for d in chat_days(session, chat)], dayrows, weekrows, today_of(chat))
+    return [WeekItem(g.monday, g.finished, weekrows.get(g.monday), failed.get(("week", g.monday)),
+                     [DayItem(d, dayrows.get(d), failed.get(("day", d))) for d in g.days])
+            for g in groups if only is None or g.monday == only]  # fmt: skip
+
+
 def edit_context(session: Session, chat_id: int) -> dict:
-    """The Edit Summaries window: every week, then the days no week summary speaks for."""
-    conversation_chat(session, chat_id)
-    weeks = week_rows(session, chat_id)
-    done = {w.week for w in weeks}
-    return {"weeks": weeks, "days": [d for d in day_rows(session, chat_id) if days.week_start(d.day) not in done],
-            "week_span": timedelta(days=6)}  # fmt: skip
+    """The Edit Summaries window: every week with its days under it."""
+    return {"weeks": week_items(session, conversation_chat(session, chat_id)), "week_span": WEEK_SPAN}
 
 
 # Chat files ---------------------------------------------------------------------------------------------

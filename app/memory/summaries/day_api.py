@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from app.deps import ServicesDep, SessionDep
 from app.errors import UserError
-from app.memory.summaries import conversation, day_runs
+from app.memory.summaries import conversation, day_runs, day_write
 from app.memory.summaries.answers import MAX_KEY_DETAIL_CHARS, MAX_KEY_DETAILS
 from app.memory.summaries.day_models import DaySummary, WeekSummary
 from app.memory.summaries.days import week_start
@@ -41,6 +41,25 @@ class BackfillStatus(BaseModel):
     remaining: int = 0
     current: str = ""
     result: str = ""
+
+
+class WriteStatus(BaseModel):
+    """The chat's Write now of this day or week in this run of Sugo: "none" when there was none."""
+
+    status: Literal["none", "running", "done", "failed"]
+    date: date  # the day, or the week's Monday
+    current: str = ""  # what it is doing now
+    days_written: int = 0  # day summaries it wrote (a week's missing days come first)
+    result: str = ""  # the sentence the window shows once it ended
+
+
+def _write_status(services, chat_id: int, kind: str, on: date) -> WriteStatus:
+    run = day_write.write_status(services, chat_id)
+    if run is None or run.key != conversation.item_key(kind, on):
+        return WriteStatus(status="none", date=on)
+    status = "running" if run.running else "failed" if run.failure else "done"
+    return WriteStatus(status=status, date=on, current=run.current, days_written=run.days_written,  # type: ignore[arg-type]
+                       result=run.result())  # fmt: skip
 
 
 def _read(row: DaySummary | WeekSummary) -> SummaryRead:
@@ -124,3 +143,31 @@ def update_week_summary(chat_id: int, monday: date, data: SummaryPatch, session:
 def delete_week_summary(chat_id: int, monday: date, session: SessionDep) -> None:
     """Delete a week's summary; its days' summaries stay."""
     conversation.delete_week(session, chat_id, _monday(monday))
+
+
+@router.post("/{chat_id}/days/{day}/write", status_code=202)
+def write_day_summary(chat_id: int, day: date, services: ServicesDep) -> WriteStatus:
+    """Write now: summarise a finished day that has no summary (its week's summary may speak for it)."""
+    day_write.start_write(services, chat_id, "days", day)
+    return _write_status(services, chat_id, "days", day)
+
+
+@router.get("/{chat_id}/days/{day}/write")
+def write_day_status(chat_id: int, day: date, session: SessionDep, services: ServicesDep) -> WriteStatus:
+    """How the day's Write now is going."""
+    conversation.list_days(session, chat_id)  # a Roleplay chat gets the same 400 as the other routes
+    return _write_status(services, chat_id, "days", day)
+
+
+@router.post("/{chat_id}/weeks/{monday}/write", status_code=202)
+def write_week_summary(chat_id: int, monday: date, services: ServicesDep) -> WriteStatus:
+    """Write now: summarise a finished week that has no summary, its days without one first."""
+    day_write.start_write(services, chat_id, "weeks", _monday(monday))
+    return _write_status(services, chat_id, "weeks", monday)
+
+
+@router.get("/{chat_id}/weeks/{monday}/write")
+def write_week_status(chat_id: int, monday: date, session: SessionDep, services: ServicesDep) -> WriteStatus:
+    """How the week's Write now is going."""
+    conversation.list_days(session, chat_id)
+    return _write_status(services, chat_id, "weeks", _monday(monday))

@@ -52,11 +52,15 @@ class DaySummarySource(PromptSource):
         memories = important_memories([(w, weekrows[w].key_details) for w in plan.weeks],
                                       [(d, dayrows[d].key_details) for d in plan.days])  # fmt: skip
         text = "\n\n".join(parts + ([memories] if memories else []))
-        left_out = len(turn.scratch[self.name])
+        # Counted among the messages the prompt reads (the window): those the window dropped are
+        # counted as dropped, so Peek Prompt's numbers add up to the chat, each message once.
+        window = {m.id for m in turn.history.messages}
+        left_out = len(turn.scratch[self.name] & window)
+        tail = sum(i in window for i in plan.tail_ids)
         return Contribution(
             fixed=(DynamicBlock("older_short_term_memory", "Day summaries", text),),
             note=f"Day summaries: {len(plan.weeks)} week and {len(plan.days)} day summaries sent; "
-            f"{left_out} summarised messages left out, {len(plan.tail_ids)} kept as the recent tail.",
+            f"{left_out} summarised messages left out, {tail} kept as the recent tail.",
         )
 
     def history_filter(self, turn: Turn) -> Collection[int]:
@@ -96,6 +100,10 @@ class DaySummarySource(PromptSource):
         sugo = metadata.get(SUGO_KEY)
         ours = isinstance(sugo, Mapping) and isinstance(sugo.get("summaries"), Mapping) and "recent_tail" in sugo["summaries"]
         return conversation.import_file_summaries(session, chat, metadata, read_tail=not ours)
+
+    def summary_count(self, session: Session, chat: Chat) -> int:
+        assert chat.id is not None
+        return len(conversation.day_rows(session, chat.id)) + len(conversation.week_rows(session, chat.id))
 
     def chat_branched(self, session: Session, source: Chat, branch: Chat) -> None:
         if source.mode == "conversation":

@@ -238,3 +238,30 @@ def kept_by_branch(
     kept_days = sorted(d for d in set(summarised_days) if kept(d))
     kept_weeks = sorted(w for w in set(summarised_weeks) if all(kept(w + timedelta(days=n)) for n in range(7)))
     return kept_days, kept_weeks
+
+
+@dataclass(frozen=True)
+class WeekGroup:
+    """One week of the Edit Summaries window: its days listed under it."""
+
+    monday: date
+    finished: bool
+    days: tuple[date, ...]  # oldest first: the days with a summary and the finished days with messages
+
+
+def edit_groups(
+    days_with_messages: Iterable[date],
+    summarised_days: Iterable[date],
+    summarised_weeks: Iterable[date],
+    today: date,
+) -> list[WeekGroup]:
+    """The weeks Edit Summaries shows, oldest first, each with its days: every day that has a summary
+    (a week's summary never hides its days, which stay to check and fix one by one) and every finished
+    day with messages (one without a summary can be written from there). Today is never listed unless
+    it has a summary, nor a week with nothing else to show."""
+    listed = {d for d in days_with_messages if d < today} | set(summarised_days)
+    weeks: dict[date, list[date]] = {monday: [] for monday in summarised_weeks}
+    for day in listed:
+        weeks.setdefault(week_start(day), []).append(day)
+    return [WeekGroup(monday, week_finished(monday, today), tuple(sorted(found)))
+            for monday, found in sorted(weeks.items())]  # fmt: skip

@@ -114,6 +114,9 @@ class SummarySource(PromptSource):
             session.add(chat)
         return service.import_file_entries(session, chat.id, metadata, line_ids)
 
+    def summary_count(self, session: Session, chat: Chat) -> int:
+        return len(service.list_entries(session, chat.id))
+
     def chat_branched(self, session: Session, source: Chat, branch: Chat) -> None:
         service.copy_to_branch(session, source.id, branch.id)
 
