@@ -17,10 +17,8 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("summary_entry") as batch_op:
-        batch_op.add_column(sa.Column("review_reason", sa.String(), nullable=False, server_default=""))
+    op.add_column("summary_entry", sa.Column("review_reason", sa.String(), nullable=False, server_default=""))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("summary_entry") as batch_op:
-        batch_op.drop_column("review_reason")
+    op.drop_column("summary_entry", "review_reason")

@@ -1,9 +1,16 @@
-"""Memory Recall chunks: old messages grouped five at a time. Pure functions.
+"""Memory Recall chunks: a chat's messages grouped five at a time. Pure functions.
 
-A chunk is built only from messages that have left the live window (the caller passes those),
-never from hidden messages or discarded swipes (the caller passes each message's active text), and
-only once five are available: leftovers wait for the next round. Each chunk keeps a fingerprint of
-its sources, so an edit, swipe, hide or delete of any of them shows the chunk as stale.
+Decisions:
+- A chunk is made after every five new messages, whatever the recent-message window and whether recall
+  is on (Marinara's way): the memory viewer fills from a chat's first replies, and a user who turns
+  recall on later finds the memories made. The prompt's recall leaves out the memories of messages
+  still in the window (the prompt holds them already), before it picks candidates (service.py).
+- The open end waits: fewer than five messages after the last chunk make no chunk yet (Marinara's
+  chunks of 5), so a chunk never changes size as a chat grows; those messages are in the window anyway.
+- Never from hidden or failed messages, discarded swipes (the caller passes each message's active
+  text) or the pinned first message, which is always in the prompt.
+- Each chunk keeps a fingerprint of its sources, so an edit, swipe, hide or delete of any of them shows
+  the chunk as stale (then it and every later chunk are made again, in order).
 """
 
 from __future__ import annotations
