@@ -103,7 +103,7 @@ def test_memories_of_the_window_take_no_place_of_an_older_one(api, sugo):
     assert all(max(h.chunk.message_ids) < ids[80] for h in hits)
 
 
-def test_a_message_shown_to_the_ai_again_is_back_in_its_memory(api, sugo):
+def test_a_message_shown_to_the_ai_again_is_back_in_its_memory_and_a_forgotten_one_stays_forgotten(api, sugo):
     char = add_character(api)
     chat_id = new_chat(api, [char["id"]])["id"]
     with Session(sugo.engine) as s:
@@ -127,3 +127,9 @@ def test_a_message_shown_to_the_ai_again_is_back_in_its_memory(api, sugo):
     held = sorted(i for c in memories for i in c["message_ids"])
     assert held == sorted(set(held))  # no message twice
     assert embed_chat(sugo.services, chat_id) == (0, 0, 0)  # settled
+
+    # A memory the user forgot leaves a whole chunk of messages in none: that is no mistake to mend.
+    forgotten = memories[6]
+    assert api.delete(f"/api/chats/{chat_id}/memories/{forgotten['id']}").status_code == 204
+    assert embed_chat(sugo.services, chat_id) == (0, 0, 0)
+    assert forgotten["content"] not in [c["content"] for c in api.get(f"/api/chats/{chat_id}/memories").json()]

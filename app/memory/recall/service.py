@@ -21,6 +21,7 @@ from app.memory.recall.chunking import (
     StoredChunk,
     chunk_messages,
     embedding_windows,
+    missed_messages,
     stale_chunks,
 )
 from app.memory.recall.dates import dates_named, said_on
@@ -88,11 +89,10 @@ def sync_chunks(session: Session, chat_id: int) -> tuple[int, int]:
     pinned = texts[0].id if texts else None  # always in the prompt: never a memory
     current = {m.id: m for m in texts}
     stale = set(stale_chunks([StoredChunk(c.id, tuple(c.message_ids), c.fingerprint) for c in own], current))
-    cursor = max((max(c.message_ids) for c in own), default=0)
     # A message that became readable among those already chunked (shown to the AI again, a failed
     # reply written after all) is in no chunk: the chunks from it on are made again, so it is kept.
-    referenced = {i for c in own for i in c.message_ids}
-    missed = [m.id for m in texts if m.id < cursor and m.id != pinned and m.id not in referenced and m.content.strip()]
+    readable = [m.id for m in texts if m.id != pinned and m.content.strip()]
+    missed = missed_messages(readable, [c.message_ids for c in own])
     removed = 0
     if stale or (missed and not paused):
         first_bad = min([*(min(c.message_ids) for c in own if c.id in stale), *([] if paused else missed)])
