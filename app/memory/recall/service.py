@@ -220,8 +220,6 @@ class Side:
     neighbours: dict[int, tuple[int | None, int | None]]
     similarities: dict[int, float]
     lexical_unit: float | None = None  # the word pass's: what a word only one chunk holds weighs in BM25
-    # Memories of messages from `window_start_id` on, which this search leaves out (see `start_search`).
-    excluded: frozenset[int] = frozenset()
 
 
 def _outside(neighbours: dict[int, tuple[int | None, int | None]],
@@ -276,8 +274,7 @@ def _vector_pass(engine, chat_id: int, query: str, embedder: Embedder | None, *,
             best = sorted(dense, key=dense.__getitem__, reverse=True)[:CANDIDATES_PER_RANKING]
             neighbours = _outside(index.chronological_neighbours(session, best), excluded)
             around = [n for pair in neighbours.values() for n in pair if n is not None and n not in dense]
-            return Side(dense, best, neighbours, similarities_by_chunk(session, around, space_id, got.vector),
-                        excluded=excluded)  # fmt: skip
+            return Side(dense, best, neighbours, similarities_by_chunk(session, around, space_id, got.vector))
     except BaseException as err:
         for signal in (embedded, scanned):
             if not signal.done():
@@ -314,7 +311,7 @@ def _word_pass(engine, chat_id: int, query: str, *, embedded: Future, window_sta
         if best and got.vector is not None and got.embedder is not None:
             around = [*best, *(n for pair in neighbours.values() for n in pair if n is not None)]
             similarities = similarities_by_chunk(session, around, got.embedder.space.id, got.vector)
-        return Side(scores, best, neighbours, similarities, unit, excluded)
+        return Side(scores, best, neighbours, similarities, unit)
 
 
 @dataclass(frozen=True)
