@@ -15,10 +15,10 @@ uses, and each result's `message_ids` are mapped back to 0-based message positio
   searchable, per chat (the longest printed): the import schedules the memory job itself, and
   nothing else asks for it.
 - The same per category (`recall_hit_at_5_temporal=` …).
-- Questions whose every answering message lies inside the live window (the newest messages, which
-  the model reads anyway and which are never made into memories, and the pinned first message) are
-  counted apart: `live_questions=` and their own `live_recall_*` figures; the figures above leave
-  them out.
+- Questions whose every answering message is in no memory (the pinned first message, which the model
+  reads anyway, and the last few messages that wait for a fifth) are counted apart: `live_questions=`
+  and their own `live_recall_*` figures; the figures above leave them out. Since issue 21 the window's
+  messages are memories too (the search API ranks them all; the prompt's recall leaves them out).
 
 Run: .venv/bin/python bench/recall_quality.py  [--model multilingual-e5-small] [--data DIR]
 """

@@ -1,6 +1,6 @@
 """Reading a chat's history the way the prompt sees it: the recent-message window, and counts.
 
-The prompt, Memory Recall (which chunks only what has left the window) and lorebooks (whose
+The prompt, Memory Recall (which recalls only what has left the window) and lorebooks (whose
 timed effects count messages) all read history through here, so they agree on what the AI sees.
 
 A reply's reasoning is never sent back: new replies keep it apart from their text, and reasoning tags

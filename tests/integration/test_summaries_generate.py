@@ -82,7 +82,7 @@ def test_bad_answers_keep_existing_entries_and_show_retry(api, models):
         "HTTP 500": [Reply(status=500, error="upstream exploded")],
         "connection dropped mid-answer": [Reply(RECAP, break_after_chunks=1)],
         "JSON without a summary": [Reply('```json\n{"foo": 1}\n```')],
-        "broken JSON": [Reply('{"summary": ')],
+        "broken JSON (cut off twice: asked again with twice the room)": [Reply('{"summary": '), Reply('{"summary": "Th')],
         "binary noise": [Reply("\x00\x01\x02 ~~~")],
         "no words": [Reply("... --- 123 !!!")],
     }

@@ -5,6 +5,7 @@ from app.memory.recall.chunking import (
     StoredChunk,
     chunk_messages,
     embedding_windows,
+    missed_messages,
     stale_chunks,
 )  # fmt: skip
 
@@ -47,3 +48,24 @@ def test_long_messages_are_embedded_in_overlapping_windows_so_the_tail_is_seen()
     assert windows[0] == "Rowan: short one"
     assert len(windows) > 5 and windows[-1].endswith("lighthouse")
     assert all(len(w.split()) <= 200 for w in windows)
+
+
+def test_a_message_readable_again_inside_a_chunk_or_beside_one_is_missed():
+    chunks = [(2, 3, 4, 5, 6), (8, 9, 10, 11, 12), (13, 14, 15, 16, 17)]
+    readable = [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]
+    # 7 was hidden when the chunks were made (it sits between two of them); 18 and 19 wait for more.
+    assert missed_messages(readable, chunks) == [7]
+    # a failed reply written after all, inside a chunk's span
+    assert missed_messages(list(range(2, 13)), [(2, 3, 4, 5, 6), (7, 8, 10, 11, 12)]) == [9]
+    assert missed_messages(readable, []) == []
+    assert missed_messages([2, 3, 4, 5, 6], [(2, 3, 4, 5, 6)]) == []
+
+
+def test_a_forgotten_memory_leaves_a_whole_chunk_of_gap_and_stays_forgotten():
+    readable = list(range(2, 23))
+    # the user forgot the memory of 7–11: its five messages are in no chunk, and that is not a mistake
+    assert missed_messages(readable, [(2, 3, 4, 5, 6), (12, 13, 14, 15, 16), (17, 18, 19, 20, 21)]) == []
+    # the first memory forgotten, too (the pinned message 1 is not among the readable ones)
+    assert missed_messages(readable, [(7, 8, 9, 10, 11), (12, 13, 14, 15, 16)]) == []
+    # a message hidden before the first chunk was made, shown again: one message before the first chunk
+    assert missed_messages([2, 3, 4, 5, 6, 7], [(3, 4, 5, 6, 7)]) == [2]

@@ -38,3 +38,16 @@ def test_bad_entries_are_left_out_with_a_note_and_missing_keys_read_as_nothing()
     assert len(notes) == 4 and "do not fit the 2 messages imported" in notes[0]
     assert read_entries({}, line_count=2, **LIMITS) == ([], [])
     assert read_hide({"hideSummarisedMessages": True}) is True and read_hide({"hideSummarisedMessages": "yes"}) is None
+
+
+def test_why_an_entry_is_held_goes_with_it_and_comes_back_held():
+    held = FileEntry("", "I would rather not say.", 0, 0, active=False, awaiting_review=True,
+                     review_reason="It mentions none of the names, places or words of the messages it covers.")
+    written = write_entries([held, FileEntry("", "Kept.", 1, 1, review_reason="ignored: not held")])
+    assert written[0]["reviewReason"] == held.review_reason and "reviewReason" not in written[1]
+    back, _ = read_entries({"summaryEntries": written}, line_count=2, **LIMITS)
+    assert back[0].review_reason == held.review_reason and back[0].awaiting_review
+    # a reason on an entry that is not held, or one too long, is not read as it is
+    raw = [{**written[0], "reviewReason": "x" * 900}, {**written[1], "reviewReason": "Not held."}]
+    back, _ = read_entries({"summaryEntries": raw}, line_count=2, **LIMITS)
+    assert len(back[0].review_reason) == 500 and back[1].review_reason == ""

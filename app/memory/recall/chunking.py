@@ -1,9 +1,19 @@
-"""Memory Recall chunks: old messages grouped five at a time. Pure functions.
+"""Memory Recall chunks: a chat's messages grouped five at a time. Pure functions.
 
-A chunk is built only from messages that have left the live window (the caller passes those),
-never from hidden messages or discarded swipes (the caller passes each message's active text), and
-only once five are available: leftovers wait for the next round. Each chunk keeps a fingerprint of
-its sources, so an edit, swipe, hide or delete of any of them shows the chunk as stale.
+Decisions:
+- A chunk is made after every five new messages, whatever the recent-message window and whether recall
+  is on (Marinara's way): the memory viewer fills from a chat's first replies, and a user who turns
+  recall on later finds the memories made. The prompt's recall leaves out the memories of messages
+  still in the window (the prompt holds them already), before it picks candidates (service.py).
+- The open end waits: fewer than five messages after the last chunk make no chunk yet (Marinara's
+  chunks of 5), so a chunk never changes size as a chat grows; those messages are in the window anyway.
+- Never from hidden or failed messages, discarded swipes (the caller passes each message's active
+  text) or the pinned first message, which is always in the prompt.
+- Each chunk keeps a fingerprint of its sources, so an edit, swipe, hide or delete of any of them shows
+  the chunk as stale (then it and every later chunk are made again, in order).
+- A message that becomes readable among chunked ones (shown to the AI again, a failed reply written after
+  all) is in no chunk: `missed_messages` finds it, and the chunks from it on are made again. A gap of a
+  whole chunk or more between chunks is a memory the user forgot: it stays forgotten.
 """
 
 from __future__ import annotations
@@ -82,6 +92,35 @@ def stale_chunks(stored: Sequence[StoredChunk], current: dict[int, MessageText])
         if any(s is None for s in sources) or fingerprint(sources) != chunk.fingerprint:  # type: ignore[arg-type]
             stale.append(chunk.id)
     return stale
+
+
+def missed_messages(readable: Sequence[int], chunks: Sequence[Sequence[int]], *, size: int = CHUNK_SIZE) -> list[int]:
+    """The readable messages (ids, oldest first: visible, not empty, not the pinned one) that no chunk holds
+    although chunks were made past them: inside a chunk's span (a chunk is `size` consecutive readable
+    messages when it is made, so one inside it became readable later), or in a gap before or between
+    chunks too small to have been a chunk of its own. A gap of `size` or more is a forgotten memory."""
+    spans = sorted((min(c), max(c)) for c in chunks if c)
+    if not spans:
+        return []
+    held = {i for c in chunks for i in c}
+    loose = [i for i in readable if i not in held and i < spans[-1][1]]
+    missed: list[int] = []
+    gap: list[int] = []
+    edges = iter(spans)
+    span = next(edges)
+    for i in loose:
+        while i > span[1]:  # past this chunk: the gap before the next one starts
+            if len(gap) < size:
+                missed.extend(gap)
+            gap = []
+            span = next(edges)
+        if i > span[0]:  # inside the chunk's span
+            missed.append(i)
+        else:
+            gap.append(i)
+    if len(gap) < size:
+        missed.extend(gap)
+    return sorted(missed)
 
 
 def embedding_windows(messages: Sequence[MessageText], *, max_words: int) -> list[str]:

@@ -248,6 +248,21 @@ def lexical_candidates(session: Session, weights: Mapping[str, float], *, limit:
     return {int(rowid): float(score) for rowid, score in zip(found[::2], found[1::2], strict=True)}
 
 
+def reaching(session: Session, chat_id: int, message_id: int | None) -> tuple[frozenset[int], int]:
+    """The chat's memories that hold `message_id` or a later message (those of the recent-message
+    window, when it is the window's first message), and how many embedded windows they have; none
+    for None. A few dozen rows through two indexes."""
+    if message_id is None:
+        return frozenset(), 0
+    where = "FROM memory_chunk WHERE chat_id = ? AND last_message_id >= ?"
+    ids = frozenset(int(i) for i in one_row(session, f"SELECT group_concat(id, ' ') {where}", (chat_id, message_id)).split())
+    if not ids:
+        return ids, 0
+    windows = one_row(session, f"SELECT count(*) FROM memory_vector WHERE chunk_id IN (SELECT id {where})",
+                      (chat_id, message_id))  # fmt: skip
+    return ids, int(windows or 0)
+
+
 def chronological_neighbours(
     session: Session, chunk_ids: Sequence[int]
 ) -> dict[int, tuple[int | None, int | None]]:

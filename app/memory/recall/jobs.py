@@ -77,8 +77,8 @@ class ChatSyncs:
 
 
 def embed_chat(services: Services, chat_id: int) -> tuple[int, int, int]:
-    """Chunk what left the live window, drop stale chunks, embed waiting ones a batch at a time;
-    (added, removed, embedded). Waits for a sync of the chat already running to end first."""
+    """Drop stale chunks, chunk the messages after the last one (five at a time), embed waiting ones a
+    batch at a time; (added, removed, embedded). Waits for a sync of the chat already running to end."""
     result = services.recall.syncs.run(chat_id, partial(_embed_chat, services, chat_id), wait=True)
     if result is None:  # a run that waits its turn always runs: this would be a bug in ChatSyncs
         raise RuntimeError(f"the memory sync of chat {chat_id} did not run")

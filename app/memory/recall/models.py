@@ -16,12 +16,18 @@ class MemoryChunk(SQLModel, table=True):
     """Five old messages of a chat, as Memory Recall finds them again."""
 
     __tablename__ = "memory_chunk"
-    __table_args__ = (Index("ix_memory_chunk_chat_time", "chat_id", "first_message_at", "id"),)
+    __table_args__ = (
+        Index("ix_memory_chunk_chat_time", "chat_id", "first_message_at", "id"),
+        Index("ix_memory_chunk_chat_last_message", "chat_id", "last_message_id"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     chat_id: int = Field(foreign_key="chat.id", ondelete="CASCADE", index=True)
     content: str
     message_ids: list = json_field(list)
+    # The newest of message_ids (None for a memory imported from elsewhere): a search for the prompt
+    # leaves out the memories of messages still in the recent-message window by it.
+    last_message_id: int | None = None
     fingerprint: str = ""
     message_count: int = 0
     first_message_at: datetime

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from sqlmodel import Session, col, delete, func, select
 
 from app.chats import service as chats
-from app.chats.history import history_window
 from app.chats.models import Message
 from app.downloads import safe_stem
 from app.errors import NotFound, UserError
@@ -22,6 +21,7 @@ from app.memory.recall.chunking import (
     StoredChunk,
     chunk_messages,
     embedding_windows,
+    missed_messages,
     stale_chunks,
 )
 from app.memory.recall.dates import dates_named, said_on
@@ -70,14 +70,6 @@ def _texts(
     return [MessageText(*row) for row in session.exec(stmt.order_by(Message.id))]
 
 
-def live_window_start(session: Session, chat_id: int) -> int | None:
-    """Id of the oldest message in the prompt's live window (past the pinned first message):
-    only messages before it may be chunked, so recall never repeats what the prompt holds."""
-    chat = chats.get_chat(session, chat_id)
-    window = history_window(session, chat_id, before_id=None, limit=chats.chat_settings(chat).recent_message_limit)
-    return window.recent[0].id if window.recent else None
-
-
 def _own_chunks(session: Session, chat_id: int) -> list[MemoryChunk]:
     """The chunks made from this chat's messages (not imported from elsewhere), oldest first."""
     return list(session.exec(select(MemoryChunk).where(MemoryChunk.chat_id == chat_id,
@@ -86,19 +78,26 @@ def _own_chunks(session: Session, chat_id: int) -> list[MemoryChunk]:
 
 
 def sync_chunks(session: Session, chat_id: int) -> tuple[int, int]:
-    """Drop chunks whose messages changed (and every later one, to rebuild in order), then chunk
-    the messages that have left the live window. Returns (added, removed). Idempotent. While the
-    chat's chunking is paused, only the changed chunks go and none is made."""
+    """Drop chunks whose messages changed (and every later one, to rebuild in order), then chunk the
+    messages after the last chunk, five at a time, whatever the recent-message window: a chat has
+    memories from its first replies, and the prompt's recall leaves out those of messages still in
+    the window (see chunking.py). Returns (added, removed). Idempotent. While the chat's chunking is
+    paused, only the changed chunks go and none is made."""
     own = _own_chunks(session, chat_id)
     paused = chats.chat_settings(chats.get_chat(session, chat_id)).memory_chunking_paused
-    referenced = sorted({i for c in own for i in c.message_ids})
-    current = {m.id: m for m in _texts(session, chat_id, referenced)} if referenced else {}
+    texts = _texts(session, chat_id)
+    pinned = texts[0].id if texts else None  # always in the prompt: never a memory
+    current = {m.id: m for m in texts}
     stale = set(stale_chunks([StoredChunk(c.id, tuple(c.message_ids), c.fingerprint) for c in own], current))
+    # A message that became readable among those already chunked (shown to the AI again, a failed
+    # reply written after all) is in no chunk: the chunks from it on are made again, so it is kept.
+    readable = [m.id for m in texts if m.id != pinned and m.content.strip()]
+    missed = missed_messages(readable, [c.message_ids for c in own])
     removed = 0
-    if stale:
-        first_stale = min(min(c.message_ids) for c in own if c.id in stale)
+    if stale or (missed and not paused):
+        first_bad = min([*(min(c.message_ids) for c in own if c.id in stale), *([] if paused else missed)])
         # Paused, nothing would be rebuilt: the memories after a changed one stay.
-        doomed = list(stale) if paused else [c.id for c in own if max(c.message_ids) >= first_stale]
+        doomed = list(stale) if paused else [c.id for c in own if max(c.message_ids) >= first_bad]
         session.exec(delete(MemoryChunk).where(col(MemoryChunk.id).in_(doomed)))  # type: ignore[call-overload]
         own = [c for c in own if c.id not in doomed]
         removed = len(doomed)
@@ -106,18 +105,14 @@ def sync_chunks(session: Session, chat_id: int) -> tuple[int, int]:
         session.flush()
         return 0, removed
     cursor = max((max(c.message_ids) for c in own), default=0)
-    start = live_window_start(session, chat_id)
-    if start is None:
-        return 0, removed
-    eligible = [m for m in _texts(session, chat_id, before=start) if m.id > cursor]
-    pinned = _texts(session, chat_id)[:1]
-    eligible = [m for m in eligible if not pinned or m.id != pinned[0].id]
+    eligible = [m for m in texts if m.id > cursor and m.id != pinned]
     added = 0
     for draft in chunk_messages(eligible):
         session.add(MemoryChunk(
             chat_id=chat_id, content=draft.content, message_ids=list(draft.message_ids),
-            fingerprint=draft.fingerprint, message_count=draft.message_count,
-            first_message_at=draft.first_message_at, last_message_at=draft.last_message_at,
+            last_message_id=max(draft.message_ids), fingerprint=draft.fingerprint,
+            message_count=draft.message_count, first_message_at=draft.first_message_at,
+            last_message_at=draft.last_message_at,
         ))  # fmt: skip
         added += 1
     session.flush()
@@ -227,6 +222,15 @@ class Side:
     lexical_unit: float | None = None  # the word pass's: what a word only one chunk holds weighs in BM25
 
 
+def _outside(neighbours: dict[int, tuple[int | None, int | None]],
+             excluded: frozenset[int]) -> dict[int, tuple[int | None, int | None]]:  # fmt: skip
+    """Neighbours without the left-out memories: the last memory before the window has no next one,
+    as when memories of the window did not exist."""
+    if not excluded:
+        return neighbours
+    return {c: (p if p not in excluded else None, n if n not in excluded else None) for c, (p, n) in neighbours.items()}
+
+
 def _embed(query: str, embedder: Embedder | None, vectors: QueryVectors | None, wait_for_model: bool) -> Embedded:
     if embedder is None:
         return Embedded(None, None, NO_SOURCE_NOTE)
@@ -242,7 +246,7 @@ def _embed(query: str, embedder: Embedder | None, vectors: QueryVectors | None, 
 
 def _vector_pass(engine, chat_id: int, query: str, embedder: Embedder | None, *, bits: SignIndex,
                  vectors: QueryVectors | None, wait_for_model: bool, embedded: Future, scanned: Future,
-                 choose_embedder: ChooseEmbedder | None = None) -> Side | None:  # fmt: skip
+                 choose_embedder: ChooseEmbedder | None = None, window_start_id: int | None = None) -> Side | None:  # fmt: skip
     """Embed the query (or find it embedded), take the windows nearest to it by sign bits, score
     them exactly, then the neighbours of the best chunks; on a connection of its own. Says when the
     query is embedded (the word pass waits for it) and when the sign bits are scanned (numpy
@@ -259,13 +263,16 @@ def _vector_pass(engine, chat_id: int, query: str, embedder: Embedder | None, *,
             # A remote model's size, part of its space, is known once it has answered.
             space_id = got.embedder.space.id
             code = sign_code(got.vector)
-            vector_ids, _ = bits.nearest_windows(session, chat_id, space_id, code, limit=NEAREST_WINDOWS)
+            excluded, their_windows = index.reaching(session, chat_id, window_start_id)
+            # As many windows outside the left-out memories as a search of all of them would weigh.
+            vector_ids, _ = bits.nearest_windows(session, chat_id, space_id, code, limit=NEAREST_WINDOWS + their_windows)
             scanned.set_result(None)
             dense: dict[int, float] = {}
             for chunk_id, similarity in similarities_by_vector(session, vector_ids.tolist(), got.vector).values():
-                dense[chunk_id] = max(similarity, dense.get(chunk_id, -1.0))
+                if chunk_id not in excluded:
+                    dense[chunk_id] = max(similarity, dense.get(chunk_id, -1.0))
             best = sorted(dense, key=dense.__getitem__, reverse=True)[:CANDIDATES_PER_RANKING]
-            neighbours = index.chronological_neighbours(session, best)
+            neighbours = _outside(index.chronological_neighbours(session, best), excluded)
             around = [n for pair in neighbours.values() for n in pair if n is not None and n not in dense]
             return Side(dense, best, neighbours, similarities_by_chunk(session, around, space_id, got.vector))
     except BaseException as err:
@@ -278,12 +285,13 @@ def _vector_pass(engine, chat_id: int, query: str, embedder: Embedder | None, *,
             scanned.set_result(None)
 
 
-def _word_pass(engine, chat_id: int, query: str, *, embedded: Future) -> Side:
+def _word_pass(engine, chat_id: int, query: str, *, embedded: Future, window_start_id: int | None = None) -> Side:
     """The best LEXICAL_DEPTH chunks by BM25 over the query's rarer words, with their scores; the
     neighbours of the best, and, once the query is embedded, the exact similarity of those and
     their neighbours; on a connection of its own."""
     terms = query_terms(query, chat_id)
     with Session(engine) as session:
+        excluded, _ = index.reaching(session, chat_id, window_start_id)
         freq = index.doc_freq(session, terms) if terms else {}
         # Scored once, deep enough that the dense candidates and the neighbours mostly find their
         # own score here; a chunk below this depth counts as sharing no rare word with the query.
@@ -293,10 +301,11 @@ def _word_pass(engine, chat_id: int, query: str, *, embedded: Future) -> Side:
         if searched:
             chat_chunks = index.chat_chunk_count(session, chat_id)
             weights = chat_weights(searched, chat_chunks=chat_chunks, all_chunks=index.chunk_count(session))
-            scores = index.lexical_candidates(session, weights, limit=LEXICAL_DEPTH)
+            scores = index.lexical_candidates(session, weights, limit=LEXICAL_DEPTH + len(excluded))
+            scores = {c: s for c, s in scores.items() if c not in excluded}
             unit = word_weight(1, chat_chunks)
         best = list(scores)[:CANDIDATES_PER_RANKING]
-        neighbours = index.chronological_neighbours(session, best)
+        neighbours = _outside(index.chronological_neighbours(session, best), excluded)
         got: Embedded = embedded.result()
         similarities = {}
         if best and got.vector is not None and got.embedder is not None:
@@ -315,18 +324,23 @@ class PendingSearch:
     words: Future[Side]
     chat_id: int
     query: str = ""
+    window_start_id: int | None = None
 
 
 def start_search(
     engine, chat_id: int, query: str, embedder: Embedder | None, *, bits: SignIndex, threads: Executor,
     vectors: QueryVectors | None = None, wait_for_model: bool = True, choose_embedder: ChooseEmbedder | None = None,
+    window_start_id: int | None = None,
 ) -> PendingSearch | None:  # fmt: skip
     """Start a search on `threads` (two of them), each pass on its own connection: the vector pass
     (the query's vector comes from `vectors` when it was embedded already) and the word pass
     (SQLite FTS5), which then scores its best chunks exactly once the query is embedded. The
     caller's own work overlaps with them. None for an empty query. `wait_for_model=False` ranks by
     words alone while the built-in model loads. `choose_embedder` (instead of `embedder`) picks the
-    embedder on the vector pass's thread: the word pass need not wait for the choice to start."""
+    embedder on the vector pass's thread: the word pass need not wait for the choice to start.
+    `window_start_id` leaves out the memories of that message and later ones (the prompt's window,
+    which the prompt holds already) before the candidates are picked, so they take no place of an
+    older memory."""
     if not query.strip():
         return None
     embedded: Future[Embedded] = Future()
@@ -334,9 +348,9 @@ def start_search(
     # The vector pass first: the word pass waits for its embedding, and the threads take work in order.
     dense = threads.submit(_vector_pass, engine, chat_id, query, embedder, bits=bits, vectors=vectors,
                            wait_for_model=wait_for_model, embedded=embedded, scanned=scanned,
-                           choose_embedder=choose_embedder)  # fmt: skip
-    words = threads.submit(_word_pass, engine, chat_id, query, embedded=embedded)
-    return PendingSearch(embedded, scanned, dense, words, chat_id, query)
+                           choose_embedder=choose_embedder, window_start_id=window_start_id)  # fmt: skip
+    words = threads.submit(_word_pass, engine, chat_id, query, embedded=embedded, window_start_id=window_start_id)
+    return PendingSearch(embedded, scanned, dense, words, chat_id, query, window_start_id)
 
 
 def finish_search(session: Session, pending: PendingSearch, *, k: int = 8) -> tuple[list[Hit], Embedded]:
@@ -377,12 +391,18 @@ def finish_search(session: Session, pending: PendingSearch, *, k: int = 8) -> tu
         rows = index.chunk_rows(session, step)
         fresh = {r.id for r in current_rows(session, pending.chat_id, [rows[c] for c in step if c in rows])}
         for c in step:
-            if c in fresh and rows[c].content not in seen:
+            if c in fresh and rows[c].content not in seen and _before(rows[c], pending.window_start_id):
                 seen.add(rows[c].content)
                 hits.append(Hit(rows[c], scores[c], dense.get(c) if dense is not None else None, lexical[c]))
         if len(hits) >= k:
             break
     return hits[:k], got
+
+
+def _before(row: ChunkRow, window_start_id: int | None) -> bool:
+    """The memory holds no message of the window (from `window_start_id` on); an imported one, tied to
+    no message of this chat, never does."""
+    return window_start_id is None or max(row.message_ids or [0]) < window_start_id
 
 
 def ranking_weights(session: Session, chat_id: int) -> tuple[float, float]:
@@ -454,11 +474,14 @@ class RecallResult:
 def start_recall(
     engine, chat_id: int, query: str, embedder: Embedder | None, *, bits: SignIndex, threads: Executor,
     vectors: QueryVectors | None = None, choose_embedder: ChooseEmbedder | None = None,
+    window_start_id: int | None = None,
 ) -> PendingSearch | None:  # fmt: skip
-    """Start the search for the next reply's memories (`finish_recall` ends it); while the built-in
+    """Start the search for the next reply's memories (`finish_recall` ends it), among those of the
+    messages before `window_start_id` (the prompt's live window holds the others); while the built-in
     model loads, words alone rank."""
     return start_search(engine, chat_id, query, embedder, bits=bits, threads=threads, vectors=vectors,
-                        wait_for_model=False, choose_embedder=choose_embedder)  # fmt: skip
+                        wait_for_model=False, choose_embedder=choose_embedder,
+                        window_start_id=window_start_id)  # fmt: skip
 
 
 def finish_recall(
@@ -504,7 +527,8 @@ def recall_for_prompt(
     vectors: QueryVectors | None = None,
 ) -> RecallResult:
     """`start_recall` then `finish_recall`, for one embedder."""
-    pending = start_recall(session.get_bind(), chat_id, query, embedder, bits=bits, threads=threads, vectors=vectors)
+    pending = start_recall(session.get_bind(), chat_id, query, embedder, bits=bits, threads=threads, vectors=vectors,
+                           window_start_id=window_start_id)  # fmt: skip
     return finish_recall(session, pending, context_size=context_size, window_start_id=window_start_id, count=count)
 
 
@@ -592,7 +616,7 @@ def import_file(session: Session, chat_id: int, raw: bytes, *, space: EmbeddingS
         if draft is not None and not covered.intersection(draft.message_ids):
             covered.update(draft.message_ids)
             chunk = MemoryChunk(chat_id=chat_id, content=draft.content, message_ids=list(draft.message_ids),
-                                fingerprint=draft.fingerprint, message_count=draft.message_count,
+                                last_message_id=max(draft.message_ids), fingerprint=draft.fingerprint, message_count=draft.message_count,
                                 first_message_at=draft.first_message_at, last_message_at=draft.last_message_at,
                                 created_at=rec.created_at)  # fmt: skip
             linked += 1

@@ -51,11 +51,14 @@ class RecallSource(PromptSource):
         if not turn.settings.recall_enabled(turn.chat.mode):
             return False
         services = turn.services
-        # The embedder is picked on the vector pass's thread, so the word pass starts at once.
+        recent = turn.history.recent
+        # The embedder is picked on the vector pass's thread, so the word pass starts at once. Memories
+        # are made whatever the window: those of messages the prompt holds already are left out.
         pending = turn.scratch[self.name] = start_recall(
             turn.session.get_bind(), turn.chat.id, recall_query(turn.history.messages), None,
             bits=services.recall.index, threads=services.recall.queries, vectors=services.recall.query_vectors,
             choose_embedder=partial(embedder_for_chat, chat_id=turn.chat.id, keybox=services.keybox),
+            window_start_id=recent[0].id if recent else None,
         )  # fmt: skip
         if pending is not None:
             # The embedding and the sign-bit scan are steps that each need the GIL back: beside

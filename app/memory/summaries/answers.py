@@ -10,9 +10,10 @@ Decisions:
   opener, an unclosed opener. Reasoning a provider returns separately is only used to tell "only
   thinking" from "empty".
 - An answer with nothing left after the thinking, or one cut off (`finish_reason` "length" or
-  "max_tokens", or JSON that never closes), is a failure with `retry_larger=True`: the model ran out of
-  budget (Marinara bug #6470), so the caller asks again with `request_max_tokens(..., attempt + 1)`, and
-  reports the failure once that returns None.
+  "max_tokens", or JSON that never closes, whatever `finish_reason` says: some servers end at their own
+  limit with "stop"), is a failure with `retry_larger=True`: the model ran out of budget (Marinara bug
+  #6470), so the caller asks again with `request_max_tokens(..., attempt + 1)`, and reports the failure
+  once that returns None. This holds for a Roleplay answer wrapped as `{"summary": ...` too.
 - A summary longer than the Maximum output size is refused, not cut: the summary's end tells the newest
   covered events, and cutting it would hide messages whose events no summary holds any more. The user sees
   the size in the reason and can raise the limit.
@@ -39,7 +40,7 @@ from app.connections.answers import strip_thinking
 
 FailureKind = Literal[
     "empty", "only_thinking", "cut_off", "not_json", "missing_summary", "missing_ends", "too_long", "provider",
-    "internal", "garbage",
+    "internal", "garbage", "off_topic",
 ]
 
 MAX_ANSWER_CHARS = 400_000  # before any parsing: ~100k tokens, far past the 32768-token setting's ceiling
@@ -116,6 +117,7 @@ def precheck(text: str, finish_reason: str | None, reasoning: str) -> str | Fail
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n?(.*?)```", re.DOTALL)
 _LABEL = re.compile(r"^\s*(?:\*\*)?(?:summary|recap)(?:\*\*)?\s*:\s*(?:\*\*)?\s*", re.IGNORECASE)
+_SUMMARY_KEY = re.compile(r"""\{\s*["']?summary["']?\s*:""", re.IGNORECASE)
 
 
 def read_prose_summary(
@@ -133,8 +135,12 @@ def read_prose_summary(
     fence = _FENCE.fullmatch(answer)
     if fence:
         answer = fence.group(2).strip()
-    if answer.startswith("{"):
-        obj = _load_object(answer)
+    if answer.startswith("{") or _SUMMARY_KEY.search(answer):
+        # Marinara's `{"summary": ...}`, wherever it starts; one that never closes was cut off, whatever
+        # finish_reason says (a server that ends the stream at its own limit reports "stop").
+        obj = find_object(answer)
+        if isinstance(obj, Failure) and obj.kind == "cut_off":
+            return obj
         if isinstance(obj, dict) and isinstance(loose_field(obj, "summary"), str):
             answer = loose_field(obj, "summary").strip()
     answer = _LABEL.sub("", answer, count=1).strip()
@@ -247,10 +253,10 @@ def find_object(answer: str, key: str = "summary") -> dict[str, Any] | Failure:
                     return obj
                 first = first or obj
             start = candidate.find("{", end)
+    if unclosed:  # before a complete object without the key: the cut one was most likely the answer
+        return Failure("cut_off", "Cut off: the JSON in the answer never closes.", True)
     if first:
         return first  # JSON, but without a summary: the caller reports that
-    if unclosed:
-        return Failure("cut_off", "Cut off: the JSON in the answer never closes.", True)
     return Failure("not_json", "The answer is not JSON.")
 
 

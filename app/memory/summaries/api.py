@@ -100,6 +100,7 @@ class SummaryRead(BaseModel):
     active: bool
     origin: str
     awaiting_review: bool
+    review_reason: str  # why it is held besides Review outputs ("" when it is not)
     created_at: datetime
     updated_at: datetime
 
@@ -110,7 +111,8 @@ def _read(view: EntryView) -> SummaryRead:
         id=e.id, title=e.title, content=e.content, first_message_id=e.first_message_id,
         last_message_id=e.last_message_id, first_position=pos[0] if pos else None,
         last_position=pos[1] if pos else None, message_count=view.count, tokens=e.tokens, active=e.active,
-        origin=e.origin, awaiting_review=e.awaiting_review, created_at=e.created_at, updated_at=e.updated_at,
+        origin=e.origin, awaiting_review=e.awaiting_review, review_reason=e.review_reason, created_at=e.created_at,
+        updated_at=e.updated_at,
     )  # fmt: skip
 
 

@@ -11,6 +11,11 @@ Decisions:
   consolidation waits for it); saving the day's summary removes the failure. A provider error (down,
   refusing, timing out) ends the scheduled run for that chat, so a broken provider is not called once
   per missing day; Backfill goes on and reports each failed day.
+- A day or week summary made only of the words refusals are made of (`{"summary": "I would rather not
+  say."}`: overlap.says_nothing) is an unusable answer like any other: the day stays missing with that
+  reason and is tried again later. Roleplay's overlap check (a summary must share a word with its
+  messages) is not applied: the day prompt asks for mood-level field notes that may share none, and a
+  day has no review state, so a false alarm would leave the day unsummarised for good.
 - A day longer than 32,000 characters is summarised in parts (at most 12), then the parts are combined
   (Marinara's way), so a busy day does not overflow the model's context and fail for ever.
 - Only the active swipe of each message is read; hidden-from-AI messages are skipped. The connection is
@@ -36,7 +41,7 @@ from app.connections.providers import complete_chat_blocking
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError
 from app.connections.service import provider_config
 from app.errors import UserError
-from app.memory.summaries import answers, days
+from app.memory.summaries import answers, days, overlap
 from app.memory.summaries.conversation import (
     chat_days,
     conversation_chat,
@@ -78,7 +83,8 @@ def _key(engine: Engine, chat_id: int) -> tuple[str, int]:
 
 
 def ask(config: ProviderConfig, messages: list[dict], max_output_size: int) -> answers.DaySummary | answers.Failure:
-    """Ask for `{summary, keyDetails}`, once more with a doubled budget when the model ran out of room."""
+    """Ask for `{summary, keyDetails}`, once more with a doubled budget when the model ran out of room; a
+    summary made only of refusal words (a refusal in JSON) is a failure (overlap.says_nothing)."""
     attempt = 0
     result: answers.DaySummary | answers.Failure = answers.Failure("internal", INTERNAL)
     while (budget := answers.request_max_tokens(max_output_size, attempt)) is not None:
@@ -89,7 +95,11 @@ def ask(config: ProviderConfig, messages: list[dict], max_output_size: int) -> a
             return answers.Failure("provider", str(err))
         result = answers.read_day_summary(done.text or "", max_tokens=budget, count_tokens=count_tokens,
                                           finish_reason=done.finish_reason, reasoning=done.reasoning)  # fmt: skip
-        if isinstance(result, answers.DaySummary) or not result.retry_larger:
+        if isinstance(result, answers.DaySummary):
+            if overlap.says_nothing([result.summary, *result.key_details]):
+                return answers.Failure("off_topic", overlap.SAYS_NOTHING)
+            return result
+        if not result.retry_larger:
             return result
         attempt += 1
     return result

@@ -10,6 +10,11 @@ Decisions:
 - The prompt is the Summary Prompt template chosen for every Roleplay chat (the Default when none is
   chosen or it was deleted), read when the run starts; the Summary Provider (else the chat's connection) writes it.
   Changing either later never rewrites entries already written.
+- A generated entry that mentions none of the names, places or words of the messages it covers (a refusal
+  such as "I would rather not say", or an answer about something else: overlap.py) is kept, inactive and
+  waiting for review, with that reason in the panel, whatever Review outputs says: it never reaches the
+  prompt unless the user approves it, and the messages stay covered, so automatic runs and Continuity do
+  not ask again for them.
 - A generated entry is titled by its first words (at most 8, "…" when cut): the panel already shows the
   messages it covers beside the title, and those numbers shift when messages are deleted.
 """
@@ -31,7 +36,7 @@ from app.connections.providers import complete_chat_blocking
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError
 from app.connections.service import provider_config
 from app.errors import UserError
-from app.memory.summaries import answers, templates
+from app.memory.summaries import answers, overlap, templates
 from app.memory.summaries.models import SummaryEntry, SummaryJob
 from app.memory.summaries.prompts import TranscriptLine, transcript
 from app.memory.summaries.rules import scope_coverage
@@ -107,16 +112,20 @@ def summary_config(session: Session, services: Services, chat: Chat) -> Provider
         raise UserError(str(err)) from None
 
 
-def summary_request(session: Session, job: SummaryJob, max_output_size: int) -> Request:
-    """The prompt for a job: the chat's Summary Prompt and the scope's active swipes."""
+def scope_transcript(session: Session, chat_id: int, first_id: int, last_id: int) -> str:
+    """What the model reads of a range: the active swipe of each message in it, hidden ones skipped."""
     rows = session.exec(
         select(Message).where(
-            Message.chat_id == job.chat_id, Message.kind == "message", Message.hidden == False,  # noqa: E712
-            Message.id >= job.first_message_id, Message.id <= job.last_message_id,
+            Message.chat_id == chat_id, Message.kind == "message", Message.hidden == False,  # noqa: E712
+            Message.id >= first_id, Message.id <= last_id,
         ).order_by(Message.id)  # type: ignore[arg-type]
     ).all()  # fmt: skip
-    lines = [TranscriptLine(m.name or m.role, _active_text(m)) for m in rows]
-    text = transcript(lines)
+    return transcript([TranscriptLine(m.name or m.role, _active_text(m)) for m in rows])
+
+
+def summary_request(session: Session, job: SummaryJob, max_output_size: int) -> Request:
+    """The prompt for a job: the chat's Summary Prompt and the scope's active swipes."""
+    text = scope_transcript(session, job.chat_id, job.first_message_id, job.last_message_id)
     if not text:
         raise UserError("Every message in that scope is hidden from the AI or empty: there is nothing to summarise.")
     prompt = templates.chosen_prompt(session)
@@ -239,17 +248,20 @@ def _finish(session: Session, job_id: int, result: answers.ProseSummary | answer
 
 def write_model_entry(session: Session, chat_id: int, text: str, *, first_id: int, last_id: int,
                       first_position: int, last_position: int) -> SummaryEntry | str:  # fmt: skip
-    """Add the entry the model wrote (held for review when the chat asks); why not, as a sentence."""
+    """Add the entry the model wrote; why not, as a sentence. It is held for review, inactive, when the
+    chat asks (Review outputs) and when it mentions nothing of the messages it covers (a refusal, an
+    answer about something else: overlap.py), then with that reason."""
     chat = get_chat(session, chat_id)
     count = session.connection().exec_driver_sql(
         "SELECT count(*) FROM summary_entry WHERE chat_id = ?", (chat_id,)).scalar_one()  # fmt: skip
     if count >= MAX_ENTRIES:
         return f"This chat already has {MAX_ENTRIES} summary entries, the limit."
-    review = read_settings(chat.settings).summary_review
+    reason = overlap.unrelated(text, scope_transcript(session, chat_id, first_id, last_id)) or ""
+    review = read_settings(chat.settings).summary_review or bool(reason)
     entry = SummaryEntry(
         chat_id=chat_id, title=first_words(text), content=text, first_message_id=first_id, last_message_id=last_id,
         first_position=first_position, last_position=last_position, tokens=count_tokens(text), origin="model",
-        active=not review, awaiting_review=review,
+        active=not review, awaiting_review=review, review_reason=reason,
     )  # fmt: skip
     session.add(entry)
     session.flush()

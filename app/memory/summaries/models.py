@@ -31,6 +31,9 @@ class SummaryEntry(SQLModel, table=True):
     active: bool = True
     origin: str = "user"  # "user" (written) or "model" (generated)
     awaiting_review: bool = False  # a model-written entry held until the user approves it
+    # Why a model-written entry is held besides Review outputs (it seems not to speak of its messages:
+    # overlap.py), a sentence for the panel; "" otherwise. Approving or editing its text clears it.
+    review_reason: str = ""
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
 

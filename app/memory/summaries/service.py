@@ -172,6 +172,7 @@ def update_entry(session: Session, chat_id: int, entry_id: int, *, title: str | 
     if content is not None:
         entry.content = _content(content)
         entry.tokens = count_tokens(entry.content)
+        entry.review_reason = ""  # the text is the user's now: what held it is gone
     if active is not None:
         entry.active = active
     entry.updated_at = utcnow()
@@ -205,7 +206,7 @@ def approve_entry(session: Session, chat_id: int, entry_id: int) -> SummaryEntry
     entry = get_entry(session, chat_id, entry_id)
     if not entry.awaiting_review:
         raise UserError("This summary is not waiting for review.")
-    entry.awaiting_review, entry.active, entry.updated_at = False, True, utcnow()
+    entry.awaiting_review, entry.active, entry.review_reason, entry.updated_at = False, True, "", utcnow()
     session.add(entry)
     session.flush()
     return entry
@@ -234,7 +235,7 @@ def file_entries(session: Session, chat_id: int) -> list[dict[str, Any]]:
             out.append(transfer.FileEntry(
                 title=e.title, content=e.content, first_line=span[0], last_line=span[1], active=e.active,
                 awaiting_review=e.awaiting_review, origin=e.origin, tokens=e.tokens, created_at=e.created_at,
-                updated_at=e.updated_at, id=e.id,
+                updated_at=e.updated_at, id=e.id, review_reason=e.review_reason,
             ))  # fmt: skip
     return transfer.write_entries(out)
 
@@ -253,6 +254,7 @@ def import_file_entries(session: Session, chat_id: int, meta: Mapping[str, Any],
             chat_id=chat_id, title=f.title, content=f.content, first_message_id=first_id, last_message_id=last_id,
             first_position=inside[0] if inside else 0, last_position=inside[-1] if inside else 0,
             tokens=count_tokens(f.content), active=f.active, awaiting_review=f.awaiting_review, origin=f.origin,
+            review_reason=f.review_reason if f.awaiting_review else "",
             created_at=f.created_at or now, updated_at=f.updated_at or now,
         ))  # fmt: skip
     session.flush()

@@ -9,7 +9,8 @@ Decisions:
 - origin: Sugo's "user" is Marinara's "manual", "model" is "automated"; Marinara's "legacy" (the old
   compiled summary) reads as "manual". `sourceMode` is always "range": the numbers are what counts.
 - An entry held for review is written `enabled: false` with `awaitingReview: true` (Sugo's own key,
-  which Marinara ignores), and comes back held.
+  which Marinara ignores), and comes back held; why it is held, when the overlap check held it, goes
+  with it as `reviewReason` (at most MAX_REASON characters are read back).
 - Reading never fails the import: an entry that is not an object, has no text, or whose range does not
   fit the file's lines is left out with a note; past `limit` entries the rest are left out with one note.
 - Conversation day/week summaries (`daySummaries`, `weekSummaries`) are other keys of the same
@@ -28,6 +29,7 @@ ENTRIES_KEY = "summaryEntries"
 HIDE_KEY = "hideSummarisedMessages"
 _ORIGIN_OUT = {"user": "manual", "model": "automated"}
 _ORIGIN_IN = {"manual": "user", "legacy": "user", "automated": "model"}
+MAX_REASON = 500
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class FileEntry:
     created_at: datetime | None = None
     updated_at: datetime | None = None
     id: int | None = None
+    review_reason: str = ""
 
 
 def line_span(line_ids: Sequence[int], first_id: int, last_id: int) -> tuple[int, int] | None:
@@ -69,6 +72,8 @@ def write_entries(entries: Sequence[FileEntry]) -> list[dict[str, Any]]:
         }  # fmt: skip
         if e.awaiting_review:
             item["awaitingReview"] = True
+            if e.review_reason:
+                item["reviewReason"] = e.review_reason
         out.append(item)
     return out
 
@@ -106,10 +111,12 @@ def _read_one(raw: Any, n: int, line_count: int, max_title: int, max_content: in
     title = title.strip()[:max_title] if isinstance(title, str) else ""
     enabled = raw.get("enabled", True)
     review = raw.get("awaitingReview") is True
+    reason = raw.get("reviewReason")
     return FileEntry(
         title=title, content=content.strip(), first_line=first, last_line=last, active=enabled is not False and not review,
         awaiting_review=review, origin=_ORIGIN_IN.get(raw.get("origin"), "user"),
         created_at=_time(raw.get("createdAt")), updated_at=_time(raw.get("updatedAt")),
+        review_reason=reason.strip()[:MAX_REASON] if review and isinstance(reason, str) else "",
     )  # fmt: skip
 
 
