@@ -12,7 +12,7 @@ from sqlmodel import Session, select
 
 from app.chats.models import Message
 from app.db import make_engine
-from app.memory.scenes import jobs
+from app.jobs import settle_runs
 from app.memory.scenes.check import SCENE_CHECK_PROMPT
 from app.memory.scenes.checks import check_scenes
 from app.memory.scenes.models import Scene, SceneRun, SceneState
@@ -158,7 +158,7 @@ def test_cancel_keeps_finished_windows_and_resume_asks_nothing_twice(sugo, api, 
     assert all(state == "written" for _, _, state, _ in _scenes(sugo, chat_id, ids))
 
 
-def test_a_run_a_restart_cut_short_mid_recap_is_resumed_by_the_sweep_without_a_second_recap(sugo, api, models):
+def test_a_run_a_restart_cut_short_mid_recap_is_resumed_at_start_without_a_second_recap(sugo, api, models):
     chat_id, ids = _seeded_chat(sugo, api, models)
     models.script(*[_ends(e) for e in ENDS], _recap(1), Reply(_recap(2), first_delay_s=3))
     _start(api, chat_id)
@@ -179,7 +179,7 @@ def test_a_run_a_restart_cut_short_mid_recap_is_resumed_by_the_sweep_without_a_s
     assert cut["status"] == "running" and not cut["working"]
     assert check_scenes(sugo.services, chat_id).status == "preparing"  # the chat is Prepare's until it ends
     models.script(*[_recap(n) for n in range(3, 6)])
-    jobs.sweep(sugo.services)
+    settle_runs(sugo.services)  # what the next start does first
     done = _until(api, chat_id, "done")
     assert done["done"] == done["total"] == 5
     assert sorted(_recaps(models)) == SCENES  # each scene recapped exactly once, the cut-short one too
@@ -284,7 +284,7 @@ def test_a_2000_message_import_cancelled_killed_and_resumed_ends_with_each_scene
     finally:
         server.kill()
     models.script(*[_recap(n) for n in range(4, len(scenes) + 1)])
-    with LiveSugo(data_dir) as again, again.client() as api:  # its start-up sweep resumes the run
+    with LiveSugo(data_dir) as again, again.client() as api:  # its start resumes the run
         done = _until(api, chat_id, "done")
         with again.session() as s:
             ids = list(s.exec(select(Message.id).where(Message.chat_id == chat_id, Message.kind == "message")
