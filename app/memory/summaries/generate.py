@@ -86,10 +86,12 @@ def release(engine: Engine, chat_id: int) -> None:
 
 
 def latest_job(session: Session, engine: Engine, chat_id: int) -> SummaryJob | None:
-    """The chat's newest Generate run."""
+    """The chat's newest Generate run (one cancelled while it waited is passed over: the run it waited
+    for is what the panel follows then)."""
     return session.exec(
-        select(SummaryJob).where(SummaryJob.chat_id == chat_id).order_by(SummaryJob.id.desc()).limit(1)  # type: ignore[union-attr]
-    ).first()
+        select(SummaryJob).where(SummaryJob.chat_id == chat_id, SummaryJob.status != "cancelled")
+        .order_by(SummaryJob.id.desc()).limit(1)  # type: ignore[union-attr]
+    ).first()  # fmt: skip
 
 
 def _waiting(session: Session, chat_id: int) -> SummaryJob | None:
