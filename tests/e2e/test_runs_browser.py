@@ -100,4 +100,4 @@ def test_generate_during_a_backfill_waits_its_turn_then_writes_and_cancel_drops_
     expect(section.locator(".summary-item")).to_have_count(4)
     with live.client() as c:
         assert c.get(f"/api/chats/{chat_id}/summaries/generate").json()["status"] in ("running", "done")
-    assert [(e["first_position"], e["last_position"]) for e in _entries(live, chat_id)] == [(1, 5), (1, 50), (51, 60), (69, 70)]
+    assert [(e["first_position"], e["last_position"]) for e in _entries(live, chat_id)] == [(1, 50), (1, 5), (51, 60), (69, 70)]
