@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -237,6 +238,34 @@ def _after_generate(api, models, db, chat_id):
     assert generate.INTERRUPTED in panel and 'id="summary-retry"' in panel
 
 
+# Kept only in memory --------------------------------------------------------------------------------
+
+
+def _begin_rebuild(api, models, db):
+    add_connection(api, models, embedding_model="test-embedding")
+    chat_id = new_chat(api, [add_character(api, "Aria")["id"]])["id"]
+    _seed_messages(db, chat_id, 119)  # older messages than the live window: memories to make
+    models.embedding_gate = threading.Event()
+    r = api.post(f"/api/chats/{chat_id}/memories/rebuild")
+    assert r.status_code == 202 and r.json()["running"], r.text
+    return chat_id
+
+
+def _after_rebuild(api, models, db, chat_id):
+    gate, models.embedding_gate = models.embedding_gate, None
+    gate.set()
+    status = api.get(f"/api/chats/{chat_id}/memories/status").json()
+    assert status["rebuild"] is None  # nothing of it was kept: no progress bar frozen half-way
+    # The memory sweep at start makes and embeds what the rebuild did not reach.
+    done = wait_for(lambda: (s := api.get(f"/api/chats/{chat_id}/memories/status").json())["building"] is None and s,
+                    timeout=240, interval=0.1, what="every memory embedded")  # fmt: skip
+    assert done["count"] and done["statuses"]["vectorized"] == done["count"], done
+
+
+def _embedding_held(models: ModelServer) -> bool:
+    return any(r.path.endswith("/embeddings") for r in list(models.requests))
+
+
 def _held(prompt_start: str, count: int = 1) -> Callable[[ModelServer], bool]:
     return lambda models: len(_asked(models, prompt_start)) >= count
 
@@ -254,6 +283,7 @@ CASES = [
     Case("fix", _begin_fix, _held(DEFAULT_RECAP_PROMPT[:60]), (), _after_fix),
     Case("rescan", _begin_rescan, _held(SCENE_CHECK_PROMPT), (), _after_rescan),
     Case("generate", _begin_generate, _held(ROLEPLAY_ENTRY_PROMPT), (), _after_generate),
+    Case("rebuild", _begin_rebuild, _embedding_held, (), _after_rebuild),
 ]  # fmt: skip
 
 

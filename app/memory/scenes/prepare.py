@@ -185,10 +185,12 @@ def resume_cut_short(services: Services) -> int:
             start_prepare(services, chat_id)
         except Conflict:
             continue  # a Resume of the user's got there first
-        except UserError as err:  # switched off, paused, no helper any more: say so on the run
+        except Exception as err:  # switched off, paused, no helper any more (a sentence), or a bug of ours
+            if not isinstance(err, UserError):
+                log.exception("resuming Prepare existing history in chat %s failed", chat_id)
             with Session(engine) as session:
                 if (run := latest_run(session, chat_id)) is not None and run.status == "running":
-                    _fail(session, run, str(err))
+                    _fail(session, run, str(err) if isinstance(err, UserError) else INTERNAL)
     return settled
 
 

@@ -408,6 +408,9 @@ def resume_backfills(services: Services) -> int:
                 status, reason = "failed", str(err)
             except NotFound:
                 continue
+            except Exception:  # a bug of ours: said on the run rather than left "running"
+                log.exception("resuming the day Backfill of chat %s failed", chat_id)
+                status, reason = "failed", INTERNAL
         else:
             status, reason = "stopped", ""
         with Session(engine) as session:

@@ -415,11 +415,13 @@ def resume_backfills(services: Services) -> int:
         try:
             if not _settle_backfill(engine, chat_id):
                 start_backfill(services, chat_id)
-        except UserError as err:  # the connection is gone, or another run took the chat: say so on the run
+        except Exception as err:  # the connection is gone (a sentence), or a bug of ours: said on the run
+            if not isinstance(err, UserError):
+                log.exception("resuming the Backfill of chat %s failed", chat_id)
             with Session(engine) as session:
                 run = latest_run(session, chat_id, "backfill")
                 if run is not None and run.status == "running":
-                    _fail(session, run, str(err))
+                    _fail(session, run, str(err) if isinstance(err, UserError) else INTERNAL)
     return settled
 
 
