@@ -8,17 +8,22 @@ Decisions:
   the same process, as the tests do) must not see the stopped app's runs as its own. Not by id(engine)
   either: an id is handed out again once its engine is gone.
 - A thread started with `start` gives the claim back when its work returns or raises, and at once when
-  the thread cannot start; `holding` gives it back when the block that records the run fails.
+  the thread cannot start; `holding` gives it back when the block that records the run fails. Its
+  `then` runs after the claim is given back, in the same thread: work that waited for the chat (a
+  Generate queued behind a Backfill) starts there, with no moment where neither holds it unseen.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy.engine import Engine
+
+log = logging.getLogger(__name__)
 
 
 class ChatClaims:
@@ -63,10 +68,12 @@ class ChatClaims:
             self.release(engine, chat_id)
             raise
 
-    def start(self, engine: Engine, chat_id: int, work: Callable[..., Any], *args: Any, name: str) -> None:
+    def start(self, engine: Engine, chat_id: int, work: Callable[..., Any], *args: Any, name: str,
+              then: Callable[[], Any] | None = None) -> None:  # fmt: skip
         """Run `work(*args)` in a daemon thread holding the chat's claim (taken by the caller), given
-        back when the work ends. Only that claim: if the work gave it back early (to let the next run
-        start as soon as its end shows) and a new run took the chat, the new run keeps it."""
+        back when the work ends; then `then()`, if given. Only that claim: if the work gave it back early
+        (to let the next run start as soon as its end shows) and a new run took the chat, the new run
+        keeps it."""
         key = (self._key(engine), chat_id)
         with self._lock:
             token = self._held.get(key)
@@ -76,6 +83,11 @@ class ChatClaims:
                 work(*args)
             finally:
                 self._release(key, token)
+                if then is not None:
+                    try:
+                        then()
+                    except Exception:  # the work is done; what waited is picked up again by its sweep
+                        log.exception("starting what waited for chat %s failed", chat_id)
 
         with self.holding(engine, chat_id):
             threading.Thread(target=run, name=name, daemon=True).start()

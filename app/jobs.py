@@ -1,15 +1,34 @@
-"""The APScheduler instance and job registration. Prompt sources declare their jobs (app/prompt/
-sources.py); the app registers them all at start. Each job takes the app's services first, then
-ids, opens its own session and is idempotent: one that dies half-way is simply run again."""
+"""Background work that prompt sources declare (app/prompt/sources.py): the jobs the scheduler runs,
+and the kinds of runs kept in the database that the app settles once at start.
+
+Jobs: each takes the app's services first, then ids, opens its own session and is idempotent: one that
+dies half-way is simply run again.
+
+Runs (one rule for all): a run the user watches in a panel (Prepare existing history, Fix, Re-scan,
+Backfill, day Backfill, a Generate and its queue, an automatic summary) is a row that says "running"
+while a thread of this process works it. A restart (a crash, a SIGKILL, an update) leaves such rows
+behind with no thread. At start, before the scheduler and before the first request, `settle_runs`
+hands every one of them to its kind, which either
+- RESUMES it: work the user asked for that never redoes what was finished (Prepare, both Backfills, an
+  automatic summary, a Generate that was waiting its turn, recaps being written), or
+- CLOSES it with a sentence its panel and the API show (Fix, Re-scan, a Generate whose answer was on
+  its way): work whose plan was made for a moment that has passed, which the user runs again.
+No run is left "running" without a thread, so no panel shows progress frozen for ever. Each kind says
+which, and why, in its own module; the README lists them. A run kept only in memory (Memory Recall's
+Rebuild) ends with its process as Stop ends it: nothing of it is left to settle.
+"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -66,3 +85,38 @@ def run_later(scheduler: AsyncIOScheduler | None, func: Callable[..., Any], *arg
 def job_pending(scheduler: AsyncIOScheduler | None, job_id: str) -> bool:
     """A job asked for with `run_soon` has not started yet."""
     return scheduler is not None and scheduler.running and scheduler.get_job(job_id) is not None
+
+
+RESUME = "resume"  # the run goes on from where it stopped
+CLOSE = "close"  # the run ends, keeping `reason` for its panel
+
+
+@dataclass(frozen=True)
+class RunKind:
+    """A kind of run kept in the database that a restart can cut short, and what the next start does with
+    it (RESUME, or CLOSE with `reason`). `settle(services)` does it for each such run that no thread of
+    this process works (so it is safe at any time, not only at start) and returns how many it settled;
+    `table` names where the runs live (a meta-test checks that every table of runs has a kind)."""
+
+    name: str  # "Fix"
+    table: str  # "scene_run"
+    on_restart: str  # RESUME or CLOSE
+    settle: Callable[[Any], int]
+    reason: str = ""  # CLOSE: the sentence the closed run keeps
+
+
+def settle_runs(services: Any) -> dict[str, int]:
+    """Resume or close every run a restart cut short, kind by kind in the order the sources declare them
+    (a kind that resumes into a shared claim goes before one that would wait for it); how many per kind.
+    One kind failing is logged and leaves the others to settle."""
+    settled: dict[str, int] = {}
+    for kind in services.sources.runs():
+        try:
+            settled[kind.name] = count = kind.settle(services)
+        except Exception:
+            log.exception("settling the %s runs a restart cut short failed", kind.name)
+            continue
+        if count:
+            log.warning("%s: %d run(s) cut short by the last shutdown %s.", kind.name, count,
+                        "resumed" if kind.on_restart == RESUME else "closed")  # fmt: skip
+    return settled

@@ -29,7 +29,7 @@ from app.db import make_engine
 from app.generation.reply import Generations
 from app.headers import SecurityHeaders, content_security_policy, inline_script_hashes
 from app.images.routes import router as images_routes
-from app.jobs import make_scheduler, register_jobs
+from app.jobs import make_scheduler, register_jobs, settle_runs
 from app.lore.api import chat_router as chat_lore_api
 from app.lore.api import router as lore_api
 from app.lore.prompting import CompiledBooks
@@ -89,10 +89,16 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
         # memories were built). Collected first, so no garbage is frozen with it.
         gc.collect()
         gc.freeze()
+        # Every run the last shutdown cut short is resumed or closed before anything else runs (app/jobs.py):
+        # the scheduler's first sweeps then find the resumed runs holding their chats, and no request ever
+        # sees a run "running" with nobody at work.
+        settle_runs(services)
         if settings.start_scheduler:
-            services.scheduler = make_scheduler()
-            services.scheduler.start()
-            register_jobs(services.scheduler, services.sources.jobs(), services)
+            scheduler = make_scheduler()
+            scheduler.start()
+            # Set once it runs: a run's thread reads "a scheduler that is not running" as the app shut down.
+            services.scheduler = scheduler
+            register_jobs(scheduler, services.sources.jobs(), services)
         try:
             yield
         finally:

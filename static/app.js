@@ -102,6 +102,21 @@
     box.appendChild(note);
   }
 
+  // The Chat Summary panel polls while a run goes on and answers every click with itself. A response that
+  // arrives after a newer one replaced the panel is stale: swapped into the detached panel, it made htmx
+  // take the scope fields it preserves (hx-preserve) out of the page for good. It is dropped. The event is
+  // dispatched on the target itself, detached or not, so the listener sits on each panel.
+  document.addEventListener("htmx:load", (e) => {
+    const root = e.detail.elt;
+    if (!(root instanceof Element)) return;
+    const panels = root.matches(".summary-panel") ? [root] : root.querySelectorAll(".summary-panel");
+    for (const panel of panels) {
+      panel.addEventListener("htmx:beforeSwap", (ev) => {
+        if (!ev.detail.target.isConnected) ev.detail.shouldSwap = false;
+      });
+    }
+  });
+
   // Advanced Memory problems: the dot on Chat Settings loads with the chat page (scenes/_problems_dot.html);
   // each set of problems is announced once, on this device: the set is remembered in localStorage, and a
   // set is announced only when it holds a problem the last one did not (not when Fix made it smaller).

@@ -25,6 +25,8 @@ Hooks, each optional (the base class does nothing):
 - `chat_added(services, chat_id)`: a chat arrived with messages already written (an import or a
   branch, committed): build from them now rather than after its first reply.
 - `jobs()`: background jobs to register with the scheduler when the app starts.
+- `runs()`: the kinds of runs the source keeps in the database, each resumed or closed at start
+  (app/jobs.py, `settle_runs`).
 - `settings_section(session, chat, services)`: the source's part of Chat Settings.
 - `read_settings_form(session, chat, form)`: read that part back from a submitted form.
 """
@@ -42,7 +44,7 @@ from app.characters.models import Character
 from app.chats.history import History
 from app.chats.models import Chat
 from app.chats.settings import ChatSettings
-from app.jobs import Job
+from app.jobs import Job, RunKind
 from app.personas.models import Persona
 from app.prompt.builder import DepthNote, DynamicBlock
 from app.services import Services
@@ -141,6 +143,10 @@ class PromptSource:
 
     def jobs(self) -> Sequence[Job]:
         """Background jobs to register with the scheduler when the app starts."""
+        return ()
+
+    def runs(self) -> Sequence[RunKind]:
+        """The kinds of runs this source keeps in the database, in the order they settle at start."""
         return ()
 
     def settings_section(self, session: Session, chat: Chat, services: Services) -> SettingsSection | None:
@@ -315,6 +321,9 @@ class PromptSources:
 
     def jobs(self) -> list[Job]:
         return [job for source in self for job in source.jobs()]
+
+    def runs(self) -> list[RunKind]:
+        return [kind for source in self for kind in source.runs()]
 
     def settings_sections(self, session: Session, chat: Chat, services: Services) -> list[SettingsSection]:
         sections = (source.settings_section(session, chat, services) for source in self)

@@ -13,11 +13,12 @@ from sqlmodel import Session, select
 
 from app.chats.models import Message
 from app.db import make_engine
-from app.memory.scenes import jobs
+from app.jobs import settle_runs
 from app.memory.scenes.check import SCENE_CHECK_PROMPT
 from app.memory.scenes.checks import check_scenes
 from app.memory.scenes.models import Scene, SceneRun, SceneState
 from app.memory.scenes.recap import DEFAULT_RECAP_PROMPT
+from app.memory.scenes.service import PREPARING
 from tests.conftest import add_character, add_connection, new_chat
 from tests.support.live import LiveSugo
 from tests.support.model_server import Reply
@@ -159,7 +160,7 @@ def test_cancel_keeps_finished_windows_and_resume_asks_nothing_twice(sugo, api, 
     assert all(state == "written" for _, _, state, _ in _scenes(sugo, chat_id, ids))
 
 
-def test_a_run_a_restart_cut_short_mid_recap_is_resumed_by_the_sweep_without_a_second_recap(sugo, api, models):
+def test_a_run_a_restart_cut_short_mid_recap_is_resumed_at_start_without_a_second_recap(sugo, api, models):
     chat_id, ids = _seeded_chat(sugo, api, models)
     models.script(*[_ends(e) for e in ENDS], _recap(1), Reply(_recap(2), first_delay_s=3))
     _start(api, chat_id)
@@ -180,7 +181,7 @@ def test_a_run_a_restart_cut_short_mid_recap_is_resumed_by_the_sweep_without_a_s
     assert cut["status"] == "running" and not cut["working"]
     assert check_scenes(sugo.services, chat_id).status == "preparing"  # the chat is Prepare's until it ends
     models.script(*[_recap(n) for n in range(3, 6)])
-    jobs.sweep(sugo.services)
+    settle_runs(sugo.services)  # what the next start does first
     done = _until(api, chat_id, "done")
     assert done["done"] == done["total"] == 5
     assert sorted(_recaps(models)) == SCENES  # each scene recapped exactly once, the cut-short one too
@@ -281,6 +282,37 @@ def test_one_run_per_chat_and_refusals_say_why(sugo, api, models):
     assert api.get("/api/chats/999999/scenes/prepare").status_code == 404
 
 
+def test_delete_all_memories_and_import_are_refused_while_prepare_runs(sugo, api, models):
+    """Issue 21, item 12: Delete all memories during Prepare was accepted and Prepare went on past scenes
+    that were gone. Refused with a sentence (409 over JSON, the page's notice over HTML); once Prepare is
+    cancelled it goes, Prepare's runs with it, so the next Prepare reads the history from message 1."""
+    chat_id, ids = _seeded_chat(sugo, api, models)
+    held = threading.Event()
+    models.script(_ends(ENDS[0]), Reply(_ends(ENDS[1]), gate=held))
+    _start(api, chat_id)
+    wait_for(lambda: len(_checks(models)) == 2, timeout=60, what="the second window asked")  # Prepare is mid-way
+    refused = api.delete(f"/api/chats/{chat_id}/scenes")
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["detail"] == PREPARING.format(what="delete all memories")
+    page = api.post(f"/chats/{chat_id}/scenes/delete-all", headers={"HX-Request": "true"})
+    assert page.status_code == 200 and 'id="scenes-error"' in page.text
+    assert "Prepare existing history is running in this chat" in page.text and "Nothing was changed." in page.text
+    imported = api.post(f"/api/chats/{chat_id}/scenes/import?replace=true", files={"file": ("s.json", b"{}", "application/json")})
+    assert imported.status_code == 409 and "then import" in imported.json()["detail"]
+    assert [(a, b) for a, b, _, _ in _scenes(sugo, chat_id, ids)] == SCENES[:1]  # kept
+
+    api.post(f"/api/chats/{chat_id}/scenes/prepare/stop")
+    held.set()  # the call in hand answers; Cancel then ends the run
+    _until(api, chat_id, "stopped")
+    assert api.delete(f"/api/chats/{chat_id}/scenes").json() == {"deleted": 1}
+    assert _status(api, chat_id)["status"] == "none"  # a cancelled Prepare would otherwise resume past them
+    models.script(*[_ends(e) for e in ENDS], *[_recap(n) for n in range(1, 6)])
+    _start(api, chat_id)
+    _until(api, chat_id, "done")
+    assert _checks(models) == [*WINDOWS[:2], *WINDOWS]  # read again from message 1
+    assert [(a, b) for a, b, _, _ in _scenes(sugo, chat_id, ids)] == SCENES
+
+
 def test_a_2000_message_import_cancelled_killed_and_resumed_ends_with_each_scene_recapped_once(tmp_path, models):
     """Acceptance 2 with real restarts: Cancel half-way through the scene search, a SIGKILL, Resume; a
     second SIGKILL in the middle of a recap; the next start's sweep finishes. Interval 100: windows of
@@ -319,7 +351,7 @@ def test_a_2000_message_import_cancelled_killed_and_resumed_ends_with_each_scene
     finally:
         server.kill()
     models.script(*[_recap(n) for n in range(4, len(scenes) + 1)])
-    with LiveSugo(data_dir) as again, again.client() as api:  # its start-up sweep resumes the run
+    with LiveSugo(data_dir) as again, again.client() as api:  # its start resumes the run
         done = _until(api, chat_id, "done")
         with again.session() as s:
             ids = list(s.exec(select(Message.id).where(Message.chat_id == chat_id, Message.kind == "message")

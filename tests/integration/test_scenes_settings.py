@@ -105,7 +105,7 @@ def test_a_run_a_restart_cut_short_offers_resume_and_cancel_ends_it(sugo, api, m
         s.commit()
     panel = api.get(f"/chats/{chat_id}/scenes/prepare", headers={"HX-Request": "true"}).text
     assert 'hx-trigger="every 1s"' in panel and "Writing recap 2 of 4" in panel
-    assert "A restart cut this run short" in panel and 'id="scenes-prepare-resume"' in panel
+    assert "a restart cut it short" in panel and 'id="scenes-prepare-resume"' in panel
     assert '<progress max="4" value="1"' in panel
     cancelled = api.post(f"/chats/{chat_id}/scenes/prepare/cancel", headers={"HX-Request": "true"})
     assert cancelled.status_code == 200 and 'id="scenes-prepare-stopped"' in cancelled.text

@@ -25,7 +25,7 @@ def _wait(api, chat_id: int) -> dict:
     """Poll until the run ends (no timing claim: the bound only stops a hung test)."""
     for _ in range(600):
         status = api.get(f"/api/chats/{chat_id}/summaries/generate").json()
-        if status["status"] != "running":
+        if status["status"] not in ("running", "waiting"):
             return status
         time.sleep(0.05)
     raise AssertionError("the summary run never finished")
@@ -128,14 +128,24 @@ def _retry_reason(api, models, chat_id: int, replies) -> str:
     return _wait(api, chat_id)["reason"]
 
 
-def test_a_second_generate_while_one_runs_is_refused(api, models):
+def test_a_second_generate_while_one_runs_waits_its_turn_and_a_third_is_refused(api, models):
     chat_id, _ = _chat(api, models)
-    models.script(Reply(RECAP, first_delay_s=1.0))
-    assert api.post(f"/api/chats/{chat_id}/summaries/generate", json={"scope": "last", "last": 2}).status_code == 202
-    again = api.post(f"/api/chats/{chat_id}/summaries/generate", json={"scope": "last", "last": 2})
-    assert again.status_code == 400 and "already being written" in again.json()["detail"]
-    assert _wait(api, chat_id)["status"] == "done"
-    assert len(api.get(f"/api/chats/{chat_id}/summaries").json()) == 1
+    gen = f"/api/chats/{chat_id}/summaries/generate"
+    models.script(Reply(RECAP, first_delay_s=3.0), "The road went on past the salt flats.")
+    first = api.post(gen, json={"scope": "last", "last": 2})
+    assert first.status_code == 202 and first.json()["status"] == "running"
+    again = api.post(gen, json={"scope": "range", "start": 1, "end": 3})
+    assert again.status_code == 202, again.text
+    waiting = again.json()
+    assert waiting["status"] == "waiting" and waiting["job_id"] != first.json()["job_id"]
+    assert waiting["waiting_for"] == "the summary of messages {}–{}".format(first.json()["first_position"],
+                                                                          first.json()["last_position"])  # fmt: skip
+    third = api.post(gen, json={"scope": "last", "last": 1})
+    assert third.status_code == 409 and "already waiting its turn" in third.json()["detail"]
+    done = _wait(api, chat_id)  # the newest run: the one that waited, started when the first let go
+    assert done["status"] == "done" and done["job_id"] == waiting["job_id"], done
+    entries = api.get(f"/api/chats/{chat_id}/summaries").json()
+    assert [(e["first_position"], e["last_position"]) for e in entries] == [(1, 3), (first.json()["first_position"], first.json()["last_position"])]
 
 
 def test_review_outputs_holds_the_entry_until_approved(api, models):

@@ -51,6 +51,9 @@ class Reply:
     chunk_size: int = 4  # characters per streamed delta
     delay_s: float = 0.0  # sleep between streamed deltas
     first_delay_s: float = 0.0  # sleep before the first byte of the response
+    # Held until the test sets it (at most 10 minutes), then answered: a run stays mid-way exactly as long
+    # as the test needs, with no guess at how long that is.
+    gate: threading.Event | None = None
     status: int = 200  # non-200: an error response in the provider's shape
     error: str | None = None  # message for non-200 replies, or an in-stream error after break_after_chunks
     break_after_chunks: int | None = None  # stream this many deltas, then cut the connection (no clean end)
@@ -66,7 +69,6 @@ class Reply:
     # A streamed reply waits for this event after its reasoning and before its first text delta: a test
     # looks at the page while the model is still thinking.
     hold: threading.Event | None = None
-    gate: threading.Event | None = None  # OpenAI chat: answer only once the test sets it (at most 60 s)
 
 
 @dataclass
@@ -275,6 +277,7 @@ class ModelServer:
         # While set to an Event, each /embeddings call is recorded, then waits for it: a test holds
         # background work in the middle of its embedding call.
         self.embedding_gate: threading.Event | None = None
+        self._gates: list[threading.Event] = []  # the held replies handed out (reset lets them go)
         self.requests: list[RecordedRequest] = []
         self._requested_port = port
         self._lock = threading.Lock()
@@ -391,6 +394,9 @@ class ModelServer:
         with self._lock:
             self._queue.clear()
             self.requests.clear()
+            gates, self._gates = self._gates, []
+        for gate in gates:  # a test that ended with a reply still held lets it go
+            gate.set()
         if self.embedding_gate is not None:
             self.embedding_gate.set()
             self.embedding_gate = None
@@ -410,7 +416,10 @@ class ModelServer:
     def _next_reply(self, messages: Any) -> Reply:
         with self._lock:
             if self._queue:
-                return self._queue.popleft()
+                reply = self._queue.popleft()
+                if reply.gate is not None:
+                    self._gates.append(reply.gate)
+                return reply
         return Reply(text=ECHO_PREFIX + _last_user_text(messages), delay_s=self.echo_delay_s)
 
     async def _record(self, request: Request) -> tuple[Any, bool]:
@@ -490,10 +499,10 @@ class ModelServer:
         if not isinstance(messages, list) or not messages:
             return _openai_error(400, "'messages' must be a non-empty list.")
         reply = self._next_reply(messages)
+        if reply.gate is not None:
+            await asyncio.to_thread(reply.gate.wait, 600)
         if reply.first_delay_s:
             await asyncio.sleep(reply.first_delay_s)
-        if reply.gate is not None:  # the test holds the answer back while it looks at Sugo mid-request
-            await asyncio.to_thread(reply.gate.wait, 60)
         if reply.status != 200:
             message = reply.error or _DEFAULT_ERROR_MESSAGES.get(reply.status, "Error.")
             return _openai_error(reply.status, message)
@@ -610,6 +619,8 @@ class ModelServer:
         if not isinstance(body.get("max_tokens"), int):
             return _anthropic_error(400, "max_tokens: Field required")
         reply = self._next_reply(messages)
+        if reply.gate is not None:
+            await asyncio.to_thread(reply.gate.wait, 600)
         if reply.first_delay_s:
             await asyncio.sleep(reply.first_delay_s)
         if reply.status != 200:

@@ -46,7 +46,9 @@ class SugoProcess:
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen([sys.executable, "-m", "app", "--host", "127.0.0.1", "--port", str(self.port)],
                                          cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
-        wait_for(self._healthy, timeout=60, interval=0.05, what=f"Sugo to answer on {self.url} (log: {self.log_path})")
+        # A bound for a hung start only: on a loaded machine (eight test runs on two cores) the imports alone
+        # took over 60 s of wall time.
+        wait_for(self._healthy, timeout=240, interval=0.05, what=f"Sugo to answer on {self.url} (log: {self.log_path})")
         return self
 
     def _healthy(self) -> bool:

@@ -108,7 +108,8 @@ def import_scenes(chat_id: int, session: SessionDep, file: UploadFile = File(...
 
 @router.delete("/{chat_id}/scenes")
 def delete_all_scenes(chat_id: int, session: SessionDep) -> dict:
-    """Delete all memories: every scene, saved part and the scene-check state; the chat and its settings stay."""
+    """Delete all memories: every scene, saved part and the scene-check state; the chat and its settings stay.
+    409 with the reason while Prepare existing history runs."""
     return {"deleted": service.delete_all(session, chat_id)}
 
 
@@ -127,7 +128,7 @@ class RescanRange(BaseModel):
 
 
 class RescanRead(BaseModel):
-    """The chat's last re-scan in this server process (`status` "none": none since the start)."""
+    """The chat's last re-scan (`status` "none": none yet); one a restart cut short is "stopped" with the reason."""
 
     status: Literal["none", "running", "done", "stopped", "failed"]
     first: int | None = None  # the range read (widened to whole scenes at its edges)

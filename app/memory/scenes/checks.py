@@ -45,7 +45,7 @@ from app.memory.scenes.check import (
     unreadable,
 )
 from app.memory.scenes.messages import ReadableMessage, helper_config, readable_messages
-from app.memory.scenes.models import Scene, SceneRun, SceneState
+from app.memory.scenes.models import PREPARE_STAGES, Scene, SceneRun, SceneState
 from app.memory.summaries import answers
 from app.services import Services
 from app.timeutil import as_utc, utcnow
@@ -118,12 +118,22 @@ def check_scenes(services: Services, chat_id: int) -> CheckOutcome:
         CHECKS.release(services.engine, chat_id)
 
 
+def _prepare_status(session: Session, chat_id: int) -> str | None:
+    return session.exec(select(SceneRun.status).where(SceneRun.chat_id == chat_id, col(SceneRun.stage).in_(PREPARE_STAGES))
+                        .order_by(col(SceneRun.id).desc()).limit(1)).first()  # fmt: skip
+
+
 def preparing(session: Session, chat_id: int) -> bool:
-    """Whether the chat's newest Prepare existing history run is unfinished (running, cut short by a
-    restart, cancelled or failed): until it is done, the chat's scenes are Prepare's."""
-    status = session.exec(select(SceneRun.status).where(SceneRun.chat_id == chat_id, col(SceneRun.stage) != "fixing")
-                          .order_by(col(SceneRun.id).desc()).limit(1)).first()  # fmt: skip
+    """Whether the chat's newest Prepare existing history run is unfinished (running, cancelled or
+    failed): until it is done, the chat's scenes are Prepare's."""
+    status = _prepare_status(session, chat_id)
     return status is not None and status != "done"
+
+
+def prepare_running(session: Session, chat_id: int) -> bool:
+    """Whether the chat's Prepare existing history is running now (a run a restart cut short is resumed
+    at start, so "running" always has a thread at work)."""
+    return _prepare_status(session, chat_id) == "running"
 
 
 def ask_scene_ends(config: ProviderConfig, request: list[dict], allowed: frozenset[int]) -> SceneEnds | answers.Failure:

@@ -5,15 +5,18 @@ does the work.
     problems(session, chat_id)       -> Problems: the list, the count and the set key
     fix_status(session, services, chat_id) -> FixStatus: the problems, the newest Fix run, paused
     start_fix(services, chat_id)     -> SceneRun: Fix every flagged scene in the background
+    close_cut_short(services)        -> at start (app/jobs.py): close the Fix runs a restart cut short
     pause(services, chat_id) / resume(services, chat_id): Pause processing / Resume processing
 
 Decisions:
 - A Fix run is a SceneRun with stage "fixing" (no new table): its progress, end sentence and failure
   survive a reload and are polled like Prepare's. Prepare's run queries (prepare.latest_run,
-  checks.preparing, prepare.resume_cut_short) leave fixing runs out, so a Fix never looks like an
-  unfinished Prepare, never blocks the checks after a reply, and the sweep never resumes one as Prepare.
-  A restart that cuts a Fix short loses nothing: the problems are read again from the scenes, and the
-  next Fix (the panel offers it) starts a new run; the old one is closed as "stopped".
+  checks.preparing, prepare.resume_cut_short) take only Prepare's stages, so a Fix never looks like an
+  unfinished Prepare, never blocks the checks after a reply, and is never resumed as Prepare.
+- A restart closes a Fix it cut short (RunKind CLOSE, at start): "stopped" with RESTARTED, which the
+  panel and the API show. Not resumed: its plan is the list of problems when the user pressed Fix, and
+  after a restart that list is read again (recaps written meanwhile, scenes edited, the helper changed);
+  what it fixed is kept, and the panel offers Fix for what is left.
 - What Fix does per problem (problems.py names the kinds): failed and unsummarised scenes get their
   recap (writer.write_recap); changed scenes and check_who scenes are written again
   (write_recap(rewrite=True): a failure leaves the saved recap written and recalled); a failed scene
@@ -65,6 +68,7 @@ BUSY = "Fix is already running in this chat; wait for it to finish."
 PREPARING = "Prepare existing history is running in this chat; wait for it to finish or Cancel it, then Fix."
 PAUSED = "Advanced Memory processing is paused in this chat; Resume processing first."
 INTERNAL = "Something went wrong on Sugo's side while fixing; the log has the details."
+RESTARTED = "Sugo restarted while it worked; what it fixed is kept. Run Fix again for the rest."
 
 FIX_RUNS = ChatClaims()  # the chats a Fix thread of this process works
 
@@ -167,10 +171,6 @@ def start_fix(services: Services, chat_id: int) -> SceneRun:
         if not FIX_RUNS.claim(engine, chat_id):
             raise Conflict(BUSY)
         with FIX_RUNS.holding(engine, chat_id):
-            old = latest_fix(session, chat_id)
-            if old is not None and old.status == "running":  # a restart cut it short
-                old.status, old.current, old.updated_at = "stopped", "", utcnow()
-                session.add(old)
             run = SceneRun(chat_id=chat_id, stage=FIXING, total=len(todo), current="Starting Fix…")
             session.add(run)
             session.commit()
@@ -178,6 +178,22 @@ def start_fix(services: Services, chat_id: int) -> SceneRun:
             plan = [(p.scene_id, p.number, p.kind) for p in todo]
             FIX_RUNS.start(engine, chat_id, _work, services, run.id, chat_id, plan, name=f"scenes-fix-{chat_id}")
         return run
+
+
+def close_cut_short(services: Services) -> int:
+    """Close the Fix runs a restart left "running" that no thread of this process works: "stopped" with
+    RESTARTED; how many."""
+    engine = services.engine
+    closed = 0
+    with Session(engine) as session:
+        runs = session.exec(select(SceneRun).where(SceneRun.stage == FIXING, SceneRun.status == "running")).all()
+        for run in runs:
+            newest = latest_fix(session, run.chat_id)
+            if working(engine, run.chat_id) and newest is not None and newest.id == run.id:
+                continue  # the Fix a thread works now
+            _end_run(session, run, "stopped", RESTARTED)
+            closed += 1
+    return closed
 
 
 # Pause / Resume --------------------------------------------------------------------------------------

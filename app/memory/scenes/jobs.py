@@ -1,6 +1,7 @@
 """Advanced Memory's background work: after a reply, the scene check and then the recaps of the scenes
-it closed; every few minutes (and at start) a sweep that resumes the Prepare existing history runs a
-restart cut short, puts back recaps a restart cut short and tries failed ones whose time has come.
+it closed; every few minutes (and at start) a sweep that writes the recaps still waiting and tries failed
+ones whose time has come. What a restart cut short (Prepare, Fix, Re-scan, recaps being written) is
+settled once at start, before this sweep (source.py's RUNS, app/jobs.py).
 Nothing runs for a chat with Advanced Memory off or paused; a chat whose Prepare existing history run is
 unfinished (running, cancelled, failed) is Prepare's alone until Resume finishes it: it checks the
 history in order and writes the recaps itself, and Cancel stops the helper's calls for the chat."""
@@ -17,8 +18,7 @@ from app.jobs import Job, run_soon
 from app.memory.scenes.checks import check_scenes, preparing
 from app.memory.scenes.continuity_jobs import update_continuity
 from app.memory.scenes.models import Scene
-from app.memory.scenes.prepare import resume_cut_short
-from app.memory.scenes.writer import release_stale, write_waiting_recaps
+from app.memory.scenes.writer import write_waiting_recaps
 from app.services import Services
 
 log = logging.getLogger(__name__)
@@ -47,13 +47,7 @@ def schedule_processing(services: Services, chat_id: int) -> None:
 
 
 def sweep(services: Services) -> None:
-    """Prepare runs a restart cut short go on; recaps a restart cut short go back to waiting; chats with
-    recaps waiting or due again get them (except those with an unfinished Prepare run)."""
-    release_stale(services.engine)
-    try:
-        resume_cut_short(services)
-    except Exception:  # the recaps below must still run
-        log.exception("resuming Prepare existing history runs failed")
+    """Chats with recaps waiting or due again get them (except those with an unfinished Prepare run)."""
     with Session(services.engine) as session:
         chats = session.exec(select(Scene.chat_id).where(col(Scene.state).in_(("waiting", "failed"))).distinct()).all()
         todo = [chat_id for chat_id in chats if _on(session, chat_id) and not preparing(session, chat_id)]
@@ -65,3 +59,4 @@ def sweep(services: Services) -> None:
 
 
 JOBS = (Job("scenes.sweep", sweep, every_minutes=5, at_start=True),)
+

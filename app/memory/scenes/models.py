@@ -96,14 +96,18 @@ class SceneState(SQLModel, table=True):
     updated_at: datetime = Field(default_factory=utcnow)
 
 
-# running: a thread works it, or a restart cut it short (the sweep resumes it); stopped: Cancel; failed:
-# a model call failed (the reason is kept; Resume retries); done: every window checked, every recap written.
+# running: a thread of this process works it (a restart's leftovers are resumed or closed at start:
+# app/jobs.py); stopped: Cancel, Pause processing or a restart; failed: a model call failed (the reason is
+# kept; Resume retries); done: every window checked, every recap written.
 SCENE_RUN_STATUSES = ("running", "stopped", "failed", "done")
-SCENE_RUN_STAGES = ("detecting", "recapping", "fixing")  # fixing: a Fix run (fix.py), never Prepare's
+# fixing: a Fix run (fix.py); rescanning: a Re-scan (rescans.py); never Prepare's.
+SCENE_RUN_STAGES = ("detecting", "recapping", "fixing", "rescanning")
+PREPARE_STAGES = ("detecting", "recapping")
 
 
 class SceneRun(SQLModel, table=True):
-    """A Prepare existing history run, kept so Resume (or the sweep, after a restart) continues it.
+    """A Prepare existing history run, kept so Resume (or the next start, after a restart) continues it;
+    also Fix's and Re-scan's runs (their stages), kept so a restart closes them with a sentence.
 
     Detecting: the history is read in windows, oldest first; `checked_through_id` is the last message of
     the last window whose answer was stored. Recapping: the closed scenes still without a recap are

@@ -4,8 +4,9 @@ Export and Import. The same service calls as app/memory/scenes/api.py.
 
 Decisions:
 - A scene card is its own fragment (scenes/_scene.html): every action on one scene answers that card.
-- A refused edit or import is answered in place (the form with its sentence, status 200 so htmx swaps
-  it) rather than as a toast that fades: the user still has the text or the file in hand to fix.
+- A refused edit, import or Delete all memories is answered in place (the form or the page's notice with
+  its sentence, status 200 so htmx swaps it) rather than as a toast that fades: the user still has the
+  text or the file in hand to fix, and reads why nothing was deleted where they clicked.
 - Reindex embeds the chat's memories again (Memory Recall's rebuild): scenes are ranked by those, not
   by embeddings of their own.
 """
@@ -93,8 +94,12 @@ def scene_messages(chat_id: int, scene_id: RowId, request: Request, session: Ses
 
 @router.post("/chats/{chat_id}/scenes/delete-all")
 def delete_all_scenes_page(chat_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
-    """Delete all memories: every scene of the chat; the chat, its messages and its settings stay."""
-    deleted = service.delete_all(session, chat_id)
+    """Delete all memories: every scene of the chat; the chat, its messages and its settings stay. Refused
+    (in place, with the sentence) while Prepare existing history runs."""
+    try:
+        deleted = service.delete_all(session, chat_id)
+    except UserError as err:
+        return render(request, ACCESS, _context(session, chat_id, error=str(err)), block="scene_view" if hx else None)
     ctx = _context(session, chat_id, message=f"Deleted {deleted} scene{'s' if deleted != 1 else ''}. "
                    "The chat, its messages and its settings are untouched.")  # fmt: skip
     return render(request, ACCESS, ctx, block="scene_view" if hx else None)

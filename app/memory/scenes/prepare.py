@@ -14,7 +14,7 @@ lose nothing finished.
         (skip_unreadable=True: past the batch the helper's answer could not be read for)
     stop_prepare(services, chat_id)  -> SceneRun: Cancel after the model call in hand
     latest_run(session, chat_id)     -> the chat's newest run
-    resume_cut_short(services)       -> the sweep's part: resume the runs a restart left "running"
+    resume_cut_short(services)       -> at start (app/jobs.py): resume the runs a restart left "running"
 
 Decisions:
 - A run starts after the newest closed scene (from the first message when there is none): scenes
@@ -41,8 +41,11 @@ Decisions:
   a scene after a stretch Prepare has not read, and Cancel means no more helper calls. Resume reads the
   messages that arrived meanwhile too; the scenes then close as usual after each reply.
 - Pause processing refuses to start (and a run finding the chat paused stops with that reason).
-- A thread that finds its app shut down writes nothing more; the run stays "running" and the next
-  start's sweep resumes it.
+- A restart resumes the run (RunKind RESUME, settled at start before the first request): the user
+  asked for it, and nothing finished is asked again. A Cancel asked for before the restart ends it as
+  stopped instead; one that can no longer start (Advanced Memory off, paused, no helper) fails with the
+  sentence saying why. A thread that finds its app shut down writes nothing more, leaving the run
+  "running" for the next start.
 """
 
 from __future__ import annotations
@@ -77,7 +80,7 @@ from app.memory.scenes.messages import (
     messages_and_streaming,
     readable_messages,
 )
-from app.memory.scenes.models import Scene, SceneRun, SceneState
+from app.memory.scenes.models import PREPARE_STAGES, Scene, SceneRun, SceneState
 from app.memory.scenes.writer import release_stale, write_recap
 from app.memory.summaries import answers
 from app.services import Services
@@ -112,8 +115,8 @@ def working(engine: Engine, chat_id: int) -> bool:
 
 
 def latest_run(session: Session, chat_id: int) -> SceneRun | None:
-    """The chat's newest Prepare run (Fix's runs, stage "fixing", are fix.py's)."""
-    return session.exec(select(SceneRun).where(SceneRun.chat_id == chat_id, col(SceneRun.stage) != "fixing")
+    """The chat's newest Prepare run (Fix's and Re-scan's runs, their own stages, are fix.py's and rescans.py's)."""
+    return session.exec(select(SceneRun).where(SceneRun.chat_id == chat_id, col(SceneRun.stage).in_(PREPARE_STAGES))
                         .order_by(col(SceneRun.id).desc()).limit(1)).first()  # fmt: skip
 
 
@@ -190,14 +193,14 @@ def stop_prepare(services: Services, chat_id: int) -> SceneRun:
         return run
 
 
-def resume_cut_short(services: Services) -> list[int]:
+def resume_cut_short(services: Services) -> int:
     """Resume the runs a restart left "running" that no thread of this process works (a Cancel asked
-    for meanwhile just ends them); the chats resumed."""
+    for meanwhile just ends them, one that cannot start fails with the reason); how many were settled."""
     engine = services.engine
     with Session(engine) as session:
-        chats = session.exec(select(SceneRun.chat_id).where(SceneRun.status == "running", col(SceneRun.stage) != "fixing")
-                            .distinct()).all()  # fmt: skip
-    resumed = []
+        chats = session.exec(select(SceneRun.chat_id).where(SceneRun.status == "running",
+                                                            col(SceneRun.stage).in_(PREPARE_STAGES)).distinct()).all()  # fmt: skip
+    settled = 0
     for chat_id in chats:
         if working(engine, chat_id):
             continue
@@ -205,6 +208,7 @@ def resume_cut_short(services: Services) -> list[int]:
             run = latest_run(session, chat_id)
             if run is None or run.status != "running":
                 continue
+            settled += 1
             if run.stop_requested:
                 run.status, run.current, run.updated_at = "stopped", "", utcnow()
                 session.add(run)
@@ -212,14 +216,15 @@ def resume_cut_short(services: Services) -> list[int]:
                 continue
         try:
             start_prepare(services, chat_id)
-            resumed.append(chat_id)
         except Conflict:
             continue  # a Resume of the user's got there first
-        except UserError as err:  # switched off, paused, no helper any more: say so on the run
+        except Exception as err:  # switched off, paused, no helper any more (a sentence), or a bug of ours
+            if not isinstance(err, UserError):
+                log.exception("resuming Prepare existing history in chat %s failed", chat_id)
             with Session(engine) as session:
                 if (run := latest_run(session, chat_id)) is not None and run.status == "running":
-                    _fail(session, run, str(err))
-    return resumed
+                    _fail(session, run, str(err) if isinstance(err, UserError) else INTERNAL)
+    return settled
 
 
 # The work ------------------------------------------------------------------------------------------

@@ -4,16 +4,20 @@ are replaced in one transaction (rescan.plan decides), then recapped (writer.wri
 
     default_range(session, chat_id)             -> (first, last): the open scene, as message numbers
     start_rescan(services, chat_id, first, last) -> RescanStatus: checked now, the work in a thread
-    rescan_status(engine, chat_id)              -> the chat's last re-scan in this process, or None
+    rescan_status(engine, chat_id)              -> the chat's last re-scan, or None
+    close_cut_short(services)                   -> at start (app/jobs.py): close the re-scans a restart cut short
 
 Decisions:
-- Not a SceneRun: that table is Prepare's (its newest unfinished run makes `checks.preparing` hold the
-  chat's ongoing checks, and Resume would pick a re-scan up as a Prepare run) and it has no place for
-  the range; no schema change for it. A re-scan changes nothing until every window is read, then
-  changes the scenes in ONE transaction: a restart during the reading loses only the helper's answers
-  (Re-scan again), never half the scenes. So its progress lives in this process's memory, polled by
-  the panel like Prepare's; the recaps after the change are ordinary waiting scenes that the sweep
-  writes if a restart cuts them short.
+- A re-scan changes nothing until every window is read, then changes the scenes in ONE transaction: a
+  restart during the reading loses only the helper's answers, never half the scenes. Its progress lives
+  in this process's memory, polled by the panel like Prepare's. It is also a SceneRun (stage
+  "rescanning", which Prepare's queries leave out; `current` holds the range read, "41–60"), written when
+  it starts and when it ends, and marked (`checked_through_id`) in the transaction that changes the scenes.
+- A restart closes a re-scan it cut short (RunKind CLOSE, at start): "stopped" with RESTARTED (nothing was
+  changed: Re-scan again), or, past the change, RESTARTED_CHANGED (the new scenes' recaps are ordinary
+  waiting scenes, which the sweep writes). Not resumed: the helper's answers were in memory, and the
+  user may not want the same range read again after what made them restart. The panel and the API then
+  show that outcome until the next re-scan.
 - One re-scan per chat at a time (Conflict); none while the chat's Prepare run is unfinished, while
   processing is paused, or with Advanced Memory off; Roleplay chats only.
 - A scene check after a reply may close a scene in the range while the helper reads it: the scenes
@@ -48,7 +52,7 @@ from app.memory.scenes import rescan
 from app.memory.scenes.check import NumberedMessage, check_request, history_window, windows_left
 from app.memory.scenes.checks import ask_scene_ends, last_scene_end, preparing
 from app.memory.scenes.messages import ReadableMessage, helper_config, readable_messages
-from app.memory.scenes.models import Scene, SceneRecapPart, SceneState
+from app.memory.scenes.models import Scene, SceneRecapPart, SceneRun, SceneState
 from app.memory.scenes.service import chat_messages
 from app.memory.scenes.writer import write_recap
 from app.memory.summaries import answers
@@ -60,6 +64,10 @@ log = logging.getLogger(__name__)
 BUSY = "A re-scan is already running in this chat; wait for it to finish."
 PREPARING = "Prepare existing history is unfinished in this chat; let it finish (Resume) before re-scanning."
 PAUSED = "Advanced Memory processing is paused in this chat; Resume processing first."
+RESTARTED = "Sugo restarted while the helper read these messages; nothing was changed. Re-scan again."
+RESTARTED_CHANGED = ("Sugo restarted after the scenes in these messages changed; the new scenes' recaps are "
+                     "written in the background (or by Fix).")
+STAGE = "rescanning"
 COLLIDED = "A scene check changed the scenes in these messages while the helper read them; nothing was changed. Re-scan again."
 INTERNAL = (
     "Something went wrong on Sugo's side while re-scanning; nothing was changed. The log has the details."
@@ -86,9 +94,57 @@ RESCANS = ChatClaims()  # the chats a re-scan thread of this process works
 
 
 def rescan_status(engine: Engine, chat_id: int) -> RescanStatus | None:
+    """The chat's re-scan in this process; else how the newest one before the last start ended."""
     with _lock:
         run = _runs.get(engine, {}).get(chat_id)
-        return None if run is None else dataclasses.replace(run)
+        if run is not None:
+            return dataclasses.replace(run)
+    with Session(engine) as session:
+        row = _latest(session, chat_id)
+    if row is None or row.status == "running" or (bounds := _bounds(row)) is None:
+        return None
+    return RescanStatus(row.status, *bounds, message=row.reason)
+
+
+def _latest(session: Session, chat_id: int) -> SceneRun | None:
+    return session.exec(select(SceneRun).where(SceneRun.chat_id == chat_id, SceneRun.stage == STAGE)
+                        .order_by(col(SceneRun.id).desc()).limit(1)).first()  # fmt: skip
+
+
+def _bounds(row: SceneRun) -> tuple[int, int] | None:
+    first, _, last = row.current.partition("–")
+    return (int(first), int(last)) if first.isdigit() and last.isdigit() else None
+
+
+def close_cut_short(services: Services) -> int:
+    """Close the re-scans a restart left "running" that no thread of this process works; how many."""
+    engine = services.engine
+    closed = 0
+    with Session(engine) as session:
+        rows = session.exec(select(SceneRun).where(SceneRun.stage == STAGE, SceneRun.status == "running")).all()
+        for row in rows:
+            newest = _latest(session, row.chat_id)
+            if RESCANS.held(engine, row.chat_id) and newest is not None and newest.id == row.id:
+                continue  # the re-scan a thread works now
+            row.status, row.updated_at = "stopped", utcnow()
+            row.reason = RESTARTED if row.checked_through_id is None else RESTARTED_CHANGED
+            session.add(row)
+            closed += 1
+        session.commit()
+    return closed
+
+
+def _record_end(engine: Engine, job: _Job) -> None:
+    """Keep how the re-scan ended on its row (left "running" when the app shut down: the next start closes it)."""
+    run = rescan_status(engine, job.chat_id)
+    if run is None or run.status == "running":
+        return
+    with Session(engine) as session:
+        row = session.get(SceneRun, job.run_id)
+        if row is not None:
+            row.status, row.reason, row.updated_at = run.status, run.message, utcnow()
+            session.add(row)
+            session.commit()
 
 
 def _update(engine: Engine, chat_id: int, **fields) -> None:
@@ -176,6 +232,7 @@ class _Job:
     messages: tuple[ReadableMessage, ...]  # the readable messages of the range
     interval: int
     touching: frozenset[tuple[int, int, int]]
+    run_id: int = 0  # its SceneRun
 
 
 def start_rescan(services: Services, chat_id: int, first: int, last: int) -> RescanStatus:
@@ -215,6 +272,11 @@ def start_rescan(services: Services, chat_id: int, first: int, last: int) -> Res
     if not RESCANS.claim(engine, chat_id):
         raise Conflict(BUSY)
     with RESCANS.holding(engine, chat_id):
+        with Session(engine) as session:
+            row = SceneRun(chat_id=chat_id, stage=STAGE, current=f"{wide[0]}–{wide[1]}")
+            session.add(row)
+            session.commit()
+            job = dataclasses.replace(job, run_id=row.id or 0)
         with _lock:
             run = _runs.setdefault(engine, {})[chat_id] = RescanStatus("running", *wide)
             shown = dataclasses.replace(run)
@@ -241,6 +303,8 @@ def _work(services: Services, job: _Job) -> None:
     except Exception:
         log.exception("Re-scan scenes failed in chat %s", chat_id)
         _update(engine, chat_id, status="failed", message=INTERNAL)
+    finally:
+        _record_end(engine, job)
 
 
 def _detect(services: Services, job: _Job) -> list[int] | None:
@@ -320,6 +384,9 @@ def _change(engine: Engine, job: _Job, ends: list[int]) -> list[int] | None:
             if (state.checked_through_id or 0) < end:
                 state.checked_through_id, state.updated_at = end, utcnow()
                 session.add(state)
+            if (row := session.get(SceneRun, job.run_id)) is not None:  # past the change: a restart now says so
+                row.checked_through_id, row.updated_at = end, utcnow()
+                session.add(row)
             session.commit()
         except IntegrityError:
             session.rollback()

@@ -14,8 +14,12 @@ Decisions:
   state "deleted", without text, participants, timeframe or saved parts. The writer claims only
   "waiting"/"failed" scenes and the sweep looks only for those, so routine preparation never writes it
   again; writing the Summary text by hand brings it back as a manual recap.
-- Delete all memories: every scene of the chat, their saved parts and the chat's scene-check state go;
-  the chat, its messages and its settings stay, and the next check starts from the first message.
+- Delete all memories: every scene of the chat, their saved parts and the chat's scene-check state go
+  (Prepare existing history's runs too, so a Prepare cancelled before starts again from the first message
+  rather than resuming past scenes that no longer exist); the chat, its messages and its settings stay,
+  and the next check starts from the first message. Refused while Prepare runs (PREPARING), as Fix and
+  Re-scan are: Prepare would go on closing scenes after a mark whose scenes are gone. Import is refused
+  then too (it replaces the scenes the same way).
 - Import replaces: a chat that already has scenes is refused unless `replace` is asked for (its scenes
   and parts then go first, in the same transaction). Everything is checked before the first write.
   The scene check's mark moves to the last imported scene's end, so it does not read those messages again.
@@ -35,7 +39,8 @@ from app.chats.service import get_chat
 from app.downloads import safe_stem
 from app.errors import Conflict, NotFound, UserError
 from app.memory.scenes import prompt, transfer
-from app.memory.scenes.models import Scene, SceneRecapPart, SceneState
+from app.memory.scenes.checks import prepare_running
+from app.memory.scenes.models import PREPARE_STAGES, Scene, SceneRecapPart, SceneRun, SceneState
 from app.timeutil import utcnow
 
 
@@ -153,14 +158,30 @@ def delete_summary(session: Session, chat_id: int, scene_id: int) -> Scene:
     return scene
 
 
+PREPARING = ("Prepare existing history is running in this chat: wait for it to finish or Cancel it "
+             "(Chat Settings → Advanced Memory Recall), then {what}.")
+
+
+def _refuse_while_preparing(session: Session, chat_id: int, what: str) -> None:
+    if prepare_running(session, chat_id):
+        raise Conflict(PREPARING.format(what=what))
+
+
 def delete_all(session: Session, chat_id: int) -> int:
-    """Delete all memories: the chat's scenes, their parts and its scene-check state; how many scenes."""
+    """Delete all memories: the chat's scenes, their parts, its scene-check state and Prepare's runs; how
+    many scenes. Refused while Prepare runs."""
     get_chat(session, chat_id)
+    _refuse_while_preparing(session, chat_id, "delete all memories")
+    return _delete_all(session, chat_id)
+
+
+def _delete_all(session: Session, chat_id: int) -> int:
     ids = [s.id for s in _scenes(session, chat_id) if s.id is not None]
     _drop_parts(session, ids)
     if ids:
         session.exec(delete(Scene).where(col(Scene.id).in_(ids)))  # type: ignore[call-overload]
     session.exec(delete(SceneState).where(col(SceneState.chat_id) == chat_id))  # type: ignore[call-overload]
+    session.exec(delete(SceneRun).where(col(SceneRun.chat_id) == chat_id, col(SceneRun.stage).in_(PREPARE_STAGES)))  # type: ignore[call-overload]
     session.flush()
     return len(ids)
 
@@ -189,6 +210,7 @@ def import_file(session: Session, chat_id: int, raw: bytes, *, replace: bool = F
     """Import a scenes file into the chat, matched to its messages by number; everything is checked
     first, and any problem refuses the whole file with a sentence."""
     get_chat(session, chat_id)
+    _refuse_while_preparing(session, chat_id, "import")
     messages = chat_messages(session, chat_id)
     try:
         scenes = transfer.read_file(raw)
@@ -199,7 +221,7 @@ def import_file(session: Session, chat_id: int, raw: bytes, *, replace: bool = F
     if existing and not replace:
         raise Conflict(f"This chat already has {len(existing)} scene{'s' if len(existing) != 1 else ''}: "
                        "import with replace to put the file's in their place, or delete all memories first.")  # fmt: skip
-    replaced = delete_all(session, chat_id) if existing else 0
+    replaced = _delete_all(session, chat_id) if existing else 0
     now = utcnow()
     for s in scenes:
         session.add(Scene(

@@ -15,14 +15,24 @@ from sqlmodel import Session
 
 from app.chats.models import Chat
 from app.chats.settings import ChatSettings
-from app.jobs import Job
+from app.jobs import CLOSE, RESUME, Job, RunKind
 from app.memory.recall.embedding import embedder_for_chat
 from app.memory.recall.service import start_search
-from app.memory.scenes import prompt, recalled, service, settings_form
+from app.memory.scenes import fix, prepare, prompt, recalled, rescans, service, settings_form
 from app.memory.scenes.jobs import JOBS, schedule_processing
 from app.memory.scenes.rewrites import schedule_rewrites
+from app.memory.scenes.writer import release_stale
 from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
 from app.services import Services
+
+# What a restart leaves is settled at start in this order (app/jobs.py): the recaps it cut short go back to
+# waiting first, so Prepare (resumed next) and the sweep find them; Fix and Re-scan are closed with a sentence.
+RUNS = (
+    RunKind("Scene recaps", "scene", RESUME, lambda services: release_stale(services.engine)),
+    RunKind("Prepare existing history", "scene_run", RESUME, prepare.resume_cut_short),
+    RunKind("Fix", "scene_run", CLOSE, fix.close_cut_short, reason=fix.RESTARTED),
+    RunKind("Re-scan scenes", "scene_run", CLOSE, rescans.close_cut_short, reason=rescans.RESTARTED),
+)
 
 
 class AdvancedMemorySource(PromptSource):
@@ -74,6 +84,9 @@ class AdvancedMemorySource(PromptSource):
 
     def jobs(self) -> Sequence[Job]:
         return JOBS
+
+    def runs(self) -> Sequence[RunKind]:
+        return RUNS
 
     def chat_branched(self, session: Session, source: Chat, branch: Chat) -> None:
         service.copy_to_branch(session, source.id, branch.id)

@@ -38,21 +38,26 @@ class GenerateIn(BaseModel):
 
 
 class GenerateStatus(BaseModel):
-    """The chat's newest Generate run: running, failed (with the reason) or done (with the entry)."""
+    """The chat's newest Generate run: waiting its turn (for `waiting_for`: "Backfill", "the automatic
+    summary", "the summary of messages 3–7"), running, failed (with the reason), done (with the entry) or
+    cancelled (while it waited)."""
 
     job_id: int | None
-    status: Literal["none", "running", "failed", "done"]
+    status: Literal["none", "waiting", "running", "failed", "done", "cancelled"]
     reason: str = ""
     entry_id: int | None = None
     first_position: int | None = None
     last_position: int | None = None
+    waiting_for: str = ""
 
 
-def _status(job) -> GenerateStatus:
+def _status(job, session=None) -> GenerateStatus:
     if job is None:
         return GenerateStatus(job_id=None, status="none")
+    waiting_for = generate.waiting_for(session, job.chat_id) if session is not None and job.status == "waiting" else ""
     return GenerateStatus(job_id=job.id, status=job.status, reason=job.reason, entry_id=job.entry_id,
-                          first_position=job.first_position, last_position=job.last_position)  # fmt: skip
+                          first_position=job.first_position, last_position=job.last_position,
+                          waiting_for=waiting_for)  # fmt: skip
 
 
 class BackfillStatus(BaseModel):
@@ -135,30 +140,38 @@ def write_summary(chat_id: int, data: SummaryIn, session: SessionDep) -> Summary
 
 
 @router.post("/{chat_id}/summaries/generate", response_model=GenerateStatus, status_code=202)
-def generate_summary(chat_id: int, data: GenerateIn, services: ServicesDep) -> GenerateStatus:
-    """Have the chat's connection write an entry for the scope; the run goes on in the background."""
-    return _status(generate.start(services, chat_id, **data.model_dump()))
+def generate_summary(chat_id: int, data: GenerateIn, session: SessionDep, services: ServicesDep) -> GenerateStatus:
+    """Have the chat's connection write an entry for the scope; the run goes on in the background. While
+    another run has the chat (Backfill, automatic, a Generate) it waits its turn ("waiting"; 409 when one
+    waits already)."""
+    return _status(generate.start(services, chat_id, **data.model_dump()), session)
 
 
 @router.get("/{chat_id}/summaries/generate", response_model=GenerateStatus)
 def generate_status(chat_id: int, session: SessionDep, services: ServicesDep) -> GenerateStatus:
     """The newest Generate run of this chat."""
     get_chat(session, chat_id)
-    return _status(generate.latest_job(session, services.engine, chat_id))
+    return _status(generate.latest_job(session, services.engine, chat_id), session)
+
+
+@router.post("/{chat_id}/summaries/generate/cancel", response_model=GenerateStatus)
+def cancel_waiting_summary(chat_id: int, session: SessionDep, services: ServicesDep) -> GenerateStatus:
+    """Cancel the Generate waiting its turn (400 when none waits; one already running goes on)."""
+    return _status(generate.cancel_waiting(services, chat_id), session)
 
 
 @router.post("/{chat_id}/summaries/uncovered", response_model=GenerateStatus, status_code=202)
-def summarise_uncovered(chat_id: int, services: ServicesDep) -> GenerateStatus:
+def summarise_uncovered(chat_id: int, session: SessionDep, services: ServicesDep) -> GenerateStatus:
     """Have the model summarise the oldest messages older than the recent tail that no summary covers
-    (at most 50 at a time); the run is polled like any Generate."""
-    return _status(generate.start_uncovered(services, chat_id))
+    (at most 50 at a time); the run is polled like any Generate (and waits its turn like one)."""
+    return _status(generate.start_uncovered(services, chat_id), session)
 
 
 @router.post("/{chat_id}/summaries/generate/retry", response_model=GenerateStatus, status_code=202)
 def retry_summary(chat_id: int, session: SessionDep, services: ServicesDep) -> GenerateStatus:
     """Run the newest failed Generate again, for the same scope."""
     get_chat(session, chat_id)
-    return _status(generate.retry(services, chat_id))
+    return _status(generate.retry(services, chat_id), session)
 
 
 @router.post("/{chat_id}/summaries/backfill", response_model=BackfillStatus, status_code=202)

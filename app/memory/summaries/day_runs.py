@@ -20,6 +20,12 @@ Decisions:
   (Marinara's way), so a busy day does not overflow the model's context and fail for ever.
 - Only the active swipe of each message is read; hidden-from-AI messages are skipped. The connection is
   the chat's at the time of the run; changing it later rewrites nothing.
+- A Backfill is also a SummaryRun (kind "days"), written when it starts, when Stop is asked and when it
+  ends: its progress lives in this process (Progress), the row is what a restart finds. A restart
+  resumes a Backfill it cut short (RunKind RESUME, at start: app/jobs.py) as the same Backfill again:
+  the newest missing days, up to the same number (those it summarised are no longer missing, and the
+  unique day key means none is written twice); one whose Stop was asked for ends as stopped, one that
+  cannot start (no connection) fails with why.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from app.claims import ChatClaims
 from app.connections.providers import complete_chat_blocking
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError
 from app.connections.service import provider_config
-from app.errors import UserError
+from app.errors import NotFound, UserError
 from app.memory.summaries import answers, days, overlap
 from app.memory.summaries.conversation import (
     chat_days,
@@ -52,6 +58,7 @@ from app.memory.summaries.conversation import (
 )
 from app.memory.summaries.day_models import DayFailure, DaySummary, WeekSummary
 from app.memory.summaries.generate import INTERNAL
+from app.memory.summaries.models import SummaryRun
 from app.memory.summaries.prompts import (
     CONVERSATION_DAY_PARTS_PROMPT,
     CONVERSATION_DAY_PROMPT,
@@ -326,26 +333,31 @@ def summarize_conversations(services: Services) -> None:
             log.exception("day summaries failed for chat %s", chat_id)
 
 
-def start_backfill(services: Services, chat_id: int, *, limit: int = days.BACKFILL_DAYS) -> Progress:
-    """Summarise up to `limit` of the newest missing days now, in a thread."""
+def start_backfill(services: Services, chat_id: int, *, limit: int = days.BACKFILL_DAYS,
+                   run_id: int | None = None) -> Progress:  # fmt: skip
+    """Summarise up to `limit` of the newest missing days now, in a thread (`run_id`: the run a restart
+    cut short, resumed)."""
     engine = services.engine
     with Session(engine) as session:
         chat = conversation_chat(session, chat_id)
         _connection(session, chat, services)
     if not _claims.claim(engine, chat_id):
         raise UserError("Summaries are already being written for this chat; wait for them to finish.")
-    progress = Progress()
-    _backfills[_key(engine, chat_id)] = progress
+    with _claims.holding(engine, chat_id):
+        run_id = _record_start(engine, chat_id, limit, run_id)
+        progress = Progress()
+        _backfills[_key(engine, chat_id)] = progress
 
-    def work() -> None:
-        try:
-            _run(services, chat_id, progress, limit=limit, wait_for_backoff=False)
-        except Exception:
-            log.exception("Backfill failed for chat %s", chat_id)
-        finally:
-            progress.running, progress.current = False, ""
+        def work() -> None:
+            try:
+                _run(services, chat_id, progress, limit=limit, wait_for_backoff=False)
+            except Exception:
+                log.exception("Backfill failed for chat %s", chat_id)
+            finally:
+                progress.running, progress.current = False, ""
+                _record_end(engine, run_id, progress)
 
-    _claims.start(engine, chat_id, work, name=f"backfill-{chat_id}")
+        _claims.start(engine, chat_id, work, name=f"backfill-{chat_id}")
     return progress
 
 
@@ -354,7 +366,69 @@ def stop_backfill(services: Services, chat_id: int) -> Progress:
     if progress is None or not progress.running:
         raise UserError("No Backfill is running for this chat.")
     progress.stop.set()
+    with Session(services.engine) as session:  # a restart before it ends must not resume it
+        if (run := _latest(session, chat_id)) is not None and run.status == "running":
+            run.stop_requested, run.updated_at = True, utcnow()
+            session.add(run)
+            session.commit()
     return progress
+
+
+def _latest(session: Session, chat_id: int) -> SummaryRun | None:
+    return session.exec(select(SummaryRun).where(SummaryRun.chat_id == chat_id, SummaryRun.kind == "days")
+                        .order_by(col(SummaryRun.id).desc()).limit(1)).first()  # fmt: skip
+
+
+def _record_start(engine: Engine, chat_id: int, limit: int, run_id: int | None) -> int:
+    with Session(engine) as session:
+        run = session.get(SummaryRun, run_id) if run_id is not None else None
+        run = run or SummaryRun(chat_id=chat_id, kind="days", total=limit)
+        run.status, run.stop_requested, run.reason, run.updated_at = "running", False, "", utcnow()
+        session.add(run)
+        session.commit()
+        return run.id or 0
+
+
+def _record_end(engine: Engine, run_id: int, progress: Progress) -> None:
+    with Session(engine) as session:
+        if (run := session.get(SummaryRun, run_id)) is not None:
+            run.status = "stopped" if progress.stopped else "done"
+            run.total, run.done, run.updated_at = progress.total, progress.done, utcnow()
+            session.add(run)
+            session.commit()
+
+
+def resume_backfills(services: Services) -> int:
+    """At start: resume the Backfills a restart left "running" that no thread of this process works (a
+    Stop asked for ends them instead; one that cannot start fails with why); how many."""
+    engine = services.engine
+    settled = 0
+    with Session(engine) as session:
+        rows = [(r.id or 0, r.chat_id, r.total, r.stop_requested) for r in session.exec(
+            select(SummaryRun).where(SummaryRun.kind == "days", SummaryRun.status == "running"))]  # fmt: skip
+    for run_id, chat_id, total, stop_asked in rows:
+        if _claims.held(engine, chat_id):
+            continue  # a thread works the chat's days now, and ends the run when it is done
+        settled += 1
+        if not stop_asked:
+            try:
+                start_backfill(services, chat_id, limit=total or days.BACKFILL_DAYS, run_id=run_id)
+                continue
+            except UserError as err:  # no connection any more, not a Conversation chat
+                status, reason = "failed", str(err)
+            except NotFound:
+                continue
+            except Exception:  # a bug of ours: said on the run rather than left "running"
+                log.exception("resuming the day Backfill of chat %s failed", chat_id)
+                status, reason = "failed", INTERNAL
+        else:
+            status, reason = "stopped", ""
+        with Session(engine) as session:
+            if (run := session.get(SummaryRun, run_id)) is not None:
+                run.status, run.reason, run.updated_at = status, reason, utcnow()
+                session.add(run)
+                session.commit()
+    return settled
 
 
 def result_sentence(progress: Progress) -> str:

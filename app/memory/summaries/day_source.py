@@ -15,7 +15,7 @@ from sqlmodel import Session
 from app import forms
 from app.chats.models import Chat
 from app.chats.st_metadata import SUGO_KEY
-from app.jobs import Job, run_soon
+from app.jobs import RESUME, Job, RunKind, run_soon
 from app.memory.summaries import conversation, day_runs, day_transfer, days
 from app.memory.summaries.prompts import day_block, important_memories, week_block
 from app.prompt.builder import DynamicBlock
@@ -24,6 +24,7 @@ from app.services import Services
 
 JOBS = (Job("summaries.conversation_days", day_runs.summarize_conversations,
             every_minutes=day_runs.JOB_MINUTES, at_start=True),)  # fmt: skip
+RUNS = (RunKind("Day Backfill", "summary_run", RESUME, day_runs.resume_backfills),)
 
 
 class DaySummarySource(PromptSource):
@@ -72,6 +73,9 @@ class DaySummarySource(PromptSource):
 
     def jobs(self) -> Sequence[Job]:
         return JOBS
+
+    def runs(self) -> Sequence[RunKind]:
+        return RUNS
 
     def settings_section(self, session: Session, chat: Chat, services: Services) -> SettingsSection | None:
         if chat.mode != "conversation":

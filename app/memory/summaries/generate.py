@@ -1,9 +1,15 @@
 """Generate: the chat's connection writes a Chat Summary entry for a scope, off the event loop.
 
 Decisions:
-- One run per chat at a time (the same chat and range are never summarised twice at once): a second
-  Generate while one runs is refused with a sentence. The claim lives in this process; a run that a
-  restart cut short is shown as failed, with Retry.
+- One run per chat at a time, whichever kind (Generate, Backfill, automatic): the same chat and range are
+  never summarised twice at once. A Generate asked for while another run has the chat waits its turn:
+  it is stored as "waiting" (the panel says "Waiting for Backfill to finish…", with Cancel) and starts
+  the moment that run lets go of the chat (ChatClaims.start's `then`; the automatic run calls
+  `start_waiting` itself). One waiting Generate per chat: a second is refused with a sentence, since the
+  panel shows one run. Its messages are read when it starts, not when it was asked for.
+- A restart (RunKind, settled at start: app/jobs.py) closes a Generate whose answer was on its way as
+  failed with INTERRUPTED, and Retry at hand (the user sees what happened and decides); a Generate that
+  was waiting its turn had not begun, and starts (after the resumed Backfill, if one holds the chat).
 - The model reads only the active swipe of each message in scope; hidden-from-AI messages are skipped.
 - An answer that is only thinking or cut off is asked again once with a doubled budget; any failure
   writes no entry, changes none, and is kept on the job with its reason.
@@ -23,9 +29,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import partial
 
+from sqlalchemy import update
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from app.chats.models import Chat, Message
 from app.chats.service import chat_connection, get_chat
@@ -35,9 +43,9 @@ from app.connections.models import Connection
 from app.connections.providers import complete_chat_blocking
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError
 from app.connections.service import provider_config
-from app.errors import UserError
+from app.errors import Conflict, NotFound, UserError
 from app.memory.summaries import answers, overlap, templates
-from app.memory.summaries.models import SummaryEntry, SummaryJob
+from app.memory.summaries.models import SummaryEntry, SummaryJob, SummaryRun
 from app.memory.summaries.prompts import TranscriptLine, transcript
 from app.memory.summaries.rules import scope_coverage
 from app.memory.summaries.service import MAX_ENTRIES, MAX_TITLE, list_entries, message_ids, uncovered
@@ -48,6 +56,9 @@ from app.timeutil import utcnow
 log = logging.getLogger(__name__)
 
 INTERRUPTED = "The run was interrupted (Sugo restarted) before the model answered."
+WAITING_ALREADY = ("A summary is already waiting its turn in this chat: it is written when the run in hand ends. "
+                   "Cancel it to ask for another.")
+NOT_WAITING = "No summary is waiting its turn in this chat."
 INTERNAL = "Something went wrong on Sugo's side while writing the summary; the log has the details."
 # One run per chat at a time, whichever kind (Generate, Backfill, automatic).
 SUMMARY_RUNS = ChatClaims()
@@ -80,16 +91,29 @@ def release(engine: Engine, chat_id: int) -> None:
 
 
 def latest_job(session: Session, engine: Engine, chat_id: int) -> SummaryJob | None:
-    """The chat's newest run; a "running" one that no thread holds any more was cut short."""
-    job = session.exec(
-        select(SummaryJob).where(SummaryJob.chat_id == chat_id).order_by(SummaryJob.id.desc()).limit(1)  # type: ignore[union-attr]
-    ).first()
-    if job is not None and job.status == "running" and not running(engine, chat_id):
-        session.refresh(job)  # the run may have ended between the read and the check
-        if job.status == "running":
-            session.expunge(job)  # shown as failed; the row stays as the run left it
-            job.status, job.reason = "failed", INTERRUPTED
-    return job
+    """The chat's newest Generate run (one cancelled while it waited is passed over: the run it waited
+    for is what the panel follows then)."""
+    return session.exec(
+        select(SummaryJob).where(SummaryJob.chat_id == chat_id, SummaryJob.status != "cancelled")
+        .order_by(SummaryJob.id.desc()).limit(1)  # type: ignore[union-attr]
+    ).first()  # fmt: skip
+
+
+def _waiting(session: Session, chat_id: int) -> SummaryJob | None:
+    return session.exec(select(SummaryJob).where(SummaryJob.chat_id == chat_id, SummaryJob.status == "waiting")
+                        .order_by(col(SummaryJob.id)).limit(1)).first()  # fmt: skip
+
+
+def waiting_for(session: Session, chat_id: int) -> str:
+    """What a waiting Generate waits for, as the panel names it: "Backfill", "the automatic summary", or
+    "the summary of messages 3–7"."""
+    kinds = session.exec(select(SummaryRun.kind).where(SummaryRun.chat_id == chat_id, SummaryRun.status == "running")).all()
+    if "backfill" in kinds:
+        return "Backfill"
+    if "automatic" in kinds:
+        return "the automatic summary"
+    job = session.exec(select(SummaryJob).where(SummaryJob.chat_id == chat_id, SummaryJob.status == "running")).first()
+    return f"the summary of messages {job.first_position}–{job.last_position}" if job else "the summary in hand"
 
 
 def summary_connection(session: Session, chat: Chat) -> tuple[Connection | None, bool]:
@@ -156,13 +180,107 @@ def start(services: Services, chat_id: int, *, scope: str = "last", last: int | 
                          first_message_id=cov.first_id, last_message_id=cov.last_id,
                          first_position=cov.first_position, last_position=cov.last_position)  # fmt: skip
         request = summary_request(session, job, read_settings(chat.settings).summary_max_tokens)
-        claim(engine, chat_id)
+        if SUMMARY_RUNS.claim(engine, chat_id):
+            with SUMMARY_RUNS.holding(engine, chat_id):
+                session.add(job)
+                session.commit()
+                session.refresh(job)
+                _launch(services, job.id or 0, chat_id, config, request)
+            return job
+        # Another run has the chat (Backfill, automatic, a Generate): this one waits its turn.
+        if _waiting(session, chat_id) is not None:
+            raise Conflict(WAITING_ALREADY)
+        job.status = "waiting"
+        session.add(job)
+        session.commit()
+        job_id = job.id
+    start_waiting(services, chat_id)  # that run may have let go of the chat meanwhile
+    with Session(engine) as session:
+        waiting = session.get(SummaryJob, job_id)
+        if waiting is None:
+            raise NotFound(f"Chat {chat_id} was deleted meanwhile.")
+        return waiting
+
+
+def _launch(services: Services, job_id: int, chat_id: int, config: ProviderConfig, request: Request) -> None:
+    """Write the job's entry in a thread holding the chat's claim (taken); a Generate waiting meanwhile
+    starts when it lets go."""
+    SUMMARY_RUNS.start(services.engine, chat_id, _run, services.engine, job_id, chat_id, config, request,
+                       name=f"summary-{chat_id}", then=partial(start_waiting, services, chat_id))  # fmt: skip
+
+
+def _stopped(services: Services) -> bool:
+    """The app has shut down (its scheduler stopped): what waits is started by the next start."""
+    return services.scheduler is not None and not services.scheduler.running
+
+
+def start_waiting(services: Services, chat_id: int) -> bool:
+    """Start the chat's Generate that waited its turn, if the chat is free now; whether one started. Its
+    request is built now (from the messages as they are); one that can no longer run fails with why."""
+    engine = services.engine
+    if _stopped(services):
+        return False
+    with Session(engine) as session:
+        job = _waiting(session, chat_id)
+        if job is None or not SUMMARY_RUNS.claim(engine, chat_id):
+            return False
         with SUMMARY_RUNS.holding(engine, chat_id):
-            session.add(job)
+            try:
+                chat = get_chat(session, chat_id)
+                config = summary_config(session, services, chat)
+                request = summary_request(session, job, read_settings(chat.settings).summary_max_tokens)
+                new_status, reason = "running", ""
+            except UserError as err:  # the connection was removed, the messages hidden or deleted meanwhile
+                new_status, reason = "failed", str(err)
+            # Conditional: a Cancel that came meanwhile wins.
+            moved = session.exec(update(SummaryJob).where(col(SummaryJob.id) == job.id, col(SummaryJob.status) == "waiting")  # type: ignore[call-overload]
+                                 .values(status=new_status, reason=reason, updated_at=utcnow())).rowcount  # fmt: skip
             session.commit()
-            session.refresh(job)
-            SUMMARY_RUNS.start(engine, chat_id, _run, engine, job.id, chat_id, config, request, name=f"summary-{chat_id}")
+            if moved != 1 or new_status != "running":
+                SUMMARY_RUNS.release(engine, chat_id)
+                return False
+            _launch(services, job.id or 0, chat_id, config, request)
+        return True
+
+
+def cancel_waiting(services: Services, chat_id: int) -> SummaryJob:
+    """Cancel the chat's Generate waiting its turn (one already started goes on)."""
+    with Session(services.engine) as session:
+        get_chat(session, chat_id)
+        job = _waiting(session, chat_id)
+        moved = 0
+        if job is not None:
+            moved = session.exec(update(SummaryJob).where(col(SummaryJob.id) == job.id, col(SummaryJob.status) == "waiting")  # type: ignore[call-overload]
+                                 .values(status="cancelled", updated_at=utcnow())).rowcount  # fmt: skip
+            session.commit()
+        if job is None or moved != 1:
+            raise UserError(NOT_WAITING)
+        session.refresh(job)
         return job
+
+
+def close_interrupted(services: Services) -> int:
+    """At start: the Generates a restart cut short while the model was asked, failed with INTERRUPTED
+    (Retry at hand); how many."""
+    engine = services.engine
+    closed = 0
+    with Session(engine) as session:
+        for job in session.exec(select(SummaryJob).where(SummaryJob.status == "running")).all():
+            if running(engine, job.chat_id):
+                continue  # a thread of this process works the chat now
+            job.status, job.reason, job.updated_at = "failed", INTERRUPTED, utcnow()
+            session.add(job)
+            closed += 1
+        session.commit()
+    return closed
+
+
+def start_all_waiting(services: Services) -> int:
+    """The Generates waiting their turn whose chat is free, started (at start, after the resumed runs that
+    go first, and by the summaries' sweep should a hand-over ever be missed); how many."""
+    with Session(services.engine) as session:
+        chats = session.exec(select(SummaryJob.chat_id).where(SummaryJob.status == "waiting").distinct()).all()
+    return sum(start_waiting(services, chat_id) for chat_id in chats)
 
 
 def start_uncovered(services: Services, chat_id: int) -> SummaryJob:

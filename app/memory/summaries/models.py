@@ -38,7 +38,9 @@ class SummaryEntry(SQLModel, table=True):
     updated_at: datetime = Field(default_factory=utcnow)
 
 
-JOB_STATUSES = ("running", "failed", "done")
+# waiting: asked for while another run had the chat, started when it lets go (generate.start_waiting);
+# cancelled: Cancel while it waited.
+JOB_STATUSES = ("waiting", "running", "failed", "done", "cancelled")
 
 
 class SummaryJob(SQLModel, table=True):
@@ -78,12 +80,13 @@ class SummaryTemplate(SQLModel, table=True):
     updated_at: datetime = Field(default_factory=utcnow)
 
 
-RUN_KINDS = ("backfill", "automatic")
+RUN_KINDS = ("backfill", "automatic", "days")  # days: a Conversation chat's day Backfill (day_runs.py)
 RUN_STATUSES = ("running", "stopped", "failed", "done")
 
 
 class SummaryRun(SQLModel, table=True):
-    """A Backfill Summary or an automatic summary run, kept in the database so a restart resumes it.
+    """A Backfill Summary, an automatic summary run or a day Backfill, kept in the database so a restart
+    resumes it (app/jobs.py).
 
     Backfill: `total` batches were found when it started, `done` of them are finished, `current` says
     which messages the step in hand covers; Stop sets `stop_requested` and the run ends after the model

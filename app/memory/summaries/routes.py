@@ -69,6 +69,14 @@ def generate_summary_page(chat_id: int, request: Request, form: FormDep, service
         return _panel(request, session, chat_id, show_inactive=_shown(request, form))
 
 
+@router.post("/chats/{chat_id}/summaries/generate/cancel")
+def cancel_waiting_summary_page(chat_id: int, request: Request, form: FormDep, services: ServicesDep) -> HTMLResponse:
+    """Cancel the Generate waiting for the chat's run in hand."""
+    generate.cancel_waiting(services, chat_id)
+    with Session(services.engine) as session:
+        return _panel(request, session, chat_id, show_inactive=_shown(request, form))
+
+
 @router.post("/chats/{chat_id}/summaries/uncovered")
 def summarise_uncovered_page(chat_id: int, request: Request, form: FormDep, services: ServicesDep) -> HTMLResponse:
     """Have the model summarise the oldest messages no summary covers (one batch)."""

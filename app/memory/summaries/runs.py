@@ -8,15 +8,21 @@ Decisions:
 - Stop takes effect after the model call in hand: its entry is kept, no further call is made.
 - A failed Backfill step stops the run with its reason; Retry (or Backfill again) resumes the same run
   from that step. Finished entries stay.
-- A run the app was stopped in the middle of stays "running" in the database; the at-start job resumes
-  it. A thread that finds its app stopped writes nothing more (as if the process had died).
+- A restart resumes a Backfill it cut short (RunKind RESUME, settled at start before the first request:
+  app/jobs.py): the user asked for it and no finished batch is redone. One whose Stop was asked for ends
+  as stopped, one with nothing left as done, one that cannot start (no connection) fails with why. A
+  thread that finds its app stopped writes nothing more (as if the process had died).
+- An automatic run a restart cut short is resumed through its own retry schedule: it is marked failed
+  with INTERRUPTED (an attempt) and due at once, so the sweep (at start, then every minute) asks again,
+  never while another run has the chat.
 - Automatic: after a reply, when the chat has `summary_every` user messages after the newest entry's end,
   the messages after that end (the tail too, at most BATCH) get one entry. Nothing is written for a range
   an entry already reaches (checked in the transaction that writes, under the chat's run claim).
 - A failed automatic run is tried again by the scheduler after answers.retry_delay (1, 5, 30 minutes),
   MAX_AUTO_ATTEMPTS in all, then it waits for Retry. While it waits, new replies do not start another
   run: a broken provider is not called every N messages.
-- One run per chat at a time, whichever kind (Generate, Backfill, automatic): generate.claim.
+- One run per chat at a time, whichever kind (Generate, Backfill, automatic): generate.claim. A Generate
+  asked for meanwhile waits its turn and starts when the run lets go of the chat (generate.start_waiting).
 """
 
 from __future__ import annotations
@@ -24,16 +30,17 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from functools import partial
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from app.chats.models import Chat
 from app.chats.service import get_chat
 from app.chats.settings import read_settings
 from app.connections.providers.base import ProviderConfig
 from app.errors import Conflict, UserError
-from app.jobs import Job, run_soon
+from app.jobs import CLOSE, RESUME, Job, RunKind, run_soon
 from app.memory.summaries import answers
 from app.memory.summaries.coverage import (
     DEFAULT_BATCH,
@@ -45,11 +52,15 @@ from app.memory.summaries.coverage import (
 )
 from app.memory.summaries.generate import (
     INTERNAL,
+    INTERRUPTED,
     SUMMARY_RUNS,
     ask,
     claim,
+    close_interrupted,
     release,
     running,
+    start_all_waiting,
+    start_waiting,
     summary_config,
     summary_request,
     write_model_entry,
@@ -146,7 +157,8 @@ def start_backfill(services: Services, chat_id: int) -> SummaryRun:
             session.add(run)
             session.commit()
             session.refresh(run)
-            SUMMARY_RUNS.start(engine, chat_id, _backfill, services, run.id, chat_id, config, name=f"backfill-{chat_id}")
+            SUMMARY_RUNS.start(engine, chat_id, _backfill, services, run.id, chat_id, config, name=f"backfill-{chat_id}",
+                               then=partial(start_waiting, services, chat_id))  # fmt: skip
         return run
 
 
@@ -301,6 +313,7 @@ def run_automatic(services: Services, chat_id: int, *, retry: bool = False) -> N
                 _automatic_failed(session, run, INTERNAL)
     finally:
         release(engine, chat_id)
+        start_waiting(services, chat_id)  # a Generate that waited for this run
 
 
 def _automatic(services: Services, chat_id: int, scope: tuple[int, int], *, retry: bool) -> None:
@@ -364,34 +377,69 @@ def retry_automatic(services: Services, chat_id: int) -> SummaryRun:
     return run
 
 
-# The scheduler's sweep
+# The scheduler's sweep, and what a restart left
 
 
 def sweep(services: Services) -> None:
-    """Resume Backfill runs a shutdown cut short, and try failed automatic runs whose time has come."""
+    """Try failed automatic runs whose time has come (a run a restart cut short among them), and start a
+    Generate still waiting while its chat is free (should a hand-over ever have been missed)."""
     engine = services.engine
     now = utcnow()
     with Session(engine) as session:
-        runs = session.exec(select(SummaryRun).where(SummaryRun.status.in_(("running", "failed")))).all()  # type: ignore[attr-defined]
-        todo = [(r.chat_id, r.kind, r.status, r.next_attempt_at) for r in runs]
-    for chat_id, kind, status, next_at in todo:
+        runs = session.exec(select(SummaryRun).where(SummaryRun.kind == "automatic", SummaryRun.status == "failed",
+                                                     col(SummaryRun.next_attempt_at) <= now)).all()  # fmt: skip
+        todo = [r.chat_id for r in runs]
+    for chat_id in todo:
         if running(engine, chat_id):
             continue
         try:
-            if kind == "backfill" and status == "running":
-                if not _settle_backfill(engine, chat_id):
-                    start_backfill(services, chat_id)
-            elif kind == "automatic" and status == "running":
-                run_automatic(services, chat_id, retry=True)
-            elif kind == "automatic" and next_at is not None and next_at <= now:
-                run_automatic(services, chat_id, retry=True)
-        except UserError as err:  # nothing left to do, or the connection is gone: say so on the run
-            with Session(engine) as session:
-                run = latest_run(session, chat_id, kind)
-                if run is not None and run.status == "running":
-                    _fail(session, run, str(err))
+            run_automatic(services, chat_id, retry=True)
         except Exception:  # one broken chat must not stop the others
             log.exception("summary sweep failed for chat %s", chat_id)
+    start_all_waiting(services)
+
+
+def resume_backfills(services: Services) -> int:
+    """At start: resume the Backfill runs a restart left "running" that no thread of this process works
+    (ended instead when Stop was asked for or nothing is left; failed with why when they cannot start);
+    how many."""
+    engine = services.engine
+    with Session(engine) as session:
+        chats = session.exec(select(SummaryRun.chat_id).where(SummaryRun.kind == "backfill",
+                                                              SummaryRun.status == "running").distinct()).all()  # fmt: skip
+    settled = 0
+    for chat_id in chats:
+        if running(engine, chat_id):
+            continue
+        settled += 1
+        try:
+            if not _settle_backfill(engine, chat_id):
+                start_backfill(services, chat_id)
+        except Exception as err:  # the connection is gone (a sentence), or a bug of ours: said on the run
+            if not isinstance(err, UserError):
+                log.exception("resuming the Backfill of chat %s failed", chat_id)
+            with Session(engine) as session:
+                run = latest_run(session, chat_id, "backfill")
+                if run is not None and run.status == "running":
+                    _fail(session, run, str(err) if isinstance(err, UserError) else INTERNAL)
+    return settled
+
+
+def requeue_automatic(services: Services) -> int:
+    """At start: the automatic runs a restart left "running" become due at once for the sweep (failed with
+    INTERRUPTED); how many."""
+    engine = services.engine
+    requeued = 0
+    with Session(engine) as session:
+        for run in session.exec(select(SummaryRun).where(SummaryRun.kind == "automatic", SummaryRun.status == "running")).all():
+            if running(engine, run.chat_id):
+                continue
+            run.status, run.reason, run.next_attempt_at, run.updated_at = "failed", INTERRUPTED, utcnow(), utcnow()
+            run.attempts += 1  # the model was asked; due at once all the same (a restart is no reason to wait)
+            session.add(run)
+            requeued += 1
+        session.commit()
+    return requeued
 
 
 def _settle_backfill(engine: Engine, chat_id: int) -> bool:
@@ -414,3 +462,14 @@ def _settle_backfill(engine: Engine, chat_id: int) -> bool:
 
 
 JOBS = (Job("summaries.sweep", sweep, every_minutes=SWEEP_MINUTES, at_start=True),)
+
+# Settled at start in this order (app/jobs.py): the Generate and automatic runs cut short are closed while
+# no thread holds a chat (after the Backfills resume, a held chat would look busy); the Backfills then
+# resume and take their chats; a Generate waiting its turn starts last, at once or when its chat's
+# Backfill ends.
+RUNS = (
+    RunKind("Generate", "summary_job", CLOSE, close_interrupted, reason=INTERRUPTED),
+    RunKind("Automatic summary", "summary_run", RESUME, requeue_automatic),
+    RunKind("Backfill Summary", "summary_run", RESUME, resume_backfills),
+    RunKind("Generate waiting its turn", "summary_job", RESUME, start_all_waiting),
+)

@@ -21,7 +21,7 @@ from app.chats.settings import read_settings
 from app.chats.st_metadata import SUGO_KEY
 from app.connections.service import list_connections
 from app.errors import UserError
-from app.jobs import Job
+from app.jobs import Job, RunKind
 from app.memory.summaries import generate, runs, service, templates
 from app.memory.summaries.coverage import ChatMessage, ScopeError, SummaryRange, check_every, select_messages
 from app.memory.summaries.prompts import has_conditions, visible_to
@@ -73,6 +73,9 @@ class SummarySource(PromptSource):
 
     def jobs(self) -> Sequence[Job]:
         return runs.JOBS
+
+    def runs(self) -> Sequence[RunKind]:
+        return runs.RUNS
 
     def settings_section(self, session: Session, chat: Chat, services: Services) -> SettingsSection | None:
         if chat.mode != "roleplay":
@@ -178,7 +181,8 @@ def panel_context(session: Session, chat: Chat, *, engine: Engine, show_inactive
     return {
         "entries": [v for v in views if show_inactive or v.entry.active], "total": len(views), "inactive": inactive,
         "show_inactive": show_inactive, "message_count": len(ids), "uncovered": gap.count, "gap": gap, "uncovered_batch": service.UNCOVERED_BATCH, "tail": tail,
-        "job": generate.latest_job(session, engine, chat.id), "review": read_settings(chat.settings).summary_review,
+        "job": (job := generate.latest_job(session, engine, chat.id)), "review": read_settings(chat.settings).summary_review,
+        "waiting_for": generate.waiting_for(session, chat.id) if job is not None and job.status == "waiting" else "",
         "prompt": prompt_context(session, chat),
         "backfill": runs.latest_run(session, chat.id, "backfill"), "auto": runs.latest_run(session, chat.id, "automatic"),
         "batch": runs.BATCH,
