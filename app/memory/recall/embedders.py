@@ -19,6 +19,7 @@ import os
 import threading
 import warnings
 from collections import OrderedDict
+from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Protocol
@@ -258,6 +259,28 @@ class QueryVectors:
 
 
 QUERY_TIMEOUT_S = 5.0
+# Past any embedding model in use (the largest give 4,096 numbers): a bigger answer is no embedding.
+MAX_DIMS = 16_384
+
+
+def vector_size_problem(sizes: Iterable[int], *, expected: int, model: str) -> str | None:
+    """Why an answer's vectors (of these sizes) cannot be stored in the model's space, or None.
+    `expected` is the space's size (0: not known yet, the answer sets it). A server that swaps the
+    model behind a name (or its size) must not leave vectors of two sizes in one space: the search
+    would compare them wrongly, or not at all."""
+    found = sorted(set(sizes))
+    if not found:
+        return None
+    if found[0] == 0 or found[-1] > MAX_DIMS:
+        return (f"The embedding server gave {model} vectors of {found[-1] if found[0] else 0} numbers; "
+                f"Sugo takes 1 to {MAX_DIMS:,}. Nothing was stored.")  # fmt: skip
+    if len(found) > 1:
+        return (f"The embedding server gave {model} vectors of different sizes in one answer "
+                f"({', '.join(map(str, found))} numbers). Nothing was stored.")  # fmt: skip
+    if expected and found[0] != expected:
+        return (f"The embedding server now gives {model} vectors of {found[0]} numbers, where this model's memories "
+                f"have {expected}: the model behind that name has changed. Nothing was stored.")  # fmt: skip
+    return None
 
 
 class OpenAICompatible:
@@ -266,16 +289,20 @@ class OpenAICompatible:
     max_words = 350
     threshold = 0.25
     search_floor = 0.25  # an unknown model: its recall threshold, unmeasured
-    # Vector sizes seen per (address, model): a new instance then knows its space before it calls.
+    # Vector sizes seen per (address, model): a new instance then knows its space before it calls,
+    # and an answer of another size is refused (vector_size_problem).
     _known_dims: dict[tuple[str, str], int] = {}
 
     def __init__(self, base_url: str, model: str, *, api_key: str | None = None, dims: int = 0,
-                 timeout_s: float = 60.0) -> None:  # fmt: skip
+                 timeout_s: float = 60.0, new_size: bool = False) -> None:  # fmt: skip
+        """`new_size`: take the size of the first answer, whatever was seen before (Rebuild: the
+        user asked for every memory to be embedded again with what the server now gives)."""
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key = api_key
         self.timeout_s = timeout_s
-        self.space = EmbeddingSpace("openai", model, dims or self._known_dims.get((self.base_url, model), 0))
+        known = 0 if new_size else self._known_dims.get((self.base_url, model), 0)
+        self.space = EmbeddingSpace("openai", model, dims or known)
 
     def embed_passages(self, texts: list[str], *, timeout_s: float | None = None) -> list[list[float]]:
         if not texts:
@@ -295,6 +322,8 @@ class OpenAICompatible:
             raise EmbeddingError("The embedding server's answer had no embeddings in it.") from err
         if len(vectors) != len(texts):
             raise EmbeddingError(f"Asked for {len(texts)} embeddings, got {len(vectors)}.")
+        if problem := vector_size_problem(map(len, vectors), expected=self.space.dims, model=self.model):
+            raise EmbeddingError(problem)
         if not self.space.dims:
             self.space = EmbeddingSpace("openai", self.model, len(vectors[0]))
             self._known_dims[(self.base_url, self.model)] = len(vectors[0])

@@ -64,11 +64,12 @@ def embedding_choice(session: Session, chat: Chat | None, *, keybox: KeyBox | No
                                    default=default_embedding_setting(session), connections=connections)  # fmt: skip
 
 
-def build_embedder(choice: EmbeddingChoice) -> Embedder:
+def build_embedder(choice: EmbeddingChoice, *, new_size: bool = False) -> Embedder:
+    """`new_size`: a remote model's vectors may take a new size (see OpenAICompatible)."""
     if choice.kind == "builtin":
         return BUILTINS[choice.model]()
-    return OpenAICompatible(choice.base_url, choice.model, api_key=choice.api_key)
+    return OpenAICompatible(choice.base_url, choice.model, api_key=choice.api_key, new_size=new_size)
 
 
-def embedder_for_chat(session: Session, chat_id: int, keybox: KeyBox) -> Embedder:
-    return build_embedder(embedding_choice(session, session.get(Chat, chat_id), keybox=keybox))
+def embedder_for_chat(session: Session, chat_id: int, keybox: KeyBox, *, new_size: bool = False) -> Embedder:
+    return build_embedder(embedding_choice(session, session.get(Chat, chat_id), keybox=keybox), new_size=new_size)

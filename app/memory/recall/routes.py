@@ -34,8 +34,11 @@ def _context(request: Request, session, chat_id: int, message: str | None = None
     space = build_embedder(choice).space
     counts = {s: sum(1 for c in chunks if c.status == s) for s in ("vectorized", "waiting", "unavailable")}
     other = {c.id for c in chunks if c.status == "vectorized" and not space.matches(c.embedding_space_id)}
+    # Why the newest memory without vectors has none (a server down, vectors of a new size...).
+    unavailable = max((c for c in chunks if c.status == "unavailable"), key=lambda c: c.id, default=None)
     return {
         "chat": chat, "chunks": chunks, "counts": counts, "space": space.id, "choice": choice, "other": other,
+        "unavailable_reason": unavailable.error if unavailable is not None else None,
         "rebuild": request.app.state.services.recall.rebuilds.get(chat_id),
         "building": building(request.app.state.services, chat_id),
         "tokens": sum(count_tokens(c.content) for c in chunks), "message": message,
