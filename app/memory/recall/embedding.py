@@ -12,7 +12,13 @@ from app.connections.models import AppDefault, Connection
 from app.connections.service import default_connection
 from app.errors import UserError
 from app.memory.recall.embedders import BUILTINS, Embedder, OpenAICompatible
-from app.memory.recall.sources import BUILTIN_MODELS, ConnectionInfo, EmbeddingChoice, choose_embedding_source
+from app.memory.recall.sources import (
+    BUILTIN_MODELS,
+    ConnectionInfo,
+    EmbeddingChoice,
+    builtins_in_use,
+    choose_embedding_source,
+)
 from app.modelbase import parse_row_id
 
 DEFAULT_EMBEDDING_KEY = "embeddings"
@@ -73,3 +79,13 @@ def build_embedder(choice: EmbeddingChoice, *, new_size: bool = False) -> Embedd
 
 def embedder_for_chat(session: Session, chat_id: int, keybox: KeyBox, *, new_size: bool = False) -> Embedder:
     return build_embedder(embedding_choice(session, session.get(Chat, chat_id), keybox=keybox), new_size=new_size)
+
+
+def builtin_models_in_use(session: Session) -> set[str]:
+    """The built-in models this database's chats (and a new chat) embed with: loaded at start."""
+    connections = {c.id: _info(c, None) for c in session.exec(select(Connection))}
+    fallback = default_connection(session)
+    new_chat = connections.get(fallback.id) if fallback is not None else None
+    chats = [(read_settings(settings).builtin_embedding, connections.get(conn_id) if conn_id else new_chat)
+             for settings, conn_id in session.exec(select(Chat.settings, Chat.connection_id))]  # fmt: skip
+    return builtins_in_use(chats, new_chat=new_chat, default=default_embedding_setting(session), connections=connections)

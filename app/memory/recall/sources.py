@@ -13,7 +13,7 @@ The same choice serves lorebook semantic search.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 BUILTIN_MODELS = {
@@ -90,3 +90,16 @@ def choose_embedding_source(
             return chosen
         return builtin(DEFAULT_BUILTIN, "the built-in model (the default connection has no embedding model)")
     return builtin(value, "Connections → Defaults" if default else "the built-in model")  # type: ignore[arg-type]
+
+
+def builtins_in_use(
+    chats: Iterable[tuple[str | None, ConnectionInfo | None]], *, new_chat: ConnectionInfo | None, default: str | None,
+    connections: Mapping[int, ConnectionInfo],
+) -> set[str]:  # fmt: skip
+    """The built-in models the data needs: those the chats' embedding sources come to (each given
+    as its own pick and its connection), and the one a new chat (on `new_chat`, the default
+    connection) would get. multilingual-e5-small only when something chooses it."""
+    everyone = [*chats, (None, new_chat)]
+    choices = (choose_embedding_source(chat_builtin=pick, chat_connection=conn, default=default, connections=connections)
+               for pick, conn in everyone)  # fmt: skip
+    return {c.model for c in choices if c.kind == "builtin"}
