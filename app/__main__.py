@@ -20,7 +20,10 @@ def proxy_options(settings: Settings) -> dict:
 
 
 def main() -> None:
-    settings = load_settings()
+    try:
+        settings = load_settings()
+    except ValueError as err:  # a SUGO_* value that cannot be used: its sentence, not a traceback
+        sys.exit(str(err))
     parser = argparse.ArgumentParser(prog="sugo")
     parser.add_argument("--host", default=settings.host)
     parser.add_argument("--port", type=int, default=settings.port)

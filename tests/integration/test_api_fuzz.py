@@ -185,9 +185,13 @@ def map_body(context, body):
 def fuzz_target(tmp_path_factory, model_server: ModelServer) -> Iterator[tuple[LiveSugo, Database]]:
     # No scheduler: a background job committing while a refused request is checked would look like
     # that request's write. Replies still stream (they are the request's own work and are awaited).
-    with LiveSugo(tmp_path_factory.mktemp("fuzz") / "data", start_scheduler=False) as live, live.client() as api:
-        # The built-in model loads in the background at start; a memory search that came first would
-        # wait for it (then rank by words), eating the request's timeout on a busy machine.
+    data = tmp_path_factory.mktemp("fuzz") / "data"
+    with LiveSugo(data, start_scheduler=False) as live, live.client() as api:
+        SEEDS.connect(api, model_server)
+    # Started again on the seeded data, Sugo loads the built-in model its chat uses in the background;
+    # a memory search that came first would wait for it (then rank by words) and eat the request's
+    # timeout on a busy machine: the cases wait until it is ready.
+    with LiveSugo(data, start_scheduler=False) as live, live.client() as api:
         wait_for(lambda: _embedder_ready(api), timeout=600, interval=0.1, what="the built-in embedding model to load")
         SEEDS.connect(api, model_server)
         db = Database(live.settings.database_path)

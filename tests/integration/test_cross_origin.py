@@ -4,8 +4,11 @@ the connection's address unless the owner names a reverse proxy (SUGO_TRUSTED_PR
 
 from __future__ import annotations
 
+import os
 import re
 import socket
+import subprocess
+import sys
 
 import pytest
 
@@ -181,3 +184,11 @@ def test_trusted_proxies_are_addresses_or_networks(monkeypatch):
         monkeypatch.setenv("SUGO_TRUSTED_PROXIES", bad)
         with pytest.raises(ValueError, match="SUGO_TRUSTED_PROXIES takes the addresses or networks"):
             load_settings()
+
+
+def test_a_wrong_trusted_proxy_stops_the_start_with_a_sentence(tmp_path):
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SUGO_")}
+    done = subprocess.run([sys.executable, "-m", "app", "--port", "1"], capture_output=True, text=True, timeout=60,
+                          env={**environ, "SUGO_DATA_DIR": str(tmp_path / "d"), "SUGO_TRUSTED_PROXIES": "*"})  # fmt: skip
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "SUGO_TRUSTED_PROXIES takes the addresses or networks of your reverse proxies" in done.stderr

@@ -9,7 +9,14 @@ import threading
 import pytest
 
 from app.memory.recall import service
-from app.memory.recall.embedders import E5Small, EmbeddingError, MiniLM, ModelLoad, ModelStillLoading
+from app.memory.recall.embedders import (
+    BUILTINS,
+    E5Small,
+    EmbeddingError,
+    MiniLM,
+    ModelLoad,
+    ModelStillLoading,
+)
 from app.memory.recall.jobs import embed_chat
 from tests.conftest import add_character, add_connection, new_chat
 from tests.integration.test_memory_recall import FACT, _fill
@@ -50,26 +57,36 @@ def test_a_search_before_the_model_is_loaded_waits_a_while_then_ranks_by_words(s
     assert found["note"] is None and found["results"][0]["similarity"] is not None
 
 
-def test_only_the_models_the_data_uses_are_loaded_at_start(tmp_path, models):
+def _ready(api) -> dict:
+    return wait_for(lambda: _health(api)["embedder"] == "ready" and _health(api), timeout=600, interval=0.1,
+                    what="the built-in models the data uses to load")  # fmt: skip
+
+
+def test_only_the_models_the_data_uses_are_loaded_at_start(tmp_path, models, monkeypatch):
+    # Each app's own view, as in a fresh process: a model another test loaded does not show.
+    for name, cls in BUILTINS.items():
+        monkeypatch.setattr(cls, "loading", ModelLoad(name, cls.loading.model))
     data = tmp_path / "data"
     with LiveSugo(data) as live, live.client() as api:
-        # A new data folder: what a new chat will use, the built-in all-MiniLM-L6-v2.
-        health = wait_for(lambda: _health(api)["embedder"] == "ready" and _health(api), timeout=600, interval=0.1,
-                          what="the default built-in model to load")  # fmt: skip
-        assert health["models"] == {"all-MiniLM-L6-v2": "ready"}
+        assert _ready(api)["models"] == {}  # no chat yet: nothing to load
+        chat = new_chat(api, [add_character(api)["id"]])
+    with LiveSugo(data) as live, live.client() as api:
+        assert _ready(api)["models"] == {"all-MiniLM-L6-v2": "ready"}  # the chat's, by default
         remote = add_connection(api, models, embedding_model="test-embedding")
         assert api.put("/api/connections/defaults", json={"embeddings": f"connection:{remote['id']}"}).status_code == 200
     with LiveSugo(data) as live, live.client() as api:
-        # Every embedding goes to the server: nothing built in is needed.
-        assert wait_for(lambda: _health(api)["embedder"] == "ready" and _health(api), what="the models worked out")["models"] == {}
-        chat = new_chat(api, [add_character(api)["id"]])
+        assert _ready(api)["models"] == {"all-MiniLM-L6-v2": "ready"}  # the model went on loading in the process
+    for name, cls in BUILTINS.items():
+        monkeypatch.setattr(cls, "loading", ModelLoad(name, cls.loading.model))
+    with LiveSugo(data) as live, live.client() as api:
+        assert _ready(api)["models"] == {}  # the chat embeds on the server now
         assert api.put(f"/api/chats/{chat['id']}/options",
                        json={"settings": {"builtin_embedding": "multilingual-e5-small"}}).status_code == 200  # fmt: skip
+    for name, cls in BUILTINS.items():
+        monkeypatch.setattr(cls, "loading", ModelLoad(name, cls.loading.model))
     with LiveSugo(data) as live, live.client() as api:
-        health = wait_for(lambda: _health(api)["embedder"] == "ready" and _health(api), timeout=600, interval=0.1,
-                          what="multilingual-e5-small to load")  # fmt: skip
-        assert health["models"] == {"multilingual-e5-small": "ready"}
-        assert E5Small.loading.ready
+        assert _ready(api)["models"] == {"multilingual-e5-small": "ready"}
+        assert E5Small.loading.ready and MiniLM.loading.state == "idle"
 
 
 def test_model_load_rules():

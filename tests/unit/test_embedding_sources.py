@@ -61,12 +61,13 @@ def test_bad_default_values_read_as_builtin():
 
 
 def test_the_builtin_models_the_data_uses():
-    def used(chats, new_chat=None, default=None):
-        return builtins_in_use(chats, new_chat=new_chat, default=default, connections=ALL)
+    def used(chats, default=None):
+        return builtins_in_use(chats, default=default, connections=ALL)
 
-    assert used([]) == {"all-MiniLM-L6-v2"}  # what a new chat gets
-    assert used([], default="connection:2") == set()
-    assert used([], new_chat=OWN) == set()
-    assert used([("multilingual-e5-small", OWN)], new_chat=OWN) == {"multilingual-e5-small"}
+    assert used([]) == set()  # no chat yet: nothing to load at start
+    assert used([(None, PLAIN)]) == {"all-MiniLM-L6-v2"}
+    assert used([(None, None)], default="connection:2") == set()
+    assert used([(None, OWN)]) == set()
+    assert used([("multilingual-e5-small", OWN)]) == {"multilingual-e5-small"}
     assert used([(None, PLAIN), ("multilingual-e5-small", None)]) == {"all-MiniLM-L6-v2", "multilingual-e5-small"}
-    assert used([], default="builtin:multilingual-e5-small") == {"multilingual-e5-small"}
+    assert used([(None, None)], default="builtin:multilingual-e5-small") == {"multilingual-e5-small"}

@@ -315,11 +315,13 @@ class BuiltinModels:
         self._names = chosen
 
     def states(self) -> dict[str, str]:
-        return {name: BUILTINS[name].loading.state for name in self._names or ()}
+        """The models the data used at start, and any asked for since (a chat's first memories)."""
+        return {name: cls.loading.state for name, cls in BUILTINS.items()
+                if name in (self._names or ()) or cls.loading.state != "idle"}  # fmt: skip
 
     def state(self) -> str:
-        """"loading" while one the data uses is (or the app has not worked out which yet),
-        "failed" when one could not be loaded, else "ready"."""
+        """"loading" while one of those is (or the app has not worked out which the data uses yet),
+        "failed" when one could not be loaded, else "ready" (also when none is needed yet)."""
         if self._names is None:
             return "loading"
         states = set(self.states().values())

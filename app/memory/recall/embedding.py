@@ -82,10 +82,10 @@ def embedder_for_chat(session: Session, chat_id: int, keybox: KeyBox, *, new_siz
 
 
 def builtin_models_in_use(session: Session) -> set[str]:
-    """The built-in models this database's chats (and a new chat) embed with: loaded at start."""
+    """The built-in models this database's chats embed with: loaded at start."""
     connections = {c.id: _info(c, None) for c in session.exec(select(Connection))}
     fallback = default_connection(session)
-    new_chat = connections.get(fallback.id) if fallback is not None else None
-    chats = [(read_settings(settings).builtin_embedding, connections.get(conn_id) if conn_id else new_chat)
+    default_conn = connections.get(fallback.id) if fallback is not None else None
+    chats = [(read_settings(settings).builtin_embedding, connections.get(conn_id) if conn_id else default_conn)
              for settings, conn_id in session.exec(select(Chat.settings, Chat.connection_id))]  # fmt: skip
-    return builtins_in_use(chats, new_chat=new_chat, default=default_embedding_setting(session), connections=connections)
+    return builtins_in_use(chats, default=default_embedding_setting(session), connections=connections)

@@ -93,13 +93,12 @@ def choose_embedding_source(
 
 
 def builtins_in_use(
-    chats: Iterable[tuple[str | None, ConnectionInfo | None]], *, new_chat: ConnectionInfo | None, default: str | None,
+    chats: Iterable[tuple[str | None, ConnectionInfo | None]], *, default: str | None,
     connections: Mapping[int, ConnectionInfo],
 ) -> set[str]:  # fmt: skip
-    """The built-in models the data needs: those the chats' embedding sources come to (each given
-    as its own pick and its connection), and the one a new chat (on `new_chat`, the default
-    connection) would get. multilingual-e5-small only when something chooses it."""
-    everyone = [*chats, (None, new_chat)]
+    """The built-in models the chats' embedding sources come to, each chat given as its own pick and
+    its connection (the default one when it has none). A data folder without chats needs none yet:
+    its first memories load the model in the background job that makes them."""
     choices = (choose_embedding_source(chat_builtin=pick, chat_connection=conn, default=default, connections=connections)
-               for pick, conn in everyone)  # fmt: skip
+               for pick, conn in chats)  # fmt: skip
     return {c.model for c in choices if c.kind == "builtin"}
