@@ -67,9 +67,16 @@ def test_only_the_models_the_data_uses_are_loaded_at_start(tmp_path, models, mon
     for name, cls in BUILTINS.items():
         monkeypatch.setattr(cls, "loading", ModelLoad(name, cls.loading.model))
     data = tmp_path / "data"
-    with LiveSugo(data) as live, live.client() as api:
+    with LiveSugo(data, start_scheduler=False) as live, live.client() as api:
         assert _ready(api)["models"] == {}  # no chat yet: nothing to load
-        chat = new_chat(api, [add_character(api)["id"]])
+        char = add_character(api)
+        chat = new_chat(api, [char["id"]])
+    with LiveSugo(data, start_scheduler=False) as live, live.client() as api:
+        assert _ready(api)["models"] == {}  # a chat without memories: its first ones will load it
+        _fill(live, chat["id"], char["id"])
+        embed_chat(live.services, chat["id"])
+    for name, cls in BUILTINS.items():
+        monkeypatch.setattr(cls, "loading", ModelLoad(name, cls.loading.model))
     with LiveSugo(data) as live, live.client() as api:
         assert _ready(api)["models"] == {"all-MiniLM-L6-v2": "ready"}  # the chat's, by default
         remote = add_connection(api, models, embedding_model="test-embedding")

@@ -12,6 +12,7 @@ from app.connections.models import AppDefault, Connection
 from app.connections.service import default_connection
 from app.errors import UserError
 from app.memory.recall.embedders import BUILTINS, Embedder, OpenAICompatible
+from app.memory.recall.models import MemoryChunk
 from app.memory.recall.sources import (
     BUILTIN_MODELS,
     ConnectionInfo,
@@ -82,10 +83,13 @@ def embedder_for_chat(session: Session, chat_id: int, keybox: KeyBox, *, new_siz
 
 
 def builtin_models_in_use(session: Session) -> set[str]:
-    """The built-in models this database's chats embed with: loaded at start."""
+    """The built-in models the chats with memories embed with: loaded at start, so that searching
+    them never waits. A chat without memories yet gets its model loaded by the job that makes them."""
     connections = {c.id: _info(c, None) for c in session.exec(select(Connection))}
     fallback = default_connection(session)
     default_conn = connections.get(fallback.id) if fallback is not None else None
+    with_memories = select(Chat.settings, Chat.connection_id).where(
+        select(MemoryChunk.id).where(MemoryChunk.chat_id == Chat.id).exists())
     chats = [(read_settings(settings).builtin_embedding, connections.get(conn_id) if conn_id else default_conn)
-             for settings, conn_id in session.exec(select(Chat.settings, Chat.connection_id))]  # fmt: skip
+             for settings, conn_id in session.exec(with_memories)]  # fmt: skip
     return builtins_in_use(chats, default=default_embedding_setting(session), connections=connections)

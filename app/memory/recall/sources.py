@@ -97,8 +97,7 @@ def builtins_in_use(
     connections: Mapping[int, ConnectionInfo],
 ) -> set[str]:  # fmt: skip
     """The built-in models the chats' embedding sources come to, each chat given as its own pick and
-    its connection (the default one when it has none). A data folder without chats needs none yet:
-    its first memories load the model in the background job that makes them."""
+    its connection (the default one when it has none)."""
     choices = (choose_embedding_source(chat_builtin=pick, chat_connection=conn, default=default, connections=connections)
                for pick, conn in chats)  # fmt: skip
     return {c.model for c in choices if c.kind == "builtin"}
