@@ -7,11 +7,23 @@ import sys
 import uvicorn
 
 from app.auth import is_loopback, open_listening_refusal
-from app.settings import load_settings
+from app.settings import Settings, load_settings
+
+
+def proxy_options(settings: Settings) -> dict:
+    """uvicorn's proxy-header options: believed only from the proxies named in SUGO_TRUSTED_PROXIES.
+    uvicorn's own default trusts 127.0.0.1, so anything reaching Sugo through a loopback hop could
+    pick its client address with X-Forwarded-For and never meet the login backoff."""
+    if not settings.trusted_proxies:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": list(settings.trusted_proxies)}
 
 
 def main() -> None:
-    settings = load_settings()
+    try:
+        settings = load_settings()
+    except ValueError as err:  # a SUGO_* value that cannot be used: its sentence, not a traceback
+        sys.exit(str(err))
     parser = argparse.ArgumentParser(prog="sugo")
     parser.add_argument("--host", default=settings.host)
     parser.add_argument("--port", type=int, default=settings.port)
@@ -26,7 +38,8 @@ def main() -> None:
     if not is_loopback(args.host) and not settings.allowed_hosts:
         log.warning("Only requests addressed to 127.0.0.1, localhost or ::1 are answered: set SUGO_ALLOWED_HOSTS "
                     "to the names or addresses you will use to reach Sugo (for example 192.168.1.20,sugo.lan).")  # fmt: skip
-    uvicorn.run("app.main:create_app", factory=True, host=args.host, port=args.port, log_level="info")
+    uvicorn.run("app.main:create_app", factory=True, host=args.host, port=args.port, log_level="info",
+                **proxy_options(settings))  # fmt: skip
 
 
 if __name__ == "__main__":

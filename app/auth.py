@@ -1,9 +1,21 @@
 """Protection. Always: a request addressed to a host name this Sugo does not answer to is refused
-(a DNS-rebinding page reaches us under its own name), and state-changing requests from another
-site are refused (a page elsewhere cannot post to your local Sugo). With SUGO_PASSWORD set: every
-request needs the login session (or `Authorization: Bearer <password>` for API clients),
-session-authenticated changes need the CSRF token in the X-CSRF-Token header, and wrong passwords
-cost a growing wait per client address."""
+(a DNS-rebinding page reaches us under its own name), and state-changing requests from any other
+origin are refused (a page on another site, or on another port of this computer, cannot post to
+your local Sugo). With SUGO_PASSWORD set: every request needs the login session (or
+`Authorization: Bearer <password>` for API clients), session-authenticated changes (logging out
+included) need the CSRF token in the X-CSRF-Token header, and wrong passwords cost a growing wait
+per client address.
+
+Decision, Sugo's own origin: the scheme, host and port the browser used to reach this Sugo. The
+host and port come from the Host header, once it has been checked against the names Sugo answers
+to (the loopback ones and SUGO_ALLOWED_HOSTS; with "*" it is taken as it comes); the scheme is the
+connection's, or what a reverse proxy named in SUGO_TRUSTED_PROXIES says in X-Forwarded-Proto
+(uvicorn applies it only for those, see app/__main__.py). So behind a proxy serving https on 443
+the proxy must pass the browser's Host header on and say X-Forwarded-Proto; no setting repeats the
+public address. A change is accepted when its Origin (or, without one, its Referer) has exactly
+that scheme, host and port, and its Sec-Fetch-Site, when sent, is `same-origin` or `none`. A
+request with neither Origin nor Referer is no browser's form or fetch (curl, scripts): it passes
+this check, and with a password still needs the Bearer token or a session with its CSRF token."""
 
 from __future__ import annotations
 
@@ -200,18 +212,54 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-def _is_cross_site(scope: Scope, allowed_hosts: frozenset[str] | None) -> bool:
-    if _header(scope, b"sec-fetch-site") == "cross-site":
-        return True
-    origin = _header(scope, b"origin")
-    if not origin or origin == "null":
-        return origin == "null"
-    netloc = urlsplit(origin).netloc
-    if allowed_hosts is None:  # SUGO_ALLOWED_HOSTS=*: nothing to compare with but the request itself
-        return netloc != (_header(scope, b"host") or "")
-    # Compared with the names we answer to, never with the Host header, which a rebinding page
-    # chooses along with its Origin.
-    return host_name(netloc) not in allowed_hosts
+DEFAULT_PORTS = {"http": 80, "https": 443}
+Origin = tuple[str, str, int]  # scheme, host name, port
+
+
+def parse_origin(value: str) -> Origin | None:
+    """(scheme, host, port) of an Origin header or of a URL's beginning (a Referer); None for
+    "null", another scheme, or anything odd (user info, a bad port)."""
+    try:
+        parts = urlsplit(value.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in DEFAULT_PORTS or "@" in parts.netloc:
+        return None
+    host = host_name(parts.netloc)
+    return (scheme, host, port or DEFAULT_PORTS[scheme]) if host else None
+
+
+def own_origin(scheme: str, host_header: str | None) -> Origin | None:
+    """Sugo's origin as the browser sees it for this request (see the module's docstring)."""
+    return parse_origin(f"{scheme}://{host_header}") if host_header else None
+
+
+def _show(origin: Origin | None, raw: str) -> str:
+    if origin is None:
+        return raw[:100] or "an unknown page"
+    scheme, host, port = origin
+    host = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{host}" + ("" if DEFAULT_PORTS[scheme] == port else f":{port}")
+
+
+def cross_origin_refusal(*, scheme: str, host: str | None, origin: str | None, referer: str | None,
+                         fetch_site: str | None) -> str | None:  # fmt: skip
+    """Why a change must be refused as coming from another origin, or None. The browser says where
+    a request comes from (Origin; Referer when an older one leaves Origin out; Sec-Fetch-Site); a
+    page on another port of the same computer is "same-site" to it, and another origin to us."""
+    source = origin if origin is not None else referer
+    if source is not None:
+        own, theirs = own_origin(scheme, host), parse_origin(source)
+        if own is None or theirs != own:
+            return (f"Refused: this change came from {_show(theirs, source)}, not from this Sugo "
+                    f"({_show(own, host or '')}). Behind a reverse proxy, pass the browser's Host header on and "
+                    "name the proxy in SUGO_TRUSTED_PROXIES so its X-Forwarded-Proto counts.")  # fmt: skip
+    if fetch_site is not None and fetch_site.strip().lower() not in ("same-origin", "none"):
+        return (f"Refused: this change came from another page (Sec-Fetch-Site: {fetch_site.strip()[:40]}), "
+                "not from Sugo's own pages.")  # fmt: skip
+    return None  # Sugo's own page, or not a browser's form or fetch (curl, scripts)
 
 
 class ProtectionMiddleware:
@@ -235,8 +283,10 @@ class ProtectionMiddleware:
             await _deny(scope, send, 400, f"This Sugo answers only at {names}. To reach it under another name "
                                           "or address, add that to SUGO_ALLOWED_HOSTS.")  # fmt: skip
             return
-        if method not in SAFE_METHODS and _is_cross_site(scope, self.allowed_hosts):
-            await _deny(scope, send, 403, "Cross-site request refused.")
+        if method not in SAFE_METHODS and (refusal := cross_origin_refusal(
+                scheme=scope.get("scheme", "http"), host=_header(scope, b"host"), origin=_header(scope, b"origin"),
+                referer=_header(scope, b"referer"), fetch_site=_header(scope, b"sec-fetch-site"))):  # fmt: skip
+            await _deny(scope, send, 403, refusal)
             return
         if not self.password:
             await self.app(scope, receive, send)
@@ -260,7 +310,7 @@ class ProtectionMiddleware:
         scope["sugo.session"] = session
         if session.get("auth"):
             scope["sugo.csrf"] = session.get("csrf", "")
-            if method not in SAFE_METHODS and path != "/logout":
+            if method not in SAFE_METHODS:  # logging out too: one cross-site post would end every session
                 token = _header(scope, b"x-csrf-token") or ""
                 if not session.get("csrf") or not hmac.compare_digest(token, session["csrf"]):
                     await _deny(scope, send, 403, "Missing or wrong CSRF token. Reload the page and try again.")

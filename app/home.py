@@ -3,7 +3,7 @@
 import secrets
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import RedirectResponse, Response
 
 from app.auth import (
     SESSION_COOKIE,
@@ -12,7 +12,7 @@ from app.auth import (
     password_matches,
     too_many_tries_message,
 )
-from app.web import render
+from app.web import HxRequest, render
 
 router = APIRouter(include_in_schema=False)
 
@@ -54,10 +54,11 @@ async def log_in(request: Request) -> Response:
 
 
 @router.post("/logout")
-def log_out(request: Request) -> HTMLResponse:
-    """End the session, and every other one (a new session key)."""
+def log_out(request: Request, hx: HxRequest) -> Response:
+    """End the session, and every other one (a new session key). Like every change it needs the
+    CSRF token (ProtectionMiddleware): the page's button posts it through htmx."""
     if signer := request.app.state.services.session_signer:
         signer.rotate()
-    response = RedirectResponse("/login", status_code=303)
+    response = Response(status_code=204, headers={"HX-Redirect": "/login"}) if hx else RedirectResponse("/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE)
     return response

@@ -93,6 +93,7 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
         # the scheduler's first sweeps then find the resumed runs holding their chats, and no request ever
         # sees a run "running" with nobody at work.
         settle_runs(services)
+        services.recall.load_models(services.engine)
         if settings.start_scheduler:
             scheduler = make_scheduler()
             scheduler.start()
@@ -143,6 +144,9 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> dict:
-        return {"status": "ok"}
+        """Liveness ("status" is "ok" while Sugo answers), and whether the built-in embedding models the
+        data uses are loaded ("embedder": "loading", "ready" or "failed"; "models" names them)."""
+        models = services.recall.models
+        return {"status": "ok", "embedder": models.state(), "models": models.states()}
 
     return app

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,24 @@ def _discovery_ports() -> dict[str, int]:
     return ports
 
 
+def _trusted_proxies() -> tuple[str, ...]:
+    # SUGO_TRUSTED_PROXIES="127.0.0.1,172.16.0.0/12": the reverse proxies whose X-Forwarded-For and
+    # X-Forwarded-Proto count. Anything else (a name, "*") is refused at start: trusting every
+    # sender would let any client pick the address the login backoff counts.
+    raw = os.environ.get("SUGO_TRUSTED_PROXIES", "")
+    proxies = []
+    for item in (part.strip() for part in raw.split(",")):
+        if not item:
+            continue
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise ValueError(f"SUGO_TRUSTED_PROXIES takes the addresses or networks of your reverse proxies "
+                             f"(127.0.0.1, 172.16.0.0/12), not {item!r}.") from None  # fmt: skip
+        proxies.append(item)
+    return tuple(proxies)
+
+
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path
@@ -53,6 +72,9 @@ class Settings:
     allowed_hosts: tuple[str, ...] = ()
     # SUGO_ALLOW_OPEN=1: listen on a non-loopback address without a password, on purpose.
     allow_open: bool = False
+    # Reverse proxies (addresses or networks) whose X-Forwarded-For / X-Forwarded-Proto are believed;
+    # none by default, so the address the login backoff counts is the connection's own.
+    trusted_proxies: tuple[str, ...] = ()
     discovery_ports: dict[str, int] = field(default_factory=dict)
     # Streamed replies are written to the database at most this often, so a crash loses little
     # and a long reply does not turn into thousands of writes.
@@ -87,6 +109,7 @@ def load_settings() -> Settings:
         password=os.environ.get("SUGO_PASSWORD") or None,
         allowed_hosts=tuple(h.strip() for h in os.environ.get("SUGO_ALLOWED_HOSTS", "").split(",") if h.strip()),
         allow_open=_env_bool("SUGO_ALLOW_OPEN", False),
+        trusted_proxies=_trusted_proxies(),
         discovery_ports=_discovery_ports(),
         stream_flush_interval_s=float(os.environ.get("SUGO_STREAM_FLUSH_S", "0.5")),
         start_scheduler=_env_bool("SUGO_SCHEDULER", True),

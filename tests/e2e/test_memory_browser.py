@@ -174,3 +174,35 @@ def test_ranking_weights_are_set_in_chat_settings_and_emptied_back_to_the_defaul
     shot("ranking-weights")
     # Emptied, the chat follows the defaults again.
     assert save("", "") == (None, None)
+
+
+def test_vectors_of_a_new_size_are_marked_and_rebuild_moves_the_chat_to_them(page: Page, live, models, shot):
+    """Issue 21, item 3: the embedding server swapped the model behind the name (8 numbers, then 16).
+    The refused memories say why, a notice offers Rebuild, and Rebuild ends it."""
+    models.embedding_dim = 8
+    with live.client() as c:
+        conn = c.post("/api/connections", json={"name": "Embedder", "base_url": models.base_url, "model": "test-model",
+                                                "embedding_model": "swapped-embed"}).json()  # fmt: skip
+        char = c.post("/api/characters", json={"name": "Aria", "first_mes": "Hello."}).json()
+        chat = c.post("/api/chats", json={"character_ids": [char["id"]], "mode": "conversation",
+                                          "connection_id": conn["id"]}).json()  # fmt: skip
+    _fill_and_embed(live, chat["id"], 100)
+    models.embedding_dim = 16
+    _fill_and_embed(live, chat["id"], 20)
+    page.on("dialog", lambda d: d.accept())
+
+    page.goto(f"{live.url}/chats/{chat['id']}/memories")
+    notice = page.locator("#embedding-unavailable")
+    expect(notice).to_contain_text("could not be embedded: The embedding server now gives swapped-embed vectors of 16 numbers")
+    expect(notice).to_contain_text("Rebuild all embeds them again with swapped-embed")
+    expect(notice).to_be_in_viewport()
+    expect(page.locator(".memory-card", has_text="Embedding unavailable").first).to_contain_text("the model behind that name has changed")
+    shot("new-size")
+
+    page.get_by_role("button", name="Rebuild all").click()
+    expect(page.locator("#rebuild-result")).to_contain_text("Rebuilt", timeout=30000)
+    expect(page.locator("#rebuild-result")).to_be_in_viewport()
+    expect(notice).to_have_count(0)
+    expect(page.locator(".memory-card", has_text="Embedding unavailable")).to_have_count(0)
+    expect(page.locator(".memory-card").first).to_contain_text("Vectorized")
+    shot("rebuilt-new-size")

@@ -197,6 +197,11 @@ def test_login_protects_everything_and_then_works(page: Page, tmp_path, models, 
         page.locator("article.msg-user").hover()
         page.locator("article.msg-user").get_by_role("button", name="Hide message").click()
         expect(page.locator("article.msg-user.is-hidden")).to_be_visible()
+        # Log out posts its CSRF token like every change (through htmx), then lands on the login page.
+        page.get_by_role("button", name="Log out").click()
+        page.wait_for_url(re.compile(r"/login$"))
+        page.goto(f"{live.url}/chats/{chat['id']}")
+        page.wait_for_url(re.compile(r"/login\?next="))
 
 
 def test_light_theme_is_remembered(page: Page, live, shot):

@@ -185,7 +185,14 @@ def map_body(context, body):
 def fuzz_target(tmp_path_factory, model_server: ModelServer) -> Iterator[tuple[LiveSugo, Database]]:
     # No scheduler: a background job committing while a refused request is checked would look like
     # that request's write. Replies still stream (they are the request's own work and are awaited).
-    with LiveSugo(tmp_path_factory.mktemp("fuzz") / "data", start_scheduler=False) as live, live.client() as api:
+    data = tmp_path_factory.mktemp("fuzz") / "data"
+    with LiveSugo(data, start_scheduler=False) as live, live.client() as api:
+        SEEDS.connect(api, model_server)
+    # Started again on the seeded data, Sugo loads the built-in model its chat uses in the background;
+    # a memory search that came first would wait for it (then rank by words) and eat the request's
+    # timeout on a busy machine: the cases wait until it is ready.
+    with LiveSugo(data, start_scheduler=False) as live, live.client() as api:
+        wait_for(lambda: _embedder_ready(api), timeout=600, interval=0.1, what="the built-in embedding model to load")
         SEEDS.connect(api, model_server)
         db = Database(live.settings.database_path)
         yield live, db
@@ -210,6 +217,12 @@ def test_api_route(case, fuzz_target) -> None:
         pytest.fail(f"{response.status_code} from {case.method.upper()} {case.formatted_path}, yet the database "
                     f"changed (row counts before {counts}, after {db.counts()})\nreproduce: {case.as_curl_command()}",
                     pytrace=False)  # fmt: skip
+
+
+def _embedder_ready(api) -> bool:
+    state = api.get("/healthz").json()["embedder"]
+    assert state != "failed", "the built-in embedding model could not be loaded (see the log)"
+    return state == "ready"
 
 
 def _wait_idle(live: LiveSugo) -> None:

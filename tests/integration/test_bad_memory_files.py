@@ -9,8 +9,8 @@ from sqlmodel import Session
 
 from app.memory.recall.embedders import MiniLM
 from app.memory.recall.formats import MINILM_SPACE
-from app.memory.recall.models import MemoryChunk
-from app.memory.recall.vectors import store_vectors
+from app.memory.recall.models import MemoryChunk, MemoryVector
+from app.memory.recall.vectors import pack, sign_code
 from app.timeutil import utcnow
 from tests.conftest import add_character, add_connection, new_chat, read_sse
 
@@ -61,7 +61,9 @@ def test_vectors_of_the_wrong_size_already_stored_break_nothing(api, sugo, model
                             status="vectorized", embedding_space_id=MINILM_SPACE, source_chat_id="abc")  # fmt: skip
         s.add(chunk)
         s.flush()
-        store_vectors(s, chat["id"], chunk.id, MINILM_SPACE, [[0.1, 0.2, 0.3]])
+        # Written as rows: store_vectors itself now refuses a vector its space's size does not allow.
+        s.add(MemoryVector(chat_id=chat["id"], chunk_id=chunk.id, space_id=MINILM_SPACE, window=0,
+                           embedding=pack([0.1, 0.2, 0.3]), code=sign_code([0.1, 0.2, 0.3])))  # fmt: skip
         s.commit()
     events = read_sse(api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Where is the key?"}))
     assert [e for e, _ in events][-1] == "done", events

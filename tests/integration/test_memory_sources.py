@@ -158,3 +158,36 @@ def test_a_hand_made_file_in_marinaras_exact_shape_imports_with_usable_vectors(a
     assert found["results"][0]["content"] == contents[1] and found["results"][0]["similarity"] > 0.4
     assert api.post(f"/api/chats/{chat['id']}/memories/import", files={"file": ("x.marinara", raw)}).json() == {
         "imported": 0, "skipped": 2, "queued": 0, "linked": 0}
+
+
+def test_an_answer_that_finds_the_rebuild_ended_brings_the_memory_list(tmp_path, models):
+    """The root of a browser flake: Stop landed as the rebuild's batch in hand finished, so its answer
+    showed "Rebuild stopped" and polled no more, yet it brought the status block alone: the list kept
+    its "Other model" badges for memories the rebuild had reached. Any answer that finds nothing
+    running brings the list; so does Rebuild's own when the work ran before it was written."""
+    from tests.support.live import LiveSugo
+
+    with LiveSugo(tmp_path / "data", start_scheduler=False) as sugo, sugo.client() as api:
+        old = add_connection(api, models, name="Old", embedding_model="embed-old")
+        new = add_connection(api, models, name="New", embedding_model="embed-new")
+        char = add_character(api)
+        chat = new_chat(api, [char["id"]], connection_id=old["id"], mode="conversation")
+        _fill(sugo, chat["id"], char["id"], n=100)
+        embed_chat(sugo.services, chat["id"])
+        api.put(f"/api/chats/{chat['id']}/options", json={"connection_id": new["id"]})
+        assert "Other model" in api.get(f"/chats/{chat['id']}/memories").text
+        hx = {"HX-Request": "true"}
+
+        # No scheduler: the rebuild runs inside its request, and is over when its answer is written.
+        r = api.post(f"/chats/{chat['id']}/memories/rebuild", headers=hx)
+        status, _, rest = r.text.partition('id="memory-list"')
+        assert "Rebuilt" in status and "hx-get" not in status  # the result; no poll follows
+        assert rest.startswith(' hx-swap-oob="true"') and "Vectorized" in rest and "Other model" not in rest
+
+        # Stop arriving after the end (as the batch in hand finished) answers the same way.
+        api.put(f"/api/chats/{chat['id']}/options", json={"connection_id": old["id"]})
+        sugo.services.recall.rebuilds.start(sugo.services, chat["id"])
+        r = api.post(f"/chats/{chat['id']}/memories/rebuild/stop", headers=hx)
+        status, _, rest = r.text.partition('id="memory-list"')
+        assert 'id="rebuild-result"' in status and "hx-get" not in status
+        assert rest.startswith(' hx-swap-oob="true"') and "Vectorized" in rest and "Other model" not in rest

@@ -11,6 +11,7 @@ import httpx
 import uvicorn
 from sqlmodel import Session
 
+from app.__main__ import proxy_options
 from app.main import create_app
 from app.settings import Settings
 
@@ -53,8 +54,9 @@ class LiveSugo:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
+        # Proxy headers as `python -m app` takes them (SUGO_TRUSTED_PROXIES), not uvicorn's defaults.
         config = uvicorn.Config(self.app, loop="asyncio", http="h11", log_level="warning", access_log=False,
-                                timeout_graceful_shutdown=2)  # fmt: skip
+                                timeout_graceful_shutdown=2, **proxy_options(self.settings))  # fmt: skip
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
         self._thread.start()

@@ -278,6 +278,9 @@ class ModelServer:
         # background work in the middle of its embedding call.
         self.embedding_gate: threading.Event | None = None
         self._gates: list[threading.Event] = []  # the held replies handed out (reset lets them go)
+        # The size of the vectors /embeddings gives (None: EMBEDDING_DIM), whatever the model's name:
+        # a server that swapped the model behind a name.
+        self.embedding_dim: int | None = None
         self.requests: list[RecordedRequest] = []
         self._requested_port = port
         self._lock = threading.Lock()
@@ -400,6 +403,7 @@ class ModelServer:
         if self.embedding_gate is not None:
             self.embedding_gate.set()
             self.embedding_gate = None
+        self.embedding_dim = None
 
     @property
     def pending_replies(self) -> int:
@@ -469,7 +473,7 @@ class ModelServer:
             await asyncio.to_thread(self.embedding_gate.wait, 60)
         inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
         texts = [item if isinstance(item, str) else json.dumps(item) for item in inputs]
-        dim = body.get("dimensions") if isinstance(body.get("dimensions"), int) else EMBEDDING_DIM
+        dim = body.get("dimensions") if isinstance(body.get("dimensions"), int) else (self.embedding_dim or EMBEDDING_DIM)
         data = []
         for index, text in enumerate(texts):
             vector: Any = embed_text(text, dim)

@@ -25,11 +25,13 @@ def _free_port() -> int:
 
 
 class SugoProcess:
-    def __init__(self, data_dir: Path, *, flush_interval_s: float = 0.05) -> None:
+    def __init__(self, data_dir: Path, *, flush_interval_s: float = 0.05, **env: str) -> None:
+        """`env`: more SUGO_* settings (SUGO_PASSWORD="…"); any SUGO_* of the test's own environment is left out."""
         self.data_dir = data_dir
         # Discovery points at a closed port: the first-run page must not probe whatever else runs here.
-        self.env = {**os.environ, "SUGO_DATA_DIR": str(data_dir), "SUGO_STREAM_FLUSH_S": str(flush_interval_s),
-                    "SUGO_DISCOVERY_PORTS": "none=1", "HF_HUB_OFFLINE": "1"}  # fmt: skip
+        self.env = {**{k: v for k, v in os.environ.items() if not k.startswith("SUGO_")},
+                    "SUGO_DATA_DIR": str(data_dir), "SUGO_STREAM_FLUSH_S": str(flush_interval_s),
+                    "SUGO_DISCOVERY_PORTS": "none=1", "HF_HUB_OFFLINE": "1", **env}  # fmt: skip
         self.proc: subprocess.Popen | None = None
         self.port = 0
         self.log_path = data_dir.parent / "sugo-process.log"

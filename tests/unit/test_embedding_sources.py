@@ -1,4 +1,4 @@
-from app.memory.recall.sources import ConnectionInfo, choose_embedding_source, parse_default
+from app.memory.recall.sources import ConnectionInfo, builtins_in_use, choose_embedding_source, parse_default
 
 PLAIN = ConnectionInfo(1, "Local chat", "openai", "http://127.0.0.1:8080/v1", None)
 OWN = ConnectionInfo(2, "OpenAI", "openai", "https://api.openai.com/v1", "sk-own", embedding_model="text-embedding-3-small")
@@ -58,3 +58,16 @@ def test_bad_default_values_read_as_builtin():
     assert parse_default("builtin:unknown") == ("builtin", "all-MiniLM-L6-v2")
     assert parse_default(None) == ("builtin", "all-MiniLM-L6-v2")
     assert parse_default("connection:12") == ("connection", 12)
+
+
+def test_the_builtin_models_the_data_uses():
+    def used(chats, default=None):
+        return builtins_in_use(chats, default=default, connections=ALL)
+
+    assert used([]) == set()  # no chat yet: nothing to load at start
+    assert used([(None, PLAIN)]) == {"all-MiniLM-L6-v2"}
+    assert used([(None, None)], default="connection:2") == set()
+    assert used([(None, OWN)]) == set()
+    assert used([("multilingual-e5-small", OWN)]) == {"multilingual-e5-small"}
+    assert used([(None, PLAIN), ("multilingual-e5-small", None)]) == {"all-MiniLM-L6-v2", "multilingual-e5-small"}
+    assert used([(None, None)], default="builtin:multilingual-e5-small") == {"multilingual-e5-small"}

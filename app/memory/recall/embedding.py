@@ -12,7 +12,14 @@ from app.connections.models import AppDefault, Connection
 from app.connections.service import default_connection
 from app.errors import UserError
 from app.memory.recall.embedders import BUILTINS, Embedder, OpenAICompatible
-from app.memory.recall.sources import BUILTIN_MODELS, ConnectionInfo, EmbeddingChoice, choose_embedding_source
+from app.memory.recall.models import MemoryChunk
+from app.memory.recall.sources import (
+    BUILTIN_MODELS,
+    ConnectionInfo,
+    EmbeddingChoice,
+    builtins_in_use,
+    choose_embedding_source,
+)
 from app.modelbase import parse_row_id
 
 DEFAULT_EMBEDDING_KEY = "embeddings"
@@ -64,11 +71,25 @@ def embedding_choice(session: Session, chat: Chat | None, *, keybox: KeyBox | No
                                    default=default_embedding_setting(session), connections=connections)  # fmt: skip
 
 
-def build_embedder(choice: EmbeddingChoice) -> Embedder:
+def build_embedder(choice: EmbeddingChoice, *, new_size: bool = False) -> Embedder:
+    """`new_size`: a remote model's vectors may take a new size (see OpenAICompatible)."""
     if choice.kind == "builtin":
         return BUILTINS[choice.model]()
-    return OpenAICompatible(choice.base_url, choice.model, api_key=choice.api_key)
+    return OpenAICompatible(choice.base_url, choice.model, api_key=choice.api_key, new_size=new_size)
 
 
-def embedder_for_chat(session: Session, chat_id: int, keybox: KeyBox) -> Embedder:
-    return build_embedder(embedding_choice(session, session.get(Chat, chat_id), keybox=keybox))
+def embedder_for_chat(session: Session, chat_id: int, keybox: KeyBox, *, new_size: bool = False) -> Embedder:
+    return build_embedder(embedding_choice(session, session.get(Chat, chat_id), keybox=keybox), new_size=new_size)
+
+
+def builtin_models_in_use(session: Session) -> set[str]:
+    """The built-in models the chats with memories embed with: loaded at start, so that searching
+    them never waits. A chat without memories yet gets its model loaded by the job that makes them."""
+    connections = {c.id: _info(c, None) for c in session.exec(select(Connection))}
+    fallback = default_connection(session)
+    default_conn = connections.get(fallback.id) if fallback is not None else None
+    with_memories = select(Chat.settings, Chat.connection_id).where(
+        select(MemoryChunk.id).where(MemoryChunk.chat_id == Chat.id).exists())
+    chats = [(read_settings(settings).builtin_embedding, connections.get(conn_id) if conn_id else default_conn)
+             for settings, conn_id in session.exec(with_memories)]  # fmt: skip
+    return builtins_in_use(chats, default=default_embedding_setting(session), connections=connections)

@@ -1,5 +1,7 @@
 """The memory viewer (Chat Settings → Memory Recall → "Access memories for this chat")."""
 
+import copy
+
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
@@ -29,14 +31,20 @@ def _view(request: Request, session, chat_id: int, message: str | None = None, *
 
 def _context(request: Request, session, chat_id: int, message: str | None = None) -> dict:
     chat = get_chat(session, chat_id)
+    # The rebuild as it is now, read once: the route decides what to send by it and the template
+    # renders it, and the rebuild's thread may end between the two.
+    rebuild = copy.copy(request.app.state.services.recall.rebuilds.get(chat_id))
     chunks = service.list_chunks(session, chat_id)
     choice = embedding_choice(session, chat)
     space = build_embedder(choice).space
     counts = {s: sum(1 for c in chunks if c.status == s) for s in ("vectorized", "waiting", "unavailable")}
     other = {c.id for c in chunks if c.status == "vectorized" and not space.matches(c.embedding_space_id)}
+    # Why the newest memory without vectors has none (a server down, vectors of a new size...).
+    unavailable = max((c for c in chunks if c.status == "unavailable"), key=lambda c: c.id, default=None)
     return {
         "chat": chat, "chunks": chunks, "counts": counts, "space": space.id, "choice": choice, "other": other,
-        "rebuild": request.app.state.services.recall.rebuilds.get(chat_id),
+        "unavailable_reason": unavailable.error if unavailable is not None else None,
+        "rebuild": rebuild,
         "building": building(request.app.state.services, chat_id),
         "tokens": sum(count_tokens(c.content) for c in chunks), "message": message,
         "recall_on": chat_settings(chat).recall_enabled(chat.mode),
@@ -50,15 +58,22 @@ def memories_page(chat_id: int, request: Request, session: SessionDep) -> HTMLRe
     return _view(request, session, chat_id)
 
 
-@router.get("/chats/{chat_id}/memories/status")
-def memory_status_fragment(chat_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
-    """The progress poll: the status block alone while a rebuild or the embedding runs; the answer
-    that finds it done brings the memory list (new badges) along out of band."""
+def _status_view(request: Request, session, chat_id: int, hx: bool) -> HTMLResponse:
+    """The status block, which polls while a rebuild or the embedding runs. An answer that finds
+    nothing running any more brings the memory list (new badges) along out of band, whichever
+    request it answers: the poll, or Stop or Rebuild when the work ended before their answer was
+    written (Stop landing as the batch in hand finished); the page polls no more after it."""
     ctx = _context(request, session, chat_id)
     if not hx:
         return render(request, MEMORIES, ctx)
     busy = (ctx["rebuild"] is not None and ctx["rebuild"].running) or ctx["counts"]["waiting"] or ctx["building"]
     return render_blocks(request, MEMORIES, ctx, ["memory_status"], oob=[] if busy else ["memory_list"])
+
+
+@router.get("/chats/{chat_id}/memories/status")
+def memory_status_fragment(chat_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+    """The progress poll: the status block, and the memory list once nothing runs."""
+    return _status_view(request, session, chat_id, hx)
 
 
 @router.get("/chats/{chat_id}/memories/search")
@@ -104,7 +119,7 @@ def rebuild_memories_page(chat_id: int, request: Request, session: SessionDep, s
     """Embed every memory again with the current model, in the background, with progress."""
     get_chat(session, chat_id)
     services.recall.rebuilds.start(services, chat_id)
-    return _view(request, session, chat_id, hx=hx, blocks=("memory_status",))
+    return _status_view(request, session, chat_id, hx)
 
 
 @router.post("/chats/{chat_id}/memories/rebuild/stop")
@@ -112,7 +127,7 @@ def stop_rebuild_page(chat_id: int, request: Request, session: SessionDep, servi
                       hx: HxRequest) -> HTMLResponse:  # fmt: skip
     """Stop the rebuild after the batch in hand; memories not reached keep their old vectors."""
     services.recall.rebuilds.stop(chat_id)
-    return _view(request, session, chat_id, hx=hx, blocks=("memory_status",))
+    return _status_view(request, session, chat_id, hx)
 
 
 @router.post("/chats/{chat_id}/memories/import")

@@ -25,7 +25,14 @@ from app.memory.recall.chunking import (
     stale_chunks,
 )
 from app.memory.recall.dates import dates_named, said_on
-from app.memory.recall.embedders import Embedder, EmbeddingError, EmbeddingSpace, MiniLM, QueryVectors
+from app.memory.recall.embedders import (
+    Embedder,
+    EmbeddingError,
+    EmbeddingSpace,
+    ModelStillLoading,
+    QueryVectors,
+    still_loading,
+)
 from app.memory.recall.excerpts import Excerpt, excerpt, worth_showing
 from app.memory.recall.formats import ChunkRecord, MemoryFileError, export_envelope, parse_import
 from app.memory.recall.index import ChunkRow, SignIndex
@@ -197,6 +204,9 @@ NEAREST_WINDOWS = 256
 CANDIDATES_PER_RANKING = 32
 LEXICAL_DEPTH = 400
 NO_SOURCE_NOTE = "No embedding source: ranked by text matching only."
+# How long a search (the viewer's, the API's) waits for a built-in model still loading after a
+# start, before it ranks by words alone and says so: below a client's patience (30 s in the tests).
+MODEL_WAIT_S = 20.0
 LOADING_NOTE = "the built-in model is still loading, so text matching was used"
 
 
@@ -234,9 +244,17 @@ def _outside(neighbours: dict[int, tuple[int | None, int | None]],
 def _embed(query: str, embedder: Embedder | None, vectors: QueryVectors | None, wait_for_model: bool) -> Embedded:
     if embedder is None:
         return Embedded(None, None, NO_SOURCE_NOTE)
-    if not wait_for_model and isinstance(embedder, MiniLM) and not MiniLM.loaded():
-        MiniLM.warm_up_in_background()
-        return Embedded(None, None, NO_SOURCE_NOTE, loading=True)
+    if still_loading(embedder):
+        loading = type(embedder).loading  # type: ignore[attr-defined]
+        if not wait_for_model:  # a reply does not wait: words rank, and the model goes on loading
+            loading.start()
+            return Embedded(None, None, NO_SOURCE_NOTE, loading=True)
+        try:  # a search does, within a limit
+            loading.model(timeout=MODEL_WAIT_S)
+        except ModelStillLoading as err:
+            return Embedded(None, None, f"Ranked by text matching only: {err}. Search again in a moment.", loading=True)
+        except EmbeddingError as err:
+            return Embedded(None, None, f"The embedding source failed ({err}); ranked by text matching only.")
     try:
         vector = vectors.embed(embedder, query) if vectors is not None else embedder.embed_query(query)
     except EmbeddingError as err:

@@ -14,7 +14,7 @@ from app.chats.models import Chat
 from app.chats.settings import read_settings
 from app.chats.window import HistoryMessage
 from app.jobs import Job
-from app.memory.recall.embedders import MiniLM
+from app.memory.recall.embedders import still_loading
 from app.memory.recall.embedding import embedder_for_chat, embedding_choice
 from app.memory.recall.jobs import JOBS, schedule_embed_chat
 from app.memory.recall.lexical import DENSE_WEIGHT, NEIGHBOUR_SHARE
@@ -86,7 +86,7 @@ class RecallSource(PromptSource):
         if not read_settings(chat.settings).recall_enabled(chat.mode) or len(text.split()) < SHORT_QUERY_WORDS:
             return
         embedder = embedder_for_chat(session, chat.id, services.keybox)
-        if isinstance(embedder, MiniLM) and not MiniLM.loaded():
+        if still_loading(embedder):
             return  # the turn ranks by words while the model loads (and starts loading it)
         services.recall.queries.submit(services.recall.query_vectors.embed, embedder, text)
 

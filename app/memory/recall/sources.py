@@ -13,7 +13,7 @@ The same choice serves lorebook semantic search.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 BUILTIN_MODELS = {
@@ -90,3 +90,14 @@ def choose_embedding_source(
             return chosen
         return builtin(DEFAULT_BUILTIN, "the built-in model (the default connection has no embedding model)")
     return builtin(value, "Connections → Defaults" if default else "the built-in model")  # type: ignore[arg-type]
+
+
+def builtins_in_use(
+    chats: Iterable[tuple[str | None, ConnectionInfo | None]], *, default: str | None,
+    connections: Mapping[int, ConnectionInfo],
+) -> set[str]:  # fmt: skip
+    """The built-in models the chats' embedding sources come to, each chat given as its own pick and
+    its connection (the default one when it has none)."""
+    choices = (choose_embedding_source(chat_builtin=pick, chat_connection=conn, default=default, connections=connections)
+               for pick, conn in chats)  # fmt: skip
+    return {c.model for c in choices if c.kind == "builtin"}

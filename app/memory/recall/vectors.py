@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from sqlmodel import Session
 
+from app.memory.recall.formats import space_dims
 from app.memory.recall.models import MemoryVector
 
 _PLACEHOLDERS = "?"
@@ -35,6 +36,11 @@ def sign_code(vector: Sequence[float]) -> bytes:
 def store_vectors(
     session: Session, chat_id: int, chunk_id: int, space_id: str, vectors: Sequence[Sequence[float]]
 ) -> None:
+    """The chunk's windows under `space_id`; every vector must have the size the space names (the
+    embedders and the import check it first: one of another size here is a bug, never stored)."""
+    dims = space_dims(space_id)
+    if dims is not None and any(len(vector) != dims for vector in vectors):
+        raise ValueError(f"vectors of {sorted({len(v) for v in vectors})} numbers cannot go in space {space_id}")
     for window, vector in enumerate(vectors):
         session.add(MemoryVector(chat_id=chat_id, chunk_id=chunk_id, space_id=space_id, window=window,
                                  embedding=pack(vector), code=sign_code(vector)))  # fmt: skip
