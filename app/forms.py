@@ -67,9 +67,9 @@ async def upload(form: FormData, name: str) -> bytes | None:
 def invalid(err: ValidationError) -> UserError:
     """A form's first validation error as one sentence: "Token budget: Input should be ...". A check
     that wrote its own sentence (a name with a line break, app/names.py) is shown as it is."""
-    first = err.errors()[0]
     if (own := _own_sentence(err)) is not None:
         return own
+    first = err.errors()[0]
     field = " ".join(str(p) for p in first["loc"]).replace("_", " ")
     return UserError(f"{field.capitalize()}: {first['msg'].removeprefix('Value error, ')}")
 

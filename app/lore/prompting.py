@@ -113,11 +113,6 @@ class CompiledBooks:
         with self._lock:
             return sorted(self._books)
 
-    def held_entries(self) -> int:
-        """Entries held compiled now, all books together (the budget's measure)."""
-        with self._lock:
-            return sum(len(held[2]) for held in self._books.values())
-
 
 @dataclass
 class LoreOutcome:

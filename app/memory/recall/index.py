@@ -194,11 +194,6 @@ class SignIndex:
             if key != searched:
                 held -= len(self._bits.pop(key).vector_ids)
 
-    def held_windows(self) -> int:
-        """Room for windows held now, all chats together (the budget's measure)."""
-        with self._lock:
-            return sum(len(b.vector_ids) for b in self._bits.values())
-
     def held_chats(self) -> list[int]:
         """The chats whose bits are in memory now."""
         with self._lock:
