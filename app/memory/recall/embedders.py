@@ -58,7 +58,7 @@ def give_back_freed_memory() -> None:
     and the growth was nil with memory chunking paused. The built-in model's batches allocate tens of MB
     of temporary tensors each; glibc keeps what they free in the arena of the thread that ran them, and
     the scheduler runs the embedding on whichever of its threads is free, so each thread's arena kept its
-    own peak. `malloc_trim(0)` after a batch brought the figure to 660–672 MB; one embedding thread alone
+    own peak. `malloc_trim(0)` after a batch brought the figure to 660–709 MB; one embedding thread alone
     to ~750, MALLOC_ARENA_MAX=2 to ~820. It takes a few milliseconds beside a batch's hundreds."""
     trim = _malloc_trim()
     if trim is not None:
