@@ -7,6 +7,7 @@ import sys
 import uvicorn
 
 from app.auth import is_loopback, open_listening_refusal
+from app.db import DataFolderError, check_data_folder
 from app.settings import Settings, load_settings
 
 
@@ -32,6 +33,10 @@ def main() -> None:
     log = logging.getLogger("sugo")
     if refusal := open_listening_refusal(args.host, password=settings.password, allow_open=settings.allow_open):
         sys.exit(refusal)
+    try:  # here, not only in create_app: uvicorn would print a traceback around the sentence
+        check_data_folder(settings.data_dir, settings.database_path.name)
+    except DataFolderError as err:
+        sys.exit(str(err))
     if not is_loopback(args.host) and not settings.password:
         log.warning("Listening on %s without SUGO_PASSWORD (SUGO_ALLOW_OPEN=1): anyone who can reach it can use "
                     "Sugo.", args.host)  # fmt: skip

@@ -3,6 +3,8 @@ WAL and foreign keys. SQLite-specific SQL stays in this module."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import os
 from collections.abc import Iterator
@@ -44,6 +46,37 @@ def _owner_only(database_path: Path) -> None:
             path.chmod(0o600)
 
 
+class DataFolderError(RuntimeError):
+    """The data folder cannot be written: one sentence naming it, for the console at start."""
+
+
+_WHY = {
+    errno.EACCES: "permission denied", errno.EPERM: "permission denied", errno.EROFS: "read-only file system",
+    errno.ENOTDIR: "a part of the path is a file", errno.EEXIST: "a part of the path is a file",
+    errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
+}  # fmt: skip
+
+
+def check_data_folder(data_dir: Path, database_name: str = "sugo.db") -> None:
+    """Make the data folder if it is missing (owner-only, 0700: the avatars in it are as private as the
+    chats; a folder the owner made, such as a Docker volume, keeps its permissions), then make sure Sugo
+    can write there and to its database: checked before anything else, so a read-only folder stops the
+    start with a sentence instead of a traceback from deep inside SQLite."""
+    try:
+        data_dir.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            data_dir.mkdir(mode=0o700)
+        probe = data_dir / f".sugo-write-check-{os.getpid()}"
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        probe.unlink()
+        if (data_dir / database_name).exists():
+            os.close(os.open(data_dir / database_name, os.O_RDWR))
+    except OSError as err:
+        why = _WHY.get(err.errno or 0, err.strerror or str(err)).lower()
+        raise DataFolderError(f"Sugo cannot write to its data folder {data_dir} ({why}): let the user running Sugo "
+                              "write there, or point SUGO_DATA_DIR at another folder.") from err  # fmt: skip
+
+
 def make_engine(database_path: Path) -> Engine:
     database_path.parent.mkdir(parents=True, exist_ok=True)
     _owner_only(database_path)
@@ -80,6 +113,18 @@ def lock_for_write(session: Session) -> None:
 def vec_version(engine: Engine) -> str:
     with engine.connect() as conn:
         return conn.exec_driver_sql("select vec_version()").scalar_one()
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether a database error means the disk (or the database's size limit) is full: SQLite's
+    SQLITE_FULL, "database or disk is full". The transaction was rolled back; nothing changed."""
+    orig = getattr(exc, "orig", exc)
+    if not isinstance(orig, sqlite3.OperationalError):
+        return False
+    return getattr(orig, "sqlite_errorcode", None) == SQLITE_FULL or "disk is full" in str(orig).lower()
+
+
+SQLITE_FULL = 13
 
 
 def is_busy(exc: BaseException) -> bool:

@@ -65,10 +65,25 @@ async def upload(form: FormData, name: str) -> bytes | None:
 
 
 def invalid(err: ValidationError) -> UserError:
-    """A form's first validation error as one sentence: "Token budget: Input should be ..."."""
+    """A form's first validation error as one sentence: "Token budget: Input should be ...". A check
+    that wrote its own sentence (a name with a line break, app/names.py) is shown as it is."""
+    if (own := _own_sentence(err)) is not None:
+        return own
     first = err.errors()[0]
     field = " ".join(str(p) for p in first["loc"]).replace("_", " ")
     return UserError(f"{field.capitalize()}: {first['msg'].removeprefix('Value error, ')}")
+
+
+def refused(err: ValidationError, fallback: str) -> UserError:
+    """The sentence of a check that wrote one (app/names.py), else `fallback` ("A persona needs a name.")."""
+    return _own_sentence(err) or UserError(fallback)
+
+
+def _own_sentence(err: ValidationError) -> UserError | None:
+    for error in err.errors():
+        if isinstance(cause := error.get("ctx", {}).get("error"), UserError):
+            return UserError(str(cause))
+    return None
 
 
 def parse(model: type[M], **values: Any) -> M:

@@ -3,7 +3,6 @@ that starts the scheduler with every prompt source's jobs."""
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import logging
 from contextlib import asynccontextmanager
@@ -25,7 +24,7 @@ from app.connections.api import router as connections_api
 from app.connections.crypto import KeyBox
 from app.connections.providers._http import close_clients
 from app.connections.service import seal_plain_headers
-from app.db import make_engine
+from app.db import check_data_folder, make_engine
 from app.generation.reply import Generations
 from app.headers import SecurityHeaders, content_security_policy, inline_script_hashes
 from app.images.routes import router as images_routes
@@ -55,11 +54,7 @@ SWAGGER_UI = "swagger-ui-5.35.0"
 def build_services(settings: Settings, *, sources: PromptSources | None = None) -> Services:
     """Everything the app keeps while it runs, for one data folder; the database is migrated first
     (a request must never meet an old schema)."""
-    # A new data folder is owner-only: the avatars in it are as private as the chats. A folder the
-    # owner made (a Docker volume, a shared drive) keeps the permissions they gave it.
-    settings.data_dir.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileExistsError):
-        settings.data_dir.mkdir(mode=0o700)
+    check_data_folder(settings.data_dir, settings.database_path.name)  # made owner-only when new
     engine = make_engine(settings.database_path)
     upgrade_database(engine)
     keybox = KeyBox(settings.secret_key_path)

@@ -131,7 +131,11 @@ class RenderCache:
         return len(self._items)
 
 
-RENDER_CACHE_CHARS = 32 * 1024 * 1024  # at most ~32 million characters (~100 MB as Python strings)
+# At most ~8 million characters, text and HTML (8–32 MB as Python strings, by script): some 4,000 typical
+# messages, dozens of the chat page's 60-message pages. It was 32 million (~100 MB in the worst case), a
+# large share of a server that should stay under 750 MB (issue 21, bench/memory_use.py). A memo of a pure
+# function, so one per process serves every app in it.
+RENDER_CACHE_CHARS = 8 * 1024 * 1024
 _cache = RenderCache(RENDER_CACHE_CHARS)
 
 

@@ -40,6 +40,13 @@ def wait_for(url: str) -> None:
 def running_sugo(**env: str) -> Iterator[str]:
     """`python -m app` with SUGO_SCHEDULER=1 on a temporary data folder (plus `env`); yields its URL
     once /healthz answers, and stops it afterwards."""
+    with sugo_process(**env) as (url, _process):
+        yield url
+
+
+@contextmanager
+def sugo_process(**env: str) -> Iterator[tuple[str, subprocess.Popen]]:
+    """`running_sugo`, yielding the process too (a bench that reads its memory use)."""
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
         full_env = {**os.environ, "SUGO_DATA_DIR": str(Path(tmp) / "data"), "SUGO_SCHEDULER": "1",
@@ -49,7 +56,7 @@ def running_sugo(**env: str) -> Iterator[str]:
         try:
             url = f"http://127.0.0.1:{port}"
             wait_for(url + "/healthz")
-            yield url
+            yield url, sugo
         finally:
             sugo.terminate()
             sugo.wait(timeout=30)

@@ -26,6 +26,13 @@
     if (focus) { focus.focus(); focus.setSelectionRange?.(focus.value.length, focus.value.length); }
   });
   document.addEventListener("htmx:sendError", () => toast("Sugo's server did not answer. Is it still running?", "error"));
+  // Sugo's own 5xx answers (507 the disk is full, 503 busy, 500) are a toast for #toasts, shown as the
+  // 4xx ones are; htmx leaves 5xx unswapped (base.html), so another server's error page (a proxy's)
+  // still never lands in the page.
+  document.addEventListener("htmx:beforeSwap", (e) => {
+    const xhr = e.detail.xhr;
+    if (xhr.status >= 500 && xhr.getResponseHeader("HX-Retarget") === "#toasts") e.detail.shouldSwap = true;
+  });
 
   // What an action that leaves the page has to say (what an import brought, and its left-out lorebooks)
   // is shown on the page it opens, and stays until dismissed: it may ask the user to do something.

@@ -31,7 +31,7 @@ def _form_input(form) -> CharacterIn:
             character_note_role=forms.text(form, "character_note_role") or None,
         )  # fmt: skip
     except ValidationError as err:
-        raise UserError("A character needs a name.") from err
+        raise forms.refused(err, "A character needs a name.") from err
 
 
 @router.get("/characters")

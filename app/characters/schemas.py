@@ -1,10 +1,13 @@
 from datetime import datetime
+from typing import Annotated
 
 from pydantic import BaseModel, Field
 
+from app.names import checked
+
 
 class CharacterIn(BaseModel):
-    name: str = Field(min_length=1, max_length=200)
+    name: Annotated[str, checked("A character's name")] = Field(min_length=1, max_length=200)
     description: str = ""
     personality: str = ""
     scenario: str = ""
@@ -25,6 +28,7 @@ class CharacterIn(BaseModel):
 
 
 class CharacterRead(CharacterIn):
+    name: str  # as stored: an imported card keeps the name it came with (app/names.py)
     id: int
     avatar_url: str | None
     extensions: dict

@@ -25,6 +25,7 @@ from app.lore.chat_files import ChatImport, import_chat_file
 from app.memory.scenes.prompt import window_start
 from app.memory.summaries.service import summarised_ids
 from app.modelbase import parse_row_id
+from app.names import refuse_control_characters
 from app.personas.service import default_persona, list_personas
 from app.prompt.blocks import GROUP_LABELS
 from app.prompt.inspect import message_counts
@@ -102,7 +103,8 @@ def create_chat_page(request: Request, form: FormDep, session: SessionDep) -> Re
     """Create the chat and open it."""
     ids = [i for v in form.getlist("character_ids") if isinstance(v, str) and (i := parse_row_id(v)) is not None]
     chat = service.create_chat(
-        session, character_ids=ids, name=forms.text(form, "name"), mode=forms.text(form, "mode", "roleplay"),
+        session, character_ids=ids, name=refuse_control_characters(forms.text(form, "name"), "A chat name"),
+        mode=forms.text(form, "mode", "roleplay"),
         persona_id=forms.optional_number(form, "persona_id", int),
     )  # fmt: skip
     return Response(status_code=204, headers={"HX-Redirect": f"/chats/{chat.id}"})

@@ -1,15 +1,18 @@
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
 from app.chats.settings import ChatSettings
 from app.modelbase import RowId
+from app.names import checked
+
+ChatName = Annotated[str, checked("A chat name")]
 
 
 class ChatCreate(BaseModel):
     character_ids: list[RowId] = Field(min_length=1)
-    name: str | None = None
+    name: ChatName | None = None
     mode: Literal["roleplay", "conversation"] = "roleplay"
     persona_id: RowId | None = None
     connection_id: RowId | None = None
@@ -36,7 +39,7 @@ class ChatImported(ChatRead):
 
 
 class ChatPatch(BaseModel):
-    name: str | None = None
+    name: ChatName | None = None
 
 
 class ChatOptionsIn(BaseModel):

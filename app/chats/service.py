@@ -16,6 +16,7 @@ from app.connections.models import Connection
 from app.connections.service import default_connection
 from app.db import lock_for_write
 from app.errors import NotFound, UserError
+from app.names import refuse_control_characters
 from app.personas.models import Persona
 from app.personas.service import FALLBACK_USER_NAME, default_persona
 from app.timeutil import utcnow
@@ -150,6 +151,7 @@ def rename_chat(session: Session, chat_id: int, name: str) -> Chat:
     chat = get_chat(session, chat_id)
     if not name.strip():
         raise UserError("A chat needs a name.")
+    refuse_control_characters(name, "A chat name")
     chat.name = name.strip()[:200]
     chat.updated_at = utcnow()
     session.add(chat)

@@ -24,7 +24,7 @@ PRESETS: tuple[Preset, ...] = (
     Preset("openrouter", "OpenRouter", "openai", "https://openrouter.ai/api/v1", "", True, 32768,
            {"X-Title": "Sugo"}, hint="One key for many models; model names look like vendor/model."),
     Preset("ollama", "Ollama", "openai", "http://127.0.0.1:11434/v1", "", False, 8192,
-           hint="Runs on this computer; model names as in `ollama list`."),
+           hint="Runs on this computer; model names as “ollama list” shows them."),
     Preset("llamacpp", "llama.cpp server", "openai", "http://127.0.0.1:8080/v1", "", False, 8192,
            hint="llama-server serves one model; the model name may be left empty."),
     Preset("koboldcpp", "KoboldCpp", "openai", "http://127.0.0.1:5001/v1", "", False, 8192,

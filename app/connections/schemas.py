@@ -1,8 +1,10 @@
 from datetime import datetime
+from typing import Annotated
 
 from pydantic import BaseModel, Field, field_validator
 
 from app.modelbase import RowId
+from app.names import checked
 
 
 class ConnectionIn(BaseModel):
@@ -10,7 +12,7 @@ class ConnectionIn(BaseModel):
     A saved key or header value is only ever sent to the address it was saved with: changing
     `base_url` or `embedding_url` needs the key (and header values) typed again, or `clear_key`."""
 
-    name: str = Field(min_length=1, max_length=120)
+    name: Annotated[str, checked("A connection's name")] = Field(min_length=1, max_length=120)
     kind: str = "openai"
     preset: str = "custom"
     base_url: str = Field(min_length=1, max_length=500)

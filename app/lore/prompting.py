@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -41,6 +42,9 @@ CONSTANT_KINDS = {
 POSITION_RANK = {p: i for i, p in enumerate(("before_char", "after_char", "before_examples", "after_examples"))}
 
 MAX_NAMED = 64  # books with {{char}} / {{user}} keys, compiled per speaker and persona, kept
+# Entries held compiled, all books together (~3 KB each with their matchers: ~60 MB); past it the least
+# recently used books are let go (compiled again when next used). The books a scan needs are always held.
+MAX_HELD_ENTRIES = 20_000
 
 
 class CompiledBooks:
@@ -48,8 +52,9 @@ class CompiledBooks:
     book's version changed: a big book costs its scan, not its loading. One per app (its database)."""
 
     def __init__(self) -> None:
-        # book id -> (version, the book, its entries, compiled matchers, whether keys hold macros)
-        self._books: dict[int, tuple[int, LoreBook, list[LoreEntry], CompiledBook, bool]] = {}
+        # book id -> (version, the book, its entries, compiled matchers, whether keys hold macros), least
+        # recently used first
+        self._books: OrderedDict[int, tuple[int, LoreBook, list[LoreEntry], CompiledBook, bool]] = OrderedDict()
         # (book id, speaker, persona) -> the same, for books whose keys hold {{char}} / {{user}}
         self._named: dict[tuple[int, str, str], tuple[int, list[LoreEntry], CompiledBook]] = {}
         self._lock = threading.Lock()
@@ -73,6 +78,7 @@ class CompiledBooks:
             for book_id, _ in versions:
                 if book_id not in self._books:
                     continue  # deleted since its version was read
+                self._books.move_to_end(book_id)
                 version, data, book_entries, book_compiled, key_macros = self._books[book_id]
                 if key_macros:
                     book_entries, book_compiled = self._named_for(book_id, version, data, book_entries,
@@ -80,7 +86,18 @@ class CompiledBooks:
                 books.append(data)
                 entries.extend(book_entries)
                 compiled[book_id] = book_compiled
+            self._keep_within_budget({book_id for book_id, _ in versions})
             return books, entries, compiled
+
+    def _keep_within_budget(self, in_use: set[int]) -> None:
+        held = sum(len(held[2]) for held in self._books.values())
+        for book_id in list(self._books):
+            if held <= MAX_HELD_ENTRIES:
+                break
+            if book_id not in in_use:
+                held -= len(self._books.pop(book_id)[2])
+                for key in [k for k in self._named if k[0] == book_id]:
+                    del self._named[key]
 
     def _named_for(self, book_id: int, version: int, data: LoreBook, entries: list[LoreEntry], *, char: str, user: str):
         named = self._named.get((book_id, char, user))

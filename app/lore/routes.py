@@ -20,6 +20,7 @@ from app.lore.activation import ROLES
 from app.lore.report import limit_notice, position_label, skipped_notice
 from app.lore.schemas import BookIn, EntryIn
 from app.modelbase import parse_row_id
+from app.names import refuse_control_characters
 from app.personas.service import list_personas
 from app.prompt.tokens import count_tokens
 from app.web import HxRequest, render, render_blocks
@@ -104,7 +105,7 @@ def list_lorebooks_page(request: Request, session: SessionDep) -> HTMLResponse:
 @router.post("/lorebooks")
 def create_lorebook_page(request: Request, form: FormDep, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """A new lorebook, then its page."""
-    book = service.create_book(session, forms.text(form, "name"))
+    book = service.create_book(session, refuse_control_characters(forms.text(form, "name"), "A lorebook's name"))
     return _book_page(request, session, book.id, hx=hx)
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, Field, field_validator
 
 from app.lore.activation import POSITIONS, ROLES, SELECTIVE_LOGICS, regex_key_problem
 from app.modelbase import RowId
+from app.names import checked
 
 MAX_KEYS = 1000
 MAX_KEY_CHARS = 1000
@@ -13,7 +16,7 @@ MAX_CONTENT_CHARS = 100_000
 
 
 class BookIn(BaseModel):
-    name: str = Field(min_length=1, max_length=200)
+    name: Annotated[str, checked("A lorebook's name")] = Field(min_length=1, max_length=200)
     description: str = Field(default="", max_length=10_000)
     enabled: bool = True
     is_global: bool = False

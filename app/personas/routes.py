@@ -6,7 +6,6 @@ from pydantic import ValidationError
 
 from app import forms
 from app.deps import SessionDep
-from app.errors import UserError
 from app.personas import service
 from app.personas.schemas import PersonaIn
 from app.web import HxRequest, render, render_blocks
@@ -27,7 +26,7 @@ def _form_input(form) -> PersonaIn:
         return PersonaIn(name=forms.text(form, "name"), description=forms.text(form, "description"),
                          is_default=forms.checkbox(form, "is_default"))  # fmt: skip
     except ValidationError as err:
-        raise UserError("A persona needs a name.") from err
+        raise forms.refused(err, "A persona needs a name.") from err
 
 
 @router.get("/personas")

@@ -1,7 +1,11 @@
 """Connections over the API and the pages: keys encrypted at rest and never sent back."""
 
+import re
+
+from markupsafe import escape
 from sqlalchemy import text
 
+from app.connections.presets import PRESETS
 from tests.conftest import add_connection
 from tests.support.model_server import ModelServer
 
@@ -105,3 +109,17 @@ def test_first_run_offers_add_connection_and_local_servers(tmp_path, models: Mod
         found = c.get("/api/connections/discover").json()
         assert [f["port"] for f in found] == [models.port]
         assert found[0]["models"] == ["test-model"]
+
+
+def test_preset_hints_are_shown_as_written_text(api):
+    """Issue 21 (19): the Ollama preset's hint showed `ollama list` with its Markdown backticks. Every
+    preset's hint, as the new-connection page and the first-run page show it, reads as plain text."""
+    home = api.get("/").text
+    for preset in PRESETS:
+        page = api.get("/connections/new", params={"preset": preset.id}).text
+        shown = re.search(r'<p class="muted small">([^<]*)</p>', page)
+        assert shown is not None, preset.id
+        assert shown.group(1) == escape(preset.hint), preset.id
+        assert "`" not in shown.group(1) and "*" not in shown.group(1), (preset.id, shown.group(1))
+        assert f'<span class="muted small">{escape(preset.hint)}</span>' in home, preset.id
+    assert "model names as “ollama list” shows them" in home

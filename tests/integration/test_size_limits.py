@@ -76,3 +76,30 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(api, sugo):
     assert answer.startswith("HTTP/1.1 413"), answer[:300]
     assert "Uploads are limited to 65 MB" in answer
     assert _rows(sugo) == before
+
+
+def test_a_422_echoes_a_few_hundred_characters_of_a_big_invalid_body(api):
+    """Issue 21 (19): a refused body came back whole in the 422 (up to the 2 MB body limit). Each error
+    keeps its location and message; the value sent is cut to MAX_ECHOED_INPUT characters."""
+    from app.api_common import MAX_ECHOED_INPUT
+
+    story = "The lighthouse keeper's story. " * 60_000  # ~1.8 MB, under the body limit
+    bodies = (
+        {"name": "Aria", "description": [story]},  # a list where text goes: the list is the input
+        {"description": story},  # no name: the whole object is the input
+        story,  # not an object at all
+    )
+    for body in bodies:
+        raw = json.dumps(body).encode()
+        assert len(raw) > 1_500_000
+        r = api.post("/api/characters", content=raw, headers={"Content-Type": "application/json"})
+        assert r.status_code == 422, r.text[:300]
+        assert len(r.content) < 4_000, len(r.content)
+        errors = r.json()["detail"]
+        assert errors and all(e["loc"][0] == "body" and e["msg"] for e in errors), errors
+        for e in errors:
+            shown = e["input"] if isinstance(e["input"], str) else json.dumps(e["input"])
+            assert len(shown) <= MAX_ECHOED_INPUT + 1, len(shown)
+    # A small refused value comes back as it was sent.
+    r = api.post("/api/characters", json={"name": 12})
+    assert r.status_code == 422 and r.json()["detail"][0]["input"] == 12, r.text

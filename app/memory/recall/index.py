@@ -27,6 +27,10 @@ from app.memory.recall.lexical import match_expression
 from app.timeutil import as_utc
 
 MAX_INDEXES = 32  # chats whose bits stay in memory (least recently searched go first)
+# ...and at most this many windows' room in all (~65 bytes each: 48 of bits for 384 dimensions, two ids
+# and a flag; ~65 MB): 32 chats of 100,000 memories would otherwise hold 1 GB. The chat being searched
+# is always kept, whatever its size; the least recently searched others go first.
+MAX_HELD_WINDOWS = 1_000_000
 BLOCK = 65_536  # windows per step of a scan
 
 
@@ -179,7 +183,16 @@ class SignIndex:
             if buried:
                 bits.bury(sorted(v for _, v in buried))
                 bits.tombstone = buried[-1][0]
+            self._keep_within_budget(key)
             return bits.nearest(query_code, limit)
+
+    def _keep_within_budget(self, searched: tuple[int, str]) -> None:
+        held = sum(len(b.vector_ids) for b in self._bits.values())
+        for key in list(self._bits):
+            if held <= MAX_HELD_WINDOWS:
+                break
+            if key != searched:
+                held -= len(self._bits.pop(key).vector_ids)
 
     def held_chats(self) -> list[int]:
         """The chats whose bits are in memory now."""

@@ -60,14 +60,27 @@ def _stemmer(language: str) -> Stemmer.Stemmer:
     return held[language]
 
 
-@functools.lru_cache(maxsize=65536)
+STEM_CACHE_WORDS = 65_536
+# Longer "words" (a pasted base64 picture, a hash, a URL's path run together) are stemmed each time: they
+# seldom come back, and cached they could hold 256 KB each (a message's limit) in a cache counted in words.
+MAX_CACHED_WORD = 40
+
+
 def stem(word: str) -> str:
     """A word's Snowball stem (adoption/adopted/adopting → adopt, stories → stori): Russian's for
     Cyrillic words, English's for the others, so query and memory words meet on one form. A
     language of Latin script other than English is stemmed as English: both sides alike, so it
     still matches its own forms, a little less often than its own stemmer would."""
+    return _cached_stem(word) if len(word) <= MAX_CACHED_WORD else _stem(word)
+
+
+def _stem(word: str) -> str:
     language = "russian" if _CYRILLIC.match(word) else "english"
     return _stemmer(language).stemWord(word)
+
+
+# At most STEM_CACHE_WORDS words of at most MAX_CACHED_WORD characters: ~20 MB in the worst case.
+_cached_stem = functools.lru_cache(maxsize=STEM_CACHE_WORDS)(_stem)
 
 
 def fold(text: str) -> str:

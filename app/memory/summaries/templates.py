@@ -23,6 +23,7 @@ from app.connections.models import AppDefault
 from app.errors import NotFound, UserError
 from app.memory.summaries.models import SummaryTemplate
 from app.memory.summaries.prompts import ROLEPLAY_ENTRY_PROMPT
+from app.names import refuse_control_characters
 from app.timeutil import utcnow
 
 DEFAULT_NAME = "Default"
@@ -103,7 +104,7 @@ def choose_template(session: Session, template_id: int | None) -> ChosenPrompt:
 
 
 def _name(session: Session, name: str | None, *, current_id: int | None = None) -> str:
-    name = " ".join((name or "").split())
+    name = " ".join(refuse_control_characters(name or "", "A template name").split())
     if not name:
         raise UserError("Give the template a name.")
     if len(name) > MAX_NAME:
