@@ -118,6 +118,44 @@
                      : "Advanced Memory: the scene check failed — Fix in Chat Settings", "scene-problems-notice");
   });
 
+  // ---- a run's status in sight ----------------------------------------------------------------
+  // A panel that runs work (Chat Summary, Backfill, Missing Summaries, Prepare, Fix, Re-scan, Rebuild;
+  // marked data-run-panel) answers its buttons and its polls with itself again, its status ([data-status]:
+  // "Writing a summary…", a failure with Retry, the progress, the result) beside the button pressed. When
+  // that status still lands out of sight (a long panel, a phone's sheet, under the sticky Save bar), it is
+  // scrolled into view: after a click on a button that starts, retries or stops a run (data-run), and
+  // after a poll while the old status was in sight (the user was watching it), never when the user had
+  // scrolled away meanwhile, nor after the panel's other buttons (an entry's On/Off).
+  function inSight(el) {
+    const r = el.getBoundingClientRect();
+    if (!r.width || !r.height || r.top < 0 || r.left < 0 || r.bottom > innerHeight || r.right > innerWidth) return false;
+    const pad = Math.min(8, r.width / 4, r.height / 4);  // inside rounded corners, which take no hits
+    return [[r.left + pad, r.top + pad], [r.right - pad, r.top + pad], [r.left + pad, r.bottom - pad],
+            [r.right - pad, r.bottom - pad], [(r.left + r.right) / 2, (r.top + r.bottom) / 2]]
+      .every(([x, y]) => el.contains(document.elementFromPoint(x, y)));
+  }
+  // A panel may hold several statuses (Chat Summary: Backfill's at the top, Generate's by its button): the
+  // one kept in sight is the one nearest to where the button pressed (or the status watched) was.
+  const answered = new Map();  // panel id -> the height on screen the answer's status belongs near
+  document.addEventListener("htmx:beforeSwap", (e) => {
+    const panel = e.detail.target;
+    if (!panel?.matches?.("[data-run-panel]") || !panel.id) return;
+    const event = e.detail.requestConfig?.triggeringEvent;
+    const pressed = event?.type === "click" && event.target?.closest?.("[data-run]");  // starts, retries or stops a run
+    const watched = [...panel.querySelectorAll("[data-status]")].find(inSight);
+    const anchor = pressed || watched;
+    if (anchor) answered.set(panel.id, anchor.getBoundingClientRect().top);
+  });
+  document.addEventListener("htmx:afterSettle", () => {
+    for (const [id, y] of answered) {
+      answered.delete(id);
+      const statuses = [...(document.getElementById(id)?.querySelectorAll("[data-status]") || [])];
+      const near = (el) => Math.abs(el.getBoundingClientRect().top - y);
+      const status = statuses.sort((a, b) => near(a) - near(b))[0];
+      if (status && !inSight(status)) status.scrollIntoView({ block: "nearest" });
+    }
+  });
+
   // ---- fields the browser refuses -----------------------------------------------------------
   // The browser's own check scrolls a refused field only just into view, under the sticky Save
   // bar, and its bubble vanishes at the first scroll: the first refused field of a submit is

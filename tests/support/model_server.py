@@ -58,6 +58,9 @@ class Reply:
     usage: dict[str, int] | None = None  # {"input_tokens", "output_tokens", "cached_input_tokens"}
     tool_calls: list[dict[str, Any]] | None = None  # OpenAI-shaped tool calls to return
     finish_reason: str | None = None  # non-streamed replies: say this instead of "stop" ("length": cut off)
+    # The answer waits until the test sets this (at most 60 s; reset() sets it): a run held "running" for as
+    # long as the test looks at it, with no timing to guess.
+    hold: threading.Event | None = None
 
 
 @dataclass
@@ -266,6 +269,7 @@ class ModelServer:
         # While set to an Event, each /embeddings call is recorded, then waits for it: a test holds
         # background work in the middle of its embedding call.
         self.embedding_gate: threading.Event | None = None
+        self._holds: list[threading.Event] = []  # the held replies handed out (reset() lets them go)
         self.requests: list[RecordedRequest] = []
         self._requested_port = port
         self._lock = threading.Lock()
@@ -385,6 +389,10 @@ class ModelServer:
         if self.embedding_gate is not None:
             self.embedding_gate.set()
             self.embedding_gate = None
+        with self._lock:
+            holds, self._holds = self._holds, []
+        for hold in holds:
+            hold.set()
 
     @property
     def pending_replies(self) -> int:
@@ -401,7 +409,10 @@ class ModelServer:
     def _next_reply(self, messages: Any) -> Reply:
         with self._lock:
             if self._queue:
-                return self._queue.popleft()
+                reply = self._queue.popleft()
+                if reply.hold is not None:
+                    self._holds.append(reply.hold)
+                return reply
         return Reply(text=ECHO_PREFIX + _last_user_text(messages), delay_s=self.echo_delay_s)
 
     async def _record(self, request: Request) -> tuple[Any, bool]:
@@ -483,6 +494,8 @@ class ModelServer:
         reply = self._next_reply(messages)
         if reply.first_delay_s:
             await asyncio.sleep(reply.first_delay_s)
+        if reply.hold is not None:
+            await asyncio.to_thread(reply.hold.wait, 60)
         if reply.status != 200:
             message = reply.error or _DEFAULT_ERROR_MESSAGES.get(reply.status, "Error.")
             return _openai_error(reply.status, message)
@@ -594,6 +607,8 @@ class ModelServer:
         reply = self._next_reply(messages)
         if reply.first_delay_s:
             await asyncio.sleep(reply.first_delay_s)
+        if reply.hold is not None:
+            await asyncio.to_thread(reply.hold.wait, 60)
         if reply.status != 200:
             return _anthropic_error(
                 reply.status, reply.error or _DEFAULT_ERROR_MESSAGES.get(reply.status, "Error.")
