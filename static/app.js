@@ -156,6 +156,13 @@
     }
   });
 
+  // A fold opened in the chat (the memory receipt under the last reply) unfolds downwards, below the list's
+  // visible end and so behind the message box: the list scrolls just enough to show it whole.
+  document.addEventListener("toggle", (e) => {
+    const fold = e.target;
+    if (fold.open && fold.matches?.("details") && fold.closest("#message-list")) fold.scrollIntoView({ block: "nearest" });
+  }, true);
+
   // ---- fields the browser refuses -----------------------------------------------------------
   // The browser's own check scrolls a refused field only just into view, under the sticky Save
   // bar, and its bubble vanishes at the first scroll: the first refused field of a submit is
