@@ -593,6 +593,20 @@
       if (!msg.querySelector('[tabindex="0"]')) rove(msg);
     });
   }
+  // A message's button that re-renders the message (Hide, a version arrow) would drop the focus to the
+  // page's top: the new message's button in the same place takes it back.
+  let refocus = null;
+  document.addEventListener("htmx:beforeSwap", (e) => {
+    const msg = document.activeElement?.closest?.("#message-list article.msg");
+    refocus = msg && e.detail.target === msg ? { id: msg.id, at: roveItems(msg, true).indexOf(document.activeElement) } : null;
+  });
+  document.addEventListener("htmx:afterSettle", () => {
+    if (!refocus) return;
+    const msg = document.getElementById(refocus.id);
+    const items = msg ? roveItems(msg, true) : [];
+    if (items.length && !msg.contains(document.activeElement)) items[Math.max(0, Math.min(refocus.at, items.length - 1))].focus();
+    refocus = null;
+  });
   document.addEventListener("focusin", (e) => {
     const msg = e.target.closest?.("#message-list article.msg");
     if (msg && e.target.matches(ROVING) && roveItems(msg, false).includes(e.target)) rove(msg, e.target);

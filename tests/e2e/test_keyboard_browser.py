@@ -124,6 +124,14 @@ def test_the_arrow_keys_walk_a_messages_buttons_and_tab_leaves_it(page: Page, li
     expect(one.get_by_role("button", name="Delete message")).to_be_focused()
     expect(edit).to_have_attribute("tabindex", "-1")
 
+    # A button that re-renders its message (Hide) keeps the focus on that message's button, now Unhide.
+    page.keyboard.press("Home")
+    page.keyboard.press("ArrowRight")
+    expect(one.get_by_role("button", name="Hide message")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(one.get_by_role("button", name="Unhide message")).to_be_focused()
+    expect(one.get_by_role("button", name="Unhide message")).to_have_attribute("tabindex", "0")
+
     # The last reply's version arrow is one of its buttons too, reached by the arrows, not by Tab.
     last = page.locator(f"#msg-{ids[-1]}")
     last.get_by_role("button", name="Edit message").focus()
