@@ -143,6 +143,51 @@
                      : "Advanced Memory: the scene check failed — Fix in Chat Settings", "scene-problems-notice");
   });
 
+  // ---- a run's status in sight ----------------------------------------------------------------
+  // A panel that runs work (Chat Summary, Backfill, Missing Summaries, Prepare, Fix, Re-scan, Rebuild;
+  // marked data-run-panel) answers its buttons and its polls with itself again, its status ([data-status]:
+  // "Writing a summary…", a failure with Retry, the progress, the result) beside the button pressed. When
+  // that status still lands out of sight (a long panel, a phone's sheet, under the sticky Save bar), it is
+  // scrolled into view: after a click on a button that starts, retries or stops a run (data-run), and
+  // after a poll while the old status was in sight (the user was watching it), never when the user had
+  // scrolled away meanwhile, nor after the panel's other buttons (an entry's On/Off).
+  function inSight(el) {
+    const r = el.getBoundingClientRect();
+    if (!r.width || !r.height || r.top < 0 || r.left < 0 || r.bottom > innerHeight || r.right > innerWidth) return false;
+    const pad = Math.min(8, r.width / 4, r.height / 4);  // inside rounded corners, which take no hits
+    return [[r.left + pad, r.top + pad], [r.right - pad, r.top + pad], [r.left + pad, r.bottom - pad],
+            [r.right - pad, r.bottom - pad], [(r.left + r.right) / 2, (r.top + r.bottom) / 2]]
+      .every(([x, y]) => el.contains(document.elementFromPoint(x, y)));
+  }
+  // A panel may hold several statuses (Chat Summary: Backfill's at the top, Generate's by its button): the
+  // one kept in sight is the one nearest to where the button pressed (or the status watched) was.
+  const answered = new Map();  // panel id -> the height on screen the answer's status belongs near
+  document.addEventListener("htmx:beforeSwap", (e) => {
+    const panel = e.detail.target;
+    if (!panel?.matches?.("[data-run-panel]") || !panel.id) return;
+    const event = e.detail.requestConfig?.triggeringEvent;
+    const pressed = event?.type === "click" && event.target?.closest?.("[data-run]");  // starts, retries or stops a run
+    const watched = [...panel.querySelectorAll("[data-status]")].find(inSight);
+    const anchor = pressed || watched;
+    if (anchor) answered.set(panel.id, anchor.getBoundingClientRect().top);
+  });
+  document.addEventListener("htmx:afterSettle", () => {
+    for (const [id, y] of answered) {
+      answered.delete(id);
+      const statuses = [...(document.getElementById(id)?.querySelectorAll("[data-status]") || [])];
+      const near = (el) => Math.abs(el.getBoundingClientRect().top - y);
+      const status = statuses.sort((a, b) => near(a) - near(b))[0];
+      if (status && !inSight(status)) status.scrollIntoView({ block: "nearest" });
+    }
+  });
+
+  // A fold opened in the chat (the memory receipt under the last reply) unfolds downwards, below the list's
+  // visible end and so behind the message box: the list scrolls just enough to show it whole.
+  document.addEventListener("toggle", (e) => {
+    const fold = e.target;
+    if (fold.open && fold.matches?.("details") && fold.closest("#message-list")) fold.scrollIntoView({ block: "nearest" });
+  }, true);
+
   // ---- fields the browser refuses -----------------------------------------------------------
   // The browser's own check scrolls a refused field only just into view, under the sticky Save
   // bar, and its bubble vanishes at the first scroll: the first refused field of a submit is
@@ -579,6 +624,71 @@
     }
   });
 
+  // ---- focus: the skip link, one tab stop per message ------------------------------------------
+  // The skip link (the page's first Tab stop) moves focus, not only the scroll: a fragment link to the
+  // message box would leave focus at the top of the page.
+  document.addEventListener("click", (e) => {
+    const skip = e.target.closest(".skip-link");
+    const target = skip && document.querySelector(skip.getAttribute("href"));
+    if (!target) return;
+    e.preventDefault();
+    target.focus();
+  });
+
+  // A message's controls outside its text (the toolbar, the version arrows, the memory receipt, folds)
+  // are one stop for Tab: the one used last, else the toolbar's first, takes the stop (tabindex 0, the
+  // others -1); ←/→ and Home/End move among them and Tab leaves the message. Before, reaching the message
+  // box of a 60-message chat took 259 Tabs. Links inside the message's text stay stops of their own.
+  const ROVING = "button, summary";
+  function roveItems(msg, usable) {
+    const all = [...msg.querySelectorAll(ROVING)].filter((el) => !el.closest(".msg-text, .edit-form"));
+    const ordered = [...all.filter((el) => el.closest(".msg-actions")), ...all.filter((el) => !el.closest(".msg-actions"))];
+    return usable ? ordered.filter((el) => !el.disabled && el.getClientRects().length) : ordered;
+  }
+  function rove(msg, current) {
+    const all = roveItems(msg, false);
+    const usable = roveItems(msg, true);
+    const keep = usable.includes(current) ? current
+      : usable.find((el) => el.getAttribute("tabindex") === "0") || usable[0];
+    all.forEach((el) => el.setAttribute("tabindex", el === keep ? "0" : "-1"));
+  }
+  function roveAll() {
+    list()?.querySelectorAll("article.msg").forEach((msg) => {
+      if (!msg.querySelector('[tabindex="0"]')) rove(msg);
+    });
+  }
+  // A message's button that re-renders the message (Hide, a version arrow) would drop the focus to the
+  // page's top: the new message's button in the same place takes it back.
+  let refocus = null;
+  document.addEventListener("htmx:beforeSwap", (e) => {
+    const msg = document.activeElement?.closest?.("#message-list article.msg");
+    refocus = msg && e.detail.target === msg ? { id: msg.id, at: roveItems(msg, true).indexOf(document.activeElement) } : null;
+  });
+  document.addEventListener("htmx:afterSettle", () => {
+    if (!refocus) return;
+    const msg = document.getElementById(refocus.id);
+    const items = msg ? roveItems(msg, true) : [];
+    if (items.length && !msg.contains(document.activeElement)) items[Math.max(0, Math.min(refocus.at, items.length - 1))].focus();
+    refocus = null;
+  });
+  document.addEventListener("focusin", (e) => {
+    const msg = e.target.closest?.("#message-list article.msg");
+    if (msg && e.target.matches(ROVING) && roveItems(msg, false).includes(e.target)) rove(msg, e.target);
+  });
+  document.addEventListener("keydown", (e) => {
+    if (e.altKey || e.ctrlKey || e.metaKey || e.shiftKey) return;
+    if (!["ArrowLeft", "ArrowRight", "Home", "End"].includes(e.key)) return;
+    const msg = e.target.closest?.("#message-list article.msg");
+    if (!msg || !e.target.matches(ROVING)) return;
+    const items = roveItems(msg, true);
+    const at = items.indexOf(e.target);
+    if (at < 0) return;
+    const next = e.key === "Home" ? 0 : e.key === "End" ? items.length - 1
+      : (at + (e.key === "ArrowRight" ? 1 : items.length - 1)) % items.length;
+    e.preventDefault();
+    items[next].focus();
+  });
+
   // ---- message numbers (Chat Summary's Range counts them) -------------------------------------
   // Counted from the topmost page's start, so a deleted message renumbers the ones after it.
   function numberMessages() {
@@ -729,9 +839,14 @@
       new MutationObserver(updateActions).observe(list(), { childList: true });
       numberMessages();
       foldSummarised();
+      roveAll();
       // A fold inserted here calls this once more, which then changes nothing.
-      new MutationObserver(() => { numberMessages(); foldSummarised(); }).observe(list(), { childList: true });
+      new MutationObserver(() => { numberMessages(); foldSummarised(); roveAll(); }).observe(list(), { childList: true });
       if (chatEl().dataset.generating === "true") follow();
+      // Desktop: the message box has focus when a chat opens, ready to type. Not on a phone, where
+      // focus opens the on-screen keyboard over half the chat.
+      const input = document.getElementById("composer-input");
+      if (input && !coarse && (document.activeElement === document.body || !document.activeElement)) input.focus({ preventScroll: true });
     }
   });
 })();

@@ -7,6 +7,7 @@ from sqlmodel import Session
 
 from app.chats.service import new_message
 from app.memory.recall.jobs import embed_chat
+from tests.support.sight import expect_in_sight
 
 FACT = "My sister Elowen hid the brass key inside the old clock tower."
 
@@ -116,12 +117,14 @@ def test_switching_the_embedding_model_then_rebuild_shows_progress_and_stops(pag
         expect(page.locator("#embedding-source")).to_contain_text("test-embedding")
         page.get_by_role("button", name="Rebuild all").click()
         expect(page.locator("#rebuild-progress")).to_contain_text(f"/ {count}")
+        expect_in_sight(page, "#rebuild-progress")  # issue 21: the status by the button pressed
         expect(page.get_by_role("button", name="Rebuild all")).to_be_disabled()
         shot("rebuilding")
         # A locator, not wait_for_function: that evaluates its string with eval, which the pages' policy forbids.
         expect(page.locator("#rebuild-progress progress")).not_to_have_attribute("value", "0")
         page.locator("#rebuild-progress").get_by_role("button", name="Stop").click()
         expect(page.locator("#rebuild-result")).to_contain_text("Rebuild stopped after", timeout=15000)
+        expect_in_sight(page, "#rebuild-result")
     finally:
         models.embedding_delay_s = 0.0
     expect(page.locator("#space-mismatch")).to_be_visible()

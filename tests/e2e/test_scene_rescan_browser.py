@@ -64,7 +64,7 @@ def test_a_hand_edited_summary_stops_the_re_scan_and_names_its_scene(page: Page,
     expect(stopped).to_contain_text("Re-scan stopped: Scene 2 has a summary you edited: “Aria crossed the old bridge, "
                                     "as I wrote it myself.” The re-scan", timeout=20_000)  # fmt: skip
     expect(stopped).to_contain_text("changed nothing")
-    expect(stopped.get_by_role("link", name="Access memories")).to_have_attribute("href", f"/chats/{chat_id}/scenes")
+    expect(stopped.get_by_role("link", name="Open scenes (Advanced Memory)")).to_have_attribute("href", f"/chats/{chat_id}/scenes")
     expect(page.locator("#rescan-first")).to_have_value("9")  # the range stays, to change it
     expect(page.locator("#rescan-last")).to_have_value("18")
     page.locator("#scenes-rescan").scroll_into_view_if_needed()

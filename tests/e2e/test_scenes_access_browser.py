@@ -50,7 +50,7 @@ def _open(page: Page, live, chat_id: int):
 def test_empty_state_says_what_to_do_next(page: Page, live, shot):
     chat_id = _chat(live)
     page.goto(f"{live.url}/chats/{chat_id}/scenes")
-    expect(page.locator("h1")).to_contain_text("Memories for this chat")
+    expect(page.locator("h1")).to_contain_text("Advanced Memory: scenes")
     empty = page.locator("#scenes-empty")
     expect(empty).to_contain_text("No scenes yet.")
     expect(empty).to_contain_text("Turn on Advanced Memory in Chat Settings → Memory Recall")

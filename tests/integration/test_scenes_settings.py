@@ -91,7 +91,11 @@ def test_the_prepare_panel_fragments(api, models):
     # Refusals come back as a sentence (a toast for HTMX).
     r = api.post(f"/chats/{chat_id}/scenes/prepare", headers={"HX-Request": "true"})
     assert r.status_code == 400 and "Turn on Advanced Memory Recall" in r.text
+    # The panel's Cancel with nothing running (it landed just after the run ended) answers the panel as it
+    # is, with no error of its own (issue 21); over JSON, stopping what does not run is still refused.
     r = api.post(f"/chats/{chat_id}/scenes/prepare/cancel", headers={"HX-Request": "true"})
+    assert r.status_code == 200 and 'id="scenes-prepare"' in r.text and "not running" not in r.text
+    r = api.post(f"/api/chats/{chat_id}/scenes/prepare/stop")
     assert r.status_code == 400 and "not running" in r.text
     assert api.get("/chats/999999/scenes/prepare", headers={"HX-Request": "true"}).status_code == 404
 

@@ -114,7 +114,7 @@ def reindex_scenes_page(chat_id: int, request: Request, session: SessionDep, ser
     get_chat(session, chat_id)
     services.recall.rebuilds.start(services, chat_id)
     ctx = _context(session, chat_id, message="Reindexing: the chat's memories, which rank its scenes for recall, are "
-                   "being embedded again in the background; Memories for this chat shows the progress.")  # fmt: skip
+                   "being embedded again in the background; Open memories (Memory Recall) in Chat Settings shows the progress.")  # fmt: skip
     return render(request, ACCESS, ctx, block="scene_view" if hx else None)
 
 

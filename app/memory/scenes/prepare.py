@@ -177,12 +177,16 @@ def _skip_window(session: Session, run: SceneRun | None) -> None:
     log.info("Prepare in chat %s: a batch treated as having no scene end", run.chat_id)
 
 
-def stop_prepare(services: Services, chat_id: int) -> SceneRun:
-    """Cancel the chat's run after the model call in hand; finished work stays."""
+def stop_prepare(services: Services, chat_id: int, *, if_running: bool = False) -> SceneRun | None:
+    """Cancel the chat's run after the model call in hand; finished work stays. With `if_running`, a run
+    that already ended is left as it is (None): the panel's Cancel can land just after the run failed or
+    finished, and the failure it then shows is the one thing to say, not a second error."""
     with Session(services.engine) as session:
         get_chat(session, chat_id)
         run = latest_run(session, chat_id)
         if run is None or run.status != "running":
+            if if_running:
+                return None
             raise UserError("Prepare existing history is not running in this chat.")
         run.stop_requested, run.updated_at = True, utcnow()
         if not working(services.engine, chat_id):  # cut short by a restart and not resumed yet

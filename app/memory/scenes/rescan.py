@@ -132,4 +132,4 @@ def stop_sentence(scene: OldScene) -> str:
     stop = "" if text.endswith((".", "!", "?", "…")) else "."
     return (f"Scene {scene.number} has a summary you edited: “{text}”{stop} The re-scan would change its messages, "
             f"so it stopped and changed nothing. Re-scan a range without scene {scene.number}, or delete "
-            f"that summary in Access memories first.")  # fmt: skip
+            f"that summary under Open scenes (Advanced Memory) first.")  # fmt: skip

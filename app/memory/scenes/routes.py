@@ -50,8 +50,9 @@ def skip_prepare_batch_page(chat_id: int, request: Request, services: ServicesDe
 
 @router.post("/chats/{chat_id}/scenes/prepare/cancel")
 def cancel_prepare_page(chat_id: int, request: Request, services: ServicesDep) -> HTMLResponse:
-    """Cancel the running Prepare after the model call in hand; finished work stays."""
-    prepare.stop_prepare(services, chat_id)
+    """Cancel the running Prepare after the model call in hand; finished work stays. A Cancel that lands
+    after the run ended answers the panel as the run left it (its failure shown once, no second error)."""
+    prepare.stop_prepare(services, chat_id, if_running=True)
     return _panel(request, services, chat_id)
 
 

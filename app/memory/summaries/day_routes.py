@@ -23,10 +23,10 @@ CHANGED = {"HX-Trigger": "sugo:day-summaries-changed"}
 router = APIRouter(include_in_schema=False)  # included by routes.py
 
 
-def _missing(request: Request, session: Session, chat_id: int) -> HTMLResponse:
+def _missing(request: Request, session: Session, chat_id: int, *, watch: bool = False) -> HTMLResponse:
     chat = conversation.conversation_chat(session, chat_id)
     engine = request.app.state.services.engine
-    return render(request, MISSING, {"chat": chat, "c": day_runs.panel_context(session, chat, engine=engine)})
+    return render(request, MISSING, {"chat": chat, "c": day_runs.panel_context(session, chat, engine=engine, watch=watch)})
 
 
 def _context(request: Request, chat_id: int, **extra) -> dict:
@@ -57,8 +57,9 @@ def _week(request: Request, session: Session, chat_id: int, on: date, *, changed
 
 @router.get("/chats/{chat_id}/days/missing")
 def missing_summaries_panel(chat_id: int, request: Request, session: SessionDep) -> HTMLResponse:
-    """The Missing Summaries panel (polled while a Backfill runs)."""
-    return _missing(request, session, chat_id)
+    """The Missing Summaries panel (polled while a Backfill runs, with ?watch=1: the poll that sees the
+    run end is told its result)."""
+    return _missing(request, session, chat_id, watch=request.query_params.get("watch") == "1")
 
 
 @router.post("/chats/{chat_id}/days/backfill")
@@ -66,7 +67,7 @@ def backfill_page(chat_id: int, request: Request, services: ServicesDep) -> HTML
     """Summarise up to 14 of the newest missing days now; the panel shows the progress."""
     day_runs.start_backfill(services, chat_id)
     with Session(services.engine) as session:
-        return _missing(request, session, chat_id)
+        return _missing(request, session, chat_id, watch=True)
 
 
 @router.post("/chats/{chat_id}/days/backfill/stop")
@@ -74,7 +75,7 @@ def stop_backfill_page(chat_id: int, request: Request, services: ServicesDep) ->
     """Stop the Backfill after the day being summarised."""
     day_runs.stop_backfill(services, chat_id)
     with Session(services.engine) as session:
-        return _missing(request, session, chat_id)
+        return _missing(request, session, chat_id, watch=True)
 
 
 @router.get("/chats/{chat_id}/days/edit")

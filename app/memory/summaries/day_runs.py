@@ -445,8 +445,12 @@ def result_sentence(progress: Progress) -> str:
     return " · ".join(parts)
 
 
-def panel_context(session: Session, chat: Chat, *, engine: Engine) -> dict:
+def panel_context(session: Session, chat: Chat, *, engine: Engine, watch: bool = False) -> dict:
+    """What the Missing Summaries panel shows. The finished Backfill's sentence only with `watch` (the panel
+    that polled the run, or the answer to its own click): "Added 10 summaries" said again at every later
+    opening of Chat Settings, hours on, reads as news that is no longer true."""
     assert chat.id is not None
     progress = backfill_status(engine, chat.id)
+    ended = progress is not None and not progress.running
     return {"overview": overview(session, chat), "backfill": progress,
-            "result": result_sentence(progress) if progress is not None and not progress.running else ""}  # fmt: skip
+            "result": result_sentence(progress) if ended and watch else ""}  # fmt: skip

@@ -25,7 +25,11 @@ def _panel(request: Request, session, chat_id: int, *, show_inactive: bool = Tru
            editing: int | None = None) -> HTMLResponse:  # fmt: skip
     chat = get_chat(session, chat_id)
     engine = request.app.state.services.engine
-    ctx = {"chat": chat, "c": panel_context(session, chat, engine=engine, show_inactive=show_inactive), "editing": editing}
+    # The Generate run the page was polling: its "written" line goes to the page that watched it run, once,
+    # not to every later opening of the panel (a status that stays after it is news).
+    watched = parse_row_id(request.query_params.get("watch", ""))
+    ctx = {"chat": chat, "c": panel_context(session, chat, engine=engine, show_inactive=show_inactive),
+           "editing": editing, "watched": watched, "watched_run": parse_row_id(request.query_params.get("watch_run", ""))}  # fmt: skip
     return render(request, PANEL, ctx)
 
 
