@@ -52,6 +52,10 @@ class AdvancedMemorySource(PromptSource):
             turn.session.get_bind(), turn.chat.id, query, None, bits=services.recall.index,
             threads=services.recall.queries, vectors=services.recall.query_vectors, wait_for_model=False,
             choose_embedder=partial(embedder_for_chat, chat_id=turn.chat.id, keybox=services.keybox),
+            # Memories are made inside the window too (every 5 messages): those of the scene window's
+            # messages name no earlier scene, so they are left out before the candidates are picked and
+            # take no place of an older scene's.
+            window_start_id=prompt.window_start(turn.session, turn.chat.id),
         )  # fmt: skip
         return True
 
