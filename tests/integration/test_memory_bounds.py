@@ -16,6 +16,8 @@ from sqlmodel import Session
 from app.lore import prompting
 from app.memory.recall import index as sign_index
 from app.memory.recall import lexical
+from app.memory.recall.embedders import VectorSizes
+from app.memory.recall.runtime import RecallRuntime
 
 CODE_BYTES = 48  # 384 sign bits
 
@@ -81,3 +83,18 @@ def test_long_words_never_enter_the_stem_cache_and_short_ones_stay_within_it():
         lexical.stem(f"lantern{i}")
     assert cache.cache_info().currsize <= getattr(lexical, "STEM_CACHE_WORDS", 65_536)
     assert lexical.stem("adoptions") == "adopt"
+
+
+def test_the_vector_sizes_seen_stay_within_their_bound_and_belong_to_one_app(sugo):
+    """The size each embedding server gave is the app's (RecallRuntime), bounded; a second app in the
+    same process knows none of the first's."""
+    sizes = VectorSizes(size=4)
+    for n in range(10):
+        sizes.seen(f"http://127.0.0.1:{9000 + n}/v1", "embed", 8 + n)
+    assert [sizes.get(f"http://127.0.0.1:{9000 + n}/v1", "embed") for n in range(10)] == [0] * 6 + [14, 15, 16, 17]
+    sugo.services.recall.sizes.seen("http://127.0.0.1:9999/v1", "embed", 16)
+    other = RecallRuntime()
+    try:
+        assert other.sizes.get("http://127.0.0.1:9999/v1", "embed") == 0
+    finally:
+        other.close()

@@ -16,7 +16,7 @@ def search_memories(chat_id: int, session: SessionDep, services: ServicesDep, q:
                     k: int = Query(default=8, ge=1, le=50)) -> dict:  # fmt: skip
     """Memory Recall's ranking for a query: chunks with their scores and the ids of their source messages."""
     get_chat(session, chat_id)
-    embedder = embedder_for_chat(session, chat_id, services.keybox)
+    embedder = embedder_for_chat(session, chat_id, services.keybox, sizes=services.recall.sizes)
     hits, note = service.search(session, chat_id, q, embedder, bits=services.recall.index, threads=services.recall.queries, k=k)
     return {
         "note": note,
@@ -64,7 +64,7 @@ def memory_status(chat_id: int, session: SessionDep, services: ServicesDep) -> d
     once every memory has its vectors) and of a running rebuild."""
     chat = get_chat(session, chat_id)
     choice = embedding_choice(session, chat)
-    space = build_embedder(choice).space
+    space = build_embedder(choice, sizes=services.recall.sizes).space
     chunks = service.list_chunks(session, chat_id)
     rebuild = services.recall.rebuilds.get(chat_id)
     waiting = sum(1 for c in chunks if c.status == "waiting")
@@ -113,7 +113,7 @@ def import_memories(chat_id: int, session: SessionDep, services: ServicesDep,
     """Merge a `.marinara.json` / `.json` / `.marinara` memory file; reports how many were imported, skipped as
     already here, queued for embedding, and linked to this chat's own messages (a file exported from it)."""
     get_chat(session, chat_id)
-    space = embedder_for_chat(session, chat_id, services.keybox).space
+    space = embedder_for_chat(session, chat_id, services.keybox, sizes=services.recall.sizes).space
     result = service.import_file(session, chat_id, file.file.read(), space=space)
     session.commit()
     if result["queued"]:

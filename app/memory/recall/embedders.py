@@ -361,6 +361,30 @@ class BuiltinModels:
         return "failed" if "failed" in states else "loading" if states - {"ready"} else "ready"
 
 
+class VectorSizes:
+    """The size of the vectors each embedding server gave, by (address, model): one per app
+    (RecallRuntime), never a class or module global, so two apps in one process keep their own. At most
+    `size` pairs (the least recently seen forgotten first); a restart forgets them, and the first answer
+    after it sets the size again (vectors of another size then land in a space of their own, never mixed)."""
+
+    def __init__(self, size: int = 256) -> None:
+        self._size = size
+        self._sizes: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, base_url: str, model: str) -> int:
+        """The size seen for this server's model, 0 when none was."""
+        with self._lock:
+            return self._sizes.get((base_url, model), 0)
+
+    def seen(self, base_url: str, model: str, dims: int) -> None:
+        with self._lock:
+            self._sizes[(base_url, model)] = dims
+            self._sizes.move_to_end((base_url, model))
+            while len(self._sizes) > self._size:
+                self._sizes.popitem(last=False)
+
+
 class QueryVectors:
     """The vectors of the newest queries, by embedding space and text: Peek Prompt, the context
     grid and the reply all search with the chat's newest message, and embedding it is most of a
@@ -432,19 +456,18 @@ class OpenAICompatible:
     max_words = 350
     threshold = 0.25
     search_floor = 0.25  # an unknown model: its recall threshold, unmeasured
-    # Vector sizes seen per (address, model): a new instance then knows its space before it calls,
-    # and an answer of another size is refused (vector_size_problem).
-    _known_dims: dict[tuple[str, str], int] = {}
-
     def __init__(self, base_url: str, model: str, *, api_key: str | None = None, dims: int = 0,
-                 timeout_s: float = 60.0, new_size: bool = False) -> None:  # fmt: skip
-        """`new_size`: take the size of the first answer, whatever was seen before (Rebuild: the
-        user asked for every memory to be embedded again with what the server now gives)."""
+                 timeout_s: float = 60.0, new_size: bool = False, sizes: VectorSizes | None = None) -> None:  # fmt: skip
+        """`sizes`: the app's record of the sizes each server gave (RecallRuntime), so a new instance
+        knows its space before it calls and an answer of another size is refused (vector_size_problem).
+        `new_size`: take the size of the first answer, whatever was seen before (Rebuild: the user asked
+        for every memory to be embedded again with what the server now gives)."""
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key = api_key
         self.timeout_s = timeout_s
-        known = 0 if new_size else self._known_dims.get((self.base_url, model), 0)
+        self._sizes = sizes
+        known = 0 if new_size or sizes is None else sizes.get(self.base_url, model)
         self.space = EmbeddingSpace("openai", model, dims or known)
 
     def embed_passages(self, texts: list[str], *, timeout_s: float | None = None) -> list[list[float]]:
@@ -469,7 +492,8 @@ class OpenAICompatible:
             raise EmbeddingError(problem)
         if not self.space.dims:
             self.space = EmbeddingSpace("openai", self.model, len(vectors[0]))
-            self._known_dims[(self.base_url, self.model)] = len(vectors[0])
+            if self._sizes is not None:
+                self._sizes.seen(self.base_url, self.model, len(vectors[0]))
         return vectors
 
     def embed_query(self, text: str) -> list[float]:

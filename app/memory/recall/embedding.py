@@ -11,7 +11,7 @@ from app.connections.crypto import KeyBox
 from app.connections.models import AppDefault, Connection
 from app.connections.service import default_connection
 from app.errors import UserError
-from app.memory.recall.embedders import BUILTINS, Embedder, OpenAICompatible
+from app.memory.recall.embedders import BUILTINS, Embedder, OpenAICompatible, VectorSizes
 from app.memory.recall.models import MemoryChunk
 from app.memory.recall.sources import (
     BUILTIN_MODELS,
@@ -71,15 +71,18 @@ def embedding_choice(session: Session, chat: Chat | None, *, keybox: KeyBox | No
                                    default=default_embedding_setting(session), connections=connections)  # fmt: skip
 
 
-def build_embedder(choice: EmbeddingChoice, *, new_size: bool = False) -> Embedder:
-    """`new_size`: a remote model's vectors may take a new size (see OpenAICompatible)."""
+def build_embedder(choice: EmbeddingChoice, *, sizes: VectorSizes, new_size: bool = False) -> Embedder:
+    """`sizes`: the app's record of the sizes servers gave (services.recall.sizes); `new_size`: a remote
+    model's vectors may take a new size (see OpenAICompatible)."""
     if choice.kind == "builtin":
         return BUILTINS[choice.model]()
-    return OpenAICompatible(choice.base_url, choice.model, api_key=choice.api_key, new_size=new_size)
+    return OpenAICompatible(choice.base_url, choice.model, api_key=choice.api_key, new_size=new_size, sizes=sizes)
 
 
-def embedder_for_chat(session: Session, chat_id: int, keybox: KeyBox, *, new_size: bool = False) -> Embedder:
-    return build_embedder(embedding_choice(session, session.get(Chat, chat_id), keybox=keybox), new_size=new_size)
+def embedder_for_chat(session: Session, chat_id: int, keybox: KeyBox, *, sizes: VectorSizes,
+                      new_size: bool = False) -> Embedder:  # fmt: skip
+    choice = embedding_choice(session, session.get(Chat, chat_id), keybox=keybox)
+    return build_embedder(choice, sizes=sizes, new_size=new_size)
 
 
 def builtin_models_in_use(session: Session) -> set[str]:

@@ -98,7 +98,7 @@ def _embed_chat(services: Services, chat_id: int) -> tuple[int, int, int]:
             return 0, 0, 0
         added, removed = sync_chunks(session, chat_id)
         session.commit()
-        embedder = embedder_for_chat(session, chat_id, services.keybox)
+        embedder = embedder_for_chat(session, chat_id, services.keybox, sizes=services.recall.sizes)
         embedded = 0
         while done := embed_pending(session, chat_id, embedder, limit=BATCH):
             session.commit()
@@ -198,7 +198,7 @@ def _rebuild(services: Services, chat_id: int, ids: list[int], state: Rebuild) -
         with Session(services.engine) as session:
             # A rebuild takes the size the server's vectors have now: it is how the user moves the
             # chat to a model that changed behind its name (whose vectors syncs refuse meanwhile).
-            embedder = embedder_for_chat(session, chat_id, services.keybox, new_size=True)
+            embedder = embedder_for_chat(session, chat_id, services.keybox, sizes=services.recall.sizes, new_size=True)
             for start in range(0, len(ids), REBUILD_BATCH):
                 if state.stop.is_set():
                     state.stopped = True
@@ -238,7 +238,7 @@ def _make_now(services: Services, chat_id: int, state: Rebuild) -> None:
         session.commit()
         # Added to, not set: ChatSyncs runs this again when a change came meanwhile.
         state.total = state.done + waiting_count(session, chat_id)
-        embedder = embedder_for_chat(session, chat_id, services.keybox, new_size=True)
+        embedder = embedder_for_chat(session, chat_id, services.keybox, sizes=services.recall.sizes, new_size=True)
         while not state.stop.is_set():
             done = embed_pending(session, chat_id, embedder, limit=REBUILD_BATCH)
             session.commit()

@@ -33,10 +33,11 @@ def _context(request: Request, session, chat_id: int, message: str | None = None
     chat = get_chat(session, chat_id)
     # The rebuild as it is now, read once: the route decides what to send by it and the template
     # renders it, and the rebuild's thread may end between the two.
-    rebuild = copy.copy(request.app.state.services.recall.rebuilds.get(chat_id))
+    services = request.app.state.services
+    rebuild = copy.copy(services.recall.rebuilds.get(chat_id))
     chunks = service.list_chunks(session, chat_id)
     choice = embedding_choice(session, chat)
-    space = build_embedder(choice).space
+    space = build_embedder(choice, sizes=services.recall.sizes).space
     counts = {s: sum(1 for c in chunks if c.status == s) for s in ("vectorized", "waiting", "unavailable")}
     other = {c.id for c in chunks if c.status == "vectorized" and not space.matches(c.embedding_space_id)}
     # Why the newest memory without vectors has none (a server down, vectors of a new size...).
@@ -45,7 +46,7 @@ def _context(request: Request, session, chat_id: int, message: str | None = None
         "chat": chat, "chunks": chunks, "counts": counts, "space": space.id, "choice": choice, "other": other,
         "unavailable_reason": unavailable.error if unavailable is not None else None,
         "rebuild": rebuild,
-        "building": building(request.app.state.services, chat_id),
+        "building": building(services, chat_id),
         "tokens": sum(count_tokens(c.content) for c in chunks), "message": message,
         "recall_on": chat_settings(chat).recall_enabled(chat.mode),
         "chunking_paused": chat_settings(chat).memory_chunking_paused,
@@ -83,7 +84,7 @@ def search_memories_fragment(chat_id: int, request: Request, session: SessionDep
     get_chat(session, chat_id)
     found, note = [], None
     if q.strip():
-        embedder = embedder_for_chat(session, chat_id, services.keybox)
+        embedder = embedder_for_chat(session, chat_id, services.keybox, sizes=services.recall.sizes)
         found, note = service.search_for_viewer(session, chat_id, q, embedder, bits=services.recall.index,
                                                 threads=services.recall.queries)  # fmt: skip
     return render(request, "chats/_memory_results.html", {"found": found, "note": note, "q": q})
@@ -143,7 +144,7 @@ async def import_memories_page(chat_id: int, request: Request, session: SessionD
 
 
 def _imported_view(request: Request, session, services, chat_id: int, raw: bytes, hx: bool) -> HTMLResponse:
-    result = service.import_file(session, chat_id, raw, space=embedder_for_chat(session, chat_id, services.keybox).space)
+    result = service.import_file(session, chat_id, raw, space=embedder_for_chat(session, chat_id, services.keybox, sizes=services.recall.sizes).space)
     session.commit()
     if result["queued"]:
         schedule_embed_chat(services, chat_id)

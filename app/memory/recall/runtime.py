@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from app.memory.recall.embedders import BuiltinModels, QueryVectors
+from app.memory.recall.embedders import BuiltinModels, QueryVectors, VectorSizes
 from app.memory.recall.embedding import builtin_models_in_use
 from app.memory.recall.index import SignIndex
 from app.memory.recall.jobs import ChatSyncs, Rebuilds
@@ -34,6 +34,7 @@ class RecallRuntime:
     rebuilds: Rebuilds = field(default_factory=Rebuilds)
     syncs: ChatSyncs = field(default_factory=ChatSyncs)  # one memory sync per chat at a time
     models: BuiltinModels = field(default_factory=BuiltinModels)
+    sizes: VectorSizes = field(default_factory=VectorSizes)  # the vector size each embedding server gave
 
     def load_models(self, engine: Engine) -> None:
         """At start, in the background: work out which built-in models the data uses and load them,

@@ -57,7 +57,7 @@ class RecallSource(PromptSource):
         pending = turn.scratch[self.name] = start_recall(
             turn.session.get_bind(), turn.chat.id, recall_query(turn.history.messages), None,
             bits=services.recall.index, threads=services.recall.queries, vectors=services.recall.query_vectors,
-            choose_embedder=partial(embedder_for_chat, chat_id=turn.chat.id, keybox=services.keybox),
+            choose_embedder=partial(embedder_for_chat, chat_id=turn.chat.id, keybox=services.keybox, sizes=services.recall.sizes),
             window_start_id=recent[0].id if recent else None,
         )  # fmt: skip
         if pending is not None:
@@ -85,7 +85,7 @@ class RecallSource(PromptSource):
         it will be the query (unless it is too short to stand alone)."""
         if not read_settings(chat.settings).recall_enabled(chat.mode) or len(text.split()) < SHORT_QUERY_WORDS:
             return
-        embedder = embedder_for_chat(session, chat.id, services.keybox)
+        embedder = embedder_for_chat(session, chat.id, services.keybox, sizes=services.recall.sizes)
         if still_loading(embedder):
             return  # the turn ranks by words while the model loads (and starts loading it)
         services.recall.queries.submit(services.recall.query_vectors.embed, embedder, text)

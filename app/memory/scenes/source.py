@@ -51,7 +51,8 @@ class AdvancedMemorySource(PromptSource):
         turn.scratch[self.name] = start_search(
             turn.session.get_bind(), turn.chat.id, query, None, bits=services.recall.index,
             threads=services.recall.queries, vectors=services.recall.query_vectors, wait_for_model=False,
-            choose_embedder=partial(embedder_for_chat, chat_id=turn.chat.id, keybox=services.keybox),
+            choose_embedder=partial(embedder_for_chat, chat_id=turn.chat.id, keybox=services.keybox,
+                                    sizes=services.recall.sizes),
             # Memories are made inside the window too (every 5 messages): those of the scene window's
             # messages name no earlier scene, so they are left out before the candidates are picked and
             # take no place of an older scene's.
