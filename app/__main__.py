@@ -6,9 +6,9 @@ import sys
 
 import uvicorn
 
-from app.auth import is_loopback, open_listening_refusal
-from app.db import DataFolderError, check_data_folder
-from app.settings import Settings, load_settings
+from app.platform.db import DataFolderError, check_data_folder
+from app.platform.settings import Settings, load_settings
+from app.web.auth import is_loopback, open_listening_refusal
 
 
 def proxy_options(settings: Settings) -> dict:

@@ -14,9 +14,6 @@ from fastapi.staticfiles import StaticFiles
 from sqlmodel import Session
 
 from app import pages
-from app.api_common import ids_in_range, install_error_handlers
-from app.auth import LoginThrottle, ProtectionMiddleware, SessionSigner, allowed_host_names
-from app.bodylimit import BodyLimit
 from app.characters.api import router as characters_api
 from app.chats.api import router as chats_api
 from app.chats.service import finish_interrupted_replies
@@ -24,28 +21,31 @@ from app.connections.api import router as connections_api
 from app.connections.crypto import KeyBox
 from app.connections.providers._http import close_clients
 from app.connections.service import seal_plain_headers
-from app.db import check_data_folder, make_engine
 from app.generation.reply import Generations
-from app.headers import SecurityHeaders, content_security_policy, inline_script_hashes
 from app.images.routes import router as images_routes
-from app.jobs import make_scheduler, register_jobs, settle_runs
 from app.lore.api import chat_router as chat_lore_api
 from app.lore.api import router as lore_api
 from app.lore.prompting import CompiledBooks
 from app.memory.recall.api import router as memory_api
 from app.memory.recall.runtime import RecallRuntime
-from app.memory.scenes.api import fix_router as scenes_fix_api
-from app.memory.scenes.api import router as scenes_api
-from app.memory.scenes.prepare_api import router as scenes_prepare_api
+from app.memory.scenes.web.api import fix_router as scenes_fix_api
+from app.memory.scenes.web.api import router as scenes_api
+from app.memory.scenes.web.prepare import router as scenes_prepare_api
 from app.memory.summaries.api import router as summaries_api
 from app.memory.summaries.api import templates_router as summary_templates_api
-from app.migrate import upgrade_database
 from app.personas.api import router as personas_api
+from app.platform.db import check_data_folder, make_engine
+from app.platform.jobs import make_scheduler, register_jobs, settle_runs
+from app.platform.migrate import upgrade_database
+from app.platform.services import Services
+from app.platform.settings import Settings, load_settings
 from app.prompt.sources import PromptSources
-from app.services import Services
-from app.settings import Settings, load_settings
 from app.sources import default_sources
-from app.web import STATIC_DIR, TEMPLATES_DIR
+from app.web.api_common import ids_in_range, install_error_handlers
+from app.web.auth import LoginThrottle, ProtectionMiddleware, SessionSigner, allowed_host_names
+from app.web.bodylimit import BodyLimit
+from app.web.headers import SecurityHeaders, content_security_policy, inline_script_hashes
+from app.web.templates import STATIC_DIR, TEMPLATES_DIR
 
 log = logging.getLogger(__name__)
 SWAGGER_UI = "swagger-ui-5.35.0"
@@ -84,7 +84,7 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
         # memories were built). Collected first, so no garbage is frozen with it.
         gc.collect()
         gc.freeze()
-        # Every run the last shutdown cut short is resumed or closed before anything else runs (app/jobs.py):
+        # Every run the last shutdown cut short is resumed or closed before anything else runs (app/platform/jobs.py):
         # the scheduler's first sweeps then find the resumed runs holding their chats, and no request ever
         # sees a run "running" with nobody at work.
         settle_runs(services)

@@ -2,17 +2,17 @@
 
 from sqlmodel import SQLModel
 
-from app import modelbase as _modelbase  # noqa: F401  (naming convention first)
 from app.characters.models import Character
 from app.chats.models import Chat, ChatCharacter, Message
 from app.connections.models import AppDefault, Connection
 from app.images.models import Image
 from app.lore.models import Lorebook, LorebookEntry, LorebookLink
+from app.memory.days.models import DayFailure, DaySummary, WeekSummary
 from app.memory.recall.models import MemoryChunk, MemoryVector
 from app.memory.scenes.models import Scene, SceneRecapPart, SceneState
-from app.memory.summaries.day_models import DayFailure, DaySummary, WeekSummary
 from app.memory.summaries.models import SummaryEntry, SummaryJob, SummaryRun, SummaryTemplate
 from app.personas.models import Persona
+from app.platform import modelbase as _modelbase  # noqa: F401  (naming convention first)
 
 metadata = SQLModel.metadata
 

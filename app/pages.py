@@ -3,14 +3,14 @@
 from app.characters.routes import router as characters
 from app.chats.routes import router as chats
 from app.connections.routes import router as connections
-from app.home import router as home
-from app.install import router as install
 from app.lore.routes import router as lorebooks
 from app.memory.recall.routes import router as memories
-from app.memory.scenes.pages import router as scene_pages
-from app.memory.scenes.routes import router as scene_prepare
+from app.memory.scenes.web.pages import router as scene_pages
+from app.memory.scenes.web.routes import router as scene_prepare
 from app.memory.summaries.routes import router as summaries
 from app.personas.routes import router as personas
+from app.web.install import router as install
+from app.web.login import router as home
 
 # Prepare's pages before any /chats/{id}/scenes/{scene_id} page: /scenes/prepare is not a scene id.
 routers = (home, install, scene_prepare, scene_pages, memories, summaries, chats, characters, personas, connections,

@@ -4,11 +4,11 @@ what a source may provide). A new one is its own folder plus one line here."""
 from __future__ import annotations
 
 from app.lore.source import LoreSource
+from app.memory.days.source import DaySummarySource
 from app.memory.recall.source import RecallSource
 from app.memory.scenes.source import AdvancedMemorySource
-from app.memory.summaries.day_source import DaySummarySource
 from app.memory.summaries.source import SummarySource
-from app.prompt.builtin_sources import CharacterNoteSource, ContextNoteSource, TimeAwarenessSource
+from app.prompt.notes_and_time import CharacterNoteSource, ContextNoteSource, TimeAwarenessSource
 from app.prompt.sources import PromptSources
 
 

@@ -44,7 +44,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.prompt.tokens import count_message_tokens  # noqa: E402
+from app.prompt.core.tokens import count_message_tokens  # noqa: E402
 from bench.sugo_process import running_sugo  # noqa: E402
 from tests.support.model_server import ModelServer, Reply  # noqa: E402
 

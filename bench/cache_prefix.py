@@ -13,8 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.chats.window import DEFAULT_RECENT_LIMIT, HistoryMessage, WindowPlan  # noqa: E402
-from app.prompt.builder import CardSnapshot, PromptContext, build  # noqa: E402
+from app.chats.core.window import DEFAULT_RECENT_LIMIT, HistoryMessage, WindowPlan  # noqa: E402
+from app.prompt.core.builder import CardSnapshot, PromptContext, build  # noqa: E402
 
 TURNS = 500
 LIMIT = DEFAULT_RECENT_LIMIT

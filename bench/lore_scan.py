@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.lore.activation import LoreBook, LoreEntry, ScanRequest, compile_book, scan  # noqa: E402
-from app.prompt.tokens import count_tokens  # noqa: E402
+from app.lore.core.activation import LoreBook, LoreEntry, ScanRequest, compile_book, scan  # noqa: E402
+from app.prompt.core.tokens import count_tokens  # noqa: E402
 
 BOOKS = 4
 ENTRIES_PER_BOOK = 500

@@ -66,8 +66,8 @@ from app.main import build_services  # noqa: E402
 from app.memory.recall.embedders import MiniLM  # noqa: E402
 from app.memory.recall.jobs import embed_chat  # noqa: E402
 from app.memory.recall.source import recall_query  # noqa: E402
+from app.platform.settings import Settings  # noqa: E402
 from app.prompt.service import build_chat_prompt  # noqa: E402
-from app.settings import Settings  # noqa: E402
 from bench.lore_scan import invented_names  # noqa: E402
 from bench.recall import Text, fill_chunks  # noqa: E402
 from bench.sugo_process import free_port, wait_for  # noqa: E402

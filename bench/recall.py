@@ -35,15 +35,15 @@ from sqlmodel import Session, select  # noqa: E402
 from app.chats.models import Chat, Message  # noqa: E402
 from app.chats.service import new_message  # noqa: E402
 from app.main import build_services  # noqa: E402
-from app.memory.recall.chunking import MessageText, embedding_windows  # noqa: E402
+from app.memory.recall.core.chunking import MessageText, embedding_windows  # noqa: E402
+from app.memory.recall.core.lexical import index_text  # noqa: E402
 from app.memory.recall.embedders import MiniLM  # noqa: E402
 from app.memory.recall.jobs import embed_chat  # noqa: E402
-from app.memory.recall.lexical import index_text  # noqa: E402
 from app.memory.recall.models import MemoryChunk  # noqa: E402
 from app.memory.recall.service import WINDOW_WORDS, recall_for_prompt  # noqa: E402
 from app.memory.recall.vectors import sign_code  # noqa: E402
-from app.prompt.tokens import count_tokens  # noqa: E402
-from app.settings import Settings  # noqa: E402
+from app.platform.settings import Settings  # noqa: E402
+from app.prompt.core.tokens import count_tokens  # noqa: E402
 
 COMMON = ("the road river lamp rain shutters map dawn tower key clock gear harbour boat sail wind dune caravan "
           "salt price weather market bread fish kitchen inn room stairs night war eye keeper lighthouse forest "

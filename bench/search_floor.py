@@ -31,7 +31,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.memory.recall.chunking import MessageText, embedding_windows  # noqa: E402
+from app.memory.recall.core.chunking import MessageText, embedding_windows  # noqa: E402
 from app.memory.recall.embedders import E5Small, MiniLM  # noqa: E402
 from app.memory.recall.service import WINDOW_WORDS  # noqa: E402
 

@@ -41,17 +41,17 @@ from sqlmodel import Session, select  # noqa: E402
 
 from app.characters.schemas import CharacterIn  # noqa: E402
 from app.characters.service import create_character  # noqa: E402
+from app.chats.core.window import DEFAULT_RECENT_LIMIT  # noqa: E402
 from app.chats.history import history_window  # noqa: E402
 from app.chats.models import Message  # noqa: E402
 from app.chats.service import create_chat, get_chat, new_message  # noqa: E402
-from app.chats.window import DEFAULT_RECENT_LIMIT  # noqa: E402
 from app.lore import service as lore  # noqa: E402
 from app.main import build_services  # noqa: E402
 from app.memory.summaries.models import SummaryEntry  # noqa: E402
 from app.memory.summaries.service import write_entry  # noqa: E402
+from app.platform.settings import Settings  # noqa: E402
+from app.prompt.core.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens  # noqa: E402
 from app.prompt.service import build_chat_prompt  # noqa: E402
-from app.prompt.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens  # noqa: E402
-from app.settings import Settings  # noqa: E402
 
 MESSAGES = 2000
 CONTEXT_SIZE = 32768

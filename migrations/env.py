@@ -3,7 +3,7 @@ config.attributes["connection"]; the command line builds one from SUGO_DATA_DIR.
 
 from alembic import context
 
-from app.migrate import include_name
+from app.platform.migrate import include_name
 from app.models import metadata
 
 config = context.config
@@ -25,8 +25,8 @@ connection = config.attributes.get("connection")
 if connection is not None:
     run_migrations(connection)
 else:
-    from app.db import make_engine
-    from app.settings import load_settings
+    from app.platform.db import make_engine
+    from app.platform.settings import load_settings
 
     engine = make_engine(load_settings().database_path)
     with engine.connect() as conn:

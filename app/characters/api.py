@@ -5,9 +5,9 @@ from fastapi.responses import Response
 
 from app.characters import service
 from app.characters.schemas import CharacterIn, CharacterRead
-from app.deps import SessionDep
-from app.downloads import attachment
 from app.lore import card_books
+from app.platform.core.downloads import attachment
+from app.web.deps import SessionDep
 
 router = APIRouter(prefix="/api/characters", tags=["characters"])
 

@@ -20,8 +20,8 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from app import jsonin
-from app.jsonin import JsonTooDeep
+from app.platform.core import jsonin
+from app.platform.core.jsonin import JsonTooDeep
 
 logger = logging.getLogger(__name__)
 

@@ -3,8 +3,8 @@ from datetime import datetime
 from sqlalchemy import JSON, Column
 from sqlmodel import Field, SQLModel
 
-from app.modelbase import json_field
-from app.timeutil import utcnow
+from app.platform.modelbase import json_field
+from app.platform.timeutil import utcnow
 
 
 class Character(SQLModel, table=True):

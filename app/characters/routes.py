@@ -5,14 +5,14 @@ from fastapi.responses import HTMLResponse, Response
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from app import forms
 from app.characters import service
 from app.characters.schemas import CharacterIn
-from app.deps import SessionDep
-from app.errors import UserError
 from app.lore import card_books
 from app.lore.service import books_of_character
-from app.web import HxRequest, render, render_blocks
+from app.platform import forms
+from app.platform.core.errors import UserError
+from app.web.deps import SessionDep
+from app.web.templates import HxRequest, render, render_blocks
 
 router = APIRouter(include_in_schema=False)
 

@@ -3,7 +3,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from app.names import checked
+from app.platform.core.names import checked
 
 
 class CharacterIn(BaseModel):
@@ -28,7 +28,7 @@ class CharacterIn(BaseModel):
 
 
 class CharacterRead(CharacterIn):
-    name: str  # as stored: an imported card keeps the name it came with (app/names.py)
+    name: str  # as stored: an imported card keeps the name it came with (app/platform/core/names.py)
     id: int
     avatar_url: str | None
     extensions: dict

@@ -7,10 +7,10 @@ from sqlmodel import Session, col, select
 from app.characters import cards
 from app.characters.models import Character
 from app.characters.schemas import CharacterIn, CharacterRead
-from app.errors import NotFound, UserError
 from app.images.models import Image
 from app.images.service import store_image
-from app.timeutil import utcnow
+from app.platform.core.errors import NotFound, UserError
+from app.platform.timeutil import utcnow
 
 _NOTE_FIELDS = ("character_note", "character_note_depth", "character_note_role")
 _CARD_FIELDS = tuple(f for f in CharacterIn.model_fields if f not in _NOTE_FIELDS)

@@ -17,14 +17,14 @@ from app.chats.schemas import (
     MessageRead,
     SwipeIn,
 )  # fmt: skip
-from app.deps import ServicesDep, SessionDep
-from app.downloads import attachment, content_disposition
 from app.generation import reply
 from app.lore.chat_files import export_chat_file, import_chat_file
-from app.modelbase import RowId
+from app.platform.core.downloads import attachment, content_disposition
+from app.platform.modelbase import RowId
 from app.prompt.report import context_report, snapshot
 from app.prompt.schemas import PromptRead, prompt_read
 from app.prompt.service import build_chat_prompt
+from app.web.deps import ServicesDep, SessionDep
 
 router = APIRouter(prefix="/api/chats", tags=["chats"])
 

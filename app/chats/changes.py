@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
-from app.services import Services
+from app.platform.services import Services
 
 
 def messages_changed(session: Session, services: Services, chat_id: int) -> None:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from sqlmodel import Session
 
-from app.chats.window import HistoryMessage, WindowPlan, plan_window
-from app.connections.answers import without_reasoning
+from app.chats.core.window import HistoryMessage, WindowPlan, plan_window
+from app.connections.core.answers import without_reasoning
 
 # The reply path's hot queries, in plain SQL through the driver: they run before every reply and
 # the ORM's per-statement overhead was most of their cost. All use the (chat_id, id) index.

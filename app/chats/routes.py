@@ -9,29 +9,29 @@ from fastapi.responses import HTMLResponse, Response
 from sqlmodel import Session, col, select
 from starlette.concurrency import run_in_threadpool
 
-from app import forms
 from app.characters.service import list_characters
 from app.chats import service
 from app.chats.changes import chat_added, messages_changed
 from app.chats.history import message_count
 from app.chats.models import Chat, Message
 from app.chats.settings import ChatSettings
+from app.connections.core.presets import LOCAL_PRESET_BY_PORT, PRESETS
 from app.connections.discovery import find_local_servers
-from app.connections.presets import LOCAL_PRESET_BY_PORT, PRESETS
 from app.connections.service import default_connection, list_connections
-from app.deps import FormDep, ServicesDep, SessionDep, SettingsDep
-from app.errors import UserError
 from app.lore.chat_files import ChatImport, import_chat_file
 from app.memory.scenes.prompt import window_start
 from app.memory.summaries.service import summarised_ids
-from app.modelbase import parse_row_id
-from app.names import refuse_control_characters
 from app.personas.service import default_persona, list_personas
-from app.prompt.blocks import GROUP_LABELS
-from app.prompt.inspect import message_counts
+from app.platform import forms
+from app.platform.core.errors import UserError
+from app.platform.core.names import refuse_control_characters
+from app.platform.modelbase import parse_row_id
+from app.prompt.core.blocks import GROUP_LABELS
+from app.prompt.core.inspect import message_counts
 from app.prompt.report import context_report
 from app.prompt.service import build_chat_prompt
-from app.web import HxRequest, render
+from app.web.deps import FormDep, ServicesDep, SessionDep, SettingsDep
+from app.web.templates import HxRequest, render
 
 router = APIRouter(include_in_schema=False)
 PAGE_SIZE = 60

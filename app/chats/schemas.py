@@ -4,8 +4,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from app.chats.settings import ChatSettings
-from app.modelbase import RowId
-from app.names import checked
+from app.platform.core.names import checked
+from app.platform.modelbase import RowId
 
 ChatName = Annotated[str, checked("A chat name")]
 

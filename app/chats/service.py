@@ -9,17 +9,17 @@ from sqlmodel import Session, col, delete, select
 
 from app.characters.models import Character
 from app.characters.service import greetings
-from app.chats.limits import message_too_long
+from app.chats.core.limits import message_too_long
 from app.chats.models import CHAT_MODES, Chat, ChatCharacter, Message
 from app.chats.settings import ChatSettings, read_settings
 from app.connections.models import Connection
 from app.connections.service import default_connection
-from app.db import lock_for_write
-from app.errors import NotFound, UserError
-from app.names import refuse_control_characters
 from app.personas.models import Persona
 from app.personas.service import FALLBACK_USER_NAME, default_persona
-from app.timeutil import utcnow
+from app.platform.core.errors import NotFound, UserError
+from app.platform.core.names import refuse_control_characters
+from app.platform.db import lock_for_write
+from app.platform.timeutil import utcnow
 
 
 @dataclass

@@ -4,7 +4,7 @@ text Sugo stores in columns) so an export gives back every field SillyTavern wro
 A reply's reasoning travels as SillyTavern keeps it: `extra.reasoning` and `extra.reasoning_duration`
 (ms) for the shown version, `swipe_info[i].extra` for the others. Reasoning tags still inside an
 imported reply's text (a chat written without reasoning parsing) are read out of it as new replies
-are (app/connections/answers.py), so they are neither shown as the reply nor sent back."""
+are (app/connections/core/answers.py), so they are neither shown as the reply nor sent back."""
 
 from __future__ import annotations
 
@@ -15,13 +15,14 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from app.characters.models import Character
-from app.chats import imported, st_jsonl, st_metadata
 from app.chats import service as chats
+from app.chats import st_metadata
+from app.chats.core import imported, st_jsonl
 from app.chats.models import Chat, Message
 from app.chats.settings import ChatSettings
-from app.connections.answers import ONLY_THINKING, read_answer
-from app.errors import UserError
-from app.timeutil import as_utc, utcnow
+from app.connections.core.answers import ONLY_THINKING, read_answer
+from app.platform.core.errors import UserError
+from app.platform.timeutil import as_utc, utcnow
 
 
 @dataclass

@@ -3,11 +3,11 @@ from pydantic import BaseModel, Field
 from sqlmodel import Session
 
 from app.connections import service
+from app.connections.core.presets import PRESETS
 from app.connections.discovery import find_local_servers
-from app.connections.presets import PRESETS
 from app.connections.schemas import ConnectionIn, ConnectionRead, ProbeOut
-from app.deps import KeyBoxDep, ServicesDep, SessionDep, SettingsDep
 from app.memory.recall.embedding import default_embedding_setting, set_default_embedding
+from app.web.deps import KeyBoxDep, ServicesDep, SessionDep, SettingsDep
 
 router = APIRouter(prefix="/api/connections", tags=["connections"])
 

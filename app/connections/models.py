@@ -2,8 +2,8 @@ from datetime import datetime
 
 from sqlmodel import Field, SQLModel
 
-from app.modelbase import json_field
-from app.timeutil import utcnow
+from app.platform.modelbase import json_field
+from app.platform.timeutil import utcnow
 
 
 class Connection(SQLModel, table=True):

@@ -4,15 +4,15 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 
-from app import forms
 from app.connections import service
+from app.connections.core.presets import PRESETS, PRESETS_BY_ID
 from app.connections.models import Connection
-from app.connections.presets import PRESETS, PRESETS_BY_ID
 from app.connections.schemas import ConnectionIn
-from app.deps import FormDep, KeyBoxDep, SessionDep
+from app.memory.recall.core.sources import BUILTIN_MODELS
 from app.memory.recall.embedding import default_embedding_setting, set_default_embedding
-from app.memory.recall.sources import BUILTIN_MODELS
-from app.web import HxRequest, render, render_blocks
+from app.platform import forms
+from app.web.deps import FormDep, KeyBoxDep, SessionDep
+from app.web.templates import HxRequest, render, render_blocks
 
 router = APIRouter(include_in_schema=False)
 

@@ -3,8 +3,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field, field_validator
 
-from app.modelbase import RowId
-from app.names import checked
+from app.platform.core.names import checked
+from app.platform.modelbase import RowId
 
 
 class ConnectionIn(BaseModel):

@@ -9,8 +9,8 @@ from app.connections.models import Connection
 from app.connections.providers import get_provider
 from app.connections.providers.base import ProbeResult, ProviderConfig, ProviderError
 from app.connections.schemas import ConnectionIn, ConnectionRead
-from app.errors import NotFound, UserError
-from app.timeutil import utcnow
+from app.platform.core.errors import NotFound, UserError
+from app.platform.timeutil import utcnow
 
 
 def to_read(conn: Connection) -> ConnectionRead:

@@ -1,5 +1,5 @@
 """A reply's reasoning as it streams: split from the text by the one reader of model answers
-(app/connections/answers.py), timed, and judged once the stream has ended.
+(app/connections/core/answers.py), timed, and judged once the stream has ended.
 
 Each version of a reply keeps its reasoning apart from its text, in the version's record beside
 `usage` and `gen_started`: `reasoning` (the text) and `reasoning_ms` (how long the model thought). The
@@ -33,7 +33,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from app.connections.answers import EMPTY_REPLY, ONLY_THINKING, Piece, ReasoningSplitter
+from app.connections.core.answers import EMPTY_REPLY, ONLY_THINKING, Piece, ReasoningSplitter
 
 __all__ = ["EMPTY_REPLY", "ONLY_THINKING", "ReplyReading", "thought_label", "version_reasoning"]
 REASONING_FIELDS = ("reasoning", "reasoning_ms")

@@ -38,23 +38,23 @@ from starlette.concurrency import run_in_threadpool
 
 from app.characters.models import Character
 from app.chats import service as chats
-from app.chats.limits import message_too_long
+from app.chats.core.limits import message_too_long
 from app.chats.models import Chat
-from app.connections.answers import Piece
+from app.connections.core.answers import Piece
 from app.connections.providers import get_provider
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError, Usage
 from app.connections.service import provider_config
-from app.errors import UserError
 from app.generation.reasoning import REASONING_FIELDS, ReplyReading, thought_label
 from app.generation.writer import Draft, ReplyWriter
 from app.memory.scenes.split import split_stored_reply, splits_replies
 from app.personas.models import Persona
-from app.prompt.blocks import Prompt
-from app.prompt.builder import Purpose
-from app.prompt.macros import generation_seed
+from app.platform.core.errors import UserError
+from app.platform.services import Services
+from app.platform.timeutil import utcnow
+from app.prompt.core.blocks import Prompt
+from app.prompt.core.builder import Purpose
+from app.prompt.core.macros import generation_seed
 from app.prompt.service import build_chat_prompt
-from app.services import Services
-from app.timeutil import utcnow
 
 log = logging.getLogger(__name__)
 

@@ -12,10 +12,10 @@ from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
 from app.chats.models import Message
-from app.db import lock_for_write
-from app.generation.joining import continuation_joint
+from app.generation.core.joining import continuation_joint
 from app.generation.reasoning import REASONING_FIELDS, ReplyReading, version_reasoning
-from app.timeutil import utcnow
+from app.platform.db import lock_for_write
+from app.platform.timeutil import utcnow
 
 log = logging.getLogger(__name__)
 

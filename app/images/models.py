@@ -3,8 +3,8 @@ from datetime import datetime
 from sqlalchemy import Column, LargeBinary
 from sqlmodel import Field, SQLModel
 
-from app import modelbase as _  # noqa: F401  (naming convention before tables are declared)
-from app.timeutil import utcnow
+from app.platform import modelbase as _  # noqa: F401  (naming convention before tables are declared)
+from app.platform.timeutil import utcnow
 
 
 class Image(SQLModel, table=True):

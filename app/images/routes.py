@@ -1,7 +1,7 @@
 from fastapi import APIRouter, Response
 
-from app.deps import SessionDep
 from app.images import service
+from app.web.deps import SessionDep
 
 router = APIRouter()
 

@@ -8,8 +8,8 @@ from PIL import Image as PILImage
 from PIL import UnidentifiedImageError
 from sqlmodel import Session
 
-from app.errors import NotFound, UserError
 from app.images.models import Image
+from app.platform.core.errors import NotFound, UserError
 
 MAX_IMAGE_BYTES = 12 * 1024 * 1024
 # A small file can claim 30000 x 30000 pixels: decoding it (for verify, a card export, a

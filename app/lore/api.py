@@ -3,14 +3,14 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
 from app.chats import service as chats
-from app.deps import SessionDep
-from app.downloads import content_disposition
 from app.lore import prompting, service
 from app.lore.models import Lorebook, LorebookEntry
 from app.lore.report import limit_notice, skipped_notice
 from app.lore.schemas import BookIn, ChatBooksIn, EntryIn, KeywordTestIn, LinkIn
-from app.modelbase import RowId
-from app.prompt.tokens import count_tokens
+from app.platform.core.downloads import content_disposition
+from app.platform.modelbase import RowId
+from app.prompt.core.tokens import count_tokens
+from app.web.deps import SessionDep
 
 router = APIRouter(prefix="/api/lorebooks", tags=["lorebooks"])
 chat_router = APIRouter(prefix="/api/chats", tags=["lorebooks"])

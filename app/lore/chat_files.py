@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from sqlmodel import Session, col, select
 
-from app.chats import imported, st_io
+from app.chats import st_io
+from app.chats.core import imported
 from app.chats.models import Chat
 from app.lore.models import Lorebook, LorebookLink
 from app.prompt.sources import PromptSources

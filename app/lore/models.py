@@ -1,4 +1,4 @@
-"""Lorebooks as stored. The fields mirror app.lore.activation's LoreBook and LoreEntry (same names,
+"""Lorebooks as stored. The fields mirror app.lore.core.activation's LoreBook and LoreEntry (same names,
 same defaults), which the scan reads; `extra` keeps what an imported file held that Sugo does not
 model, so an export gives it back."""
 
@@ -6,8 +6,8 @@ from datetime import datetime
 
 from sqlmodel import Field, SQLModel
 
-from app.modelbase import json_field
-from app.timeutil import utcnow
+from app.platform.modelbase import json_field
+from app.platform.timeutil import utcnow
 
 
 class Lorebook(SQLModel, table=True):

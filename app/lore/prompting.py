@@ -14,7 +14,7 @@ from sqlmodel import Session
 
 from app.chats.models import Chat
 from app.lore import service
-from app.lore.activation import (
+from app.lore.core.activation import (
     ActiveEntry,
     CompiledBook,
     LoreBook,
@@ -27,9 +27,9 @@ from app.lore.activation import (
     scan_text,
 )
 from app.lore.report import inspector_note, snapshot
-from app.prompt.builder import DepthNote, DynamicBlock
-from app.prompt.macros import MacroContext, expand_macros
-from app.timeutil import utcnow
+from app.platform.timeutil import utcnow
+from app.prompt.core.builder import DepthNote, DynamicBlock
+from app.prompt.core.macros import MacroContext, expand_macros
 
 # Constant entries stay in the stable, cached part of the prompt, placed by their position;
 # entries found by keys change from turn to turn, so they go just above the newest turns.

@@ -1,12 +1,12 @@
 """What a lorebook scan did, said for people: the Active Context panel, the keyword test panel and
-the prompt inspector. Pure functions over app.lore.activation's ScanResult."""
+the prompt inspector. Pure functions over app.lore.core.activation's ScanResult."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
 
-from app.lore.activation import (
+from app.lore.core.activation import (
     SAME_TEXT,
     SKIP_BOOK,
     SKIP_BOTH,
@@ -16,7 +16,7 @@ from app.lore.activation import (
     RejectedEntry,
     ScanResult,
 )
-from app.rendering import plural
+from app.platform.rendering import plural
 
 POSITION_LABELS = {
     "before_char": "before the character",

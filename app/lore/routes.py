@@ -9,21 +9,21 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
-from app import forms
 from app.characters.service import list_characters
 from app.chats import service as chats
 from app.chats.settings import ChatSettings
-from app.deps import FormDep, SessionDep
-from app.errors import UserError
 from app.lore import prompting, service
-from app.lore.activation import ROLES
+from app.lore.core.activation import ROLES
 from app.lore.report import limit_notice, position_label, skipped_notice
 from app.lore.schemas import BookIn, EntryIn
-from app.modelbase import parse_row_id
-from app.names import refuse_control_characters
 from app.personas.service import list_personas
-from app.prompt.tokens import count_tokens
-from app.web import HxRequest, render, render_blocks
+from app.platform import forms
+from app.platform.core.errors import UserError
+from app.platform.core.names import refuse_control_characters
+from app.platform.modelbase import parse_row_id
+from app.prompt.core.tokens import count_tokens
+from app.web.deps import FormDep, SessionDep
+from app.web.templates import HxRequest, render, render_blocks
 
 router = APIRouter(include_in_schema=False)
 

@@ -6,9 +6,9 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field, field_validator
 
-from app.lore.activation import POSITIONS, ROLES, SELECTIVE_LOGICS, regex_key_problem
-from app.modelbase import RowId
-from app.names import checked
+from app.lore.core.activation import POSITIONS, ROLES, SELECTIVE_LOGICS, regex_key_problem
+from app.platform.core.names import checked
+from app.platform.modelbase import RowId
 
 MAX_KEYS = 1000
 MAX_KEY_CHARS = 1000

@@ -8,13 +8,10 @@ from collections.abc import Iterable, Sequence
 from sqlalchemy import String, cast
 from sqlmodel import Session, col, or_, select
 
-from app.downloads import safe_stem
-from app.errors import NotFound, UserError
-from app.lore.activation import LoreBook, LoreEntry, turn_off_unrunnable
-from app.lore.chat_books import BookInfo, BookRow, chat_book_rows
-from app.lore.models import Lorebook, LorebookEntry, LorebookLink
-from app.lore.twins import book_fingerprint, free_name
-from app.lore.worldinfo import (
+from app.lore.core.activation import LoreBook, LoreEntry, turn_off_unrunnable
+from app.lore.core.chat_books import BookInfo, BookRow, chat_book_rows
+from app.lore.core.twins import book_fingerprint, free_name
+from app.lore.core.worldinfo import (
     LoreFileError,
     encode_file,
     export_character_book,
@@ -23,7 +20,10 @@ from app.lore.worldinfo import (
     parse_character_book,
     parse_lore_file,
 )
-from app.timeutil import utcnow
+from app.lore.models import Lorebook, LorebookEntry, LorebookLink
+from app.platform.core.downloads import safe_stem
+from app.platform.core.errors import NotFound, UserError
+from app.platform.timeutil import utcnow
 
 BOOK_FIELDS = tuple(f.name for f in dataclasses.fields(LoreBook) if f.name != "id")
 ENTRY_FIELDS = tuple(f.name for f in dataclasses.fields(LoreEntry) if f.name not in ("id", "book_id"))

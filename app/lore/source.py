@@ -7,17 +7,17 @@ from typing import Any
 
 from sqlmodel import Session
 
-from app import forms
 from app.chats import service as chats
 from app.chats.history import message_count
 from app.chats.models import Chat
 from app.lore import service
 from app.lore.prompting import lore_for_prompt, record_scan
 from app.lore.report import limit_notice, skipped_notice
-from app.modelbase import parse_row_id
+from app.platform import forms
+from app.platform.modelbase import parse_row_id
+from app.platform.services import Services
+from app.prompt.core.tokens import count_tokens
 from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
-from app.prompt.tokens import count_tokens
-from app.services import Services
 
 
 class LoreSource(PromptSource):

@@ -1,8 +1,8 @@
 from fastapi import APIRouter, File, UploadFile
 
-from app.deps import SessionDep
 from app.personas import service
 from app.personas.schemas import PersonaIn, PersonaRead
+from app.web.deps import SessionDep
 
 router = APIRouter(prefix="/api/personas", tags=["personas"])
 

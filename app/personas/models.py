@@ -2,7 +2,7 @@ from datetime import datetime
 
 from sqlmodel import Field, SQLModel
 
-from app.timeutil import utcnow
+from app.platform.timeutil import utcnow
 
 
 class Persona(SQLModel, table=True):

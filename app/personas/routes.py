@@ -4,11 +4,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 
-from app import forms
-from app.deps import SessionDep
 from app.personas import service
 from app.personas.schemas import PersonaIn
-from app.web import HxRequest, render, render_blocks
+from app.platform import forms
+from app.web.deps import SessionDep
+from app.web.templates import HxRequest, render, render_blocks
 
 router = APIRouter(include_in_schema=False)
 

@@ -2,7 +2,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from app.names import checked
+from app.platform.core.names import checked
 
 
 class PersonaIn(BaseModel):
@@ -12,6 +12,6 @@ class PersonaIn(BaseModel):
 
 
 class PersonaRead(PersonaIn):
-    name: str  # as stored, read back whatever an older version let in (app/names.py)
+    name: str  # as stored, read back whatever an older version let in (app/platform/core/names.py)
     id: int
     avatar_url: str | None

@@ -3,11 +3,11 @@ from __future__ import annotations
 from sqlmodel import Session, select
 
 from app.characters.service import avatar_url
-from app.errors import NotFound
 from app.images.service import store_image
 from app.personas.models import Persona
 from app.personas.schemas import PersonaIn, PersonaRead
-from app.timeutil import utcnow
+from app.platform.core.errors import NotFound
+from app.platform.timeutil import utcnow
 
 # Who {{user}} is when no persona exists yet: SillyTavern's default name.
 FALLBACK_USER_NAME = "User"

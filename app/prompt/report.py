@@ -13,13 +13,13 @@ from app.connections.crypto import KeyBox
 from app.connections.models import Connection
 from app.connections.providers import get_provider
 from app.connections.service import provider_config
-from app.downloads import safe_stem
-from app.prompt.blocks import Prompt
-from app.prompt.grid import CostEstimate, Grid, Prices, cache_hit_rate, context_grid, estimate_cost
-from app.prompt.inspect import SizeRow, group_totals, size_breakdown, snapshot_text, stable_prefix_tokens
+from app.platform.core.downloads import safe_stem
+from app.platform.services import Services
+from app.platform.timeutil import utcnow
+from app.prompt.core.blocks import Prompt
+from app.prompt.core.grid import CostEstimate, Grid, Prices, cache_hit_rate, context_grid, estimate_cost
+from app.prompt.core.inspect import SizeRow, group_totals, size_breakdown, snapshot_text, stable_prefix_tokens
 from app.prompt.service import Effective, build_chat_prompt
-from app.services import Services
-from app.timeutil import utcnow
 
 # How many recent replies the cache hit rate looks at.
 USAGE_WINDOW = 50

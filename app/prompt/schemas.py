@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from app.prompt.blocks import Prompt
+from app.prompt.core.blocks import Prompt
 
 
 class PromptBlockRead(BaseModel):

@@ -13,13 +13,13 @@ from app.chats.history import history_window
 from app.chats.models import Chat
 from app.connections.models import Connection
 from app.connections.providers.base import GenerationParams
-from app.errors import UserError
 from app.personas.models import Persona
-from app.prompt.blocks import Prompt
-from app.prompt.builder import CardSnapshot, PromptContext, Purpose, build
-from app.prompt.macros import MacroContext, generation_seed
+from app.platform.core.errors import UserError
+from app.platform.services import Services
+from app.prompt.core.blocks import Prompt
+from app.prompt.core.builder import CardSnapshot, PromptContext, Purpose, build
+from app.prompt.core.macros import MacroContext, generation_seed
 from app.prompt.sources import Turn
-from app.services import Services
 
 # With no connection yet, Peek Prompt still works with these sizes.
 FALLBACK_CONTEXT_SIZE = 8192

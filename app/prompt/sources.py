@@ -26,7 +26,7 @@ Hooks, each optional (the base class does nothing):
   branch, committed): build from them now rather than after its first reply.
 - `jobs()`: background jobs to register with the scheduler when the app starts.
 - `runs()`: the kinds of runs the source keeps in the database, each resumed or closed at start
-  (app/jobs.py, `settle_runs`).
+  (app/platform/jobs.py, `settle_runs`).
 - `settings_section(session, chat, services)`: the source's part of Chat Settings.
 - `read_settings_form(session, chat, form)`: read that part back from a submitted form.
 """
@@ -44,10 +44,10 @@ from app.characters.models import Character
 from app.chats.history import History
 from app.chats.models import Chat
 from app.chats.settings import ChatSettings
-from app.jobs import Job, RunKind
 from app.personas.models import Persona
-from app.prompt.builder import DepthNote, DynamicBlock
-from app.services import Services
+from app.platform.jobs import Job, RunKind
+from app.platform.services import Services
+from app.prompt.core.builder import DepthNote, DynamicBlock
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class Turn:
 @dataclass(frozen=True)
 class Contribution:
     """A source's part of one prompt. Fixed blocks join the cached system part (their kind places
-    them, app/prompt/layout.py); dynamic blocks go just above the newest turns; depth notes sit
+    them, app/prompt/core/layout.py); dynamic blocks go just above the newest turns; depth notes sit
     among the recent messages. `note` tells Peek Prompt what the source did, or why not."""
 
     fixed: Sequence[DynamicBlock] = ()

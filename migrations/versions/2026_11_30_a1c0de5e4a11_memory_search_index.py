@@ -81,7 +81,7 @@ def upgrade() -> None:
         "CREATE TRIGGER memory_chunk_fts_delete AFTER DELETE ON memory_chunk BEGIN "
         "DELETE FROM fts_memory_chunk WHERE rowid = OLD.id; END"
     )
-    from app.memory.recall.lexical import index_text
+    from app.memory.recall.core.lexical import index_text
 
     for chunk_id, chat_id, content in bind.execute(sa.text("SELECT id, chat_id, content FROM memory_chunk")).all():
         bind.execute(sa.text("INSERT INTO fts_memory_chunk (rowid, body) VALUES (:id, :body)"),

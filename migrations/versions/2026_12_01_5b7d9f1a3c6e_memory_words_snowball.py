@@ -46,7 +46,7 @@ def _write_again(words: Callable[[str, int], str]) -> None:
 
 
 def upgrade() -> None:
-    from app.memory.recall.lexical import index_text
+    from app.memory.recall.core.lexical import index_text
 
     _write_again(index_text)
 
@@ -59,7 +59,7 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 def _light_index_text(content: str, chat_id: int) -> str:
-    from app.memory.recall.lexical import STOPWORDS
+    from app.memory.recall.core.lexical import STOPWORDS
 
     folded = content.lower()
     if not folded.isascii():

@@ -51,7 +51,7 @@ def _apart(version: dict, read) -> bool:
 
 
 def upgrade() -> None:
-    from app.connections.answers import read_answer
+    from app.connections.core.answers import read_answer
 
     bind = op.get_bind()
     last = 0

@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from app.prompt.builder import CONTINUE_NUDGE
+from app.prompt.core.builder import CONTINUE_NUDGE
 from tests.support.model_server import Reply
 
 

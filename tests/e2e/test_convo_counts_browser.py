@@ -9,11 +9,11 @@ from playwright.sync_api import Page, expect
 from sqlmodel import Session
 
 from app.chats.models import Message
+from app.memory.days import service as conversation
+from app.memory.days.core.days import chat_day
+from app.memory.days.models import DaySummary
 from app.memory.recall.models import MemoryChunk
-from app.memory.summaries import conversation
-from app.memory.summaries.day_models import DaySummary
-from app.memory.summaries.days import chat_day
-from app.timeutil import utcnow
+from app.platform.timeutil import utcnow
 
 
 def _chat(live, mode: str) -> int:

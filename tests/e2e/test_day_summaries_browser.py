@@ -9,9 +9,9 @@ from playwright.sync_api import Page, expect
 from sqlmodel import Session
 
 from app.chats.models import Message
-from app.memory.summaries import conversation
-from app.memory.summaries.days import chat_day
-from app.timeutil import utcnow
+from app.memory.days import service as conversation
+from app.memory.days.core.days import chat_day
+from app.platform.timeutil import utcnow
 from tests.support.model_server import Reply
 
 

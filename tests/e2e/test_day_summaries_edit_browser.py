@@ -10,9 +10,9 @@ from playwright.sync_api import Page, expect
 from sqlmodel import Session
 
 from app.chats.models import Message
-from app.memory.summaries import conversation
-from app.memory.summaries.days import chat_day, week_start
-from app.timeutil import utcnow
+from app.memory.days import service as conversation
+from app.memory.days.core.days import chat_day, week_start
+from app.platform.timeutil import utcnow
 from tests.support.model_server import Reply
 from tests.support.waiting import wait_for
 

@@ -14,10 +14,11 @@ from sqlmodel import Session
 
 from app.chats.models import Message
 from app.chats.service import new_message
+from app.memory.days import runs as day_runs
+from app.memory.days import service as conversation
+from app.memory.days.core.days import chat_day
 from app.memory.scenes.models import Scene, SceneState
-from app.memory.summaries import conversation, day_runs
-from app.memory.summaries.days import chat_day
-from app.timeutil import utcnow
+from app.platform.timeutil import utcnow
 from tests.integration.test_scene_prepare import _ends, _recap
 from tests.support.model_server import Reply
 from tests.support.scenes import stored_scene

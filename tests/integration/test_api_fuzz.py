@@ -19,14 +19,14 @@ import schemathesis
 from hypothesis import strategies as st
 
 from app.main import create_app
+from app.memory.days import runs as day_runs
 from app.memory.scenes.checks import CHECKS
-from app.memory.scenes.continuity_jobs import UPDATING
+from app.memory.scenes.continuity import UPDATING
 from app.memory.scenes.fix import FIX_RUNS
 from app.memory.scenes.prepare import PREPARE_RUNS
 from app.memory.scenes.rescans import RESCANS
-from app.memory.summaries import day_runs
 from app.memory.summaries.generate import SUMMARY_RUNS
-from app.settings import Settings
+from app.platform.settings import Settings
 from tests.conftest import add_character, add_connection, new_chat
 from tests.support.live import LiveSugo
 from tests.support.model_server import ModelServer

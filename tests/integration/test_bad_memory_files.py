@@ -7,11 +7,11 @@ import json
 from sqlalchemy import text
 from sqlmodel import Session
 
+from app.memory.recall.core.formats import MINILM_SPACE
 from app.memory.recall.embedders import MiniLM
-from app.memory.recall.formats import MINILM_SPACE
 from app.memory.recall.models import MemoryChunk, MemoryVector
 from app.memory.recall.vectors import pack, sign_code
-from app.timeutil import utcnow
+from app.platform.timeutil import utcnow
 from tests.conftest import add_character, add_connection, new_chat, read_sse
 
 SQL_WORDS = ("OperationalError", "SELECT", "sqlite", "Traceback", "vec_distance")

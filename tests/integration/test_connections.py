@@ -5,7 +5,7 @@ import re
 from markupsafe import escape
 from sqlalchemy import text
 
-from app.connections.presets import PRESETS
+from app.connections.core.presets import PRESETS
 from tests.conftest import add_connection
 from tests.support.model_server import ModelServer
 

@@ -3,7 +3,7 @@ what is sent to the model, what is stored, and Stop or a broken stream on the wa
 
 import threading
 
-from app.prompt.builder import CONTINUE_NUDGE
+from app.prompt.core.builder import CONTINUE_NUDGE
 from tests.conftest import add_character, add_connection, new_chat, read_sse
 from tests.support.model_server import Reply
 from tests.support.waiting import wait_for

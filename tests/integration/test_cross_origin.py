@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from app.auth import cross_origin_refusal, parse_origin
-from app.settings import load_settings
+from app.platform.settings import load_settings
+from app.web.auth import cross_origin_refusal, parse_origin
 from tests.conftest import add_character, add_connection, new_chat
 from tests.support.live import LiveSugo
 from tests.support.process import SugoProcess

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from app.headers import inline_script_hashes
-from app.web import TEMPLATES_DIR
+from app.web.headers import inline_script_hashes
+from app.web.templates import TEMPLATES_DIR
 from tests.conftest import add_character
 
 SAME_ORIGIN_ONLY = ("default-src 'self'", "object-src 'none'", "base-uri 'none'", "frame-ancestors 'none'")

@@ -5,7 +5,7 @@ import json
 from sqlalchemy import text
 
 from app.characters.cards import read_card
-from app.chats import st_jsonl
+from app.chats.core import st_jsonl
 from tests.conftest import SERAPHINA_PNG, add_character, add_connection, new_chat, read_sse
 
 V2_CARD = {

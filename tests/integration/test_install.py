@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from app.install import SHELL, shell_version, web_manifest
+from app.web.install import SHELL, shell_version, web_manifest
 from tests.support.live import LiveSugo
 
 

@@ -15,7 +15,7 @@ from sqlmodel import Session
 
 from app.lore import prompting
 from app.memory.recall import index as sign_index
-from app.memory.recall import lexical
+from app.memory.recall.core import lexical
 from app.memory.recall.embedders import VectorSizes
 from app.memory.recall.runtime import RecallRuntime
 

@@ -5,10 +5,10 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import text
 
-from app.db import make_engine
-from app.memory.recall.lexical import chat_term, stem
-from app.migrate import alembic_config, include_name, upgrade_database
+from app.memory.recall.core.lexical import chat_term, stem
 from app.models import metadata
+from app.platform.db import make_engine
+from app.platform.migrate import alembic_config, include_name, upgrade_database
 
 FIRST_REVISION = "dbf415ff1540"
 

@@ -4,8 +4,8 @@ can leave out the window's memories), and old summary entries are held for no re
 from alembic import command
 from sqlalchemy import text
 
-from app.db import make_engine
-from app.migrate import alembic_config, upgrade_database
+from app.platform.db import make_engine
+from app.platform.migrate import alembic_config, upgrade_database
 
 
 def test_old_memories_learn_their_newest_message_and_old_entries_no_reason(tmp_path):

@@ -1,6 +1,6 @@
 """Issue 21 (19): names a user gives (chats, characters, personas, lorebooks, connections, summary prompt
 templates) took CR/LF and NUL. Each is refused with one sentence, through the JSON API and through the
-page's form, and nothing is stored; names with emoji sequences and bidi marks still pass (app/names.py)."""
+page's form, and nothing is stored; names with emoji sequences and bidi marks still pass (app/platform/core/names.py)."""
 
 import html
 

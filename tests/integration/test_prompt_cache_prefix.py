@@ -41,7 +41,7 @@ def test_500_turns_keep_the_prefix_identical_except_at_batch_drops(api, models):
 
 
 def _dropped(turn: int) -> int:
-    from app.chats.window import plan_window
+    from app.chats.core.window import plan_window
 
     # Before turn n's reply the chat holds the greeting and 2n - 1 messages.
     return plan_window(2 * turn, 80).dropped

@@ -11,10 +11,10 @@ from datetime import UTC, date, datetime, time, timedelta
 from sqlmodel import Session, func, select
 
 from app.chats.models import Message
-from app.memory.summaries import conversation
-from app.memory.summaries.day_models import DaySummary
-from app.memory.summaries.days import chat_day
-from app.timeutil import utcnow
+from app.memory.days import service as conversation
+from app.memory.days.core.days import chat_day
+from app.memory.days.models import DaySummary
+from app.platform.timeutil import utcnow
 from tests.conftest import add_character, add_connection, new_chat
 
 

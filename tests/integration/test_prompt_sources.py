@@ -9,9 +9,9 @@ import threading
 import pytest
 
 from app.generation.reply import INTERNAL_PROMPT_ERROR
-from app.jobs import Job
 from app.memory.recall.models import MemoryChunk
-from app.prompt.builder import DepthNote, DynamicBlock
+from app.platform.jobs import Job
+from app.prompt.core.builder import DepthNote, DynamicBlock
 from app.prompt.sources import Contribution, PromptSource, PromptSources, Turn
 from app.sources import default_sources
 from tests.conftest import add_character, add_connection, new_chat, read_sse

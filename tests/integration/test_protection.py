@@ -21,7 +21,7 @@ def _login(client) -> str:
 
 
 def test_binds_to_loopback_by_default():
-    from app.settings import load_settings
+    from app.platform.settings import load_settings
 
     assert load_settings().host == "127.0.0.1"
 

@@ -10,9 +10,9 @@ from sqlalchemy import text
 
 from app.connections.providers import complete_chat_blocking
 from app.connections.providers.base import GenerationParams, ProviderConfig
-from app.db import make_engine
 from app.generation.reasoning import EMPTY_REPLY, ONLY_THINKING
-from app.migrate import alembic_config, upgrade_database
+from app.platform.db import make_engine
+from app.platform.migrate import alembic_config, upgrade_database
 from tests.conftest import add_character, add_connection, new_chat, read_sse
 from tests.support.model_server import Reply
 from tests.support.waiting import wait_for

@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 import pytest
 from sqlmodel import Session, select
 
+from app.chats.core.window import MIN_RECENT_LIMIT
 from app.chats.service import new_message
-from app.chats.window import MIN_RECENT_LIMIT
+from app.memory.recall.core.lexical import index_text, query_terms
 from app.memory.recall.jobs import embed_chat
-from app.memory.recall.lexical import index_text, query_terms
 from app.memory.recall.models import MemoryChunk
 from tests.conftest import add_character, new_chat
 

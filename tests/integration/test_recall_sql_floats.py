@@ -3,7 +3,7 @@ one_row): that relies on SQLite's printf('%!.17g') giving every double back exac
 
 import random
 
-from app.db import make_engine
+from app.platform.db import make_engine
 
 
 def test_sqlite_prints_floats_that_read_back_exactly(tmp_path):

@@ -21,14 +21,14 @@ import pytest
 from sqlmodel import Session, select
 
 from app.chats.models import Message
-from app.db import make_engine
 from app.memory.scenes import fix, rescans
-from app.memory.scenes.check import SCENE_CHECK_PROMPT
-from app.memory.scenes.recap import DEFAULT_RECAP_PROMPT
+from app.memory.scenes.core.check import SCENE_CHECK_PROMPT
+from app.memory.scenes.core.recap import DEFAULT_RECAP_PROMPT
 from app.memory.summaries import generate
+from app.memory.summaries.core.prompts import ROLEPLAY_ENTRY_PROMPT
 from app.memory.summaries.models import SummaryJob, SummaryRun
-from app.memory.summaries.prompts import ROLEPLAY_ENTRY_PROMPT
-from app.timeutil import utcnow
+from app.platform.db import make_engine
+from app.platform.timeutil import utcnow
 from tests.conftest import add_character, add_connection, new_chat, read_sse
 from tests.integration.test_summaries_days import DAY_PROMPT_START, _seed
 from tests.support.model_server import ModelServer, Reply

@@ -8,8 +8,8 @@ import threading
 
 from sqlmodel import Session, select
 
-from app.memory.scenes.check import SCENE_CHECK_PROMPT
 from app.memory.scenes.checks import check_scenes
+from app.memory.scenes.core.check import SCENE_CHECK_PROMPT
 from app.memory.scenes.models import Scene, SceneState
 from tests.conftest import add_character, add_connection, new_chat
 from tests.support.model_server import Reply
@@ -204,8 +204,8 @@ def test_swipes_of_the_reply_that_closed_a_scene_never_make_it_twice(api, models
     """The reference app's duplicate scene summaries: a swipe runs the after-reply work again; the scene
     the first version's check closed is neither checked nor made again. Its recap follows the version
     shown once the swipes settle (issue 21): one rewrite for two swipes in a row."""
-    from app.jobs import job_pending
     from app.memory.scenes import rewrites
+    from app.platform.jobs import job_pending
     from tests.conftest import read_sse
     from tests.support.waiting import wait_for
 

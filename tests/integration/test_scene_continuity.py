@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from sqlmodel import Session, select
 
-from app.memory.scenes.continuity_jobs import update_continuity
+from app.memory.scenes.continuity import update_continuity
 from app.memory.scenes.models import SceneState
 from app.memory.summaries.models import SummaryEntry
 from tests.conftest import add_character, add_connection, new_chat, read_sse

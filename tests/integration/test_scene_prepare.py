@@ -12,13 +12,13 @@ import threading
 from sqlmodel import Session, select
 
 from app.chats.models import Message
-from app.db import make_engine
-from app.jobs import settle_runs
-from app.memory.scenes.check import SCENE_CHECK_PROMPT
 from app.memory.scenes.checks import check_scenes
+from app.memory.scenes.core.check import SCENE_CHECK_PROMPT
+from app.memory.scenes.core.recap import DEFAULT_RECAP_PROMPT
 from app.memory.scenes.models import Scene, SceneRun, SceneState
-from app.memory.scenes.recap import DEFAULT_RECAP_PROMPT
 from app.memory.scenes.service import PREPARING
+from app.platform.db import make_engine
+from app.platform.jobs import settle_runs
 from tests.conftest import add_character, add_connection, new_chat
 from tests.support.live import LiveSugo
 from tests.support.model_server import Reply

@@ -13,7 +13,7 @@ from sqlmodel import Session, select
 from app.chats.models import Message
 from app.memory.scenes.models import SceneState
 from app.memory.summaries.models import SummaryEntry
-from app.prompt.tokens import count_message_tokens
+from app.prompt.core.tokens import count_message_tokens
 from tests.conftest import add_character, add_connection, read_sse
 from tests.support.waiting import wait_for
 

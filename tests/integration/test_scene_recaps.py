@@ -13,9 +13,9 @@ from sqlmodel import select
 
 from app.chats.models import Message
 from app.memory.scenes import writer
+from app.memory.scenes.core.recap import DEFAULT_COMBINE_PROMPT, DEFAULT_RECAP_PROMPT
 from app.memory.scenes.models import Scene, SceneRecapPart, SceneState
-from app.memory.scenes.recap import DEFAULT_COMBINE_PROMPT, DEFAULT_RECAP_PROMPT
-from app.timeutil import utcnow
+from app.platform.timeutil import utcnow
 from tests.conftest import add_character, add_connection, new_chat
 from tests.support.live import LiveSugo
 from tests.support.model_server import Reply

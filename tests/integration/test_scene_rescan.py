@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlmodel import Session, select
 
 from app.chats.models import Message
-from app.memory.scenes.check import SCENE_CHECK_PROMPT
+from app.memory.scenes.core.check import SCENE_CHECK_PROMPT
 from app.memory.scenes.models import Scene, SceneRun, SceneState
 from tests.integration.test_scene_prepare import _checks, _ends, _recap, _recaps, _scenes, _seeded_chat
 from tests.support.model_server import Reply

@@ -13,9 +13,9 @@ from sqlmodel import select
 
 from app.chats.models import Message
 from app.memory.scenes import rewrites, writer
-from app.memory.scenes.check import SCENE_CHECK_PROMPT
+from app.memory.scenes.core.check import SCENE_CHECK_PROMPT
+from app.memory.scenes.core.recap import DEFAULT_RECAP_PROMPT
 from app.memory.scenes.models import Scene, SceneState
-from app.memory.scenes.recap import DEFAULT_RECAP_PROMPT
 from tests.conftest import add_character, add_connection, new_chat, read_sse
 from tests.support.model_server import Reply
 from tests.support.scenes import stored_scene
@@ -165,7 +165,7 @@ def test_a_recap_waits_for_the_reply_being_swiped_and_covers_the_whole_scene(sug
 
 
 def test_paging_through_versions_costs_one_rewrite_for_the_version_the_user_stopped_at(sugo, api, models, monkeypatch):
-    from app.jobs import job_pending
+    from app.platform.jobs import job_pending
 
     monkeypatch.setattr(rewrites, "SETTLE_S", 3600)  # nothing settles on its own here: the test runs the job
     chat_id = _chat(api, models)

@@ -11,8 +11,8 @@ from sqlmodel import select
 
 from app.chats.models import Message
 from app.memory.scenes import jobs, writer
+from app.memory.scenes.core.transfer import MAX_IMPORT_BYTES, MAX_SUMMARY_CHARS
 from app.memory.scenes.models import Scene, SceneRecapPart, SceneState
-from app.memory.scenes.transfer import MAX_IMPORT_BYTES, MAX_SUMMARY_CHARS
 from tests.conftest import add_character, add_connection, new_chat
 from tests.support.scenes import stored_scene
 

@@ -1,10 +1,10 @@
-"""Access memories for this chat, the HTML routes (app/memory/scenes/pages.py): fragments for HTMX
+"""Access memories for this chat, the HTML routes (app/memory/scenes/web/pages.py): fragments for HTMX
 without a page around them, refusals answered in place with a sentence, unknown scenes a 404."""
 
 from __future__ import annotations
 
+from app.memory.scenes.core.transfer import MAX_QUERY_CHARS, MAX_SUMMARY_CHARS
 from app.memory.scenes.models import Scene
-from app.memory.scenes.transfer import MAX_QUERY_CHARS, MAX_SUMMARY_CHARS
 from tests.conftest import add_character, new_chat
 from tests.support.scenes import stored_scene
 

@@ -15,8 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from sqlalchemy import text
 
-from app import auth
 from app.memory.recall.embedders import EmbeddingError, OpenAICompatible
+from app.web import auth
 from tests.conftest import add_connection
 from tests.support.live import LiveSugo
 

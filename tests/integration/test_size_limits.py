@@ -81,7 +81,7 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(api, sugo):
 def test_a_422_echoes_a_few_hundred_characters_of_a_big_invalid_body(api):
     """Issue 21 (19): a refused body came back whole in the 422 (up to the 2 MB body limit). Each error
     keeps its location and message; the value sent is cut to MAX_ECHOED_INPUT characters."""
-    from app.api_common import MAX_ECHOED_INPUT
+    from app.web.api_common import MAX_ECHOED_INPUT
 
     story = "The lighthouse keeper's story. " * 60_000  # ~1.8 MB, under the body limit
     bodies = (

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from app.main import build_services
-from app.settings import Settings
+from app.platform.settings import Settings
 from tests.support.process import REPO
 
 AS_A_USER = ["setpriv", "--inh-caps=-all", "--bounding-set=-dac_override,-dac_read_search", "--"]

@@ -13,7 +13,7 @@ from sqlmodel import Session
 
 from app.chats.models import Message
 from app.chats.service import INTERRUPTED
-from app.db import lock_for_write
+from app.platform.db import lock_for_write
 from tests.conftest import add_character, add_connection, new_chat, read_sse
 from tests.support.live import LiveSugo
 from tests.support.model_server import Reply

@@ -11,11 +11,12 @@ from datetime import UTC, date, datetime, time, timedelta
 from sqlmodel import Session
 
 from app.chats.models import Message
-from app.db import make_engine
-from app.memory.summaries import conversation, day_runs
-from app.memory.summaries.days import chat_day, week_finished, week_start
-from app.memory.summaries.prompts import day_label
-from app.timeutil import utcnow
+from app.memory.days import runs as day_runs
+from app.memory.days import service as conversation
+from app.memory.days.core.days import chat_day, week_finished, week_start
+from app.memory.summaries.core.prompts import day_label
+from app.platform.db import make_engine
+from app.platform.timeutil import utcnow
 from tests.conftest import add_character, add_connection, new_chat, read_sse
 from tests.support.live import LiveSugo
 from tests.support.model_server import Reply

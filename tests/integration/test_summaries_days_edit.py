@@ -14,9 +14,10 @@ from html.parser import HTMLParser
 from sqlmodel import Session
 
 from app.chats.models import Message
-from app.memory.summaries import conversation, day_runs
-from app.memory.summaries.days import chat_day, week_start
-from app.timeutil import utcnow
+from app.memory.days import runs as day_runs
+from app.memory.days import service as conversation
+from app.memory.days.core.days import chat_day, week_start
+from app.platform.timeutil import utcnow
 from tests.conftest import add_character, add_connection, new_chat
 from tests.support.model_server import Reply
 from tests.support.waiting import wait_for

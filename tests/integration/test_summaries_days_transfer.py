@@ -12,10 +12,11 @@ from datetime import UTC, date, datetime, time, timedelta
 from sqlmodel import Session
 
 from app.chats.models import Chat, Message
-from app.memory.summaries import conversation, day_runs
-from app.memory.summaries.day_models import DaySummary, WeekSummary
-from app.memory.summaries.days import chat_day, week_finished, week_start
-from app.timeutil import utcnow
+from app.memory.days import runs as day_runs
+from app.memory.days import service as conversation
+from app.memory.days.core.days import chat_day, week_finished, week_start
+from app.memory.days.models import DaySummary, WeekSummary
+from app.platform.timeutil import utcnow
 from tests.conftest import add_character, add_connection, new_chat
 
 ST_HEADER = {"user_name": "Rowan", "character_name": "Aria", "create_date": "2024-10-18@20h52m17s"}

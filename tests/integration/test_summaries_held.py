@@ -11,9 +11,10 @@ from datetime import UTC, datetime, time, timedelta
 from sqlmodel import Session
 
 from app.chats.models import Message
-from app.memory.summaries import conversation, day_runs
-from app.memory.summaries.days import chat_day
-from app.timeutil import utcnow
+from app.memory.days import runs as day_runs
+from app.memory.days import service as conversation
+from app.memory.days.core.days import chat_day
+from app.platform.timeutil import utcnow
 from tests.conftest import add_character, add_connection, new_chat, read_sse
 from tests.support.model_server import Reply
 from tests.support.waiting import wait_for

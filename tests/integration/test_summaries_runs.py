@@ -8,11 +8,11 @@ from datetime import timedelta
 
 from sqlmodel import select
 
-from app.jobs import settle_runs
 from app.memory.summaries import generate, runs
+from app.memory.summaries.core.prompts import ROLEPLAY_ENTRY_PROMPT
 from app.memory.summaries.models import SummaryRun
-from app.memory.summaries.prompts import ROLEPLAY_ENTRY_PROMPT
-from app.timeutil import utcnow
+from app.platform.jobs import settle_runs
+from app.platform.timeutil import utcnow
 from tests.conftest import add_character, add_connection, new_chat, read_sse
 from tests.support.live import LiveSugo
 from tests.support.model_server import Reply

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from app.memory.summaries import answers
-from app.memory.summaries.prompts import ROLEPLAY_ENTRY_PROMPT
+from app.memory.summaries.core import answers
+from app.memory.summaries.core.prompts import ROLEPLAY_ENTRY_PROMPT
 from tests.conftest import add_character, add_connection, new_chat, read_sse
 
 RECAP = "Rowan and Aria crossed the salt flats and lost the map."

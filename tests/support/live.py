@@ -13,7 +13,7 @@ from sqlmodel import Session
 
 from app.__main__ import proxy_options
 from app.main import create_app
-from app.settings import Settings
+from app.platform.settings import Settings
 
 
 class LiveSugo:

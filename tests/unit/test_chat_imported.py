@@ -1,4 +1,4 @@
-from app.chats.imported import (
+from app.chats.core.imported import (
     MAX_CHAT_NAME,
     choose_name,
     clean_name,

@@ -6,7 +6,7 @@ import time
 import pytest
 from sqlalchemy import create_engine
 
-from app.claims import ChatClaims
+from app.platform.claims import ChatClaims
 
 
 def _until_free(claims: ChatClaims, engine, chat_id: int) -> None:

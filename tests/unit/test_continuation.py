@@ -1,6 +1,6 @@
 """Where a continuation meets the reply it extends."""
 
-from app.generation.joining import continuation_joint
+from app.generation.core.joining import continuation_joint
 
 
 def test_a_space_between_words():

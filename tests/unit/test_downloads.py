@@ -2,7 +2,7 @@
 
 from urllib.parse import unquote
 
-from app.downloads import MAX_STEM, attachment, content_disposition, safe_stem
+from app.platform.core.downloads import MAX_STEM, attachment, content_disposition, safe_stem
 
 
 def _star(value: str) -> str:

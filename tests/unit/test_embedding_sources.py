@@ -1,4 +1,9 @@
-from app.memory.recall.sources import ConnectionInfo, builtins_in_use, choose_embedding_source, parse_default
+from app.memory.recall.core.sources import (
+    ConnectionInfo,
+    builtins_in_use,
+    choose_embedding_source,
+    parse_default,
+)
 
 PLAIN = ConnectionInfo(1, "Local chat", "openai", "http://127.0.0.1:8080/v1", None)
 OWN = ConnectionInfo(2, "OpenAI", "openai", "https://api.openai.com/v1", "sk-own", embedding_model="text-embedding-3-small")

@@ -1,4 +1,4 @@
-from app.prompt.grid import Prices, cache_hit_rate, cell_size, context_grid, estimate_cost
+from app.prompt.core.grid import Prices, cache_hit_rate, cell_size, context_grid, estimate_cost
 
 
 def test_cell_size_keeps_the_grid_small_and_round():

@@ -1,4 +1,4 @@
-from app.prompt.layout import GROUP_OF, GROUPS, LAYOUT, depth_index, dynamic_insert_index
+from app.prompt.core.layout import GROUP_OF, GROUPS, LAYOUT, depth_index, dynamic_insert_index
 
 
 def test_layout_is_in_group_order_and_every_kind_has_one_group():

@@ -1,6 +1,6 @@
 """Wrong passwords per client: literal clocks, no waiting."""
 
-from app.auth import LoginThrottle, allowed_host_names, backoff_s, host_name
+from app.web.auth import LoginThrottle, allowed_host_names, backoff_s, host_name
 
 
 class Clock:

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import pytest
 
-from app.lore.activation import (
+from app.lore.core.activation import (
     LoreBook,
     LoreEntry,
     ScanRequest,

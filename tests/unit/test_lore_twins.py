@@ -1,9 +1,9 @@
 """The pure parts of telling lore that comes twice: a book's fingerprint, a free name, entry text
-compared for sameness (app/lore/twins.py), and Chat Settings' rows (app/lore/chat_books.py)."""
+compared for sameness (app/lore/core/twins.py), and Chat Settings' rows (app/lore/core/chat_books.py)."""
 
-from app.lore.chat_books import BookInfo, BookRow, Via, chat_book_rows
-from app.lore.entries import LoreEntry
-from app.lore.twins import book_fingerprint, free_name, same_text
+from app.lore.core.chat_books import BookInfo, BookRow, Via, chat_book_rows
+from app.lore.core.entries import LoreEntry
+from app.lore.core.twins import book_fingerprint, free_name, same_text
 
 
 def entry(id: int, content: str, *keys: str, **kw) -> LoreEntry:

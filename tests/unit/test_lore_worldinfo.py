@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from app.characters.cards import read_png_text_chunks
-from app.lore.activation import LoreBook, LoreEntry, ScanRequest, scan
-from app.lore.worldinfo import (
+from app.lore.core.activation import LoreBook, LoreEntry, ScanRequest, scan
+from app.lore.core.worldinfo import (
     LoreFileError,
     encode_file,
     export_character_book,

@@ -3,7 +3,7 @@
 import time
 from datetime import datetime
 
-from app.prompt.macros import MAX_EXPANSION_CHARS, MAX_VALUE_CHARS, MacroContext, expand_macros
+from app.prompt.core.macros import MAX_EXPANSION_CHARS, MAX_VALUE_CHARS, MacroContext, expand_macros
 
 NOW = datetime(2026, 11, 30, 15, 7)
 

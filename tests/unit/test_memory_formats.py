@@ -3,7 +3,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app.memory.recall.formats import (
+from app.memory.recall.core.formats import (
     MINILM_SPACE,
     ChunkRecord,
     MemoryFileError,

@@ -4,7 +4,7 @@ import ast
 import re
 from pathlib import Path
 
-from app.web import env
+from app.web.templates import env
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,10 +1,10 @@
-"""The one reader of model answers (app/connections/answers.py): reasoning apart from the text, whole or
+"""The one reader of model answers (app/connections/core/answers.py): reasoning apart from the text, whole or
 streamed in any pieces, and the reply's timing and judgement (app/generation/reasoning.py)."""
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.connections.answers import (
+from app.connections.core.answers import (
     THINK_CLOSE,
     THINK_OPEN,
     Answer,

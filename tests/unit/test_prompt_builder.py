@@ -1,9 +1,9 @@
 """The pure prompt builder: literal inputs, literal expectations."""
 
-from app.chats.window import HistoryMessage
-from app.prompt.builder import CardSnapshot, PromptContext, build
-from app.prompt.macros import expand_macros
-from app.prompt.tokens import count_tokens
+from app.chats.core.window import HistoryMessage
+from app.prompt.core.builder import CardSnapshot, PromptContext, build
+from app.prompt.core.macros import expand_macros
+from app.prompt.core.tokens import count_tokens
 
 ARIA = CardSnapshot(1, "Aria", description="{{char}} is a bard who teases {{user}}.", personality="warm",
                     scenario="A tavern.", mes_example="<START>\n{{user}}: hi\n{{char}}: hey")  # fmt: skip
@@ -116,8 +116,8 @@ def _conv(n):
 
 
 def test_every_block_lands_in_its_group_in_layout_order():
-    from app.prompt.builder import DepthNote, DynamicBlock
-    from app.prompt.layout import GROUP_OF, GROUPS
+    from app.prompt.core.builder import DepthNote, DynamicBlock
+    from app.prompt.core.layout import GROUP_OF, GROUPS
 
     bram = CardSnapshot(5, "Bram", description="A smith.", post_history_instructions="Stay in scene.")
     p = build(ctx(_conv(10), characters=(ARIA, bram), speaker=bram, persona_description="A knight.",
@@ -133,7 +133,7 @@ def test_every_block_lands_in_its_group_in_layout_order():
 
 
 def test_dynamic_group_sits_above_the_four_newest_turns_and_notes_at_their_depth():
-    from app.prompt.builder import DepthNote
+    from app.prompt.core.builder import DepthNote
 
     p = build(ctx(_conv(10), current_time="Monday 14:05", depth_notes=(DepthNote("Mind the storm.", depth=2),)))
     conv = [b for b in p.blocks if b.group not in ("system", "above_conversation", "examples")]
@@ -146,14 +146,14 @@ def test_dynamic_group_sits_above_the_four_newest_turns_and_notes_at_their_depth
 
 
 def test_a_note_at_depth_zero_follows_the_newest_message():
-    from app.prompt.builder import DepthNote
+    from app.prompt.core.builder import DepthNote
 
     p = build(ctx(_conv(3), depth_notes=(DepthNote("After everything.", depth=0),)))
     assert p.messages[-1] == {"role": "system", "content": "After everything."}
 
 
 def test_empty_dynamic_blocks_and_notes_add_zero_tokens():
-    from app.prompt.builder import DepthNote, DynamicBlock
+    from app.prompt.core.builder import DepthNote, DynamicBlock
 
     base = build(ctx(_conv(6)))
     with_empty = build(ctx(_conv(6), depth_notes=(DepthNote("   ", depth=2),),
@@ -163,8 +163,8 @@ def test_empty_dynamic_blocks_and_notes_add_zero_tokens():
 
 
 def test_group_totals_add_up_to_the_prompt_total_and_breakdown_is_sorted():
-    from app.prompt.builder import DepthNote
-    from app.prompt.inspect import group_totals, size_breakdown
+    from app.prompt.core.builder import DepthNote
+    from app.prompt.core.inspect import group_totals, size_breakdown
 
     p = build(ctx(_conv(8), persona_description="A knight.", current_time="now",
                   depth_notes=(DepthNote("note", depth=1),)))  # fmt: skip
@@ -182,7 +182,7 @@ def test_group_totals_add_up_to_the_prompt_total_and_breakdown_is_sorted():
 
 
 def test_continue_ends_on_the_reply_then_the_nudge_and_moves_depth_zero_notes_above_the_reply():
-    from app.prompt.builder import CONTINUE_NUDGE, DepthNote
+    from app.prompt.core.builder import CONTINUE_NUDGE, DepthNote
 
     p = build(ctx([msg(1), msg(2, "assistant", "He waits")], purpose="continue",
                   depth_notes=(DepthNote("Mind the storm.", depth=0),)))  # fmt: skip
@@ -202,7 +202,7 @@ def test_impersonation_prompt_last_without_the_speakers_own_instructions():
 
 
 def test_each_message_is_counted_once_and_the_parts_add_up():
-    from app.prompt.inspect import message_counts
+    from app.prompt.core.inspect import message_counts
 
     messages = [msg(i, text="word " * 100) for i in range(1, 61)]
     messages[2] = msg(3, hidden=True)  # in the part the window drops

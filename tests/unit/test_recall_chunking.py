@@ -1,6 +1,6 @@
 from datetime import UTC, datetime, timedelta
 
-from app.memory.recall.chunking import (
+from app.memory.recall.core.chunking import (
     MessageText,
     StoredChunk,
     chunk_messages,

@@ -1,6 +1,6 @@
 from datetime import date
 
-from app.memory.recall.dates import NamedDate, dates_named, said_on
+from app.memory.recall.core.dates import NamedDate, dates_named, said_on
 
 
 def test_a_full_date_in_either_order():

@@ -1,6 +1,6 @@
 """What the memory viewer's search shows of a memory: the excerpt around matched words, and the floor."""
 
-from app.memory.recall.excerpts import Excerpt, Piece, excerpt, worth_showing
+from app.memory.recall.core.excerpts import Excerpt, Piece, excerpt, worth_showing
 
 
 def test_short_text_whole_with_the_query_words_marked_by_stem():

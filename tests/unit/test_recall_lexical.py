@@ -1,6 +1,6 @@
 import pytest
 
-from app.memory.recall.lexical import (
+from app.memory.recall.core.lexical import (
     CANDIDATE_POSTINGS,
     candidate_terms,
     chat_weights,

@@ -1,11 +1,11 @@
-from app.memory.recall.recall import (
+from app.memory.recall.core.recall import (
     Candidate,
     memory_block,
     memory_budget,
     select_memories,
     truncate,
 )  # fmt: skip
-from app.prompt.tokens import count_tokens
+from app.prompt.core.tokens import count_tokens
 
 
 def c(i, sim, text="x " * 50, lex=0.0):

@@ -2,9 +2,9 @@ import random
 import re
 import time
 
-from app import rendering
 from app.lore.report import inspector_note
-from app.rendering import RenderCache, dialogue_spans, plural, render_markdown
+from app.platform import rendering
+from app.platform.rendering import RenderCache, dialogue_spans, plural, render_markdown
 
 
 def test_raw_html_is_shown_as_text():

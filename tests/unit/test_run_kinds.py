@@ -1,12 +1,12 @@
-"""Issue 21, item 11: one rule for every run a restart can cut short (app/jobs.py). Every table that keeps
+"""Issue 21, item 11: one rule for every run a restart can cut short (app/platform/jobs.py). Every table that keeps
 runs saying "running" has its kinds declared by a prompt source, each kind resumes or closes with a
 sentence, and settling goes on past a kind that fails."""
 
 import logging
 from types import SimpleNamespace
 
-from app.jobs import CLOSE, RESUME, RunKind, settle_runs
 from app.models import SQLModel  # every table registered on its metadata
+from app.platform.jobs import CLOSE, RESUME, RunKind, settle_runs
 from app.sources import default_sources
 
 
@@ -42,7 +42,7 @@ def test_settling_goes_on_past_a_kind_that_fails(caplog):
     done = []
     kinds = [RunKind("Broken", "t", CLOSE, broken, reason="Stopped."), RunKind("Fine", "t", RESUME, lambda s: done.append(s) or 2)]
     services = SimpleNamespace(sources=SimpleNamespace(runs=lambda: kinds))
-    with caplog.at_level(logging.WARNING, logger="app.jobs"):
+    with caplog.at_level(logging.WARNING, logger="app.platform.jobs"):
         assert settle_runs(services) == {"Fine": 2}
     assert done == [services]
     assert "settling the Broken runs" in caplog.text and "Fine: 2 run(s) cut short by the last shutdown resumed" in caplog.text

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.memory.scenes.breaks import MAX_PARTS, MAX_SPLIT_CHARS, first_part, is_break_line, split_reply
+from app.memory.scenes.core.breaks import MAX_PARTS, MAX_SPLIT_CHARS, first_part, is_break_line, split_reply
 
 FENCE = "```"
 

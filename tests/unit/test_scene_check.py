@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.memory.scenes.check import (
+from app.memory.scenes.core.check import (
     CUT_MARK,
     MAX_NAME_CHARS,
     MIN_MAX_CHARS,
@@ -20,7 +20,7 @@ from app.memory.scenes.check import (
     unreadable,
     windows_left,
 )
-from app.memory.summaries.answers import Failure
+from app.memory.summaries.core.answers import Failure
 
 
 def msgs(first, last, name="Aria"):

@@ -1,6 +1,6 @@
-"""Updating continuity's rules (app/memory/scenes/continuity.py)."""
+"""Updating continuity's rules (app/memory/scenes/core/continuity.py)."""
 
-from app.memory.scenes.continuity import (
+from app.memory.scenes.core.continuity import (
     EntryText,
     Refused,
     combine_due,
@@ -11,7 +11,7 @@ from app.memory.scenes.continuity import (
     parts,
     read_combined,
 )
-from app.prompt.tokens import count_tokens
+from app.prompt.core.tokens import count_tokens
 
 TEXT = "The caravan crossed the desert. " * 20
 TOKENS = count_tokens(TEXT)

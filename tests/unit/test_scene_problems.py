@@ -1,9 +1,9 @@
-"""Advanced Memory's problems (app/memory/scenes/problems.py): which scenes are broken, what Fix may do
+"""Advanced Memory's problems (app/memory/scenes/core/problems.py): which scenes are broken, what Fix may do
 about each, the set key that announces a set once, and Fix's end sentence."""
 
 from datetime import UTC, datetime, timedelta
 
-from app.memory.scenes.problems import (
+from app.memory.scenes.core.problems import (
     UNDECIDED,
     WAITING_TOO_LONG,
     CheckFacts,

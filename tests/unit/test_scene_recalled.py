@@ -1,6 +1,6 @@
-"""Advanced Memory's prompt text and scene ranking inputs (app/memory/scenes/recalled.py)."""
+"""Advanced Memory's prompt text and scene ranking inputs (app/memory/scenes/core/recalled.py)."""
 
-from app.memory.scenes.recalled import (
+from app.memory.scenes.core.recalled import (
     ChunkHit,
     QueryMessage,
     QuotedMessage,
@@ -12,7 +12,7 @@ from app.memory.scenes.recalled import (
     scene_of,
     scene_query,
 )
-from app.memory.scenes.window import MAX_RUN_MESSAGES
+from app.memory.scenes.core.window import MAX_RUN_MESSAGES
 
 
 def _m(role, name, text):
@@ -84,8 +84,8 @@ def test_one_recalled_scenes_block_with_the_range_header_and_excerpts():
 
 
 def test_the_receipt_names_scenes_by_their_numbers_in_the_chat():
-    from app.memory.scenes.recalled import receipt_lines
-    from app.memory.scenes.window import NO_SPACE, Receipt
+    from app.memory.scenes.core.recalled import receipt_lines
+    from app.memory.scenes.core.window import NO_SPACE, Receipt
 
     receipt = Receipt(prompt_tokens=5000, ceiling=6000, constants=(), recalled=(41, 7), nothing_recalled=None,
                       no_excerpt=((7, NO_SPACE),), restarted=True, fallback=None)  # fmt: skip

@@ -3,13 +3,13 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.memory.scenes.participants import (
+from app.memory.scenes.core.participants import (
     Audience,
     match_participants,
     missing_speakers,
     recap_audience,
 )
-from app.memory.scenes.recap import (
+from app.memory.scenes.core.recap import (
     DEFAULT_RECAP_PROMPT,
     MAX_ANCHORS,
     MAX_PARTICIPANTS,
@@ -31,8 +31,8 @@ from app.memory.scenes.recap import (
     timeframe_hint,
     timeline_anchors,
 )
-from app.memory.summaries.answers import Failure, request_max_tokens
-from app.prompt.tokens import count_tokens
+from app.memory.summaries.core.answers import Failure, request_max_tokens
+from app.prompt.core.tokens import count_tokens
 
 
 def msg(number, text, name="Kaito"):

@@ -1,4 +1,4 @@
-"""Re-scan scenes' pure part (app/memory/scenes/rescan.py): the range checks, the widening to whole
+"""Re-scan scenes' pure part (app/memory/scenes/core/rescan.py): the range checks, the widening to whole
 scenes, and what a re-scan replaces given the scenes, the readable messages and the ends found."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.memory.scenes.rescan import MAX_RANGE, OldScene, Plan, Stop, check_range, plan, widen
+from app.memory.scenes.core.rescan import MAX_RANGE, OldScene, Plan, Stop, check_range, plan, widen
 
 READ = list(range(1, 61))  # message ids 1–60, all readable
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from app.memory.scenes.transfer import (
+from app.memory.scenes.core.transfer import (
     FileScene,
     SceneFileError,
     check_against,
@@ -13,7 +13,7 @@ from app.memory.scenes.transfer import (
     read_file,
     write_file,
 )
-from app.timeutil import utcnow
+from app.platform.timeutil import utcnow
 
 
 @pytest.mark.parametrize(("summary", "query", "found"), [

@@ -1,7 +1,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.memory.scenes.window import (
+from app.memory.scenes.core.window import (
     CONSTANT_TOO_BIG,
     COVERS_WINDOW,
     NO_EARLIER_SCENES,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.settings import load_settings
+from app.platform.settings import load_settings
 
 
 def test_model_timeout_defaults_to_five_minutes(monkeypatch):

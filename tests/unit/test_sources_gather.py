@@ -3,7 +3,7 @@ their work overlaps with its own; the prompt still gets every contribution in re
 
 from types import SimpleNamespace
 
-from app.prompt.builder import DynamicBlock
+from app.prompt.core.builder import DynamicBlock
 from app.prompt.sources import Contribution, PromptSource, PromptSources
 
 

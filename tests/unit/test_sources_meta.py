@@ -6,7 +6,7 @@ import inspect
 
 from app.prompt.sources import PromptSource
 from app.sources import default_sources
-from app.web import TEMPLATES_DIR
+from app.web.templates import TEMPLATES_DIR
 
 HOOKS = ("begin", "contribute", "expect", "after_reply", "jobs", "settings_section", "read_settings_form")
 

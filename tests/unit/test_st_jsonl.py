@@ -3,7 +3,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from app.chats.st_jsonl import (
+from app.chats.core.st_jsonl import (
     MAX_CHAT_BYTES,
     ChatImportError,
     format_send_date,

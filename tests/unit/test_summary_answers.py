@@ -3,7 +3,7 @@ from datetime import timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.memory.summaries.answers import (
+from app.memory.summaries.core.answers import (
     MAX_KEY_DETAIL_CHARS,
     MAX_KEY_DETAILS,
     DaySummary,

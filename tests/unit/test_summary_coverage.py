@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.memory.summaries.coverage import (
+from app.memory.summaries.core.coverage import (
     MAX_SCOPE_MESSAGES,
     ChatMessage,
     ScopeError,

@@ -7,7 +7,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.memory.summaries.answers import (
+from app.memory.summaries.core.answers import (
     DaySummary,
     Failure,
     ProseSummary,

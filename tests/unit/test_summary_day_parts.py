@@ -1,6 +1,6 @@
 """A long Conversation day is summarised in parts: split between messages, never more than 12 parts."""
 
-from app.memory.summaries.prompts import TranscriptLine, parts_input, transcript_parts
+from app.memory.summaries.core.prompts import TranscriptLine, parts_input, transcript_parts
 
 
 def line(text: str, name: str = "A") -> TranscriptLine:

@@ -3,7 +3,8 @@ and read back; which of them a branch keeps."""
 
 from datetime import date
 
-from app.memory.summaries.day_transfer import (
+from app.memory.days.core.days import ChatDay, kept_by_branch
+from app.memory.days.core.transfer import (
     FileSummary,
     Limits,
     date_key,
@@ -14,7 +15,6 @@ from app.memory.summaries.day_transfer import (
     read_tail,
     write_summaries,
 )
-from app.memory.summaries.days import ChatDay, kept_by_branch
 
 LIMITS = Limits(days=3, weeks=2, chars=50, details=2, detail_chars=10)
 TODAY = date(2025, 3, 20)  # a Thursday

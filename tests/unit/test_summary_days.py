@@ -2,7 +2,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
-from app.memory.summaries.days import (
+from app.memory.days.core.days import (
     ChatDay,
     ConversationPlan,
     Missing,
@@ -202,7 +202,7 @@ def test_tail_bounds():
 
 
 def test_edit_groups_list_every_week_with_its_days_under_it():
-    from app.memory.summaries.days import WeekGroup, edit_groups
+    from app.memory.days.core.days import WeekGroup, edit_groups
 
     today = date(2026, 3, 18)  # a Wednesday
     mon1, mon2, mon3 = date(2026, 3, 2), date(2026, 3, 9), date(2026, 3, 16)

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.memory.summaries.overlap import UNRELATED, content_words, says_nothing, shared_words, unrelated
-from app.memory.summaries.prompts import TranscriptLine, transcript
+from app.memory.summaries.core.overlap import UNRELATED, content_words, says_nothing, shared_words, unrelated
+from app.memory.summaries.core.prompts import TranscriptLine, transcript
 
 HARBOUR = transcript([
     TranscriptLine("Mira", "*She pulls her hood lower as the rain hammers the docks of Saltmere.* We need a boat "

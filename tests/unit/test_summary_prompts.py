@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.memory.summaries.answers import DaySummary, read_day_summary
-from app.memory.summaries.prompts import (
+from app.memory.summaries.core.answers import DaySummary, read_day_summary
+from app.memory.summaries.core.prompts import (
     CONVERSATION_DAY_PROMPT,
     CONVERSATION_WEEK_PROMPT,
     MAX_IF_DEPTH,
@@ -25,7 +25,7 @@ from app.memory.summaries.prompts import (
     week_input,
     week_label,
 )
-from app.prompt.macros import expand_macros
+from app.prompt.core.macros import expand_macros
 
 ENTRY = (
     "The group reached the harbour at dusk.\n"

@@ -2,8 +2,8 @@
 
 import pytest
 
-from app.memory.summaries.coverage import SummaryRange
-from app.memory.summaries.rules import (
+from app.memory.summaries.core.coverage import SummaryRange
+from app.memory.summaries.core.rules import (
     BLOCK_HEADING,
     Coverage,
     EntryText,

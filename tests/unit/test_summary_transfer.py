@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime
 
-from app.memory.summaries.transfer import FileEntry, line_span, read_entries, read_hide, write_entries
+from app.memory.summaries.core.transfer import FileEntry, line_span, read_entries, read_hide, write_entries
 
 LIMITS = {"limit": 10, "max_title": 20, "max_content": 100}
 

@@ -1,6 +1,6 @@
 from datetime import UTC, datetime, timedelta, timezone
 
-from app.timeutil import same_minute
+from app.platform.timeutil import same_minute
 
 
 def test_one_minute_shows_as_one_time():

@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.chats.window import batch_size, fit_window, plan_window
+from app.chats.core.window import batch_size, fit_window, plan_window
 
 
 @pytest.mark.parametrize(("limit", "batch"), [(80, 24), (20, 6), (100, 30), (25, 6), (21, 6), (30, 8), (50, 14)])

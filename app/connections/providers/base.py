@@ -65,7 +65,7 @@ class StreamEvent:
     """One piece of a streamed reply: a text delta, a delta of the provider's own reasoning field
     (OpenAI-compatible `reasoning_content`/`reasoning`, Anthropic thinking), or the closing
     usage/finish reason. Reasoning inside the text (`<think>`) is left there: the one reader of model
-    answers (app/connections/answers.py) splits both kinds."""
+    answers (app/connections/core/answers.py) splits both kinds."""
 
     text: str = ""
     usage: Usage | None = None

@@ -2,11 +2,11 @@ from fastapi import APIRouter, File, Query, UploadFile
 from fastapi.responses import Response
 
 from app.chats.service import get_chat
-from app.deps import ServicesDep, SessionDep
-from app.downloads import content_disposition
 from app.memory.recall import service
 from app.memory.recall.embedding import build_embedder, embedder_for_chat, embedding_choice
 from app.memory.recall.jobs import building, schedule_embed_chat
+from app.platform.core.downloads import content_disposition
+from app.web.deps import ServicesDep, SessionDep
 
 router = APIRouter(prefix="/api/chats", tags=["memory"])
 

@@ -10,17 +10,17 @@ from app.chats.settings import read_settings
 from app.connections.crypto import KeyBox
 from app.connections.models import AppDefault, Connection
 from app.connections.service import default_connection
-from app.errors import UserError
-from app.memory.recall.embedders import BUILTINS, Embedder, OpenAICompatible, VectorSizes
-from app.memory.recall.models import MemoryChunk
-from app.memory.recall.sources import (
+from app.memory.recall.core.sources import (
     BUILTIN_MODELS,
     ConnectionInfo,
     EmbeddingChoice,
     builtins_in_use,
     choose_embedding_source,
 )
-from app.modelbase import parse_row_id
+from app.memory.recall.embedders import BUILTINS, Embedder, OpenAICompatible, VectorSizes
+from app.memory.recall.models import MemoryChunk
+from app.platform.core.errors import UserError
+from app.platform.modelbase import parse_row_id
 
 DEFAULT_EMBEDDING_KEY = "embeddings"
 

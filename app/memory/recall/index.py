@@ -23,8 +23,8 @@ from datetime import date, datetime
 import numpy as np
 from sqlmodel import Session
 
-from app.memory.recall.lexical import match_expression
-from app.timeutil import as_utc
+from app.memory.recall.core.lexical import match_expression
+from app.platform.timeutil import as_utc
 
 MAX_INDEXES = 32  # chats whose bits stay in memory (least recently searched go first)
 # ...and at most this many windows' room in all (~65 bytes each: 48 of bits for 384 dimensions, two ids

@@ -15,13 +15,13 @@ from typing import TypeVar
 from sqlmodel import Session, col, select, update
 
 from app.chats.models import Chat
-from app.jobs import Job, job_pending, run_soon
 from app.memory.recall.embedding import embedder_for_chat
 from app.memory.recall.index import prune_tombstones
 from app.memory.recall.models import MemoryChunk
 from app.memory.recall.service import embed_chunks, embed_pending, list_chunk_ids, sync_chunks, waiting_count
-from app.services import Services
-from app.timeutil import utcnow
+from app.platform.jobs import Job, job_pending, run_soon
+from app.platform.services import Services
+from app.platform.timeutil import utcnow
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

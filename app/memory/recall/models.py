@@ -3,9 +3,9 @@ from datetime import datetime
 from sqlalchemy import Column, Index, LargeBinary, event
 from sqlmodel import Field, SQLModel
 
-from app.memory.recall.lexical import index_text
-from app.modelbase import json_field
-from app.timeutil import utcnow
+from app.memory.recall.core.lexical import index_text
+from app.platform.modelbase import json_field
+from app.platform.timeutil import utcnow
 
 # "waiting": no vector yet; "vectorized": has vectors of `embedding_space_id`; "unavailable": the
 # embedding source failed (the error says why).

@@ -6,15 +6,15 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
-from app import forms
 from app.chats.service import chat_settings, get_chat
-from app.deps import FormDep, ServicesDep, SessionDep
-from app.errors import UserError
 from app.memory.recall import service
 from app.memory.recall.embedding import build_embedder, embedder_for_chat, embedding_choice
 from app.memory.recall.jobs import building, schedule_embed_chat
-from app.prompt.tokens import count_tokens
-from app.web import HxRequest, render, render_blocks
+from app.platform import forms
+from app.platform.core.errors import UserError
+from app.prompt.core.tokens import count_tokens
+from app.web.deps import FormDep, ServicesDep, SessionDep
+from app.web.templates import HxRequest, render, render_blocks
 
 router = APIRouter(include_in_schema=False)
 MEMORIES = "chats/memories.html"

@@ -1,6 +1,6 @@
 """What Memory Recall keeps while the app runs: the sign-bit index, the newest queries' vectors,
 the threads a search runs its passes on, the running rebuilds and memory syncs, the built-in
-models the data uses. One per app (app/services.py), never a module global."""
+models the data uses. One per app (app/platform/services.py), never a module global."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from app.memory.recall.core.sources import DEFAULT_BUILTIN
 from app.memory.recall.embedders import BuiltinModels, QueryVectors, VectorSizes
 from app.memory.recall.embedding import builtin_models_in_use
 from app.memory.recall.index import SignIndex
 from app.memory.recall.jobs import ChatSyncs, Rebuilds
-from app.memory.recall.sources import DEFAULT_BUILTIN
 
 log = logging.getLogger(__name__)
 

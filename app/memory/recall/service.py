@@ -12,10 +12,8 @@ from sqlmodel import Session, col, delete, func, select
 
 from app.chats import service as chats
 from app.chats.models import Message
-from app.downloads import safe_stem
-from app.errors import NotFound, UserError
 from app.memory.recall import index
-from app.memory.recall.chunking import (
+from app.memory.recall.core.chunking import (
     ChunkDraft,
     MessageText,
     StoredChunk,
@@ -24,19 +22,10 @@ from app.memory.recall.chunking import (
     missed_messages,
     stale_chunks,
 )
-from app.memory.recall.dates import dates_named, said_on
-from app.memory.recall.embedders import (
-    Embedder,
-    EmbeddingError,
-    EmbeddingSpace,
-    ModelStillLoading,
-    QueryVectors,
-    still_loading,
-)
-from app.memory.recall.excerpts import Excerpt, excerpt, worth_showing
-from app.memory.recall.formats import ChunkRecord, MemoryFileError, export_envelope, parse_import
-from app.memory.recall.index import ChunkRow, SignIndex
-from app.memory.recall.lexical import (
+from app.memory.recall.core.dates import dates_named, said_on
+from app.memory.recall.core.excerpts import Excerpt, excerpt, worth_showing
+from app.memory.recall.core.formats import ChunkRecord, MemoryFileError, export_envelope, parse_import
+from app.memory.recall.core.lexical import (
     DENSE_WEIGHT,
     NEIGHBOUR_SHARE,
     candidate_terms,
@@ -45,8 +34,17 @@ from app.memory.recall.lexical import (
     query_terms,
     word_weight,
 )
+from app.memory.recall.core.recall import TOP_K, Candidate, memory_block, memory_budget, select_memories
+from app.memory.recall.embedders import (
+    Embedder,
+    EmbeddingError,
+    EmbeddingSpace,
+    ModelStillLoading,
+    QueryVectors,
+    still_loading,
+)
+from app.memory.recall.index import ChunkRow, SignIndex
 from app.memory.recall.models import MemoryChunk, MemoryVector
-from app.memory.recall.recall import TOP_K, Candidate, memory_block, memory_budget, select_memories
 from app.memory.recall.vectors import (
     sign_code,
     similarities_by_chunk,
@@ -54,7 +52,9 @@ from app.memory.recall.vectors import (
     store_vectors,
     unpack,
 )
-from app.timeutil import as_utc, utcnow
+from app.platform.core.downloads import safe_stem
+from app.platform.core.errors import NotFound, UserError
+from app.platform.timeutil import as_utc, utcnow
 
 log = logging.getLogger(__name__)
 WINDOW_WORDS = 96

@@ -9,21 +9,21 @@ from typing import Any
 
 from sqlmodel import Session
 
-from app import forms
+from app.chats.core.window import HistoryMessage
 from app.chats.models import Chat
 from app.chats.settings import read_settings
-from app.chats.window import HistoryMessage
-from app.jobs import Job
+from app.memory.recall.core.lexical import DENSE_WEIGHT, NEIGHBOUR_SHARE
+from app.memory.recall.core.sources import BUILTIN_MODELS
 from app.memory.recall.embedders import still_loading
 from app.memory.recall.embedding import embedder_for_chat, embedding_choice
 from app.memory.recall.jobs import JOBS, schedule_embed_chat
-from app.memory.recall.lexical import DENSE_WEIGHT, NEIGHBOUR_SHARE
 from app.memory.recall.service import finish_recall, start_recall
-from app.memory.recall.sources import BUILTIN_MODELS
-from app.prompt.builder import DynamicBlock
+from app.platform import forms
+from app.platform.jobs import Job
+from app.platform.services import Services
+from app.prompt.core.builder import DynamicBlock
+from app.prompt.core.tokens import count_tokens
 from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
-from app.prompt.tokens import count_tokens
-from app.services import Services
 
 OFF_NOTE = "Memory Recall is off for this chat (Chat Settings → Memory Recall); memories are still kept."
 ADVANCED_NOTE = "Memory Recall: Advanced Memory Recall recalls for this chat, so standard recall inserts nothing."

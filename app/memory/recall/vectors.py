@@ -1,5 +1,5 @@
 """Vector storage for Memory Recall: float32 blobs with their sign bits, compared with sqlite-vec's
-cosine distance. The SQLite-specific SQL of recall lives here, in index.py and in app/db.py."""
+cosine distance. The SQLite-specific SQL of recall lives here, in index.py and in app/platform/db.py."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from sqlmodel import Session
 
-from app.memory.recall.formats import space_dims
+from app.memory.recall.core.formats import space_dims
 from app.memory.recall.models import MemoryVector
 
 _PLACEHOLDERS = "?"

@@ -30,11 +30,9 @@ from sqlmodel import Session, col, func, select
 from app.chats.models import Chat
 from app.chats.service import get_chat
 from app.chats.settings import read_settings
-from app.claims import ChatClaims
 from app.connections.providers import complete_chat_blocking
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError
-from app.errors import Conflict, UserError
-from app.memory.scenes.check import (
+from app.memory.scenes.core.check import (
     CheckWindow,
     NumberedMessage,
     SceneEnds,
@@ -46,9 +44,11 @@ from app.memory.scenes.check import (
 )
 from app.memory.scenes.messages import ReadableMessage, helper_config, readable_messages
 from app.memory.scenes.models import PREPARE_STAGES, Scene, SceneRun, SceneState
-from app.memory.summaries import answers
-from app.services import Services
-from app.timeutil import as_utc, utcnow
+from app.memory.summaries.core import answers
+from app.platform.claims import ChatClaims
+from app.platform.core.errors import Conflict, UserError
+from app.platform.services import Services
+from app.platform.timeutil import as_utc, utcnow
 
 log = logging.getLogger(__name__)
 

@@ -1,127 +1,195 @@
-"""Updating continuity, the pure part (the manual's "A janela atual e o orçamento"): when the active Chat
-Summary entries pass 70% of the Summary and recall budget, the helper combines them into one of about
-half their size; this module decides when, builds the requests and judges the answers. The service is
-continuity_jobs.py.
+"""Continuity, after a reply of a chat with Advanced Memory on (jobs.process_chat), never before one: the
+archived messages (those before the current window's new start) that no Chat Summary entry covers get
+entries written by the helper, and when the active entries pass 70% of the budget, "Updating
+continuity" combines them into one of about half their size (continuity.py judges the answer). A failed
+call keeps every entry as it was and says why (SceneState.continuity_reason); a set that failed is not
+sent again until an entry, the helper or the Combine prompt changes.
 
-Decisions (where the issue and the manual are silent, or where Sugo differs):
-- Entries with macros other than {{user}} and {{char}} (the {{#if char == "…"}} sections of group
-  chats among them) are left as they are and not sent: the manual's "Resumos que usam outras macros
-  ficam como estão". Sugo does not yet shorten each character's private section on its own.
-- A text longer than PART_INPUT_TOKENS goes in parts (whole entries, in order), each halved on its own;
-  the combined entry is the parts' answers in order.
-- The answer may be as long as the text plus 1,024 tokens, at most 8,196 or Chat Summary → Maximum
-  output size when that is larger (the manual's figures); an answer cut off at that limit, empty, not
-  shorter than the text, or holding a macro the text did not hold is refused, and the entries stay.
-- `continuity_key` names a set of entries with the helper and the prompt: a set that failed is not sent
-  again until one of them changes (the manual's "não são enviados de novo").
+Decisions (where the issue is silent):
+- Archived messages are summarised with the chosen Summary Prompt (Summaries → templates), by the
+  Advanced Memory helper, ARCHIVE_BATCHES_PER_RUN batches of up to 50 messages per reply at most, so a
+  newly prepared 5,000-message chat catches up over a few replies rather than in one burst. They obey
+  Review outputs like any model-written entry.
+- An entry still covering a message of the current window is not combined (it waits until they leave),
+  nor are entries held for review or with macros other than {{user}}/{{char}}.
+- The combined entry is titled "Continuity", covers the range of the entries it replaces, and those
+  are turned off (not deleted): the user can turn them on again.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import logging
 
-from app.connections.answers import strip_thinking
+from sqlmodel import Session, col, select
 
-CONTINUITY_SHARE = 0.7
-PART_INPUT_TOKENS = 12_000
-EXTRA_OUTPUT_TOKENS = 1024
-MIN_OUTPUT_CAP = 8196
-MAX_ANSWER_CHARS = 200_000
-COMBINED_TITLE = "Continuity"
-DEFAULT_COMBINE_PROMPT = (
-    "You keep the continuity of a long roleplay story. Combine the summaries you are given into one "
-    "summary in past tense, keeping names, places, promises, injuries, possessions and unresolved threads, "
-    "and dropping repetition. Write plain prose, no headings, no commentary."
-)
-_MACRO = re.compile(r"\{\{[^{}]{0,200}\}\}")
-_PLAIN_MACROS = frozenset({"{{user}}", "{{char}}"})
+from app.chats.models import Chat
+from app.chats.settings import read_settings
+from app.connections.providers import complete_chat_blocking
+from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError
+from app.memory.scenes.core import continuity
+from app.memory.scenes.messages import helper_config
+from app.memory.scenes.models import SceneState
+from app.memory.summaries import generate
+from app.memory.summaries.core.answers import ProseSummary
+from app.memory.summaries.core.rules import EntryText, summary_block
+from app.memory.summaries.models import SummaryEntry, SummaryJob
+from app.memory.summaries.service import MAX_CONTENT, uncovered
+from app.platform.claims import ChatClaims
+from app.platform.core.errors import UserError
+from app.platform.services import Services
+from app.platform.timeutil import utcnow
+from app.prompt.core.tokens import count_tokens
 
+log = logging.getLogger(__name__)
 
-@dataclass(frozen=True)
-class EntryText:
-    """An active Chat Summary entry as the combine request sends it."""
-
-    id: int
-    text: str  # its title and content as the prompt shows them
-    tokens: int
+ARCHIVE_BATCHES_PER_RUN = 2
+UPDATING = ChatClaims()  # the chats whose continuity this process is updating
 
 
-@dataclass(frozen=True)
-class Refused:
-    reason: str  # a sentence for the panel
+def updating(services: Services, chat_id: int) -> bool:
+    """Whether continuity is being updated for the chat now ("Updating continuity")."""
+    return UPDATING.held(services.engine, chat_id)
 
 
-def macros(text: str) -> set[str]:
-    return {m.lower().replace(" ", "") for m in _MACRO.findall(text)}
+def update_continuity(services: Services, chat_id: int) -> None:
+    """Write entries for uncovered archived messages, then combine the entries when they pass 70%."""
+    if not UPDATING.claim(services.engine, chat_id):
+        return
+    try:
+        with Session(services.engine) as session:
+            chat = session.get(Chat, chat_id)
+            if chat is None or not read_settings(chat.settings).advanced_memory_on(chat.mode):
+                return
+            state = session.get(SceneState, chat_id)
+            if state is None or state.paused:
+                return
+            try:
+                config = helper_config(session, services, chat)
+            except UserError as err:
+                _note(services, chat_id, str(err))
+                return
+            helper = f"{config.kind}:{config.base_url}:{config.model}"
+        if _archive(services, chat_id, config):
+            _combine(services, chat_id, config, helper)
+    finally:
+        UPDATING.release(services.engine, chat_id)
 
 
-def keeps_as_is(text: str) -> bool:
-    """An entry with macros other than {{user}} and {{char}}: never sent to be combined."""
-    return bool(macros(text) - _PLAIN_MACROS)
+def _note(services: Services, chat_id: int, reason: str, set_key: str | None = None) -> None:
+    with Session(services.engine) as session:
+        state = session.get(SceneState, chat_id) or SceneState(chat_id=chat_id)
+        state.continuity_reason = reason
+        if set_key is not None:
+            state.continuity_key = set_key
+        state.updated_at = utcnow()
+        session.add(state)
+        session.commit()
 
 
-def combine_due(tokens: Sequence[int], budget: int) -> bool:
-    """The active entries pass the constants' share of the budget."""
-    return sum(max(0, t) for t in tokens) > CONTINUITY_SHARE * max(0, budget)
+def _archive(services: Services, chat_id: int, config: ProviderConfig) -> bool:
+    """Entries for the archived messages no entry covers; False when a call failed (reason noted)."""
+    for _ in range(ARCHIVE_BATCHES_PER_RUN):
+        with Session(services.engine) as session:
+            state = session.get(SceneState, chat_id)
+            if state is None or state.window_start_id is None:
+                return True
+            tail = int(session.connection().exec_driver_sql(
+                "SELECT count(*) FROM message WHERE chat_id = ? AND kind = 'message' AND id >= ?",
+                (chat_id, state.window_start_id)).scalar_one())  # fmt: skip
+            entries = list(session.exec(select(SummaryEntry).where(SummaryEntry.chat_id == chat_id)))
+            gap = uncovered(session, chat_id, entries, tail=tail)
+            if gap.next_positions is None:
+                return True
+            ids = [row[0] for row in session.connection().exec_driver_sql(
+                "SELECT id FROM message WHERE chat_id = ? AND kind = 'message' ORDER BY id", (chat_id,)).all()]  # fmt: skip
+            first, last = gap.next_positions
+            job = SummaryJob(chat_id=chat_id, scope="range", start=first, end=last, first_message_id=ids[first - 1],
+                             last_message_id=ids[last - 1], first_position=first, last_position=last)  # fmt: skip
+            chat = session.get(Chat, chat_id)
+            try:
+                request = generate.summary_request(session, job, read_settings(chat.settings).summary_max_tokens)
+            except UserError:  # every message of the stretch is hidden or empty: nothing to say, nothing to ask
+                return True
+        result = generate.ask(config, request)
+        if not isinstance(result, ProseSummary):
+            _note(services, chat_id, f"A continuity summary of messages {first}–{last} failed: {result.reason}")
+            return False
+        with Session(services.engine) as session:
+            written = generate.write_model_entry(session, chat_id, result.text, first_id=job.first_message_id,
+                                                 last_id=job.last_message_id, first_position=first,
+                                                 last_position=last)  # fmt: skip
+            if isinstance(written, str):
+                session.rollback()
+                _note(services, chat_id, written)
+                return False
+            session.commit()
+        log.info("Advanced Memory wrote a continuity summary of messages %s–%s in chat %s", first, last, chat_id)
+    return True
 
 
-def parts(entries: Sequence[EntryText], limit: int = PART_INPUT_TOKENS) -> list[list[EntryText]]:
-    """Whole entries in order, grouped so that each group's text stays within `limit` tokens (an entry
-    bigger than that is a part alone)."""
-    out: list[list[EntryText]] = []
-    used = 0
-    for e in entries:
-        if out and used + e.tokens <= limit:
-            out[-1].append(e)
-            used += e.tokens
-        else:
-            out.append([e])
-            used = e.tokens
-    return out
+def _entry_text(e: SummaryEntry) -> str:
+    return summary_block([EntryText(e.title, e.content)])
 
 
-def part_text(entries: Sequence[EntryText]) -> str:
-    return "\n\n".join(e.text.strip() for e in entries if e.text.strip())
-
-
-def combine_request(prompt: str, text: str, tokens: int) -> list[dict]:
-    """The request for one part: the Combine prompt, one line asking for about half the size (and to keep
-    {{user}}/{{char}} as written when the text has them), and the text."""
-    ask = f"Rewrite the summaries below as one summary of about half their length (about {max(1, tokens // 2)} tokens)."
-    if macros(text):
-        ask += " Keep every {{user}} and {{char}} exactly as written."
-    return [{"role": "system", "content": prompt.strip() or DEFAULT_COMBINE_PROMPT},
-            {"role": "user", "content": f"{ask}\n\n{text}"}]  # fmt: skip
-
-
-def combine_max_tokens(input_tokens: int, max_output_size: int) -> int:
-    return max(1, min(max(0, input_tokens) + EXTRA_OUTPUT_TOKENS, max(MIN_OUTPUT_CAP, max_output_size)))
-
-
-def read_combined(answer: str, *, text: str, tokens: int, finish_reason: str | None,
-                  count: Callable[[str], int]) -> str | Refused:  # fmt: skip
-    """The combined summary, or why the answer cannot replace the entries."""
-    if finish_reason == "length":
-        return Refused("The helper's answer was cut off at its output limit.")
-    body = (answer or "")[:MAX_ANSWER_CHARS].strip()
-    body = strip_thinking(body).answer  # the one reader of model answers
-    if not body:
-        return Refused("The helper's answer was empty.")
-    if count(body) >= tokens:
-        return Refused("The helper's answer was not shorter than the summaries.")
-    added = macros(body) - macros(text)
-    if added:
-        return Refused(f"The helper's answer added a macro ({sorted(added)[0]}).")
-    return body
-
-
-def continuity_key(entries: Sequence[EntryText], helper: str, prompt: str) -> str:
-    """Names this set of entries with this helper and Combine prompt."""
-    digest = hashlib.sha256()
-    for e in entries:
-        digest.update(f"{e.id}\x00{e.text}\x01".encode())
-    digest.update(f"{helper}\x02{prompt}".encode())
-    return digest.hexdigest()[:32]
+def _combine(services: Services, chat_id: int, config: ProviderConfig, helper: str) -> None:
+    with Session(services.engine) as session:
+        chat = session.get(Chat, chat_id)
+        settings = read_settings(chat.settings)
+        state = session.get(SceneState, chat_id)
+        mark = state.window_start_id if state else None
+        active = list(session.exec(select(SummaryEntry).where(
+            SummaryEntry.chat_id == chat_id, SummaryEntry.active == True, SummaryEntry.awaiting_review == False,  # noqa: E712
+        ).order_by(col(SummaryEntry.first_message_id), col(SummaryEntry.id))))  # fmt: skip
+        texts = {e.id: continuity.EntryText(e.id, _entry_text(e), count_tokens(_entry_text(e))) for e in active}
+        if not continuity.combine_due([t.tokens for t in texts.values()], settings.adv_budget):
+            return
+        chosen = [texts[e.id] for e in active
+                  if not (mark is not None and e.last_message_id >= mark)
+                  and not continuity.keeps_as_is(e.title + e.content)]  # fmt: skip
+        if len(chosen) < 1 or sum(t.tokens for t in chosen) < 2:
+            return
+        prompt = continuity.DEFAULT_COMBINE_PROMPT
+        set_key = continuity.continuity_key(chosen, helper, prompt)
+        if state is not None and state.continuity_key == set_key:
+            return  # this set failed before: not sent again until something changes
+        max_output = settings.summary_max_tokens
+    answers: list[str] = []
+    for part in continuity.parts(chosen):
+        text = continuity.part_text(part)
+        tokens = sum(e.tokens for e in part)
+        try:
+            done = complete_chat_blocking(
+                config, continuity.combine_request(prompt, text, tokens),
+                GenerationParams(max_tokens=continuity.combine_max_tokens(tokens, max_output)))  # fmt: skip
+        except ProviderError as err:
+            _note(services, chat_id, f"Updating continuity failed: {err}", set_key)
+            return
+        read = continuity.read_combined(done.text or "", text=text, tokens=tokens, finish_reason=done.finish_reason,
+                                        count=count_tokens)  # fmt: skip
+        if isinstance(read, continuity.Refused):
+            _note(services, chat_id, f"Updating continuity left the summaries as they are: {read.reason}", set_key)
+            return
+        answers.append(read)
+    content = "\n\n".join(answers)
+    if len(content) > MAX_CONTENT:
+        _note(services, chat_id, "Updating continuity left the summaries as they are: the combined summary is "
+              f"longer than an entry may be ({MAX_CONTENT:,} characters).", set_key)  # fmt: skip
+        return
+    with Session(services.engine) as session:
+        olds = [session.get(SummaryEntry, e.id) for e in chosen]
+        if any(o is None or not o.active or _entry_text(o) != texts[o.id].text for o in olds):
+            return  # the user changed an entry meanwhile: theirs wins; the next reply tries again
+        session.add(SummaryEntry(
+            chat_id=chat_id, title=continuity.COMBINED_TITLE, content=content,
+            first_message_id=min(o.first_message_id for o in olds), last_message_id=max(o.last_message_id for o in olds),
+            first_position=min(o.first_position for o in olds), last_position=max(o.last_position for o in olds),
+            tokens=count_tokens(content), origin="model", active=True,
+        ))  # fmt: skip
+        for o in olds:
+            o.active, o.updated_at = False, utcnow()
+            session.add(o)
+        state = session.get(SceneState, chat_id) or SceneState(chat_id=chat_id)
+        state.continuity_key, state.continuity_reason, state.updated_at = "", "", utcnow()
+        session.add(state)
+        session.commit()
+    log.info("Advanced Memory combined %s summaries into one in chat %s", len(chosen), chat_id)

@@ -5,7 +5,7 @@ does the work.
     problems(session, chat_id)       -> Problems: the list, the count and the set key
     fix_status(session, services, chat_id) -> FixStatus: the problems, the newest Fix run, paused
     start_fix(services, chat_id)     -> SceneRun: Fix every flagged scene in the background
-    close_cut_short(services)        -> at start (app/jobs.py): close the Fix runs a restart cut short
+    close_cut_short(services)        -> at start (app/platform/jobs.py): close the Fix runs a restart cut short
     pause(services, chat_id) / resume(services, chat_id): Pause processing / Resume processing
 
 Decisions:
@@ -48,18 +48,18 @@ from sqlmodel import Session, col, select
 from app.chats.models import Chat
 from app.chats.service import get_chat
 from app.chats.settings import read_settings
-from app.claims import ChatClaims
-from app.errors import Conflict, UserError
 from app.memory.scenes import prepare
-from app.memory.scenes import problems as pb
 from app.memory.scenes.checks import check_scenes
+from app.memory.scenes.core import problems as pb
+from app.memory.scenes.core.recap import SceneMessage
 from app.memory.scenes.jobs import schedule_processing
 from app.memory.scenes.messages import helper_config, readable_messages
 from app.memory.scenes.models import Scene, SceneRun, SceneState
-from app.memory.scenes.recap import SceneMessage
 from app.memory.scenes.writer import fingerprint, write_recap
-from app.services import Services
-from app.timeutil import as_utc, utcnow
+from app.platform.claims import ChatClaims
+from app.platform.core.errors import Conflict, UserError
+from app.platform.services import Services
+from app.platform.timeutil import as_utc, utcnow
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Advanced Memory's background work: after a reply, the scene check and then the recaps of the scenes
 it closed; every few minutes (and at start) a sweep that writes the recaps still waiting and tries failed
 ones whose time has come. What a restart cut short (Prepare, Fix, Re-scan, recaps being written) is
-settled once at start, before this sweep (source.py's RUNS, app/jobs.py).
+settled once at start, before this sweep (source.py's RUNS, app/platform/jobs.py).
 Nothing runs for a chat with Advanced Memory off or paused; a chat whose Prepare existing history run is
 unfinished (running, cancelled, failed) is Prepare's alone until Resume finishes it: it checks the
 history in order and writes the recaps itself, and Cancel stops the helper's calls for the chat."""
@@ -14,12 +14,12 @@ from sqlmodel import Session, col, select
 
 from app.chats.models import Chat
 from app.chats.settings import read_settings
-from app.jobs import Job, run_soon
 from app.memory.scenes.checks import check_scenes, preparing
-from app.memory.scenes.continuity_jobs import update_continuity
+from app.memory.scenes.continuity import update_continuity
 from app.memory.scenes.models import Scene
 from app.memory.scenes.writer import write_waiting_recaps
-from app.services import Services
+from app.platform.jobs import Job, run_soon
+from app.platform.services import Services
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from app.chats.settings import read_settings
 from app.connections.models import Connection
 from app.connections.providers.base import ProviderConfig
 from app.connections.service import provider_config
-from app.errors import UserError
-from app.services import Services
+from app.platform.core.errors import UserError
+from app.platform.services import Services
 
 
 @dataclass(frozen=True)

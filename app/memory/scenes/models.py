@@ -14,7 +14,7 @@ from datetime import datetime
 from sqlalchemy import JSON, Column, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from app.timeutil import utcnow
+from app.platform.timeutil import utcnow
 
 # waiting: its recap is not written yet; writing: a writer holds it; written: the recap is stored;
 # failed: the helper's answer could not be used (the reason is kept; tried again at next_attempt_at);
@@ -97,7 +97,7 @@ class SceneState(SQLModel, table=True):
 
 
 # running: a thread of this process works it (a restart's leftovers are resumed or closed at start:
-# app/jobs.py); stopped: Cancel, Pause processing or a restart; failed: a model call failed (the reason is
+# app/platform/jobs.py); stopped: Cancel, Pause processing or a restart; failed: a model call failed (the reason is
 # kept; Resume retries); done: every window checked, every recap written.
 SCENE_RUN_STATUSES = ("running", "stopped", "failed", "done")
 # fixing: a Fix run (fix.py); rescanning: a Re-scan (rescans.py); never Prepare's.

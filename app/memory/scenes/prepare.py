@@ -14,7 +14,7 @@ lose nothing finished.
         (skip_unreadable=True: past the batch the helper's answer could not be read for)
     stop_prepare(services, chat_id)  -> SceneRun: Cancel after the model call in hand
     latest_run(session, chat_id)     -> the chat's newest run
-    resume_cut_short(services)       -> at start (app/jobs.py): resume the runs a restart left "running"
+    resume_cut_short(services)       -> at start (app/platform/jobs.py): resume the runs a restart left "running"
 
 Decisions:
 - A run starts after the newest closed scene (from the first message when there is none): scenes
@@ -60,10 +60,9 @@ from sqlmodel import Session, col, select
 from app.chats.models import Chat
 from app.chats.service import get_chat
 from app.chats.settings import read_settings
-from app.claims import ChatClaims
 from app.connections.providers.base import ProviderConfig
-from app.errors import Conflict, UserError
-from app.memory.scenes.check import (
+from app.memory.scenes.checks import ask_scene_ends, close_ends, last_scene_end
+from app.memory.scenes.core.check import (
     NumberedMessage,
     SceneEnds,
     check_due,
@@ -72,7 +71,6 @@ from app.memory.scenes.check import (
     unreadable,
     windows_left,
 )
-from app.memory.scenes.checks import ask_scene_ends, close_ends, last_scene_end
 from app.memory.scenes.messages import (
     ReadableMessage,
     helper_config,
@@ -82,9 +80,11 @@ from app.memory.scenes.messages import (
 )
 from app.memory.scenes.models import PREPARE_STAGES, Scene, SceneRun, SceneState
 from app.memory.scenes.writer import release_stale, write_recap
-from app.memory.summaries import answers
-from app.services import Services
-from app.timeutil import utcnow
+from app.memory.summaries.core import answers
+from app.platform.claims import ChatClaims
+from app.platform.core.errors import Conflict, UserError
+from app.platform.services import Services
+from app.platform.timeutil import utcnow
 
 log = logging.getLogger(__name__)
 

@@ -28,15 +28,15 @@ from sqlmodel import Session, col, select
 from app.chats.models import Chat, Message
 from app.chats.settings import ChatSettings
 from app.memory.recall.service import PendingSearch, finish_search
-from app.memory.scenes import recalled, window
+from app.memory.scenes.core import recalled, window
 from app.memory.scenes.models import Scene, SceneSnapshot, SceneState
+from app.memory.summaries.core.prompts import visible_to
+from app.memory.summaries.core.rules import EntryText, summary_block
 from app.memory.summaries.models import SummaryEntry
-from app.memory.summaries.prompts import visible_to
-from app.memory.summaries.rules import EntryText, summary_block
-from app.prompt.builder import DynamicBlock
+from app.platform.timeutil import as_utc, utcnow
+from app.prompt.core.builder import DynamicBlock
+from app.prompt.core.tokens import count_message_tokens, count_tokens
 from app.prompt.sources import Contribution, Turn
-from app.prompt.tokens import count_message_tokens, count_tokens
-from app.timeutil import as_utc, utcnow
 
 log = logging.getLogger(__name__)
 

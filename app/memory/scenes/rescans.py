@@ -5,7 +5,7 @@ are replaced in one transaction (rescan.plan decides), then recapped (writer.wri
     default_range(session, chat_id)             -> (first, last): the open scene, as message numbers
     start_rescan(services, chat_id, first, last) -> RescanStatus: checked now, the work in a thread
     rescan_status(engine, chat_id)              -> the chat's last re-scan, or None
-    close_cut_short(services)                   -> at start (app/jobs.py): close the re-scans a restart cut short
+    close_cut_short(services)                   -> at start (app/platform/jobs.py): close the re-scans a restart cut short
 
 Decisions:
 - A re-scan changes nothing until every window is read, then changes the scenes in ONE transaction: a
@@ -46,18 +46,18 @@ from sqlmodel import Session, col, delete, select
 from app.chats.models import Chat
 from app.chats.service import get_chat
 from app.chats.settings import read_settings
-from app.claims import ChatClaims
-from app.errors import Conflict, UserError
-from app.memory.scenes import rescan
-from app.memory.scenes.check import NumberedMessage, check_request, history_window, windows_left
 from app.memory.scenes.checks import ask_scene_ends, last_scene_end, preparing
+from app.memory.scenes.core import rescan
+from app.memory.scenes.core.check import NumberedMessage, check_request, history_window, windows_left
 from app.memory.scenes.messages import ReadableMessage, helper_config, readable_messages
 from app.memory.scenes.models import Scene, SceneRecapPart, SceneRun, SceneState
 from app.memory.scenes.service import chat_messages
 from app.memory.scenes.writer import write_recap
-from app.memory.summaries import answers
-from app.services import Services
-from app.timeutil import utcnow
+from app.memory.summaries.core import answers
+from app.platform.claims import ChatClaims
+from app.platform.core.errors import Conflict, UserError
+from app.platform.services import Services
+from app.platform.timeutil import utcnow
 
 log = logging.getLogger(__name__)
 

@@ -34,13 +34,13 @@ from sqlmodel import Session, col, select
 
 from app.chats.models import Chat
 from app.chats.settings import read_settings
-from app.jobs import run_later
 from app.memory.scenes import fix, rescans
 from app.memory.scenes.checks import preparing
 from app.memory.scenes.models import Scene, SceneState
 from app.memory.scenes.writer import write_recap
-from app.services import Services
-from app.timeutil import as_utc, utcnow
+from app.platform.jobs import run_later
+from app.platform.services import Services
+from app.platform.timeutil import as_utc, utcnow
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """Access memories for this chat (issue 14): the chat's scenes as the user reads and corrects them. The
-I/O behind app/memory/scenes/api.py; the search and the file format are transfer.py's.
+I/O behind app/memory/scenes/web/api.py; the search and the file format are transfer.py's.
 
 Decisions:
 - Scenes are numbered 1, 2, … oldest first (by their first message); a search keeps those numbers. Their
@@ -36,12 +36,13 @@ from sqlmodel import Session, col, delete, select
 
 from app.chats.models import Message
 from app.chats.service import get_chat
-from app.downloads import safe_stem
-from app.errors import Conflict, NotFound, UserError
-from app.memory.scenes import prompt, transfer
+from app.memory.scenes import prompt
 from app.memory.scenes.checks import prepare_running
+from app.memory.scenes.core import transfer
 from app.memory.scenes.models import PREPARE_STAGES, Scene, SceneRecapPart, SceneRun, SceneState
-from app.timeutil import utcnow
+from app.platform.core.downloads import safe_stem
+from app.platform.core.errors import Conflict, NotFound, UserError
+from app.platform.timeutil import utcnow
 
 
 @dataclass(frozen=True)

@@ -22,18 +22,18 @@ from typing import Any
 
 from sqlmodel import Session, func, select
 
-from app import forms
 from app.chats.models import Chat
 from app.chats.service import chat_connection
 from app.chats.settings import read_settings
 from app.connections.service import list_connections
-from app.errors import UserError
 from app.memory.scenes import prepare, rescans
-from app.memory.scenes.continuity_jobs import updating
+from app.memory.scenes.continuity import updating
 from app.memory.scenes.messages import helper_config, helper_connection, readable_messages
 from app.memory.scenes.models import Scene, SceneState
+from app.platform import forms
+from app.platform.core.errors import UserError
+from app.platform.services import Services
 from app.prompt.sources import SettingsSection
-from app.services import Services
 
 PANEL = "scenes/_prepare.html"
 

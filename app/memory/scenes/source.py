@@ -15,17 +15,18 @@ from sqlmodel import Session
 
 from app.chats.models import Chat
 from app.chats.settings import ChatSettings
-from app.jobs import CLOSE, RESUME, Job, RunKind
 from app.memory.recall.embedding import embedder_for_chat
 from app.memory.recall.service import start_search
-from app.memory.scenes import fix, prepare, prompt, recalled, rescans, service, settings_form
+from app.memory.scenes import fix, prepare, prompt, rescans, service, settings_form
+from app.memory.scenes.core import recalled
 from app.memory.scenes.jobs import JOBS, schedule_processing
 from app.memory.scenes.rewrites import schedule_rewrites
 from app.memory.scenes.writer import release_stale
+from app.platform.jobs import CLOSE, RESUME, Job, RunKind
+from app.platform.services import Services
 from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
-from app.services import Services
 
-# What a restart leaves is settled at start in this order (app/jobs.py): the recaps it cut short go back to
+# What a restart leaves is settled at start in this order (app/platform/jobs.py): the recaps it cut short go back to
 # waiting first, so Prepare (resumed next) and the sweep find them; Fix and Re-scan are closed with a sentence.
 RUNS = (
     RunKind("Scene recaps", "scene", RESUME, lambda services: release_stale(services.engine)),

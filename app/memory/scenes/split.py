@@ -20,8 +20,8 @@ from sqlmodel import Session
 from app.chats import service as chats
 from app.chats.models import Chat, Message
 from app.chats.settings import read_settings
-from app.db import lock_for_write
-from app.memory.scenes.breaks import split_reply
+from app.memory.scenes.core.breaks import split_reply
+from app.platform.db import lock_for_write
 
 # What a version records about its generation: it goes with the last part only.
 MESSAGE_INFO = ("model", "usage", "gen_started", "gen_finished")

@@ -65,14 +65,14 @@ from app.chats.service import chat_characters, chat_persona
 from app.chats.settings import read_settings
 from app.connections.providers import complete_chat_blocking
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError
-from app.errors import UserError
-from app.memory.scenes import participants as who
-from app.memory.scenes import recap as rc
+from app.memory.scenes.core import participants as who
+from app.memory.scenes.core import recap as rc
 from app.memory.scenes.messages import helper_config, messages_and_streaming
 from app.memory.scenes.models import Scene, SceneRecapPart, SceneState
-from app.memory.summaries import answers
-from app.services import Services
-from app.timeutil import utcnow
+from app.memory.summaries.core import answers
+from app.platform.core.errors import UserError
+from app.platform.services import Services
+from app.platform.timeutil import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ NOTHING_TO_READ = (
     "Every message of this scene is hidden from the AI, failed or deleted: there is nothing to recap."
 )
 
-_held: set[tuple[Engine, int]] = set()  # (engine, scene id) this process is writing now (app/claims.py: why the engine)
+_held: set[tuple[Engine, int]] = set()  # (engine, scene id) this process is writing now (app/platform/claims.py: why the engine)
 _held_lock = threading.Lock()
 
 

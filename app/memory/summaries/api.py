@@ -7,12 +7,12 @@ from fastapi import APIRouter, Response
 from pydantic import BaseModel, Field
 
 from app.chats.service import get_chat
-from app.deps import ServicesDep, SessionDep
+from app.memory.days.api import router as days_router
 from app.memory.summaries import generate, runs, service, templates
-from app.memory.summaries.day_api import router as days_router
 from app.memory.summaries.service import MAX_CONTENT, MAX_ENTRIES, MAX_TITLE, EntryView
 from app.memory.summaries.templates import MAX_NAME, MAX_TEXT
-from app.modelbase import RowId
+from app.platform.modelbase import RowId
+from app.web.deps import ServicesDep, SessionDep
 
 router = APIRouter(prefix="/api/chats", tags=["summaries"])
 

@@ -7,7 +7,7 @@ Decisions:
   the moment that run lets go of the chat (ChatClaims.start's `then`; the automatic run calls
   `start_waiting` itself). One waiting Generate per chat: a second is refused with a sentence, since the
   panel shows one run. Its messages are read when it starts, not when it was asked for.
-- A restart (RunKind, settled at start: app/jobs.py) closes a Generate whose answer was on its way as
+- A restart (RunKind, settled at start: app/platform/jobs.py) closes a Generate whose answer was on its way as
   failed with INTERRUPTED, and Retry at hand (the user sees what happened and decides); a Generate that
   was waiting its turn had not begun, and starts (after the resumed Backfill, if one holds the chat).
 - The model reads only the active swipe of each message in scope; hidden-from-AI messages are skipped.
@@ -38,20 +38,21 @@ from sqlmodel import Session, col, select
 from app.chats.models import Chat, Message
 from app.chats.service import chat_connection, get_chat
 from app.chats.settings import read_settings
-from app.claims import ChatClaims
 from app.connections.models import Connection
 from app.connections.providers import complete_chat_blocking
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError
 from app.connections.service import provider_config
-from app.errors import Conflict, NotFound, UserError
-from app.memory.summaries import answers, overlap, templates
+from app.memory.summaries import templates
+from app.memory.summaries.core import answers, overlap
+from app.memory.summaries.core.prompts import TranscriptLine, transcript
+from app.memory.summaries.core.rules import scope_coverage
 from app.memory.summaries.models import SummaryEntry, SummaryJob, SummaryRun
-from app.memory.summaries.prompts import TranscriptLine, transcript
-from app.memory.summaries.rules import scope_coverage
 from app.memory.summaries.service import MAX_ENTRIES, MAX_TITLE, list_entries, message_ids, uncovered
-from app.prompt.tokens import count_tokens
-from app.services import Services
-from app.timeutil import utcnow
+from app.platform.claims import ChatClaims
+from app.platform.core.errors import Conflict, NotFound, UserError
+from app.platform.services import Services
+from app.platform.timeutil import utcnow
+from app.prompt.core.tokens import count_tokens
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@ from datetime import datetime
 from sqlalchemy import Index
 from sqlmodel import Field, SQLModel
 
-from app.timeutil import utcnow
+from app.platform.timeutil import utcnow
 
 ORIGINS = ("user", "model")
 
@@ -86,7 +86,7 @@ RUN_STATUSES = ("running", "stopped", "failed", "done")
 
 class SummaryRun(SQLModel, table=True):
     """A Backfill Summary, an automatic summary run or a day Backfill, kept in the database so a restart
-    resumes it (app/jobs.py).
+    resumes it (app/platform/jobs.py).
 
     Backfill: `total` batches were found when it started, `done` of them are finished, `current` says
     which messages the step in hand covers; Stop sets `stop_requested` and the run ends after the model

@@ -5,15 +5,15 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from sqlmodel import Session
 
-from app import forms
 from app.chats.service import get_chat
-from app.deps import FormDep, ServicesDep, SessionDep
-from app.errors import UserError
+from app.memory.days.routes import router as days_router
 from app.memory.summaries import generate, runs, service, templates
-from app.memory.summaries.day_routes import router as days_router
 from app.memory.summaries.source import panel_context, prompt_context
-from app.modelbase import parse_row_id
-from app.web import HxRequest, render
+from app.platform import forms
+from app.platform.core.errors import UserError
+from app.platform.modelbase import parse_row_id
+from app.web.deps import FormDep, ServicesDep, SessionDep
+from app.web.templates import HxRequest, render
 
 router = APIRouter(include_in_schema=False)
 PANEL = "memory/_summary_panel.html"

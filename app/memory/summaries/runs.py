@@ -9,7 +9,7 @@ Decisions:
 - A failed Backfill step stops the run with its reason; Retry (or Backfill again) resumes the same run
   from that step. Finished entries stay.
 - A restart resumes a Backfill it cut short (RunKind RESUME, settled at start before the first request:
-  app/jobs.py): the user asked for it and no finished batch is redone. One whose Stop was asked for ends
+  app/platform/jobs.py): the user asked for it and no finished batch is redone. One whose Stop was asked for ends
   as stopped, one with nothing left as done, one that cannot start (no connection) fails with why. A
   thread that finds its app stopped writes nothing more (as if the process had died).
 - An automatic run a restart cut short is resumed through its own retry schedule: it is marked failed
@@ -39,10 +39,8 @@ from app.chats.models import Chat
 from app.chats.service import get_chat
 from app.chats.settings import read_settings
 from app.connections.providers.base import ProviderConfig
-from app.errors import Conflict, UserError
-from app.jobs import CLOSE, RESUME, Job, RunKind, run_soon
-from app.memory.summaries import answers
-from app.memory.summaries.coverage import (
+from app.memory.summaries.core import answers
+from app.memory.summaries.core.coverage import (
     DEFAULT_BATCH,
     ChatMessage,
     SummaryRange,
@@ -66,8 +64,10 @@ from app.memory.summaries.generate import (
     write_model_entry,
 )
 from app.memory.summaries.models import SummaryJob, SummaryRun
-from app.services import Services
-from app.timeutil import utcnow
+from app.platform.core.errors import Conflict, UserError
+from app.platform.jobs import CLOSE, RESUME, Job, RunKind, run_soon
+from app.platform.services import Services
+from app.platform.timeutil import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -463,7 +463,7 @@ def _settle_backfill(engine: Engine, chat_id: int) -> bool:
 
 JOBS = (Job("summaries.sweep", sweep, every_minutes=SWEEP_MINUTES, at_start=True),)
 
-# Settled at start in this order (app/jobs.py): the Generate and automatic runs cut short are closed while
+# Settled at start in this order (app/platform/jobs.py): the Generate and automatic runs cut short are closed while
 # no thread holds a chat (after the Backfills resume, a held chat would look busy); the Backfills then
 # resume and take their chats; a Generate waiting its turn starts last, at once or when its chat's
 # Backfill ends.

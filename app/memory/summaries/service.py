@@ -9,19 +9,19 @@ from typing import Any
 from sqlmodel import Session, select
 
 from app.chats.service import get_chat
-from app.errors import NotFound, UserError
-from app.memory.summaries import transfer
-from app.memory.summaries.coverage import (
+from app.memory.summaries.core import transfer
+from app.memory.summaries.core.coverage import (
     DEFAULT_BATCH,
     ChatMessage,
     SummaryRange,
     select_messages,
     uncovered_batches,
 )
+from app.memory.summaries.core.rules import live_positions, range_label, scope_coverage
 from app.memory.summaries.models import SummaryEntry
-from app.memory.summaries.rules import live_positions, range_label, scope_coverage
-from app.prompt.tokens import count_tokens
-from app.timeutil import utcnow
+from app.platform.core.errors import NotFound, UserError
+from app.platform.timeutil import utcnow
+from app.prompt.core.tokens import count_tokens
 
 MAX_TITLE = 200
 MAX_CONTENT = 20_000

@@ -15,22 +15,28 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from app import forms
 from app.chats.models import Chat
 from app.chats.settings import read_settings
 from app.chats.st_metadata import SUGO_KEY
 from app.connections.service import list_connections
-from app.errors import UserError
-from app.jobs import Job, RunKind
 from app.memory.summaries import generate, runs, service, templates
-from app.memory.summaries.coverage import ChatMessage, ScopeError, SummaryRange, check_every, select_messages
-from app.memory.summaries.prompts import has_conditions, visible_to
-from app.memory.summaries.rules import EntryText, summary_block
-from app.memory.summaries.transfer import ENTRIES_KEY, HIDE_KEY, read_hide
-from app.modelbase import parse_row_id
-from app.prompt.builder import DynamicBlock
+from app.memory.summaries.core.coverage import (
+    ChatMessage,
+    ScopeError,
+    SummaryRange,
+    check_every,
+    select_messages,
+)
+from app.memory.summaries.core.prompts import has_conditions, visible_to
+from app.memory.summaries.core.rules import EntryText, summary_block
+from app.memory.summaries.core.transfer import ENTRIES_KEY, HIDE_KEY, read_hide
+from app.platform import forms
+from app.platform.core.errors import UserError
+from app.platform.jobs import Job, RunKind
+from app.platform.modelbase import parse_row_id
+from app.platform.services import Services
+from app.prompt.core.builder import DynamicBlock
 from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
-from app.services import Services
 
 MAX_OUTPUT = 32_768
 

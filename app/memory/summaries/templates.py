@@ -20,11 +20,11 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from app.connections.models import AppDefault
-from app.errors import NotFound, UserError
+from app.memory.summaries.core.prompts import ROLEPLAY_ENTRY_PROMPT
 from app.memory.summaries.models import SummaryTemplate
-from app.memory.summaries.prompts import ROLEPLAY_ENTRY_PROMPT
-from app.names import refuse_control_characters
-from app.timeutil import utcnow
+from app.platform.core.errors import NotFound, UserError
+from app.platform.core.names import refuse_control_characters
+from app.platform.timeutil import utcnow
 
 DEFAULT_NAME = "Default"
 MAX_NAME = 100

@@ -1,0 +1,48 @@
+"""The one object holding what lives as long as the app: the engine, the key box, the caches, the
+recall index, the thread pools, the prompt sources, the replies being written and the scheduler.
+
+`create_app` builds it and keeps it on `app.state.services`; routes take it through `ServicesDep`,
+and jobs and services receive it (or the part they need) as an argument. Nothing of this lives in
+module globals, so two apps in one process (two data folders) share nothing.
+
+This module sits at the bottom of the layers: it names the types of its parts for the reader and
+the type checker only, and imports none of them at run time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from apscheduler.schedulers.asyncio import AsyncIOScheduler
+    from sqlalchemy.engine import Engine
+
+    from app.connections.crypto import KeyBox
+    from app.generation.reply import Generations
+    from app.lore.prompting import CompiledBooks
+    from app.memory.days.write import WriteRun
+    from app.memory.recall.runtime import RecallRuntime
+    from app.platform.settings import Settings
+    from app.prompt.sources import PromptSources
+    from app.web.auth import LoginThrottle, SessionSigner
+
+
+@dataclass
+class Services:
+    settings: Settings
+    engine: Engine
+    keybox: KeyBox
+    lorebooks: CompiledBooks  # lorebooks' entries and compiled matchers, per book version
+    recall: RecallRuntime  # the sign-bit index, the query threads, the running rebuilds
+    sources: PromptSources
+    generations: Generations  # the replies being written now
+    session_signer: SessionSigner | None = None  # login sessions, with SUGO_PASSWORD
+    login_throttle: LoginThrottle | None = None  # wrong passwords per client, with SUGO_PASSWORD
+    scheduler: AsyncIOScheduler | None = None  # set while the app runs (its lifespan)
+    # Conversation chats' Write now runs, the latest per chat (app/memory/days/write.py).
+    summary_writes: dict[int, WriteRun] = field(default_factory=dict)
+
+    def close(self) -> None:
+        """Let go of the threads and connections (the app's lifespan ends)."""
+        self.recall.close()
+        self.engine.dispose()

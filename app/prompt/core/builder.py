@@ -1,0 +1,274 @@
+"""Prompt builder v1: a plain snapshot in, blocks and provider messages out. No I/O here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from app.chats.core.window import HistoryMessage, WindowPlan, batch_size, fit_window, plan_window
+from app.prompt.core.blocks import Prompt, PromptBlock
+from app.prompt.core.layout import GROUP_OF, ORDER_OF, depth_index, dynamic_insert_index
+from app.prompt.core.macros import MacroContext, expand_macros
+from app.prompt.core.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
+
+# SillyTavern's default main prompt for roleplay; a card's system_prompt replaces it ({{original}}
+# inside the card's prompt puts this back in).
+ROLEPLAY_MAIN_PROMPT = (
+    "Write {{char}}'s next reply in a fictional chat between {{char}} and {{user}}. "
+    "Stay in character, write in third person past tense for narration, and never speak or act for {{user}}."
+)
+CONVERSATION_MAIN_PROMPT = (
+    "You are {{char}}, chatting with {{user}} in a private conversation. Reply as {{char}} would, "
+    "in their own voice, naturally and briefly unless asked for more."
+)
+GROUP_NUDGE = "[Write the next reply only as {{char}}.]"
+# SillyTavern's defaults for Continue and Impersonate, sent last as system messages.
+CONTINUE_NUDGE = "[Continue your last message without repeating its original content.]"
+IMPERSONATION_PROMPT = (
+    "[Write your next reply from the point of view of {{user}}, using the chat history so far as a guideline "
+    "for the writing style of {{user}}. Don't write as {{char}} or system. Don't describe actions of {{char}}.]"
+)
+# The groups merged into the one leading system message that forms the cacheable prefix.
+STABLE_GROUPS = ("system", "above_conversation", "examples")
+# "reply": the speaker's next message; "continue": extend the newest message, which is the
+# speaker's; "impersonate": the user's next message, written by the model.
+Purpose = Literal["reply", "continue", "impersonate"]
+
+
+@dataclass(frozen=True)
+class CardSnapshot:
+    id: int
+    name: str
+    description: str = ""
+    personality: str = ""
+    scenario: str = ""
+    mes_example: str = ""
+    system_prompt: str = ""
+    post_history_instructions: str = ""
+
+
+@dataclass(frozen=True)
+class DepthNote:
+    """A short note among the recent messages: 0 after the newest message, d before the d-th newest."""
+
+    text: str
+    depth: int = 4
+    role: str = "system"
+    kind: str = "context_note"
+    label: str = "Context note"
+
+
+@dataclass(frozen=True)
+class DynamicBlock:
+    kind: str
+    label: str
+    text: str
+
+
+@dataclass(frozen=True)
+class PromptContext:
+    mode: str
+    characters: tuple[CardSnapshot, ...]
+    speaker: CardSnapshot
+    user_name: str
+    persona_description: str
+    messages: tuple[HistoryMessage, ...]  # chronological, hidden ones included (the builder skips them)
+    context_size: int
+    reply_reserve: int
+    recent_limit: int = 80
+    # Hidden messages the caller already left out of `messages` (they are only counted).
+    hidden_elsewhere: int = 0
+    # When the caller already cut `messages` to the window (the pinned first message, then the
+    # newest ones), its plan; otherwise the builder plans the window over `messages` itself.
+    window: WindowPlan | None = None
+    keep_first: bool = True
+    depth_notes: tuple[DepthNote, ...] = ()
+    # Blocks of the stable part beyond the card's (constant lorebook entries); their kind places them.
+    fixed: tuple[DynamicBlock, ...] = ()
+    dynamic: tuple[DynamicBlock, ...] = ()
+    current_time: str | None = None  # e.g. "Monday, 30 November 2026, 14:05"; the caller reads the clock
+    # Variables and seeds for {{setvar}}, {{random}}, {{pick}}... in prompts and card fields. Chat
+    # messages and recalled memories only get {{char}} and {{user}}: their macros would otherwise
+    # run again on every reply ({{addvar}} in an old message would count up each turn).
+    macros: MacroContext | None = None
+    extra_notes: tuple[str, ...] = field(default_factory=tuple)
+    extra_warnings: tuple[str, ...] = field(default_factory=tuple)
+    receipt: tuple[str, ...] = ()  # the sources' lines for under the reply, passed through
+    # Messages the prompt sources took out (e.g. those a summary stands in for): never sent.
+    left_out: frozenset[int] = frozenset()
+    purpose: Purpose = "reply"
+
+
+def _examples_text(raw: str) -> str:
+    # SillyTavern separates example chats with <START>; each becomes a labelled example.
+    parts = [p.strip() for p in raw.replace("<start>", "<START>").split("<START>")]
+    return "\n\n".join(f"[Example Chat]\n{p}" for p in parts if p)
+
+
+def _character_text(card: CardSnapshot, *, group: bool, ex: Callable[[str], str]) -> str:
+    lines = []
+    if group:
+        lines.append(f"## {card.name}")
+    if card.description.strip():
+        lines.append(ex(card.description.strip()))
+    if card.personality.strip():
+        lines.append(f"{card.name}'s personality: {ex(card.personality.strip())}")
+    return "\n".join(lines) if (len(lines) > 1 or not group) else ""
+
+
+def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Prompt:
+    speaker = ctx.speaker
+    group = len(ctx.characters) > 1
+
+    def ex(text: str) -> str:
+        return expand_macros(text, char=speaker.name, user=ctx.user_name, context=ctx.macros)
+
+    def ex_chat(text: str) -> str:
+        return expand_macros(text, char=speaker.name, user=ctx.user_name)
+
+    fixed_before: list[PromptBlock] = []
+
+    def add(into: list[PromptBlock], kind: str, label: str, text: str, *, name: str | None = None,
+            role: str = "system", depth: int | None = None) -> None:  # fmt: skip
+        text = text.strip()
+        if text:  # empty optional blocks take no tokens
+            into.append(PromptBlock(name or kind, label, GROUP_OF[kind], role, text, count(text), depth=depth, kind=kind))
+
+    main = CONVERSATION_MAIN_PROMPT if ctx.mode == "conversation" else ROLEPLAY_MAIN_PROMPT
+    if speaker.system_prompt.strip():
+        main = speaker.system_prompt.replace("{{original}}", main)
+    add(fixed_before, "main_prompt", "Main prompt", ex(main))
+    for card in ctx.characters:
+        add(fixed_before, "character", f"Character: {card.name}", _character_text(card, group=group, ex=ex),
+            name=f"character_{card.id}")  # fmt: skip
+    scenarios = {c.scenario.strip() for c in ctx.characters if c.scenario.strip()}
+    add(fixed_before, "scenario", "Scenario", "\n".join(f"Scenario: {ex(s)}" for s in sorted(scenarios)))
+    if ctx.persona_description.strip():
+        add(fixed_before, "persona", f"Persona: {ctx.user_name}",
+            f"About {ctx.user_name}: {ex(ctx.persona_description.strip())}")  # fmt: skip
+    examples = "\n\n".join(_examples_text(c.mes_example) for c in ctx.characters if c.mes_example.strip())
+    add(fixed_before, "examples", "Example dialogue", ex(examples))
+    for block in ctx.fixed:
+        add(fixed_before, block.kind, block.label, block.text)
+    fixed_before.sort(key=lambda b: ORDER_OF[b.kind])
+
+    dynamic: list[PromptBlock] = []
+    for block in ctx.dynamic:
+        add(dynamic, block.kind, block.label, ex_chat(block.text))
+    if ctx.current_time:
+        add(dynamic, "current_time", "Current time", f"Current time: {ctx.current_time}")
+    dynamic.sort(key=lambda b: ORDER_OF[b.kind])
+    notes_at_depth: list[PromptBlock] = []
+    for note in ctx.depth_notes:
+        # On Continue the message being extended stays the newest turn (SillyTavern moves depth 0 to 1).
+        depth = max(1, note.depth) if ctx.purpose == "continue" else note.depth
+        add(notes_at_depth, note.kind, f"{note.label} (depth {depth})", ex(note.text), role=note.role,
+            depth=depth, name=f"{note.kind}_{len(notes_at_depth)}")  # fmt: skip
+
+    fixed_after: list[PromptBlock] = []
+    # Impersonating, the model writes as the user: the speaker's own instructions would contradict it.
+    if group and ctx.purpose != "impersonate":
+        add(fixed_after, "group_nudge", "Group nudge", ex(GROUP_NUDGE))
+    if speaker.post_history_instructions.strip() and ctx.purpose != "impersonate":
+        add(fixed_after, "post_history", "Post-history instructions",
+            ex(speaker.post_history_instructions.replace("{{original}}", "")))  # fmt: skip
+    if ctx.purpose == "continue":
+        add(fixed_after, "continue_nudge", "Continue nudge", ex(CONTINUE_NUDGE))
+    elif ctx.purpose == "impersonate":
+        add(fixed_after, "impersonation", "Impersonation prompt", ex(IMPERSONATION_PROMPT))
+
+    visible = [m for m in ctx.messages if not m.hidden]
+    empty = {m.id for m in visible if not m.content.strip()}
+    hidden_skipped = len(ctx.messages) - len(visible) + ctx.hidden_elsewhere
+    plan = ctx.window or plan_window(len(visible), ctx.recent_limit, keep_first=ctx.keep_first)
+    if ctx.window is None:
+        visible = visible[: plan.pinned] + (visible[len(visible) - plan.recent :] if plan.recent else [])
+
+    rendered = []
+    pinned = 0
+    left_out = skipped_empty = 0
+    for index, msg in enumerate(visible):
+        if msg.id in ctx.left_out:  # a summary stands in for it, empty or not
+            left_out += 1
+            continue
+        if msg.id in empty:
+            skipped_empty += 1
+            continue
+        pinned += index < plan.pinned
+        text = ex_chat(msg.content)
+        if group and msg.role != "system":
+            text = f"{msg.name}: {text}"
+        role = "user" if msg.role == "user" else ("system" if msg.role == "system" else "assistant")
+        rendered.append((msg, role, text, count(text)))
+
+    fixed_tokens = sum(b.tokens + MESSAGE_OVERHEAD_TOKENS
+                       for b in (*fixed_before, *dynamic, *notes_at_depth, *fixed_after))  # fmt: skip
+    budget = ctx.context_size - ctx.reply_reserve - fixed_tokens
+    sizes = [tokens + MESSAGE_OVERHEAD_TOKENS for _, _, _, tokens in rendered]
+    drop_recent, drop_pinned = fit_window(sizes, budget, pinned=pinned, batch=batch_size(ctx.recent_limit))
+    kept = rendered[drop_pinned:pinned] + rendered[pinned + drop_recent :]
+    history = [PromptBlock(f"message_{m.id}", m.name, "conversation", role, text, tokens, message_id=m.id,
+                           kind="message") for m, role, text, tokens in kept]  # fmt: skip
+    conversation = _place_among_history(history, [m.name for m, *_ in kept], dynamic, notes_at_depth)
+    candidates = rendered
+
+    warnings = list(ctx.extra_warnings)
+    if len(history) < len(candidates):
+        warnings.append(
+            f"{len(candidates) - len(history)} older message(s) did not fit the context size "
+            f"({ctx.context_size} tokens minus {ctx.reply_reserve} reserved for the reply)."
+        )
+    blocks = (*fixed_before, *conversation, *fixed_after)
+    messages = _provider_messages(blocks)
+    total = sum(b.tokens for b in blocks) + MESSAGE_OVERHEAD_TOKENS * len(messages)
+    return Prompt(
+        blocks=tuple(blocks),
+        messages=tuple(messages),
+        total_tokens=total,
+        context_size=ctx.context_size,
+        reply_reserve=ctx.reply_reserve,
+        history_available=len(candidates),
+        history_included=len(history),
+        hidden_skipped=hidden_skipped,
+        window_dropped=plan.dropped,
+        sources_left_out=left_out,
+        empty_skipped=skipped_empty,
+        notes=ctx.extra_notes,
+        warnings=tuple(warnings),
+        receipt=ctx.receipt,
+    )
+
+
+def _place_among_history(
+    history: list[PromptBlock], speakers: list[str], dynamic: list[PromptBlock], notes: list[PromptBlock]
+) -> list[PromptBlock]:
+    """The conversation with the dynamic group above the newest speaker turns and each note at its
+    depth (counted in history messages; at one spot, dynamic blocks come before notes)."""
+    at: dict[int, list[PromptBlock]] = {}
+    if dynamic:
+        at.setdefault(dynamic_insert_index(speakers), []).extend(dynamic)
+    for note in notes:
+        at.setdefault(depth_index(len(history), note.depth or 0), []).append(note)
+    out: list[PromptBlock] = []
+    for i in range(len(history) + 1):
+        out.extend(at.get(i, ()))
+        if i < len(history):
+            out.append(history[i])
+    return out
+
+
+def _provider_messages(blocks: Sequence[PromptBlock]) -> list[dict]:
+    """Consecutive system blocks before the conversation become one system message (many local
+    models accept only one); the end of that stable prefix carries the cache marker."""
+    messages: list[dict] = []
+    head: list[str] = []
+    i = 0
+    while i < len(blocks) and blocks[i].group in STABLE_GROUPS:
+        head.append(blocks[i].text)
+        i += 1
+    if head:
+        messages.append({"role": "system", "content": "\n\n".join(head), "cache": True})
+    for block in blocks[i:]:
+        messages.append({"role": block.role, "content": block.text})
+    return messages
