@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlmodel import Session, col, select
 
-from app.characters import cards
+from app.characters.core import cards
 from app.characters.models import Character
 from app.characters.schemas import CharacterIn, CharacterRead
 from app.images.models import Image

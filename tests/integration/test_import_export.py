@@ -4,7 +4,7 @@ import json
 
 from sqlalchemy import text
 
-from app.characters.cards import read_card
+from app.characters.core.cards import read_card
 from app.chats.core import st_jsonl
 from tests.conftest import SERAPHINA_PNG, add_character, add_connection, new_chat, read_sse
 
@@ -202,7 +202,7 @@ class TestStChats:
 
 
 def test_v2_only_png_imports_as_v2_and_exports_both_chunks(api):
-    from app.characters.cards import read_png_text_chunks
+    from app.characters.core.cards import read_png_text_chunks
     from tests.support.cards import v2_only_png
 
     raw = v2_only_png(SERAPHINA_PNG.read_bytes())

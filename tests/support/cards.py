@@ -3,7 +3,7 @@
 import struct
 import zlib
 
-from app.characters.cards import read_card, read_png_text_chunks
+from app.characters.core.cards import read_card, read_png_text_chunks
 
 
 def _chunk(ctype: bytes, data: bytes) -> bytes:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from app.characters.cards import (
+from app.characters.core.cards import (
     MAX_CARD_BYTES,
     CardData,
     CardError,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.characters.cards import read_png_text_chunks
+from app.characters.core.cards import read_png_text_chunks
 from app.lore.core.activation import LoreBook, LoreEntry, ScanRequest, scan
 from app.lore.core.worldinfo import (
     LoreFileError,
