@@ -8,6 +8,7 @@ from the lock (after `make lock`, `make test` reinstalls it).
 """
 
 import importlib.metadata
+import os
 import re
 import subprocess
 import tomllib
@@ -78,9 +79,11 @@ def test_the_running_environment_holds_the_locked_versions():
 
 
 def _make_dry_run(*args: str, venv: Path) -> list[str]:
-    """The commands `make` would run, printed and not run (-n)."""
+    """The commands `make` would run, printed and not run (-n). The flags and variables of a `make test`
+    that runs these tests are not passed on."""
+    env = {key: value for key, value in os.environ.items() if key not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     done = subprocess.run(
-        ["make", "-n", *args, f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True, check=True
+        ["make", "-n", *args, f"VENV={venv}"], cwd=ROOT, env=env, capture_output=True, text=True, check=True
     )
     return done.stdout.splitlines()
 
