@@ -1,4 +1,5 @@
-"""Model providers: one module per wire protocol, each speaking the contract in `base`."""
+"""Model providers: one module per wire protocol, each speaking the contract in `base`; what their calls
+share (streaming, failures, the connection test) is `_calls`, the HTTP plumbing under it `_http`."""
 
 from __future__ import annotations
 

@@ -7,22 +7,18 @@ only the uncached rest, so the three numbers it sends are added up here.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from app.connections.providers import _http
+from app.connections.providers import _calls, _http
 from app.connections.providers.base import (
     Completion,
     GenerationParams,
-    ProbeResult,
     ProviderConfig,
     ProviderError,
     StreamEvent,
     Usage,
 )
-
-logger = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
 API_VERSION = "2023-06-01"
@@ -32,23 +28,6 @@ SYSTEM_NOTE_PREFIX = "[System note] "
 CONTINUE_TEXT = "(continue)"
 
 _EPHEMERAL = {"type": "ephemeral"}
-
-
-def _base_url(config: ProviderConfig) -> str:
-    return _http.clean_base_url(config.base_url) or DEFAULT_BASE_URL
-
-
-def _headers(config: ProviderConfig, *, stream: bool) -> dict[str, str]:
-    headers = {
-        "anthropic-version": API_VERSION,
-        "Content-Type": "application/json",
-        "Accept": "text/event-stream" if stream else "application/json",
-        "User-Agent": _http.USER_AGENT,
-    }
-    if config.api_key:
-        headers["x-api-key"] = config.api_key
-    headers.update(config.extra_headers)
-    return headers
 
 
 def _text_block(text: str, cache: bool) -> dict[str, Any]:
@@ -114,27 +93,6 @@ def convert_messages(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any
     return system, turns
 
 
-def build_body(
-    config: ProviderConfig, messages: list[dict[str, Any]], params: GenerationParams, *, stream: bool
-) -> dict[str, Any]:
-    system, turns = convert_messages(messages)
-    body: dict[str, Any] = {
-        "model": config.model,
-        "max_tokens": params.max_tokens if params.max_tokens is not None else DEFAULT_MAX_TOKENS,
-        "messages": turns,
-        "stream": stream,
-    }
-    if system:
-        body["system"] = system
-    if params.temperature is not None:
-        body["temperature"] = params.temperature
-    if params.top_p is not None:
-        body["top_p"] = params.top_p
-    if params.stop:
-        body["stop_sequences"] = list(params.stop)
-    return _http.deep_merge(body, config.extra_body)
-
-
 class _UsageTally:
     """Anthropic spreads usage over message_start and message_delta; later numbers win."""
 
@@ -167,125 +125,115 @@ class _UsageTally:
         )
 
 
-def _completion_from(data: dict[str, Any], state: _http.CallState) -> Completion:
-    if data.get("type") == "error" or data.get("error"):
-        raise _http.error_from_stream_payload(data.get("error"), state)
-    content = data.get("content")
-    if not isinstance(content, list):
-        raise ProviderError("bad_response", f"The answer from {state.base_url} has no content list in it.")
-    blocks = [block for block in content if isinstance(block, dict)]
-    text = "".join(_block_text(b, "text") for b in blocks if b.get("type") == "text")
-    # Extended thinking: its blocks come before the text ("redacted_thinking" ones are encrypted).
-    reasoning = "\n\n".join(t for b in blocks if b.get("type") == "thinking" if (t := _block_text(b, "thinking")))
-    tally = _UsageTally()
-    tally.update(data.get("usage"))
-    return Completion(
-        text=text, model=data.get("model") or None, usage=tally.usage(), finish_reason=data.get("stop_reason"),
-        reasoning=reasoning,
-    )
-
-
 def _block_text(block: dict[str, Any], key: str) -> str:
     value = block.get(key)
     return value if isinstance(value, str) else ""
 
 
-async def stream_chat(
-    config: ProviderConfig, messages: list[dict[str, Any]], params: GenerationParams
-) -> AsyncIterator[StreamEvent]:
-    """Text and thinking deltas as they arrive, then exactly one closing event with usage, stop reason
-    and model."""
-    base = _base_url(config)
-    state = _http.CallState(base_url=base, config=config)
-    body = build_body(config, messages, params, stream=True)
-    logger.debug("Streaming message from %s (model %r, %d messages)", base, config.model, len(messages))
-    model: str | None = None
-    stop_reason: str | None = None
-    tally = _UsageTally()
-    events_seen = 0
-    async with _http.translate_errors(state), _http.make_client(config) as client:
-        async with client.stream(
-            "POST", f"{base}/messages", headers=_headers(config, stream=True), json=body
-        ) as response:
-            whole = await _http.check_stream_response(response, state)
-            if whole is not None:
-                completion = _completion_from(whole, state)
-                if completion.text or completion.reasoning:
-                    yield StreamEvent(text=completion.text, reasoning=completion.reasoning)
-                yield StreamEvent(
-                    usage=completion.usage, finish_reason=completion.finish_reason, model=completion.model
-                )
-                return
-            async for event, payload in _http.iter_sse_json(response, state):
-                events_seen += 1
-                if not isinstance(payload, dict):
-                    continue
-                kind = payload.get("type") or event
-                if kind == "message_start":
-                    message = payload.get("message") if isinstance(payload.get("message"), dict) else {}
-                    model = message.get("model") or model
-                    tally.update(message.get("usage"))
-                elif kind == "content_block_delta":
-                    delta = payload.get("delta") if isinstance(payload.get("delta"), dict) else {}
-                    text = delta.get("text")
-                    thinking = delta.get("thinking")
-                    if delta.get("type") == "text_delta" and isinstance(text, str) and text:
-                        state.text_seen = True
-                        yield StreamEvent(text=text)
-                    elif delta.get("type") == "thinking_delta" and isinstance(thinking, str) and thinking:
-                        state.text_seen = True
-                        yield StreamEvent(reasoning=thinking)
-                elif kind == "message_delta":
-                    delta = payload.get("delta") if isinstance(payload.get("delta"), dict) else {}
-                    stop_reason = delta.get("stop_reason") or stop_reason
-                    tally.update(payload.get("usage"))
-                elif kind == "message_stop":
-                    break
-                elif kind == "error":
-                    raise _http.error_from_stream_payload(payload.get("error"), state)
-    if not events_seen:
-        raise ProviderError("bad_response", f"The server at {base} answered, but sent no streamed events.")
-    yield StreamEvent(usage=tally.usage(), finish_reason=stop_reason, model=model)
+class MessagesApi(_calls.ProviderApi):
+    """What Anthropic's API does its own way; the calls are shared (_calls.py)."""
 
+    chat_path = "/messages"
+    # First page only, newest first as Anthropic sorts them.
+    models_path = "/models?limit=100"
 
-async def complete_chat(
-    config: ProviderConfig, messages: list[dict[str, Any]], params: GenerationParams
-) -> Completion:
-    base = _base_url(config)
-    state = _http.CallState(base_url=base, config=config)
-    body = build_body(config, messages, params, stream=False)
-    logger.debug("Message from %s (model %r, %d messages)", base, config.model, len(messages))
-    data = await _http.request_json(
-        state, "POST", f"{base}/messages", headers=_headers(config, stream=False), body=body
-    )
-    return _completion_from(data, state)
+    def base_url(self, config: ProviderConfig) -> str:
+        return _http.clean_base_url(config.base_url) or DEFAULT_BASE_URL
 
+    def headers(self, config: ProviderConfig, *, stream: bool) -> dict[str, str]:
+        headers = {
+            "anthropic-version": API_VERSION,
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream" if stream else "application/json",
+            "User-Agent": _http.USER_AGENT,
+        }
+        if config.api_key:
+            headers["x-api-key"] = config.api_key
+        headers.update(config.extra_headers)
+        return headers
 
-async def list_models(config: ProviderConfig) -> list[str]:
-    """Model ids from `GET {base_url}/models` (first page, newest first as Anthropic sorts them)."""
-    base = _base_url(config)
-    state = _http.CallState(base_url=base, config=config)
-    data = await _http.request_json(
-        state, "GET", f"{base}/models?limit=100", headers=_headers(config, stream=False)
-    )
-    entries = data.get("data")
-    if not isinstance(entries, list):
-        raise ProviderError("bad_response", f"The model list from {base} has no 'data' list in it.")
-    return [e["id"] for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str) and e["id"]]
+    def build_body(
+        self, config: ProviderConfig, messages: _calls.Messages, params: GenerationParams, *, stream: bool
+    ) -> dict[str, Any]:
+        system, turns = convert_messages(messages)
+        body: dict[str, Any] = {
+            "model": config.model,
+            "max_tokens": params.max_tokens if params.max_tokens is not None else DEFAULT_MAX_TOKENS,
+            "messages": turns,
+            "stream": stream,
+        }
+        if system:
+            body["system"] = system
+        body.update(_calls.sampling_fields(params))
+        if params.stop:
+            body["stop_sequences"] = list(params.stop)
+        return _http.deep_merge(body, config.extra_body)
 
-
-async def probe(config: ProviderConfig) -> ProbeResult:
-    """'Test connection': a one-token message, or the model list when no model is chosen."""
-    try:
-        if not config.model:
-            names = await list_models(config)
-            return ProbeResult(
-                ok=True, model=names[0] if names else None, message=_http.models_message(names), models=tuple(names)
+    def completion_from(self, data: dict[str, Any], state: _http.CallState) -> Completion:
+        if data.get("type") == "error" or data.get("error"):
+            raise _http.error_from_stream_payload(data.get("error"), state)
+        content = data.get("content")
+        if not isinstance(content, list):
+            raise ProviderError(
+                "bad_response", f"The answer from {state.base_url} has no content list in it."
             )
-        completion = await complete_chat(
-            config, [{"role": "user", "content": "Hi"}], GenerationParams(max_tokens=1)
+        blocks = [block for block in content if isinstance(block, dict)]
+        text = "".join(_block_text(b, "text") for b in blocks if b.get("type") == "text")
+        # Extended thinking: its blocks come before the text ("redacted_thinking" ones are encrypted).
+        reasoning = "\n\n".join(
+            t for b in blocks if b.get("type") == "thinking" if (t := _block_text(b, "thinking"))
         )
-    except ProviderError as err:
-        return ProbeResult(ok=False, model=None, message=str(err))
-    name = completion.model or config.model
-    return ProbeResult(ok=True, model=name, message=f"Connected to {name}.")
+        tally = _UsageTally()
+        tally.update(data.get("usage"))
+        return Completion(
+            text=text,
+            model=data.get("model") or None,
+            usage=tally.usage(),
+            finish_reason=data.get("stop_reason"),
+            reasoning=reasoning,
+        )
+
+    async def read_events(
+        self, events: AsyncIterator[tuple[str, Any]], state: _http.CallState, end: _calls.ReplyEnd
+    ) -> AsyncIterator[StreamEvent]:
+        """Text and thinking deltas; model, stop reason and usage go into `end`."""
+        tally = _UsageTally()
+        async for event, payload in events:
+            if not isinstance(payload, dict):
+                continue
+            kind = payload.get("type") or event
+            if kind == "message_start":
+                message = payload.get("message") if isinstance(payload.get("message"), dict) else {}
+                end.model = message.get("model") or end.model
+                tally.update(message.get("usage"))
+            elif kind == "content_block_delta":
+                delta = payload.get("delta") if isinstance(payload.get("delta"), dict) else {}
+                text = delta.get("text")
+                thinking = delta.get("thinking")
+                if delta.get("type") == "text_delta" and isinstance(text, str) and text:
+                    yield StreamEvent(text=text)
+                elif delta.get("type") == "thinking_delta" and isinstance(thinking, str) and thinking:
+                    yield StreamEvent(reasoning=thinking)
+            elif kind == "message_delta":
+                delta = payload.get("delta") if isinstance(payload.get("delta"), dict) else {}
+                end.finish_reason = delta.get("stop_reason") or end.finish_reason
+                tally.update(payload.get("usage"))
+            elif kind == "message_stop":
+                break
+            elif kind == "error":
+                raise _http.error_from_stream_payload(payload.get("error"), state)
+        end.usage = tally.usage()
+
+    def model_names(self, data: dict[str, Any]) -> list[str] | None:
+        entries = data.get("data")
+        if not isinstance(entries, list):
+            return None
+        return [e["id"] for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str) and e["id"]]
+
+
+_API = MessagesApi()
+# The module is the provider (get_provider hands it out), and the prompt report asks it for the body.
+build_body = _API.build_body
+stream_chat = _API.stream_chat
+complete_chat = _API.complete_chat
+probe = _API.probe
