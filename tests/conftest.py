@@ -7,12 +7,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.support.live import LiveSugo
 from tests.support.model_server import ModelServer
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SERAPHINA_PNG = FIXTURES / "default_Seraphina.png"
+
+# Property tests: no deadline (a slow example on a loaded machine is no failure; nothing in this
+# suite is judged by time) and the same examples every run, so a clean clone's run cannot meet one
+# by chance that the last run did not. A property is tried wider by hand with `--hypothesis-seed`.
+settings.register_profile("sugo", deadline=None, derandomize=True, database=None)
+settings.load_profile("sugo")
 
 # Nothing in the suite may reach a model hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
