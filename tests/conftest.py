@@ -17,7 +17,7 @@ SERAPHINA_PNG = FIXTURES / "default_Seraphina.png"
 
 # Property tests: no deadline (a slow example on a loaded machine is no failure; nothing in this
 # suite is judged by time) and the same examples every run, so a clean clone's run cannot meet one
-# by chance that the last run did not. A property is tried wider by hand with `--hypothesis-seed`.
+# by chance that the last run did not. A property is tried wider by hand (settings(derandomize=False, max_examples=...)).
 settings.register_profile("sugo", deadline=None, derandomize=True, database=None)
 settings.load_profile("sugo")
 
