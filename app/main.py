@@ -34,6 +34,7 @@ from app.memory.scenes.web.prepare import router as scenes_prepare_api
 from app.memory.summaries.api import router as summaries_api
 from app.memory.summaries.api import templates_router as summary_templates_api
 from app.personas.api import router as personas_api
+from app.platform.claims import RunClaims
 from app.platform.db import check_data_folder, make_engine
 from app.platform.jobs import make_scheduler, register_jobs, settle_runs
 from app.platform.migrate import upgrade_database
@@ -67,7 +68,7 @@ def build_services(settings: Settings, *, sources: PromptSources | None = None) 
     return Services(
         settings=settings, engine=engine, keybox=keybox, lorebooks=CompiledBooks(),
         recall=RecallRuntime(), sources=sources if sources is not None else default_sources(),
-        generations=Generations(), session_signer=signer,
+        generations=Generations(), claims=RunClaims(), session_signer=signer,
         login_throttle=LoginThrottle() if settings.password else None,
     )  # fmt: skip
 

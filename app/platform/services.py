@@ -1,5 +1,6 @@
 """The one object holding what lives as long as the app: the engine, the key box, the caches, the
-recall index, the thread pools, the prompt sources, the replies being written and the scheduler.
+recall index, the thread pools, the prompt sources, the replies being written, the chats each kind of
+background run works and the scheduler.
 
 `create_app` builds it and keeps it on `app.state.services`; routes take it through `ServicesDep`,
 and jobs and services receive it (or the part they need) as an argument. Nothing of this lives in
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from app.lore.prompting import CompiledBooks
     from app.memory.days.write import WriteRun
     from app.memory.recall.runtime import RecallRuntime
+    from app.platform.claims import RunClaims
     from app.platform.settings import Settings
     from app.prompt.sources import PromptSources
     from app.web.auth import LoginThrottle, SessionSigner
@@ -36,6 +38,7 @@ class Services:
     recall: RecallRuntime  # the sign-bit index, the query threads, the running rebuilds
     sources: PromptSources
     generations: Generations  # the replies being written now
+    claims: RunClaims  # the chats a thread of this app works, per kind of run (summaries, Prepare, Fix, ...)
     session_signer: SessionSigner | None = None  # login sessions, with SUGO_PASSWORD
     login_throttle: LoginThrottle | None = None  # wrong passwords per client, with SUGO_PASSWORD
     scheduler: AsyncIOScheduler | None = None  # set while the app runs (its lifespan)

@@ -19,13 +19,6 @@ import schemathesis
 from hypothesis import strategies as st
 
 from app.main import create_app
-from app.memory.days import runs as day_runs
-from app.memory.scenes.checks import CHECKS
-from app.memory.scenes.continuity import UPDATING
-from app.memory.scenes.fix import FIX_RUNS
-from app.memory.scenes.prepare import PREPARE_RUNS
-from app.memory.scenes.rescans import RESCANS
-from app.memory.summaries.generate import SUMMARY_RUNS
 from app.platform.settings import Settings
 from tests.conftest import add_character, add_connection, new_chat
 from tests.support.live import LiveSugo
@@ -168,9 +161,9 @@ def _openapi() -> dict:
 
 
 schema = schemathesis.openapi.from_dict(_openapi(), config=schemathesis.Config.from_dict(FUZZ_CONFIG))
-# The claims of the runs started in threads of their own: the next case waits for them to end.
-_THREAD_RUNS = [(SUMMARY_RUNS, "summaries"), (day_runs._claims, "day summaries"), (PREPARE_RUNS, "Prepare"),
-                (FIX_RUNS, "Fix"), (RESCANS, "re-scans"), (CHECKS, "scene checks"), (UPDATING, "continuity updates")]  # fmt: skip
+# The claims (Services.claims) of the runs started in threads of their own: the next case waits for them to end.
+_THREAD_RUNS = [("summaries", "summaries"), ("day_summaries", "day summaries"), ("prepare", "Prepare"),
+                ("fix", "Fix"), ("rescans", "re-scans"), ("scene_checks", "scene checks"), ("continuity", "continuity updates")]  # fmt: skip
 SEEDS = Seeds()  # filled in by the `fuzz_target` fixture; the hooks below read its ids
 
 
@@ -239,6 +232,6 @@ def _wait_idle(live: LiveSugo) -> None:
     wait_for(lambda: not live.services.generations._by_chat, timeout=30, what="replies to finish")
     # Every run a request starts in a thread of its own (the scheduler is off) ends before the next
     # case is measured: a day Backfill still committing once failed a refused request that came after it.
-    engine = live.services.engine
-    for claims, what in _THREAD_RUNS:
-        wait_for(lambda claims=claims: not claims.chats(engine), timeout=60, what=f"{what} to finish")
+    for kind, what in _THREAD_RUNS:
+        claims = getattr(live.services.claims, kind)
+        wait_for(lambda claims=claims: not claims.chats(), timeout=60, what=f"{what} to finish")

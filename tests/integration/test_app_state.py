@@ -1,14 +1,21 @@
 """App state lives in one services object per app: two apps in one process (two data folders)
-share no key box, lorebook cache, recall index, rebuild or thread pool, even where their ids
-collide."""
+share no key box, lorebook cache, recall index, rebuild, thread pool or run claim, even where their
+ids collide; an app started again on the same data folder does not take the stopped app's runs for
+its own."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from app.connections.crypto import KeyBox
 from app.memory.recall.jobs import embed_chat
+from app.platform.claims import RunClaims
 from tests.conftest import add_character, add_connection, new_chat
 from tests.integration.test_memory_recall import _fill
 from tests.support.live import LiveSugo
+from tests.support.waiting import wait_for
+
+KINDS = [f.name for f in dataclasses.fields(RunClaims)]  # summaries, day_summaries, prepare, fix, ...
 
 
 def _book(api, name: str, content: str) -> dict:
@@ -25,6 +32,16 @@ def test_two_apps_in_one_process_keep_their_caches_indexes_and_keys_apart(tmp_pa
             assert getattr(services_a, part) is not getattr(services_b, part), part
         assert services_a.recall.index is not services_b.recall.index
         assert services_a.recall.queries is not services_b.recall.queries
+
+        # A run of each kind working A's chat 1 leaves B's chat 1 (the same id) free for B's own runs.
+        assert services_a.claims is not services_b.claims
+        for kind in KINDS:
+            claims_a, claims_b = getattr(services_a.claims, kind), getattr(services_b.claims, kind)
+            assert claims_a.claim(1), kind
+            assert not claims_b.held(1) and claims_b.chats() == [], kind
+            assert claims_b.claim(1) and claims_a.held(1), kind
+            claims_a.release(1)
+            claims_b.release(1)
 
         # The same ids in both databases: book 1, chat 1, character 1.
         book_a, book_b = _book(api_a, "Vellmar", "Vellmar is a port city."), _book(api_b, "Ostgard", "Ostgard is snow.")
@@ -68,3 +85,31 @@ def test_two_apps_in_one_process_keep_their_caches_indexes_and_keys_apart(tmp_pa
             raise AssertionError("B decrypted A's key")
         except ValueError:
             pass
+
+
+def test_an_app_started_again_on_its_folder_takes_none_of_the_stopped_apps_runs(tmp_path, models):
+    """A restart in one process (as the tests do): a thread of the stopped app may still work a chat. The
+    new app's claims are its own, so its runs of that chat start (the day summaries' claims were once
+    shared by every app on one database)."""
+    data = tmp_path / "data"
+    first = LiveSugo(data, start_scheduler=False).start()
+    with first.client() as api:
+        add_connection(api, models)
+        chat_id = new_chat(api, [add_character(api)["id"]], mode="conversation")["id"]
+    for kind in KINDS:  # the stopped app's threads, still at work
+        assert getattr(first.services.claims, kind).claim(chat_id), kind
+    first.stop()
+    with LiveSugo(data, start_scheduler=False) as second, second.client() as api:
+        assert [kind for kind in KINDS if getattr(second.services.claims, kind).held(chat_id)] == []
+        backfill = f"/api/chats/{chat_id}/days/backfill"
+        started = api.post(backfill)
+        assert started.status_code == 202, started.text
+        ended = wait_for(
+            lambda: (s := api.get(backfill).json())["status"] != "running" and s,
+            timeout=30,
+            interval=0.05,
+            what="the new app's Backfill to end",
+        )
+        assert ended["status"] == "done" and ended["result"] == "No missing summaries found."
+    # The stopped app's claims are as it left them.
+    assert all(getattr(first.services.claims, kind).held(chat_id) for kind in KINDS)

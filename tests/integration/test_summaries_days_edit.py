@@ -244,10 +244,10 @@ def test_write_now_of_a_day_its_week_speaks_for_and_what_it_refuses(sugo, api, m
 
     # One writer per chat: while a Backfill has the chat, Write now says so.
     api.delete(f"/api/chats/{chat_id}/weeks/{week}")
-    assert day_runs._claims.claim(sugo.engine, chat_id)
+    assert sugo.services.claims.day_summaries.claim(chat_id)
     try:
         r = api.post(f"/chats/{chat_id}/weeks/{week}/write", headers=HX)
         assert r.status_code == 200 and "being written for this chat right now" in r.text
         assert api.post(f"/api/chats/{chat_id}/weeks/{week}/write").status_code == 400
     finally:
-        day_runs._claims.release(sugo.engine, chat_id)
+        sugo.services.claims.day_summaries.release(chat_id)

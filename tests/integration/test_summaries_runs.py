@@ -146,7 +146,7 @@ def test_a_restart_mid_backfill_resumes_without_duplicate_ranges(tmp_path, model
         status = _until(lambda: (s := api.get(base).json())["status"] == "done" and s, "the resumed run finishes")
         assert status["done"] == status["total"] == 3
         # The stopped app's call answers later and is thrown away, as if its process had died.
-        _until(lambda: not generate.running(first.engine, chat_id), "the stopped app's thread ends")
+        _until(lambda: not generate.running(first.services, chat_id), "the stopped app's thread ends")
         assert _ranges(api, chat_id) == [(1, 50), (51, 100), (101, 110)]
         assert [e["content"] for e in _entries(api, chat_id)] == ["Part 1.", "Part 2.", "Part 3."]
 
@@ -305,7 +305,7 @@ def test_deleting_the_chat_mid_backfill_ends_the_run_quietly(sugo, api, models, 
     _until(lambda: len(models.requests) and models.requests[-1].path.endswith("/chat/completions"), "the first call")
     with caplog.at_level("ERROR"):
         assert api.delete(f"/api/chats/{chat_id}").status_code in (200, 204)
-        _until(lambda: not generate.running(sugo.engine, chat_id), "the run lets go of the chat")
+        _until(lambda: not generate.running(sugo.services, chat_id), "the run lets go of the chat")
     assert [r.getMessage() for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")] == []
     with sugo.session() as s:
         assert s.exec(select(SummaryRun).where(SummaryRun.chat_id == chat_id)).all() == []

@@ -5,8 +5,9 @@ Decisions:
   and a reply in the chat summarise at most JOB_DAYS missing days per chat per run, newest first, and
   skip a day whose last failure asks to wait (answers.retry_delay). Backfill ignores the wait: the user
   asked now. Either way a finished week whose message days all have summaries is then consolidated.
-- Only one run per chat at a time in this process; the unique (chat, day) key keeps a run that another
-  process or a cut-short thread finishes late from ever writing a day twice: the later one is dropped.
+- Only one run per chat at a time in this app (`Services.claims.day_summaries`); the unique (chat, day)
+  key keeps a run that another process, another app on the same data folder or a cut-short thread
+  finishes late from ever writing a day twice: the later one is dropped.
 - A failed answer writes nothing, keeps every summary, and records the reason on the day (its week's
   consolidation waits for it); saving the day's summary removes the failure. A provider error (down,
   refusing, timing out) ends the scheduled run for that chat, so a broken provider is not called once
@@ -69,7 +70,6 @@ from app.memory.summaries.core.prompts import (
 )
 from app.memory.summaries.generate import INTERNAL
 from app.memory.summaries.models import SummaryRun
-from app.platform.claims import ChatClaims
 from app.platform.core.errors import NotFound, UserError
 from app.platform.services import Services
 from app.platform.timeutil import as_utc, utcnow
@@ -81,9 +81,6 @@ JOB_DAYS = 7
 TEMPERATURE = 0.3  # Marinara's: summaries should be steady, not creative
 JOB_MINUTES = 15
 EMPTY_DAY = "Every message of this day is empty: there is nothing to summarise."
-
-# By the database's address (its progress too, `_backfills`): one writer of a chat's days per database.
-_claims = ChatClaims(key=lambda engine: str(engine.url))
 
 
 def _key(engine: Engine, chat_id: int) -> tuple[str, int]:
@@ -128,7 +125,7 @@ class Progress:
     stop: threading.Event = field(default_factory=threading.Event)
 
 
-_backfills: dict[tuple[str, int], Progress] = {}
+_backfills: dict[tuple[str, int], Progress] = {}  # each chat's latest Backfill, by the database's address
 
 
 def backfill_status(engine: Engine, chat_id: int) -> Progress | None:
@@ -313,14 +310,14 @@ def _consolidate(services: Services, chat_id: int, config: ProviderConfig, max_o
 
 def summarize_chat(services: Services, chat_id: int) -> None:
     """Summarise a few of the chat's missing days whose backoff has passed, then ready weeks."""
-    if not _claims.claim(services.engine, chat_id):
+    if not services.claims.day_summaries.claim(chat_id):
         return  # a Backfill or another run has the chat; the next run picks up what is left
     try:
         _run(services, chat_id, Progress(), limit=JOB_DAYS, wait_for_backoff=True)
     except UserError:
         pass  # no connection: nothing to do until one is set up
     finally:
-        _claims.release(services.engine, chat_id)
+        services.claims.day_summaries.release(chat_id)
 
 
 def summarize_conversations(services: Services) -> None:
@@ -342,9 +339,9 @@ def start_backfill(services: Services, chat_id: int, *, limit: int = days.BACKFI
     with Session(engine) as session:
         chat = conversation_chat(session, chat_id)
         _connection(session, chat, services)
-    if not _claims.claim(engine, chat_id):
+    if not services.claims.day_summaries.claim(chat_id):
         raise UserError("Summaries are already being written for this chat; wait for them to finish.")
-    with _claims.holding(engine, chat_id):
+    with services.claims.day_summaries.holding(chat_id):
         run_id = _record_start(engine, chat_id, limit, run_id)
         progress = Progress()
         _backfills[_key(engine, chat_id)] = progress
@@ -358,7 +355,7 @@ def start_backfill(services: Services, chat_id: int, *, limit: int = days.BACKFI
                 progress.running, progress.current = False, ""
                 _record_end(engine, run_id, progress)
 
-        _claims.start(engine, chat_id, work, name=f"backfill-{chat_id}")
+        services.claims.day_summaries.start(chat_id, work, name=f"backfill-{chat_id}")
     return progress
 
 
@@ -408,7 +405,7 @@ def resume_backfills(services: Services) -> int:
         rows = [(r.id or 0, r.chat_id, r.total, r.stop_requested) for r in session.exec(
             select(SummaryRun).where(SummaryRun.kind == "days", SummaryRun.status == "running"))]  # fmt: skip
     for run_id, chat_id, total, stop_asked in rows:
-        if _claims.held(engine, chat_id):
+        if services.claims.day_summaries.held(chat_id):
             continue  # a thread works the chat's days now, and ends the run when it is done
         settled += 1
         if not stop_asked:

@@ -10,9 +10,10 @@ Decisions:
   stops the run with its reason, and the week waits for it, as it does in the background run.
 - The wait after a failure is ignored (the user asked now), as Backfill does; a failure is recorded on
   the day or week as any run's is, so Missing Summaries shows it too.
-- One writer per chat: Write now takes the claim Backfill and the background run take, and says so when
-  one of them has the chat. The unique (chat, day) key guards the rest: a summary saved meanwhile by
-  another process stays, and the run says it was already written.
+- One writer per chat: Write now takes the claim Backfill and the background run take
+  (`Services.claims.day_summaries`), and says so when one of them has the chat. The unique (chat, day)
+  key guards the rest: a summary saved meanwhile by another process stays, and the run says it was
+  already written.
 - The run lives in this process (`Services.summary_writes`, the chat's latest), for the window's poll
   and the API. Nothing of it is persisted: a restart forgets it, while what it wrote is saved and what
   failed is in the failure row.
@@ -129,13 +130,13 @@ def start_write(services: Services, chat_id: int, kind: str, on: date) -> WriteR
         todo = _plan(session, chat, kind, on)
         config = day_runs._connection(session, chat, services)
         max_output = read_settings(chat.settings).summary_max_tokens
-    if not day_runs._claims.claim(engine, chat_id):
+    if not services.claims.day_summaries.claim(chat_id):
         raise UserError("Summaries are being written for this chat right now (Backfill or the background run); "
                         "try again once they are done.")  # fmt: skip
     run = WriteRun(kind, on, todo)
     services.summary_writes[chat_id] = run
-    day_runs._claims.start(engine, chat_id, _work, services, chat_id, run, config, max_output,
-                           name=f"write-now-{chat_id}")  # fmt: skip
+    services.claims.day_summaries.start(chat_id, _work, services, chat_id, run, config, max_output,
+                                        name=f"write-now-{chat_id}")  # fmt: skip
     return run
 
 

@@ -45,7 +45,6 @@ from app.memory.scenes.core.check import (
 from app.memory.scenes.messages import ReadableMessage, helper_config, readable_messages
 from app.memory.scenes.models import PREPARE_STAGES, Scene, SceneRun, SceneState
 from app.memory.summaries.core import answers
-from app.platform.claims import ChatClaims
 from app.platform.core.errors import Conflict, UserError
 from app.platform.services import Services
 from app.platform.timeutil import as_utc, utcnow
@@ -53,7 +52,6 @@ from app.platform.timeutil import as_utc, utcnow
 log = logging.getLogger(__name__)
 
 CHECK_MAX_TOKENS = 1024  # the answer is a short JSON list; a reasoning model gets more when it runs out
-CHECKS = ChatClaims()  # the chats a scene check of this process is reading
 CHECKING = "A scene check is reading this chat right now; try again in a moment."
 PREPARING = "Prepare existing history is unfinished in this chat: it reads these messages itself; Resume it."
 
@@ -96,7 +94,7 @@ def check_scenes(services: Services, chat_id: int) -> CheckOutcome:
         except UserError as err:
             return _failed(services, chat_id, str(err))
         request = check_request(window.anchor, window.messages)
-    if not CHECKS.claim(services.engine, chat_id):
+    if not services.claims.scene_checks.claim(chat_id):
         return CheckOutcome("busy")
     try:
         result = ask_scene_ends(config, request, window.allowed_ends)
@@ -115,7 +113,7 @@ def check_scenes(services: Services, chat_id: int) -> CheckOutcome:
                 return CheckOutcome("busy")
             return CheckOutcome("checked", tuple(s.id for s in closed if s.id is not None))
     finally:
-        CHECKS.release(services.engine, chat_id)
+        services.claims.scene_checks.release(chat_id)
 
 
 def _prepare_status(session: Session, chat_id: int) -> str | None:
@@ -194,14 +192,14 @@ def skip_unreadable(services: Services, chat_id: int) -> None:
             raise UserError("The scene check has no batch left unread; nothing to skip.")
         if preparing(session, chat_id):
             raise Conflict(PREPARING)
-        if not CHECKS.claim(services.engine, chat_id):
+        if not services.claims.scene_checks.claim(chat_id):
             raise Conflict(CHECKING)
         try:
             close_ends(session, chat_id, readable_messages(session, chat_id), [],
                        checked_through=state.unreadable_through_id)  # fmt: skip
             session.commit()
         finally:
-            CHECKS.release(services.engine, chat_id)
+            services.claims.scene_checks.release(chat_id)
         log.info("scene check in chat %s: a batch treated as having no scene end", chat.id)
 
 

@@ -34,7 +34,6 @@ from app.memory.summaries.core.answers import ProseSummary
 from app.memory.summaries.core.rules import EntryText, summary_block
 from app.memory.summaries.models import SummaryEntry, SummaryJob
 from app.memory.summaries.service import MAX_CONTENT, uncovered
-from app.platform.claims import ChatClaims
 from app.platform.core.errors import UserError
 from app.platform.services import Services
 from app.platform.timeutil import utcnow
@@ -43,17 +42,16 @@ from app.prompt.core.tokens import count_tokens
 log = logging.getLogger(__name__)
 
 ARCHIVE_BATCHES_PER_RUN = 2
-UPDATING = ChatClaims()  # the chats whose continuity this process is updating
 
 
 def updating(services: Services, chat_id: int) -> bool:
     """Whether continuity is being updated for the chat now ("Updating continuity")."""
-    return UPDATING.held(services.engine, chat_id)
+    return services.claims.continuity.held(chat_id)
 
 
 def update_continuity(services: Services, chat_id: int) -> None:
     """Write entries for uncovered archived messages, then combine the entries when they pass 70%."""
-    if not UPDATING.claim(services.engine, chat_id):
+    if not services.claims.continuity.claim(chat_id):
         return
     try:
         with Session(services.engine) as session:
@@ -72,7 +70,7 @@ def update_continuity(services: Services, chat_id: int) -> None:
         if _archive(services, chat_id, config):
             _combine(services, chat_id, config, helper)
     finally:
-        UPDATING.release(services.engine, chat_id)
+        services.claims.continuity.release(chat_id)
 
 
 def _note(services: Services, chat_id: int, reason: str, set_key: str | None = None) -> None:

@@ -42,7 +42,6 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from app.chats.models import Chat
@@ -56,7 +55,6 @@ from app.memory.scenes.jobs import schedule_processing
 from app.memory.scenes.messages import helper_config, readable_messages
 from app.memory.scenes.models import Scene, SceneRun, SceneState
 from app.memory.scenes.writer import fingerprint, write_recap
-from app.platform.claims import ChatClaims
 from app.platform.core.errors import Conflict, UserError
 from app.platform.services import Services
 from app.platform.timeutil import as_utc, utcnow
@@ -69,8 +67,6 @@ PREPARING = "Prepare existing history is running in this chat; wait for it to fi
 PAUSED = "Advanced Memory processing is paused in this chat; Resume processing first."
 INTERNAL = "Something went wrong on Sugo's side while fixing; the log has the details."
 RESTARTED = "Sugo restarted while it worked; what it fixed is kept. Run Fix again for the rest."
-
-FIX_RUNS = ChatClaims()  # the chats a Fix thread of this process works
 
 
 # Reading ---------------------------------------------------------------------------------------------
@@ -112,8 +108,9 @@ def paused(session: Session, chat_id: int) -> bool:
     return state is not None and state.paused
 
 
-def working(engine: Engine, chat_id: int) -> bool:
-    return FIX_RUNS.held(engine, chat_id)
+def working(services: Services, chat_id: int) -> bool:
+    """Whether a Fix thread of this app works the chat now."""
+    return services.claims.fix.held(chat_id)
 
 
 RECENT_END = timedelta(minutes=10)  # a Fix that ended longer ago is not announced on the chat page
@@ -147,7 +144,7 @@ def fix_status(session: Session, services: Services, chat_id: int) -> FixStatus:
     except UserError as err:
         problem = str(err)
     return FixStatus(chat, _on(chat), problems(session, chat_id), latest_fix(session, chat_id),
-                     working(services.engine, chat_id), paused(session, chat_id), problem)  # fmt: skip
+                     working(services, chat_id), paused(session, chat_id), problem)  # fmt: skip
 
 
 # Starting --------------------------------------------------------------------------------------------
@@ -164,19 +161,19 @@ def start_fix(services: Services, chat_id: int) -> SceneRun:
             raise UserError("Turn on Advanced Memory Recall in Chat Settings first.")
         if paused(session, chat_id):
             raise UserError(PAUSED)
-        if prepare.working(engine, chat_id):
+        if prepare.working(services, chat_id):
             raise Conflict(PREPARING)
         helper_config(session, services, chat)  # a sentence now rather than a failed run
         todo = problems(session, chat_id).fixable
-        if not FIX_RUNS.claim(engine, chat_id):
+        if not services.claims.fix.claim(chat_id):
             raise Conflict(BUSY)
-        with FIX_RUNS.holding(engine, chat_id):
+        with services.claims.fix.holding(chat_id):
             run = SceneRun(chat_id=chat_id, stage=FIXING, total=len(todo), current="Starting Fix…")
             session.add(run)
             session.commit()
             session.refresh(run)
             plan = [(p.scene_id, p.number, p.kind) for p in todo]
-            FIX_RUNS.start(engine, chat_id, _work, services, run.id, chat_id, plan, name=f"scenes-fix-{chat_id}")
+            services.claims.fix.start(chat_id, _work, services, run.id, chat_id, plan, name=f"scenes-fix-{chat_id}")
         return run
 
 
@@ -189,7 +186,7 @@ def close_cut_short(services: Services) -> int:
         runs = session.exec(select(SceneRun).where(SceneRun.stage == FIXING, SceneRun.status == "running")).all()
         for run in runs:
             newest = latest_fix(session, run.chat_id)
-            if working(engine, run.chat_id) and newest is not None and newest.id == run.id:
+            if working(services, run.chat_id) and newest is not None and newest.id == run.id:
                 continue  # the Fix a thread works now
             _end_run(session, run, "stopped", RESTARTED)
             closed += 1
@@ -247,7 +244,7 @@ def _work(services: Services, run_id: int, chat_id: int, plan: list[tuple[int, i
     engine = services.engine
 
     def _end(session: Session, run: SceneRun, status: str, reason: str = "", *, current: str = "") -> None:
-        FIX_RUNS.release(engine, chat_id)  # first: a Fix (or Resume processing) asked for once the end shows may start
+        services.claims.fix.release(chat_id)  # first: a Fix (or Resume processing) asked for once the end shows may start
         _end_run(session, run, status, reason, current=current)
 
     try:

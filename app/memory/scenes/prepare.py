@@ -81,7 +81,6 @@ from app.memory.scenes.messages import (
 from app.memory.scenes.models import PREPARE_STAGES, Scene, SceneRun, SceneState
 from app.memory.scenes.writer import release_stale, write_recap
 from app.memory.summaries.core import answers
-from app.platform.claims import ChatClaims
 from app.platform.core.errors import Conflict, UserError
 from app.platform.services import Services
 from app.platform.timeutil import utcnow
@@ -92,8 +91,6 @@ BUSY = "Prepare existing history is already running in this chat; wait for it to
 INTERNAL = "Something went wrong on Sugo's side while preparing the history; the log has the details."
 COLLIDED = "Another scene check closed a scene in these messages meanwhile; Resume to read them again."
 PAUSED = "Advanced Memory processing is paused in this chat; Resume processing first."
-
-PREPARE_RUNS = ChatClaims()  # the chats a Prepare thread of this process works
 
 
 @dataclass(frozen=True)
@@ -109,9 +106,9 @@ def helper_model(session: Session, chat: Chat) -> HelperModel | None:
     return None if conn is None else HelperModel(conn.id, conn.name, conn.model)
 
 
-def working(engine: Engine, chat_id: int) -> bool:
-    """Whether a thread of this process is working the chat's run now."""
-    return PREPARE_RUNS.held(engine, chat_id)
+def working(services: Services, chat_id: int) -> bool:
+    """Whether a thread of this app is working the chat's run now."""
+    return services.claims.prepare.held(chat_id)
 
 
 def latest_run(session: Session, chat_id: int) -> SceneRun | None:
@@ -144,9 +141,9 @@ def start_prepare(services: Services, chat_id: int, *, skip_unreadable: bool = F
         if not readable_messages(session, chat_id):
             raise UserError("This chat has no messages to prepare yet.")
         helper_config(session, services, chat)  # a sentence now rather than a failed run
-        if not PREPARE_RUNS.claim(engine, chat_id):
+        if not services.claims.prepare.claim(chat_id):
             raise Conflict(BUSY)
-        with PREPARE_RUNS.holding(engine, chat_id):
+        with services.claims.prepare.holding(chat_id):
             run = latest_run(session, chat_id)
             if skip_unreadable:
                 _skip_window(session, run)
@@ -157,7 +154,7 @@ def start_prepare(services: Services, chat_id: int, *, skip_unreadable: bool = F
             session.add(run)
             session.commit()
             session.refresh(run)
-            PREPARE_RUNS.start(engine, chat_id, _work, services, run.id, chat_id, name=f"scenes-prepare-{chat_id}")
+            services.claims.prepare.start(chat_id, _work, services, run.id, chat_id, name=f"scenes-prepare-{chat_id}")
         return run
 
 
@@ -189,7 +186,7 @@ def stop_prepare(services: Services, chat_id: int, *, if_running: bool = False) 
                 return None
             raise UserError("Prepare existing history is not running in this chat.")
         run.stop_requested, run.updated_at = True, utcnow()
-        if not working(services.engine, chat_id):  # cut short by a restart and not resumed yet
+        if not working(services, chat_id):  # cut short by a restart and not resumed yet
             run.status, run.current = "stopped", ""
         session.add(run)
         session.commit()
@@ -206,7 +203,7 @@ def resume_cut_short(services: Services) -> int:
                                                             col(SceneRun.stage).in_(PREPARE_STAGES)).distinct()).all()  # fmt: skip
     settled = 0
     for chat_id in chats:
-        if working(engine, chat_id):
+        if working(services, chat_id):
             continue
         with Session(engine) as session:
             run = latest_run(session, chat_id)

@@ -54,7 +54,6 @@ from app.memory.scenes.models import Scene, SceneRecapPart, SceneRun, SceneState
 from app.memory.scenes.service import chat_messages
 from app.memory.scenes.writer import write_recap
 from app.memory.summaries.core import answers
-from app.platform.claims import ChatClaims
 from app.platform.core.errors import Conflict, UserError
 from app.platform.services import Services
 from app.platform.timeutil import utcnow
@@ -90,7 +89,6 @@ class RescanStatus:
 # The last re-scan of each chat, per app (weakly: an app's statuses go with its engine).
 _runs: weakref.WeakKeyDictionary[Engine, dict[int, RescanStatus]] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()  # guards _runs
-RESCANS = ChatClaims()  # the chats a re-scan thread of this process works
 
 
 def rescan_status(engine: Engine, chat_id: int) -> RescanStatus | None:
@@ -124,7 +122,7 @@ def close_cut_short(services: Services) -> int:
         rows = session.exec(select(SceneRun).where(SceneRun.stage == STAGE, SceneRun.status == "running")).all()
         for row in rows:
             newest = _latest(session, row.chat_id)
-            if RESCANS.held(engine, row.chat_id) and newest is not None and newest.id == row.id:
+            if services.claims.rescans.held(row.chat_id) and newest is not None and newest.id == row.id:
                 continue  # the re-scan a thread works now
             row.status, row.updated_at = "stopped", utcnow()
             row.reason = RESTARTED if row.checked_through_id is None else RESTARTED_CHANGED
@@ -269,9 +267,9 @@ def start_rescan(services: Services, chat_id: int, first: int, last: int) -> Res
         helper_config(session, services, chat)  # a sentence now rather than a failed run
         job = _Job(chat_id, first_id, last_id, before[-1] if before else None, inside, settings.adv_check_interval,
                    frozenset(_touching(session, chat_id, first_id, last_id)))  # fmt: skip
-    if not RESCANS.claim(engine, chat_id):
+    if not services.claims.rescans.claim(chat_id):
         raise Conflict(BUSY)
-    with RESCANS.holding(engine, chat_id):
+    with services.claims.rescans.holding(chat_id):
         with Session(engine) as session:
             row = SceneRun(chat_id=chat_id, stage=STAGE, current=f"{wide[0]}–{wide[1]}")
             session.add(row)
@@ -280,7 +278,7 @@ def start_rescan(services: Services, chat_id: int, first: int, last: int) -> Res
         with _lock:
             run = _runs.setdefault(engine, {})[chat_id] = RescanStatus("running", *wide)
             shown = dataclasses.replace(run)
-        RESCANS.start(engine, chat_id, _work, services, job, name=f"scenes-rescan-{chat_id}")
+        services.claims.rescans.start(chat_id, _work, services, job, name=f"scenes-rescan-{chat_id}")
     return shown
 
 

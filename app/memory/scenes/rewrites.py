@@ -34,7 +34,7 @@ from sqlmodel import Session, col, select
 
 from app.chats.models import Chat
 from app.chats.settings import read_settings
-from app.memory.scenes import fix, rescans
+from app.memory.scenes import fix
 from app.memory.scenes.checks import preparing
 from app.memory.scenes.models import Scene, SceneState
 from app.memory.scenes.writer import write_recap
@@ -73,8 +73,7 @@ def _busy(session: Session, services: Services, chat_id: int) -> bool:
     state = session.get(SceneState, chat_id)
     if state is not None and state.paused:
         return True
-    engine = services.engine
-    return preparing(session, chat_id) or rescans.RESCANS.held(engine, chat_id) or fix.working(engine, chat_id)
+    return preparing(session, chat_id) or services.claims.rescans.held(chat_id) or fix.working(services, chat_id)
 
 
 def rewrite_changed(services: Services, chat_id: int) -> int:

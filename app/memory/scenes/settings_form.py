@@ -82,7 +82,7 @@ def prepare_context(session: Session, services: Services, chat: Chat) -> dict[st
     counts = dict(session.exec(select(Scene.state, func.count()).where(Scene.chat_id == chat.id)
                                .group_by(Scene.state)).all())  # fmt: skip
     return {
-        "chat": chat, "run": prepare.latest_run(session, chat.id), "working": prepare.working(services.engine, chat.id),
+        "chat": chat, "run": prepare.latest_run(session, chat.id), "working": prepare.working(services, chat.id),
         "helper": helper_connection(session, chat), "helper_problem": problem,
         "has_messages": bool(readable_messages(session, chat.id)),
         "enabled": read_settings(chat.settings).advanced_memory,

@@ -87,7 +87,10 @@ NOTHING_TO_READ = (
     "Every message of this scene is hidden from the AI, failed or deleted: there is nothing to recap."
 )
 
-_held: set[tuple[Engine, int]] = set()  # (engine, scene id) this process is writing now (app/platform/claims.py: why the engine)
+# (engine, scene id) this process is writing now. By the engine object: not its URL (an app started again on
+# the same data folder must not see the stopped app's writes as its own), nor id(engine) (handed out again
+# once its engine is gone).
+_held: set[tuple[Engine, int]] = set()
 _held_lock = threading.Lock()
 
 

@@ -1,8 +1,8 @@
 """Generate: the chat's connection writes a Chat Summary entry for a scope, off the event loop.
 
 Decisions:
-- One run per chat at a time, whichever kind (Generate, Backfill, automatic): the same chat and range are
-  never summarised twice at once. A Generate asked for while another run has the chat waits its turn:
+- One run per chat at a time, whichever kind (Generate, Backfill, automatic: `Services.claims.summaries`):
+  the same chat and range are never summarised twice at once. A Generate asked for while another run has the chat waits its turn:
   it is stored as "waiting" (the panel says "Waiting for Backfill to finish…", with Cancel) and starts
   the moment that run lets go of the chat (ChatClaims.start's `then`; the automatic run calls
   `start_waiting` itself). One waiting Generate per chat: a second is refused with a sentence, since the
@@ -48,7 +48,6 @@ from app.memory.summaries.core.prompts import TranscriptLine, transcript
 from app.memory.summaries.core.rules import scope_coverage
 from app.memory.summaries.models import SummaryEntry, SummaryJob, SummaryRun
 from app.memory.summaries.service import MAX_ENTRIES, MAX_TITLE, list_entries, message_ids, uncovered
-from app.platform.claims import ChatClaims
 from app.platform.core.errors import Conflict, NotFound, UserError
 from app.platform.services import Services
 from app.platform.timeutil import utcnow
@@ -61,8 +60,6 @@ WAITING_ALREADY = ("A summary is already waiting its turn in this chat: it is wr
                    "Cancel it to ask for another.")
 NOT_WAITING = "No summary is waiting its turn in this chat."
 INTERNAL = "Something went wrong on Sugo's side while writing the summary; the log has the details."
-# One run per chat at a time, whichever kind (Generate, Backfill, automatic).
-SUMMARY_RUNS = ChatClaims()
 
 
 @dataclass(frozen=True)
@@ -73,22 +70,22 @@ class Request:
     max_output_size: int
 
 
-def running(engine: Engine, chat_id: int) -> bool:
-    return SUMMARY_RUNS.held(engine, chat_id)
+def running(services: Services, chat_id: int) -> bool:
+    return services.claims.summaries.held(chat_id)
 
 
-def running_chats(engine: Engine) -> list[int]:
-    """The chats of this database with a run going on now."""
-    return SUMMARY_RUNS.chats(engine)
+def running_chats(services: Services) -> list[int]:
+    """The chats with a run going on now."""
+    return services.claims.summaries.chats()
 
 
-def claim(engine: Engine, chat_id: int) -> None:
-    if not SUMMARY_RUNS.claim(engine, chat_id):
+def claim(services: Services, chat_id: int) -> None:
+    if not services.claims.summaries.claim(chat_id):
         raise UserError("A summary is already being written for this chat; wait for it to finish.")
 
 
-def release(engine: Engine, chat_id: int) -> None:
-    SUMMARY_RUNS.release(engine, chat_id)
+def release(services: Services, chat_id: int) -> None:
+    services.claims.summaries.release(chat_id)
 
 
 def latest_job(session: Session, engine: Engine, chat_id: int) -> SummaryJob | None:
@@ -181,8 +178,8 @@ def start(services: Services, chat_id: int, *, scope: str = "last", last: int | 
                          first_message_id=cov.first_id, last_message_id=cov.last_id,
                          first_position=cov.first_position, last_position=cov.last_position)  # fmt: skip
         request = summary_request(session, job, read_settings(chat.settings).summary_max_tokens)
-        if SUMMARY_RUNS.claim(engine, chat_id):
-            with SUMMARY_RUNS.holding(engine, chat_id):
+        if services.claims.summaries.claim(chat_id):
+            with services.claims.summaries.holding(chat_id):
                 session.add(job)
                 session.commit()
                 session.refresh(job)
@@ -206,8 +203,8 @@ def start(services: Services, chat_id: int, *, scope: str = "last", last: int | 
 def _launch(services: Services, job_id: int, chat_id: int, config: ProviderConfig, request: Request) -> None:
     """Write the job's entry in a thread holding the chat's claim (taken); a Generate waiting meanwhile
     starts when it lets go."""
-    SUMMARY_RUNS.start(services.engine, chat_id, _run, services.engine, job_id, chat_id, config, request,
-                       name=f"summary-{chat_id}", then=partial(start_waiting, services, chat_id))  # fmt: skip
+    services.claims.summaries.start(chat_id, _run, services.engine, job_id, chat_id, config, request,
+                                    name=f"summary-{chat_id}", then=partial(start_waiting, services, chat_id))  # fmt: skip
 
 
 def _stopped(services: Services) -> bool:
@@ -223,9 +220,9 @@ def start_waiting(services: Services, chat_id: int) -> bool:
         return False
     with Session(engine) as session:
         job = _waiting(session, chat_id)
-        if job is None or not SUMMARY_RUNS.claim(engine, chat_id):
+        if job is None or not services.claims.summaries.claim(chat_id):
             return False
-        with SUMMARY_RUNS.holding(engine, chat_id):
+        with services.claims.summaries.holding(chat_id):
             try:
                 chat = get_chat(session, chat_id)
                 config = summary_config(session, services, chat)
@@ -238,7 +235,7 @@ def start_waiting(services: Services, chat_id: int) -> bool:
                                  .values(status=new_status, reason=reason, updated_at=utcnow())).rowcount  # fmt: skip
             session.commit()
             if moved != 1 or new_status != "running":
-                SUMMARY_RUNS.release(engine, chat_id)
+                services.claims.summaries.release(chat_id)
                 return False
             _launch(services, job.id or 0, chat_id, config, request)
         return True
@@ -267,7 +264,7 @@ def close_interrupted(services: Services) -> int:
     closed = 0
     with Session(engine) as session:
         for job in session.exec(select(SummaryJob).where(SummaryJob.status == "running")).all():
-            if running(engine, job.chat_id):
+            if running(services, job.chat_id):
                 continue  # a thread of this process works the chat now
             job.status, job.reason, job.updated_at = "failed", INTERRUPTED, utcnow()
             session.add(job)

@@ -51,7 +51,6 @@ from app.memory.summaries.core.coverage import (
 from app.memory.summaries.generate import (
     INTERNAL,
     INTERRUPTED,
-    SUMMARY_RUNS,
     ask,
     claim,
     close_interrupted,
@@ -136,7 +135,7 @@ def start_backfill(services: Services, chat_id: int) -> SummaryRun:
         chat = get_chat(session, chat_id)
         if chat.mode != "roleplay":
             raise UserError("Backfill Summary is for Roleplay chats; Conversation chats are summarised by day.")
-        if running(engine, chat_id):
+        if running(services, chat_id):
             raise Conflict(BUSY)
         config = summary_config(session, services, chat)
         batches = _batches(session, chat)
@@ -150,15 +149,15 @@ def start_backfill(services: Services, chat_id: int) -> SummaryRun:
         run.status, run.reason, run.stop_requested = "running", "", False
         run.total, run.updated_at = run.done + len(batches), utcnow()
         try:
-            claim(engine, chat_id)
+            claim(services, chat_id)
         except UserError:
             raise Conflict(BUSY) from None
-        with SUMMARY_RUNS.holding(engine, chat_id):
+        with services.claims.summaries.holding(chat_id):
             session.add(run)
             session.commit()
             session.refresh(run)
-            SUMMARY_RUNS.start(engine, chat_id, _backfill, services, run.id, chat_id, config, name=f"backfill-{chat_id}",
-                               then=partial(start_waiting, services, chat_id))  # fmt: skip
+            services.claims.summaries.start(chat_id, _backfill, services, run.id, chat_id, config, name=f"backfill-{chat_id}",
+                                            then=partial(start_waiting, services, chat_id))  # fmt: skip
         return run
 
 
@@ -170,7 +169,7 @@ def stop_backfill(services: Services, chat_id: int) -> SummaryRun:
         if run is None or run.status != "running":
             raise UserError("No Backfill is running in this chat.")
         run.stop_requested, run.updated_at = True, utcnow()
-        if not running(services.engine, chat_id):  # cut short by a restart and not resumed yet
+        if not running(services, chat_id):  # cut short by a restart and not resumed yet
             run.status, run.current = "stopped", ""
         session.add(run)
         session.commit()
@@ -300,7 +299,7 @@ def run_automatic(services: Services, chat_id: int, *, retry: bool = False) -> N
                 session.commit()
             return
         try:
-            claim(engine, chat_id)
+            claim(services, chat_id)
         except UserError:
             return  # another run is going; the next reply looks again
     try:
@@ -312,7 +311,7 @@ def run_automatic(services: Services, chat_id: int, *, retry: bool = False) -> N
             if run is not None and run.status == "running":
                 _automatic_failed(session, run, INTERNAL)
     finally:
-        release(engine, chat_id)
+        release(services, chat_id)
         start_waiting(services, chat_id)  # a Generate that waited for this run
 
 
@@ -365,7 +364,7 @@ def retry_automatic(services: Services, chat_id: int) -> SummaryRun:
         run = latest_run(session, chat_id, "automatic")
         if run is None or run.status != "failed":
             raise UserError("There is no failed automatic summary to retry.")
-        if running(services.engine, chat_id):
+        if running(services, chat_id):
             raise Conflict(BUSY)
         # Shown as running at once, so the panel answering this Retry polls until the entry is there.
         run.status, run.attempts, run.next_attempt_at, run.updated_at = "running", 0, None, utcnow()
@@ -390,7 +389,7 @@ def sweep(services: Services) -> None:
                                                      col(SummaryRun.next_attempt_at) <= now)).all()  # fmt: skip
         todo = [r.chat_id for r in runs]
     for chat_id in todo:
-        if running(engine, chat_id):
+        if running(services, chat_id):
             continue
         try:
             run_automatic(services, chat_id, retry=True)
@@ -409,7 +408,7 @@ def resume_backfills(services: Services) -> int:
                                                               SummaryRun.status == "running").distinct()).all()  # fmt: skip
     settled = 0
     for chat_id in chats:
-        if running(engine, chat_id):
+        if running(services, chat_id):
             continue
         settled += 1
         try:
@@ -432,7 +431,7 @@ def requeue_automatic(services: Services) -> int:
     requeued = 0
     with Session(engine) as session:
         for run in session.exec(select(SummaryRun).where(SummaryRun.kind == "automatic", SummaryRun.status == "running")).all():
-            if running(engine, run.chat_id):
+            if running(services, run.chat_id):
                 continue
             run.status, run.reason, run.next_attempt_at, run.updated_at = "failed", INTERRUPTED, utcnow(), utcnow()
             run.attempts += 1  # the model was asked; due at once all the same (a restart is no reason to wait)

@@ -53,7 +53,7 @@ def _status(session, services, chat_id: int, run=None) -> PrepareStatus:
         problem = str(err)
     base = PrepareStatus(run_id=None, status="none") if run is None else PrepareStatus(
         run_id=run.id, status=run.status, stage=run.stage, total=run.total, done=run.done, current=run.current,
-        reason=run.reason, stop_requested=run.stop_requested, working=prepare.working(services.engine, chat_id),
+        reason=run.reason, stop_requested=run.stop_requested, working=prepare.working(services, chat_id),
         can_skip_batch=run.status == "failed" and run.unreadable_through_id is not None,
     )  # fmt: skip
     base.helper = None if helper is None else HelperRead(**asdict(helper))

@@ -117,7 +117,7 @@ def problems_dot(chat_id: int, request: Request, services: ServicesDep,
         found = fix.problems(session, chat_id)
         ended = fix.recent_end(session, services, chat_id)
         return render(request, DOT, {"chat": chat, "problems": found, "slot": slot, "announce": announce,
-                                     "fix_end": ended, "fixing": fix.working(services.engine, chat_id)})  # fmt: skip
+                                     "fix_end": ended, "fixing": fix.working(services, chat_id)})  # fmt: skip
 
 
 @router.post("/chats/{chat_id}/scenes/fix")
