@@ -147,9 +147,11 @@ def test_a_scene_check_unreadable_twice_offers_treating_its_batch_as_having_no_s
         assert pool.submit(check_scenes, live.services, chat_id).result(60).status == "failed"
     page.goto(f"{live.url}/chats/{chat_id}/settings")
     problems = page.locator("#scenes-problems")
-    problems.scroll_into_view_if_needed()
     item = problems.locator("#scenes-problems-list li")
+    # The panel loads itself after the page (its placeholder swaps out on load): scrolling the
+    # placeholder raced that swap and met a detached element. Its list is there once loaded.
     expect(item).to_have_count(1)
+    item.scroll_into_view_if_needed()
     expect(item).to_contain_text("The scene check of messages 1–6 failed:")
     skip = problems.get_by_role("button", name="Treat this batch as having no scene end")
     expect(skip).to_be_in_viewport()
