@@ -40,11 +40,13 @@ run: install
 
 test: install-test chromium
 	$(BIN)/ruff check app tests bench tools
+	$(BIN)/ruff format --check app tests bench tools
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 
 lint: install-test
 	$(BIN)/ruff check app tests bench tools
+	$(BIN)/ruff format --check app tests bench tools
 	$(BIN)/lint-imports
 
 # Rewrite the locks from pyproject.toml's ranges: the newest releases they allow, or with

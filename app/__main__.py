@@ -31,20 +31,33 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("sugo")
-    if refusal := open_listening_refusal(args.host, password=settings.password, allow_open=settings.allow_open):
+    if refusal := open_listening_refusal(
+        args.host, password=settings.password, allow_open=settings.allow_open
+    ):
         sys.exit(refusal)
     try:  # here, not only in create_app: uvicorn would print a traceback around the sentence
         check_data_folder(settings.data_dir, settings.database_path.name)
     except DataFolderError as err:
         sys.exit(str(err))
     if not is_loopback(args.host) and not settings.password:
-        log.warning("Listening on %s without SUGO_PASSWORD (SUGO_ALLOW_OPEN=1): anyone who can reach it can use "
-                    "Sugo.", args.host)  # fmt: skip
+        log.warning(
+            "Listening on %s without SUGO_PASSWORD (SUGO_ALLOW_OPEN=1): anyone who can reach it can use "
+            "Sugo.",
+            args.host,
+        )
     if not is_loopback(args.host) and not settings.allowed_hosts:
-        log.warning("Only requests addressed to 127.0.0.1, localhost or ::1 are answered: set SUGO_ALLOWED_HOSTS "
-                    "to the names or addresses you will use to reach Sugo (for example 192.168.1.20,sugo.lan).")  # fmt: skip
-    uvicorn.run("app.main:create_app", factory=True, host=args.host, port=args.port, log_level="info",
-                **proxy_options(settings))  # fmt: skip
+        log.warning(
+            "Only requests addressed to 127.0.0.1, localhost or ::1 are answered: set SUGO_ALLOWED_HOSTS "
+            "to the names or addresses you will use to reach Sugo (for example 192.168.1.20,sugo.lan)."
+        )
+    uvicorn.run(
+        "app.main:create_app",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        log_level="info",
+        **proxy_options(settings),
+    )
 
 
 if __name__ == "__main__":

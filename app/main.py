@@ -66,11 +66,17 @@ def build_services(settings: Settings, *, sources: PromptSources | None = None) 
         session.commit()
     signer = SessionSigner(settings.session_key_path, settings.password) if settings.password else None
     return Services(
-        settings=settings, engine=engine, keybox=keybox, lorebooks=CompiledBooks(),
-        recall=RecallRuntime(), sources=sources if sources is not None else default_sources(),
-        generations=Generations(), claims=RunClaims(), session_signer=signer,
+        settings=settings,
+        engine=engine,
+        keybox=keybox,
+        lorebooks=CompiledBooks(),
+        recall=RecallRuntime(),
+        sources=sources if sources is not None else default_sources(),
+        generations=Generations(),
+        claims=RunClaims(),
+        session_signer=signer,
         login_throttle=LoginThrottle() if settings.password else None,
-    )  # fmt: skip
+    )
 
 
 def create_app(settings: Settings | None = None, *, sources: PromptSources | None = None) -> FastAPI:
@@ -107,35 +113,63 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
 
     # /docs is served from vendored Swagger UI files: the stock page loads them from a CDN, which
     # people running Sugo offline cannot reach.
-    app = FastAPI(title="Sugo", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
-                  description="Self-hosted AI roleplay and chat with memory that works.")  # fmt: skip
+    app = FastAPI(
+        title="Sugo",
+        version="0.1.0",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        description="Self-hosted AI roleplay and chat with memory that works.",
+    )
     app.state.services = services
-    app.add_middleware(ProtectionMiddleware, password=settings.password, signer=services.session_signer,
-                       allowed_hosts=allowed_host_names(settings.allowed_hosts), throttle=services.login_throttle)  # fmt: skip
-    app.add_middleware(BodyLimit)  # before the routes and the password check: nothing reads a body past the limit
+    app.add_middleware(
+        ProtectionMiddleware,
+        password=settings.password,
+        signer=services.session_signer,
+        allowed_hosts=allowed_host_names(settings.allowed_hosts),
+        throttle=services.login_throttle,
+    )
+    app.add_middleware(
+        BodyLimit
+    )  # before the routes and the password check: nothing reads a body past the limit
     # Outermost, so refusals (413, 400, 403) carry the headers too; base.html's theme bootstrap is hashed from its text.
     app.add_middleware(SecurityHeaders, templates=[(TEMPLATES_DIR / "base.html").read_text()])
     install_error_handlers(app)
 
     # scenes_prepare_api and scenes_fix_api before scenes_api: their /scenes/prepare, /scenes/problems would
     # otherwise be read as /scenes/{scene_id}.
-    for router in (connections_api, characters_api, personas_api, chats_api, memory_api, scenes_prepare_api,
-                   scenes_fix_api, scenes_api,
-                   summaries_api, summary_templates_api, lore_api, chat_lore_api,
-                   images_routes, *pages.routers):  # fmt: skip
+    for router in (
+        connections_api,
+        characters_api,
+        personas_api,
+        chats_api,
+        memory_api,
+        scenes_prepare_api,
+        scenes_fix_api,
+        scenes_api,
+        summaries_api,
+        summary_templates_api,
+        lore_api,
+        chat_lore_api,
+        images_routes,
+        *pages.routers,
+    ):
         app.include_router(router, dependencies=[Depends(ids_in_range)])
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     @app.get("/docs", include_in_schema=False)
     def api_docs() -> HTMLResponse:
         page = get_swagger_ui_html(
-            openapi_url=app.openapi_url, title="Sugo API",
+            openapi_url=app.openapi_url,
+            title="Sugo API",
             swagger_js_url=f"/static/{SWAGGER_UI}/swagger-ui-bundle.js",
-            swagger_css_url=f"/static/{SWAGGER_UI}/swagger-ui.css", swagger_favicon_url="/static/favicon.svg",
-        )  # fmt: skip
+            swagger_css_url=f"/static/{SWAGGER_UI}/swagger-ui.css",
+            swagger_favicon_url="/static/favicon.svg",
+        )
         # Its own policy: the page starts Swagger UI with an inline script.
         page.headers["Content-Security-Policy"] = content_security_policy(
-            inline_script_hashes(page.body.decode()), docs=True)  # fmt: skip
+            inline_script_hashes(page.body.decode()), docs=True
+        )
         return page
 
     @app.get("/healthz", include_in_schema=False)

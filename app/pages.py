@@ -13,5 +13,16 @@ from app.web.install import router as install
 from app.web.login import router as home
 
 # Prepare's pages before any /chats/{id}/scenes/{scene_id} page: /scenes/prepare is not a scene id.
-routers = (home, install, scene_prepare, scene_pages, memories, summaries, chats, characters, personas, connections,
-           lorebooks)  # fmt: skip
+routers = (
+    home,
+    install,
+    scene_prepare,
+    scene_pages,
+    memories,
+    summaries,
+    chats,
+    characters,
+    personas,
+    connections,
+    lorebooks,
+)

@@ -13,13 +13,15 @@ from app.prompt.sources import PromptSources
 
 
 def default_sources() -> PromptSources:
-    return PromptSources([
-        RecallSource(),
-        LoreSource(),
-        SummarySource(),
-        DaySummarySource(),
-        AdvancedMemorySource(),
-        CharacterNoteSource(),
-        ContextNoteSource(),
-        TimeAwarenessSource(),
-    ])  # fmt: skip
+    return PromptSources(
+        [
+            RecallSource(),
+            LoreSource(),
+            SummarySource(),
+            DaySummarySource(),
+            AdvancedMemorySource(),
+            CharacterNoteSource(),
+            ContextNoteSource(),
+            TimeAwarenessSource(),
+        ]
+    )

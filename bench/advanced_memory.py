@@ -57,39 +57,60 @@ ELDORIA = ROOT.parent / "shared" / "fixtures" / "sillytavern" / "Eldoria.json"
 PROMPT_MESSAGES = 5_000
 TURNS = 20
 CONTEXT_SIZE = 1_000_000
-WORDS = ("lantern harbour orchard ferry mapmaker festival storm library canal falcon mine wedding caravan "
-         "river mill bridge market tower forest meadow chapel island cellar garden stable bakery").split()
+WORDS = (
+    "lantern harbour orchard ferry mapmaker festival storm library canal falcon mine wedding caravan "
+    "river mill bridge market tower forest meadow chapel island cellar garden stable bakery"
+).split()
 
 
 def chat_file(count: int = MESSAGES, long: bool = False) -> bytes:
     """A SillyTavern .jsonl: a header, then `count` lines alternating between the user and Aria
     (`long`: ~70 tokens each, naming a place that changes every scene)."""
-    header = {"user_name": USER, "character_name": CHARACTER, "create_date": "2025-01-01T10:00:00.000Z",
-              "chat_metadata": {}}  # fmt: skip
+    header = {
+        "user_name": USER,
+        "character_name": CHARACTER,
+        "create_date": "2025-01-01T10:00:00.000Z",
+        "chat_metadata": {},
+    }
     lines = [header]
     for i in range(count):
         user = i % 2 == 1
-        text = (f"Day {i // 40 + 1}. We follow the river past the mill and the old bridge; "
-                f"the {['rain', 'wind', 'sun', 'fog'][i % 4]} keeps us company, step {i}.")  # fmt: skip
+        text = (
+            f"Day {i // 40 + 1}. We follow the river past the mill and the old bridge; "
+            f"the {['rain', 'wind', 'sun', 'fog'][i % 4]} keeps us company, step {i}."
+        )
         if long:
             place = WORDS[(i // SCENE_EVERY) % len(WORDS)]
-            text += (f" Near the {place} we talk about what we saw there, the people we met on the road, "
-                     f"the weather turning, the supper we shared and the plans for tomorrow at the {place}.")
-        lines.append({"name": USER if user else CHARACTER, "is_user": user, "send_date": "2025-01-01T10:00:00.000Z",
-                      "mes": text})  # fmt: skip
+            text += (
+                f" Near the {place} we talk about what we saw there, the people we met on the road, "
+                f"the weather turning, the supper we shared and the plans for tomorrow at the {place}."
+            )
+        lines.append(
+            {
+                "name": USER if user else CHARACTER,
+                "is_user": user,
+                "send_date": "2025-01-01T10:00:00.000Z",
+                "mes": text,
+            }
+        )
     return "\n".join(json.dumps(line) for line in lines).encode()
 
 
-CONTINUITY_ANSWER = ("Aria and Rowan followed the river for days, past the mill and the old bridge, talking about "
-                     "the people they met, the weather and their plans, and kept heading east together.")
+CONTINUITY_ANSWER = (
+    "Aria and Rowan followed the river for days, past the mill and the old bridge, talking about "
+    "the people they met, the weather and their plans, and kept heading east together."
+)
 
 
 def helper_reply(count: int = MESSAGES) -> Reply:
     """One answer that serves both requests: the scene check reads `ends` (numbers outside its window
     are dropped), the recap reads `summary` and `participants`."""
-    body = {"ends": list(range(SCENE_EVERY, count + 1, SCENE_EVERY)),
-            "summary": "Aria and Rowan followed the river past the mill and rested by the old bridge.",
-            "participants": [CHARACTER], "timeframe": ""}  # fmt: skip
+    body = {
+        "ends": list(range(SCENE_EVERY, count + 1, SCENE_EVERY)),
+        "summary": "Aria and Rowan followed the river past the mill and rested by the old bridge.",
+        "participants": [CHARACTER],
+        "timeframe": "",
+    }
     return Reply(text=json.dumps(body), first_delay_s=HELPER_DELAY_S)
 
 
@@ -114,15 +135,28 @@ def main() -> None:
 
 def page_figures() -> None:
     with ModelServer() as models, running_sugo() as url, httpx.Client(base_url=url, timeout=60) as client:
-        conn = client.post("/api/connections", json={"name": "Helper", "kind": "openai", "base_url": models.base_url,
-                                                     "model": "test-model", "context_size": 32768}).json()  # fmt: skip
+        conn = client.post(
+            "/api/connections",
+            json={
+                "name": "Helper",
+                "kind": "openai",
+                "base_url": models.base_url,
+                "model": "test-model",
+                "context_size": 32768,
+            },
+        ).json()
         character = client.post("/api/characters", json={"name": CHARACTER, "first_mes": "Hello."}).json()
-        r = client.post("/api/chats/import", files={"file": ("long.jsonl", chat_file())},
-                        data={"character_id": str(character["id"])})  # fmt: skip
+        r = client.post(
+            "/api/chats/import",
+            files={"file": ("long.jsonl", chat_file())},
+            data={"character_id": str(character["id"])},
+        )
         r.raise_for_status()
         chat_id = r.json()["id"]
-        client.put(f"/api/chats/{chat_id}/options", json={"connection_id": conn["id"],
-                                                          "settings": {"advanced_memory": True}}).raise_for_status()  # fmt: skip
+        client.put(
+            f"/api/chats/{chat_id}/options",
+            json={"connection_id": conn["id"], "settings": {"advanced_memory": True}},
+        ).raise_for_status()
         models.script(*(helper_reply() for _ in range(2 * MESSAGES)))
         # The import starts Memory Recall's embedding of the whole chat: let it finish first, so "idle"
         # is the page alone and "during" is the page beside Prepare alone.
@@ -156,16 +190,29 @@ def page_figures() -> None:
 
 def prepared_chat(client: httpx.Client, models: ModelServer, count: int) -> int:
     """A long chat imported, its memories built and its history prepared (scenes recapped)."""
-    conn = client.post("/api/connections", json={"name": "Model", "kind": "openai", "base_url": models.base_url,
-                                                 "model": "test-model", "context_size": CONTEXT_SIZE,
-                                                 "max_tokens": 512}).json()  # fmt: skip
+    conn = client.post(
+        "/api/connections",
+        json={
+            "name": "Model",
+            "kind": "openai",
+            "base_url": models.base_url,
+            "model": "test-model",
+            "context_size": CONTEXT_SIZE,
+            "max_tokens": 512,
+        },
+    ).json()
     character = client.post("/api/characters", json={"name": CHARACTER, "first_mes": "Hello."}).json()
-    r = client.post("/api/chats/import", files={"file": ("long.jsonl", chat_file(count, long=True))},
-                    data={"character_id": str(character["id"])})  # fmt: skip
+    r = client.post(
+        "/api/chats/import",
+        files={"file": ("long.jsonl", chat_file(count, long=True))},
+        data={"character_id": str(character["id"])},
+    )
     r.raise_for_status()
     chat_id = r.json()["id"]
-    client.put(f"/api/chats/{chat_id}/options", json={"connection_id": conn["id"],
-                                                      "settings": {"advanced_memory": True}}).raise_for_status()  # fmt: skip
+    client.put(
+        f"/api/chats/{chat_id}/options",
+        json={"connection_id": conn["id"], "settings": {"advanced_memory": True}},
+    ).raise_for_status()
     # SillyTavern's Eldoria World Info book attached, as a user's roleplay has lore (the questions name the forest).
     book = client.post("/api/lorebooks/import", files={"file": (ELDORIA.name, ELDORIA.read_bytes())})
     book.raise_for_status()
@@ -210,13 +257,17 @@ def prompt_figures() -> None:
         scenes = client.get(f"/api/chats/{chat_id}/scenes").json()
         # The scene check is not due during the turns: the helper is not scripted for them.
         # (The options API replaces the settings: Advanced Memory stays on with its defaults.)
-        client.put(f"/api/chats/{chat_id}/options", json={"settings": {"advanced_memory": True,
-                                                                       "adv_check_interval": 100}}).raise_for_status()  # fmt: skip
+        client.put(
+            f"/api/chats/{chat_id}/options",
+            json={"settings": {"advanced_memory": True, "adv_check_interval": 100}},
+        ).raise_for_status()
         sent, whole, whole_128k = [], [], []
         for turn in range(TURNS):
             place = WORDS[turn % len(WORDS)]
-            question = (f"Do you remember what we planned near the {place}, and who we met on the road there, "
-                        "before the forest?")  # fmt: skip
+            question = (
+                f"Do you remember what we planned near the {place}, and who we met on the road there, "
+                "before the forest?"
+            )
             history = client.get(f"/api/chats/{chat_id}/messages").json()
             history.append({"content": question})
             # The reply, then the two continuity summaries the after-reply work asks the helper for (the
@@ -239,8 +290,10 @@ def prompt_figures() -> None:
         on, off = [], []
         for _ in range(15):
             on.append(peek_ms(client, chat_id))
-        client.put(f"/api/chats/{chat_id}/options", json={"settings": {"advanced_memory": False,
-                                                                       "memory_recall": False}}).raise_for_status()  # fmt: skip
+        client.put(
+            f"/api/chats/{chat_id}/options",
+            json={"settings": {"advanced_memory": False, "memory_recall": False}},
+        ).raise_for_status()
         for _ in range(15):
             off.append(peek_ms(client, chat_id))
     mean_sent, mean_whole = statistics.mean(sent), statistics.mean(whole)

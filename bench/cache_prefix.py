@@ -32,9 +32,18 @@ def history(turn: int) -> list[HistoryMessage]:
 
 
 def prompt_json(messages: list[HistoryMessage], window: WindowPlan | None) -> str:
-    ctx = PromptContext(mode="roleplay", characters=(CARD,), speaker=CARD, user_name="Rowan",
-                        persona_description="", messages=tuple(messages), context_size=200_000,
-                        reply_reserve=512, recent_limit=LIMIT, window=window)  # fmt: skip
+    ctx = PromptContext(
+        mode="roleplay",
+        characters=(CARD,),
+        speaker=CARD,
+        user_name="Rowan",
+        persona_description="",
+        messages=tuple(messages),
+        context_size=200_000,
+        reply_reserve=512,
+        recent_limit=LIMIT,
+        window=window,
+    )
     return json.dumps(list(build(ctx).messages), ensure_ascii=False)
 
 
@@ -49,7 +58,9 @@ def main() -> None:
         msgs = history(turn)
         sugo.append(prompt_json(msgs, None))
         newest = msgs[-LIMIT:]
-        sliding.append(prompt_json(newest, WindowPlan(pinned=0, dropped=len(msgs) - len(newest), size=len(newest))))
+        sliding.append(
+            prompt_json(newest, WindowPlan(pinned=0, dropped=len(msgs) - len(newest), size=len(newest)))
+        )
     print(f"turns={TURNS}")
     print(f"recent_message_limit={LIMIT}")
     print(f"prefix_unchanged_share_sugo={share_unchanged(sugo):.3f}")

@@ -34,11 +34,37 @@ SCAN_DEPTH = 10
 MAX_DEPTH = 3
 WARM_RUNS = 300
 COLD_RUNS = 30
-SYLLABLES = ["val", "dren", "ka", "mor", "thi", "el", "or", "ash", "wyn", "gar", "ro", "sel", "ith", "bar", "ne",
-             "quor", "lin", "dus", "fa", "rek", "os", "ty", "mir", "hal"]  # fmt: skip
-PROSE = ("the a and of to in she he they was were had her his it with on at for as but not by from this that "
-         "road night rain fire door window old light wind river stone hand eyes voice silence morning town "
-         "walked looked said turned smiled waited listened remembered carried opened closed followed").split()  # fmt: skip
+SYLLABLES = [
+    "val",
+    "dren",
+    "ka",
+    "mor",
+    "thi",
+    "el",
+    "or",
+    "ash",
+    "wyn",
+    "gar",
+    "ro",
+    "sel",
+    "ith",
+    "bar",
+    "ne",
+    "quor",
+    "lin",
+    "dus",
+    "fa",
+    "rek",
+    "os",
+    "ty",
+    "mir",
+    "hal",
+]
+PROSE = (
+    "the a and of to in she he they was were had her his it with on at for as but not by from this that "
+    "road night rain fire door window old light wind river stone hand eyes voice silence morning town "
+    "walked looked said turned smiled waited listened remembered carried opened closed followed"
+).split()
 
 
 def invented_names(rng: random.Random, n: int) -> list[str]:
@@ -53,9 +79,18 @@ def sentence(rng: random.Random, words: int) -> str:
 
 
 def build_books(rng: random.Random) -> tuple[list[LoreBook], list[LoreEntry], list[str]]:
-    books = [LoreBook(id=b + 1, name=name, recursive=True, max_depth=MAX_DEPTH, scan_depth=SCAN_DEPTH,
-                      token_budget=2048, entry_limit=100)
-             for b, name in enumerate(["Places", "People", "Creatures", "Items"])]  # fmt: skip
+    books = [
+        LoreBook(
+            id=b + 1,
+            name=name,
+            recursive=True,
+            max_depth=MAX_DEPTH,
+            scan_depth=SCAN_DEPTH,
+            token_budget=2048,
+            entry_limit=100,
+        )
+        for b, name in enumerate(["Places", "People", "Creatures", "Items"])
+    ]
     total = BOOKS * ENTRIES_PER_BOOK
     names = invented_names(rng, total * 3)
     entries = []
@@ -70,14 +105,23 @@ def build_books(rng: random.Random) -> tuple[list[LoreBook], list[LoreEntry], li
         # A third of the entries recurse: their text names two other entries.
         mentions = " ".join(rng.choice(names) for _ in range(2)) if i % 3 == 0 else ""
         content = " ".join(sentence(rng, rng.randint(8, 16)) for _ in range(rng.randint(4, 14)))
-        entries.append(LoreEntry(
-            id=i + 1, book_id=i // ENTRIES_PER_BOOK + 1, title=keys[0], keys=tuple(keys),
-            content=f"{{{{char}}}} knows {keys[0]}. {content} {mentions}".strip(),
-            secondary_keys=(rng.choice(PROSE),) if i % 17 == 0 else (),
-            constant=i % 250 == 0, order=rng.randint(1, 200), recursion=i % 3 == 0,
-            group=f"g{i % 25}" if i % 9 == 0 else "", probability=60 if i % 13 == 0 else 100,
-            sticky=2 if i % 31 == 0 else 0, cooldown=2 if i % 37 == 0 else 0,
-        ))  # fmt: skip
+        entries.append(
+            LoreEntry(
+                id=i + 1,
+                book_id=i // ENTRIES_PER_BOOK + 1,
+                title=keys[0],
+                keys=tuple(keys),
+                content=f"{{{{char}}}} knows {keys[0]}. {content} {mentions}".strip(),
+                secondary_keys=(rng.choice(PROSE),) if i % 17 == 0 else (),
+                constant=i % 250 == 0,
+                order=rng.randint(1, 200),
+                recursion=i % 3 == 0,
+                group=f"g{i % 25}" if i % 9 == 0 else "",
+                probability=60 if i % 13 == 0 else 100,
+                sticky=2 if i % 31 == 0 else 0,
+                cooldown=2 if i % 37 == 0 else 0,
+            )
+        )
     return books, entries, names
 
 
@@ -114,8 +158,12 @@ def main() -> None:
         start = time.perf_counter()
         compiled = {b.id: compile_book(b, by_book[b.id]) for b in books}
         compiled_at = time.perf_counter()
-        scan(ScanRequest(chat[:end], books, entries, message_count=end, seed=run), count=count_tokens, render=render,
-             compiled=compiled)  # fmt: skip
+        scan(
+            ScanRequest(chat[:end], books, entries, message_count=end, seed=run),
+            count=count_tokens,
+            render=render,
+            compiled=compiled,
+        )
         compile_ms.append((compiled_at - start) * 1000)
         cold_ms.append((time.perf_counter() - start) * 1000)
 

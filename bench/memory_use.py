@@ -36,9 +36,11 @@ SAMPLE_EVERY = 50
 SUMMARY_EVERY = 5
 PAGE_EVERY = 10
 LIMIT_S = 600  # only a hung run stops the bench
-WORDS = ("lantern harbour orchard ferry mapmaker festival storm library canal falcon mine wedding caravan river "
-         "mill bridge market tower forest meadow chapel island cellar garden stable bakery smith archive "
-         "lighthouse quarry vineyard monastery").split()
+WORDS = (
+    "lantern harbour orchard ferry mapmaker festival storm library canal falcon mine wedding caravan river "
+    "mill bridge market tower forest meadow chapel island cellar garden stable bakery smith archive "
+    "lighthouse quarry vineyard monastery"
+).split()
 
 
 def rss_mb(pid: int, field: str = "VmRSS") -> float:
@@ -51,11 +53,13 @@ def rss_mb(pid: int, field: str = "VmRSS") -> float:
 def message(turn: int) -> str:
     """~90 words of new text: names, places and numbers that change every turn, as a story's turns do."""
     place, other = WORDS[turn % len(WORDS)], WORDS[(turn * 7 + 3) % len(WORDS)]
-    return (f"Turn {turn}. Rowan walks from the {place} to the {other} with {turn % 13 + 2} coins and a letter "
-            f"sealed in {['red', 'green', 'blue', 'black'][turn % 4]} wax for Captain Ilse{turn}. On the way he "
-            f"meets a {other} keeper called Bram{turn * 31 % 997} who asks about the storm of year {1200 + turn}, "
-            f"the missing falcon, and whether the {place} still keeps its old bell. Rowan answers carefully, "
-            f"counts the steps ({turn * 17}), and writes the keeper's words in his journal before dusk falls.")
+    return (
+        f"Turn {turn}. Rowan walks from the {place} to the {other} with {turn % 13 + 2} coins and a letter "
+        f"sealed in {['red', 'green', 'blue', 'black'][turn % 4]} wax for Captain Ilse{turn}. On the way he "
+        f"meets a {other} keeper called Bram{turn * 31 % 997} who asks about the storm of year {1200 + turn}, "
+        f"the missing falcon, and whether the {place} still keeps its old bell. Rowan answers carefully, "
+        f"counts the steps ({turn * 17}), and writes the keeper's words in his journal before dusk falls."
+    )
 
 
 def reply(client: httpx.Client, chat_id: int, content: str) -> None:
@@ -83,23 +87,41 @@ def settled(client: httpx.Client, chat_id: int) -> None:
         if unsummarised < SUMMARY_EVERY and building is None:
             return
         if time.monotonic() > deadline:
-            raise RuntimeError(f"the background work did not catch up: {unsummarised} user messages without a "
-                               f"summary, memories building: {building}")  # fmt: skip
+            raise RuntimeError(
+                f"the background work did not catch up: {unsummarised} user messages without a "
+                f"summary, memories building: {building}"
+            )
         time.sleep(0.2)
 
 
 def main() -> None:
-    with ModelServer() as models, sugo_process(SUGO_DISCOVERY_PORTS="none=1") as (url, process), \
-            httpx.Client(base_url=url, timeout=120) as client:  # fmt: skip
-        conn = client.post("/api/connections", json={"name": "Model", "kind": "openai", "base_url": models.base_url,
-                                                     "model": "test-model", "context_size": 32768}).json()  # fmt: skip
-        character = client.post("/api/characters", json={"name": "Aria", "first_mes": "Hello, traveller."}).json()
+    with (
+        ModelServer() as models,
+        sugo_process(SUGO_DISCOVERY_PORTS="none=1") as (url, process),
+        httpx.Client(base_url=url, timeout=120) as client,
+    ):
+        conn = client.post(
+            "/api/connections",
+            json={
+                "name": "Model",
+                "kind": "openai",
+                "base_url": models.base_url,
+                "model": "test-model",
+                "context_size": 32768,
+            },
+        ).json()
+        character = client.post(
+            "/api/characters", json={"name": "Aria", "first_mes": "Hello, traveller."}
+        ).json()
         chat = client.post("/api/chats", json={"character_ids": [character["id"]], "mode": "roleplay"}).json()
         chat_id = chat["id"]
-        client.put(f"/api/chats/{chat_id}/options", json={
-            "connection_id": conn["id"],
-            "settings": {"summary_auto": True, "summary_every": SUMMARY_EVERY},
-        }).raise_for_status()  # fmt: skip
+        client.put(
+            f"/api/chats/{chat_id}/options",
+            json={
+                "connection_id": conn["id"],
+                "settings": {"summary_auto": True, "summary_every": SUMMARY_EVERY},
+            },
+        ).raise_for_status()
         # The built-in model, loaded as on any Sugo that has memories: a search embeds its query.
         client.get(f"/api/chats/{chat_id}/memories/search", params={"q": "the falcon"}).raise_for_status()
         reply(client, chat_id, message(0))

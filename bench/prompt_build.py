@@ -89,8 +89,10 @@ def first_token(port: int, path: str, body: dict, marker: bytes) -> tuple[float,
     """Seconds from sending the request to the first byte of the streamed body, and to the first
     piece of model text."""
     payload = json.dumps(body).encode()
-    request = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-               f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n").encode() + payload  # fmt: skip
+    request = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
+    ).encode() + payload
     with socket.create_connection(("127.0.0.1", port)) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         start = time.perf_counter()
@@ -145,12 +147,25 @@ def lorebook_file(story: Story, book: int) -> bytes:
         mentions = " ".join(rng.choice(names) for _ in range(2)) if i % 3 == 0 else ""
         body = " ".join(story.text.sentence(rng.randint(8, 16)) for _ in range(rng.randint(3, 8)))
         entries[str(i)] = {
-            "uid": i, "key": keys, "keysecondary": [], "comment": keys[0],
-            "content": f"{{{{char}}}} knows {keys[0]}. {body} {mentions}".strip(), "constant": i % 250 == 0,
-            "selective": True, "order": rng.randint(1, 200), "position": 4 if i % 20 == 0 else 1, "depth": 4,
-            "disable": False, "probability": 100, "useProbability": True, "preventRecursion": i % 3 != 0,
-        }  # fmt: skip
-    doc = {"entries": entries, "sugo": {"scan_depth": 4, "recursive": True, "max_depth": 2, "token_budget": 2048}}
+            "uid": i,
+            "key": keys,
+            "keysecondary": [],
+            "comment": keys[0],
+            "content": f"{{{{char}}}} knows {keys[0]}. {body} {mentions}".strip(),
+            "constant": i % 250 == 0,
+            "selective": True,
+            "order": rng.randint(1, 200),
+            "position": 4 if i % 20 == 0 else 1,
+            "depth": 4,
+            "disable": False,
+            "probability": 100,
+            "useProbability": True,
+            "preventRecursion": i % 3 != 0,
+        }
+    doc = {
+        "entries": entries,
+        "sugo": {"scan_depth": 4, "recursive": True, "max_depth": 2, "token_budget": 2048},
+    }
     return json.dumps(doc).encode()
 
 
@@ -167,16 +182,26 @@ def fill_messages(services, chat_id: int, character_id: int, story: Story) -> No
 
 def setup_chat(client: httpx.Client, model_url: str, story: Story) -> tuple[int, int]:
     client.post("/api/connections", json={**CONNECTION, "base_url": model_url + "/v1"}).raise_for_status()
-    char = client.post("/api/characters", json={
-        "name": "Mirela", "description": " ".join(story.message() for _ in range(8)),
-        "personality": story.message(), "scenario": story.message(), "character_note": CHARACTER_NOTE,
-    }).json()  # fmt: skip
+    char = client.post(
+        "/api/characters",
+        json={
+            "name": "Mirela",
+            "description": " ".join(story.message() for _ in range(8)),
+            "personality": story.message(),
+            "scenario": story.message(),
+            "character_note": CHARACTER_NOTE,
+        },
+    ).json()
     chat = client.post("/api/chats", json={"character_ids": [char["id"]], "mode": "conversation"}).json()
-    client.put(f"/api/chats/{chat['id']}/options", json={"settings": {"context_note": CONTEXT_NOTE},
-                                                         "mode": "conversation"}).raise_for_status()  # fmt: skip
+    client.put(
+        f"/api/chats/{chat['id']}/options",
+        json={"settings": {"context_note": CONTEXT_NOTE}, "mode": "conversation"},
+    ).raise_for_status()
     books = []
     for b, name in enumerate(BOOKS):
-        answer = client.post("/api/lorebooks/import", files={"file": (f"{name}.json", lorebook_file(story, b))})
+        answer = client.post(
+            "/api/lorebooks/import", files={"file": (f"{name}.json", lorebook_file(story, b))}
+        )
         answer.raise_for_status()
         books.append(answer.json()["id"])
     client.put(f"/api/chats/{chat['id']}/lorebooks", json={"book_ids": books}).raise_for_status()
@@ -198,8 +223,12 @@ def prompt_figures(blocks: list[tuple[str, str]]) -> dict[str, int]:
 
 def check_path(figures: dict[str, int], where: str) -> None:
     """A bench that silently measures an empty path is wrong: refuse to go on."""
-    if not (figures["recalled_blocks"] and figures["lore_keyword_entries"] and figures["context_note_in"]
-            and figures["character_note_in"]):  # fmt: skip
+    if not (
+        figures["recalled_blocks"]
+        and figures["lore_keyword_entries"]
+        and figures["context_note_in"]
+        and figures["character_note_in"]
+    ):
         raise RuntimeError(f"{where}: the prompt lacks recalled memories, keyword lore or a note: {figures}")
 
 
@@ -235,7 +264,9 @@ def build_figures(data_dir: Path, chat_id: int) -> tuple[dict[str, float], dict[
     try:
         with Session(services.engine) as s:
             chat = get_chat(s, chat_id)
-            prompt, _ = build_chat_prompt(s, chat, services=services)  # loads the sign bits, compiles the books
+            prompt, _ = build_chat_prompt(
+                s, chat, services=services
+            )  # loads the sign bits, compiles the books
             limit = chat_settings(chat).recent_message_limit
             query = recall_query(history_window(s, chat_id, before_id=None, limit=limit).messages)
             for _ in range(BUILD_RUNS):  # interleaved, so machine noise hits the three alike
@@ -252,7 +283,8 @@ def build_figures(data_dir: Path, chat_id: int) -> tuple[dict[str, float], dict[
     finally:
         services.close()
     figures = {
-        "prompt_build_ms_p50": statistics.median(cached), "prompt_build_ms_p90": p(cached, 0.9),
+        "prompt_build_ms_p50": statistics.median(cached),
+        "prompt_build_ms_p90": p(cached, 0.9),
         "query_embed_ms_p50": statistics.median(embed),
         "prompt_build_uncached_ms_p50": statistics.median(uncached),
         "prompt_build_uncached_ms_p90": p(uncached, 0.9),
@@ -273,19 +305,28 @@ def prepare(client: httpx.Client, model_url: str, data_dir: Path, story: Story) 
         windows = fill_chunks(services.engine, chat_id, MEMORIES, story.text, source="bench-import")
         fill_s = time.perf_counter() - t
         with services.engine.connect() as conn:
-            own = conn.exec_driver_sql("SELECT count(*) FROM memory_chunk WHERE chat_id = ? AND source_chat_id IS NULL",
-                                       (chat_id,)).scalar_one()  # fmt: skip
+            own = conn.exec_driver_sql(
+                "SELECT count(*) FROM memory_chunk WHERE chat_id = ? AND source_chat_id IS NULL", (chat_id,)
+            ).scalar_one()
             conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         services.close()
-    return {"chat_id": chat_id, "memory_own_chunks": own, "memory_own_embed_s": round(own_s, 1),
-            "memory_windows_imported": windows, "memory_fill_s": round(fill_s, 1)}  # fmt: skip
+    return {
+        "chat_id": chat_id,
+        "memory_own_chunks": own,
+        "memory_own_embed_s": round(own_s, 1),
+        "memory_windows_imported": windows,
+        "memory_fill_s": round(fill_s, 1),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--keep", type=Path, help="keep the prepared data folder here and reuse it next time "
-                                                  "(preparing it takes minutes)")  # fmt: skip
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="keep the prepared data folder here and reuse it next time (preparing it takes minutes)",
+    )
     args = parser.parse_args()
     story = Story(random.Random(7))
     kept = args.keep / "chat.json" if args.keep else None
@@ -297,10 +338,19 @@ def main() -> None:
             setup = json.loads(kept.read_text())
         model_port, sugo_port = free_port(), free_port()
         env = {**os.environ, "SUGO_DATA_DIR": str(data_dir), "SUGO_SCHEDULER": "1", "PYTHONPATH": str(ROOT)}
-        model = subprocess.Popen([sys.executable, "-m", "tests.support.model_server", "--port", str(model_port),
-                                  "--delay", "0"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL)  # fmt: skip
-        sugo = subprocess.Popen([sys.executable, "-m", "app", "--port", str(sugo_port)], cwd=ROOT, env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        model = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.model_server", "--port", str(model_port), "--delay", "0"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+        )
+        sugo = subprocess.Popen(
+            [sys.executable, "-m", "app", "--port", str(sugo_port)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             model_url, sugo_url = f"http://127.0.0.1:{model_port}", f"http://127.0.0.1:{sugo_port}"
             wait_for(model_url + "/v1/models")
@@ -314,7 +364,9 @@ def main() -> None:
                         kept.write_text(json.dumps(setup))
                 chat_id = setup["chat_id"]
                 for conn in client.get("/api/connections").json():  # a kept folder knew another port
-                    client.put(f"/api/connections/{conn['id']}", json={**CONNECTION, "base_url": model_url + "/v1"})
+                    client.put(
+                        f"/api/connections/{conn['id']}", json={**CONNECTION, "base_url": model_url + "/v1"}
+                    )
                 story.rng.seed(11)  # the same questions whether the chat was prepared now or kept
                 figures, built, prompt = build_figures(data_dir, chat_id)
                 check_path(built, "the measured build")
@@ -322,12 +374,18 @@ def main() -> None:
                 check_path(sugo_path, "Peek Prompt in Sugo")
 
                 direct_body = {"model": "test-model", "stream": True, "messages": list(prompt.messages)}
-                times: dict[str, list[float]] = {"direct_byte": [], "sugo_byte": [], "direct_text": [], "sugo_text": []}
+                times: dict[str, list[float]] = {
+                    "direct_byte": [],
+                    "sugo_byte": [],
+                    "direct_text": [],
+                    "sugo_text": [],
+                }
                 path = f"/api/chats/{chat_id}/generate"
                 for i in range(TTFB_RUNS + WARM_UPS):
                     d_byte, d_text = first_token(model_port, "/v1/chat/completions", direct_body, b"Echo")
-                    s_byte, s_text = first_token(sugo_port, path, {"action": "send", "content": story.question()},
-                                                 b"event: token")  # fmt: skip
+                    s_byte, s_text = first_token(
+                        sugo_port, path, {"action": "send", "content": story.question()}, b"event: token"
+                    )
                     if i >= WARM_UPS:
                         for key, value in zip(times, (d_byte, s_byte, d_text, s_text), strict=True):
                             times[key].append(value * 1000)

@@ -45,11 +45,15 @@ from app.memory.recall.vectors import sign_code  # noqa: E402
 from app.platform.settings import Settings  # noqa: E402
 from app.prompt.core.tokens import count_tokens  # noqa: E402
 
-COMMON = ("the road river lamp rain shutters map dawn tower key clock gear harbour boat sail wind dune caravan "
-          "salt price weather market bread fish kitchen inn room stairs night war eye keeper lighthouse forest "
-          "wolf snow fire sword shield letter king queen guard gate bridge song bard coin ring mirror said went "
-          "looked turned smiled walked back again still long door hand face voice light dark cold").split()  # fmt: skip
-SYLLABLES = "ka ri mo ve lan tor essa quil bran od uya mar el wen thes cor yse har dor fen gal ion ush".split()
+COMMON = (
+    "the road river lamp rain shutters map dawn tower key clock gear harbour boat sail wind dune caravan "
+    "salt price weather market bread fish kitchen inn room stairs night war eye keeper lighthouse forest "
+    "wolf snow fire sword shield letter king queen guard gate bridge song bard coin ring mirror said went "
+    "looked turned smiled walked back again still long door hand face voice light dark cold"
+).split()
+SYLLABLES = (
+    "ka ri mo ve lan tor essa quil bran od uya mar el wen thes cor yse har dor fen gal ion ush".split()
+)
 
 
 class Text:
@@ -75,12 +79,14 @@ class Text:
 
     def query(self) -> str:
         rare = self.rng.choice(self.words[300:1500])
-        return self.rng.choice([
-            f"Where did {self.rng.choice(self.names)} hide the {rare}?",
-            f"What did {self.rng.choice(self.names)} say about the {rare} at the {self.rng.choice(COMMON)}?",
-            f"Do you remember the {rare} near {self.rng.choice(self.names)}?",
-            f"Tell me again about the {self.rng.choice(COMMON)} and the {rare}.",
-        ])  # fmt: skip
+        return self.rng.choice(
+            [
+                f"Where did {self.rng.choice(self.names)} hide the {rare}?",
+                f"What did {self.rng.choice(self.names)} say about the {rare} at the {self.rng.choice(COMMON)}?",
+                f"Do you remember the {rare} near {self.rng.choice(self.names)}?",
+                f"Tell me again about the {self.rng.choice(COMMON)} and the {rare}.",
+            ]
+        )
 
 
 def fresh_services(folder: Path):
@@ -105,19 +111,33 @@ def throughput(folder: Path, text: Text, messages: int = 400, rounds: int = 3) -
         chat_id = chat.id
         for i in range(messages):
             user = i % 2 == 0
-            s.add(new_message(chat_id, "user" if user else "assistant", "Rowan" if user else "Aria",
-                              [text.sentence(text.rng.randint(30, 140))]))  # fmt: skip
+            s.add(
+                new_message(
+                    chat_id,
+                    "user" if user else "assistant",
+                    "Rowan" if user else "Aria",
+                    [text.sentence(text.rng.randint(30, 140))],
+                )
+            )
         s.commit()
-        rows = s.exec(select(Message.id, Message.name, Message.content, Message.created_at)
-                      .where(Message.chat_id == chat_id).order_by(Message.id)).all()  # fmt: skip
+        rows = s.exec(
+            select(Message.id, Message.name, Message.content, Message.created_at)
+            .where(Message.chat_id == chat_id)
+            .order_by(Message.id)
+        ).all()
     model = MiniLM._load()
     minilm = MiniLM()
     embed_chat(services, chat_id)  # warm-up: first run compiles and allocates
     with Session(engine) as s:
         chunks = list(s.exec(select(MemoryChunk).where(MemoryChunk.chat_id == chat_id)))
         by_id = {r[0]: MessageText(*r) for r in rows}
-        texts = [w for c in chunks for w in
-                 embedding_windows([by_id[i] for i in c.message_ids], max_words=min(minilm.max_words, WINDOW_WORDS))]  # fmt: skip
+        texts = [
+            w
+            for c in chunks
+            for w in embedding_windows(
+                [by_id[i] for i in c.message_ids], max_words=min(minilm.max_words, WINDOW_WORDS)
+            )
+        ]
     job_s, direct_s = [], []
     for _ in range(rounds):
         with Session(engine) as s:
@@ -143,8 +163,9 @@ def throughput(folder: Path, text: Text, messages: int = 400, rounds: int = 3) -
 # --- recall latency ---------------------------------------------------------------------------
 
 
-def fill_chunks(engine, chat_id: int, count: int, text: Text, windows_per_chunk: int = 5,
-                source: str | None = None) -> int:
+def fill_chunks(
+    engine, chat_id: int, count: int, text: Text, windows_per_chunk: int = 5, source: str | None = None
+) -> int:
     """Raw inserts of `count` chunks with their vectors (random unit vectors) and words; `source`
     marks them imported from another chat (Memory Recall → Import), which the memory job leaves
     alone. Returns the number of windows."""
@@ -160,22 +181,51 @@ def fill_chunks(engine, chat_id: int, count: int, text: Text, windows_per_chunk:
             chunk_rows = []
             for i in range(base, base + n):
                 blocks = [f"{rng.choice(text.names)}: {text.sentence(rng.randint(20, 60))}" for _ in range(5)]
-                at = (start + timedelta(minutes=7 * i)).strftime("%Y-%m-%d %H:%M:%S.%f")  # as SQLAlchemy stores it
-                chunk_rows.append((chat_id, "\n\n".join(blocks), "[]", "", 5, at, at, at, "vectorized",
-                                   "builtin:all-MiniLM-L6-v2:384", source))  # fmt: skip
+                at = (start + timedelta(minutes=7 * i)).strftime(
+                    "%Y-%m-%d %H:%M:%S.%f"
+                )  # as SQLAlchemy stores it
+                chunk_rows.append(
+                    (
+                        chat_id,
+                        "\n\n".join(blocks),
+                        "[]",
+                        "",
+                        5,
+                        at,
+                        at,
+                        at,
+                        "vectorized",
+                        "builtin:all-MiniLM-L6-v2:384",
+                        source,
+                    )
+                )
             cur.executemany(
                 "INSERT INTO memory_chunk (chat_id, content, message_ids, fingerprint, message_count, first_message_at,"
                 " last_message_at, created_at, status, embedding_space_id, source_chat_id)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?)", chunk_rows)  # fmt: skip
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                chunk_rows,
+            )
             first_id = cur.execute("SELECT max(id) FROM memory_chunk").fetchone()[0] - n + 1
-            cur.executemany("INSERT INTO fts_memory_chunk (rowid, body) VALUES (?, ?)",
-                            [(first_id + k, index_text(row[1], chat_id)) for k, row in enumerate(chunk_rows)])  # fmt: skip
+            cur.executemany(
+                "INSERT INTO fts_memory_chunk (rowid, body) VALUES (?, ?)",
+                [(first_id + k, index_text(row[1], chat_id)) for k, row in enumerate(chunk_rows)],
+            )
             vectors = np_rng.standard_normal((n * windows_per_chunk, 384)).astype(np.float32)
             vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
             cur.executemany(
                 "INSERT INTO memory_vector (chat_id, chunk_id, space_id, window, embedding, code) VALUES (?,?,?,?,?,?)",
-                ((chat_id, first_id + j // windows_per_chunk, "builtin:all-MiniLM-L6-v2:384", j % windows_per_chunk,
-                  vectors[j].tobytes(), sign_code(vectors[j])) for j in range(len(vectors))))  # fmt: skip
+                (
+                    (
+                        chat_id,
+                        first_id + j // windows_per_chunk,
+                        "builtin:all-MiniLM-L6-v2:384",
+                        j % windows_per_chunk,
+                        vectors[j].tobytes(),
+                        sign_code(vectors[j]),
+                    )
+                    for j in range(len(vectors))
+                ),
+            )
             vector_rows += len(vectors)
         raw.commit()
     finally:
@@ -203,9 +253,17 @@ def recall_latency(folder: Path, sizes: list[int], text: Text, runs: int = 30) -
         def once(query: str, chat_id: int = chat_id) -> float:
             with Session(engine) as s:
                 t = time.perf_counter()
-                result = recall_for_prompt(s, chat_id, query, context_size=16384, window_start_id=None,
-                                           count=count_tokens, embedder=embedder, bits=services.recall.index,
-                                           threads=services.recall.queries)  # fmt: skip
+                result = recall_for_prompt(
+                    s,
+                    chat_id,
+                    query,
+                    context_size=16384,
+                    window_start_id=None,
+                    count=count_tokens,
+                    embedder=embedder,
+                    bits=services.recall.index,
+                    threads=services.recall.queries,
+                )
                 elapsed = time.perf_counter() - t
             assert result.note.startswith("Memory Recall"), result.note
             return elapsed

@@ -136,8 +136,12 @@ def _measure(client: httpx.Client, args, questions: list[dict]):
         body = with_settings((args.data / name).read_text(), args.model)
         chat_id, message_ids, ready[Path(name).stem] = import_chat(client, name, body)
         position = {mid: i for i, mid in enumerate(message_ids)}
-        remembered = {position[i] for c in client.get(f"/api/chats/{chat_id}/memories").json()
-                      for i in c["message_ids"] if i in position}  # fmt: skip
+        remembered = {
+            position[i]
+            for c in client.get(f"/api/chats/{chat_id}/memories").json()
+            for i in c["message_ids"]
+            if i in position
+        }
         model = client.get(f"/api/chats/{chat_id}/memories/status").json()["source"]["model"]
         for q in (q for q in questions if q["chat"] == name):
             r = client.get(f"/api/chats/{chat_id}/memories/search", params={"q": q["question"], "k": K})

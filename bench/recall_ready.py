@@ -48,8 +48,12 @@ LIMIT_S = 600  # only a hung job stops the bench
 
 def long_chat(dev_set: Path) -> bytes:
     """conv-26, then conv-30's first messages as the same two speakers a year on: MESSAGES lines."""
-    first = [json.loads(line) for line in (dev_set / "conv-26.jsonl").read_text().splitlines() if line.strip()]
-    second = [json.loads(line) for line in (dev_set / "conv-30.jsonl").read_text().splitlines() if line.strip()]
+    first = [
+        json.loads(line) for line in (dev_set / "conv-26.jsonl").read_text().splitlines() if line.strip()
+    ]
+    second = [
+        json.loads(line) for line in (dev_set / "conv-30.jsonl").read_text().splitlines() if line.strip()
+    ]
     header, messages = first[0], first[1:]
     names = {True: header["user_name"], False: header["character_name"]}
     for msg in second[1 : 1 + MESSAGES - len(messages)]:
@@ -83,10 +87,12 @@ def measure(client: httpx.Client, raw: bytes, character: str) -> dict[str, float
     else:
         raise RuntimeError(f"the chat was not searchable after {LIMIT_S} s")
     return {
-        "recall_first_hit_s": round(first_hit - start, 1), "recall_ready_s": round(ready - start, 1),
-        "recall_import_s": round(imported - start, 1), "recall_memories": status["count"],
+        "recall_first_hit_s": round(first_hit - start, 1),
+        "recall_ready_s": round(ready - start, 1),
+        "recall_import_s": round(imported - start, 1),
+        "recall_memories": status["count"],
         "recall_embed_per_s": round(status["count"] / max(ready - imported, 1e-9), 1),
-    }  # fmt: skip
+    }
 
 
 def main() -> None:

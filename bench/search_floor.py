@@ -38,20 +38,35 @@ from app.memory.recall.service import WINDOW_WORDS  # noqa: E402
 CHATS = ("conv-26.jsonl", "conv-30.jsonl")
 HAND_WRITTEN = ("zzzqqq nothing", "zzzqqq", "qwerty asdf", "xkcd 1234", "lorem ipsum dolor")
 OFF_TOPIC = (
-    "torque specification for cylinder head bolts", "compile the kernel module with gcc",
-    "eigenvalues of a symmetric matrix", "corporate tax return deadline", "photosynthesis in chloroplasts",
-    "medieval siege catapult", "SQL index fragmentation", "gearbox oil viscosity", "quantum chromodynamics lattice",
-    "mortgage amortization schedule", "volcanic basalt formation", "TCP retransmission timeout",
-    "orbital mechanics of a satellite", "sodium hydroxide titration", "router firmware upgrade",
-    "the derivative of arctangent", "bitcoin mining difficulty", "nuclear reactor control rods",
-    "parliamentary procedure for a quorum", "byzantine fault tolerance",
-)  # fmt: skip
+    "torque specification for cylinder head bolts",
+    "compile the kernel module with gcc",
+    "eigenvalues of a symmetric matrix",
+    "corporate tax return deadline",
+    "photosynthesis in chloroplasts",
+    "medieval siege catapult",
+    "SQL index fragmentation",
+    "gearbox oil viscosity",
+    "quantum chromodynamics lattice",
+    "mortgage amortization schedule",
+    "volcanic basalt formation",
+    "TCP retransmission timeout",
+    "orbital mechanics of a satellite",
+    "sodium hydroxide titration",
+    "router firmware upgrade",
+    "the derivative of arctangent",
+    "bitcoin mining difficulty",
+    "nuclear reactor control rods",
+    "parliamentary procedure for a quorum",
+    "byzantine fault tolerance",
+)
 FLOORS = (0.30, 0.35, 0.40, 0.45, 0.80, 0.85)
 
 
 def random_query(rng: random.Random) -> str:
     letters = "bcdfghjklmnpqrstvwxzaeiou"
-    return " ".join("".join(rng.choice(letters) for _ in range(rng.randint(3, 9))) for _ in range(rng.randint(1, 3)))
+    return " ".join(
+        "".join(rng.choice(letters) for _ in range(rng.randint(3, 9))) for _ in range(rng.randint(1, 3))
+    )
 
 
 def load(path: Path):
@@ -89,7 +104,10 @@ def main() -> None:
         for p in (50, 95, 99, 100):
             print(f"{args.model}_{name}_p{p}={np.percentile(values, p):.3f}")
 
-    line("unrelated_best", [max(best_by_message(q, c).values()) for q in [*randoms, *HAND_WRITTEN] for c in chats])
+    line(
+        "unrelated_best",
+        [max(best_by_message(q, c).values()) for q in [*randoms, *HAND_WRITTEN] for c in chats],
+    )
     line("offtopic_best", [max(best_by_message(q, c).values()) for q in OFF_TOPIC for c in chats])
     questions = [q for q in json.loads((args.data / "questions.json").read_text()) if q["chat"] in chats]
     if args.model == "e5":

@@ -49,10 +49,20 @@ def sugo_process(**env: str) -> Iterator[tuple[str, subprocess.Popen]]:
     """`running_sugo`, yielding the process too (a bench that reads its memory use)."""
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
-        full_env = {**os.environ, "SUGO_DATA_DIR": str(Path(tmp) / "data"), "SUGO_SCHEDULER": "1",
-                    "PYTHONPATH": str(ROOT), **env}  # fmt: skip
-        sugo = subprocess.Popen([sys.executable, "-m", "app", "--port", str(port)], cwd=ROOT, env=full_env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        full_env = {
+            **os.environ,
+            "SUGO_DATA_DIR": str(Path(tmp) / "data"),
+            "SUGO_SCHEDULER": "1",
+            "PYTHONPATH": str(ROOT),
+            **env,
+        }
+        sugo = subprocess.Popen(
+            [sys.executable, "-m", "app", "--port", str(port)],
+            cwd=ROOT,
+            env=full_env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             url = f"http://127.0.0.1:{port}"
             wait_for(url + "/healthz")

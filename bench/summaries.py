@@ -59,9 +59,11 @@ REPLY_TOKENS = 512
 ELDORIA = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "sillytavern" / "Eldoria.json"
 RUNS = 40
 WARM_UPS = 3
-WORDS = ("lantern harbour tide rope gull salt cliff storm map ember cloak blade whisper road inn ale "
-         "moon fog bell tower key chest ship sail oar stone moss river bridge forest wolf fire smoke "
-         "she he they walked looked smiled turned slowly quietly the a of to and in with under over").split()  # fmt: skip
+WORDS = (
+    "lantern harbour tide rope gull salt cliff storm map ember cloak blade whisper road inn ale "
+    "moon fog bell tower key chest ship sail oar stone moss river bridge forest wolf fire smoke "
+    "she he they walked looked smiled turned slowly quietly the a of to and in with under over"
+).split()
 
 
 def text(rng: random.Random, words: int) -> str:
@@ -71,16 +73,29 @@ def text(rng: random.Random, words: int) -> str:
 def prepare(services) -> int:
     rng = random.Random(12)
     with Session(services.engine) as s:
-        char = create_character(s, CharacterIn(name="Mirela", description="A lighthouse keeper on a cold coast.",
-                                               first_mes="*Mirela lowers her lantern.* You're alive."))  # fmt: skip
+        char = create_character(
+            s,
+            CharacterIn(
+                name="Mirela",
+                description="A lighthouse keeper on a cold coast.",
+                first_mes="*Mirela lowers her lantern.* You're alive.",
+            ),
+        )
         chat = create_chat(s, character_ids=[char.id], name="Long road")
         chat.settings = {"context_size": CONTEXT_SIZE, "max_tokens": REPLY_TOKENS}
         book = lore.import_file(s, ELDORIA.read_bytes(), filename=ELDORIA.name).book
         lore.set_chat_books(s, chat.id, [book.id])
         for i in range(MESSAGES):
             user = i % 2 == 0
-            s.add(new_message(chat.id, "user" if user else "assistant", "Rowan" if user else "Mirela",
-                              [text(rng, 40 if user else 150)], character_id=None if user else char.id))  # fmt: skip
+            s.add(
+                new_message(
+                    chat.id,
+                    "user" if user else "assistant",
+                    "Rowan" if user else "Mirela",
+                    [text(rng, 40 if user else 150)],
+                    character_id=None if user else char.id,
+                )
+            )
         s.commit()
         return chat.id
 
@@ -92,8 +107,15 @@ def summarise(services, chat_id: int, every: int) -> None:
         s.execute(delete(SummaryEntry).where(SummaryEntry.chat_id == chat_id))
         total = MESSAGES + 1
         for start in range(1, total + 1, every):
-            write_entry(s, chat_id, content=text(rng, 60), title=f"Part {start // every + 1}", scope="range",
-                        start=start, end=min(total, start + every - 1))  # fmt: skip
+            write_entry(
+                s,
+                chat_id,
+                content=text(rng, 60),
+                title=f"Part {start // every + 1}",
+                scope="range",
+                start=start,
+                end=min(total, start + every - 1),
+            )
         s.commit()
 
 

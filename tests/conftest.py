@@ -56,16 +56,27 @@ def api(sugo: LiveSugo):
 
 
 def add_connection(api, models: ModelServer, **overrides) -> dict:
-    body = {"name": "Test model", "kind": "openai", "base_url": models.base_url, "model": "test-model",
-            "context_size": 8192, "max_tokens": 256, **overrides}  # fmt: skip
+    body = {
+        "name": "Test model",
+        "kind": "openai",
+        "base_url": models.base_url,
+        "model": "test-model",
+        "context_size": 8192,
+        "max_tokens": 256,
+        **overrides,
+    }
     r = api.post("/api/connections", json=body)
     assert r.status_code == 201, r.text
     return r.json()
 
 
 def add_character(api, name: str = "Aria", **fields) -> dict:
-    body = {"name": name, "description": f"{name} is a wandering bard.", "first_mes": f"*{name} waves.* Hello, {{{{user}}}}!",
-            **fields}  # fmt: skip
+    body = {
+        "name": name,
+        "description": f"{name} is a wandering bard.",
+        "first_mes": f"*{name} waves.* Hello, {{{{user}}}}!",
+        **fields,
+    }
     r = api.post("/api/characters", json=body)
     assert r.status_code == 201, r.text
     return r.json()

@@ -25,21 +25,41 @@ FIXTURES = ROOT / "tests" / "fixtures"
 OUT = ROOT / "docs" / "screens"
 CHROMIUM = "/usr/bin/chromium"
 DESKTOP = {"viewport": {"width": 1280, "height": 800}, "device_scale_factor": 1}
-PHONE = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 1, "is_mobile": True, "has_touch": True}
+PHONE = {
+    "viewport": {"width": 390, "height": 844},
+    "device_scale_factor": 1,
+    "is_mobile": True,
+    "has_touch": True,
+}
 
-REPLY = ("*Seraphina sets a cup of steaming tea beside you.* \"You're in my glade, deep in the Eldoria "
-         "forest. The shadowfangs won't come past the wards.\" *She smiles.* \"Drink. You'll feel better.\"")
-SWIPE = "*Seraphina brushes the hair from your forehead.* \"The forest is quiet tonight, and you are safe here.\""
+REPLY = (
+    "*Seraphina sets a cup of steaming tea beside you.* \"You're in my glade, deep in the Eldoria "
+    'forest. The shadowfangs won\'t come past the wards." *She smiles.* "Drink. You\'ll feel better."'
+)
+SWIPE = (
+    '*Seraphina brushes the hair from your forehead.* "The forest is quiet tonight, and you are safe here."'
+)
 
 
 def prepare(live: LiveSugo, models: ModelServer) -> int:
     """A connection, the card (its book comes along), Eldoria imported by hand, one chat with a reply."""
     with live.client() as c:
-        c.post("/api/connections", json={"name": "Local llama.cpp", "base_url": models.base_url,
-                                         "model": "test-model", "context_size": 8192, "max_tokens": 300,
-                                         "price_input_per_m": 3, "price_output_per_m": 15})  # fmt: skip
+        c.post(
+            "/api/connections",
+            json={
+                "name": "Local llama.cpp",
+                "base_url": models.base_url,
+                "model": "test-model",
+                "context_size": 8192,
+                "max_tokens": 300,
+                "price_input_per_m": 3,
+                "price_output_per_m": 15,
+            },
+        )
         with open(FIXTURES / "default_Seraphina.png", "rb") as card:
-            char = c.post("/api/characters/import", files={"file": ("Seraphina.png", card, "image/png")}).json()
+            char = c.post(
+                "/api/characters/import", files={"file": ("Seraphina.png", card, "image/png")}
+            ).json()
         with open(FIXTURES / "Eldoria.json", "rb") as book:
             c.post("/api/lorebooks/import", files={"file": ("Eldoria.json", book, "application/json")})
         chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()

@@ -50,7 +50,9 @@ def update_character(character_id: int, data: CharacterIn, session: SessionDep) 
 
 
 @router.post("/{character_id}/avatar", response_model=CharacterRead)
-def upload_character_avatar(character_id: int, session: SessionDep, file: UploadFile = File(...)) -> CharacterRead:
+def upload_character_avatar(
+    character_id: int, session: SessionDep, file: UploadFile = File(...)
+) -> CharacterRead:
     """Replace the character's picture."""
     char = service.get_character(session, character_id)
     # As stored, not checked again: a new picture must not depend on an imported card's name.
@@ -66,10 +68,17 @@ def delete_character(character_id: int, session: SessionDep) -> None:
 
 @router.get("/{character_id}/export")
 def export_character(
-    character_id: int, session: SessionDep, format: Literal["png", "json"] = "png", spec: Literal["v2", "v3"] | None = None
+    character_id: int,
+    session: SessionDep,
+    format: Literal["png", "json"] = "png",
+    spec: Literal["v2", "v3"] | None = None,
 ) -> Response:
     """Export as a SillyTavern card: PNG (chara + ccv3 chunks) or JSON (V2 or V3)."""
     char = service.get_character(session, character_id)
     body = card_books.export_card(session, char, fmt=format, spec=spec)
     mime, ext = ("image/png", "png") if format == "png" else ("application/json", "json")
-    return Response(body, media_type=mime, headers={"Content-Disposition": attachment(char.name, ext, fallback="character")})
+    return Response(
+        body,
+        media_type=mime,
+        headers={"Content-Disposition": attachment(char.name, ext, fallback="character")},
+    )

@@ -18,27 +18,48 @@ router = APIRouter(include_in_schema=False)
 
 
 def _form_input(form) -> CharacterIn:
-    greetings = [g.strip() for g in forms.text(form, "alternate_greetings").replace("\r\n", "\n").split("\n---\n")]
+    greetings = [
+        g.strip() for g in forms.text(form, "alternate_greetings").replace("\r\n", "\n").split("\n---\n")
+    ]
     try:
         return CharacterIn(
-            **{f: forms.text(form, f) for f in ("name", "description", "personality", "scenario", "first_mes",
-                                                "mes_example", "creator_notes", "system_prompt",
-                                                "post_history_instructions", "creator", "character_version")},
+            **{
+                f: forms.text(form, f)
+                for f in (
+                    "name",
+                    "description",
+                    "personality",
+                    "scenario",
+                    "first_mes",
+                    "mes_example",
+                    "creator_notes",
+                    "system_prompt",
+                    "post_history_instructions",
+                    "creator",
+                    "character_version",
+                )
+            },
             alternate_greetings=[g for g in greetings if g],
             tags=[t.strip() for t in forms.text(form, "tags").split(",") if t.strip()],
             character_note=forms.text(form, "character_note"),
             character_note_depth=forms.optional_number(form, "character_note_depth", int),
             character_note_role=forms.text(form, "character_note_role") or None,
-        )  # fmt: skip
+        )
     except ValidationError as err:
         raise forms.refused(err, "A character needs a name.") from err
 
 
 @router.get("/characters")
-def list_characters_page(request: Request, session: SessionDep, hx: HxRequest, q: str | None = None) -> HTMLResponse:
+def list_characters_page(
+    request: Request, session: SessionDep, hx: HxRequest, q: str | None = None
+) -> HTMLResponse:
     """All characters, with card import; the search box asks for the list alone."""
-    return render(request, "characters/list.html", {"characters": service.list_characters(session, query=q), "q": q},
-                  block="character_list" if hx else None)  # fmt: skip
+    return render(
+        request,
+        "characters/list.html",
+        {"characters": service.list_characters(session, query=q), "q": q},
+        block="character_list" if hx else None,
+    )
 
 
 @router.get("/characters/new")
@@ -64,31 +85,52 @@ async def import_character_page(request: Request, session: SessionDep) -> Respon
         raise UserError("Choose a card file (PNG or JSON) to import.")
     upload = form.get("file")
     # A card's book may hold thousands of entries: parsed and written on a thread.
-    imported = await run_in_threadpool(card_books.import_card, session, raw, getattr(upload, "filename", None))
+    imported = await run_in_threadpool(
+        card_books.import_card, session, raw, getattr(upload, "filename", None)
+    )
     char = imported.character
     # The character page says the card's book was one already stored (linked, not copied).
-    shown = f"/characters/{char.id}" + (f"?reused_book={imported.reused_book}" if imported.reused_book else "")
+    shown = f"/characters/{char.id}" + (
+        f"?reused_book={imported.reused_book}" if imported.reused_book else ""
+    )
     return Response(status_code=204, headers={"HX-Redirect": shown})
 
 
 @router.get("/characters/{character_id}")
-def edit_character_page(character_id: int, request: Request, session: SessionDep,
-                        reused_book: str = "") -> HTMLResponse:  # fmt: skip
+def edit_character_page(
+    character_id: int, request: Request, session: SessionDep, reused_book: str = ""
+) -> HTMLResponse:
     """View and edit a character; after a card import that linked a stored book, says so."""
     char = service.get_character(session, character_id)
     lorebooks = books_of_character(session, character_id)
     reused = next((b for b in lorebooks if str(b.id) == reused_book), None)
-    return render(request, "characters/edit.html", {"char": char, "note_of": service.character_note,
-                                                    "lorebooks": lorebooks, "reused_book": reused})  # fmt: skip
+    return render(
+        request,
+        "characters/edit.html",
+        {"char": char, "note_of": service.character_note, "lorebooks": lorebooks, "reused_book": reused},
+    )
 
 
 @router.post("/characters/{character_id}")
-async def update_character_page(character_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+async def update_character_page(
+    character_id: int, request: Request, session: SessionDep, hx: HxRequest
+) -> HTMLResponse:
     """Save changes to a character: for HTMX, the page's content (name, picture and form all may change)."""
     form = await request.form()
-    char = service.update_character(session, character_id, _form_input(form), avatar=await forms.upload(form, "avatar"))
-    ctx = {"char": char, "saved": True, "note_of": service.character_note, "lorebooks": books_of_character(session, character_id)}
-    return render_blocks(request, "characters/edit.html", ctx, ["content"]) if hx else render(request, "characters/edit.html", ctx)
+    char = service.update_character(
+        session, character_id, _form_input(form), avatar=await forms.upload(form, "avatar")
+    )
+    ctx = {
+        "char": char,
+        "saved": True,
+        "note_of": service.character_note,
+        "lorebooks": books_of_character(session, character_id),
+    }
+    return (
+        render_blocks(request, "characters/edit.html", ctx, ["content"])
+        if hx
+        else render(request, "characters/edit.html", ctx)
+    )
 
 
 @router.post("/characters/{character_id}/delete")

@@ -23,8 +23,11 @@ def character_note(char: Character) -> tuple[str, int, str]:
         return "", 4, "system"
     depth = note.get("depth", 4)
     role = note.get("role", "system")
-    return (str(note.get("prompt") or ""), depth if isinstance(depth, int) else 4,
-            role if role in {"system", "user", "assistant"} else "system")  # fmt: skip
+    return (
+        str(note.get("prompt") or ""),
+        depth if isinstance(depth, int) else 4,
+        role if role in {"system", "user", "assistant"} else "system",
+    )
 
 
 def _apply_note(char: Character, data: CharacterIn) -> None:
@@ -164,7 +167,9 @@ def to_card(char: Character, character_book: dict | None = None) -> cards.CardDa
     )
 
 
-def export_card_json(char: Character, *, spec: str | None = None, character_book: dict | None = None) -> bytes:
+def export_card_json(
+    char: Character, *, spec: str | None = None, character_book: dict | None = None
+) -> bytes:
     chosen = spec or ("v3" if char.card_spec == "chara_card_v3" else "v2")
     if chosen not in {"v2", "v3"}:
         raise UserError("Export format must be v2 or v3.")

@@ -16,7 +16,7 @@ from app.chats.schemas import (
     MessagePatch,
     MessageRead,
     SwipeIn,
-)  # fmt: skip
+)
 from app.generation import reply
 from app.lore.chat_files import export_chat_file, import_chat_file
 from app.platform.core.downloads import attachment, content_disposition
@@ -38,22 +38,38 @@ def list_chats(session: SessionDep, q: str | None = None) -> list[ChatRead]:
 @router.post("", response_model=ChatRead, status_code=201)
 def create_chat(data: ChatCreate, session: SessionDep) -> ChatRead:
     """Start a chat with one or more characters; their greetings open it."""
-    chat = service.create_chat(session, character_ids=data.character_ids, name=data.name, mode=data.mode,
-                               persona_id=data.persona_id, connection_id=data.connection_id)  # fmt: skip
+    chat = service.create_chat(
+        session,
+        character_ids=data.character_ids,
+        name=data.name,
+        mode=data.mode,
+        persona_id=data.persona_id,
+        connection_id=data.connection_id,
+    )
     return views.chat_read(session, chat)
 
 
 @router.post("/import", response_model=ChatImported, status_code=201)
-def import_chat(session: SessionDep, services: ServicesDep, file: UploadFile = File(...),
-                character_id: RowId | None = Form(None)) -> ChatImported:  # fmt: skip
+def import_chat(
+    session: SessionDep,
+    services: ServicesDep,
+    file: UploadFile = File(...),
+    character_id: RowId | None = Form(None),
+) -> ChatImported:
     """Import a SillyTavern .jsonl chat with its settings, lorebooks and summaries, named after the file;
     `result` says what arrived, `notes` what was left out."""
-    done = import_chat_file(session, file.file.read(), services.sources, character_id=character_id,
-                            file_name=file.filename)  # fmt: skip
+    done = import_chat_file(
+        session, file.file.read(), services.sources, character_id=character_id, file_name=file.filename
+    )
     chat_added(session, services, done.chat.id)
-    return ChatImported(**views.chat_read(session, done.chat).model_dump(), result=done.result,
-                        imported_messages=done.messages, imported_summaries=done.summaries,
-                        attached_lorebooks=done.lorebooks, notes=done.notes)  # fmt: skip
+    return ChatImported(
+        **views.chat_read(session, done.chat).model_dump(),
+        result=done.result,
+        imported_messages=done.messages,
+        imported_summaries=done.summaries,
+        attached_lorebooks=done.lorebooks,
+        notes=done.notes,
+    )
 
 
 @router.get("/{chat_id}", response_model=ChatRead)
@@ -72,8 +88,14 @@ def rename_chat(chat_id: int, data: ChatPatch, session: SessionDep) -> ChatRead:
 @router.put("/{chat_id}/options", response_model=ChatRead)
 def update_chat_options(chat_id: int, data: ChatOptionsIn, session: SessionDep) -> ChatRead:
     """Chat Settings: connection override, generation parameters, recent-message limit, persona."""
-    chat = service.update_chat_options(session, chat_id, settings=data.settings, connection_id=data.connection_id,
-                                       persona_id=data.persona_id, mode=data.mode)  # fmt: skip
+    chat = service.update_chat_options(
+        session,
+        chat_id,
+        settings=data.settings,
+        connection_id=data.connection_id,
+        persona_id=data.persona_id,
+        mode=data.mode,
+    )
     return views.chat_read(session, chat)
 
 
@@ -93,7 +115,9 @@ def list_messages(chat_id: int, session: SessionDep) -> list[MessageRead]:
 @router.post("/{chat_id}/messages", response_model=MessageRead, status_code=201)
 def post_message(chat_id: int, data: MessageIn, session: SessionDep) -> MessageRead:
     """Add the user's message without asking for a reply."""
-    return views.message_read(service.add_user_message(session, service.get_chat(session, chat_id), data.content))
+    return views.message_read(
+        service.add_user_message(session, service.get_chat(session, chat_id), data.content)
+    )
 
 
 @router.post("/{chat_id}/refresh", response_model=MessageRead, status_code=201)
@@ -103,8 +127,9 @@ def add_refresh_mark(chat_id: int, session: SessionDep) -> MessageRead:
 
 
 @router.patch("/{chat_id}/messages/{message_id}", response_model=MessageRead)
-def update_message(chat_id: int, message_id: int, data: MessagePatch, session: SessionDep,
-                   services: ServicesDep) -> MessageRead:  # fmt: skip
+def update_message(
+    chat_id: int, message_id: int, data: MessagePatch, session: SessionDep, services: ServicesDep
+) -> MessageRead:
     """Edit a message's text (its active version) or hide/unhide it from the AI."""
     msg = service.get_message(session, chat_id, message_id)
     if data.content is not None:
@@ -123,7 +148,9 @@ def delete_message(chat_id: int, message_id: int, session: SessionDep, services:
 
 
 @router.post("/{chat_id}/messages/{message_id}/swipe", response_model=MessageRead)
-def select_swipe(chat_id: int, message_id: int, data: SwipeIn, session: SessionDep, services: ServicesDep) -> MessageRead:
+def select_swipe(
+    chat_id: int, message_id: int, data: SwipeIn, session: SessionDep, services: ServicesDep
+) -> MessageRead:
     """Show another version (swipe) of a message."""
     msg = service.select_swipe(session, chat_id, message_id, data.index)
     messages_changed(session, services, chat_id)
@@ -152,12 +179,19 @@ async def generate_reply(chat_id: int, data: GenerateIn, services: ServicesDep) 
     `rewrite` {text, reasoning} (what streamed as the reply was thinking), `thought` {ms, label} (the
     thinking ended), then `done`, `stopped` or `error` {kind, message} (kind `only_thinking` or
     `empty` when the model said nothing)."""
-    gen = await reply.start(services, chat_id=chat_id, action=data.action, content=data.content,
-                      speaker_id=data.speaker_id, message_id=data.message_id)  # fmt: skip
+    gen = await reply.start(
+        services,
+        chat_id=chat_id,
+        action=data.action,
+        content=data.content,
+        speaker_id=data.speaker_id,
+        message_id=data.message_id,
+    )
     return StreamingResponse(
-        reply.subscribe(gen), media_type="text/event-stream",
+        reply.subscribe(gen),
+        media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "X-Message-Id": str(gen.message_id)},
-    )  # fmt: skip
+    )
 
 
 @router.get("/{chat_id}/generate")
@@ -187,24 +221,35 @@ def show_context(chat_id: int, session: SessionDep, services: ServicesDep) -> di
     """The context grid as data: tokens per group, free space, cost estimate, cache hit rate."""
     report = context_report(session, service.get_chat(session, chat_id), services=services)
     return {
-        "context_size": report.prompt.context_size, "reply_reserve": report.prompt.reply_reserve,
-        "used_tokens": report.grid.used_tokens, "free_tokens": report.grid.free_tokens, "over_by": report.grid.over_by,
+        "context_size": report.prompt.context_size,
+        "reply_reserve": report.prompt.reply_reserve,
+        "used_tokens": report.grid.used_tokens,
+        "free_tokens": report.grid.free_tokens,
+        "over_by": report.grid.over_by,
         "cell_tokens": report.grid.cell_tokens,
         "legend": [row.__dict__ for row in report.grid.legend],
         "sizes": [row.__dict__ for row in report.sizes],
-        "cost": report.cost.__dict__, "prefix_tokens": report.prefix_tokens,
-        "last_input_tokens": report.last_input_tokens, "last_cached_tokens": report.last_cached_tokens,
-        "cache_hit_rate": report.cache_hit_rate, "replies_with_usage": report.replies_with_usage,
-    }  # fmt: skip
+        "cost": report.cost.__dict__,
+        "prefix_tokens": report.prefix_tokens,
+        "last_input_tokens": report.last_input_tokens,
+        "last_cached_tokens": report.last_cached_tokens,
+        "cache_hit_rate": report.cache_hit_rate,
+        "replies_with_usage": report.replies_with_usage,
+    }
 
 
 @router.get("/{chat_id}/prompt/snapshot")
-def download_prompt_snapshot(chat_id: int, session: SessionDep, services: ServicesDep,
-                             format: Literal["text", "json"] = "text") -> Response:  # fmt: skip
+def download_prompt_snapshot(
+    chat_id: int, session: SessionDep, services: ServicesDep, format: Literal["text", "json"] = "text"
+) -> Response:
     """The exact package for the next reply: annotated text, or the provider's JSON body."""
     name, content = snapshot(session, service.get_chat(session, chat_id), services=services, fmt=format)
     media = "application/json" if format == "json" else "text/plain; charset=utf-8"
-    return Response(content, media_type=media, headers={"Content-Disposition": content_disposition(name, fallback="prompt")})
+    return Response(
+        content,
+        media_type=media,
+        headers={"Content-Disposition": content_disposition(name, fallback="prompt")},
+    )
 
 
 @router.get("/{chat_id}/export")
@@ -212,5 +257,8 @@ def export_chat(chat_id: int, session: SessionDep, services: ServicesDep) -> Res
     """Export as a SillyTavern .jsonl chat, its settings, lorebooks and summary entries (Marinara's
     `summaryEntries`) in the header's chat_metadata."""
     chat = service.get_chat(session, chat_id)
-    return Response(export_chat_file(session, chat, services.sources), media_type="application/jsonl",
-                    headers={"Content-Disposition": attachment(chat.name, "jsonl", fallback="chat")})  # fmt: skip
+    return Response(
+        export_chat_file(session, chat, services.sources),
+        media_type="application/jsonl",
+        headers={"Content-Disposition": attachment(chat.name, "jsonl", fallback="chat")},
+    )

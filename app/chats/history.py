@@ -22,9 +22,13 @@ from app.connections.core.answers import without_reasoning
 # Messages with empty text are counted but never sent (the builder skips them); leaving
 # `content` out of the filter lets the count run on an index alone.
 _SENDABLE = "chat_id = ? AND kind = 'message' AND status != 'error' AND id > ? AND id < ?"
-_LAST_REFRESH_SQL = "SELECT coalesce(max(id), 0) FROM message WHERE chat_id = ? AND kind = 'refresh' AND id < ?"
+_LAST_REFRESH_SQL = (
+    "SELECT coalesce(max(id), 0) FROM message WHERE chat_id = ? AND kind = 'refresh' AND id < ?"
+)
 _COUNT_SQL = f"SELECT count(*), coalesce(sum(hidden), 0) FROM message WHERE {_SENDABLE}"
-_FIRST_SQL = f"SELECT id, role, name, content FROM message WHERE {_SENDABLE} AND hidden = 0 ORDER BY id LIMIT 1"
+_FIRST_SQL = (
+    f"SELECT id, role, name, content FROM message WHERE {_SENDABLE} AND hidden = 0 ORDER BY id LIMIT 1"
+)
 _NEWEST_SQL = (
     f"SELECT id, role, name, content FROM message WHERE {_SENDABLE} AND hidden = 0 ORDER BY id DESC LIMIT ?"
 )
@@ -60,8 +64,10 @@ def history_window(session: Session, chat_id: int, *, before_id: int | None, lim
         rows.extend(conn.exec_driver_sql(_FIRST_SQL, span).all())
     if plan.recent:
         rows.extend(reversed(conn.exec_driver_sql(_NEWEST_SQL, (*span, plan.recent)).all()))
-    messages = [HistoryMessage(i, role, name, without_reasoning(text) if role == "assistant" else text)
-                for i, role, name, text in rows]  # fmt: skip
+    messages = [
+        HistoryMessage(i, role, name, without_reasoning(text) if role == "assistant" else text)
+        for i, role, name, text in rows
+    ]
     # Every hidden message, the window's or not: Peek Prompt's counts then cover each message once
     # (hidden, dropped by the window, taken out by a source, or sent).
     return History(messages, plan, int(hidden_total), refreshed=bool(lower))

@@ -54,7 +54,9 @@ def _message_ctx(session: Session, request: Request, chat: Chat) -> dict:
         # Collapse hidden messages off: summarised messages stay in view, dimmed and marked.
         "summary_collapse": service.chat_settings(chat).summary_collapse_hidden,
         # Advanced Memory's "new start": where the prompt's current window begins.
-        "new_start": window_start(session, chat.id) if service.chat_settings(chat).advanced_memory_on(chat.mode) else None,
+        "new_start": window_start(session, chat.id)
+        if service.chat_settings(chat).advanced_memory_on(chat.mode)
+        else None,
     }
 
 
@@ -71,42 +73,70 @@ def _render_message(request: Request, session: Session, chat: Chat, msg: Message
 
 
 @router.get("/")
-async def home_page(request: Request, session: SessionDep, settings: SettingsDep, hx: HxRequest,
-                    q: str | None = None) -> HTMLResponse:  # fmt: skip
+async def home_page(
+    request: Request, session: SessionDep, settings: SettingsDep, hx: HxRequest, q: str | None = None
+) -> HTMLResponse:
     """Chats, most recent first; on first run, the way to a first connection. The search box asks
     for the chat list alone."""
     if hx:
-        return render(request, "home.html", {"chats": service.list_chats(session, query=q), "q": q,
-                                             "characters_exist": bool(list_characters(session))}, block="chat_list")  # fmt: skip
+        return render(
+            request,
+            "home.html",
+            {
+                "chats": service.list_chats(session, query=q),
+                "q": q,
+                "characters_exist": bool(list_characters(session)),
+            },
+            block="chat_list",
+        )
     connections = list_connections(session)
     found = []
     if not connections:
         for f in await find_local_servers(settings.discovery_ports):
             found.append({**f.__dict__, "preset": LOCAL_PRESET_BY_PORT.get(f.port, "custom")})
     characters = list_characters(session)
-    return render(request, "home.html", {
-        "chats": service.list_chats(session, query=q), "q": q, "connections": connections, "found": found,
-        "presets": PRESETS, "characters": characters, "characters_exist": bool(characters),
-    })  # fmt: skip
+    return render(
+        request,
+        "home.html",
+        {
+            "chats": service.list_chats(session, query=q),
+            "q": q,
+            "connections": connections,
+            "found": found,
+            "presets": PRESETS,
+            "characters": characters,
+            "characters_exist": bool(characters),
+        },
+    )
 
 
 @router.get("/chats/new")
 def new_chat_page(request: Request, session: SessionDep, character_id: int | None = None) -> HTMLResponse:
     """Pick characters, mode and persona for a new chat."""
-    return render(request, "chats/new.html", {
-        "characters": list_characters(session), "personas": list_personas(session), "preselect": character_id,
-    })  # fmt: skip
+    return render(
+        request,
+        "chats/new.html",
+        {
+            "characters": list_characters(session),
+            "personas": list_personas(session),
+            "preselect": character_id,
+        },
+    )
 
 
 @router.post("/chats")
 def create_chat_page(request: Request, form: FormDep, session: SessionDep) -> Response:
     """Create the chat and open it."""
-    ids = [i for v in form.getlist("character_ids") if isinstance(v, str) and (i := parse_row_id(v)) is not None]
+    ids = [
+        i for v in form.getlist("character_ids") if isinstance(v, str) and (i := parse_row_id(v)) is not None
+    ]
     chat = service.create_chat(
-        session, character_ids=ids, name=refuse_control_characters(forms.text(form, "name"), "A chat name"),
+        session,
+        character_ids=ids,
+        name=refuse_control_characters(forms.text(form, "name"), "A chat name"),
         mode=forms.text(form, "mode", "roleplay"),
         persona_id=forms.optional_number(form, "persona_id", int),
-    )  # fmt: skip
+    )
     return Response(status_code=204, headers={"HX-Redirect": f"/chats/{chat.id}"})
 
 
@@ -119,22 +149,36 @@ async def import_chat_page(request: Request, session: SessionDep, services: Serv
         raise UserError("Choose a .jsonl chat file to import.")
     upload = form.get("file")
     # Parsing and writing a long chat takes seconds: on a thread, so other requests go on meanwhile.
-    done = await run_in_threadpool(_import_chat, session, services, raw,
-                                   character_id=forms.optional_number(form, "character_id", int),
-                                   file_name=getattr(upload, "filename", None))  # fmt: skip
+    done = await run_in_threadpool(
+        _import_chat,
+        session,
+        services,
+        raw,
+        character_id=forms.optional_number(form, "character_id", int),
+        file_name=getattr(upload, "filename", None),
+    )
     # The page is left for the chat: app.js keeps these for it to show (ASCII JSON, a header).
     notices = {"done": done.result, "notices": done.notes}
-    return Response(status_code=204, headers={"HX-Redirect": f"/chats/{done.chat.id}",
-                                              "HX-Trigger": json.dumps({"sugo:notices-next-page": notices})})  # fmt: skip
+    return Response(
+        status_code=204,
+        headers={
+            "HX-Redirect": f"/chats/{done.chat.id}",
+            "HX-Trigger": json.dumps({"sugo:notices-next-page": notices}),
+        },
+    )
 
 
-def _import_chat(session: Session, services, raw: bytes, *, character_id: int | None, file_name: str | None) -> ChatImport:
+def _import_chat(
+    session: Session, services, raw: bytes, *, character_id: int | None, file_name: str | None
+) -> ChatImport:
     done = import_chat_file(session, raw, services.sources, character_id=character_id, file_name=file_name)
     chat_added(session, services, done.chat.id)
     return done
 
 
-def _page_of_messages(session: Session, chat_id: int, *, before: int | None) -> tuple[list[Message], int | None]:
+def _page_of_messages(
+    session: Session, chat_id: int, *, before: int | None
+) -> tuple[list[Message], int | None]:
     stmt = select(Message).where(Message.chat_id == chat_id)
     if before:
         stmt = stmt.where(col(Message.id) < before)
@@ -156,11 +200,18 @@ def show_chat_page(chat_id: int, request: Request, session: SessionDep) -> HTMLR
     chat = service.get_chat(session, chat_id)
     messages, earlier = _page_of_messages(session, chat_id, before=None)
     ctx = _message_ctx(session, request, chat)
-    return render(request, "chats/detail.html", {
-        **ctx, "messages": messages, "earlier_before": earlier, "settings": service.chat_settings(chat),
-        "numbered_from": _numbered_from(session, chat_id, messages),
-        "has_connection": service.chat_connection(session, chat) is not None,
-    })  # fmt: skip
+    return render(
+        request,
+        "chats/detail.html",
+        {
+            **ctx,
+            "messages": messages,
+            "earlier_before": earlier,
+            "settings": service.chat_settings(chat),
+            "numbered_from": _numbered_from(session, chat_id, messages),
+            "has_connection": service.chat_connection(session, chat) is not None,
+        },
+    )
 
 
 @router.get("/chats/{chat_id}/messages")
@@ -172,38 +223,60 @@ def list_messages_fragment(
     chat = service.get_chat(session, chat_id)
     previous = None
     if after is not None:
-        messages = list(session.exec(select(Message).where(Message.chat_id == chat_id, col(Message.id) > after)
-                                     .order_by(Message.id)))  # fmt: skip
+        messages = list(
+            session.exec(
+                select(Message)
+                .where(Message.chat_id == chat_id, col(Message.id) > after)
+                .order_by(Message.id)
+            )
+        )
         earlier = None
         if messages:
-            previous = session.exec(select(Message).where(Message.chat_id == chat_id, col(Message.id) <= after)
-                                    .order_by(col(Message.id).desc())).first()  # fmt: skip
+            previous = session.exec(
+                select(Message)
+                .where(Message.chat_id == chat_id, col(Message.id) <= after)
+                .order_by(col(Message.id).desc())
+            ).first()
     else:
         messages, earlier = _page_of_messages(session, chat_id, before=before)
-    return render(request, "chats/_messages.html", {
-        **_message_ctx(session, request, chat), "messages": messages, "earlier_before": earlier, "previous": previous,
-        "numbered_from": None if after is not None else _numbered_from(session, chat_id, messages),
-        "drop_empty": bool(messages) and after is not None and previous is None,
-    })  # fmt: skip
+    return render(
+        request,
+        "chats/_messages.html",
+        {
+            **_message_ctx(session, request, chat),
+            "messages": messages,
+            "earlier_before": earlier,
+            "previous": previous,
+            "numbered_from": None if after is not None else _numbered_from(session, chat_id, messages),
+            "drop_empty": bool(messages) and after is not None and previous is None,
+        },
+    )
 
 
 @router.get("/chats/{chat_id}/messages/{message_id}")
-def show_message_fragment(chat_id: int, message_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+def show_message_fragment(
+    chat_id: int, message_id: int, request: Request, session: SessionDep
+) -> HTMLResponse:
     """One message."""
     chat = service.get_chat(session, chat_id)
     return _render_message(request, session, chat, service.get_message(session, chat_id, message_id))
 
 
 @router.get("/chats/{chat_id}/messages/{message_id}/edit")
-def edit_message_fragment(chat_id: int, message_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+def edit_message_fragment(
+    chat_id: int, message_id: int, request: Request, session: SessionDep
+) -> HTMLResponse:
     """The inline editor for a message."""
     chat = service.get_chat(session, chat_id)
-    return render(request, "chats/_edit.html", {"chat": chat, "m": service.get_message(session, chat_id, message_id)})
+    return render(
+        request, "chats/_edit.html", {"chat": chat, "m": service.get_message(session, chat_id, message_id)}
+    )
 
 
 @router.post("/chats/{chat_id}/messages/{message_id}/edit")
-def edit_message_page(chat_id: int, message_id: int, request: Request, form: FormDep, session: SessionDep,
-                      services: ServicesDep) -> HTMLResponse:  # fmt: skip
+def edit_message_page(
+    chat_id: int, message_id: int, request: Request, form: FormDep, session: SessionDep, services: ServicesDep
+) -> HTMLResponse:
     """Save an edited message."""
     msg = service.edit_message(session, chat_id, message_id, forms.text(form, "content"))
     messages_changed(session, services, chat_id)
@@ -211,8 +284,9 @@ def edit_message_page(chat_id: int, message_id: int, request: Request, form: For
 
 
 @router.post("/chats/{chat_id}/messages/{message_id}/swipe")
-def swipe_message_page(chat_id: int, message_id: int, to: int, request: Request, session: SessionDep,
-                       services: ServicesDep) -> Response:  # fmt: skip
+def swipe_message_page(
+    chat_id: int, message_id: int, to: int, request: Request, session: SessionDep, services: ServicesDep
+) -> Response:
     """Show another version of a message (the page asks for a new version through the API)."""
     chat = service.get_chat(session, chat_id)
     msg = service.select_swipe(session, chat_id, message_id, max(0, to))
@@ -221,8 +295,9 @@ def swipe_message_page(chat_id: int, message_id: int, to: int, request: Request,
 
 
 @router.post("/chats/{chat_id}/messages/{message_id}/{action}")
-def message_action_page(chat_id: int, message_id: int, action: str, request: Request, session: SessionDep,
-                        services: ServicesDep) -> Response:  # fmt: skip
+def message_action_page(
+    chat_id: int, message_id: int, action: str, request: Request, session: SessionDep, services: ServicesDep
+) -> Response:
     """hide, unhide, delete, branch."""
     chat = service.get_chat(session, chat_id)
     if action in {"hide", "unhide"}:
@@ -238,7 +313,9 @@ def message_action_page(chat_id: int, message_id: int, action: str, request: Req
             return HTMLResponse("")
         # The message now last gets its "new version" arrow and Regenerate: sent out of band, while
         # the deleted one's place gets the empty rest of the answer.
-        return render(request, "chats/_message.html", {**_message_ctx(session, request, chat), "m": last, "oob": True})
+        return render(
+            request, "chats/_message.html", {**_message_ctx(session, request, chat), "m": last, "oob": True}
+        )
     if action == "branch":
         branch = service.branch_chat(session, chat_id, message_id)
         services.sources.chat_branched(session, chat, branch)
@@ -251,18 +328,24 @@ def _settings_ctx(session: Session, chat: Chat, services, **extra) -> dict:
     connections = list_connections(session)
     chosen = service.chat_connection(session, chat)
     return {
-        "chat": chat, "s": service.chat_settings(chat), "connections": connections, "conn": chosen,
-        "default_connection": default_connection(session), "personas": list_personas(session),
-        "default_persona": default_persona(session), "characters": service.chat_characters(session, chat.id),
+        "chat": chat,
+        "s": service.chat_settings(chat),
+        "connections": connections,
+        "conn": chosen,
+        "default_connection": default_connection(session),
+        "personas": list_personas(session),
+        "default_persona": default_persona(session),
+        "characters": service.chat_characters(session, chat.id),
         # Each prompt source's part of the form (Memory Recall, Lorebooks, context note, time).
         "sections": services.sources.settings_sections(session, chat, services),
         **extra,
-    }  # fmt: skip
+    }
 
 
 @router.get("/chats/{chat_id}/settings")
-def chat_settings_page(chat_id: int, request: Request, session: SessionDep, services: ServicesDep,
-                       hx: HxRequest) -> HTMLResponse:  # fmt: skip
+def chat_settings_page(
+    chat_id: int, request: Request, session: SessionDep, services: ServicesDep, hx: HxRequest
+) -> HTMLResponse:
     """Chat Settings (a side panel in the chat; a page on its own)."""
     chat = service.get_chat(session, chat_id)
     block = "settings_panel" if hx else None
@@ -273,40 +356,62 @@ def _chat_settings_form(form, session: Session, chat: Chat, services) -> ChatSet
     """ChatSettings from the submitted form: the chat's own fields here, each prompt source's from
     its section. A blank field is left out, so the model's default applies."""
     values = {
-        "temperature": forms.optional_number(form, "temperature"), "top_p": forms.optional_number(form, "top_p"),
+        "temperature": forms.optional_number(form, "temperature"),
+        "top_p": forms.optional_number(form, "top_p"),
         "max_tokens": forms.optional_number(form, "max_tokens", int),
-        "context_size": forms.optional_number(form, "context_size", int), "stop": forms.lines(form, "stop") or None,
+        "context_size": forms.optional_number(form, "context_size", int),
+        "stop": forms.lines(form, "stop") or None,
         "recent_message_limit": forms.optional_number(form, "recent_message_limit", int),
         "reply_order": forms.text(form, "reply_order") or None,
         **services.sources.read_settings_form(session, chat, form),
-    }  # fmt: skip
+    }
     return forms.parse(ChatSettings, **values)
 
 
 @router.post("/chats/{chat_id}/settings")
-def save_chat_settings_page(chat_id: int, request: Request, form: FormDep, session: SessionDep, services: ServicesDep) -> HTMLResponse:
+def save_chat_settings_page(
+    chat_id: int, request: Request, form: FormDep, session: SessionDep, services: ServicesDep
+) -> HTMLResponse:
     """Save Chat Settings and show the panel again."""
     settings = _chat_settings_form(form, session, service.get_chat(session, chat_id), services)
     service.rename_chat(session, chat_id, forms.text(form, "name"))
     chat = service.update_chat_options(
-        session, chat_id, settings=settings, connection_id=forms.optional_number(form, "connection_id", int),
-        persona_id=forms.optional_number(form, "persona_id", int), mode=forms.text(form, "mode") or None,
-    )  # fmt: skip
-    return render(request, "chats/settings.html", _settings_ctx(session, chat, services, saved=True),
-                  block="settings_panel", headers={"HX-Trigger": "sugo:settings-saved"})  # fmt: skip
+        session,
+        chat_id,
+        settings=settings,
+        connection_id=forms.optional_number(form, "connection_id", int),
+        persona_id=forms.optional_number(form, "persona_id", int),
+        mode=forms.text(form, "mode") or None,
+    )
+    return render(
+        request,
+        "chats/settings.html",
+        _settings_ctx(session, chat, services, saved=True),
+        block="settings_panel",
+        headers={"HX-Trigger": "sugo:settings-saved"},
+    )
 
 
 @router.get("/chats/{chat_id}/prompt")
-def peek_prompt_page(chat_id: int, request: Request, session: SessionDep, services: ServicesDep,
-                     hx: HxRequest) -> HTMLResponse:  # fmt: skip
+def peek_prompt_page(
+    chat_id: int, request: Request, session: SessionDep, services: ServicesDep, hx: HxRequest
+) -> HTMLResponse:
     """Peek Prompt: the blocks of the next prompt with token counts, and the messages as sent."""
     chat = service.get_chat(session, chat_id)
     prompt, _ = build_chat_prompt(session, chat, services=services)
     block = "prompt_body" if hx else None
-    return render(request, "chats/prompt.html", {
-        "chat": chat, "prompt": prompt, "group_labels": GROUP_LABELS, "counts": message_counts(prompt),
-        "messages_json": json.dumps(list(prompt.messages), indent=2, ensure_ascii=False),
-    }, block=block)  # fmt: skip
+    return render(
+        request,
+        "chats/prompt.html",
+        {
+            "chat": chat,
+            "prompt": prompt,
+            "group_labels": GROUP_LABELS,
+            "counts": message_counts(prompt),
+            "messages_json": json.dumps(list(prompt.messages), indent=2, ensure_ascii=False),
+        },
+        block=block,
+    )
 
 
 @router.post("/chats/{chat_id}/refresh")
@@ -318,8 +423,9 @@ def add_refresh_mark_page(chat_id: int, request: Request, session: SessionDep) -
 
 
 @router.get("/chats/{chat_id}/context")
-def context_grid_page(chat_id: int, request: Request, session: SessionDep, services: ServicesDep,
-                      hx: HxRequest) -> HTMLResponse:  # fmt: skip
+def context_grid_page(
+    chat_id: int, request: Request, session: SessionDep, services: ServicesDep, hx: HxRequest
+) -> HTMLResponse:
     """The context grid: what fills the model's context, the size table, the cost of a reply."""
     chat = service.get_chat(session, chat_id)
     block = "context_body" if hx else None

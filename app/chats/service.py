@@ -78,14 +78,18 @@ def list_chats(session: Session, *, query: str | None = None) -> list[ChatSummar
     ids = [c.id for c in chats]
     counts = dict(
         session.exec(
-            select(Message.chat_id, func.count(Message.id)).where(col(Message.chat_id).in_(ids)).group_by(Message.chat_id)
+            select(Message.chat_id, func.count(Message.id))
+            .where(col(Message.chat_id).in_(ids))
+            .group_by(Message.chat_id)
         ).all()
     )
     last_ids = session.exec(
         select(func.max(Message.id)).where(col(Message.chat_id).in_(ids)).group_by(Message.chat_id)
     ).all()
     last = {m.chat_id: m for m in session.exec(select(Message).where(col(Message.id).in_(last_ids)))}
-    return [ChatSummary(c, chat_characters(session, c.id), last.get(c.id), counts.get(c.id, 0)) for c in chats]
+    return [
+        ChatSummary(c, chat_characters(session, c.id), last.get(c.id), counts.get(c.id, 0)) for c in chats
+    ]
 
 
 def create_chat(
@@ -138,9 +142,16 @@ def new_message(
     now = utcnow()
     swipes = [swipe_record(text) for text in alternatives] or [swipe_record("")]
     return Message(
-        chat_id=chat_id, role=role, name=name, character_id=character_id, content=swipes[0]["content"],
-        swipes=swipes, active_swipe=0, created_at=now, updated_at=now,
-    )  # fmt: skip
+        chat_id=chat_id,
+        role=role,
+        name=name,
+        character_id=character_id,
+        content=swipes[0]["content"],
+        swipes=swipes,
+        active_swipe=0,
+        created_at=now,
+        updated_at=now,
+    )
 
 
 def swipe_record(content: str, *, status: str = "ok", error: str | None = None, **extra) -> dict:
@@ -208,7 +219,9 @@ def get_message(session: Session, chat_id: int, message_id: int, *, fresh: bool 
 
 
 def last_message(session: Session, chat_id: int) -> Message | None:
-    return session.exec(select(Message).where(Message.chat_id == chat_id).order_by(col(Message.id).desc())).first()
+    return session.exec(
+        select(Message).where(Message.chat_id == chat_id).order_by(col(Message.id).desc())
+    ).first()
 
 
 def add_user_message(
@@ -245,8 +258,13 @@ def edit_message(session: Session, chat_id: int, message_id: int, content: str) 
     lock_for_write(session)  # a reply being written rewrites the versions too
     msg = get_message(session, chat_id, message_id, fresh=True)
     swipes = [dict(s) for s in msg.swipes] or [swipe_record("")]
-    swipes[msg.active_swipe] = {**swipes[msg.active_swipe], "content": content, "status": "ok", "error": None,
-                                "edited_at": utcnow().isoformat()}  # fmt: skip
+    swipes[msg.active_swipe] = {
+        **swipes[msg.active_swipe],
+        "content": content,
+        "status": "ok",
+        "error": None,
+        "edited_at": utcnow().isoformat(),
+    }
     msg.swipes = swipes
     _sync_active(msg)
     session.add(msg)
@@ -307,15 +325,24 @@ def branch_chat(session: Session, chat_id: int, message_id: int) -> Chat:
     get_message(session, chat_id, message_id)
     now = utcnow()
     branch = Chat(
-        name=f"{source.name} (branch)"[:200], mode=source.mode, connection_id=source.connection_id,
-        persona_id=source.persona_id, settings=dict(source.settings), st_header=dict(source.st_header),
-        next_speaker=source.next_speaker, created_at=now, updated_at=now, last_message_at=now,
-    )  # fmt: skip
+        name=f"{source.name} (branch)"[:200],
+        mode=source.mode,
+        connection_id=source.connection_id,
+        persona_id=source.persona_id,
+        settings=dict(source.settings),
+        st_header=dict(source.st_header),
+        next_speaker=source.next_speaker,
+        created_at=now,
+        updated_at=now,
+        last_message_at=now,
+    )
     session.add(branch)
     session.flush()
     for link in session.exec(select(ChatCharacter).where(ChatCharacter.chat_id == chat_id)):
         session.add(ChatCharacter(chat_id=branch.id, character_id=link.character_id, position=link.position))
-    stmt = select(Message).where(Message.chat_id == chat_id, col(Message.id) <= message_id).order_by(Message.id)
+    stmt = (
+        select(Message).where(Message.chat_id == chat_id, col(Message.id) <= message_id).order_by(Message.id)
+    )
     for msg in session.exec(stmt):
         data = msg.model_dump(exclude={"id", "chat_id"})
         session.add(Message(**data, chat_id=branch.id))
@@ -323,7 +350,9 @@ def branch_chat(session: Session, chat_id: int, message_id: int) -> Chat:
     return branch
 
 
-def next_speaker(session: Session, chat: Chat, characters: list[Character], requested_id: int | None) -> Character:
+def next_speaker(
+    session: Session, chat: Chat, characters: list[Character], requested_id: int | None
+) -> Character:
     if not characters:
         raise UserError("This chat has no character left to answer; add one in Chat Settings.")
     if requested_id is not None:

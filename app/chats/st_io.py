@@ -35,8 +35,9 @@ class ImportedChat:
     messages: int = 0  # lines written as messages (a Sugo file's refresh marks are not)
 
 
-def import_chat(session: Session, raw: bytes, *, character_id: int | None = None,
-                file_name: str | None = None) -> ImportedChat:  # fmt: skip
+def import_chat(
+    session: Session, raw: bytes, *, character_id: int | None = None, file_name: str | None = None
+) -> ImportedChat:
     """Import a SillyTavern chat for a character (the one named in the file when none is given),
     with the settings its chat_metadata carries, named after the file (imported.py says how). One
     transaction: a refused file creates nothing."""
@@ -47,8 +48,11 @@ def import_chat(session: Session, raw: bytes, *, character_id: int | None = None
     character = _find_character(session, character_id, parsed.character_name)
     meta = st_metadata.read_metadata(parsed.header.get("chat_metadata"))
     stored = parsed.header.get("chat_name")
-    name = imported.choose_name(file_name, (stored if isinstance(stored, str) else None) or meta.name,
-                                f"{character.name} – imported {utcnow():%Y-%m-%d %H:%M}")  # fmt: skip
+    name = imported.choose_name(
+        file_name,
+        (stored if isinstance(stored, str) else None) or meta.name,
+        f"{character.name} – imported {utcnow():%Y-%m-%d %H:%M}",
+    )
     chat = chats.create_chat(
         session,
         character_ids=[character.id],
@@ -96,8 +100,14 @@ def import_chat(session: Session, raw: bytes, *, character_id: int | None = None
     session.add(chat)
     session.flush()
     raw_meta = parsed.header.get("chat_metadata")
-    return ImportedChat(chat, meta.lorebooks, meta.notes, [m.id for m in added], raw_meta if isinstance(raw_meta, dict) else {},
-                        messages=sum(m.kind == "message" for m in added))  # fmt: skip
+    return ImportedChat(
+        chat,
+        meta.lorebooks,
+        meta.notes,
+        [m.id for m in added],
+        raw_meta if isinstance(raw_meta, dict) else {},
+        messages=sum(m.kind == "message" for m in added),
+    )
 
 
 def _names_like(session: Session, name: str) -> set[str]:
@@ -121,8 +131,13 @@ def _find_character(session: Session, character_id: int | None, name: str) -> Ch
     )
 
 
-def export_chat(session: Session, chat: Chat, *, lorebooks: Sequence[str] = (),
-                extra_metadata: Mapping[str, Any] | None = None) -> bytes:  # fmt: skip
+def export_chat(
+    session: Session,
+    chat: Chat,
+    *,
+    lorebooks: Sequence[str] = (),
+    extra_metadata: Mapping[str, Any] | None = None,
+) -> bytes:
     """The chat as SillyTavern .jsonl; its settings and the names of the lorebooks attached to it
     (first one SillyTavern's chat lorebook) go into the header's chat_metadata, with `extra_metadata`
     (what the prompt sources keep per chat, such as summary entries)."""
@@ -136,8 +151,12 @@ def export_chat(session: Session, chat: Chat, *, lorebooks: Sequence[str] = (),
     original = header.get("chat_metadata")
     header["chat_metadata"] = st_metadata.merge_metadata(
         original if isinstance(original, dict) else {},
-        {**st_metadata.chat_metadata(chats.chat_settings(chat), name=chat.name, mode=chat.mode,
-                                     lorebooks=lorebooks), **(extra_metadata or {})},
+        {
+            **st_metadata.chat_metadata(
+                chats.chat_settings(chat), name=chat.name, mode=chat.mode, lorebooks=lorebooks
+            ),
+            **(extra_metadata or {}),
+        },
     )
     lines = []
     for msg in chats.list_messages(session, chat.id):
@@ -187,7 +206,12 @@ def _reasoning_apart(version: dict, raw: dict, index: int, active: int) -> dict:
     ms = round(ms) if isinstance(ms, int | float) and not isinstance(ms, bool) and 0 <= ms < 10**9 else None
     content = answer.text if answer.had_reasoning else version["content"]
     failed = {"status": "error", "error": ONLY_THINKING} if not content.strip() else {}
-    return {**version, "content": content, **failed, **({"reasoning": reasoning, "reasoning_ms": ms} if reasoning else {})}
+    return {
+        **version,
+        "content": content,
+        **failed,
+        **({"reasoning": reasoning, "reasoning_ms": ms} if reasoning else {}),
+    }
 
 
 def _with_reasoning(base: dict, version: dict) -> dict:

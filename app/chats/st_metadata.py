@@ -71,7 +71,9 @@ class ChatMetadata:
     notes: list[str] = field(default_factory=list)
 
 
-def chat_metadata(settings: ChatSettings, *, name: str, mode: str, lorebooks: Sequence[str]) -> dict[str, Any]:
+def chat_metadata(
+    settings: ChatSettings, *, name: str, mode: str, lorebooks: Sequence[str]
+) -> dict[str, Any]:
     """The chat_metadata keys Sugo writes: SillyTavern's Author's Note and chat lorebook, and `sugo`."""
     sugo: dict[str, Any] = {"version": SUGO_VERSION, "name": name, "mode": mode, "lorebooks": list(lorebooks)}
     for path, name in _SUGO_FIELDS:
@@ -124,7 +126,9 @@ def _read_sugo(sugo: Mapping[str, Any], out: ChatMetadata) -> None:
         else:
             ignored.append(".".join(path))
     if ignored:
-        out.notes.append(f"Chat settings in the file that Sugo could not use were left at their defaults: {', '.join(ignored)}.")
+        out.notes.append(
+            f"Chat settings in the file that Sugo could not use were left at their defaults: {', '.join(ignored)}."
+        )
     name = sugo.get("name")
     if isinstance(name, str) and name.strip():
         out.name = name.strip()[:MAX_CHAT_NAME]
@@ -156,7 +160,9 @@ def _read_author_note(meta: Mapping[str, Any], out: ChatMetadata) -> None:
     if text is None or text == "":
         return
     if not isinstance(text, str) or not _field_ok("context_note", text):
-        out.notes.append(f"The Author's Note in the file was left out: it must be text of at most {MAX_NOTE} characters.")
+        out.notes.append(
+            f"The Author's Note in the file was left out: it must be text of at most {MAX_NOTE} characters."
+        )
         return
     out.settings["context_note"] = text
     depth = meta.get("note_depth")
@@ -164,7 +170,9 @@ def _read_author_note(meta: Mapping[str, Any], out: ChatMetadata) -> None:
         if _field_ok("context_note_depth", depth):
             out.settings["context_note_depth"] = depth
         else:
-            out.notes.append("The Author's Note depth in the file is not a whole number from 0 to 100; the note sits at depth 4.")
+            out.notes.append(
+                "The Author's Note depth in the file is not a whole number from 0 to 100; the note sits at depth 4."
+            )
     role = meta.get("note_role")
     if role is not None:
         if not isinstance(role, bool) and role in ROLE_NAMES:
@@ -173,11 +181,15 @@ def _read_author_note(meta: Mapping[str, Any], out: ChatMetadata) -> None:
             out.notes.append("The Author's Note role in the file is unknown; the note is sent as system.")
     position = meta.get("note_position")
     if position is not None and position != NOTE_IN_CHAT:
-        out.notes.append("In SillyTavern the Author's Note sat in the prompt's top part; in Sugo it sits among the "
-                         "recent messages at its depth.")  # fmt: skip
+        out.notes.append(
+            "In SillyTavern the Author's Note sat in the prompt's top part; in Sugo it sits among the "
+            "recent messages at its depth."
+        )
     interval = meta.get("note_interval")
     if interval is not None and interval != 1:
-        out.notes.append("SillyTavern sent the Author's Note only every few messages; Sugo sends it with every reply.")
+        out.notes.append(
+            "SillyTavern sent the Author's Note only every few messages; Sugo sends it with every reply."
+        )
 
 
 def read_metadata(meta: Any) -> ChatMetadata:
@@ -185,7 +197,9 @@ def read_metadata(meta: Any) -> ChatMetadata:
     out = ChatMetadata()
     if not isinstance(meta, Mapping):
         if meta is not None:
-            out.notes.append("The file's chat_metadata is not an object; the chat starts with default settings.")
+            out.notes.append(
+                "The file's chat_metadata is not an object; the chat starts with default settings."
+            )
         return out
     sugo = meta.get(SUGO_KEY)
     if isinstance(sugo, Mapping):

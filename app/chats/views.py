@@ -9,24 +9,47 @@ from app.chats.schemas import ChatRead, MessageRead, SwipeRead
 
 def chat_read(session: Session, chat: Chat) -> ChatRead:
     return ChatRead(
-        id=chat.id, name=chat.name, mode=chat.mode,
+        id=chat.id,
+        name=chat.name,
+        mode=chat.mode,
         character_ids=[c.id for c in service.chat_characters(session, chat.id)],
-        persona_id=chat.persona_id, connection_id=chat.connection_id, settings=service.chat_settings(chat),
-        created_at=chat.created_at, last_message_at=chat.last_message_at,
-    )  # fmt: skip
+        persona_id=chat.persona_id,
+        connection_id=chat.connection_id,
+        settings=service.chat_settings(chat),
+        created_at=chat.created_at,
+        last_message_at=chat.last_message_at,
+    )
 
 
 def message_read(msg: Message) -> MessageRead:
     return MessageRead(
-        id=msg.id, kind=msg.kind, role=msg.role, name=msg.name, character_id=msg.character_id, content=msg.content,
+        id=msg.id,
+        kind=msg.kind,
+        role=msg.role,
+        name=msg.name,
+        character_id=msg.character_id,
+        content=msg.content,
         active_swipe=msg.active_swipe,
-        swipes=[SwipeRead(content=s.get("content", ""), status=s.get("status", "ok"), error=s.get("error"),
-                          model=s.get("model"), **_reasoning(s)) for s in msg.swipes],
-        hidden=msg.hidden, status=msg.status, error=msg.error, created_at=msg.created_at,
-    )  # fmt: skip
+        swipes=[
+            SwipeRead(
+                content=s.get("content", ""),
+                status=s.get("status", "ok"),
+                error=s.get("error"),
+                model=s.get("model"),
+                **_reasoning(s),
+            )
+            for s in msg.swipes
+        ],
+        hidden=msg.hidden,
+        status=msg.status,
+        error=msg.error,
+        created_at=msg.created_at,
+    )
 
 
 def _reasoning(version: dict) -> dict:
     text, ms = version.get("reasoning"), version.get("reasoning_ms")
-    return {"reasoning": text if isinstance(text, str) else "",
-            "reasoning_ms": ms if isinstance(ms, int) and not isinstance(ms, bool) else None}  # fmt: skip
+    return {
+        "reasoning": text if isinstance(text, str) else "",
+        "reasoning_ms": ms if isinstance(ms, int) and not isinstance(ms, bool) else None,
+    }

@@ -37,7 +37,9 @@ async def discover_local_servers(settings: SettingsDep) -> list[dict]:
 
 
 class DefaultsIn(BaseModel):
-    embeddings: str = Field(description='"builtin:all-MiniLM-L6-v2", "builtin:multilingual-e5-small" or "connection:<id>"')
+    embeddings: str = Field(
+        description='"builtin:all-MiniLM-L6-v2", "builtin:multilingual-e5-small" or "connection:<id>"'
+    )
 
 
 @router.get("/defaults")
@@ -60,7 +62,9 @@ def show_connection(connection_id: int, session: SessionDep) -> ConnectionRead:
 
 
 @router.put("/{connection_id}", response_model=ConnectionRead)
-def update_connection(connection_id: int, data: ConnectionIn, session: SessionDep, keybox: KeyBoxDep) -> ConnectionRead:
+def update_connection(
+    connection_id: int, data: ConnectionIn, session: SessionDep, keybox: KeyBoxDep
+) -> ConnectionRead:
     """Edit a connection; an empty api_key keeps the saved one, clear_key removes it."""
     return service.to_read(service.update_connection(session, keybox, connection_id, data))
 

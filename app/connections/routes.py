@@ -17,12 +17,23 @@ from app.web.templates import HxRequest, render, render_blocks
 router = APIRouter(include_in_schema=False)
 
 
-def _list(request: Request, session, *, hx: bool = False, blocks: tuple[str, ...] = ("content",),
-          oob: tuple[str, ...] = (), **extra) -> HTMLResponse:  # fmt: skip
+def _list(
+    request: Request,
+    session,
+    *,
+    hx: bool = False,
+    blocks: tuple[str, ...] = ("content",),
+    oob: tuple[str, ...] = (),
+    **extra,
+) -> HTMLResponse:
     """The list page; for HTMX, `blocks` of it and `oob` (the whole content when a form elsewhere
     led here, with the URL pushed)."""
-    ctx = {"connections": service.list_connections(session), "builtin_models": BUILTIN_MODELS,
-           "default_embedding": default_embedding_setting(session), **extra}  # fmt: skip
+    ctx = {
+        "connections": service.list_connections(session),
+        "builtin_models": BUILTIN_MODELS,
+        "default_embedding": default_embedding_setting(session),
+        **extra,
+    }
     if not hx:
         return render(request, "connections/list.html", ctx)
     headers = {"HX-Push-Url": "/connections"} if "content" in blocks else None
@@ -34,22 +45,30 @@ def _form_input(form, *, testing: bool = False) -> ConnectionIn:
     name = forms.text(form, "name") or ("Connection being tested" if testing else "")
     try:
         return ConnectionIn(
-            name=name, kind=forms.text(form, "kind", "openai"),
-            preset=forms.text(form, "preset", "custom"), base_url=forms.text(form, "base_url"),
-            model=forms.text(form, "model"), api_key=forms.text(form, "api_key") or None,
+            name=name,
+            kind=forms.text(form, "kind", "openai"),
+            preset=forms.text(form, "preset", "custom"),
+            base_url=forms.text(form, "base_url"),
+            model=forms.text(form, "model"),
+            api_key=forms.text(form, "api_key") or None,
             clear_key=forms.checkbox(form, "clear_key"),
             extra_headers=forms.json_object(form, "extra_headers", "Extra headers"),
             extra_body=forms.json_object(form, "extra_body", "Extra body"),
-            temperature=forms.optional_number(form, "temperature"), top_p=forms.optional_number(form, "top_p"),
-            max_tokens=forms.optional_number(form, "max_tokens", int) or forms.default_of(ConnectionIn, "max_tokens"),
-            context_size=forms.optional_number(form, "context_size", int) or forms.default_of(ConnectionIn, "context_size"),
-            stop=forms.lines(form, "stop"), is_default=forms.checkbox(form, "is_default"),
+            temperature=forms.optional_number(form, "temperature"),
+            top_p=forms.optional_number(form, "top_p"),
+            max_tokens=forms.optional_number(form, "max_tokens", int)
+            or forms.default_of(ConnectionIn, "max_tokens"),
+            context_size=forms.optional_number(form, "context_size", int)
+            or forms.default_of(ConnectionIn, "context_size"),
+            stop=forms.lines(form, "stop"),
+            is_default=forms.checkbox(form, "is_default"),
             price_input_per_m=forms.optional_number(form, "price_input_per_m"),
             price_output_per_m=forms.optional_number(form, "price_output_per_m"),
             price_cached_input_per_m=forms.optional_number(form, "price_cached_input_per_m"),
-            embedding_model=forms.text(form, "embedding_model"), embedding_url=forms.text(form, "embedding_url"),
+            embedding_model=forms.text(form, "embedding_model"),
+            embedding_url=forms.text(form, "embedding_url"),
             embedding_connection_id=forms.optional_number(form, "embedding_connection_id", int),
-        )  # fmt: skip
+        )
     except ValidationError as err:
         raise forms.invalid(err) from err
 
@@ -70,22 +89,41 @@ def save_defaults_page(request: Request, form: FormDep, session: SessionDep, hx:
 
 @router.get("/connections/new")
 def new_connection_page(
-    request: Request, session: SessionDep, preset: str = "custom", base_url: str = "", model: str = "", name: str = ""
+    request: Request,
+    session: SessionDep,
+    preset: str = "custom",
+    base_url: str = "",
+    model: str = "",
+    name: str = "",
 ) -> HTMLResponse:
     """The form, filled from a preset (and from a discovered local server)."""
     p = PRESETS_BY_ID.get(preset, PRESETS_BY_ID["custom"])
     conn = Connection(
-        name=name or (p.label if p.id != "custom" else ""), kind=p.kind, preset=p.id,
-        base_url=base_url or p.base_url, model=model or p.model, context_size=p.context_size,
+        name=name or (p.label if p.id != "custom" else ""),
+        kind=p.kind,
+        preset=p.id,
+        base_url=base_url or p.base_url,
+        model=model or p.model,
+        context_size=p.context_size,
         extra_headers=dict(p.extra_headers),
-    )  # fmt: skip
-    return render(request, "connections/edit.html", {"conn": conn, "presets": PRESETS, "preset": p,
-                                                     "headers": service.header_form_value(conn),
-                                                     "connections": service.list_connections(session)})  # fmt: skip
+    )
+    return render(
+        request,
+        "connections/edit.html",
+        {
+            "conn": conn,
+            "presets": PRESETS,
+            "preset": p,
+            "headers": service.header_form_value(conn),
+            "connections": service.list_connections(session),
+        },
+    )
 
 
 @router.post("/connections")
-def create_connection_page(request: Request, form: FormDep, session: SessionDep, keybox: KeyBoxDep, hx: HxRequest) -> HTMLResponse:
+def create_connection_page(
+    request: Request, form: FormDep, session: SessionDep, keybox: KeyBoxDep, hx: HxRequest
+) -> HTMLResponse:
     """Save a new connection, then show the list."""
     service.create_connection(session, keybox, _form_input(form))
     session.flush()
@@ -96,9 +134,17 @@ def create_connection_page(request: Request, form: FormDep, session: SessionDep,
 def edit_connection_page(connection_id: int, request: Request, session: SessionDep) -> HTMLResponse:
     """Edit one connection (the key is never shown, only whether one is saved)."""
     conn = service.get_connection(session, connection_id)
-    return render(request, "connections/edit.html", {"conn": conn, "presets": PRESETS, "preset": None,
-                                                     "headers": service.header_form_value(conn),
-                                                     "connections": service.list_connections(session)})  # fmt: skip
+    return render(
+        request,
+        "connections/edit.html",
+        {
+            "conn": conn,
+            "presets": PRESETS,
+            "preset": None,
+            "headers": service.header_form_value(conn),
+            "connections": service.list_connections(session),
+        },
+    )
 
 
 @router.post("/connections/test")
@@ -112,15 +158,18 @@ async def test_connection_form(request: Request, session: SessionDep, keybox: Ke
 
 
 @router.post("/connections/{connection_id}")
-def update_connection_page(connection_id: int, request: Request, form: FormDep, session: SessionDep, keybox: KeyBoxDep,
-                           hx: HxRequest) -> HTMLResponse:  # fmt: skip
+def update_connection_page(
+    connection_id: int, request: Request, form: FormDep, session: SessionDep, keybox: KeyBoxDep, hx: HxRequest
+) -> HTMLResponse:
     """Save changes, then show the list."""
     service.update_connection(session, keybox, connection_id, _form_input(form))
     return _list(request, session, hx=hx)
 
 
 @router.post("/connections/{connection_id}/test")
-async def test_saved_connection(connection_id: int, request: Request, session: SessionDep, keybox: KeyBoxDep) -> HTMLResponse:
+async def test_saved_connection(
+    connection_id: int, request: Request, session: SessionDep, keybox: KeyBoxDep
+) -> HTMLResponse:
     """Test a saved connection."""
     conn = service.get_connection(session, connection_id)
     result = await service.probe_connection(conn, keybox)
@@ -128,15 +177,18 @@ async def test_saved_connection(connection_id: int, request: Request, session: S
 
 
 @router.post("/connections/{connection_id}/default")
-def set_default_connection_page(connection_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+def set_default_connection_page(
+    connection_id: int, request: Request, session: SessionDep, hx: HxRequest
+) -> HTMLResponse:
     """Make a connection the default."""
     service.set_default(session, connection_id)
     return _list(request, session, hx=hx, blocks=("connection_list",))
 
 
 @router.post("/connections/{connection_id}/delete")
-def delete_connection_page(connection_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+def delete_connection_page(
+    connection_id: int, request: Request, session: SessionDep, hx: HxRequest
+) -> HTMLResponse:
     """Delete a connection."""
     service.delete_connection(session, connection_id)
     return _list(request, session, hx=hx, blocks=("connection_list",), oob=("defaults",))
-

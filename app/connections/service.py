@@ -15,16 +15,30 @@ from app.platform.timeutil import utcnow
 
 def to_read(conn: Connection) -> ConnectionRead:
     return ConnectionRead(
-        id=conn.id, name=conn.name, kind=conn.kind, preset=conn.preset, base_url=conn.base_url,
-        model=conn.model, has_key=bool(conn.api_key_encrypted), extra_header_names=list(conn.extra_headers or {}),
-        extra_body=conn.extra_body, temperature=conn.temperature, top_p=conn.top_p,
-        max_tokens=conn.max_tokens, context_size=conn.context_size, stop=conn.stop,
-        is_default=conn.is_default, price_input_per_m=conn.price_input_per_m,
-        price_output_per_m=conn.price_output_per_m, price_cached_input_per_m=conn.price_cached_input_per_m,
-        embedding_model=conn.embedding_model, embedding_url=conn.embedding_url,
+        id=conn.id,
+        name=conn.name,
+        kind=conn.kind,
+        preset=conn.preset,
+        base_url=conn.base_url,
+        model=conn.model,
+        has_key=bool(conn.api_key_encrypted),
+        extra_header_names=list(conn.extra_headers or {}),
+        extra_body=conn.extra_body,
+        temperature=conn.temperature,
+        top_p=conn.top_p,
+        max_tokens=conn.max_tokens,
+        context_size=conn.context_size,
+        stop=conn.stop,
+        is_default=conn.is_default,
+        price_input_per_m=conn.price_input_per_m,
+        price_output_per_m=conn.price_output_per_m,
+        price_cached_input_per_m=conn.price_cached_input_per_m,
+        embedding_model=conn.embedding_model,
+        embedding_url=conn.embedding_url,
         embedding_connection_id=conn.embedding_connection_id,
-        created_at=conn.created_at, updated_at=conn.updated_at,
-    )  # fmt: skip
+        created_at=conn.created_at,
+        updated_at=conn.updated_at,
+    )
 
 
 def list_connections(session: Session) -> list[Connection]:
@@ -73,9 +87,13 @@ def merge_headers(typed: dict[str, str] | None, saved: dict[str, str]) -> tuple[
     return merged, kept
 
 
-def _sealed_headers(typed: dict[str, str] | None, saved: dict[str, str], keybox: KeyBox) -> tuple[dict[str, str], bool]:
+def _sealed_headers(
+    typed: dict[str, str] | None, saved: dict[str, str], keybox: KeyBox
+) -> tuple[dict[str, str], bool]:
     merged, kept = merge_headers(typed, saved)
-    return {name: keybox.seal(typed[name]) if value is None else value for name, value in merged.items()}, kept  # type: ignore[index]
+    return {
+        name: keybox.seal(typed[name]) if value is None else value for name, value in merged.items()
+    }, kept  # type: ignore[index]
 
 
 def _moved(conn: Connection, data: ConnectionIn) -> bool:
@@ -92,10 +110,25 @@ def _apply(conn: Connection, data: ConnectionIn, keybox: KeyBox) -> None:
     if _moved(conn, data) and (_keeps_key(conn, data) or kept_values):
         raise UserError(SECRETS_NOT_SENT_ELSEWHERE)
     conn.extra_headers = headers
-    for field in ("name", "kind", "preset", "base_url", "model", "extra_body",
-                  "temperature", "top_p", "max_tokens", "context_size", "stop", "price_input_per_m",
-                  "price_output_per_m", "price_cached_input_per_m", "embedding_model", "embedding_url",
-                  "embedding_connection_id"):  # fmt: skip
+    for field in (
+        "name",
+        "kind",
+        "preset",
+        "base_url",
+        "model",
+        "extra_body",
+        "temperature",
+        "top_p",
+        "max_tokens",
+        "context_size",
+        "stop",
+        "price_input_per_m",
+        "price_output_per_m",
+        "price_cached_input_per_m",
+        "embedding_model",
+        "embedding_url",
+        "embedding_connection_id",
+    ):
         setattr(conn, field, getattr(data, field))
     conn.name = conn.name.strip()
     conn.model = conn.model.strip()
@@ -134,7 +167,9 @@ def delete_connection(session: Session, connection_id: int) -> None:
     conn = get_connection(session, connection_id)
     was_default = conn.is_default
     session.delete(conn)
-    for borrower in session.exec(select(Connection).where(Connection.embedding_connection_id == connection_id)):
+    for borrower in session.exec(
+        select(Connection).where(Connection.embedding_connection_id == connection_id)
+    ):
         borrower.embedding_connection_id = None
         session.add(borrower)
     session.flush()
@@ -184,12 +219,15 @@ def provider_config(conn: Connection, keybox: KeyBox, *, timeout_s: float | None
     )
 
 
-async def probe_form(session: Session, keybox: KeyBox, data: ConnectionIn, *, saved_id: int | None) -> ProbeResult:
+async def probe_form(
+    session: Session, keybox: KeyBox, data: ConnectionIn, *, saved_id: int | None
+) -> ProbeResult:
     """Test the values of the edit form before they are saved. A saved key and saved header values
     fill what the form leaves empty, and only while the address is the saved one."""
     saved = get_connection(session, saved_id) if saved_id else Connection(name="", base_url=data.base_url)
-    conn = Connection(name=data.name, kind=data.kind, base_url=data.base_url, model=data.model,
-                      extra_body=data.extra_body)  # fmt: skip
+    conn = Connection(
+        name=data.name, kind=data.kind, base_url=data.base_url, model=data.model, extra_body=data.extra_body
+    )
     conn.extra_headers, kept_values = _sealed_headers(data.extra_headers, saved.extra_headers or {}, keybox)
     keeps_key = _keeps_key(saved, data)
     if _moved(saved, data) and (keeps_key or kept_values):

@@ -62,7 +62,9 @@ Action = Literal["send", "regenerate", "swipe", "continue", "impersonate"]
 # Longest the reply waits for a browser to receive its `start` event (API clients may not read).
 START_WAIT_S = 0.05
 # What the user reads when something inside Sugo failed; the details (SQL, a stack) go to the log.
-INTERNAL_PROMPT_ERROR = "The prompt could not be built because of an internal error; the server log has the details."
+INTERNAL_PROMPT_ERROR = (
+    "The prompt could not be built because of an internal error; the server log has the details."
+)
 INTERNAL_REPLY_ERROR = "The reply stopped because of an internal error; the server log has the details."
 
 
@@ -193,7 +195,9 @@ def store_turn(
     # The reply's writer finds its swipe by this id: an earlier swipe deleted meanwhile moves it.
     swipe_id = uuid.uuid4().hex
     if action == "impersonate":
-        speaker = chats.next_speaker(session, chat, characters, speaker_id) if speaker_id is not None else None
+        speaker = (
+            chats.next_speaker(session, chat, characters, speaker_id) if speaker_id is not None else None
+        )
         return StoredTurn(None, 0, swipe_id, chat, characters, persona, speaker, purpose="impersonate")
     if action == "continue":
         return _store_continue(session, chat, characters, persona, message_id=message_id, swipe_id=swipe_id)
@@ -208,7 +212,11 @@ def store_turn(
         session.add(target)
         chats.touch_chat(session, chat)
     else:
-        target = chats.get_message(session, chat_id, message_id) if message_id else chats.last_message(session, chat_id)
+        target = (
+            chats.get_message(session, chat_id, message_id)
+            if message_id
+            else chats.last_message(session, chat_id)
+        )
         if target is None or target.role != "assistant":
             raise UserError("There is no reply to regenerate here; send a message instead.")
         if target.id != chats.last_message(session, chat_id).id:
@@ -222,12 +230,27 @@ def store_turn(
         speaker = next((c for c in characters if c.id == target.character_id), None)
     session.flush()
     session.commit()
-    return StoredTurn(target.id, target.active_swipe, swipe_id, chat, characters, persona, speaker,
-                      new_reply=action == "send")  # fmt: skip
+    return StoredTurn(
+        target.id,
+        target.active_swipe,
+        swipe_id,
+        chat,
+        characters,
+        persona,
+        speaker,
+        new_reply=action == "send",
+    )
 
 
-def _store_continue(session: Session, chat: Chat, characters: list[Character], persona: Persona | None, *,
-                    message_id: int | None, swipe_id: str) -> StoredTurn:  # fmt: skip
+def _store_continue(
+    session: Session,
+    chat: Chat,
+    characters: list[Character],
+    persona: Persona | None,
+    *,
+    message_id: int | None,
+    swipe_id: str,
+) -> StoredTurn:
     """Mark the reply shown as being extended, and commit: a reload follows it like a new reply."""
     last = chats.last_message(session, chat.id)
     target = chats.get_message(session, chat.id, message_id) if message_id else last
@@ -252,9 +275,19 @@ def _store_continue(session: Session, chat: Chat, characters: list[Character], p
     session.flush()
     session.commit()
     speaker = next((c for c in characters if c.id == target.character_id), None)
-    return StoredTurn(target.id, target.active_swipe, swipe_id, chat, characters, persona, speaker,
-                      purpose="continue", kept=target.content, kept_state=kept_state,
-                      kept_reasoning=kept_reasoning)  # fmt: skip
+    return StoredTurn(
+        target.id,
+        target.active_swipe,
+        swipe_id,
+        chat,
+        characters,
+        persona,
+        speaker,
+        purpose="continue",
+        kept=target.content,
+        kept_state=kept_state,
+        kept_reasoning=kept_reasoning,
+    )
 
 
 def prepare_request(session: Session, turn: StoredTurn, *, services: Services) -> PreparedReply:
@@ -264,12 +297,18 @@ def prepare_request(session: Session, turn: StoredTurn, *, services: Services) -
     chat_id = turn.chat.id
     try:
         prompt, effective = build_chat_prompt(
-            session, turn.chat, services=services, speaker=turn.speaker,
+            session,
+            turn.chat,
+            services=services,
+            speaker=turn.speaker,
             # Continue reads the reply it extends; a new reply or version reads what came before it.
             before_id=turn.message_id if turn.purpose == "reply" else None,
-            characters=turn.characters, persona=turn.persona, for_reply=turn.purpose != "impersonate",
-            seed=generation_seed(turn.chat.id, turn.message_id, turn.swipe_index), purpose=turn.purpose,
-        )  # fmt: skip
+            characters=turn.characters,
+            persona=turn.persona,
+            for_reply=turn.purpose != "impersonate",
+            seed=generation_seed(turn.chat.id, turn.message_id, turn.swipe_index),
+            purpose=turn.purpose,
+        )
         session.commit()  # what the sources keep (the lorebook scan) and the macro variables
     except UserError as err:
         session.rollback()
@@ -286,7 +325,9 @@ def prepare_request(session: Session, turn: StoredTurn, *, services: Services) -
         reply.problem = "No connection is set up yet. Add one under Connections."
         return reply
     try:
-        reply.config = provider_config(effective.connection, services.keybox, timeout_s=services.settings.model_timeout_s)
+        reply.config = provider_config(
+            effective.connection, services.keybox, timeout_s=services.settings.model_timeout_s
+        )
     except ValueError as err:
         reply.problem = str(err)
         return reply
@@ -299,9 +340,15 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
     if gen.message_id is None:
         writer = Draft()
     else:
-        writer = ReplyWriter(services.engine, gen.message_id, turn.swipe_id, services.settings.stream_flush_interval_s,
-                             kept=turn.kept, kept_state=turn.kept_state if turn.purpose == "continue" else None,
-                             kept_reasoning=turn.kept_reasoning)  # fmt: skip
+        writer = ReplyWriter(
+            services.engine,
+            gen.message_id,
+            turn.swipe_id,
+            services.settings.stream_flush_interval_s,
+            kept=turn.kept,
+            kept_state=turn.kept_state if turn.purpose == "continue" else None,
+            kept_reasoning=turn.kept_reasoning,
+        )
     started = utcnow()
     usage: Usage | None = None
     model: str | None = None
@@ -345,7 +392,9 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
             # Nothing said: a failed version (a Continue leaves the reply as it was).
             writer.text = ""
             await writer.finish("error", error=silence[1], **extra)
-            await _publish(gen, "error", {"message_id": gen.message_id, "kind": silence[0], "message": silence[1]})
+            await _publish(
+                gen, "error", {"message_id": gen.message_id, "kind": silence[0], "message": silence[1]}
+            )
         else:
             await writer.finish("ok", **extra)
             done: dict = {"message_id": gen.message_id}
@@ -365,12 +414,16 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
         await writer.finish(status, error=err.message, **_swipe_meta(started, model, usage))
         await _publish(gen, "error", {"message_id": gen.message_id, "kind": err.kind, "message": err.message})
     except asyncio.CancelledError:
-        writer.write("partial" if writer.text else "error", error="The server stopped before the reply was finished.")
+        writer.write(
+            "partial" if writer.text else "error", error="The server stopped before the reply was finished."
+        )
         raise
     except Exception:  # keep the partial reply whatever went wrong
         log.exception("generation failed in chat %s", gen.chat_id)
         await writer.finish("partial" if writer.text else "error", error=INTERNAL_REPLY_ERROR)
-        await _publish(gen, "error", {"message_id": gen.message_id, "kind": "internal", "message": INTERNAL_REPLY_ERROR})
+        await _publish(
+            gen, "error", {"message_id": gen.message_id, "kind": "internal", "message": INTERNAL_REPLY_ERROR}
+        )
     finally:
         if turn.purpose == "continue" and writer.text:
             # A reply written before changed: what was built from its old text (memories) re-syncs.
@@ -380,7 +433,9 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
             gen.changed.notify_all()
 
 
-async def _show(gen: Generation, writer: ReplyWriter | Draft, reading: ReplyReading, pieces: list[Piece]) -> None:
+async def _show(
+    gen: Generation, writer: ReplyWriter | Draft, reading: ReplyReading, pieces: list[Piece]
+) -> None:
     """Store and stream what a delta added: `token` for text, `reasoning` for reasoning, `rewrite` when
     the text so far turned out to be reasoning, `thought` once the reasoning has ended. Impersonate's
     reasoning goes nowhere."""
@@ -391,7 +446,9 @@ async def _show(gen: Generation, writer: ReplyWriter | Draft, reading: ReplyRead
                 await _publish(gen, "thought", {"ms": ms, "label": thought_label(ms)})
         elif piece.kind == "moved":
             writer.text = ""
-            await _publish(gen, "rewrite", {"text": "", "reasoning": "" if gen.message_id is None else reading.reasoning})
+            await _publish(
+                gen, "rewrite", {"text": "", "reasoning": "" if gen.message_id is None else reading.reasoning}
+            )
         elif gen.message_id is not None:
             await _publish(gen, "reasoning", {"text": piece.text})
             await writer.tick()
@@ -403,7 +460,9 @@ async def _split(services: Services, message_id: int, swipe_id: str) -> list[int
     try:
         return await run_in_threadpool(split_stored_reply, services.engine, message_id, swipe_id)
     except Exception:
-        log.exception("splitting the reply in message %s at its scene breaks failed; it stays one message", message_id)
+        log.exception(
+            "splitting the reply in message %s at its scene breaks failed; it stays one message", message_id
+        )
         return [message_id]
 
 
@@ -421,16 +480,23 @@ def _swipe_meta(started, model: str | None, usage: Usage | None) -> dict:
     return meta
 
 
-def _store(services: Services, chat_id: int, action: Action, content: str | None, speaker_id: int | None,
-           message_id: int | None) -> StoredTurn:  # fmt: skip
+def _store(
+    services: Services,
+    chat_id: int,
+    action: Action,
+    content: str | None,
+    speaker_id: int | None,
+    message_id: int | None,
+) -> StoredTurn:
     with Session(services.engine, expire_on_commit=False) as session:
         try:
             if action == "send" and content and content.strip():
                 # Work that needs only the new message (embedding it for Memory Recall) starts now,
                 # beside storing it and sending the `start` event, not once the prompt is built.
                 services.sources.expect(services, session, chats.get_chat(session, chat_id), content)
-            return store_turn(session, chat_id, action=action, content=content, speaker_id=speaker_id,
-                              message_id=message_id)  # fmt: skip
+            return store_turn(
+                session, chat_id, action=action, content=content, speaker_id=speaker_id, message_id=message_id
+            )
         except Exception:
             session.rollback()
             raise
@@ -454,7 +520,9 @@ async def start(
     try:
         turn = await run_in_threadpool(_store, services, chat_id, action, content, speaker_id, message_id)
         gen = Generation(chat_id=chat_id, message_id=turn.message_id, swipe_index=turn.swipe_index)
-        gen.events.append(("start", {"message_id": turn.message_id, "swipe_index": turn.swipe_index, "action": action}))
+        gen.events.append(
+            ("start", {"message_id": turn.message_id, "swipe_index": turn.swipe_index, "action": action})
+        )
         registry.add(gen)
     finally:
         registry.release(chat_id)

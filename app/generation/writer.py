@@ -48,8 +48,17 @@ class ReplyWriter:
     loop. For Continue, `kept` is the reply being extended and `kept_state` its status and error,
     which stay if nothing arrives."""
 
-    def __init__(self, engine: Engine, message_id: int, swipe_id: str, flush_interval_s: float, *, kept: str = "",
-                 kept_state: tuple[str, str | None] | None = None, kept_reasoning: dict | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        engine: Engine,
+        message_id: int,
+        swipe_id: str,
+        flush_interval_s: float,
+        *,
+        kept: str = "",
+        kept_state: tuple[str, str | None] | None = None,
+        kept_reasoning: dict | None = None,
+    ) -> None:
         self.engine = engine
         self.message_id = message_id
         self.swipe_id = swipe_id
@@ -92,7 +101,9 @@ class ReplyWriter:
             except OperationalError:
                 if attempt == FINAL_WRITE_ATTEMPTS:
                     raise
-                log.warning("the end of the reply in message %s could not be saved yet; trying again", self.message_id)
+                log.warning(
+                    "the end of the reply in message %s could not be saved yet; trying again", self.message_id
+                )
 
     def write(self, status: str, *, error: str | None = None, **swipe_extra) -> None:
         self._last_flush = time.monotonic()
@@ -112,7 +123,14 @@ class ReplyWriter:
             if at is None:  # this version was deleted while streaming
                 return
             record = {k: v for k, v in swipes[at].items() if k not in REASONING_FIELDS}
-            swipes[at] = {**record, "content": text, "status": status, "error": error, **swipe_extra, **thought}
+            swipes[at] = {
+                **record,
+                "content": text,
+                "status": status,
+                "error": error,
+                **swipe_extra,
+                **thought,
+            }
             msg.swipes = swipes
             if msg.active_swipe == at:
                 msg.content, msg.status, msg.error = text, status, error

@@ -13,5 +13,8 @@ def show_image(image_id: int, session: SessionDep) -> Response:
     return Response(
         image.data,
         media_type=image.mime,
-        headers={"Cache-Control": "private, max-age=31536000, immutable", "X-Content-Type-Options": "nosniff"},
+        headers={
+            "Cache-Control": "private, max-age=31536000, immutable",
+            "X-Content-Type-Options": "nosniff",
+        },
     )

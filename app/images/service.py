@@ -27,7 +27,9 @@ def store_image(session: Session, raw: bytes) -> Image:
     if not raw:
         raise UserError("The picture is empty.")
     if len(raw) > MAX_IMAGE_BYTES:
-        raise UserError(f"The picture is {len(raw) / 1024 / 1024:.1f} MB; pictures larger than 12 MB are refused.")
+        raise UserError(
+            f"The picture is {len(raw) / 1024 / 1024:.1f} MB; pictures larger than 12 MB are refused."
+        )
     try:
         with PILImage.open(io.BytesIO(raw)) as img:  # reads the header only: no pixels decoded yet
             fmt = img.format

@@ -40,7 +40,9 @@ def create_lorebook(data: BookIn, session: SessionDep) -> dict:
     return _book_json(service.create_book(session, **data.model_dump()), 0)
 
 
-@router.post("/import", status_code=201, responses={409: {"description": "A book with the same entries exists"}})
+@router.post(
+    "/import", status_code=201, responses={409: {"description": "A book with the same entries exists"}}
+)
 def import_lorebook(session: SessionDep, file: UploadFile = File(...), copy: bool = Query(False)):
     """A SillyTavern World Info `.json`, a card's `character_book`, or a Marinara `.marinara.json`.
     A refused file creates nothing. Entries with a `/regex/` key Sugo cannot run come in turned
@@ -64,12 +66,25 @@ def test_keywords(data: KeywordTestIn, session: SessionDep) -> dict:
     elif chat is not None:
         chars = chats.chat_characters(session, chat.id)
         persona = chats.chat_persona(session, chat)
-        book_ids = [b.id for b in service.books_for_chat(session, chat.id, [c.id for c in chars], persona.id if persona else None)]
+        book_ids = [
+            b.id
+            for b in service.books_for_chat(
+                session, chat.id, [c.id for c in chars], persona.id if persona else None
+            )
+        ]
     else:
         book_ids = [b.id for b in service.list_books(session) if b.enabled]
     budget = chats.chat_settings(chat).lore_token_budget if chat else 8192
-    snap = prompting.keyword_test(session, chat, book_ids, data.text, char="{{char}}", user="{{user}}",
-                                   chat_budget=budget, count=count_tokens)  # fmt: skip
+    snap = prompting.keyword_test(
+        session,
+        chat,
+        book_ids,
+        data.text,
+        char="{{char}}",
+        user="{{user}}",
+        chat_budget=budget,
+        count=count_tokens,
+    )
     return {**snap, "notice": skipped_notice(snap), "limit_notice": limit_notice(snap)}
 
 
@@ -78,7 +93,10 @@ def show_lorebook(book_id: int, session: SessionDep) -> dict:
     """One lorebook with its entries and where it is attached."""
     book = service.get_book(session, book_id)
     entries = service.list_entries(session, book_id)
-    links = [link.model_dump(exclude={"id", "lorebook_id"}, exclude_none=True) for link in service.links_of(session, book_id)]
+    links = [
+        link.model_dump(exclude={"id", "lorebook_id"}, exclude_none=True)
+        for link in service.links_of(session, book_id)
+    ]
     return {**_book_json(book, len(entries)), "entries": [_entry_json(e) for e in entries], "links": links}
 
 
@@ -95,11 +113,18 @@ def delete_lorebook(book_id: int, session: SessionDep) -> None:
 
 
 @router.get("/{book_id}/export")
-def export_lorebook(book_id: int, session: SessionDep,
-                    format: str = Query(default="world_info", pattern="^(world_info|marinara|character_book)$")) -> Response:  # noqa: A002  # fmt: skip
+def export_lorebook(
+    book_id: int,
+    session: SessionDep,
+    format: str = Query(default="world_info", pattern="^(world_info|marinara|character_book)$"),
+) -> Response:  # noqa: A002
     """Download as SillyTavern World Info, Marinara `.marinara.json`, or a card's `character_book`."""
     name, body = service.export_file(session, book_id, format)
-    return Response(body, media_type="application/json", headers={"Content-Disposition": content_disposition(name, fallback="lorebook")})
+    return Response(
+        body,
+        media_type="application/json",
+        headers={"Content-Disposition": content_disposition(name, fallback="lorebook")},
+    )
 
 
 @router.get("/{book_id}/entries")
@@ -158,15 +183,26 @@ def show_chat_lorebooks(chat_id: int, session: SessionDep) -> dict:
     chat = chats.get_chat(session, chat_id)
     chars = chats.chat_characters(session, chat_id)
     persona = chats.chat_persona(session, chat)
-    in_effect = service.books_for_chat(session, chat_id, [c.id for c in chars], persona.id if persona else None)
-    rows = service.chat_books(session, chat_id, [(c.id, c.name) for c in chars],
-                              (persona.id, persona.name) if persona else None)  # fmt: skip
+    in_effect = service.books_for_chat(
+        session, chat_id, [c.id for c in chars], persona.id if persona else None
+    )
+    rows = service.chat_books(
+        session, chat_id, [(c.id, c.name) for c in chars], (persona.id, persona.name) if persona else None
+    )
     snap = chat.lore_last_scan or {}
     return {
         "attached": service.chat_book_ids(session, chat_id),
         "in_effect": [_book_json(b) for b in in_effect],
-        "sources": [{"id": r.id, "name": r.name, "applies": r.applies, "in_chat": r.in_chat,
-                     "via": [{"kind": v.kind, "name": v.name} for v in r.via]} for r in rows],  # fmt: skip
+        "sources": [
+            {
+                "id": r.id,
+                "name": r.name,
+                "applies": r.applies,
+                "in_chat": r.in_chat,
+                "via": [{"kind": v.kind, "name": v.name} for v in r.via],
+            }
+            for r in rows
+        ],
         "token_budget": chats.chat_settings(chat).lore_token_budget,
         "last_scan": snap or None,
         "notice": skipped_notice(snap) if snap else None,

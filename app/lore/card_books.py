@@ -28,13 +28,16 @@ def import_card(session: Session, raw: bytes, filename: str | None = None) -> Im
     notes: list[str] = []
     reused = None
     if char.character_book is not None:
-        book = import_character_book(session, char.character_book, character_id=char.id,
-                                     name=f"{char.name}'s lorebook")  # fmt: skip
+        book = import_character_book(
+            session, char.character_book, character_id=char.id, name=f"{char.name}'s lorebook"
+        )
         notes = [f"In {book.book.name}: {note}" for note in book.notes]
         if book.reused:
             reused = book.book.id
-            notes.append(f"Its lorebook “{book.book.name}” was already in your lorebooks with the same entries: "
-                         f"{char.name} uses that one, no copy was made.")  # fmt: skip
+            notes.append(
+                f"Its lorebook “{book.book.name}” was already in your lorebooks with the same entries: "
+                f"{char.name} uses that one, no copy was made."
+            )
     return ImportedCard(char, notes, reused)
 
 

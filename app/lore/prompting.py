@@ -39,7 +39,9 @@ CONSTANT_KINDS = {
     "before_examples": ("lore_before_examples", "Lore before the examples"),
     "after_examples": ("lore_after_examples", "Lore after the examples"),
 }
-POSITION_RANK = {p: i for i, p in enumerate(("before_char", "after_char", "before_examples", "after_examples"))}
+POSITION_RANK = {
+    p: i for i, p in enumerate(("before_char", "after_char", "before_examples", "after_examples"))
+}
 
 MAX_NAMED = 64  # books with {{char}} / {{user}} keys, compiled per speaker and persona, kept
 # Entries held compiled, all books together (~3 KB each with their matchers: ~60 MB); past it the least
@@ -54,7 +56,9 @@ class CompiledBooks:
     def __init__(self) -> None:
         # book id -> (version, the book, its entries, compiled matchers, whether keys hold macros), least
         # recently used first
-        self._books: OrderedDict[int, tuple[int, LoreBook, list[LoreEntry], CompiledBook, bool]] = OrderedDict()
+        self._books: OrderedDict[int, tuple[int, LoreBook, list[LoreEntry], CompiledBook, bool]] = (
+            OrderedDict()
+        )
         # (book id, speaker, persona) -> the same, for books whose keys hold {{char}} / {{user}}
         self._named: dict[tuple[int, str, str], tuple[int, list[LoreEntry], CompiledBook]] = {}
         self._lock = threading.Lock()
@@ -63,7 +67,9 @@ class CompiledBooks:
         """(books, entries, compiled matchers by book id) for these (lorebook id, version) pairs; a
         book whose keys hold macros is compiled once per speaker and persona name as well."""
         with self._lock:
-            stale = [book_id for book_id, version in versions if self._books.get(book_id, (None,))[0] != version]
+            stale = [
+                book_id for book_id, version in versions if self._books.get(book_id, (None,))[0] != version
+            ]
             if stale:
                 fresh: dict[int, list[LoreEntry]] = {book_id: [] for book_id in stale}
                 for entry in service.entries_of(session, stale):
@@ -72,8 +78,13 @@ class CompiledBooks:
                     self._books.pop(book_id, None)
                 for row in service.books_by_id(session, stale):
                     data, book_entries = service.book_data(row), fresh[row.id]
-                    self._books[row.id] = (row.version, data, book_entries, compile_book(data, book_entries),
-                                           any(_has_key_macros(e) for e in book_entries))  # fmt: skip
+                    self._books[row.id] = (
+                        row.version,
+                        data,
+                        book_entries,
+                        compile_book(data, book_entries),
+                        any(_has_key_macros(e) for e in book_entries),
+                    )
             books, entries, compiled = [], [], {}
             for book_id, _ in versions:
                 if book_id not in self._books:
@@ -81,8 +92,9 @@ class CompiledBooks:
                 self._books.move_to_end(book_id)
                 version, data, book_entries, book_compiled, key_macros = self._books[book_id]
                 if key_macros:
-                    book_entries, book_compiled = self._named_for(book_id, version, data, book_entries,
-                                                                  char=char, user=user)  # fmt: skip
+                    book_entries, book_compiled = self._named_for(
+                        book_id, version, data, book_entries, char=char, user=user
+                    )
                 books.append(data)
                 entries.extend(book_entries)
                 compiled[book_id] = book_compiled
@@ -99,7 +111,9 @@ class CompiledBooks:
                 for key in [k for k in self._named if k[0] == book_id]:
                     del self._named[key]
 
-    def _named_for(self, book_id: int, version: int, data: LoreBook, entries: list[LoreEntry], *, char: str, user: str):
+    def _named_for(
+        self, book_id: int, version: int, data: LoreBook, entries: list[LoreEntry], *, char: str, user: str
+    ):
         named = self._named.get((book_id, char, user))
         if named is None or named[0] != version:
             resolved = with_key_macros(entries, char=char, user=user)
@@ -131,9 +145,10 @@ def with_key_macros(entries: Sequence[LoreEntry], *, char: str, user: str) -> li
     for entry in entries:
         if _has_key_macros(entry):
             entry = dataclasses.replace(
-                entry, keys=tuple(expand_macros(k, char=char, user=user) for k in entry.keys),
+                entry,
+                keys=tuple(expand_macros(k, char=char, user=user) for k in entry.keys),
                 secondary_keys=tuple(expand_macros(k, char=char, user=user) for k in entry.secondary_keys),
-            )  # fmt: skip
+            )
         out.append(entry)
     return out
 
@@ -142,21 +157,36 @@ def _has_key_macros(entry: LoreEntry) -> bool:
     return any("{{" in k or "<" in k for k in (*entry.keys, *entry.secondary_keys))
 
 
-def _renderer(pick_prefix: str, *, char: str, user: str, seed: int, variables: dict) -> Callable[[LoreEntry], str]:
+def _renderer(
+    pick_prefix: str, *, char: str, user: str, seed: int, variables: dict
+) -> Callable[[LoreEntry], str]:
     """Entry text through the macros: {{pick}} stays put per chat and entry, {{random}} and dice
     follow the reply's seed, {{setvar}} writes into `variables`."""
 
     def render(entry: LoreEntry) -> str:
-        context = MacroContext(variables=variables, pick_seed=f"{pick_prefix}:{entry.id}", random_seed=seed ^ entry.id)
+        context = MacroContext(
+            variables=variables, pick_seed=f"{pick_prefix}:{entry.id}", random_seed=seed ^ entry.id
+        )
         return expand_macros(entry.content, char=char, user=user, context=context).strip()
 
     return render
 
 
 def lore_for_prompt(
-    session: Session, chat: Chat, *, compiled_books: CompiledBooks, messages: Sequence[str], message_count: int,
-    character_ids: Sequence[int], persona_id: int | None, char: str, user: str, seed: int, chat_budget: int,
-    count: Callable[[str], int], variables: dict,
+    session: Session,
+    chat: Chat,
+    *,
+    compiled_books: CompiledBooks,
+    messages: Sequence[str],
+    message_count: int,
+    character_ids: Sequence[int],
+    persona_id: int | None,
+    char: str,
+    user: str,
+    seed: int,
+    chat_budget: int,
+    count: Callable[[str], int],
+    variables: dict,
 ) -> LoreOutcome | None:
     """The scan for the next reply, as prompt blocks. None when the chat uses no lorebook.
     `variables` are the chat's macro variables, changed in place by the entries' macros."""
@@ -165,15 +195,32 @@ def lore_for_prompt(
     if not books:
         return None
     timed = {int(k): TimedState(**v) for k, v in (chat.lore_timed or {}).items() if isinstance(v, dict)}
-    request = ScanRequest(messages=list(messages), books=books, entries=entries,
-                          chat_token_budget=chat_budget, timed=timed, message_count=message_count, seed=seed)  # fmt: skip
-    result = scan(request, count=count, render=_renderer(f"{chat.id}:lore", char=char, user=user, seed=seed, variables=variables),
-                  compiled=compiled)  # fmt: skip
+    request = ScanRequest(
+        messages=list(messages),
+        books=books,
+        entries=entries,
+        chat_token_budget=chat_budget,
+        timed=timed,
+        message_count=message_count,
+        seed=seed,
+    )
+    result = scan(
+        request,
+        count=count,
+        render=_renderer(f"{chat.id}:lore", char=char, user=user, seed=seed, variables=variables),
+        compiled=compiled,
+    )
     outcome = _blocks(result)
     outcome.snapshot = snapshot(result, chat_budget=chat_budget, at=utcnow())
     outcome.note = inspector_note(outcome.snapshot)
-    outcome.timed = {str(k): {"started_at": v.started_at, "sticky_until": v.sticky_until,
-                              "cooldown_until": v.cooldown_until} for k, v in result.timed.items()}  # fmt: skip
+    outcome.timed = {
+        str(k): {
+            "started_at": v.started_at,
+            "sticky_until": v.sticky_until,
+            "cooldown_until": v.cooldown_until,
+        }
+        for k, v in result.timed.items()
+    }
     return outcome
 
 
@@ -193,7 +240,9 @@ def _blocks(result: ScanResult) -> LoreOutcome:
 
     def text(items: list[ActiveEntry]) -> str:
         # Within one place, lower Order first (as SillyTavern and Marinara write them).
-        items = sorted(items, key=lambda a: (POSITION_RANK.get(a.entry.position, 9), a.entry.order, a.entry.id))
+        items = sorted(
+            items, key=lambda a: (POSITION_RANK.get(a.entry.position, 9), a.entry.order, a.entry.id)
+        )
         return "\n\n".join(a.text for a in items)
 
     for position, items in constant.items():
@@ -218,14 +267,25 @@ def record_scan(session: Session, chat: Chat, outcome: LoreOutcome | None) -> No
     session.add(chat)
 
 
-def keyword_test(session: Session, chat: Chat | None, book_ids: Sequence[int], text: str, *, char: str, user: str,
-                 chat_budget: int, count: Callable[[str], int]) -> dict:  # fmt: skip
+def keyword_test(
+    session: Session,
+    chat: Chat | None,
+    book_ids: Sequence[int],
+    text: str,
+    *,
+    char: str,
+    user: str,
+    chat_budget: int,
+    count: Callable[[str], int],
+) -> dict:
     """The keyword test panel: which entries of these books fire on a pasted text, which are
     skipped and why. Nothing is stored; variables set by macros are thrown away."""
     rows = [service.get_book(session, b) for b in book_ids]
     books = [service.book_data(r) for r in rows]
     entries = [service.entry_data(e) for e in service.entries_of(session, [r.id for r in rows])]
     variables = dict(chat.variables or {}) if chat else {}
-    render = _renderer(f"{chat.id}:lore" if chat else "test", char=char, user=user, seed=0, variables=variables)
+    render = _renderer(
+        f"{chat.id}:lore" if chat else "test", char=char, user=user, seed=0, variables=variables
+    )
     result = scan_text(text, books, entries, count=count, render=render, chat_token_budget=chat_budget)
     return snapshot(result, chat_budget=chat_budget, at=utcnow())

@@ -53,24 +53,57 @@ def snapshot(result: ScanResult, *, chat_budget: int, at: datetime) -> dict:
         "chat_budget": chat_budget,
         "chat_used": result.chat_used,
         "passes": result.passes,
-        "books": {str(b.id): {"name": b.name, "budget": b.token_budget, "entry_limit": b.entry_limit,
-                              "used": result.book_used.get(b.id, 0)}
-                  for b in {a.book.id: a.book for a in (*result.active, *result.skipped)}.values()},  # fmt: skip
-        "active": [{**where(a.book), "entry_id": a.entry.id, "title": a.entry.title or _first_key(a.entry.keys),
-                    "matched_keys": list(a.matched_keys), "tokens": a.tokens, "reason": a.reason,
-                    "depth_found": a.found_at_depth,
-                    "position": position_label(a.entry.position, a.entry.depth, a.entry.role,
-                                                constant=a.reason == "constant")}
-                   for a in result.active],  # fmt: skip
-        "skipped": [{**where(s.book), "entry_id": s.entry.id, "title": s.entry.title or _first_key(s.entry.keys),
-                     "matched_keys": list(s.matched_keys), "tokens": s.tokens, "book_used": s.book_used,
-                     "chat_used": s.chat_used, "reason": s.reason, "book_budget": s.book.token_budget,
-                     "depth_found": s.found_at_depth}
-                    for s in result.skipped],  # fmt: skip
-        "rejected": [{**where(r.book), "entry_id": r.entry.id, "title": r.entry.title or _first_key(r.entry.keys),
-                      "matched_keys": list(r.matched_keys), "reason": _rejected_reason(r),
-                      "same_as": r.same_as.entry.id if r.same_as else None}
-                     for r in result.rejected if r.reason != "empty"],  # fmt: skip
+        "books": {
+            str(b.id): {
+                "name": b.name,
+                "budget": b.token_budget,
+                "entry_limit": b.entry_limit,
+                "used": result.book_used.get(b.id, 0),
+            }
+            for b in {a.book.id: a.book for a in (*result.active, *result.skipped)}.values()
+        },
+        "active": [
+            {
+                **where(a.book),
+                "entry_id": a.entry.id,
+                "title": a.entry.title or _first_key(a.entry.keys),
+                "matched_keys": list(a.matched_keys),
+                "tokens": a.tokens,
+                "reason": a.reason,
+                "depth_found": a.found_at_depth,
+                "position": position_label(
+                    a.entry.position, a.entry.depth, a.entry.role, constant=a.reason == "constant"
+                ),
+            }
+            for a in result.active
+        ],
+        "skipped": [
+            {
+                **where(s.book),
+                "entry_id": s.entry.id,
+                "title": s.entry.title or _first_key(s.entry.keys),
+                "matched_keys": list(s.matched_keys),
+                "tokens": s.tokens,
+                "book_used": s.book_used,
+                "chat_used": s.chat_used,
+                "reason": s.reason,
+                "book_budget": s.book.token_budget,
+                "depth_found": s.found_at_depth,
+            }
+            for s in result.skipped
+        ],
+        "rejected": [
+            {
+                **where(r.book),
+                "entry_id": r.entry.id,
+                "title": r.entry.title or _first_key(r.entry.keys),
+                "matched_keys": list(r.matched_keys),
+                "reason": _rejected_reason(r),
+                "same_as": r.same_as.entry.id if r.same_as else None,
+            }
+            for r in result.rejected
+            if r.reason != "empty"
+        ],
         "problems": [{"entry_id": p.entry_id, "key": p.key, "message": p.message} for p in result.problems],
     }
 
@@ -87,7 +120,7 @@ def _first_key(keys) -> str:
 
 
 def skipped_notice(snap: Mapping) -> str | None:
-    """"N matching lore entries were skipped by token budget." with the limits that caused it and
+    """ "N matching lore entries were skipped by token budget." with the limits that caused it and
     where to change them; None when nothing was skipped by a budget."""
     by_budget = [s for s in snap.get("skipped", []) if s["reason"] in BUDGET_REASONS]
     if not by_budget:
@@ -97,10 +130,14 @@ def skipped_notice(snap: Mapping) -> str | None:
     limits = []
     for book_id, book in snap.get("books", {}).items():
         if any(s["book_id"] == int(book_id) and s["reason"] in (SKIP_BOOK, SKIP_BOTH) for s in by_budget):
-            limits.append(f"the Token Budget of “{book['name']}” ({book['budget']} tokens; Lorebooks → "
-                          f"{book['name']} → Overview)")  # fmt: skip
+            limits.append(
+                f"the Token Budget of “{book['name']}” ({book['budget']} tokens; Lorebooks → "
+                f"{book['name']} → Overview)"
+            )
     if any(s["reason"] in (SKIP_CHAT, SKIP_BOTH) for s in by_budget):
-        limits.append(f"this chat's Lorebook Token Budget ({snap.get('chat_budget')} tokens; Chat Settings → Lorebooks)")
+        limits.append(
+            f"this chat's Lorebook Token Budget ({snap.get('chat_budget')} tokens; Chat Settings → Lorebooks)"
+        )
     return text + " Limits reached: " + "; ".join(limits) + "."
 
 
@@ -108,8 +145,10 @@ def limit_notice(snap: Mapping) -> str | None:
     n = sum(1 for s in snap.get("skipped", []) if s["reason"] == SKIP_LIMIT)
     if not n:
         return None
-    return (f"{n} matching lore entr{'y was' if n == 1 else 'ies were'} skipped by a lorebook's Entry Limit "
-            "(Lorebooks → Overview).")  # fmt: skip
+    return (
+        f"{n} matching lore entr{'y was' if n == 1 else 'ies were'} skipped by a lorebook's Entry Limit "
+        "(Lorebooks → Overview)."
+    )
 
 
 def inspector_note(snap: Mapping) -> str:
@@ -120,7 +159,9 @@ def inspector_note(snap: Mapping) -> str:
     for a in active:
         kinds[a["reason"]] = kinds.get(a["reason"], 0) + 1
     # "constant" and "sticky" say how an entry came in; "key" is what found it, counted as keys.
-    detail = ", ".join(plural(n, reason) if reason == "key" else f"{n} {reason}" for reason, n in sorted(kinds.items()))
+    detail = ", ".join(
+        plural(n, reason) if reason == "key" else f"{n} {reason}" for reason, n in sorted(kinds.items())
+    )
     text = f"Lorebooks: {plural(len(active), 'entry', 'entries')} active ({detail}), {plural(snap.get('chat_used', 0), 'token')}"
     if skipped:
         text += f"; {len(skipped)} skipped (see Chat Settings → Active Context)"

@@ -117,8 +117,13 @@ def list_entries(session: Session, book_id: int, *, query: str = "") -> list[Lor
     stmt = select(LorebookEntry).where(LorebookEntry.lorebook_id == book_id)
     if query.strip():
         like = f"%{query.strip()}%"
-        stmt = stmt.where(or_(col(LorebookEntry.title).ilike(like), col(LorebookEntry.content).ilike(like),
-                              cast(LorebookEntry.keys, String).ilike(like)))  # type: ignore[arg-type]  # fmt: skip
+        stmt = stmt.where(
+            or_(
+                col(LorebookEntry.title).ilike(like),
+                col(LorebookEntry.content).ilike(like),
+                cast(LorebookEntry.keys, String).ilike(like),
+            )
+        )  # type: ignore[arg-type]
     return list(session.exec(stmt.order_by(LorebookEntry.order, LorebookEntry.id)))
 
 
@@ -148,7 +153,9 @@ def delete_entry(session: Session, book_id: int, entry_id: int) -> None:
     session.flush()
 
 
-def set_entries_enabled(session: Session, book_id: int, entry_ids: Iterable[int] | None, enabled: bool) -> int:
+def set_entries_enabled(
+    session: Session, book_id: int, entry_ids: Iterable[int] | None, enabled: bool
+) -> int:
     """Bulk enable or disable: the given entries, or all of the book's when `entry_ids` is None."""
     book = get_book(session, book_id)
     stmt = select(LorebookEntry).where(LorebookEntry.lorebook_id == book_id)
@@ -198,7 +205,9 @@ def attach(session: Session, book_id: int, target: str, target_id: int) -> None:
         raise UserError(f"A lorebook attaches to a {', '.join(LINK_TARGETS[:-1])} or {LINK_TARGETS[-1]}.")
     get_book(session, book_id)
     column = getattr(LorebookLink, f"{target}_id")
-    exists = session.exec(select(LorebookLink).where(LorebookLink.lorebook_id == book_id, column == target_id)).first()
+    exists = session.exec(
+        select(LorebookLink).where(LorebookLink.lorebook_id == book_id, column == target_id)
+    ).first()
     if exists is None:
         session.add(LorebookLink(lorebook_id=book_id, **{f"{target}_id": target_id}))
         session.flush()
@@ -208,7 +217,9 @@ def detach(session: Session, book_id: int, target: str, target_id: int) -> None:
     if target not in LINK_TARGETS:
         raise UserError(f"A lorebook attaches to a {', '.join(LINK_TARGETS[:-1])} or {LINK_TARGETS[-1]}.")
     column = getattr(LorebookLink, f"{target}_id")
-    for link in session.exec(select(LorebookLink).where(LorebookLink.lorebook_id == book_id, column == target_id)):
+    for link in session.exec(
+        select(LorebookLink).where(LorebookLink.lorebook_id == book_id, column == target_id)
+    ):
         session.delete(link)
     session.flush()
 
@@ -233,11 +244,14 @@ def books_of_character(session: Session, character_id: int) -> list[Lorebook]:
 
 
 def chat_book_ids(session: Session, chat_id: int) -> list[int]:
-    return [link.lorebook_id for link in session.exec(select(LorebookLink).where(LorebookLink.chat_id == chat_id))]
+    return [
+        link.lorebook_id for link in session.exec(select(LorebookLink).where(LorebookLink.chat_id == chat_id))
+    ]
 
 
-def chat_books(session: Session, chat_id: int, characters: Sequence[tuple[int, str]],
-               persona: tuple[int, str] | None) -> list[BookRow]:  # fmt: skip
+def chat_books(
+    session: Session, chat_id: int, characters: Sequence[tuple[int, str]], persona: tuple[int, str] | None
+) -> list[BookRow]:
     """Every lorebook with where it comes from in this chat (Chat Settings → Lorebooks):
     `characters` are the chat's (id, name), `persona` its persona's, if any."""
     char_names, persona_names = dict(characters), dict([persona] if persona else [])
@@ -253,14 +267,20 @@ def chat_books(session: Session, chat_id: int, characters: Sequence[tuple[int, s
         if link.chat_id == chat_id:
             in_chat.add(link.lorebook_id)
         elif link.character_id in char_names:
-            by_char.setdefault(link.lorebook_id, []).append((link.character_id, char_names[link.character_id]))
+            by_char.setdefault(link.lorebook_id, []).append(
+                (link.character_id, char_names[link.character_id])
+            )
         elif link.persona_id in persona_names:
-            by_persona.setdefault(link.lorebook_id, []).append((link.persona_id, persona_names[link.persona_id]))
+            by_persona.setdefault(link.lorebook_id, []).append(
+                (link.persona_id, persona_names[link.persona_id])
+            )
     books = [BookInfo(b.id, b.name, b.enabled, b.is_global) for b in list_books(session)]  # type: ignore[arg-type]
     return chat_book_rows(books, in_chat=in_chat, characters=by_char, personas=by_persona)
 
 
-def books_for_chat(session: Session, chat_id: int, character_ids: Sequence[int], persona_id: int | None) -> list[Lorebook]:
+def books_for_chat(
+    session: Session, chat_id: int, character_ids: Sequence[int], persona_id: int | None
+) -> list[Lorebook]:
     """Enabled lorebooks in effect for a chat: global ones and those attached to the chat, to one
     of its characters or to its persona."""
     conditions = [LorebookLink.chat_id == chat_id]
@@ -269,14 +289,20 @@ def books_for_chat(session: Session, chat_id: int, character_ids: Sequence[int],
     if persona_id is not None:
         conditions.append(LorebookLink.persona_id == persona_id)
     linked = set(session.exec(select(LorebookLink.lorebook_id).where(or_(*conditions))))
-    books = session.exec(select(Lorebook).where(Lorebook.enabled == True,  # noqa: E712
-                                                or_(Lorebook.is_global == True, col(Lorebook.id).in_(linked)))  # noqa: E712
-                         .order_by(Lorebook.id))  # fmt: skip
+    books = session.exec(
+        select(Lorebook)
+        .where(
+            Lorebook.enabled == True,  # noqa: E712
+            or_(Lorebook.is_global == True, col(Lorebook.id).in_(linked)),  # noqa: E712
+        )
+        .order_by(Lorebook.id)
+    )
     return list(books)
 
 
-def book_versions_for_chat(session: Session, chat_id: int, character_ids: Sequence[int],
-                           persona_id: int | None) -> list[tuple[int, int]]:  # fmt: skip
+def book_versions_for_chat(
+    session: Session, chat_id: int, character_ids: Sequence[int], persona_id: int | None
+) -> list[tuple[int, int]]:
     """(id, version) of the lorebooks `books_for_chat` gives, in the same order. It runs before
     every reply: one statement of columns (no row objects), which the compiled-book cache needs."""
     conditions = [LorebookLink.chat_id == chat_id]
@@ -285,9 +311,11 @@ def book_versions_for_chat(session: Session, chat_id: int, character_ids: Sequen
     if persona_id is not None:
         conditions.append(LorebookLink.persona_id == persona_id)
     linked = select(LorebookLink.lorebook_id).where(or_(*conditions))
-    query = (select(Lorebook.id, Lorebook.version)
-             .where(Lorebook.enabled == True, or_(Lorebook.is_global == True, col(Lorebook.id).in_(linked)))  # noqa: E712
-             .order_by(Lorebook.id))  # fmt: skip
+    query = (
+        select(Lorebook.id, Lorebook.version)
+        .where(Lorebook.enabled == True, or_(Lorebook.is_global == True, col(Lorebook.id).in_(linked)))  # noqa: E712
+        .order_by(Lorebook.id)
+    )
     return [(int(i), int(v)) for i, v in session.connection().execute(query).all()]
 
 
@@ -342,8 +370,9 @@ def find_twin(session: Session, entries: Sequence[LoreEntry]) -> Lorebook | None
     return None
 
 
-def import_file(session: Session, raw: bytes, *, filename: str = "", character_id: int | None = None,
-                copy: bool = False) -> ImportedBook:  # fmt: skip
+def import_file(
+    session: Session, raw: bytes, *, filename: str = "", character_id: int | None = None, copy: bool = False
+) -> ImportedBook:
     """A lorebook from a SillyTavern World Info file, a card's character_book or a Marinara
     `.marinara.json`; one transaction: a refused file writes nothing. Entries whose `/regex/` key
     cannot run are imported turned off, each named in `notes`. A book whose entries are already
@@ -361,7 +390,9 @@ def import_file(session: Session, raw: bytes, *, filename: str = "", character_i
     return ImportedBook(store_parsed(session, parsed.book, entries, character_id=character_id), notes)
 
 
-def store_parsed(session: Session, book: LoreBook, entries: Sequence[LoreEntry], *, character_id: int | None = None) -> Lorebook:
+def store_parsed(
+    session: Session, book: LoreBook, entries: Sequence[LoreEntry], *, character_id: int | None = None
+) -> Lorebook:
     row = Lorebook(**{f: getattr(book, f) for f in BOOK_FIELDS})
     # Two rows never read the same: a name already taken becomes "Name (2)".
     row.name = free_name(row.name.strip() or "Imported lorebook", session.exec(select(Lorebook.name)))
@@ -379,8 +410,12 @@ def export_file(session: Session, book_id: int, fmt: str) -> tuple[str, bytes]:
         raise UserError(f"Export formats: {', '.join(EXPORT_FORMATS)}.")
     book = get_book(session, book_id)
     data = book_data(book)
-    entries = [_file_entry(e) for e in session.exec(select(LorebookEntry).where(LorebookEntry.lorebook_id == book_id)
-                                                      .order_by(LorebookEntry.id))]  # fmt: skip
+    entries = [
+        _file_entry(e)
+        for e in session.exec(
+            select(LorebookEntry).where(LorebookEntry.lorebook_id == book_id).order_by(LorebookEntry.id)
+        )
+    ]
     safe = safe_stem(book.name, "lorebook")
     if fmt == "world_info":
         return f"{safe}.json", encode_file(export_world_info(data, entries))
@@ -409,13 +444,18 @@ def import_character_book(session: Session, raw: dict, *, character_id: int, nam
 def character_book_for(session: Session, character_id: int, *, original: dict | None) -> dict | None:
     """The `character_book` for a card export: the first lorebook attached to the character once it
     was edited (or when the card had none); the card's own book, byte for byte, while untouched."""
-    link = session.exec(select(LorebookLink).where(LorebookLink.character_id == character_id)
-                        .order_by(LorebookLink.id)).first()  # fmt: skip
+    link = session.exec(
+        select(LorebookLink).where(LorebookLink.character_id == character_id).order_by(LorebookLink.id)
+    ).first()
     if link is None:
         return None
     book = get_book(session, link.lorebook_id)
     if original is not None and book.version == 0:
         return None
-    entries = [_file_entry(e) for e in session.exec(select(LorebookEntry).where(LorebookEntry.lorebook_id == book.id)
-                                                      .order_by(LorebookEntry.id))]  # fmt: skip
+    entries = [
+        _file_entry(e)
+        for e in session.exec(
+            select(LorebookEntry).where(LorebookEntry.lorebook_id == book.id).order_by(LorebookEntry.id)
+        )
+    ]
     return export_character_book(book_data(book), entries)

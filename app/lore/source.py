@@ -27,19 +27,27 @@ class LoreSource(PromptSource):
     def contribute(self, turn: Turn) -> Contribution | None:
         visible = [m for m in turn.history.messages if not m.hidden]
         outcome = lore_for_prompt(
-            turn.session, turn.chat, compiled_books=turn.services.lorebooks,
+            turn.session,
+            turn.chat,
+            compiled_books=turn.services.lorebooks,
             messages=[f"{m.name}: {m.content}" for m in visible],
             message_count=message_count(turn.session, turn.chat.id, turn.before_id),
-            character_ids=[c.id for c in turn.characters], persona_id=turn.persona.id if turn.persona else None,
-            char=turn.speaker.name, user=turn.user_name, seed=turn.seed, chat_budget=turn.settings.lore_token_budget,
-            count=count_tokens, variables=turn.variables,
-        )  # fmt: skip
+            character_ids=[c.id for c in turn.characters],
+            persona_id=turn.persona.id if turn.persona else None,
+            char=turn.speaker.name,
+            user=turn.user_name,
+            seed=turn.seed,
+            chat_budget=turn.settings.lore_token_budget,
+            count=count_tokens,
+            variables=turn.variables,
+        )
         if turn.for_reply:
             record_scan(turn.session, turn.chat, outcome)
         if outcome is None:
             return None
-        return Contribution(fixed=outcome.fixed, dynamic=outcome.dynamic, depth_notes=outcome.depth_notes,
-                            note=outcome.note)  # fmt: skip
+        return Contribution(
+            fixed=outcome.fixed, dynamic=outcome.dynamic, depth_notes=outcome.depth_notes, note=outcome.note
+        )
 
     def settings_section(self, session: Session, chat: Chat, services: Services) -> SettingsSection:
         snap = chat.lore_last_scan or {}
@@ -52,16 +60,31 @@ class LoreSource(PromptSource):
                 by_book.setdefault(item["book"], {"active": [], "once": []})["once"].append(item)
         sent_once = sum(len(b["once"]) for b in by_book.values())
         persona = chats.chat_persona(session, chat)
-        rows = service.chat_books(session, chat.id, [(c.id, c.name) for c in chats.chat_characters(session, chat.id)],
-                                  (persona.id, persona.name) if persona else None)  # fmt: skip
-        return SettingsSection("lore/_chat_settings.html", {
-            "lorebooks": rows, "scan": snap, "active": by_book, "sent_once": sent_once,
-            "notice": skipped_notice(snap) if snap else None, "limit_notice": limit_notice(snap) if snap else None,
-        })  # fmt: skip
+        rows = service.chat_books(
+            session,
+            chat.id,
+            [(c.id, c.name) for c in chats.chat_characters(session, chat.id)],
+            (persona.id, persona.name) if persona else None,
+        )
+        return SettingsSection(
+            "lore/_chat_settings.html",
+            {
+                "lorebooks": rows,
+                "scan": snap,
+                "active": by_book,
+                "sent_once": sent_once,
+                "notice": skipped_notice(snap) if snap else None,
+                "limit_notice": limit_notice(snap) if snap else None,
+            },
+        )
 
     def read_settings_form(self, session: Session, chat: Chat, form: Any) -> dict[str, Any]:
         if forms.text(form, "lorebooks_shown"):
-            ids = [i for v in form.getlist("lorebook_ids") if isinstance(v, str) and (i := parse_row_id(v)) is not None]
+            ids = [
+                i
+                for v in form.getlist("lorebook_ids")
+                if isinstance(v, str) and (i := parse_row_id(v)) is not None
+            ]
             service.set_chat_books(session, chat.id, ids)
         budget = forms.optional_number(form, "lore_token_budget", int)
         return {} if budget is None else {"lore_token_budget": budget}

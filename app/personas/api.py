@@ -35,7 +35,9 @@ def update_persona(persona_id: int, data: PersonaIn, session: SessionDep) -> Per
 def upload_persona_avatar(persona_id: int, session: SessionDep, file: UploadFile = File(...)) -> PersonaRead:
     """Replace the persona's picture."""
     p = service.get_persona(session, persona_id)
-    data = PersonaIn.model_construct(name=p.name, description=p.description, is_default=p.is_default)  # as stored
+    data = PersonaIn.model_construct(
+        name=p.name, description=p.description, is_default=p.is_default
+    )  # as stored
     return service.to_read(service.update_persona(session, persona_id, data, avatar=file.file.read()))
 
 

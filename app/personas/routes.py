@@ -23,8 +23,11 @@ def _page(request: Request, session, *, hx: bool = False, oob: tuple[str, ...] =
 
 def _form_input(form) -> PersonaIn:
     try:
-        return PersonaIn(name=forms.text(form, "name"), description=forms.text(form, "description"),
-                         is_default=forms.checkbox(form, "is_default"))  # fmt: skip
+        return PersonaIn(
+            name=forms.text(form, "name"),
+            description=forms.text(form, "description"),
+            is_default=forms.checkbox(form, "is_default"),
+        )
     except ValidationError as err:
         raise forms.refused(err, "A persona needs a name.") from err
 
@@ -45,7 +48,9 @@ async def create_persona_page(request: Request, session: SessionDep, hx: HxReque
 
 
 @router.post("/personas/{persona_id}")
-async def update_persona_page(persona_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+async def update_persona_page(
+    persona_id: int, request: Request, session: SessionDep, hx: HxRequest
+) -> HTMLResponse:
     """Save a persona."""
     form = await request.form()
     service.update_persona(session, persona_id, _form_input(form), avatar=await forms.upload(form, "avatar"))
@@ -53,7 +58,9 @@ async def update_persona_page(persona_id: int, request: Request, session: Sessio
 
 
 @router.post("/personas/{persona_id}/delete")
-def delete_persona_page(persona_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+def delete_persona_page(
+    persona_id: int, request: Request, session: SessionDep, hx: HxRequest
+) -> HTMLResponse:
     """Delete a persona."""
     service.delete_persona(session, persona_id)
     return _page(request, session, hx=hx)

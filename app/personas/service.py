@@ -15,9 +15,12 @@ FALLBACK_USER_NAME = "User"
 
 def to_read(persona: Persona) -> PersonaRead:
     return PersonaRead(
-        id=persona.id, name=persona.name, description=persona.description,
-        is_default=persona.is_default, avatar_url=avatar_url(persona.avatar_id),
-    )  # fmt: skip
+        id=persona.id,
+        name=persona.name,
+        description=persona.description,
+        is_default=persona.is_default,
+        avatar_url=avatar_url(persona.avatar_id),
+    )
 
 
 def list_personas(session: Session) -> list[Persona]:
@@ -56,7 +59,9 @@ def create_persona(session: Session, data: PersonaIn, *, avatar: bytes | None = 
     return persona
 
 
-def update_persona(session: Session, persona_id: int, data: PersonaIn, *, avatar: bytes | None = None) -> Persona:
+def update_persona(
+    session: Session, persona_id: int, data: PersonaIn, *, avatar: bytes | None = None
+) -> Persona:
     persona = get_persona(session, persona_id)
     persona.name = data.name.strip()
     persona.description = data.description

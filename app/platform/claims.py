@@ -65,8 +65,14 @@ class ChatClaims:
             self.release(chat_id)
             raise
 
-    def start(self, chat_id: int, work: Callable[..., Any], *args: Any, name: str,
-              then: Callable[[], Any] | None = None) -> None:  # fmt: skip
+    def start(
+        self,
+        chat_id: int,
+        work: Callable[..., Any],
+        *args: Any,
+        name: str,
+        then: Callable[[], Any] | None = None,
+    ) -> None:
         """Run `work(*args)` in a daemon thread holding the chat's claim (taken by the caller), given
         back when the work ends; then `then()`, if given. Only that claim: if the work gave it back early
         (to let the next run start as soon as its end shows) and a new run took the chat, the new run

@@ -54,7 +54,7 @@ _WHY = {
     errno.EACCES: "permission denied", errno.EPERM: "permission denied", errno.EROFS: "read-only file system",
     errno.ENOTDIR: "a part of the path is a file", errno.EEXIST: "a part of the path is a file",
     errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
-}  # fmt: skip
+}  # fmt: skip # a table: errno to the words the console shows, in rows
 
 
 def check_data_folder(data_dir: Path, database_name: str = "sugo.db") -> None:
@@ -73,8 +73,10 @@ def check_data_folder(data_dir: Path, database_name: str = "sugo.db") -> None:
             os.close(os.open(data_dir / database_name, os.O_RDWR))
     except OSError as err:
         why = _WHY.get(err.errno or 0, err.strerror or str(err)).lower()
-        raise DataFolderError(f"Sugo cannot write to its data folder {data_dir} ({why}): let the user running Sugo "
-                              "write there, or point SUGO_DATA_DIR at another folder.") from err  # fmt: skip
+        raise DataFolderError(
+            f"Sugo cannot write to its data folder {data_dir} ({why}): let the user running Sugo "
+            "write there, or point SUGO_DATA_DIR at another folder."
+        ) from err
 
 
 def make_engine(database_path: Path) -> Engine:

@@ -46,9 +46,11 @@ def json_object(form: FormData, name: str, label: str) -> dict:
     except jsonin.JsonTooDeep as err:
         raise UserError(f"{label} was refused: {err}.") from None
     except json.JSONDecodeError as err:
-        raise UserError(f"{label} is not valid JSON: {err.msg} (line {err.lineno}, column {err.colno}).") from err
+        raise UserError(
+            f"{label} is not valid JSON: {err.msg} (line {err.lineno}, column {err.colno})."
+        ) from err
     if not isinstance(value, dict):
-        raise UserError(f"{label} must be a JSON object like {{\"key\": \"value\"}}.")
+        raise UserError(f'{label} must be a JSON object like {{"key": "value"}}.')
     return value
 
 

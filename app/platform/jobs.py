@@ -49,11 +49,17 @@ def make_scheduler() -> AsyncIOScheduler:
 
 def register_jobs(scheduler: AsyncIOScheduler, jobs: Iterable[Job], services: Any) -> None:
     for job in jobs:
-        scheduler.add_job(job.func, "interval", minutes=job.every_minutes, args=[services], id=job.id,
-                          replace_existing=True)  # fmt: skip
+        scheduler.add_job(
+            job.func, "interval", minutes=job.every_minutes, args=[services], id=job.id, replace_existing=True
+        )
         if job.at_start:
-            scheduler.add_job(job.func, args=[services], id=f"{job.id}_at_start", replace_existing=True,
-                              misfire_grace_time=None)  # fmt: skip
+            scheduler.add_job(
+                job.func,
+                args=[services],
+                id=f"{job.id}_at_start",
+                replace_existing=True,
+                misfire_grace_time=None,
+            )
 
 
 def run_soon(scheduler: AsyncIOScheduler | None, func: Callable[..., Any], *args: Any, job_id: str) -> bool:
@@ -64,21 +70,31 @@ def run_soon(scheduler: AsyncIOScheduler | None, func: Callable[..., Any], *args
     # A second instance may start while one runs: APScheduler would otherwise drop it, and the work
     # it was asked for (a message just deleted) would wait for the sweep. The job itself keeps two
     # runs from overlapping where that matters (memory.recall.jobs.ChatSyncs).
-    scheduler.add_job(func, args=list(args), id=job_id, replace_existing=True, misfire_grace_time=None,
-                      max_instances=2)  # fmt: skip
+    scheduler.add_job(
+        func, args=list(args), id=job_id, replace_existing=True, misfire_grace_time=None, max_instances=2
+    )
     return True
 
 
-def run_later(scheduler: AsyncIOScheduler | None, func: Callable[..., Any], *args: Any, job_id: str,
-              delay_s: float) -> bool:  # fmt: skip
+def run_later(
+    scheduler: AsyncIOScheduler | None, func: Callable[..., Any], *args: Any, job_id: str, delay_s: float
+) -> bool:
     """Run `func(*args)` in the background `delay_s` seconds from now; asked again before then, the
     pending run is replaced and the wait starts over (work that should follow a burst of changes once
     they settle). False when no scheduler runs."""
     if scheduler is None or not scheduler.running:
         return False
     when = datetime.now(UTC) + timedelta(seconds=max(delay_s, 0))
-    scheduler.add_job(func, "date", run_date=when, args=list(args), id=job_id, replace_existing=True,
-                      misfire_grace_time=None, max_instances=2)  # fmt: skip
+    scheduler.add_job(
+        func,
+        "date",
+        run_date=when,
+        args=list(args),
+        id=job_id,
+        replace_existing=True,
+        misfire_grace_time=None,
+        max_instances=2,
+    )
     return True
 
 
@@ -117,6 +133,10 @@ def settle_runs(services: Any) -> dict[str, int]:
             log.exception("settling the %s runs a restart cut short failed", kind.name)
             continue
         if count:
-            log.warning("%s: %d run(s) cut short by the last shutdown %s.", kind.name, count,
-                        "resumed" if kind.on_restart == RESUME else "closed")  # fmt: skip
+            log.warning(
+                "%s: %d run(s) cut short by the last shutdown %s.",
+                kind.name,
+                count,
+                "resumed" if kind.on_restart == RESUME else "closed",
+            )
     return settled

@@ -21,7 +21,7 @@ _md = MarkdownIt("commonmark", {"html": False, "breaks": True, "linkify": False}
 _ALLOWED_TAGS = {
     "p", "br", "em", "strong", "del", "s", "code", "pre", "blockquote", "ul", "ol", "li",
     "h1", "h2", "h3", "h4", "h5", "h6", "hr", "a", "table", "thead", "tbody", "tr", "th", "td", "span",
-}  # fmt: skip
+}  # fmt: skip # a table: the allowed tags in rows, as HTML groups them
 _ALLOWED_ATTRS = {"a": {"href", "title"}, "th": {"align"}, "td": {"align"}}
 # The one class a message's HTML may carry: the dialogue mark below.
 _ALLOWED_CLASSES = {"span": {"dialogue"}}
@@ -85,8 +85,11 @@ def _mark_dialogue(state: StateCore) -> None:
             for start, end in spans:
                 if start > at:
                     children.append(_dialogue_token("text", token.content[at:start]))
-                children += [_dialogue_token("html_inline", '<span class="dialogue">'),
-                             _dialogue_token("text", token.content[start:end]), _dialogue_token("html_inline", "</span>")]  # fmt: skip
+                children += [
+                    _dialogue_token("html_inline", '<span class="dialogue">'),
+                    _dialogue_token("text", token.content[start:end]),
+                    _dialogue_token("html_inline", "</span>"),
+                ]
                 at = end
             if at < len(token.content):
                 children.append(_dialogue_token("text", token.content[at:]))
@@ -164,7 +167,7 @@ def markdown_filter(text: str) -> Markup:
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:
-    """"1 key", "2 keys"; `many` for words that do not just take an s ("entry", "entries")."""
+    """ "1 key", "2 keys"; `many` for words that do not just take an s ("entry", "entries")."""
     return f"{count} {word if count == 1 else (many or word + 's')}"
 
 

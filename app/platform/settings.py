@@ -55,8 +55,10 @@ def _trusted_proxies() -> tuple[str, ...]:
         try:
             ipaddress.ip_network(item, strict=False)
         except ValueError:
-            raise ValueError(f"SUGO_TRUSTED_PROXIES takes the addresses or networks of your reverse proxies "
-                             f"(127.0.0.1, 172.16.0.0/12), not {item!r}.") from None  # fmt: skip
+            raise ValueError(
+                f"SUGO_TRUSTED_PROXIES takes the addresses or networks of your reverse proxies "
+                f"(127.0.0.1, 172.16.0.0/12), not {item!r}."
+            ) from None
         proxies.append(item)
     return tuple(proxies)
 
@@ -107,7 +109,9 @@ def load_settings() -> Settings:
         host=os.environ.get("SUGO_HOST", "127.0.0.1"),
         port=int(os.environ.get("SUGO_PORT", "8000")),
         password=os.environ.get("SUGO_PASSWORD") or None,
-        allowed_hosts=tuple(h.strip() for h in os.environ.get("SUGO_ALLOWED_HOSTS", "").split(",") if h.strip()),
+        allowed_hosts=tuple(
+            h.strip() for h in os.environ.get("SUGO_ALLOWED_HOSTS", "").split(",") if h.strip()
+        ),
         allow_open=_env_bool("SUGO_ALLOW_OPEN", False),
         trusted_proxies=_trusted_proxies(),
         discovery_ports=_discovery_ports(),

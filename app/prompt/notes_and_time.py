@@ -39,15 +39,19 @@ class ContextNoteSource(PromptSource):
         s = turn.settings
         if not s.context_note.strip():
             return None
-        return Contribution(depth_notes=(DepthNote(s.context_note, s.context_note_depth, s.context_note_role),))
+        return Contribution(
+            depth_notes=(DepthNote(s.context_note, s.context_note_depth, s.context_note_role),)
+        )
 
     def settings_section(self, session: Session, chat: Chat, services: Services) -> SettingsSection:
         return SettingsSection("prompt/_context_note_settings.html")
 
     def read_settings_form(self, session: Session, chat: Chat, form: Any) -> dict[str, Any]:
-        values = {"context_note": forms.text(form, "context_note").strip(),
-                  "context_note_depth": forms.optional_number(form, "context_note_depth", int),
-                  "context_note_role": forms.text(form, "context_note_role") or None}  # fmt: skip
+        values = {
+            "context_note": forms.text(form, "context_note").strip(),
+            "context_note_depth": forms.optional_number(form, "context_note_depth", int),
+            "context_note_role": forms.text(form, "context_note_role") or None,
+        }
         return {k: v for k, v in values.items() if v is not None}
 
 

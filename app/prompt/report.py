@@ -41,9 +41,11 @@ class ContextReport:
 
 def _usages(session: Session, chat_id: int) -> list[dict]:
     rows = session.exec(
-        select(Message).where(Message.chat_id == chat_id, Message.role == "assistant")
-        .order_by(col(Message.id).desc()).limit(USAGE_WINDOW)
-    )  # fmt: skip
+        select(Message)
+        .where(Message.chat_id == chat_id, Message.role == "assistant")
+        .order_by(col(Message.id).desc())
+        .limit(USAGE_WINDOW)
+    )
     usages = []
     for msg in rows:
         for swipe in reversed(msg.swipes):
@@ -55,7 +57,11 @@ def _usages(session: Session, chat_id: int) -> list[dict]:
 def context_report(session: Session, chat: Chat, *, services: Services) -> ContextReport:
     prompt, effective = build_chat_prompt(session, chat, services=services)
     conn = effective.connection
-    prices = Prices(conn.price_input_per_m, conn.price_output_per_m, conn.price_cached_input_per_m) if conn else Prices()
+    prices = (
+        Prices(conn.price_input_per_m, conn.price_output_per_m, conn.price_cached_input_per_m)
+        if conn
+        else Prices()
+    )
     prefix = stable_prefix_tokens(prompt)
     usages = _usages(session, chat.id)
     rate, replies = cache_hit_rate(usages)
@@ -65,8 +71,9 @@ def context_report(session: Session, chat: Chat, *, services: Services) -> Conte
         connection=conn,
         grid=context_grid(group_totals(prompt), prompt.context_size, prompt.reply_reserve),
         sizes=size_breakdown(prompt),
-        cost=estimate_cost(prices, input_tokens=prompt.total_tokens, prefix_tokens=prefix,
-                           reply_reserve=prompt.reply_reserve),  # fmt: skip
+        cost=estimate_cost(
+            prices, input_tokens=prompt.total_tokens, prefix_tokens=prefix, reply_reserve=prompt.reply_reserve
+        ),
         prefix_tokens=prefix,
         last_input_tokens=last.get("input_tokens"),
         last_cached_tokens=last.get("cached_input_tokens"),
@@ -82,16 +89,21 @@ def snapshot(session: Session, chat: Chat, *, services: Services, fmt: str) -> t
     safe = safe_stem(chat.name, "chat")
     stamp = utcnow().strftime("%Y%m%d-%H%M%S")
     if fmt == "json":
-        return f"{safe} prompt {stamp}.json", json.dumps(_provider_request(prompt, effective, services.keybox), indent=2,
-                                                          ensure_ascii=False)  # fmt: skip
+        return f"{safe} prompt {stamp}.json", json.dumps(
+            _provider_request(prompt, effective, services.keybox), indent=2, ensure_ascii=False
+        )
     conn = effective.connection
     header = [
         ("Chat", f"{chat.name} (#{chat.id}, {chat.mode})"),
         ("Characters", ", ".join(c.name for c in chats.chat_characters(session, chat.id))),
-        ("Connection", f"{conn.name} · {conn.kind} · {conn.model or 'default model'} · {conn.base_url}"
-         if conn else "none yet"),
+        (
+            "Connection",
+            f"{conn.name} · {conn.kind} · {conn.model or 'default model'} · {conn.base_url}"
+            if conn
+            else "none yet",
+        ),
         ("Taken", utcnow().isoformat(timespec="seconds")),
-    ]  # fmt: skip
+    ]
     return f"{safe} prompt {stamp}.txt", snapshot_text(prompt, header)
 
 
@@ -104,8 +116,13 @@ def _provider_request(prompt: Prompt, effective: Effective, keybox: KeyBox) -> d
     except ValueError:
         # The body is the same without the secrets (the key and the header values, which the
         # snapshot leaves out anyway) that could not be decrypted.
-        config = provider_config(conn.model_copy(update={"api_key_encrypted": None, "extra_headers": {}}), keybox)
+        config = provider_config(
+            conn.model_copy(update={"api_key_encrypted": None, "extra_headers": {}}), keybox
+        )
     module = get_provider(conn.kind)
     path = "/messages" if conn.kind == "anthropic" else "/chat/completions"
-    return {"provider": conn.kind, "url": conn.base_url.rstrip("/") + path,
-            "body": module.build_body(config, list(prompt.messages), effective.params, stream=True)}  # fmt: skip
+    return {
+        "provider": conn.kind,
+        "url": conn.base_url.rstrip("/") + path,
+        "body": module.build_body(config, list(prompt.messages), effective.params, stream=True),
+    }

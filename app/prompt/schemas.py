@@ -38,13 +38,29 @@ class PromptRead(BaseModel):
 
 def prompt_read(prompt: Prompt) -> PromptRead:
     return PromptRead(
-        blocks=[PromptBlockRead(name=b.name, label=b.label, group=b.group, role=b.role, tokens=b.tokens,
-                                text=b.text, message_id=b.message_id) for b in prompt.blocks],
+        blocks=[
+            PromptBlockRead(
+                name=b.name,
+                label=b.label,
+                group=b.group,
+                role=b.role,
+                tokens=b.tokens,
+                text=b.text,
+                message_id=b.message_id,
+            )
+            for b in prompt.blocks
+        ],
         messages=[dict(m) for m in prompt.messages],
-        total_tokens=prompt.total_tokens, context_size=prompt.context_size, reply_reserve=prompt.reply_reserve,
-        history_available=prompt.history_available, history_included=prompt.history_included,
-        hidden_skipped=prompt.hidden_skipped, window_dropped=prompt.window_dropped,
-        sources_left_out=prompt.sources_left_out, empty_skipped=prompt.empty_skipped,
-        history_total=prompt.history_total, notes=list(prompt.notes),
+        total_tokens=prompt.total_tokens,
+        context_size=prompt.context_size,
+        reply_reserve=prompt.reply_reserve,
+        history_available=prompt.history_available,
+        history_included=prompt.history_included,
+        hidden_skipped=prompt.hidden_skipped,
+        window_dropped=prompt.window_dropped,
+        sources_left_out=prompt.sources_left_out,
+        empty_skipped=prompt.empty_skipped,
+        history_total=prompt.history_total,
+        notes=list(prompt.notes),
         warnings=list(prompt.warnings),
-    )  # fmt: skip
+    )

@@ -51,10 +51,15 @@ def effective_params(chat: Chat, connection: Connection | None) -> Effective:
 
 def card_snapshot(char: Character) -> CardSnapshot:
     return CardSnapshot(
-        id=char.id, name=char.name, description=char.description, personality=char.personality,
-        scenario=char.scenario, mes_example=char.mes_example, system_prompt=char.system_prompt,
+        id=char.id,
+        name=char.name,
+        description=char.description,
+        personality=char.personality,
+        scenario=char.scenario,
+        mes_example=char.mes_example,
+        system_prompt=char.system_prompt,
         post_history_instructions=char.post_history_instructions,
-    )  # fmt: skip
+    )
 
 
 _UNSET = object()
@@ -95,10 +100,21 @@ def build_chat_prompt(
     # One set of variables for the sources and the prompt; kept only after a real reply.
     variables = dict(chat.variables or {})
     turn = Turn(
-        session=session, services=services, chat=chat, settings=settings, characters=characters, speaker=speaker,
-        persona=persona, user_name=user_name, history=history, before_id=before_id,
-        context_size=effective.context_size, seed=seed, variables=variables, for_reply=for_reply,
-    )  # fmt: skip
+        session=session,
+        services=services,
+        chat=chat,
+        settings=settings,
+        characters=characters,
+        speaker=speaker,
+        persona=persona,
+        user_name=user_name,
+        history=history,
+        before_id=before_id,
+        context_size=effective.context_size,
+        seed=seed,
+        variables=variables,
+        for_reply=for_reply,
+    )
     gathered = services.sources.gather(turn)
     ctx = PromptContext(
         mode=chat.mode,

@@ -163,8 +163,9 @@ class PromptSource:
         """Keys this source adds to an exported chat file's chat_metadata."""
         return {}
 
-    def import_chat_metadata(self, session: Session, chat: Chat, metadata: Mapping[str, Any],
-                             line_ids: Sequence[int]) -> list[str]:  # fmt: skip
+    def import_chat_metadata(
+        self, session: Session, chat: Chat, metadata: Mapping[str, Any], line_ids: Sequence[int]
+    ) -> list[str]:
         """Read back an imported file's chat_metadata; `line_ids` are the new messages' ids in the file's
         order. Returns what the user should know; bad data is left out with a note, never raised."""
         return []
@@ -258,8 +259,15 @@ class PromptSources:
             if part.note:
                 notes.append(part.note)
             receipt.extend(part.receipt)
-        return Gathered(tuple(fixed), tuple(dynamic), tuple(depth_notes), tuple(notes), tuple(warnings),
-                        frozenset(left_out), tuple(receipt))
+        return Gathered(
+            tuple(fixed),
+            tuple(dynamic),
+            tuple(depth_notes),
+            tuple(notes),
+            tuple(warnings),
+            frozenset(left_out),
+            tuple(receipt),
+        )
 
     def history_limit(self, session: Session, chat: Chat, settings: ChatSettings) -> int | None:
         """The largest number of newest messages a source asks to read (None: none asks)."""
@@ -280,9 +288,12 @@ class PromptSources:
             meta.update(source.export_chat_metadata(session, chat))
         return meta
 
-    def import_chat_metadata(self, session: Session, chat: Chat, metadata: Mapping[str, Any],
-                             line_ids: Sequence[int]) -> list[str]:  # fmt: skip
-        return [note for source in self for note in source.import_chat_metadata(session, chat, metadata, line_ids)]
+    def import_chat_metadata(
+        self, session: Session, chat: Chat, metadata: Mapping[str, Any], line_ids: Sequence[int]
+    ) -> list[str]:
+        return [
+            note for source in self for note in source.import_chat_metadata(session, chat, metadata, line_ids)
+        ]
 
     def summary_count(self, session: Session, chat: Chat) -> int:
         return sum(source.summary_count(session, chat) for source in self)

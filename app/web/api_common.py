@@ -36,7 +36,9 @@ def ids_in_range(request: Request) -> None:
 
 
 log = logging.getLogger(__name__)
-BUSY_MESSAGE = "Sugo is busy writing something else (a large import?). Nothing was changed; try again in a moment."
+BUSY_MESSAGE = (
+    "Sugo is busy writing something else (a large import?). Nothing was changed; try again in a moment."
+)
 INTERNAL_MESSAGE = "Something went wrong inside Sugo; nothing was changed. The server log has the details."
 DISK_FULL_MESSAGE = "The disk is full; nothing was changed."
 DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
@@ -78,7 +80,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse({"detail": [_short_echo(e) for e in jsonable_encoder(exc.errors())]}, status_code=422)
+        return JSONResponse(
+            {"detail": [_short_echo(e) for e in jsonable_encoder(exc.errors())]}, status_code=422
+        )
 
 
 def _short_echo(error: dict) -> dict:
@@ -100,6 +104,9 @@ def _answer(request: Request, status: int, message: str):
         return JSONResponse({"detail": message}, status_code=status)
     # HTMX: show the message in the page's toast area instead of swapping the target.
     return render(
-        request, "partials/toast.html", {"message": message, "kind": "error"}, status_code=status,
+        request,
+        "partials/toast.html",
+        {"message": message, "kind": "error"},
+        status_code=status,
         headers={"HX-Retarget": "#toasts", "HX-Reswap": "beforeend", "HX-Reselect": ".toast"},
-    )  # fmt: skip
+    )

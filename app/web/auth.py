@@ -85,9 +85,11 @@ def open_listening_refusal(host: str, *, password: str | None, allow_open: bool)
     reach a non-loopback address could use Sugo and its saved keys."""
     if is_loopback(host) or password or allow_open:
         return None
-    return (f"Refusing to listen on {host} without a password: anyone who can reach this address could use "
-            "Sugo and the API keys saved in it. Set SUGO_PASSWORD, or listen on 127.0.0.1, or set "
-            "SUGO_ALLOW_OPEN=1 if that is what you mean (for example behind a proxy that asks for a login).")  # fmt: skip
+    return (
+        f"Refusing to listen on {host} without a password: anyone who can reach this address could use "
+        "Sugo and the API keys saved in it. Set SUGO_PASSWORD, or listen on 127.0.0.1, or set "
+        "SUGO_ALLOW_OPEN=1 if that is what you mean (for example behind a proxy that asks for a login)."
+    )
 
 
 def _write_private(path: Path, data: str) -> None:
@@ -157,9 +159,16 @@ class LoginThrottle:
     """Wrong passwords per client address (login form and Bearer tokens alike). One per app; it
     remembers at most `max_clients` addresses, the least recently wrong forgotten first."""
 
-    def __init__(self, *, free: int = 5, first_wait_s: float = 30.0, max_wait_s: float = 900.0,
-                 forget_after_s: float = 3600.0, max_clients: int = 10_000,
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+    def __init__(
+        self,
+        *,
+        free: int = 5,
+        first_wait_s: float = 30.0,
+        max_wait_s: float = 900.0,
+        forget_after_s: float = 3600.0,
+        max_clients: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.free, self.first_wait_s, self.max_wait_s = free, first_wait_s, max_wait_s
         self.forget_after_s, self.max_clients, self._clock = forget_after_s, max_clients, clock
         self._failures: OrderedDict[str, tuple[int, float]] = OrderedDict()  # client -> (count, last time)
@@ -244,8 +253,9 @@ def _show(origin: Origin | None, raw: str) -> str:
     return f"{scheme}://{host}" + ("" if DEFAULT_PORTS[scheme] == port else f":{port}")
 
 
-def cross_origin_refusal(*, scheme: str, host: str | None, origin: str | None, referer: str | None,
-                         fetch_site: str | None) -> str | None:  # fmt: skip
+def cross_origin_refusal(
+    *, scheme: str, host: str | None, origin: str | None, referer: str | None, fetch_site: str | None
+) -> str | None:
     """Why a change must be refused as coming from another origin, or None. The browser says where
     a request comes from (Origin; Referer when an older one leaves Origin out; Sec-Fetch-Site); a
     page on another port of the same computer is "same-site" to it, and another origin to us."""
@@ -253,19 +263,29 @@ def cross_origin_refusal(*, scheme: str, host: str | None, origin: str | None, r
     if source is not None:
         own, theirs = own_origin(scheme, host), parse_origin(source)
         if own is None or theirs != own:
-            return (f"Refused: this change came from {_show(theirs, source)}, not from this Sugo "
-                    f"({_show(own, host or '')}). Behind a reverse proxy, pass the browser's Host header on and "
-                    "name the proxy in SUGO_TRUSTED_PROXIES so its X-Forwarded-Proto counts.")  # fmt: skip
+            return (
+                f"Refused: this change came from {_show(theirs, source)}, not from this Sugo "
+                f"({_show(own, host or '')}). Behind a reverse proxy, pass the browser's Host header on and "
+                "name the proxy in SUGO_TRUSTED_PROXIES so its X-Forwarded-Proto counts."
+            )
     if fetch_site is not None and fetch_site.strip().lower() not in ("same-origin", "none"):
-        return (f"Refused: this change came from another page (Sec-Fetch-Site: {fetch_site.strip()[:40]}), "
-                "not from Sugo's own pages.")  # fmt: skip
+        return (
+            f"Refused: this change came from another page (Sec-Fetch-Site: {fetch_site.strip()[:40]}), "
+            "not from Sugo's own pages."
+        )
     return None  # Sugo's own page, or not a browser's form or fetch (curl, scripts)
 
 
 class ProtectionMiddleware:
-    def __init__(self, app: ASGIApp, *, password: str | None, signer: SessionSigner | None,
-                 allowed_hosts: frozenset[str] | None = LOOPBACK_NAMES,
-                 throttle: LoginThrottle | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        password: str | None,
+        signer: SessionSigner | None,
+        allowed_hosts: frozenset[str] | None = LOOPBACK_NAMES,
+        throttle: LoginThrottle | None = None,
+    ) -> None:
         self.app = app
         self.password = password
         self.signer = signer
@@ -278,14 +298,28 @@ class ProtectionMiddleware:
             return
         method = scope["method"]
         path = scope["path"]
-        if self.allowed_hosts is not None and host_name(_header(scope, b"host") or "") not in self.allowed_hosts:
+        if (
+            self.allowed_hosts is not None
+            and host_name(_header(scope, b"host") or "") not in self.allowed_hosts
+        ):
             names = ", ".join(sorted(self.allowed_hosts))
-            await _deny(scope, send, 400, f"This Sugo answers only at {names}. To reach it under another name "
-                                          "or address, add that to SUGO_ALLOWED_HOSTS.")  # fmt: skip
+            await _deny(
+                scope,
+                send,
+                400,
+                f"This Sugo answers only at {names}. To reach it under another name "
+                "or address, add that to SUGO_ALLOWED_HOSTS.",
+            )
             return
-        if method not in SAFE_METHODS and (refusal := cross_origin_refusal(
-                scheme=scope.get("scheme", "http"), host=_header(scope, b"host"), origin=_header(scope, b"origin"),
-                referer=_header(scope, b"referer"), fetch_site=_header(scope, b"sec-fetch-site"))):  # fmt: skip
+        if method not in SAFE_METHODS and (
+            refusal := cross_origin_refusal(
+                scheme=scope.get("scheme", "http"),
+                host=_header(scope, b"host"),
+                origin=_header(scope, b"origin"),
+                referer=_header(scope, b"referer"),
+                fetch_site=_header(scope, b"sec-fetch-site"),
+            )
+        ):
             await _deny(scope, send, 403, refusal)
             return
         if not self.password:
@@ -313,7 +347,9 @@ class ProtectionMiddleware:
             if method not in SAFE_METHODS:  # logging out too: one cross-site post would end every session
                 token = _header(scope, b"x-csrf-token") or ""
                 if not session.get("csrf") or not hmac.compare_digest(token, session["csrf"]):
-                    await _deny(scope, send, 403, "Missing or wrong CSRF token. Reload the page and try again.")
+                    await _deny(
+                        scope, send, 403, "Missing or wrong CSRF token. Reload the page and try again."
+                    )
                     return
             await self.app(scope, receive, send)
             return
@@ -335,13 +371,20 @@ class ProtectionMiddleware:
         return (self.signer.loads(morsel.value) if morsel else None) or {}
 
 
-async def _deny(scope: Scope, send: Send, status: int, message: str, *, retry_after: float | None = None) -> None:
+async def _deny(
+    scope: Scope, send: Send, status: int, message: str, *, retry_after: float | None = None
+) -> None:
     path = scope["path"]
     wants_html = "text/html" in (_header(scope, b"accept") or "") and not path.startswith("/api/")
     if status == 401 and wants_html and scope["method"] == "GET":
         target = path + (("?" + scope["query_string"].decode()) if scope.get("query_string") else "")
-        await send({"type": "http.response.start", "status": 303,
-                    "headers": [(b"location", f"/login?next={quote(target)}".encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 303,
+                "headers": [(b"location", f"/login?next={quote(target)}".encode())],
+            }
+        )
         await send({"type": "http.response.body", "body": b""})
         return
     body = json.dumps({"detail": message}).encode()

@@ -29,7 +29,9 @@ class RequestTooLarge(HTTPException):
 class BodyLimit:
     """Refuse a request body over its limit: multipart uploads `max_upload_bytes`, others `max_bytes`."""
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int = MAX_BODY_BYTES, max_upload_bytes: int = MAX_UPLOAD_BYTES):
+    def __init__(
+        self, app: ASGIApp, *, max_bytes: int = MAX_BODY_BYTES, max_upload_bytes: int = MAX_UPLOAD_BYTES
+    ):
         self.app = app
         self.max_bytes = max_bytes
         self.max_upload_bytes = max_upload_bytes

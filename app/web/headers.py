@@ -19,8 +19,10 @@ _INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.DOTALL)
 def inline_script_hashes(html: str) -> list[str]:
     """CSP sources ('sha256-…') for the inline <script> elements in a template or page; their text
     is hashed exactly as written, as the browser does."""
-    return [f"'sha256-{base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()}'"
-            for body in _INLINE_SCRIPT.findall(html)]  # fmt: skip
+    return [
+        f"'sha256-{base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()}'"
+        for body in _INLINE_SCRIPT.findall(html)
+    ]
 
 
 def content_security_policy(script_hashes: Iterable[str] = (), *, docs: bool = False) -> str:
@@ -30,11 +32,21 @@ def content_security_policy(script_hashes: Iterable[str] = (), *, docs: bool = F
     (Swagger UI) sets inline styles and draws its icons from data: URLs."""
     style, img = ("'self' 'unsafe-inline'", "'self' data:") if docs else ("'self'", "'self'")
     scripts = " ".join(["'self'", *script_hashes])
-    return "; ".join((
-        "default-src 'self'", f"script-src {scripts}", f"style-src {style}",
-        f"img-src {img}", "connect-src 'self'", "object-src 'none'", "base-uri 'none'",
-        "form-action 'self'", "frame-ancestors 'none'", "worker-src 'self'", "manifest-src 'self'",
-    ))  # fmt: skip
+    return "; ".join(
+        (
+            "default-src 'self'",
+            f"script-src {scripts}",
+            f"style-src {style}",
+            f"img-src {img}",
+            "connect-src 'self'",
+            "object-src 'none'",
+            "base-uri 'none'",
+            "form-action 'self'",
+            "frame-ancestors 'none'",
+            "worker-src 'self'",
+            "manifest-src 'self'",
+        )
+    )
 
 
 class SecurityHeaders:

@@ -25,22 +25,32 @@ SHELL = (
     "/static/app.css", "/static/app.js", "/static/htmx-2.0.11.min.js", "/static/favicon.svg",
     "/static/icons/icon-192.png", "/static/icons/icon-512.png", "/static/icons/icon-maskable-512.png",
     "/static/icons/apple-touch-icon.png", OFFLINE_PAGE,
-)  # fmt: skip
+)  # fmt: skip # a table: the app shell's files, in rows
 
 
 def web_manifest() -> dict:
     """The manifest: "Add to Home Screen" opens Sugo full-screen at its chat list."""
     return {
-        "name": "Sugo", "short_name": "Sugo", "id": "/", "start_url": "/", "scope": "/", "display": "standalone",
-        "background_color": BACKGROUND, "theme_color": THEME,
+        "name": "Sugo",
+        "short_name": "Sugo",
+        "id": "/",
+        "start_url": "/",
+        "scope": "/",
+        "display": "standalone",
+        "background_color": BACKGROUND,
+        "theme_color": THEME,
         "description": "Self-hosted AI roleplay and chat with memory that works.",
         "icons": [
             {"src": "/static/icons/icon-192.png", "sizes": "192x192", "type": "image/png", "purpose": "any"},
             {"src": "/static/icons/icon-512.png", "sizes": "512x512", "type": "image/png", "purpose": "any"},
-            {"src": "/static/icons/icon-maskable-512.png", "sizes": "512x512", "type": "image/png",
-             "purpose": "maskable"},
+            {
+                "src": "/static/icons/icon-maskable-512.png",
+                "sizes": "512x512",
+                "type": "image/png",
+                "purpose": "maskable",
+            },
         ],
-    }  # fmt: skip
+    }
 
 
 def shell_version(parts: Iterable[bytes]) -> str:

@@ -40,16 +40,27 @@ async def log_in(request: Request) -> Response:
         return RedirectResponse("/", status_code=303)
     client = client_address(request.scope)
     if wait := services.login_throttle.wait_s(client):
-        return render(request, "login.html", {"next": target, "error": too_many_tries_message(wait)},
-                      status_code=429, headers={"Retry-After": str(int(wait) + 1)})  # fmt: skip
+        return render(
+            request,
+            "login.html",
+            {"next": target, "error": too_many_tries_message(wait)},
+            status_code=429,
+            headers={"Retry-After": str(int(wait) + 1)},
+        )
     if not password_matches(str(form.get("password") or ""), services.settings.password):
         services.login_throttle.failed(client)
         return render(request, "login.html", {"next": target, "error": "Wrong password."}, status_code=401)
     services.login_throttle.succeeded(client)
     token = services.session_signer.dumps({"auth": True, "csrf": secrets.token_urlsafe(32)})
     response = RedirectResponse(target, status_code=303)
-    response.set_cookie(SESSION_COOKIE, token, max_age=SESSION_MAX_AGE_S, httponly=True, samesite="lax",
-                        secure=request.url.scheme == "https")  # fmt: skip
+    response.set_cookie(
+        SESSION_COOKIE,
+        token,
+        max_age=SESSION_MAX_AGE_S,
+        httponly=True,
+        samesite="lax",
+        secure=request.url.scheme == "https",
+    )
     return response
 
 
@@ -59,6 +70,10 @@ def log_out(request: Request, hx: HxRequest) -> Response:
     CSRF token (ProtectionMiddleware): the page's button posts it through htmx."""
     if signer := request.app.state.services.session_signer:
         signer.rotate()
-    response = Response(status_code=204, headers={"HX-Redirect": "/login"}) if hx else RedirectResponse("/login", status_code=303)
+    response = (
+        Response(status_code=204, headers={"HX-Redirect": "/login"})
+        if hx
+        else RedirectResponse("/login", status_code=303)
+    )
     response.delete_cookie(SESSION_COOKIE)
     return response

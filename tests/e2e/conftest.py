@@ -32,8 +32,15 @@ def browser_type_launch_args(browser_type_launch_args):
     return {
         **browser_type_launch_args,
         "executable_path": CHROMIUM,
-        "args": ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"],  # fmt: skip
+        "args": [
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--disable-quic",
+        ],
     }
 
 
@@ -45,8 +52,13 @@ def screen(request) -> str:
 @pytest.fixture
 def browser_context_args(browser_context_args, screen):
     phone = screen == "phone"
-    return {**browser_context_args, "viewport": VIEWPORTS[screen], "has_touch": phone, "is_mobile": phone,
-            "device_scale_factor": 1}  # fmt: skip
+    return {
+        **browser_context_args,
+        "viewport": VIEWPORTS[screen],
+        "has_touch": phone,
+        "is_mobile": phone,
+        "device_scale_factor": 1,
+    }
 
 
 @pytest.fixture

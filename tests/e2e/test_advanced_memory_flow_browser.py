@@ -20,12 +20,19 @@ def test_enable_prepare_access_edit_fix_and_read_a_receipt(page: Page, live, mod
 
     # Prepare existing history: its steps on screen, then the scenes written.
     section = _open(page, live, chat_id)
-    models.script(Reply(_ends(ENDS[0]), first_delay_s=2), *[_ends(e) for e in ENDS[1:]],
-                  Reply(_recap(1), first_delay_s=2), _recap(2), _recap(3))  # fmt: skip
+    models.script(
+        Reply(_ends(ENDS[0]), first_delay_s=2),
+        *[_ends(e) for e in ENDS[1:]],
+        Reply(_recap(1), first_delay_s=2),
+        _recap(2),
+        _recap(3),
+    )
     section.locator("#scenes-prepare-start").click()
     expect(section.locator("#scenes-prepare-step")).to_have_text("Finding scenes: messages 1–10 of 30")
     expect(section.locator("#scenes-prepare-step")).to_have_text("Writing recap 1 of 3")
-    expect(section.locator("#scenes-prepare-done")).to_contain_text("History prepared: 3 scenes, 3 recaps written.")
+    expect(section.locator("#scenes-prepare-done")).to_contain_text(
+        "History prepared: 3 scenes, 3 recaps written."
+    )
     assert _scenes(live, chat_id) == [(a, b, "written") for a, b in SCENES]
 
     # Access memories: edit the first scene's summary.
@@ -34,7 +41,9 @@ def test_enable_prepare_access_edit_fix_and_read_a_receipt(page: Page, live, mod
     expect(cards).to_have_count(3)
     first = cards.nth(0)
     first.get_by_role("button", name="Edit summary").click()
-    first.locator("textarea[name=summary]").fill("Aria and the traveller set out along the long road at dawn.")
+    first.locator("textarea[name=summary]").fill(
+        "Aria and the traveller set out along the long road at dawn."
+    )
     first.get_by_role("button", name="Save").click()
     expect(first.locator(".scene-manual")).to_have_text("Manually edited")
     shot("edited")
@@ -42,8 +51,13 @@ def test_enable_prepare_access_edit_fix_and_read_a_receipt(page: Page, live, mod
     # A message of the second scene changes: a problem; Fix recaps it again (the edited one is left alone).
     with live.client() as c:
         messages = c.get(f"/api/chats/{chat_id}/messages").json()
-        assert c.patch(f"/api/chats/{chat_id}/messages/{messages[11]['id']}",
-                       json={"content": "Step 12: we find a hidden ford."}).status_code == 200  # fmt: skip
+        assert (
+            c.patch(
+                f"/api/chats/{chat_id}/messages/{messages[11]['id']}",
+                json={"content": "Step 12: we find a hidden ford."},
+            ).status_code
+            == 200
+        )
     section = _open(page, live, chat_id)
     problems = page.locator("#scenes-problems")
     expect(problems.locator("#scenes-problems-list li")).to_have_count(1)
@@ -54,8 +68,10 @@ def test_enable_prepare_access_edit_fix_and_read_a_receipt(page: Page, live, mod
     shot("fixed")
     with live.client() as c:
         recaps = [s["summary"] for s in c.get(f"/api/chats/{chat_id}/scenes").json()]
-    assert recaps[:2] == ["Aria and the traveller set out along the long road at dawn.",
-                          "Aria and the traveller found a hidden ford."]  # fmt: skip
+    assert recaps[:2] == [
+        "Aria and the traveller set out along the long road at dawn.",
+        "Aria and the traveller found a hidden ford.",
+    ]
 
     # A new reply carries its memory receipt.
     page.goto(f"{live.url}/chats/{chat_id}")

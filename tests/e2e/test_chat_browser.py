@@ -10,13 +10,23 @@ from tests.conftest import SERAPHINA_PNG
 from tests.support.cards import v2_only_png
 from tests.support.model_server import Reply
 
-STREAMED = "Seraphina brushes the hair from your forehead. The forest is quiet tonight, and you are safe here."
+STREAMED = (
+    "Seraphina brushes the hair from your forehead. The forest is quiet tonight, and you are safe here."
+)
 
 
 def _connection(live, models, name="Local test", model="test-model"):
     with live.client() as c:
-        r = c.post("/api/connections", json={"name": name, "base_url": models.base_url, "model": model,
-                                             "context_size": 8192, "max_tokens": 200})  # fmt: skip
+        r = c.post(
+            "/api/connections",
+            json={
+                "name": name,
+                "base_url": models.base_url,
+                "model": model,
+                "context_size": 8192,
+                "max_tokens": 200,
+            },
+        )
         assert r.status_code == 201, r.text
         return r.json()
 
@@ -116,14 +126,18 @@ def test_import_card_chat_stream_swipe_edit_hide_peek_settings(page: Page, live,
     panel.get_by_role("button", name="Close Chat Settings").click()
     page.fill("#composer-input", "Anyone there?")
     page.click("#send-button")
-    expect(page.locator("article.msg-assistant").last.locator(".msg-text")).to_have_text("Echo: Anyone there?")
+    expect(page.locator("article.msg-assistant").last.locator(".msg-text")).to_have_text(
+        "Echo: Anyone there?"
+    )
     assert models.last_request.json["model"] == "other-model"
     shot("after-settings")
 
 
 def test_nothing_in_a_message_executes(page: Page, live, models, no_script_runs):
-    payload = ('<script>window.__pwned = 1; alert("script")</script> <img src=x onerror="window.__pwned = 2; alert(2)"> '
-               '[click me](javascript:window.__pwned=3) <svg onload="alert(4)"></svg>')  # fmt: skip
+    payload = (
+        '<script>window.__pwned = 1; alert("script")</script> <img src=x onerror="window.__pwned = 2; alert(2)"> '
+        '[click me](javascript:window.__pwned=3) <svg onload="alert(4)"></svg>'
+    )
     _connection(live, models)
     with live.client() as c:
         char = c.post("/api/characters", json={"name": "Vex", "first_mes": payload}).json()
@@ -181,8 +195,14 @@ def test_error_mid_stream_is_shown_and_the_partial_reply_kept(page: Page, live, 
 
 def test_peek_prompt_page_lists_blocks_with_tokens(page: Page, live, models):
     with live.client() as c:
-        char = c.post("/api/characters", json={"name": "Iris", "description": "An archivist.",
-                                                "mes_example": "<START>\n{{user}}: hi\n{{char}}: hello"}).json()  # fmt: skip
+        char = c.post(
+            "/api/characters",
+            json={
+                "name": "Iris",
+                "description": "An archivist.",
+                "mes_example": "<START>\n{{user}}: hi\n{{char}}: hello",
+            },
+        ).json()
         chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()
     page.goto(f"{live.url}/chats/{chat['id']}/prompt")
     blocks = page.locator(".prompt-block")
@@ -226,11 +246,23 @@ def test_context_note_at_depth_two_shows_in_peek_prompt_at_that_depth(page: Page
 
 def test_context_grid_shows_legend_cost_and_downloads_a_snapshot(page: Page, live, models, shot):
     with live.client() as c:
-        c.post("/api/connections", json={"name": "Priced", "base_url": models.base_url, "model": "test-model",
-                                          "context_size": 8192, "max_tokens": 300, "price_input_per_m": 3,
-                                          "price_output_per_m": 15, "price_cached_input_per_m": 0.3})  # fmt: skip
-        char = c.post("/api/characters", json={"name": "Iris", "description": "An archivist. " * 80,
-                                                "first_mes": "The archive is quiet."}).json()  # fmt: skip
+        c.post(
+            "/api/connections",
+            json={
+                "name": "Priced",
+                "base_url": models.base_url,
+                "model": "test-model",
+                "context_size": 8192,
+                "max_tokens": 300,
+                "price_input_per_m": 3,
+                "price_output_per_m": 15,
+                "price_cached_input_per_m": 0.3,
+            },
+        )
+        char = c.post(
+            "/api/characters",
+            json={"name": "Iris", "description": "An archivist. " * 80, "first_mes": "The archive is quiet."},
+        ).json()
         chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()
         c.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Any letters today?"})
     page.goto(f"{live.url}/chats/{chat['id']}")

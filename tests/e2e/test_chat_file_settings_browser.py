@@ -45,7 +45,9 @@ def test_exported_chat_imports_with_its_settings(page: Page, live, tmp_path, sho
     page.locator(".import-box").get_by_role("button", name="Import chat").click()
     page.wait_for_url(lambda url: "/chats/" in url and f"/chats/{chat['id']}" not in url)
     notice = page.locator("#toasts .toast-info")
-    expect(notice).to_have_text("Lorebook “Sea songs” was not found; import it and attach it in Chat Settings.×")
+    expect(notice).to_have_text(
+        "Lorebook “Sea songs” was not found; import it and attach it in Chat Settings.×"
+    )
     shot("imported-notice")
     new_id = page.url.rstrip("/").split("/")[-1]
 

@@ -11,12 +11,30 @@ HEADER = {"user_name": "Rowan", "character_name": "Aria", "create_date": "2024-0
 
 
 def _file(tmp_path, n: int) -> str:
-    meta = {"summaryEntries": [{"title": f"Part {k}", "content": f"What happened in part {k}.", "enabled": True,
-                                "rangeStartIndex": 10 * k, "rangeEndIndex": 10 * k + 9} for k in range(3)],
-            "sugo": {"lorebooks": ["Coast", "Storms", "Nowhere"]}}  # fmt: skip
+    meta = {
+        "summaryEntries": [
+            {
+                "title": f"Part {k}",
+                "content": f"What happened in part {k}.",
+                "enabled": True,
+                "rangeStartIndex": 10 * k,
+                "rangeEndIndex": 10 * k + 9,
+            }
+            for k in range(3)
+        ],
+        "sugo": {"lorebooks": ["Coast", "Storms", "Nowhere"]},
+    }
     lines = [{**HEADER, "chat_metadata": meta}] + [
-        {"name": "Rowan" if i % 2 else "Aria", "is_user": bool(i % 2), "is_system": False,
-         "send_date": "2024-05-01T21:13:05.000Z", "mes": f"Line {i}.", "extra": {}} for i in range(n)]  # fmt: skip
+        {
+            "name": "Rowan" if i % 2 else "Aria",
+            "is_user": bool(i % 2),
+            "is_system": False,
+            "send_date": "2024-05-01T21:13:05.000Z",
+            "mes": f"Line {i}.",
+            "extra": {},
+        }
+        for i in range(n)
+    ]
     path = tmp_path / "Aria - 2024-05-01@21h13m05s.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
     return str(path)
@@ -36,7 +54,9 @@ def test_the_imported_chat_says_what_arrived_in_view(page: Page, live, tmp_path,
     expect(done).to_have_text("Imported 160 messages (3 summaries, 2 lorebooks attached).×")
     expect(done).to_be_in_viewport()
     notes = page.locator("#toasts .toast-info")
-    expect(notes).to_have_text(["Lorebook “Nowhere” was not found; import it and attach it in Chat Settings.×"])
+    expect(notes).to_have_text(
+        ["Lorebook “Nowhere” was not found; import it and attach it in Chat Settings.×"]
+    )
     expect(notes).to_be_in_viewport()
     expect(page.locator("#chat-name")).to_have_text("Aria - 2024-05-01@21h13m05s")
     shot("imported")

@@ -12,7 +12,9 @@ from app.chats.service import new_message
 def _chat(live, name: str, last: str | None = None) -> int:
     with live.client() as c:
         char = c.post("/api/characters", json={"name": "Aria", "first_mes": "Hello."}).json()
-        chat = c.post("/api/chats", json={"character_ids": [char["id"]], "name": name, "mode": "conversation"}).json()
+        chat = c.post(
+            "/api/chats", json={"character_ids": [char["id"]], "name": name, "mode": "conversation"}
+        ).json()
     if last is not None:
         with Session(live.engine) as s:
             s.add(new_message(chat["id"], "assistant", "Aria", [last]))

@@ -13,8 +13,16 @@ from tests.support.model_server import Reply
 def _chat_with_a_reply(page: Page, live, models, reply: str = "The hammer rises") -> int:
     """A chat with Bram whose last message is his reply to the user, open in the page."""
     with live.client() as c:
-        r = c.post("/api/connections", json={"name": "Local test", "base_url": models.base_url, "model": "test-model",
-                                             "context_size": 8192, "max_tokens": 200})  # fmt: skip
+        r = c.post(
+            "/api/connections",
+            json={
+                "name": "Local test",
+                "base_url": models.base_url,
+                "model": "test-model",
+                "context_size": 8192,
+                "max_tokens": 200,
+            },
+        )
         assert r.status_code == 201, r.text
         char = c.post("/api/characters", json={"name": "Bram", "first_mes": "Hm?"}).json()
         chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()
@@ -59,19 +67,24 @@ def test_continue_extends_the_shown_reply_and_keeps_it(page: Page, live, models,
     menu = page.locator("#composer-menu")
     expect(menu).to_be_visible()
     shot("menu")
-    models.script(Reply(text="and falls, and the sparks fly across the dark forge.", chunk_size=3, delay_s=0.03))
+    models.script(
+        Reply(text="and falls, and the sparks fly across the dark forge.", chunk_size=3, delay_s=0.03)
+    )
     menu.get_by_role("menuitem", name="Continue").click()
     expect(menu).to_be_hidden()
     reply = page.locator("article.msg-assistant").last
     expect(reply.locator(".continuation")).to_contain_text("and falls")  # streaming after the kept text
     expect(reply.locator(".msg-text")).to_contain_text("The hammer rises and falls")
     shot("continuing")
-    expect(reply.locator(".msg-text")).to_have_text("The hammer rises and falls, and the sparks fly across the dark forge.")
+    expect(reply.locator(".msg-text")).to_have_text(
+        "The hammer rises and falls, and the sparks fly across the dark forge."
+    )
     expect(page.locator("article.msg")).to_have_count(3)
     assert models.last_request.json["messages"][-1] == {"role": "system", "content": CONTINUE_NUDGE}
     page.reload()
     expect(page.locator("article.msg-assistant").last.locator(".msg-text")).to_have_text(
-        "The hammer rises and falls, and the sparks fly across the dark forge.")  # fmt: skip
+        "The hammer rises and falls, and the sparks fly across the dark forge."
+    )
     assert len(_stored(live, chat_id)) == 3
 
 
@@ -93,7 +106,8 @@ def test_impersonate_fills_the_composer_and_sends_nothing(page: Page, live, mode
     models.script("Bram nods.")
     page.click("#send-button")
     expect(page.locator("article.msg-user").last.locator(".msg-text")).to_have_text(
-        "I take the blade and test its edge on my thumb. Fine work.")  # fmt: skip
+        "I take the blade and test its edge on my thumb. Fine work."
+    )
     expect(page.locator("article.msg-assistant").last.locator(".msg-text")).to_have_text("Bram nods.")
 
 
@@ -103,7 +117,9 @@ def test_alt_enter_continues_and_alt_i_impersonates(page: Page, live, models):
     page.focus("#composer-input")
     models.script("and falls.")
     page.keyboard.press("Alt+Enter")
-    expect(page.locator("article.msg-assistant").last.locator(".msg-text")).to_have_text("The hammer rises and falls.")
+    expect(page.locator("article.msg-assistant").last.locator(".msg-text")).to_have_text(
+        "The hammer rises and falls."
+    )
     expect(page.locator("#send-button")).to_be_visible()
     assert page.locator("#composer-input").input_value() == ""  # Alt+Enter did not send
     models.script("I wipe my brow.")

@@ -19,7 +19,9 @@ from app.platform.timeutil import utcnow
 def _chat(live, mode: str) -> int:
     with live.client() as c:
         char = c.post("/api/characters", json={"name": "Aria", "first_mes": "Hi!"}).json()
-        return c.post("/api/chats", json={"character_ids": [char["id"]], "name": "Talk", "mode": mode}).json()["id"]
+        return c.post(
+            "/api/chats", json={"character_ids": [char["id"]], "name": "Talk", "mode": mode}
+        ).json()["id"]
 
 
 def test_peek_prompt_counts_add_up_to_the_chat(page: Page, live, shot):
@@ -30,8 +32,16 @@ def test_peek_prompt_counts_add_up_to_the_chat(page: Page, live, shot):
             day = today - timedelta(days=back)
             for n in range(12):
                 at = datetime.combine(day, time(10, n)).astimezone().astimezone(UTC)
-                session.add(Message(chat_id=chat_id, role="user" if n % 2 else "assistant", name="Aria",
-                                    content=f"Day -{back}, {n}.", created_at=at, updated_at=at))  # fmt: skip
+                session.add(
+                    Message(
+                        chat_id=chat_id,
+                        role="user" if n % 2 else "assistant",
+                        name="Aria",
+                        content=f"Day -{back}, {n}.",
+                        created_at=at,
+                        updated_at=at,
+                    )
+                )
             session.add(DaySummary(chat_id=chat_id, day=day, summary=f"{back} days ago."))
         session.commit()
     page.goto(f"{live.url}/chats/{chat_id}/prompt")
@@ -49,10 +59,21 @@ def test_a_memory_of_one_minute_shows_one_time(page: Page, live, shot):
     chat_id = _chat(live, "roleplay")
     noon = datetime(2026, 1, 5, 12, 31, 5, tzinfo=UTC)  # noon: the same day in any zone within ±11 h
     with Session(live.engine) as session:
-        for content, first, last in (("One minute.", noon, noon + timedelta(seconds=40)),
-                                     ("A quarter of an hour.", noon, noon + timedelta(minutes=14))):  # fmt: skip
-            session.add(MemoryChunk(chat_id=chat_id, content=content, message_ids=[], message_count=5, status="unavailable",
-                                    first_message_at=first, last_message_at=last))  # fmt: skip
+        for content, first, last in (
+            ("One minute.", noon, noon + timedelta(seconds=40)),
+            ("A quarter of an hour.", noon, noon + timedelta(minutes=14)),
+        ):
+            session.add(
+                MemoryChunk(
+                    chat_id=chat_id,
+                    content=content,
+                    message_ids=[],
+                    message_count=5,
+                    status="unavailable",
+                    first_message_at=first,
+                    last_message_at=last,
+                )
+            )
         session.commit()
     page.goto(f"{live.url}/chats/{chat_id}/memories")
     one = page.locator(".memory-card", has_text="One minute.").locator(".memory-when")

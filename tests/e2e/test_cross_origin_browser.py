@@ -61,15 +61,23 @@ def test_a_page_on_another_local_port_cannot_change_sugo(page: Page, live, attac
     sugo = live.url
     # A no-cors fetch adds a connection pointing at the attacker; a form then deletes the chat.
     attacker.html = f"""<!doctype html><title>Another app</title>
-<form id="f" method="post" action="{sugo}/chats/{chat['id']}/delete"></form>
+<form id="f" method="post" action="{sugo}/chats/{chat["id"]}/delete"></form>
 <script>
 fetch("{sugo}/connections", {{method: "POST", mode: "no-cors",
   body: new URLSearchParams({{name: "Attacker", kind: "openai", base_url: "{attacker.url}/v1", model: "x"}})}})
   .finally(() => fetch("/done").then(() => document.getElementById("f").submit()));
 </script>"""
     seen: list[tuple[str, int, str | None, str | None]] = []
-    page.on("response", lambda r: seen.append((r.url, r.status, r.request.header_value("origin"),
-                                               r.request.header_value("sec-fetch-site"))) if r.url.startswith(sugo) else None)  # fmt: skip
+    page.on(
+        "response",
+        lambda r: (
+            seen.append(
+                (r.url, r.status, r.request.header_value("origin"), r.request.header_value("sec-fetch-site"))
+            )
+            if r.url.startswith(sugo)
+            else None
+        ),
+    )
     page.goto(attacker.url)
     wait_for(attacker.fetched.is_set, timeout=15, what="the attacker's fetch to come back")
     expect(page.locator("body")).to_contain_text("Refused: this change came from " + attacker.url)

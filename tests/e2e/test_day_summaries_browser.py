@@ -21,16 +21,29 @@ def _answer(n: int) -> str:
 
 def _chat(live, models, days_back: int = 3) -> int:
     with live.client() as c:
-        c.post("/api/connections", json={"name": "Local test", "base_url": models.base_url, "model": "test-model",
-                                          "kind": "openai"})  # fmt: skip
+        c.post(
+            "/api/connections",
+            json={"name": "Local test", "base_url": models.base_url, "model": "test-model", "kind": "openai"},
+        )
         char = c.post("/api/characters", json={"name": "Aria", "first_mes": "Hi!"}).json()
-        chat_id = c.post("/api/chats", json={"character_ids": [char["id"]], "name": "Talk", "mode": "conversation"}).json()["id"]
+        chat_id = c.post(
+            "/api/chats", json={"character_ids": [char["id"]], "name": "Talk", "mode": "conversation"}
+        ).json()["id"]
     today = chat_day(utcnow(), conversation.local_zone(), 4)
     with Session(live.engine) as session:
         for back in range(days_back, 0, -1):
             day = today - timedelta(days=back)
             at = datetime.combine(day, time(10)).astimezone().astimezone(UTC)
-            session.add(Message(chat_id=chat_id, role="user", name="You", content=f"Talk of {day}", created_at=at, updated_at=at))
+            session.add(
+                Message(
+                    chat_id=chat_id,
+                    role="user",
+                    name="You",
+                    content=f"Talk of {day}",
+                    created_at=at,
+                    updated_at=at,
+                )
+            )
         session.commit()
     return chat_id
 
@@ -59,7 +72,9 @@ def test_backfill_rollover_warning_and_edit_summaries(page: Page, live, models, 
     dialog = page.locator("#day-summaries-dialog")
     expect(dialog).to_be_visible()
     if weeks:  # the week's summary first, its days under it
-        expect(dialog.locator("details.day-summary").nth(0)).to_have_attribute("id", f"week-{weeks[0]['date']}")
+        expect(dialog.locator("details.day-summary").nth(0)).to_have_attribute(
+            "id", f"week-{weeks[0]['date']}"
+        )
         shot("weeks-first")
     dialog.locator("[data-close-dialog]").click()
 
@@ -73,7 +88,9 @@ def test_backfill_rollover_warning_and_edit_summaries(page: Page, live, models, 
     section.locator("#summary-rollover-hour").scroll_into_view_if_needed()
     section.locator("#summary-rollover-hour").select_option("6")
     expect(section.locator("#rollover-warning")).to_be_visible()
-    expect(section.locator("#rollover-warning")).to_have_text("Existing summaries used the old hour; they are not redone. Save settings to apply.")
+    expect(section.locator("#rollover-warning")).to_have_text(
+        "Existing summaries used the old hour; they are not redone. Save settings to apply."
+    )
     shot("rollover-warning")
     section.locator("#summary-rollover-hour").select_option("4")
     expect(section.locator("#rollover-warning")).to_be_hidden()
@@ -102,7 +119,10 @@ def test_backfill_rollover_warning_and_edit_summaries(page: Page, live, models, 
     with live.client() as c:
         day = c.get(f"/api/chats/{chat_id}/days").json()[0]
     assert (day["summary"], day["key_details"], day["origin"]) == (
-        "We planned the trip to the coast.", ["Leave on Friday", "Bring the maps"], "user")
+        "We planned the trip to the coast.",
+        ["Leave on Friday", "Bring the maps"],
+        "user",
+    )
     dialog.locator("[data-close-dialog]").click()
     expect(dialog).to_be_hidden()
     # The settings form was not sent along: the chat's settings are as they were.

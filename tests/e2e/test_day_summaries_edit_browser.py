@@ -27,23 +27,39 @@ def _answer(n: int, details: list[str]) -> str:
 
 def _chat_with_a_summarised_week(live, models) -> tuple[int, date, list[date]]:
     with live.client() as c:
-        c.post("/api/connections", json={"name": "Local test", "base_url": models.base_url, "model": "test-model",
-                                          "kind": "openai"})  # fmt: skip
+        c.post(
+            "/api/connections",
+            json={"name": "Local test", "base_url": models.base_url, "model": "test-model", "kind": "openai"},
+        )
         char = c.post("/api/characters", json={"name": "Aria", "first_mes": "Hi!"}).json()
-        chat_id = c.post("/api/chats", json={"character_ids": [char["id"]], "name": "Talk", "mode": "conversation"}).json()["id"]
+        chat_id = c.post(
+            "/api/chats", json={"character_ids": [char["id"]], "name": "Talk", "mode": "conversation"}
+        ).json()["id"]
     today = chat_day(utcnow(), conversation.local_zone(), 4)
     monday = week_start(today) - timedelta(days=7)
     days = [monday + timedelta(days=n) for n in range(7)]
     with Session(live.engine) as session:
         for day in days:
             at = datetime.combine(day, time(12)).astimezone().astimezone(UTC)
-            session.add(Message(chat_id=chat_id, role="user", name="You", content=f"Talk of {day}", created_at=at, updated_at=at))
+            session.add(
+                Message(
+                    chat_id=chat_id,
+                    role="user",
+                    name="You",
+                    content=f"Talk of {day}",
+                    created_at=at,
+                    updated_at=at,
+                )
+            )
         session.commit()
     models.script(*[_answer(n, [f"detail {n}"]) for n in range(1, 8)], _answer(100, [MULTI, "A plain one"]))
     with live.client() as c:  # a Backfill (its thread: this one runs Playwright's event loop)
         assert c.post(f"/api/chats/{chat_id}/days/backfill").status_code == 202
-        wait_for(lambda: c.get(f"/api/chats/{chat_id}/days/backfill").json()["status"] == "done", timeout=60,
-                 what="the Backfill")  # fmt: skip
+        wait_for(
+            lambda: c.get(f"/api/chats/{chat_id}/days/backfill").json()["status"] == "done",
+            timeout=60,
+            what="the Backfill",
+        )
         assert [w["date"] for w in c.get(f"/api/chats/{chat_id}/weeks").json()] == [monday.isoformat()]
     models.reset()
     return chat_id, monday, days
@@ -102,8 +118,14 @@ def test_days_under_their_week_an_unchanged_save_and_write_now(page: Page, live,
     expect(dialog.locator(f"details#{key} > summary")).to_be_focused()  # the answer keeps the place, in view
     expect(dialog.locator(f"details#{key} > summary")).to_be_in_viewport()
     with live.client() as c:
-        saved = next(d for d in c.get(f"/api/chats/{chat_id}/days").json() if d["date"] == days[3].isoformat())
-    assert (saved["summary"], saved["key_details"], saved["origin"]) == ("We went to the lake.", ["Swim at six\nbring towels"], "user")
+        saved = next(
+            d for d in c.get(f"/api/chats/{chat_id}/days").json() if d["date"] == days[3].isoformat()
+        )
+    assert (saved["summary"], saved["key_details"], saved["origin"]) == (
+        "We went to the lake.",
+        ["Swim at six\nbring towels"],
+        "user",
+    )
 
     # Delete the week: Write now is offered in its place and writes it again; the result shows there, in view.
     week_item = dialog.locator(f"details#week-{week}")
@@ -149,7 +171,9 @@ def test_write_now_that_fails_says_why_beside_the_button(page: Page, live, model
         assert c.delete(f"/api/chats/{chat_id}/days/{days[0].isoformat()}").status_code == 204
     dialog = _open_window(page, live, chat_id)
     week = monday.isoformat()
-    expect(dialog.locator(f"#week-{week}")).to_contain_text("no summary yet; Write now writes its 1 day without one first")
+    expect(dialog.locator(f"#week-{week}")).to_contain_text(
+        "no summary yet; Write now writes its 1 day without one first"
+    )
     models.script(Reply("not a summary at all"), Reply("still not one"))
     dialog.locator(f"#write-now-week-{week}").click()
     result = dialog.locator(f"#write-result-week-{week}")

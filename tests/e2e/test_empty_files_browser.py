@@ -25,7 +25,9 @@ def test_an_empty_file_is_called_empty_in_the_lorebook_and_memory_imports(page: 
     page.goto(f"{live.url}/chats/{chat['id']}/memories")
     page.set_input_files("input[type=file][name=file]", str(empty_memories))
     page.get_by_role("button", name="Import", exact=True).click()
-    expect(page.locator("#toasts .toast-error").last).to_contain_text("“memories.marinara.json” is empty (0 bytes)")
+    expect(page.locator("#toasts .toast-error").last).to_contain_text(
+        "“memories.marinara.json” is empty (0 bytes)"
+    )
     expect(page.locator(".memory-card")).to_have_count(0)
     with live.client() as c:
         assert c.get("/api/lorebooks").json() == []

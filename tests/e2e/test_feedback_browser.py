@@ -128,8 +128,10 @@ def test_saves_on_the_character_and_lore_entry_forms_are_seen(page: Page, live, 
         char = c.post("/api/characters", json={"name": "Aria", "description": "Keeps the harbour."}).json()
         book = c.post("/api/lorebooks", json={"name": "Vellmar"}).json()
         for i in range(30):
-            c.post(f"/api/lorebooks/{book['id']}/entries", json={"title": f"Place {i}", "keys": [f"place{i}"],
-                                                                  "content": f"Place {i} of Vellmar."})  # fmt: skip
+            c.post(
+                f"/api/lorebooks/{book['id']}/entries",
+                json={"title": f"Place {i}", "keys": [f"place{i}"], "content": f"Place {i} of Vellmar."},
+            )
     page.goto(f"{live.url}/characters/{char['id']}")
     page.locator("details > summary", has_text="Advanced").click()
     _scroll_to_end(page, None)

@@ -7,18 +7,23 @@ from playwright.sync_api import Page, expect
 
 from tests.support.model_server import Reply
 
-PAYLOAD = ('"<img src=x onerror=window.__pwned=1>" then <script>window.__pwned=2</script> and '
-           '"</span><img src=x onerror=window.__pwned=3>" *end*')  # fmt: skip
-REPORT_VIOLATIONS = ("window.__violations = [];"
-                     "document.addEventListener('securitypolicyviolation',"
-                     " e => window.__violations.push(e.violatedDirective + ' ' + e.blockedURI));")  # fmt: skip
+PAYLOAD = (
+    '"<img src=x onerror=window.__pwned=1>" then <script>window.__pwned=2</script> and '
+    '"</span><img src=x onerror=window.__pwned=3>" *end*'
+)
+REPORT_VIOLATIONS = (
+    "window.__violations = [];"
+    "document.addEventListener('securitypolicyviolation',"
+    " e => window.__violations.push(e.violatedDirective + ' ' + e.blockedURI));"
+)
 
 
-def test_the_chat_page_works_under_the_policy_and_quoted_markup_stays_inert(page: Page, live, models, shot,
-                                                                               no_script_runs):  # fmt: skip
+def test_the_chat_page_works_under_the_policy_and_quoted_markup_stays_inert(
+    page: Page, live, models, shot, no_script_runs
+):
     with live.client() as c:
         c.post("/api/connections", json={"name": "Local", "base_url": models.base_url, "model": "test-model"})
-        char = c.post("/api/characters", json={"name": "Vex", "first_mes": "*Vex nods.* \"Ask away.\""}).json()
+        char = c.post("/api/characters", json={"name": "Vex", "first_mes": '*Vex nods.* "Ask away."'}).json()
         chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()
     console: list[str] = []
     page.on("console", lambda m: console.append(m.text) if m.type in {"error", "warning"} else None)

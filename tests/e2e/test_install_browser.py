@@ -50,8 +50,10 @@ def test_manifest_worker_and_offline_page(page: Page, live, models, shot):
     assert page.evaluate(IMAGE_SIZE, apple) == [180, 180]
     colours = page.locator("meta[name=theme-color]")
     expect(colours).to_have_count(2)
-    assert {colours.nth(i).get_attribute("media") for i in range(2)} == {"(prefers-color-scheme: dark)",
-                                                                         "(prefers-color-scheme: light)"}  # fmt: skip
+    assert {colours.nth(i).get_attribute("media") for i in range(2)} == {
+        "(prefers-color-scheme: dark)",
+        "(prefers-color-scheme: light)",
+    }
 
     # The status bar follows the theme Sugo shows (dark unless chosen), whatever the system prefers.
     page.emulate_media(color_scheme="light")

@@ -20,8 +20,15 @@ def _chat(live, messages: int = 60) -> tuple[int, list[int]]:
     with Session(live.engine) as s:
         for i in range(2, messages + 1):
             user = i % 2 == 1  # the reply comes last
-            s.add(new_message(chat["id"], "user" if user else "assistant", "You" if user else "Aria",
-                              [f"Step {i}: we walk on along the coast road."], character_id=None if user else char["id"]))  # fmt: skip
+            s.add(
+                new_message(
+                    chat["id"],
+                    "user" if user else "assistant",
+                    "You" if user else "Aria",
+                    [f"Step {i}: we walk on along the coast road."],
+                    character_id=None if user else char["id"],
+                )
+            )
         s.commit()
     with live.client() as c:
         ids = [m["id"] for m in c.get(f"/api/chats/{chat['id']}/messages").json()]

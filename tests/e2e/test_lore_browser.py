@@ -10,8 +10,16 @@ LIBRARY = "The great library of Vellmar holds " + "dusty scrolls and sea charts 
 
 def test_lorebook_entries_fire_and_a_skipped_one_is_explained(page: Page, live, models, shot):
     with live.client() as c:
-        c.post("/api/connections", json={"name": "Local", "base_url": models.base_url, "model": "test-model",
-                                         "context_size": 16384, "max_tokens": 200})  # fmt: skip
+        c.post(
+            "/api/connections",
+            json={
+                "name": "Local",
+                "base_url": models.base_url,
+                "model": "test-model",
+                "context_size": 16384,
+                "max_tokens": 200,
+            },
+        )
         char = c.post("/api/characters", json={"name": "Aria", "first_mes": "The harbour is quiet."}).json()
         chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()
     page.on("dialog", lambda d: d.accept())
@@ -24,8 +32,10 @@ def test_lorebook_entries_fire_and_a_skipped_one_is_explained(page: Page, live, 
     expect(page.locator("h1")).to_contain_text("Vellmar")
     expect(page.locator("#token-budget")).to_have_value("2048")
 
-    for title, keys, content in (("Library", "library, archive", LIBRARY),
-                                 ("Tobiah", "Tobiah", "Tobiah keeps the lighthouse and lost an eye in the war.")):  # fmt: skip
+    for title, keys, content in (
+        ("Library", "library, archive", LIBRARY),
+        ("Tobiah", "Tobiah", "Tobiah keeps the lighthouse and lost an eye in the war."),
+    ):
         page.get_by_role("link", name="New entry").click()
         page.fill("input[name=title]", title)
         page.fill("#entry-keys", keys)
@@ -46,7 +56,9 @@ def test_lorebook_entries_fire_and_a_skipped_one_is_explained(page: Page, live, 
     page.locator("#keyword-test summary").click()
     page.fill("#keyword-test-text", "Take me to the library, then to Tobiah.")
     page.get_by_role("button", name="Test keywords").click()
-    expect(page.locator("#test-skipped-notice")).to_contain_text("1 matching lore entry was skipped by token budget.")
+    expect(page.locator("#test-skipped-notice")).to_contain_text(
+        "1 matching lore entry was skipped by token budget."
+    )
     expect(page.locator(".lore-skipped")).to_contain_text("lorebook budget")
     expect(page.locator(".lore-fires")).to_contain_text("Tobiah")
     shot("keyword-test")
@@ -62,7 +74,9 @@ def test_lorebook_entries_fire_and_a_skipped_one_is_explained(page: Page, live, 
     page.fill("#composer-input", "Tell me about the library and Tobiah.")
     page.click("#send-button")
     expect(page.locator("#send-button")).to_be_visible(timeout=15000)
-    assert "Tobiah keeps the lighthouse" in "\n".join(m["content"] for m in models.last_request.json["messages"])
+    assert "Tobiah keeps the lighthouse" in "\n".join(
+        m["content"] for m in models.last_request.json["messages"]
+    )
 
     page.click("#settings-button")
     expect(panel.locator("#active-context")).to_contain_text("1 active, 1 skipped")
@@ -82,10 +96,14 @@ def test_entry_actions_swap_fragments_not_the_page(page: Page, live, shot):
     with live.client() as c:
         book = c.post("/api/lorebooks", json={"name": "Vellmar"}).json()
         for i in range(12):
-            c.post(f"/api/lorebooks/{book['id']}/entries", json={
-                "title": f"Place {i}", "keys": [f"place{i}", "harbour" if i % 3 == 0 else "hills"],
-                "content": f"Place {i} lies by the water; its people fish and trade salt.",
-            })  # fmt: skip
+            c.post(
+                f"/api/lorebooks/{book['id']}/entries",
+                json={
+                    "title": f"Place {i}",
+                    "keys": [f"place{i}", "harbour" if i % 3 == 0 else "hills"],
+                    "content": f"Place {i} lies by the water; its people fish and trade salt.",
+                },
+            )
         c.post("/api/characters", json={"name": "Aria"})
     answers: list[str] = []
     page.on("response", lambda r: answers.append(r.text()) if r.request.headers.get("hx-request") else None)

@@ -11,10 +11,21 @@ def test_keyword_and_constant_entries_are_placed_in_the_same_words_everywhere(pa
         char = c.post("/api/characters", json={"name": "Aria", "first_mes": "The harbour is quiet."}).json()
         chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()
         book = c.post("/api/lorebooks", json={"name": "Vellmar"}).json()
-        for entry in ({"title": "Tobiah", "keys": ["Tobiah"], "content": "Tobiah keeps the lighthouse.",
-                       "position": "before_char"},
-                      {"title": "Tides", "keys": [], "constant": True, "content": "The tides rule Vellmar.",
-                       "position": "before_char"}):  # fmt: skip
+        for entry in (
+            {
+                "title": "Tobiah",
+                "keys": ["Tobiah"],
+                "content": "Tobiah keeps the lighthouse.",
+                "position": "before_char",
+            },
+            {
+                "title": "Tides",
+                "keys": [],
+                "constant": True,
+                "content": "The tides rule Vellmar.",
+                "position": "before_char",
+            },
+        ):
             assert c.post(f"/api/lorebooks/{book['id']}/entries", json=entry).status_code == 201
         c.put(f"/api/chats/{chat['id']}/lorebooks", json={"book_ids": [book["id"]]})
 

@@ -16,7 +16,12 @@ SHADOWFANG = "The Shadowfangs are beasts of darkness"
 
 def test_importing_a_book_already_there_offers_a_copy_and_adds_no_row(page: Page, live, shot):
     with live.client() as c:
-        assert c.post("/api/characters/import", files={"file": ("Seraphina.png", SERAPHINA.read_bytes())}).status_code == 201
+        assert (
+            c.post(
+                "/api/characters/import", files={"file": ("Seraphina.png", SERAPHINA.read_bytes())}
+            ).status_code
+            == 201
+        )
         (card_book,) = c.get("/api/lorebooks").json()
 
     page.goto(live.url + "/lorebooks")
@@ -25,7 +30,9 @@ def test_importing_a_book_already_there_offers_a_copy_and_adds_no_row(page: Page
     page.get_by_role("button", name="Import", exact=True).click()
     twin = page.locator("#import-twin")
     expect(twin).to_contain_text("Eldoria is already in your lorebooks with the same entries.")
-    expect(twin.get_by_role("link", name="Open Eldoria")).to_have_attribute("href", f"/lorebooks/{card_book['id']}")
+    expect(twin.get_by_role("link", name="Open Eldoria")).to_have_attribute(
+        "href", f"/lorebooks/{card_book['id']}"
+    )
     expect(page.locator(".lore-book")).to_have_count(1)
     copy = page.get_by_role("button", name="Import a copy anyway")
     expect(copy).to_be_in_viewport()
@@ -42,25 +49,46 @@ def test_importing_a_book_already_there_offers_a_copy_and_adds_no_row(page: Page
     page.goto(live.url + "/characters")
     page.set_input_files("#card-file", str(SERAPHINA))
     reused = page.locator("#card-book-reused")
-    expect(reused).to_contain_text("Its lorebook Eldoria was already in your lorebooks with the same entries: "
-                                   "Seraphina uses that one, no copy was made.")  # fmt: skip
-    expect(reused.get_by_role("link", name="Eldoria")).to_have_attribute("href", f"/lorebooks/{card_book['id']}")
+    expect(reused).to_contain_text(
+        "Its lorebook Eldoria was already in your lorebooks with the same entries: "
+        "Seraphina uses that one, no copy was made."
+    )
+    expect(reused.get_by_role("link", name="Eldoria")).to_have_attribute(
+        "href", f"/lorebooks/{card_book['id']}"
+    )
     shot("card-reused")
     page.goto(live.url + "/lorebooks")
     expect(page.locator(".lore-book")).to_have_count(2)
 
 
-def test_chat_settings_say_where_each_book_comes_from_and_a_shared_entry_is_sent_once(page: Page, live, models, shot):
+def test_chat_settings_say_where_each_book_comes_from_and_a_shared_entry_is_sent_once(
+    page: Page, live, models, shot
+):
     with live.client() as c:
-        c.post("/api/connections", json={"name": "Local", "base_url": models.base_url, "model": "test-model",
-                                         "context_size": 16384, "max_tokens": 200})  # fmt: skip
-        char = c.post("/api/characters/import", files={"file": ("Seraphina.png", SERAPHINA.read_bytes())}).json()
+        c.post(
+            "/api/connections",
+            json={
+                "name": "Local",
+                "base_url": models.base_url,
+                "model": "test-model",
+                "context_size": 16384,
+                "max_tokens": 200,
+            },
+        )
+        char = c.post(
+            "/api/characters/import", files={"file": ("Seraphina.png", SERAPHINA.read_bytes())}
+        ).json()
         (card_book,) = c.get("/api/lorebooks").json()
-        copy = c.post("/api/lorebooks/import", files={"file": ("Eldoria.json", ELDORIA.read_bytes())},
-                      params={"copy": "true"}).json()  # fmt: skip
+        copy = c.post(
+            "/api/lorebooks/import",
+            files={"file": ("Eldoria.json", ELDORIA.read_bytes())},
+            params={"copy": "true"},
+        ).json()
         persona = c.post("/api/personas", json={"name": "Ann", "description": "A traveller."}).json()
         ann_book = c.post("/api/lorebooks", json={"name": "Ann's travels"}).json()
-        c.post(f"/api/lorebooks/{ann_book['id']}/links", json={"target": "persona", "target_id": persona["id"]})
+        c.post(
+            f"/api/lorebooks/{ann_book['id']}/links", json={"target": "persona", "target_id": persona["id"]}
+        )
         weather = c.post("/api/lorebooks", json={"name": "Weather", "is_global": True}).json()
         c.post("/api/lorebooks", json={"name": "Spare"})
         chat = c.post("/api/chats", json={"character_ids": [char["id"]], "persona_id": persona["id"]}).json()
@@ -78,7 +106,9 @@ def test_chat_settings_say_where_each_book_comes_from_and_a_shared_entry_is_sent
     expect(box).to_be_checked()
     expect(box).to_be_disabled()
     expect(line).to_contain_text("via the character Seraphina — change on the character page")
-    expect(line.get_by_role("link", name="change on the character page")).to_have_attribute("href", f"/characters/{char['id']}")
+    expect(line.get_by_role("link", name="change on the character page")).to_have_attribute(
+        "href", f"/characters/{char['id']}"
+    )
     box, line = row("Eldoria (2)")
     expect(box).to_be_checked()
     expect(box).to_be_enabled()
@@ -94,7 +124,9 @@ def test_chat_settings_say_where_each_book_comes_from_and_a_shared_entry_is_sent
     expect(box).not_to_be_checked()
     expect(line).to_contain_text("not used in this chat")
     # No checkbox without a label of its own.
-    unlabelled = section.locator("input[type=checkbox]").evaluate_all("els => els.filter(e => !e.labels.length).length")
+    unlabelled = section.locator("input[type=checkbox]").evaluate_all(
+        "els => els.filter(e => !e.labels.length).length"
+    )
     assert unlabelled == 0
     section.scroll_into_view_if_needed()
     shot("chat-settings-lorebooks")

@@ -17,7 +17,11 @@ def _fill_and_embed(live, chat_id: int, messages: int) -> None:
     with Session(live.engine) as s:
         for i in range(1, messages + 1):
             text = FACT if i == 20 else f"We keep walking along the coast road, day {i}."
-            s.add(new_message(chat_id, "user" if i % 2 == 0 else "assistant", "Rowan" if i % 2 == 0 else "Aria", [text]))
+            s.add(
+                new_message(
+                    chat_id, "user" if i % 2 == 0 else "assistant", "Rowan" if i % 2 == 0 else "Aria", [text]
+                )
+            )
         s.commit()
     embed_chat(live.services, chat_id)
 
@@ -47,17 +51,22 @@ def test_memory_viewer_lists_searches_forgets_exports_and_clears(page: Page, liv
         page.get_by_role("link", name="Export").click()
     assert download.value.suggested_filename.endswith(".marinara.json")
     # Clear all says it will not last while the messages make memories, and offers the pause.
-    expect(page.locator("#memory-chunking")).to_contain_text("after the next reply, memories are made from the messages again")
+    expect(page.locator("#memory-chunking")).to_contain_text(
+        "after the next reply, memories are made from the messages again"
+    )
     page.get_by_role("button", name="Clear all").click()
     expect(page.locator("#memory-view .notice-ok")).to_contain_text("The messages are untouched")
-    expect(page.locator("#memory-view .notice-ok")).to_contain_text("made from them again after the next reply")
+    expect(page.locator("#memory-view .notice-ok")).to_contain_text(
+        "made from them again after the next reply"
+    )
     expect(page.locator(".memory-card")).to_have_count(0)
     shot("cleared")
     # The file exported from this chat links back to its messages: no "imported" copy beside them.
     page.set_input_files("input[type=file][name=file]", download.value.path())
     page.get_by_role("button", name="Import", exact=True).click()
     expect(page.locator("#memory-view .notice-ok")).to_contain_text(
-        f"Imported {count - 1} ({count - 1} matching this chat's messages)")
+        f"Imported {count - 1} ({count - 1} matching this chat's messages)"
+    )
     expect(page.locator(".memory-card")).to_have_count(count - 1)
     expect(page.locator(".memory-card .badge", has_text="imported")).to_have_count(0)
 
@@ -78,12 +87,24 @@ def test_memory_viewer_lists_searches_forgets_exports_and_clears(page: Page, liv
 
 def test_switching_the_embedding_model_then_rebuild_shows_progress_and_stops(page: Page, live, models, shot):
     with live.client() as c:
-        plain = c.post("/api/connections", json={"name": "Chat model", "base_url": models.base_url, "model": "test-model"}).json()
-        embeds = c.post("/api/connections", json={"name": "Embedder", "base_url": models.base_url, "model": "test-model",
-                                                  "embedding_model": "test-embedding"}).json()  # fmt: skip
+        plain = c.post(
+            "/api/connections",
+            json={"name": "Chat model", "base_url": models.base_url, "model": "test-model"},
+        ).json()
+        embeds = c.post(
+            "/api/connections",
+            json={
+                "name": "Embedder",
+                "base_url": models.base_url,
+                "model": "test-model",
+                "embedding_model": "test-embedding",
+            },
+        ).json()
         char = c.post("/api/characters", json={"name": "Aria", "first_mes": "Hello."}).json()
-        chat = c.post("/api/chats", json={"character_ids": [char["id"]], "mode": "conversation",
-                                          "connection_id": plain["id"]}).json()  # fmt: skip
+        chat = c.post(
+            "/api/chats",
+            json={"character_ids": [char["id"]], "mode": "conversation", "connection_id": plain["id"]},
+        ).json()
     # Enough memories for five rebuild batches: Stop, pressed once the first batch shows, must land
     # before the last batch has started (with three, the poll could show the first as the last began).
     _fill_and_embed(live, chat["id"], 480)
@@ -100,14 +121,19 @@ def test_switching_the_embedding_model_then_rebuild_shows_progress_and_stops(pag
     expect(page.locator("#builtin-embedding")).to_have_value("multilingual-e5-small")
     page.goto(f"{live.url}/chats/{chat['id']}/memories")
     count = int(page.locator("#memory-count").inner_text())
-    expect(page.locator("#space-mismatch")).to_contain_text(f"{count} memories were embedded with another model")
+    expect(page.locator("#space-mismatch")).to_contain_text(
+        f"{count} memories were embedded with another model"
+    )
     expect(page.locator(".memory-card").first).to_contain_text("Other model")
     expect(page.locator("#embedding-source")).to_contain_text("multilingual-e5-small")
     shot("other-model")
 
     # Back to Automatic, on a connection with a (slow) embedding model: Rebuild, watch, Stop.
     with live.client() as c:
-        c.put(f"/api/chats/{chat['id']}/options", json={"connection_id": embeds["id"], "settings": {"builtin_embedding": None}})
+        c.put(
+            f"/api/chats/{chat['id']}/options",
+            json={"connection_id": embeds["id"], "settings": {"builtin_embedding": None}},
+        )
     polls: list[str] = []
     page.on("response", lambda r: polls.append(r.text()) if "/memories/status" in r.url else None)
     models.embedding_delay_s = 0.5
@@ -136,7 +162,9 @@ def test_switching_the_embedding_model_then_rebuild_shows_progress_and_stops(pag
 
     # Rebuild again, to the end: the poller goes, every memory matches the model.
     page.get_by_role("button", name="Rebuild all").click()
-    expect(page.locator("#rebuild-result")).to_contain_text(f"Rebuilt {count} memories with test-embedding", timeout=30000)
+    expect(page.locator("#rebuild-result")).to_contain_text(
+        f"Rebuilt {count} memories with test-embedding", timeout=30000
+    )
     expect(page.locator("#space-mismatch")).to_have_count(0)
     expect(page.locator(".memory-card", has_text="Other model")).to_have_count(0)
     expect(page.locator("#memory-status")).not_to_have_attribute("hx-get", re.compile("."))
@@ -184,11 +212,20 @@ def test_vectors_of_a_new_size_are_marked_and_rebuild_moves_the_chat_to_them(pag
     The refused memories say why, a notice offers Rebuild, and Rebuild ends it."""
     models.embedding_dim = 8
     with live.client() as c:
-        conn = c.post("/api/connections", json={"name": "Embedder", "base_url": models.base_url, "model": "test-model",
-                                                "embedding_model": "swapped-embed"}).json()  # fmt: skip
+        conn = c.post(
+            "/api/connections",
+            json={
+                "name": "Embedder",
+                "base_url": models.base_url,
+                "model": "test-model",
+                "embedding_model": "swapped-embed",
+            },
+        ).json()
         char = c.post("/api/characters", json={"name": "Aria", "first_mes": "Hello."}).json()
-        chat = c.post("/api/chats", json={"character_ids": [char["id"]], "mode": "conversation",
-                                          "connection_id": conn["id"]}).json()  # fmt: skip
+        chat = c.post(
+            "/api/chats",
+            json={"character_ids": [char["id"]], "mode": "conversation", "connection_id": conn["id"]},
+        ).json()
     _fill_and_embed(live, chat["id"], 100)
     models.embedding_dim = 16
     _fill_and_embed(live, chat["id"], 20)
@@ -196,10 +233,14 @@ def test_vectors_of_a_new_size_are_marked_and_rebuild_moves_the_chat_to_them(pag
 
     page.goto(f"{live.url}/chats/{chat['id']}/memories")
     notice = page.locator("#embedding-unavailable")
-    expect(notice).to_contain_text("could not be embedded: The embedding server now gives swapped-embed vectors of 16 numbers")
+    expect(notice).to_contain_text(
+        "could not be embedded: The embedding server now gives swapped-embed vectors of 16 numbers"
+    )
     expect(notice).to_contain_text("Rebuild all embeds them again with swapped-embed")
     expect(notice).to_be_in_viewport()
-    expect(page.locator(".memory-card", has_text="Embedding unavailable").first).to_contain_text("the model behind that name has changed")
+    expect(page.locator(".memory-card", has_text="Embedding unavailable").first).to_contain_text(
+        "the model behind that name has changed"
+    )
     shot("new-size")
 
     page.get_by_role("button", name="Rebuild all").click()

@@ -18,10 +18,19 @@ STORY = [
 def _chat(live, models=None, story=STORY) -> int:
     with live.client() as c:
         if models is not None:
-            r = c.post("/api/connections", json={"name": "Local test", "base_url": models.base_url,
-                                                 "model": "test-model", "kind": "openai"})  # fmt: skip
+            r = c.post(
+                "/api/connections",
+                json={
+                    "name": "Local test",
+                    "base_url": models.base_url,
+                    "model": "test-model",
+                    "kind": "openai",
+                },
+            )
             assert r.status_code == 201, r.text
-        char = c.post("/api/characters", json={"name": "Aria", "first_mes": "The abbey bells are silent tonight."}).json()
+        char = c.post(
+            "/api/characters", json={"name": "Aria", "first_mes": "The abbey bells are silent tonight."}
+        ).json()
         chat = c.post("/api/chats", json={"character_ids": [char["id"]], "name": "Abbey"}).json()
         for text in story:
             assert c.post(f"/api/chats/{chat['id']}/messages", json={"content": text}).status_code == 201
@@ -35,8 +44,14 @@ def test_the_memory_viewer_of_a_new_chat_lists_a_memory_after_five_messages(page
         assert not c.get(f"/api/chats/{chat_id}").json()["settings"].get("memory_recall")  # Roleplay: off
         # The reply (the sixth message after the greeting) schedules the memory job, as every reply does.
         c.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": STORY[4]}).read()
-        wait_for(lambda: (s := c.get(f"/api/chats/{chat_id}/memories/status").json())["count"] == 1
-                 and s["building"] is None, timeout=120, what="the first memory")  # fmt: skip
+        wait_for(
+            lambda: (
+                (s := c.get(f"/api/chats/{chat_id}/memories/status").json())["count"] == 1
+                and s["building"] is None
+            ),
+            timeout=120,
+            what="the first memory",
+        )
     page.goto(f"{live.url}/chats/{chat_id}/memories")
     memory = page.locator("#memory-list .memory-card")
     expect(memory).to_have_count(1)
@@ -46,20 +61,32 @@ def test_the_memory_viewer_of_a_new_chat_lists_a_memory_after_five_messages(page
     shot("first-memory")
 
 
-def test_a_refusal_waits_under_review_with_its_reason_and_approve_makes_it_active(page: Page, live, models, shot):
+def test_a_refusal_waits_under_review_with_its_reason_and_approve_makes_it_active(
+    page: Page, live, models, shot
+):
     chat_id = _chat(live, models)
     models.script("I would rather not say.")
     with live.client() as c:
-        assert c.post(f"/api/chats/{chat_id}/summaries/generate", json={"scope": "range", "start": 2, "end": 6}).status_code == 202
-        wait_for(lambda: c.get(f"/api/chats/{chat_id}/summaries/generate").json()["status"] == "done", timeout=60,
-                 what="the summary run")  # fmt: skip
+        assert (
+            c.post(
+                f"/api/chats/{chat_id}/summaries/generate", json={"scope": "range", "start": 2, "end": 6}
+            ).status_code
+            == 202
+        )
+        wait_for(
+            lambda: c.get(f"/api/chats/{chat_id}/summaries/generate").json()["status"] == "done",
+            timeout=60,
+            what="the summary run",
+        )
     page.goto(f"{live.url}/chats/{chat_id}/settings")
     item = page.locator("#chat-summary .summary-item")
     expect(item).to_have_count(1)
     item.scroll_into_view_if_needed()
     expect(item).to_contain_text("awaiting review")
     reason = item.locator(".summary-review-reason")
-    expect(reason).to_contain_text("Held for review: It mentions none of the names, places or words of the messages")
+    expect(reason).to_contain_text(
+        "Held for review: It mentions none of the names, places or words of the messages"
+    )
     approve = item.get_by_role("button", name="Approve")
     approve.scroll_into_view_if_needed()
     expect(reason).to_be_in_viewport()

@@ -11,7 +11,10 @@ def _chat(live) -> int:
     with live.client() as c:
         char = c.post("/api/characters", json={"name": "Aria", "first_mes": "The road is long."}).json()
         chat = c.post("/api/chats", json={"character_ids": [char["id"]], "name": "Road"}).json()
-        r = c.put(f"/api/chats/{chat['id']}/options", json={"settings": {"advanced_memory": True, "adv_check_interval": 100}})
+        r = c.put(
+            f"/api/chats/{chat['id']}/options",
+            json={"settings": {"advanced_memory": True, "adv_check_interval": 100}},
+        )
         assert r.status_code == 200, r.text
     return chat["id"]
 
@@ -27,7 +30,8 @@ def test_the_two_memory_buttons_say_what_they_open(page: Page, live, shot):
     expect(scenes).to_have_text("Open scenes (Advanced Memory)")
     # No two links of the panel share a name while going to different places.
     links = panel.get_by_role("link").evaluate_all(
-        "els => els.map(a => [a.textContent.trim(), a.getAttribute('href')])")
+        "els => els.map(a => [a.textContent.trim(), a.getAttribute('href')])"
+    )
     by_name: dict[str, set[str]] = {}
     for name, href in links:
         by_name.setdefault(name, set()).add(href)
@@ -47,8 +51,14 @@ def test_the_two_memory_buttons_say_what_they_open(page: Page, live, shot):
 
 def test_a_problem_for_review_says_where_it_is_fixed(page: Page, live, shot):
     chat_id = _chat(live)
-    scene_id = stored_scene(live, chat_id, [("You", "The bridge is out."), ("Aria", "We climb down.")],
-                            state="written", summary="They climbed down.", fingerprint="older")  # fmt: skip
+    scene_id = stored_scene(
+        live,
+        chat_id,
+        [("You", "The bridge is out."), ("Aria", "We climb down.")],
+        state="written",
+        summary="They climbed down.",
+        fingerprint="older",
+    )
     with live.client() as c:
         first = c.get(f"/api/chats/{chat_id}/scenes/{scene_id}").json()
         for message in first["messages"]:
@@ -58,6 +68,8 @@ def test_a_problem_for_review_says_where_it_is_fixed(page: Page, live, shot):
     section = page.locator("#advanced-memory")
     review = section.locator("#scenes-problems-review")
     expect(review).to_contain_text("Open scenes (Advanced Memory)")
-    expect(section.locator("#scenes-problems-list a")).to_have_attribute("title", "Open scene 1 among the scenes (Advanced Memory)")
+    expect(section.locator("#scenes-problems-list a")).to_have_attribute(
+        "title", "Open scene 1 among the scenes (Advanced Memory)"
+    )
     review.scroll_into_view_if_needed()
     shot("review")

@@ -22,13 +22,22 @@ def _chat_with_memories(live) -> int:
             # The fact closes its memory (messages 16-20), behind four long messages: past the
             # first 300 characters.
             text = FACT if i == 20 else FILLER.format(i=i)
-            s.add(new_message(chat["id"], "user" if i % 2 == 0 else "assistant", "Rowan" if i % 2 == 0 else "Aria", [text]))
+            s.add(
+                new_message(
+                    chat["id"],
+                    "user" if i % 2 == 0 else "assistant",
+                    "Rowan" if i % 2 == 0 else "Aria",
+                    [text],
+                )
+            )
         s.commit()
     embed_chat(live.services, chat["id"])
     return chat["id"]
 
 
-def test_search_labels_the_score_marks_the_words_spaces_the_cards_and_finds_nothing_for_nonsense(page: Page, live, shot):
+def test_search_labels_the_score_marks_the_words_spaces_the_cards_and_finds_nothing_for_nonsense(
+    page: Page, live, shot
+):
     chat_id = _chat_with_memories(live)
     page.goto(f"{live.url}/chats/{chat_id}/memories")
 
@@ -36,8 +45,7 @@ def test_search_labels_the_score_marks_the_words_spaces_the_cards_and_finds_noth
     hit = page.locator("#memory-results .memory-hit").first
     expect(hit.locator("mark")).to_have_text(["brass", "key"])
     expect(hit.locator("mark").first).to_be_visible()
-    expect(hit.locator(".memory-score")).to_have_text(
-        re.compile(r"^match \d\.\d\d$"))
+    expect(hit.locator(".memory-score")).to_have_text(re.compile(r"^match \d\.\d\d$"))
     assert "shared words" in hit.locator(".memory-score").get_attribute("title")
     hit.locator("mark").first.scroll_into_view_if_needed()
     shot("found")

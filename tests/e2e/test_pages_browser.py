@@ -66,7 +66,10 @@ def test_connection_form_errors_and_key_never_shown(page: Page, live, models):
 
 def test_connection_embedding_model_and_defaults(page: Page, live, models, shot):
     with live.client() as c:
-        c.post("/api/connections", json={"name": "Embeddings box", "base_url": models.base_url, "model": "test-model"})
+        c.post(
+            "/api/connections",
+            json={"name": "Embeddings box", "base_url": models.base_url, "model": "test-model"},
+        )
     page.goto(live.url + "/connections")
     # Nothing set: the built-in model is the default, and no connection can be picked yet.
     expect(page.locator("#default-embeddings")).to_have_value("builtin:all-MiniLM-L6-v2")
@@ -117,7 +120,9 @@ def test_write_a_character_then_chat_with_a_persona(page: Page, live, models, sh
     expect(greeting.locator(".msg-text")).to_have_text("Iris looks up. Welcome, Rowan.")
     expect(greeting.locator(".swipe-counter")).to_have_text("1/3")
     greeting.locator(".swipe-right").click()
-    expect(page.locator("article.msg-assistant").first.locator(".msg-text")).to_have_text("Oh. It's you, Rowan.")
+    expect(page.locator("article.msg-assistant").first.locator(".msg-text")).to_have_text(
+        "Oh. It's you, Rowan."
+    )
     page.fill("#composer-input", "Hello")
     page.keyboard.press("Enter") if page.viewport_size["width"] > 500 else page.click("#send-button")
     expect(page.locator("article.msg-assistant").last.locator(".msg-text")).to_have_text("Echo: Hello")
@@ -154,9 +159,22 @@ def test_group_chat_lets_the_user_pick_who_answers(page: Page, live, models):
 def test_import_a_sillytavern_chat_from_the_chat_list(page: Page, live, tmp_path):
     with live.client() as c:
         c.post("/api/characters", json={"name": "Mirela"})
-    lines = [{"user_name": "Rowan", "character_name": "Mirela", "create_date": "2024-10-18@20h52m17s", "chat_metadata": {}},
-             {"name": "Mirela", "is_user": False, "is_system": False, "send_date": "October 18, 2024 8:52pm",
-              "mes": "The tide is turning.", "extra": {}}]  # fmt: skip
+    lines = [
+        {
+            "user_name": "Rowan",
+            "character_name": "Mirela",
+            "create_date": "2024-10-18@20h52m17s",
+            "chat_metadata": {},
+        },
+        {
+            "name": "Mirela",
+            "is_user": False,
+            "is_system": False,
+            "send_date": "October 18, 2024 8:52pm",
+            "mes": "The tide is turning.",
+            "extra": {},
+        },
+    ]
     path = tmp_path / "chat.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in lines))
     page.goto(live.url)
@@ -193,7 +211,9 @@ def test_login_protects_everything_and_then_works(page: Page, tmp_path, models, 
         page.wait_for_url(re.compile(rf"/chats/{chat['id']}$"))
         page.fill("#composer-input", "Still here?")
         page.click("#send-button")
-        expect(page.locator("article.msg-assistant").last.locator(".msg-text")).to_have_text("Echo: Still here?")
+        expect(page.locator("article.msg-assistant").last.locator(".msg-text")).to_have_text(
+            "Echo: Still here?"
+        )
         page.locator("article.msg-user").hover()
         page.locator("article.msg-user").get_by_role("button", name="Hide message").click()
         expect(page.locator("article.msg-user.is-hidden")).to_be_visible()
@@ -225,7 +245,9 @@ def test_list_actions_swap_their_block_and_saves_land_on_the_next_page(page: Pag
     save that leads elsewhere, that page's content and title); nothing reloads the page."""
     with live.client() as c:
         for name in ("Local A", "Local B"):
-            c.post("/api/connections", json={"name": name, "base_url": models.base_url, "model": "test-model"})
+            c.post(
+                "/api/connections", json={"name": name, "base_url": models.base_url, "model": "test-model"}
+            )
         char = c.post("/api/characters", json={"name": "Iris"}).json()
     answers: list[str] = []
     page.on("response", lambda r: answers.append(r.text()) if r.request.headers.get("hx-request") else None)
@@ -244,16 +266,26 @@ def test_list_actions_swap_their_block_and_saves_land_on_the_next_page(page: Pag
     mirela.get_by_role("button", name="Save").click()
     # The default badge moves from Rowan's card to Mirela's: the whole list is the block.
     expect(page.locator(".persona-card .badge-ok")).to_have_count(1)
-    expect(page.locator(".persona-card", has=page.locator("input[value=Mirela]")).locator(".badge-ok")).to_be_visible()
-    page.locator(".persona-card", has=page.locator("input[value=Rowan]")).get_by_role("button", name="Delete").click()
+    expect(
+        page.locator(".persona-card", has=page.locator("input[value=Mirela]")).locator(".badge-ok")
+    ).to_be_visible()
+    page.locator(".persona-card", has=page.locator("input[value=Rowan]")).get_by_role(
+        "button", name="Delete"
+    ).click()
     expect(page.locator(".persona-card")).to_have_count(1)
     assert page.evaluate("window.sugoMarker") == "still here"
 
     page.goto(live.url + "/connections")
     page.evaluate("window.sugoMarker = 'still here'")
-    page.locator("#connection-list .conn-card", has_text="Local B").get_by_role("button", name="Make default").click()
-    expect(page.locator("#connection-list .conn-card", has_text="Local B").locator(".badge-ok")).to_have_text("default")
-    page.locator("#connection-list .conn-card", has_text="Local A").get_by_role("button", name="Delete").click()
+    page.locator("#connection-list .conn-card", has_text="Local B").get_by_role(
+        "button", name="Make default"
+    ).click()
+    expect(page.locator("#connection-list .conn-card", has_text="Local B").locator(".badge-ok")).to_have_text(
+        "default"
+    )
+    page.locator("#connection-list .conn-card", has_text="Local A").get_by_role(
+        "button", name="Delete"
+    ).click()
     expect(page.locator("#connection-list .conn-card")).to_have_count(1)
     page.get_by_role("link", name="Edit").click()
     page.fill("input[name=name]", "Local B renamed")

@@ -5,8 +5,10 @@ import re
 
 from playwright.sync_api import Page, expect
 
-DESCRIPTION = ("Aria keeps the harbour lights of Vell and knows every captain by the creak of their boat. "
-               "She speaks softly, notices everything and trusts slowly. ") * 12  # fmt: skip
+DESCRIPTION = (
+    "Aria keeps the harbour lights of Vell and knows every captain by the creak of their boat. "
+    "She speaks softly, notices everything and trusts slowly. "
+) * 12
 # The border a warning box gets, read from the page's own stylesheet (color-mix makes it an srgb value).
 WARN_BORDER = """() => { const el = document.createElement('p'); el.className = 'notice notice-warn';
   document.body.append(el); const c = getComputedStyle(el).borderTopColor; el.remove(); return c; }"""
@@ -15,14 +17,34 @@ BORDERS = "el => ['Top', 'Right', 'Bottom', 'Left'].map(s => getComputedStyle(el
 
 def _chat_with_lore(live) -> dict:
     with live.client() as c:
-        char = c.post("/api/characters", json={"name": "Aria", "description": DESCRIPTION, "personality": "calm",
-                                               "first_mes": "The harbour is quiet tonight."}).json()
+        char = c.post(
+            "/api/characters",
+            json={
+                "name": "Aria",
+                "description": DESCRIPTION,
+                "personality": "calm",
+                "first_mes": "The harbour is quiet tonight.",
+            },
+        ).json()
         chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()
         book = c.post("/api/lorebooks", json={"name": "Vell"}).json()
-        for key, content in (("lighthouse", "The lighthouse was built in 1820."), ("harbour", "Vell's harbour freezes.")):
-            assert c.post(f"/api/lorebooks/{book['id']}/entries", json={"keys": [key], "content": content}).status_code == 201
+        for key, content in (
+            ("lighthouse", "The lighthouse was built in 1820."),
+            ("harbour", "Vell's harbour freezes."),
+        ):
+            assert (
+                c.post(
+                    f"/api/lorebooks/{book['id']}/entries", json={"keys": [key], "content": content}
+                ).status_code
+                == 201
+            )
         assert c.put(f"/api/chats/{chat['id']}/lorebooks", json={"book_ids": [book["id"]]}).status_code == 200
-        assert c.post(f"/api/chats/{chat['id']}/messages", json={"content": "Is the lighthouse lit?"}).status_code == 201
+        assert (
+            c.post(
+                f"/api/chats/{chat['id']}/messages", json={"content": "Is the lighthouse lit?"}
+            ).status_code
+            == 201
+        )
     return chat
 
 
@@ -43,8 +65,10 @@ def test_peek_prompt_and_context_count_each_block_the_same(page: Page, live, sho
     shot("peek")
 
     page.goto(f"{live.url}/chats/{chat['id']}/context")
-    sizes = {row.locator("td").nth(0).inner_text().strip(): _tokens(row.locator("td").nth(1).inner_text())
-             for row in page.locator("#context-sizes tbody tr").all()}  # fmt: skip
+    sizes = {
+        row.locator("td").nth(0).inner_text().strip(): _tokens(row.locator("td").nth(1).inner_text())
+        for row in page.locator("#context-sizes tbody tr").all()
+    }
     compared = 0
     for label, counts in peek.items():
         if len(counts) == 1 and label in sizes:

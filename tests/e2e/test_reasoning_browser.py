@@ -16,8 +16,16 @@ SAID = "Aria bows low. Safe travels, friend?"
 
 def _open_chat(page: Page, live, models) -> None:
     with live.client() as c:
-        r = c.post("/api/connections", json={"name": "Local R1", "base_url": models.base_url, "model": "test-model",
-                                             "context_size": 8192, "max_tokens": 200})  # fmt: skip
+        r = c.post(
+            "/api/connections",
+            json={
+                "name": "Local R1",
+                "base_url": models.base_url,
+                "model": "test-model",
+                "context_size": 8192,
+                "max_tokens": 200,
+            },
+        )
         assert r.status_code == 201, r.text
         char = c.post("/api/characters", json={"name": "Aria", "first_mes": "Welcome, traveller."}).json()
         chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()
@@ -29,7 +37,9 @@ def _send(page: Page, text: str) -> None:
     page.click("#send-button")
 
 
-def test_thinking_streams_into_a_fold_that_ends_as_thought_for_and_opens_on_click(page: Page, live, models, shot):
+def test_thinking_streams_into_a_fold_that_ends_as_thought_for_and_opens_on_click(
+    page: Page, live, models, shot
+):
     _open_chat(page, live, models)
     hold = threading.Event()  # the model thinks until the test has looked at the page
     try:
@@ -49,7 +59,9 @@ def test_thinking_streams_into_a_fold_that_ends_as_thought_for_and_opens_on_clic
     expect(page.locator("#send-button")).to_be_visible()
     expect(reply.locator(".msg-text")).to_have_text(SAID)
     fold = reply.locator("details.reasoning")
-    expect(fold.locator(".reasoning-label")).to_have_text(re.compile(r"^Thought for (less than a second|\d+ (s|min))"))
+    expect(fold.locator(".reasoning-label")).to_have_text(
+        re.compile(r"^Thought for (less than a second|\d+ (s|min))")
+    )
     expect(fold.locator(".reasoning-text")).to_be_hidden()  # the finished reply shows it folded
     expect(reply.locator(".msg-text")).not_to_contain_text("bow and ask")
     fold.locator("summary").click()

@@ -32,7 +32,9 @@ def test_viewer_shows_memories_being_built_after_an_import(page: Page, live, sho
         with Session(live.engine) as s:  # the job's first step, as it would take it
             added, _ = sync_chunks(s, chat_id)
             s.commit()
-        expect(page.locator("#memory-building")).to_have_text(f"Building memories: 0 of {added}", timeout=15000)
+        expect(page.locator("#memory-building")).to_have_text(
+            f"Building memories: 0 of {added}", timeout=15000
+        )
         shot("progress")
     finally:
         live.services.scheduler.resume()

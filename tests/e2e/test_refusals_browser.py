@@ -22,7 +22,9 @@ def test_a_name_with_a_control_character_is_refused_where_the_user_looks(page: P
     page.get_by_label("Name").evaluate("(el) => { el.value = 'Aria\\u0007 the bard'; }")
     page.get_by_role("button", name="Save").click()
     toast = page.locator("#toasts .toast-error")
-    expect(toast).to_have_text("A character's name cannot contain line breaks, tabs or other control characters.")
+    expect(toast).to_have_text(
+        "A character's name cannot contain line breaks, tabs or other control characters."
+    )
     expect(toast).to_be_in_viewport()
     shot("name-refused")
     assert _characters(live) == []

@@ -27,8 +27,10 @@ from tests.support.sight import expect_in_sight
 
 def _connect(live, models) -> int:
     with live.client() as c:
-        r = c.post("/api/connections", json={"name": "Local test", "base_url": models.base_url, "model": "test-model",
-                                             "kind": "openai"})  # fmt: skip
+        r = c.post(
+            "/api/connections",
+            json={"name": "Local test", "base_url": models.base_url, "model": "test-model", "kind": "openai"},
+        )
         assert r.status_code == 201, r.text
         return r.json()["id"]
 
@@ -48,17 +50,28 @@ def _settings_panel(page: Page, live, chat_id: int):
 
 # Conversation chats: Missing Summaries' Backfill -------------------------------------------------------
 
+
 def _conversation(live, models, days_back: int = 3) -> int:
     _connect(live, models)
     with live.client() as c:
-        chat_id = c.post("/api/chats", json={"character_ids": [_character(live)], "name": "Talk",
-                                             "mode": "conversation"}).json()["id"]  # fmt: skip
+        chat_id = c.post(
+            "/api/chats", json={"character_ids": [_character(live)], "name": "Talk", "mode": "conversation"}
+        ).json()["id"]
     today = chat_day(utcnow(), conversation.local_zone(), 4)
     with Session(live.engine) as session:
         for back in range(days_back, 0, -1):
             day = today - timedelta(days=back)
             at = datetime.combine(day, time(10)).astimezone().astimezone(UTC)
-            session.add(Message(chat_id=chat_id, role="user", name="You", content=f"Talk of {day}", created_at=at, updated_at=at))
+            session.add(
+                Message(
+                    chat_id=chat_id,
+                    role="user",
+                    name="You",
+                    content=f"Talk of {day}",
+                    created_at=at,
+                    updated_at=at,
+                )
+            )
         session.commit()
     return chat_id
 
@@ -109,20 +122,35 @@ def test_a_backfill_that_has_not_counted_its_days_yet_says_so(page: Page, live, 
 
 # Advanced Memory: Prepare, Fix, Re-scan -----------------------------------------------------------------
 
+
 def _roleplay(live, models, messages: int = 30) -> int:
     _connect(live, models)
     with live.client() as c:
-        chat_id = c.post("/api/chats", json={"character_ids": [_character(live)], "name": "Road"}).json()["id"]
-        r = c.put(f"/api/chats/{chat_id}/options", json={"settings": {"advanced_memory": True, "adv_check_interval": 5}})
+        chat_id = c.post("/api/chats", json={"character_ids": [_character(live)], "name": "Road"}).json()[
+            "id"
+        ]
+        r = c.put(
+            f"/api/chats/{chat_id}/options",
+            json={"settings": {"advanced_memory": True, "adv_check_interval": 5}},
+        )
         assert r.status_code == 200, r.text
     with Session(live.engine) as s:
         for i in range(2, messages + 1):
-            s.add(new_message(chat_id, "user" if i % 2 else "assistant", "You" if i % 2 else "Aria", [f"Step {i} along the road."]))
+            s.add(
+                new_message(
+                    chat_id,
+                    "user" if i % 2 else "assistant",
+                    "You" if i % 2 else "Aria",
+                    [f"Step {i} along the road."],
+                )
+            )
         s.commit()
     return chat_id
 
 
-def test_prepare_shows_its_step_in_sight_and_a_late_cancel_adds_no_second_error(page: Page, live, models, shot):
+def test_prepare_shows_its_step_in_sight_and_a_late_cancel_adds_no_second_error(
+    page: Page, live, models, shot
+):
     chat_id = _roleplay(live, models)
     panel = _settings_panel(page, live, chat_id)
     held = threading.Event()
@@ -138,8 +166,10 @@ def test_prepare_shows_its_step_in_sight_and_a_late_cancel_adds_no_second_error(
     # The Cancel of a panel that still showed the run when it failed: the request it sends, as it sends it.
     # htmx.ajax's promise settles once the answer is on the page: what is there now is all it brought (read
     # once, not awaited: an error toast goes away by itself after 9 s).
-    page.evaluate("""url => htmx.ajax("POST", url, {source: "#scenes-prepare", target: "#scenes-prepare", swap: "outerHTML"})""",
-                  f"/chats/{chat_id}/scenes/prepare/cancel")  # fmt: skip
+    page.evaluate(
+        """url => htmx.ajax("POST", url, {source: "#scenes-prepare", target: "#scenes-prepare", swap: "outerHTML"})""",
+        f"/chats/{chat_id}/scenes/prepare/cancel",
+    )
     assert page.locator("#toasts .toast").all_inner_texts() == []
     expect(panel.locator("#scenes-prepare-failed")).to_have_count(1)
     expect(failed).to_contain_text("Prepare stopped:")
@@ -148,14 +178,26 @@ def test_prepare_shows_its_step_in_sight_and_a_late_cancel_adds_no_second_error(
 
 def _failed_scenes(live, chat_id: int, count: int) -> None:
     for n in range(count):
-        stored_scene(live, chat_id, [("You", f"Night {n} falls."), ("Aria", f"We camp, night {n}.")], state="failed",
-                     reason="The helper's answer was not JSON.")  # fmt: skip
+        stored_scene(
+            live,
+            chat_id,
+            [("You", f"Night {n} falls."), ("Aria", f"We camp, night {n}.")],
+            state="failed",
+            reason="The helper's answer was not JSON.",
+        )
 
 
-def test_fix_shows_its_progress_where_its_button_was_and_no_problems_only_once_fixed(page: Page, live, models, shot):
+def test_fix_shows_its_progress_where_its_button_was_and_no_problems_only_once_fixed(
+    page: Page, live, models, shot
+):
     with live.client() as c:
-        chat_id = c.post("/api/chats", json={"character_ids": [_character(live)], "name": "Road"}).json()["id"]
-        c.put(f"/api/chats/{chat_id}/options", json={"settings": {"advanced_memory": True, "adv_check_interval": 100}})
+        chat_id = c.post("/api/chats", json={"character_ids": [_character(live)], "name": "Road"}).json()[
+            "id"
+        ]
+        c.put(
+            f"/api/chats/{chat_id}/options",
+            json={"settings": {"advanced_memory": True, "adv_check_interval": 100}},
+        )
     _connect(live, models)
     _failed_scenes(live, chat_id, 12)  # a long list above the Fix button
     panel = _settings_panel(page, live, chat_id)
@@ -185,13 +227,23 @@ def test_re_scan_shows_its_step_in_sight(page: Page, live, models, shot):
     with live.client() as c:
         ids = [m["id"] for m in c.get(f"/api/chats/{chat_id}/messages").json()]
     with live.session() as s:
-        s.add(Scene(chat_id=chat_id, first_message_id=ids[0], last_message_id=ids[7], state="written", summary="Recap 1.",
-                    participants=["Aria"]))  # fmt: skip
+        s.add(
+            Scene(
+                chat_id=chat_id,
+                first_message_id=ids[0],
+                last_message_id=ids[7],
+                state="written",
+                summary="Recap 1.",
+                participants=["Aria"],
+            )
+        )
         s.add(SceneState(chat_id=chat_id, checked_through_id=ids[7]))
         s.commit()
     panel = _settings_panel(page, live, chat_id)
     held = threading.Event()
-    models.script(Reply(_ends([]), gate=held), _ends([24]), _ends([]), _recap(2))  # windows 9–18, 19–28, 29–30
+    models.script(
+        Reply(_ends([]), gate=held), _ends([24]), _ends([]), _recap(2)
+    )  # windows 9–18, 19–28, 29–30
     panel.locator("#scenes-rescan-start").click()
     expect(panel.locator("#scenes-rescan-running")).to_be_visible()
     expect_in_sight(page, "#scenes-rescan-running")
@@ -203,16 +255,28 @@ def test_re_scan_shows_its_step_in_sight(page: Page, live, models, shot):
 
 # The memory receipt under the last reply ----------------------------------------------------------------
 
+
 def test_the_memory_receipt_of_the_last_reply_opens_above_the_message_box(page: Page, live, shot):
     with live.client() as c:
-        chat_id = c.post("/api/chats", json={"character_ids": [_character(live)], "name": "Road"}).json()["id"]
-    receipt = ["Context: ~3,200 of 20,000 tokens", "Recalled scene 2: the rope bridge, with 4 messages",
-               "Recalled scene 5: the lighthouse, with 3 messages", "Recalled scene 7: the storm, with 5 messages",
-               "Scene 9 without an excerpt: no space left", "Scene 11 without an excerpt: no space left",
-               "Nothing else relevant among 14 earlier scenes"]  # fmt: skip
+        chat_id = c.post("/api/chats", json={"character_ids": [_character(live)], "name": "Road"}).json()[
+            "id"
+        ]
+    receipt = [
+        "Context: ~3,200 of 20,000 tokens",
+        "Recalled scene 2: the rope bridge, with 4 messages",
+        "Recalled scene 5: the lighthouse, with 3 messages",
+        "Recalled scene 7: the storm, with 5 messages",
+        "Scene 9 without an excerpt: no space left",
+        "Scene 11 without an excerpt: no space left",
+        "Nothing else relevant among 14 earlier scenes",
+    ]
     with Session(live.engine) as s:
         for i in range(2, 20):
-            s.add(new_message(chat_id, "user" if i % 2 else "assistant", "You" if i % 2 else "Aria", [f"Step {i}."]))
+            s.add(
+                new_message(
+                    chat_id, "user" if i % 2 else "assistant", "You" if i % 2 else "Aria", [f"Step {i}."]
+                )
+            )
         last = new_message(chat_id, "assistant", "Aria", ["The wind picks up over the valley."])
         last.swipes = [{**last.swipes[0], "receipt": receipt}]
         s.add(last)

@@ -14,21 +14,44 @@ from tests.support.scenes import stored_scene
 
 def _chat(live, models) -> int:
     with live.client() as c:
-        r = c.post("/api/connections", json={"name": "Local test", "base_url": models.base_url, "model": "test-model",
-                                             "kind": "openai"})  # fmt: skip
+        r = c.post(
+            "/api/connections",
+            json={"name": "Local test", "base_url": models.base_url, "model": "test-model", "kind": "openai"},
+        )
         assert r.status_code == 201, r.text
         char = c.post("/api/characters", json={"name": "Aria", "first_mes": "The road is long."}).json()
         chat = c.post("/api/chats", json={"character_ids": [char["id"]], "name": "Road"}).json()
-        r = c.put(f"/api/chats/{chat['id']}/options", json={"settings": {"advanced_memory": True, "adv_check_interval": 100}})
+        r = c.put(
+            f"/api/chats/{chat['id']}/options",
+            json={"settings": {"advanced_memory": True, "adv_check_interval": 100}},
+        )
         assert r.status_code == 200, r.text
     chat_id = chat["id"]
     # Scene 1: its messages changed since the recap; scene 2: its recap failed; scene 3: edited by hand, changed.
-    stored_scene(live, chat_id, [("You", "The bridge is out."), ("Aria", "We climb down.")], state="written",
-                 summary="They climbed down to the river.", fingerprint="written-from-older-messages")  # fmt: skip
-    stored_scene(live, chat_id, [("You", "Night falls."), ("Aria", "We camp.")], state="failed",
-                 reason="The helper's answer was not JSON.")  # fmt: skip
-    stored_scene(live, chat_id, [("You", "Morning."), ("Aria", "On we go.")], state="written", manual=True,
-                 summary="My own note: they set off at dawn.", fingerprint="written-from-older-messages")  # fmt: skip
+    stored_scene(
+        live,
+        chat_id,
+        [("You", "The bridge is out."), ("Aria", "We climb down.")],
+        state="written",
+        summary="They climbed down to the river.",
+        fingerprint="written-from-older-messages",
+    )
+    stored_scene(
+        live,
+        chat_id,
+        [("You", "Night falls."), ("Aria", "We camp.")],
+        state="failed",
+        reason="The helper's answer was not JSON.",
+    )
+    stored_scene(
+        live,
+        chat_id,
+        [("You", "Morning."), ("Aria", "On we go.")],
+        state="written",
+        manual=True,
+        summary="My own note: they set off at dawn.",
+        fingerprint="written-from-older-messages",
+    )
     return chat_id
 
 
@@ -56,13 +79,17 @@ def test_problems_dot_notice_fix_and_pause(page: Page, live, models, shot, scree
     page.locator("#scene-problems-notice").get_by_role("button", name="Show").click()
     problems = page.locator("#scenes-problems")
     expect(problems.locator("#scenes-problems-list li")).to_have_count(3)
-    expect(problems.locator("#scenes-problems-list")).to_contain_text("Its messages or names changed since the recap")
+    expect(problems.locator("#scenes-problems-list")).to_contain_text(
+        "Its messages or names changed since the recap"
+    )
     expect(problems.locator("#scenes-problems-list")).to_contain_text("The helper's answer was not JSON.")
     expect(problems.locator("#scenes-problems-list li").nth(2)).to_contain_text("needs your review")
     problems.scroll_into_view_if_needed()
     shot("problems")
 
-    models.script(_recap("They climbed down to the river, rope first."), _recap("They camped under the stars."))
+    models.script(
+        _recap("They climbed down to the river, rope first."), _recap("They camped under the stars.")
+    )
     problems.locator("#scenes-fix").click()
     expect(page.locator("#scenes-fix-running")).to_be_visible()
     expect(page.locator("#scenes-fix-step")).to_contain_text("Fixing scene")
@@ -72,7 +99,9 @@ def test_problems_dot_notice_fix_and_pause(page: Page, live, models, shot, scree
     expect(page.locator("#scenes-problems-list li")).to_have_count(1)
     expect(page.locator("#scenes-fix")).to_have_count(0)  # nothing left Fix may touch
     # The dot loads again when Fix ends: still there (scene 3 is yours), and a smaller set is not announced.
-    expect(page.locator("#settings-button .problem-dot")).to_have_attribute("title", "Advanced Memory: 1 scene with problems")
+    expect(page.locator("#settings-button .problem-dot")).to_have_attribute(
+        "title", "Advanced Memory: 1 scene with problems"
+    )
     expect(page.locator("#scene-problems-notice")).to_have_count(0)
     page.locator("#scenes-problems").scroll_into_view_if_needed()
     shot("fixed")
@@ -112,12 +141,16 @@ def test_a_fix_that_ends_with_the_panel_closed_is_announced_with_show(page: Page
     page.goto(f"{live.url}/chats/{chat_id}")
     page.locator("#scene-problems-notice").get_by_role("button", name="Show").click()
     expect(page.locator("#scenes-problems-list li")).to_have_count(3)
-    models.script(_recap("They climbed down to the river, rope first."), _recap("They camped under the stars."))
+    models.script(
+        _recap("They climbed down to the river, rope first."), _recap("They camped under the stars.")
+    )
     page.locator("#scenes-fix").click()
     expect(page.locator("#scenes-fix-running")).to_be_visible()
     page.locator("#settings-panel [data-close-panel]").click()
     notice = page.locator("#scene-fix-notice")
-    expect(notice).to_contain_text("Advanced Memory fixed 2 scenes; need your review: scene 3.", timeout=15_000)
+    expect(notice).to_contain_text(
+        "Advanced Memory fixed 2 scenes; need your review: scene 3.", timeout=15_000
+    )
     shot("fix-ended-closed")
     notice.get_by_role("button", name="Show").click()
     expect(page.locator("#scenes-fix-done")).to_be_visible()
@@ -126,21 +159,33 @@ def test_a_fix_that_ends_with_the_panel_closed_is_announced_with_show(page: Page
     expect(page.locator("#scene-fix-notice")).to_have_count(0)
 
 
-def test_a_scene_check_unreadable_twice_offers_treating_its_batch_as_having_no_scene_end(page: Page, live, models, shot):
+def test_a_scene_check_unreadable_twice_offers_treating_its_batch_as_having_no_scene_end(
+    page: Page, live, models, shot
+):
     """Issue 21: the check after a reply whose answer cannot be read, asked once more, stays under Memory
     problems with "Treat this batch as having no scene end" beside Fix."""
     from app.memory.scenes.checks import check_scenes
 
     with live.client() as c:
-        r = c.post("/api/connections", json={"name": "Local test", "base_url": models.base_url, "model": "test-model",
-                                             "kind": "openai"})  # fmt: skip
+        r = c.post(
+            "/api/connections",
+            json={"name": "Local test", "base_url": models.base_url, "model": "test-model", "kind": "openai"},
+        )
         assert r.status_code == 201, r.text
         char = c.post("/api/characters", json={"name": "Aria", "first_mes": "The road is long."}).json()
         chat_id = c.post("/api/chats", json={"character_ids": [char["id"]], "name": "Road"}).json()["id"]
-        r = c.put(f"/api/chats/{chat_id}/options", json={"settings": {"advanced_memory": True, "adv_check_interval": 3}})
+        r = c.put(
+            f"/api/chats/{chat_id}/options",
+            json={"settings": {"advanced_memory": True, "adv_check_interval": 3}},
+        )
         assert r.status_code == 200, r.text
         for i in range(2, 7):
-            assert c.post(f"/api/chats/{chat_id}/messages", json={"content": f"Step {i} along the road."}).status_code == 201
+            assert (
+                c.post(
+                    f"/api/chats/{chat_id}/messages", json={"content": f"Step {i} along the road."}
+                ).status_code
+                == 201
+            )
     models.script("The scene ends at the river.", '{"scenes": [{"title": "The river"}]}')
     # On a thread of its own, as after a reply: Playwright keeps an event loop running in this one.
     with ThreadPoolExecutor(1) as pool:

@@ -6,17 +6,34 @@ from playwright.sync_api import Page, expect
 from tests.support.scenes import stored_scene
 
 
-def test_a_reply_shows_its_memory_receipt_and_an_earlier_version_keeps_its_own(page: Page, live, models, shot):
+def test_a_reply_shows_its_memory_receipt_and_an_earlier_version_keeps_its_own(
+    page: Page, live, models, shot
+):
     with live.client() as c:
-        conn = c.post("/api/connections", json={"name": "Local test", "base_url": models.base_url,
-                                                "model": "test-model", "context_size": 8192, "max_tokens": 200}).json()  # fmt: skip
+        conn = c.post(
+            "/api/connections",
+            json={
+                "name": "Local test",
+                "base_url": models.base_url,
+                "model": "test-model",
+                "context_size": 8192,
+                "max_tokens": 200,
+            },
+        ).json()
         char = c.post("/api/characters", json={"name": "Aria", "first_mes": "The road is long."}).json()
         chat = c.post("/api/chats", json={"character_ids": [char["id"]], "connection_id": conn["id"]}).json()
-    stored_scene(live, chat["id"], [("You", "We cross the rope bridge."), ("Aria", "I hold the line.")],
-                 state="written", summary="Aria and the user crossed the rope bridge at dusk.")
+    stored_scene(
+        live,
+        chat["id"],
+        [("You", "We cross the rope bridge."), ("Aria", "I hold the line.")],
+        state="written",
+        summary="Aria and the user crossed the rope bridge at dusk.",
+    )
     with live.client() as c:
-        r = c.put(f"/api/chats/{chat['id']}/options", json={"settings": {
-            "advanced_memory": True, "adv_max_context": 20000, "adv_check_interval": 100}})
+        r = c.put(
+            f"/api/chats/{chat['id']}/options",
+            json={"settings": {"advanced_memory": True, "adv_max_context": 20000, "adv_check_interval": 100}},
+        )
         assert r.status_code == 200, r.text
     page.goto(f"{live.url}/chats/{chat['id']}")
     models.script("The wind picks up over the valley.", "A second telling of the wind.")
@@ -29,7 +46,9 @@ def test_a_reply_shows_its_memory_receipt_and_an_earlier_version_keeps_its_own(p
     expect(receipt.locator("summary")).to_contain_text("of 20,000 tokens")
     receipt.locator("summary").click()
     # The scene's messages are still in the window (it never reached the ceiling): nothing is recalled.
-    expect(receipt.locator("li")).to_contain_text(["Nothing recalled: no earlier scenes outside the current window."])
+    expect(receipt.locator("li")).to_contain_text(
+        ["Nothing recalled: no earlier scenes outside the current window."]
+    )
     receipt.scroll_into_view_if_needed()
     shot("receipt")
 

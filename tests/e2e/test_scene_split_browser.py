@@ -10,8 +10,16 @@ REPLY = "Bram sets the blade down and wipes his hands.\n\n***\n\nFar away, in th
 
 def test_the_parts_of_a_split_reply_show_as_messages_once_it_ends(page: Page, live, models, shot):
     with live.client() as c:
-        r = c.post("/api/connections", json={"name": "Local test", "base_url": models.base_url, "model": "test-model",
-                                             "context_size": 8192, "max_tokens": 200})  # fmt: skip
+        r = c.post(
+            "/api/connections",
+            json={
+                "name": "Local test",
+                "base_url": models.base_url,
+                "model": "test-model",
+                "context_size": 8192,
+                "max_tokens": 200,
+            },
+        )
         assert r.status_code == 201, r.text
         char = c.post("/api/characters", json={"name": "Bram", "first_mes": "Hm?"}).json()
         chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()
@@ -26,14 +34,16 @@ def test_the_parts_of_a_split_reply_show_as_messages_once_it_ends(page: Page, li
     replies = page.locator("article.msg-assistant")
     expect(replies).to_have_count(3)  # the greeting and the two parts
     expect(replies.nth(1).locator(".msg-text")).to_have_text("Bram sets the blade down and wipes his hands.")
-    expect(replies.nth(2).locator(".msg-text")).to_contain_text("Far away, in the capital, the queen reads a letter.")
+    expect(replies.nth(2).locator(".msg-text")).to_contain_text(
+        "Far away, in the capital, the queen reads a letter."
+    )
     expect(replies.nth(2).locator(".msg-text hr")).to_have_count(1)  # the break line heads the second part
     expect(page.locator("article.msg")).to_have_count(4)
     shot("split")
     with live.client() as c:
         stored = c.get(f"/api/chats/{chat['id']}/messages").json()
-    assert [int(i) for i in page.locator("article.msg").evaluate_all("els => els.map(e => e.dataset.id)")] == [
-        m["id"] for m in stored
-    ]
+    assert [
+        int(i) for i in page.locator("article.msg").evaluate_all("els => els.map(e => e.dataset.id)")
+    ] == [m["id"] for m in stored]
     page.reload()
     expect(page.locator("article.msg")).to_have_count(4)

@@ -24,13 +24,28 @@ def _chat(live) -> int:
 
 
 def _seed(live, chat_id: int) -> list[int]:
-    first = stored_scene(live, chat_id, BRIDGE, state="written", participants=["Aria", "You"],
-                         summary="Aria and the user crossed the BRIDGE by rope.", timeframe="Day 1, dusk")  # fmt: skip
-    second = stored_scene(live, chat_id, CAFE, state="written", participants=["Aria", "You"],
-                          summary="They met at the Café Élan by the river.")  # fmt: skip
+    first = stored_scene(
+        live,
+        chat_id,
+        BRIDGE,
+        state="written",
+        participants=["Aria", "You"],
+        summary="Aria and the user crossed the BRIDGE by rope.",
+        timeframe="Day 1, dusk",
+    )
+    second = stored_scene(
+        live,
+        chat_id,
+        CAFE,
+        state="written",
+        participants=["Aria", "You"],
+        summary="They met at the Café Élan by the river.",
+    )
     third = stored_scene(live, chat_id, STORM, state="failed", reason="The helper gave no answer.")
     with live.session() as s:  # the bridge's second message is hidden from the AI
-        msg = s.exec(select(Message).where(Message.chat_id == chat_id, Message.content == "I have it. Cross now.")).one()
+        msg = s.exec(
+            select(Message).where(Message.chat_id == chat_id, Message.content == "I have it. Cross now.")
+        ).one()
         msg.hidden = True
         s.add(msg)
         s.commit()
@@ -56,7 +71,8 @@ def test_empty_state_says_what_to_do_next(page: Page, live, shot):
     expect(empty).to_contain_text("Turn on Advanced Memory in Chat Settings → Memory Recall")
     expect(empty).to_contain_text("Prepare existing history")
     expect(empty.get_by_role("link", name="Open Advanced Memory settings")).to_have_attribute(
-        "href", f"/chats/{chat_id}/settings#advanced-memory")
+        "href", f"/chats/{chat_id}/settings#advanced-memory"
+    )
     expect(page.locator("#scenes-back")).to_have_attribute("href", f"/chats/{chat_id}")
     expect(page.locator("#scenes-delete-all")).to_have_count(0)
     expect(page.locator("#scenes-search")).to_have_count(0)
@@ -103,9 +119,15 @@ def test_scenes_are_numbered_searched_edited_inspected_and_disabled(page: Page, 
     first.locator("textarea[name=summary]").fill("They crossed the rope bridge at dusk; Aria held the line.")
     first.get_by_role("button", name="Save").click()
     expect(first.locator(".scene-manual")).to_have_text("Manually edited")
-    expect(first.locator(".scene-summary")).to_have_text("They crossed the rope bridge at dusk; Aria held the line.")
+    expect(first.locator(".scene-summary")).to_have_text(
+        "They crossed the rope bridge at dusk; Aria held the line."
+    )
     saved = _scene(live, bridge)
-    assert (saved.summary, saved.manual, saved.state) == ("They crossed the rope bridge at dusk; Aria held the line.", True, "written")
+    assert (saved.summary, saved.manual, saved.state) == (
+        "They crossed the rope bridge at dusk; Aria held the line.",
+        True,
+        "written",
+    )
 
     first.locator(".scene-source > summary").click()
     messages = first.locator(".scene-message")
@@ -143,7 +165,9 @@ def test_delete_summary_then_delete_all_after_a_confirm(page: Page, live, shot):
     page.once("dialog", lambda d: (asked.append(d.message), d.accept()))
     second.get_by_role("button", name="Delete summary").click()
     expect(second).to_contain_text("Summary deleted")
-    expect(second.locator(".scene-summary-none")).to_contain_text("routine preparation will not write it again")
+    expect(second.locator(".scene-summary-none")).to_contain_text(
+        "routine preparation will not write it again"
+    )
     expect(second.get_by_role("button", name="Delete summary")).to_have_count(0)
     assert asked and "Scene 2" in asked[0] and "messages #4–#6" in asked[0] and "Aria, You" in asked[0]
     gone = _scene(live, cafe)
@@ -158,7 +182,9 @@ def test_delete_summary_then_delete_all_after_a_confirm(page: Page, live, shot):
     asked.clear()
     page.once("dialog", lambda d: (asked.append(d.message), d.accept()))
     page.locator("#scenes-delete-all").click()
-    expect(page.locator("#scenes-message")).to_contain_text("Deleted 3 scenes. The chat, its messages and its settings are untouched.")
+    expect(page.locator("#scenes-message")).to_contain_text(
+        "Deleted 3 scenes. The chat, its messages and its settings are untouched."
+    )
     expect(page.locator("#scenes-empty")).to_be_visible()
     assert asked and "Delete all 3 scenes" in asked[0]
     with live.session() as s:
@@ -177,9 +203,12 @@ def test_a_bad_import_file_changes_nothing_and_says_why(page: Page, live, shot):
     page.locator(".scenes-import > summary").click()
     form = page.locator("#scenes-import-form")
     form.locator("input[type=file]").set_input_files(
-        {"name": "broken.json", "mimeType": "application/json", "buffer": b'{"type": "something else"}'})
+        {"name": "broken.json", "mimeType": "application/json", "buffer": b'{"type": "something else"}'}
+    )
     form.get_by_role("button", name="Import").click()
-    expect(page.locator("#scenes-error")).to_contain_text('This is not a Sugo scenes file (expected type "sugo_scenes", version 1). Nothing was changed.')
+    expect(page.locator("#scenes-error")).to_contain_text(
+        'This is not a Sugo scenes file (expected type "sugo_scenes", version 1). Nothing was changed.'
+    )
     expect(page.locator("#scene-list .scene-card")).to_have_count(3)
     with live.session() as s:
         assert len(s.exec(select(Scene).where(Scene.chat_id == chat_id)).all()) == 3
@@ -188,23 +217,35 @@ def test_a_bad_import_file_changes_nothing_and_says_why(page: Page, live, shot):
 
     # A good file without Replace is refused too (the chat has scenes); with Replace it takes their place.
     form = page.locator("#scenes-import-form")
-    form.locator("input[type=file]").set_input_files({"name": "road.sugo.json", "mimeType": "application/json", "buffer": exported})
+    form.locator("input[type=file]").set_input_files(
+        {"name": "road.sugo.json", "mimeType": "application/json", "buffer": exported}
+    )
     form.get_by_role("button", name="Import").click()
     expect(page.locator("#scenes-error")).to_contain_text("This chat already has 3 scenes")
     form = page.locator("#scenes-import-form")
-    form.locator("input[type=file]").set_input_files({"name": "road.sugo.json", "mimeType": "application/json", "buffer": exported})
+    form.locator("input[type=file]").set_input_files(
+        {"name": "road.sugo.json", "mimeType": "application/json", "buffer": exported}
+    )
     form.locator("input[name=replace]").check()
     form.get_by_role("button", name="Import").click()
     expect(page.locator("#scenes-message")).to_have_text("Imported 3 scenes, in place of 3.")
     expect(page.locator("#scene-list .scene-card")).to_have_count(3)
-    expect(page.locator("#scene-list .scene-card").nth(0)).to_contain_text("Aria and the user crossed the BRIDGE by rope.")
+    expect(page.locator("#scene-list .scene-card").nth(0)).to_contain_text(
+        "Aria and the user crossed the BRIDGE by rope."
+    )
 
 
 def test_markup_in_a_summary_or_a_message_stays_text(page: Page, live, shot, no_script_runs):
     chat_id = _chat(live)
     evil = '<script>alert("summary")</script><img src=x onerror="alert(\'img\')">'
-    scene_id = stored_scene(live, chat_id, [("You", '<img src=y onerror="alert(\'msg\')">'), ("Aria", "Fine.")],
-                            state="written", summary=evil, participants=['<b onmouseover="alert(1)">Aria</b>'])  # fmt: skip
+    scene_id = stored_scene(
+        live,
+        chat_id,
+        [("You", "<img src=y onerror=\"alert('msg')\">"), ("Aria", "Fine.")],
+        state="written",
+        summary=evil,
+        participants=['<b onmouseover="alert(1)">Aria</b>'],
+    )
     _open(page, live, chat_id)
     card = page.locator(f"#scene-{scene_id}")
     expect(card.locator(".scene-summary")).to_have_text(evil)

@@ -16,7 +16,14 @@ def _long_chat(live, messages: int = 120) -> int:
     with Session(live.engine) as s:
         for i in range(1, messages + 1):
             text = f"Message {i}: we keep walking along the coast road, past the salt flats and the fishing huts."
-            s.add(new_message(chat["id"], "user" if i % 2 == 0 else "assistant", "Rowan" if i % 2 == 0 else "Aria", [text]))
+            s.add(
+                new_message(
+                    chat["id"],
+                    "user" if i % 2 == 0 else "assistant",
+                    "Rowan" if i % 2 == 0 else "Aria",
+                    [text],
+                )
+            )
         s.commit()
     return chat["id"]
 
@@ -52,7 +59,10 @@ def test_memory_cards_show_local_time_as_the_chat_does(page: Page, live, shot):
 def test_the_lorebook_entry_search_box_gets_room(page: Page, live, shot):
     with live.client() as c:
         book = c.post("/api/lorebooks", json={"name": "Vellmar"}).json()
-        c.post(f"/api/lorebooks/{book['id']}/entries", json={"title": "Harbour", "keys": ["harbour"], "content": "Boats."})
+        c.post(
+            f"/api/lorebooks/{book['id']}/entries",
+            json={"title": "Harbour", "keys": ["harbour"], "content": "Boats."},
+        )
     page.goto(f"{live.url}/lorebooks/{book['id']}")
     box = page.get_by_role("searchbox", name="Search entries")
     row = box.locator("xpath=..")
@@ -92,7 +102,9 @@ def test_download_names_carry_no_doubled_spaces(page: Page, live):
     page.goto(f"{live.url}/characters/{char['id']}")
     with page.expect_download() as got:
         page.get_by_role("link", name="JSON").click()
-    assert got.value.suggested_filename.startswith("Aria the Bard.") and "  " not in got.value.suggested_filename
+    assert (
+        got.value.suggested_filename.startswith("Aria the Bard.") and "  " not in got.value.suggested_filename
+    )
 
 
 def test_a_control_swapped_in_answers_a_click_at_once(page: Page, live):
@@ -102,7 +114,10 @@ def test_a_control_swapped_in_answers_a_click_at_once(page: Page, live):
     with live.client() as c:
         char = c.post("/api/characters", json={"name": "Aria", "first_mes": "Hello."}).json()
         chat = c.post("/api/chats", json={"character_ids": [char["id"]], "name": "Road"}).json()
-        assert c.post(f"/api/chats/{chat['id']}/summaries", json={"content": "They met.", "last": 1}).status_code == 201
+        assert (
+            c.post(f"/api/chats/{chat['id']}/summaries", json={"content": "They met.", "last": 1}).status_code
+            == 201
+        )
     page.goto(f"{live.url}/chats/{chat['id']}/settings")
     toggles: list[str] = []
     page.on("request", lambda r: toggles.append(r.url) if "/summaries?inactive=" in r.url else None)

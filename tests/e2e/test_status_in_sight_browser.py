@@ -19,8 +19,16 @@ THINKING = Reply("<think>Where to start", finish_reason="length")  # unusable: o
 
 def _connect(live, models) -> int:
     with live.client() as c:
-        r = c.post("/api/connections", json={"name": "Local test", "base_url": models.base_url, "model": "test-model",
-                                             "kind": "openai", "context_size": 16000})  # fmt: skip
+        r = c.post(
+            "/api/connections",
+            json={
+                "name": "Local test",
+                "base_url": models.base_url,
+                "model": "test-model",
+                "kind": "openai",
+                "context_size": 16000,
+            },
+        )
         assert r.status_code == 201, r.text
         return r.json()["id"]
 
@@ -32,13 +40,24 @@ def _long_chat(live, messages: int = 40, entries: int = 14) -> int:
         chat = c.post("/api/chats", json={"character_ids": [char["id"]], "name": "Road"}).json()
     with Session(live.engine) as s:
         for i in range(2, messages + 1):
-            s.add(new_message(chat["id"], "user" if i % 2 else "assistant", "You" if i % 2 else "Aria", [f"Step {i}."]))
+            s.add(
+                new_message(
+                    chat["id"], "user" if i % 2 else "assistant", "You" if i % 2 else "Aria", [f"Step {i}."]
+                )
+            )
         s.commit()
     with live.client() as c:
         for n in range(entries):
-            r = c.post(f"/api/chats/{chat['id']}/summaries", json={
-                "title": f"Stretch {n + 1}", "content": f"They walked on, stretch {n + 1}.", "scope": "range",
-                "start": 2 * n + 1, "end": 2 * n + 2})  # fmt: skip
+            r = c.post(
+                f"/api/chats/{chat['id']}/summaries",
+                json={
+                    "title": f"Stretch {n + 1}",
+                    "content": f"They walked on, stretch {n + 1}.",
+                    "scope": "range",
+                    "start": 2 * n + 1,
+                    "end": 2 * n + 2,
+                },
+            )
             assert r.status_code == 201, r.text
     return chat["id"]
 

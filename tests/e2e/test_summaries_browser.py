@@ -14,12 +14,22 @@ def _chat(live, n: int = 12) -> int:
         char = c.post("/api/characters", json={"name": "Aria", "first_mes": "The road is long."}).json()
         chat = c.post("/api/chats", json={"character_ids": [char["id"]], "name": "Road"}).json()
         for i in range(2, n + 2):
-            assert c.post(f"/api/chats/{chat['id']}/messages", json={"content": f"Step {i}."}).status_code == 201
+            assert (
+                c.post(f"/api/chats/{chat['id']}/messages", json={"content": f"Step {i}."}).status_code == 201
+            )
     return chat["id"]
 
 
-def _write(panel, *, scope: str, content: str, title: str = "", last: int | None = None,
-           start: int | None = None, end: int | None = None) -> None:  # fmt: skip
+def _write(
+    panel,
+    *,
+    scope: str,
+    content: str,
+    title: str = "",
+    last: int | None = None,
+    start: int | None = None,
+    end: int | None = None,
+) -> None:
     panel.locator(f"input[name=summary_scope][value={scope}]").check()
     if last is not None:
         panel.locator("#summary-last").fill(str(last))
@@ -53,10 +63,15 @@ def test_write_toggle_select_a_range_edit_and_delete_summaries(page: Page, live,
     _write(section, scope="last", last=3, title="Camp", content="They make camp.")
     expect(items).to_have_count(3)
     expect(items.nth(2)).to_contain_text("messages 11–13")
-    assert [(e["first_position"], e["last_position"]) for e in _entries(live, chat_id)] == [(2, 6), (7, 9), (11, 13)]
+    assert [(e["first_position"], e["last_position"]) for e in _entries(live, chat_id)] == [
+        (2, 6),
+        (7, 9),
+        (11, 13),
+    ]
     # Older than the tail of 10: messages 1–3, of which 2 and 3 are covered.
     expect(section.locator("#summary-uncovered")).to_contain_text(
-        "1 message older than the recent tail (10) is covered by no summary.")
+        "1 message older than the recent tail (10) is covered by no summary."
+    )
     expect(section.locator("#summary-uncovered-generate")).to_have_text("Summarise message 1")
     items.nth(0).scroll_into_view_if_needed()
     shot("three-entries")
@@ -172,8 +187,10 @@ def _generate_status_once_ended(live, chat_id: int, timeout_s: float = 60) -> di
 
 def _connect(live, models) -> None:
     with live.client() as c:
-        r = c.post("/api/connections", json={"name": "Local test", "base_url": models.base_url, "model": "test-model",
-                                             "kind": "openai"})  # fmt: skip
+        r = c.post(
+            "/api/connections",
+            json={"name": "Local test", "base_url": models.base_url, "model": "test-model", "kind": "openai"},
+        )
         assert r.status_code == 201, r.text
 
 
@@ -193,7 +210,9 @@ def test_generate_a_range_fail_retry_and_approve_under_review(page: Page, live, 
     section.locator("#summary-end").fill("6")
     section.locator("#summary-generate").click()
     expect(section.locator("#summary-running")).to_contain_text("Writing a summary of messages 2–6")
-    expect(section.locator("#summary-generate")).to_be_enabled()  # a second Generate would wait its turn (issue 21)
+    expect(
+        section.locator("#summary-generate")
+    ).to_be_enabled()  # a second Generate would wait its turn (issue 21)
     shot("generating")
     expect(items).to_have_count(1)
     expect(items.nth(0)).to_contain_text("The travellers crossed the salt flats")
@@ -201,7 +220,10 @@ def test_generate_a_range_fail_retry_and_approve_under_review(page: Page, live, 
     expect(items.nth(0)).to_contain_text("by the model")
     expect(section.locator("#summary-running")).to_have_count(0)
 
-    models.script(Reply("<think>Where to start", finish_reason="length"), Reply("<think>Still thinking", finish_reason="length"))
+    models.script(
+        Reply("<think>Where to start", finish_reason="length"),
+        Reply("<think>Still thinking", finish_reason="length"),
+    )
     # The panel came back after Generate with the scope as it was set.
     expect(section.locator("#summary-scope-range")).to_be_checked()
     expect(section.locator("#summary-start")).to_have_value("2")
@@ -244,5 +266,7 @@ def test_generate_a_range_fail_retry_and_approve_under_review(page: Page, live, 
     expect(items.nth(1)).not_to_contain_text("awaiting review")
     entries = _entries(live, chat_id)
     assert [(e["first_position"], e["last_position"], e["active"], e["origin"]) for e in entries] == [
-        (2, 6, True, "model"), (7, 9, True, "model")]
+        (2, 6, True, "model"),
+        (7, 9, True, "model"),
+    ]
     shot("approved")

@@ -7,17 +7,24 @@ from tests.e2e.test_summaries_browser import _chat, _connect, _entries
 from tests.support.model_server import Reply
 
 
-def test_summarise_the_uncovered_messages_writes_an_entry_for_the_oldest_stretch(page: Page, live, models, shot):
+def test_summarise_the_uncovered_messages_writes_an_entry_for_the_oldest_stretch(
+    page: Page, live, models, shot
+):
     chat_id = _chat(live, 69)  # 70 messages; 60 older than the tail of 10
     _connect(live, models)
     with live.client() as c:
-        c.post(f"/api/chats/{chat_id}/summaries", json={"content": "Written.", "scope": "range", "start": 1, "end": 5})
+        c.post(
+            f"/api/chats/{chat_id}/summaries",
+            json={"content": "Written.", "scope": "range", "start": 1, "end": 5},
+        )
     page.goto(f"{live.url}/chats/{chat_id}/settings")
     section = page.locator("#chat-summary")
     gap = section.locator("#summary-uncovered")
     gap.scroll_into_view_if_needed()
     expect(gap).to_contain_text("55 messages older than the recent tail (10) are covered by no summary.")
-    expect(gap).to_contain_text("The button summarises the oldest stretch (50 messages, at most 50 at a time); 5 more will remain; Backfill Summary above does them all.")
+    expect(gap).to_contain_text(
+        "The button summarises the oldest stretch (50 messages, at most 50 at a time); 5 more will remain; Backfill Summary above does them all."
+    )
     shot("uncovered")
 
     models.script(Reply("They argued about the map for fifty steps.", first_delay_s=1.0))
@@ -31,14 +38,18 @@ def test_summarise_the_uncovered_messages_writes_an_entry_for_the_oldest_stretch
     gap.scroll_into_view_if_needed()
     shot("after")
     assert [(e["first_position"], e["last_position"], e["origin"]) for e in _entries(live, chat_id)] == [
-        (1, 5, "user"), (6, 55, "model")]
+        (1, 5, "user"),
+        (6, 55, "model"),
+    ]
 
 
 def test_the_chat_summary_page_on_desktop_works_like_the_settings_panel(page: Page, live, screen, shot):
     chat_id = _chat(live, 12)
     with live.client() as c:
-        c.post(f"/api/chats/{chat_id}/summaries", json={"content": "They set out.", "title": "Start", "scope": "range",
-                                                        "start": 1, "end": 4})  # fmt: skip
+        c.post(
+            f"/api/chats/{chat_id}/summaries",
+            json={"content": "They set out.", "title": "Start", "scope": "range", "start": 1, "end": 4},
+        )
     page.goto(f"{live.url}/chats/{chat_id}")
     link = page.locator("#summary-page-link")
     if screen == "phone":
@@ -67,7 +78,9 @@ def test_the_chat_summary_page_on_desktop_works_like_the_settings_panel(page: Pa
     expect(page.locator("h1")).to_have_count(1)  # the panel came back in place, not a page inside the page
     shot("page-after")
     assert [(e["first_position"], e["last_position"], e["active"]) for e in _entries(live, chat_id)] == [
-        (1, 4, False), (5, 7, True)]
+        (1, 4, False),
+        (5, 7, True),
+    ]
     page.locator("#summary-back").click()
     expect(page).to_have_url(f"{live.url}/chats/{chat_id}")
 
@@ -96,7 +109,10 @@ def test_summarised_messages_fold_into_a_line_that_shows_them_in_place(page: Pag
     chat_id = _chat(live, 24)  # 25 messages; older than the tail of 10: 1–15
     with live.client() as c:
         ids = [m["id"] for m in c.get(f"/api/chats/{chat_id}/messages").json()]
-        c.post(f"/api/chats/{chat_id}/summaries", json={"content": "The long walk.", "scope": "range", "start": 3, "end": 12})
+        c.post(
+            f"/api/chats/{chat_id}/summaries",
+            json={"content": "The long walk.", "scope": "range", "start": 3, "end": 12},
+        )
         c.patch(f"/api/chats/{chat_id}/messages/{ids[6]}", json={"hidden": True})  # #7, hidden by the user
     _options(live, chat_id, summary_hide_messages=True, summary_recent_tail=10)
     page.goto(f"{live.url}/chats/{chat_id}")
@@ -140,7 +156,10 @@ def test_edits_streaming_and_swipes_work_around_folded_runs(page: Page, live, mo
     _connect(live, models)
     with live.client() as c:
         ids = [m["id"] for m in c.get(f"/api/chats/{chat_id}/messages").json()]
-        c.post(f"/api/chats/{chat_id}/summaries", json={"content": "The long walk.", "scope": "range", "start": 3, "end": 12})
+        c.post(
+            f"/api/chats/{chat_id}/summaries",
+            json={"content": "The long walk.", "scope": "range", "start": 3, "end": 12},
+        )
     _options(live, chat_id, summary_hide_messages=True, summary_recent_tail=10)
     page.goto(f"{live.url}/chats/{chat_id}")
     fold = page.locator(".summary-fold")
@@ -178,7 +197,10 @@ def test_edits_streaming_and_swipes_work_around_folded_runs(page: Page, live, mo
 def test_with_hiding_off_nothing_folds(page: Page, live):
     chat_id = _chat(live, 24)
     with live.client() as c:
-        c.post(f"/api/chats/{chat_id}/summaries", json={"content": "The long walk.", "scope": "range", "start": 3, "end": 12})
+        c.post(
+            f"/api/chats/{chat_id}/summaries",
+            json={"content": "The long walk.", "scope": "range", "start": 3, "end": 12},
+        )
     _options(live, chat_id, summary_hide_messages=False, summary_recent_tail=10)
     page.goto(f"{live.url}/chats/{chat_id}")
     expect(page.locator("article.msg")).to_have_count(25)
@@ -201,14 +223,21 @@ def _save_collapse(page: Page, live, chat_id: int, on: bool) -> None:
     expect(page.locator("#chat-settings-form .notice-ok")).to_be_visible()
 
 
-def test_with_collapse_off_summarised_messages_stay_in_the_story_dimmed_and_marked(page: Page, live, models, shot):
+def test_with_collapse_off_summarised_messages_stay_in_the_story_dimmed_and_marked(
+    page: Page, live, models, shot
+):
     chat_id = _chat(live, 24)  # 25 messages; older than the tail of 10: 1–15
     _connect(live, models)
     with live.client() as c:
         ids = [m["id"] for m in c.get(f"/api/chats/{chat_id}/messages").json()]
-        c.post(f"/api/chats/{chat_id}/summaries", json={"content": "The long walk.", "scope": "range", "start": 3, "end": 12})
+        c.post(
+            f"/api/chats/{chat_id}/summaries",
+            json={"content": "The long walk.", "scope": "range", "start": 3, "end": 12},
+        )
         c.patch(f"/api/chats/{chat_id}/messages/{ids[6]}", json={"hidden": True})  # #7, hidden by the user
-        assert c.get(f"/api/chats/{chat_id}").json()["settings"]["summary_collapse_hidden"] is True  # on by default
+        assert (
+            c.get(f"/api/chats/{chat_id}").json()["settings"]["summary_collapse_hidden"] is True
+        )  # on by default
     _options(live, chat_id, summary_hide_messages=True, summary_recent_tail=10, summary_collapse_hidden=False)
     page.goto(f"{live.url}/chats/{chat_id}")
     expect(page.locator("article.msg")).to_have_count(25)

@@ -38,9 +38,14 @@ def test_backfill_shows_progress_and_stop_keeps_the_finished_entries(page: Page,
     section = page.locator("#chat-summary")
     start = section.locator("#summary-backfill-start")
     start.scroll_into_view_if_needed()
-    expect(section.locator("#summary-backfill")).to_contain_text("Summarises the 60 uncovered older messages, 50 per model call")
+    expect(section.locator("#summary-backfill")).to_contain_text(
+        "Summarises the 60 uncovered older messages, 50 per model call"
+    )
 
-    models.script(Reply("The first fifty steps along the road.", first_delay_s=2.0), Reply("Never asked for.", first_delay_s=2.0))
+    models.script(
+        Reply("The first fifty steps along the road.", first_delay_s=2.0),
+        Reply("Never asked for.", first_delay_s=2.0),
+    )
     start.click()
     running = section.locator("#summary-backfill-running")
     expect(running.locator("#summary-backfill-step")).to_have_text("Backfill: step 1 of 2: messages 1–50")
@@ -51,7 +56,8 @@ def test_backfill_shows_progress_and_stop_keeps_the_finished_entries(page: Page,
     running.locator("#summary-backfill-stop").click()
     expect(running.locator("#summary-backfill-step")).to_contain_text("(stopping after this step)")
     expect(section.locator("#summary-backfill-stopped")).to_have_text(
-        "Backfill was stopped after 1 of 2 steps; the finished entries are kept.", timeout=15_000)
+        "Backfill was stopped after 1 of 2 steps; the finished entries are kept.", timeout=15_000
+    )
     items = section.locator(".summary-item")
     expect(items).to_have_count(1)
     expect(items.nth(0)).to_contain_text("The first fifty steps along the road")
@@ -68,7 +74,12 @@ def test_an_automatic_summary_shows_while_it_is_written_then_is_listed(page: Pag
     _connect(live, models)
     models.script("A reply.", Reply("They set out at dawn and met on the road.", first_delay_s=2.5))
     with live.client() as c:
-        assert c.put(f"/api/chats/{chat_id}/options", json={"settings": {"summary_auto": True, "summary_every": 1}}).status_code == 200
+        assert (
+            c.put(
+                f"/api/chats/{chat_id}/options", json={"settings": {"summary_auto": True, "summary_every": 1}}
+            ).status_code
+            == 200
+        )
         read_sse(c.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "Shall we go?"}))
     page.goto(f"{live.url}/chats/{chat_id}/settings")
     section = page.locator("#chat-summary")
@@ -87,7 +98,12 @@ def test_a_failed_automatic_summary_shows_its_reason_and_retry_writes_it(page: P
     _connect(live, models)
     models.script("A reply.", Reply(status=500, error="upstream exploded"))
     with live.client() as c:
-        assert c.put(f"/api/chats/{chat_id}/options", json={"settings": {"summary_auto": True, "summary_every": 1}}).status_code == 200
+        assert (
+            c.put(
+                f"/api/chats/{chat_id}/options", json={"settings": {"summary_auto": True, "summary_every": 1}}
+            ).status_code
+            == 200
+        )
         read_sse(c.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "Shall we go?"}))
     page.goto(f"{live.url}/chats/{chat_id}/settings")
     section = page.locator("#chat-summary")

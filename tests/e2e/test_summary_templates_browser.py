@@ -9,7 +9,10 @@ from playwright.sync_api import Page, expect
 def _chat(live, models) -> tuple[int, int]:
     with live.client() as c:
         for name, model in (("Local test", "test-model"), ("Summariser", "summary-model")):
-            r = c.post("/api/connections", json={"name": name, "base_url": models.base_url, "model": model, "kind": "openai"})
+            r = c.post(
+                "/api/connections",
+                json={"name": name, "base_url": models.base_url, "model": model, "kind": "openai"},
+            )
             assert r.status_code == 201, r.text
         char = c.post("/api/characters", json={"name": "Aria", "first_mes": "The road is long."}).json()
         chat = c.post("/api/chats", json={"character_ids": [char["id"]], "name": "Road"}).json()
@@ -61,7 +64,9 @@ def test_templates_provider_and_output_size(page: Page, live, models, shot):
     part.locator("#template-new").click()
     part.locator("#template-name").fill("chronicler")
     part.locator("#template-save").click()
-    expect(page.locator("#toasts .toast-error")).to_contain_text("A template named “Chronicler” already exists")
+    expect(page.locator("#toasts .toast-error")).to_contain_text(
+        "A template named “Chronicler” already exists"
+    )
     assert list(_templates(live)) == ["Default", "Chronicler"]
     part.locator("#summary-template-new").get_by_role("button", name="Cancel").click()
 
@@ -95,11 +100,16 @@ def test_templates_provider_and_output_size(page: Page, live, models, shot):
     size.scroll_into_view_if_needed()
     page.locator("#chat-settings-form").get_by_role("button", name="Save settings").click()
     expect(page.locator("#toasts .toast-error").last).to_contain_text(
-        "Maximum output size: “40000” is not a whole number of tokens from 1 to 32,768.")
+        "Maximum output size: “40000” is not a whole number of tokens from 1 to 32,768."
+    )
     shot("size-refused")
     with live.client() as c:
         before = c.get(f"/api/chats/{chat_id}").json()["settings"]
-    assert (_chosen(live), before["summary_connection_id"], before["summary_max_tokens"]) == (None, None, 4096)
+    assert (_chosen(live), before["summary_connection_id"], before["summary_max_tokens"]) == (
+        None,
+        None,
+        4096,
+    )
 
     size.fill("2048")
     page.locator("#chat-settings-form").get_by_role("button", name="Save settings").click()
@@ -107,7 +117,10 @@ def test_templates_provider_and_output_size(page: Page, live, models, shot):
     with live.client() as c:
         settings = c.get(f"/api/chats/{chat_id}").json()["settings"]
     assert (_chosen(live), settings["summary_connection_id"], settings["summary_max_tokens"]) == (
-        _templates(live)["Terse"]["id"], summariser, 2048)
+        _templates(live)["Terse"]["id"],
+        summariser,
+        2048,
+    )
     expect(page.locator("#summary-template option:checked")).to_have_text("Terse")
     expect(page.locator("#summary-provider option:checked")).to_have_text("Summariser · summary-model")
     expect(page.locator("#summary-max-tokens")).to_have_value("2048")
@@ -125,7 +138,10 @@ def test_templates_provider_and_output_size(page: Page, live, models, shot):
     section = page.locator("#chat-summary")
     section.locator("#summary-generate").click()
     expect(section.locator(".summary-item")).to_have_count(1)
-    assert models.last_request.json["messages"][0] == {"role": "system", "content": "Two short sentences, past tense."}
+    assert models.last_request.json["messages"][0] == {
+        "role": "system",
+        "content": "Two short sentences, past tense.",
+    }
     page.goto(f"{live.url}/chats/{chat_id}/settings")
 
     # The chosen template and provider deleted elsewhere: the panel says the Default and the chat's connection are used.
@@ -134,10 +150,14 @@ def test_templates_provider_and_output_size(page: Page, live, models, shot):
         assert c.delete(f"/api/connections/{summariser}").status_code in (200, 204)
     page.reload()
     expect(page.locator("#summary-template-missing")).to_have_text(
-        "The chosen template was deleted: every Roleplay chat uses the Default until you choose another.")
+        "The chosen template was deleted: every Roleplay chat uses the Default until you choose another."
+    )
     expect(page.locator("#summary-provider-missing")).to_have_text(
-        "The connection chosen for summaries was deleted: the chat's connection writes them until you choose another.")
+        "The connection chosen for summaries was deleted: the chat's connection writes them until you choose another."
+    )
     expect(page.locator("#summary-template option:checked")).to_have_text("Default (built in)")
-    expect(page.locator("#summary-provider option:checked")).to_have_text("The chat's connection (Local test)")
+    expect(page.locator("#summary-provider option:checked")).to_have_text(
+        "The chat's connection (Local test)"
+    )
     page.locator("#summary-template-missing").scroll_into_view_if_needed()
     shot("fallbacks")

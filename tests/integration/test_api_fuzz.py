@@ -30,7 +30,12 @@ MAX_EXAMPLES = int(os.environ.get("SUGO_FUZZ_EXAMPLES", "12"))
 SEED = int(os.environ.get("SUGO_FUZZ_SEED", "20261130"))
 FUZZ_CONFIG = {
     "seed": SEED,
-    "generation": {"max-examples": MAX_EXAMPLES, "deterministic": True, "database": "none", "no-shrink": True},
+    "generation": {
+        "max-examples": MAX_EXAMPLES,
+        "deterministic": True,
+        "database": "none",
+        "no-shrink": True,
+    },
     # Stateful testing needs OpenAPI links, which FastAPI does not write.
     "phases": {"stateful": {"enabled": False}},
     "request-timeout": 30,
@@ -81,17 +86,29 @@ class Seeds:
         chat = self.ids["chat_id"]
         messages = api.get(f"/api/chats/{chat}/messages").json()
         if not any(m["id"] == self.ids.get("message_id") for m in messages):
-            self.ids["message_id"] = _created(api.post(f"/api/chats/{chat}/messages", json={"content": "Hi there."}))["id"]
+            self.ids["message_id"] = _created(
+                api.post(f"/api/chats/{chat}/messages", json={"content": "Hi there."})
+            )["id"]
         memories = api.get(f"/api/chats/{chat}/memories").json()
         if not memories:
-            api.post(f"/api/chats/{chat}/memories/import", files={"file": ("m.marinara.json", _memory_file())})
+            api.post(
+                f"/api/chats/{chat}/memories/import", files={"file": ("m.marinara.json", _memory_file())}
+            )
             memories = api.get(f"/api/chats/{chat}/memories").json()
         self.ids["chunk_id"] = memories[0]["id"]
         scenes = api.get(f"/api/chats/{chat}/scenes").json()
         if not scenes:
-            doc = {"type": "sugo_scenes", "version": 1, "scenes": [{"firstMessage": 1, "lastMessage": 1, "state": "written",
-                                                                   "summary": "They met."}]}  # fmt: skip
-            _created(api.post(f"/api/chats/{chat}/scenes/import", files={"file": ("s.sugo.json", json.dumps(doc).encode())}))
+            doc = {
+                "type": "sugo_scenes",
+                "version": 1,
+                "scenes": [{"firstMessage": 1, "lastMessage": 1, "state": "written", "summary": "They met."}],
+            }
+            _created(
+                api.post(
+                    f"/api/chats/{chat}/scenes/import",
+                    files={"file": ("s.sugo.json", json.dumps(doc).encode())},
+                )
+            )
             scenes = api.get(f"/api/chats/{chat}/scenes").json()
         self.ids["scene_id"] = scenes[0]["id"]
         summaries = api.get(f"/api/chats/{chat}/summaries").json()
@@ -102,7 +119,13 @@ class Seeds:
             self.ids["summary_id"] = summaries[0]["id"]
         if not self._alive("template_id", "/api/summary-templates/{}"):
             mine = [t["id"] for t in api.get("/api/summary-templates").json() if not t["builtin"]]
-            self.ids["template_id"] = mine[0] if mine else _created(api.post("/api/summary-templates", json={"name": "Seed", "text": "Be brief."}))["id"]
+            self.ids["template_id"] = (
+                mine[0]
+                if mine
+                else _created(api.post("/api/summary-templates", json={"name": "Seed", "text": "Be brief."}))[
+                    "id"
+                ]
+            )
         if not self._alive("book_id", "/api/lorebooks/{}"):
             self.ids["book_id"] = _created(api.post("/api/lorebooks", json={"name": "Eldoria"}))["id"]
             self.ids.pop("entry_id", None)
@@ -122,12 +145,25 @@ def _created(response) -> dict:
 
 
 def _memory_file() -> bytes:
-    chunk = {"content": "Aria: The key is in the clock tower.", "embedding": [0.05] * 384, "messageCount": 2,
-             "firstMessageAt": "2026-08-30T10:00:00.000Z", "lastMessageAt": "2026-08-30T10:07:00.000Z",
-             "createdAt": "2026-08-30T10:08:00.000Z"}  # fmt: skip
-    return json.dumps({"type": "marinara_memory_recall", "version": 1, "exportedAt": "2026-09-01T12:00:00.000Z",
-                       "data": {"sourceChat": {"id": "a", "name": "x", "mode": "roleplay", "memoryCount": 1},
-                                "chunks": [chunk]}}).encode()  # fmt: skip
+    chunk = {
+        "content": "Aria: The key is in the clock tower.",
+        "embedding": [0.05] * 384,
+        "messageCount": 2,
+        "firstMessageAt": "2026-08-30T10:00:00.000Z",
+        "lastMessageAt": "2026-08-30T10:07:00.000Z",
+        "createdAt": "2026-08-30T10:08:00.000Z",
+    }
+    return json.dumps(
+        {
+            "type": "marinara_memory_recall",
+            "version": 1,
+            "exportedAt": "2026-09-01T12:00:00.000Z",
+            "data": {
+                "sourceChat": {"id": "a", "name": "x", "mode": "roleplay", "memoryCount": 1},
+                "chunks": [chunk],
+            },
+        }
+    ).encode()
 
 
 class Database:
@@ -141,8 +177,13 @@ class Database:
         return self.conn.execute("PRAGMA data_version").fetchone()[0]
 
     def counts(self) -> dict[str, int]:
-        tables = [r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND sql NOT LIKE "
-                                                  "'CREATE VIRTUAL%' AND name NOT LIKE 'sqlite_%'")]  # fmt: skip
+        tables = [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND sql NOT LIKE "
+                "'CREATE VIRTUAL%' AND name NOT LIKE 'sqlite_%'"
+            )
+        ]
         return {t: self.conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
 
     def close(self) -> None:
@@ -162,8 +203,15 @@ def _openapi() -> dict:
 
 schema = schemathesis.openapi.from_dict(_openapi(), config=schemathesis.Config.from_dict(FUZZ_CONFIG))
 # The claims (Services.claims) of the runs started in threads of their own: the next case waits for them to end.
-_THREAD_RUNS = [("summaries", "summaries"), ("day_summaries", "day summaries"), ("prepare", "Prepare"),
-                ("fix", "Fix"), ("rescans", "re-scans"), ("scene_checks", "scene checks"), ("continuity", "continuity updates")]  # fmt: skip
+_THREAD_RUNS = [
+    ("summaries", "summaries"),
+    ("day_summaries", "day summaries"),
+    ("prepare", "Prepare"),
+    ("fix", "Fix"),
+    ("rescans", "re-scans"),
+    ("scene_checks", "scene checks"),
+    ("continuity", "continuity updates"),
+]
 SEEDS = Seeds()  # filled in by the `fuzz_target` fixture; the hooks below read its ids
 
 
@@ -171,7 +219,11 @@ SEEDS = Seeds()  # filled in by the `fuzz_target` fixture; the hooks below read 
 def flatmap_path_parameters(context, path_parameters):
     # Half the time the ids of live objects, so the work behind each route's lookup is fuzzed too.
     known = {name: SEEDS.ids[name] for name in path_parameters or {} if name in SEEDS.ids}
-    return st.sampled_from([path_parameters, {**path_parameters, **known}]) if known else st.just(path_parameters)
+    return (
+        st.sampled_from([path_parameters, {**path_parameters, **known}])
+        if known
+        else st.just(path_parameters)
+    )
 
 
 @schema.hook
@@ -194,7 +246,12 @@ def fuzz_target(tmp_path_factory, model_server: ModelServer) -> Iterator[tuple[L
     # a memory search that came first would wait for it (then rank by words) and eat the request's
     # timeout on a busy machine: the cases wait until it is ready.
     with LiveSugo(data, start_scheduler=False) as live, live.client() as api:
-        wait_for(lambda: _embedder_ready(api), timeout=600, interval=0.1, what="the built-in embedding model to load")
+        wait_for(
+            lambda: _embedder_ready(api),
+            timeout=600,
+            interval=0.1,
+            what="the built-in embedding model to load",
+        )
         SEEDS.connect(api, model_server)
         db = Database(live.settings.database_path)
         yield live, db
@@ -213,12 +270,17 @@ def test_api_route(case, fuzz_target) -> None:
     # pytest.fail without a traceback: the message says all, and pytest's rendering of schemathesis's
     # frames trips over Python 3.11's AST recursion check.
     if response.status_code >= 500 and key not in FIXED_ON_OTHER_BRANCHES:
-        pytest.fail(f"{response.status_code} from {case.method.upper()} {case.formatted_path}: {response.text[:300]}\n"
-                    f"reproduce: {case.as_curl_command()}", pytrace=False)  # fmt: skip
+        pytest.fail(
+            f"{response.status_code} from {case.method.upper()} {case.formatted_path}: {response.text[:300]}\n"
+            f"reproduce: {case.as_curl_command()}",
+            pytrace=False,
+        )
     if 400 <= response.status_code < 500 and db.version() != before:
-        pytest.fail(f"{response.status_code} from {case.method.upper()} {case.formatted_path}, yet the database "
-                    f"changed (row counts before {counts}, after {db.counts()})\nreproduce: {case.as_curl_command()}",
-                    pytrace=False)  # fmt: skip
+        pytest.fail(
+            f"{response.status_code} from {case.method.upper()} {case.formatted_path}, yet the database "
+            f"changed (row counts before {counts}, after {db.counts()})\nreproduce: {case.as_curl_command()}",
+            pytrace=False,
+        )
 
 
 def _embedder_ready(api) -> bool:

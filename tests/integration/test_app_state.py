@@ -20,13 +20,20 @@ KINDS = [f.name for f in dataclasses.fields(RunClaims)]  # summaries, day_summar
 
 def _book(api, name: str, content: str) -> dict:
     book = api.post("/api/lorebooks", json={"name": name, "is_global": True}).json()
-    r = api.post(f"/api/lorebooks/{book['id']}/entries", json={"title": name, "content": content, "constant": True})
+    r = api.post(
+        f"/api/lorebooks/{book['id']}/entries", json={"title": name, "content": content, "constant": True}
+    )
     assert r.status_code == 201, r.text
     return book
 
 
 def test_two_apps_in_one_process_keep_their_caches_indexes_and_keys_apart(tmp_path, models):
-    with LiveSugo(tmp_path / "a") as a, LiveSugo(tmp_path / "b") as b, a.client() as api_a, b.client() as api_b:
+    with (
+        LiveSugo(tmp_path / "a") as a,
+        LiveSugo(tmp_path / "b") as b,
+        a.client() as api_a,
+        b.client() as api_b,
+    ):
         services_a, services_b = a.services, b.services
         for part in ("keybox", "lorebooks", "recall", "sources", "generations"):
             assert getattr(services_a, part) is not getattr(services_b, part), part
@@ -44,7 +51,10 @@ def test_two_apps_in_one_process_keep_their_caches_indexes_and_keys_apart(tmp_pa
             claims_b.release(1)
 
         # The same ids in both databases: book 1, chat 1, character 1.
-        book_a, book_b = _book(api_a, "Vellmar", "Vellmar is a port city."), _book(api_b, "Ostgard", "Ostgard is snow.")
+        book_a, book_b = (
+            _book(api_a, "Vellmar", "Vellmar is a port city."),
+            _book(api_b, "Ostgard", "Ostgard is snow."),
+        )
         assert book_a["id"] == book_b["id"]
         chats = []
         for api, sugo in ((api_a, a), (api_b, b)):
@@ -65,15 +75,22 @@ def test_two_apps_in_one_process_keep_their_caches_indexes_and_keys_apart(tmp_pa
         # Memories only in A: searching A loads A's index; B's stays empty and finds nothing.
         _fill(a, chat_id, 1)
         embed_chat(services_a, chat_id)
-        found_a = api_a.get(f"/api/chats/{chat_id}/memories/search", params={"q": "brass key clock tower"}).json()
-        found_b = api_b.get(f"/api/chats/{chat_id}/memories/search", params={"q": "brass key clock tower"}).json()
+        found_a = api_a.get(
+            f"/api/chats/{chat_id}/memories/search", params={"q": "brass key clock tower"}
+        ).json()
+        found_b = api_b.get(
+            f"/api/chats/{chat_id}/memories/search", params={"q": "brass key clock tower"}
+        ).json()
         assert found_a["results"] and "brass key" in found_a["results"][0]["content"]
         assert found_b["results"] == []
         assert services_a.recall.index.held_chats() == [chat_id]
         assert services_b.recall.index.held_chats() in ([], [chat_id])  # searched, but holds no bits
         assert services_a.recall.rebuilds.get(chat_id) is None
         api_a.post(f"/api/chats/{chat_id}/memories/rebuild")
-        assert services_a.recall.rebuilds.get(chat_id) is not None and services_b.recall.rebuilds.get(chat_id) is None
+        assert (
+            services_a.recall.rebuilds.get(chat_id) is not None
+            and services_b.recall.rebuilds.get(chat_id) is None
+        )
 
         # Each app decrypts only with its own data folder's key.
         assert services_a.keybox is not services_b.keybox

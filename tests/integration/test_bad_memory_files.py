@@ -18,30 +18,50 @@ SQL_WORDS = ("OperationalError", "SELECT", "sqlite", "Traceback", "vec_distance"
 
 
 def _memory_file(embedding: list[float], space: str = MINILM_SPACE) -> bytes:
-    chunk = {"content": "Aria: the key is in the clock tower.", "embedding": embedding, "embeddingSpaceId": space,
-             "messageCount": 2, "firstMessageAt": "2026-08-30T10:00:00.000Z",
-             "lastMessageAt": "2026-08-30T10:07:00.000Z", "createdAt": "2026-08-30T10:08:00.000Z"}  # fmt: skip
-    return json.dumps({"type": "marinara_memory_recall", "version": 1, "exportedAt": "2026-09-01T12:00:00.000Z",
-                       "data": {"sourceChat": {"id": "abc", "name": "x", "mode": "conversation"},
-                                "chunks": [chunk]}}).encode()  # fmt: skip
+    chunk = {
+        "content": "Aria: the key is in the clock tower.",
+        "embedding": embedding,
+        "embeddingSpaceId": space,
+        "messageCount": 2,
+        "firstMessageAt": "2026-08-30T10:00:00.000Z",
+        "lastMessageAt": "2026-08-30T10:07:00.000Z",
+        "createdAt": "2026-08-30T10:08:00.000Z",
+    }
+    return json.dumps(
+        {
+            "type": "marinara_memory_recall",
+            "version": 1,
+            "exportedAt": "2026-09-01T12:00:00.000Z",
+            "data": {"sourceChat": {"id": "abc", "name": "x", "mode": "conversation"}, "chunks": [chunk]},
+        }
+    ).encode()
 
 
 def _counts(sugo) -> tuple[int, int]:
     with sugo.engine.connect() as db:
-        return (db.execute(text("select count(*) from memory_chunk")).scalar_one(),
-                db.execute(text("select count(*) from memory_vector")).scalar_one())  # fmt: skip
+        return (
+            db.execute(text("select count(*) from memory_chunk")).scalar_one(),
+            db.execute(text("select count(*) from memory_vector")).scalar_one(),
+        )
 
 
 def test_a_memory_file_with_vectors_of_the_wrong_size_is_refused(api, sugo):
     chat = new_chat(api, [add_character(api)["id"]])
-    for raw in (_memory_file([0.1, 0.2, 0.3]), _memory_file([0.1] * 10, "openai:text-embedding-3-small:1536")):
+    for raw in (
+        _memory_file([0.1, 0.2, 0.3]),
+        _memory_file([0.1] * 10, "openai:text-embedding-3-small:1536"),
+    ):
         r = api.post(f"/api/chats/{chat['id']}/memories/import", files={"file": ("m.marinara.json", raw)})
         assert r.status_code == 400, r.text
         assert "embedding has" in r.json()["detail"] and "the file is damaged" in r.json()["detail"]
-    page = api.post(f"/chats/{chat['id']}/memories/import", files={"file": ("m.marinara.json", _memory_file([0.5] * 3))})
+    page = api.post(
+        f"/chats/{chat['id']}/memories/import", files={"file": ("m.marinara.json", _memory_file([0.5] * 3))}
+    )
     assert page.status_code == 400 and "embedding has 3 numbers" in page.text
     assert _counts(sugo) == (0, 0)
-    ok = api.post(f"/api/chats/{chat['id']}/memories/import", files={"file": ("m.json", _memory_file([0.1] * 384))})
+    ok = api.post(
+        f"/api/chats/{chat['id']}/memories/import", files={"file": ("m.json", _memory_file([0.1] * 384))}
+    )
     assert ok.status_code == 200 and ok.json()["imported"] == 1
 
 
@@ -56,21 +76,43 @@ def test_vectors_of_the_wrong_size_already_stored_break_nothing(api, sugo, model
     api.put(f"/api/chats/{chat['id']}/options", json={"settings": {"memory_recall": True}})
     with Session(sugo.engine) as s:
         now = utcnow()
-        chunk = MemoryChunk(chat_id=chat["id"], content="Aria: the key is in the clock tower.", message_ids=[],
-                            message_count=2, first_message_at=now, last_message_at=now, created_at=now,
-                            status="vectorized", embedding_space_id=MINILM_SPACE, source_chat_id="abc")  # fmt: skip
+        chunk = MemoryChunk(
+            chat_id=chat["id"],
+            content="Aria: the key is in the clock tower.",
+            message_ids=[],
+            message_count=2,
+            first_message_at=now,
+            last_message_at=now,
+            created_at=now,
+            status="vectorized",
+            embedding_space_id=MINILM_SPACE,
+            source_chat_id="abc",
+        )
         s.add(chunk)
         s.flush()
         # Written as rows: store_vectors itself now refuses a vector its space's size does not allow.
-        s.add(MemoryVector(chat_id=chat["id"], chunk_id=chunk.id, space_id=MINILM_SPACE, window=0,
-                           embedding=pack([0.1, 0.2, 0.3]), code=sign_code([0.1, 0.2, 0.3])))  # fmt: skip
+        s.add(
+            MemoryVector(
+                chat_id=chat["id"],
+                chunk_id=chunk.id,
+                space_id=MINILM_SPACE,
+                window=0,
+                embedding=pack([0.1, 0.2, 0.3]),
+                code=sign_code([0.1, 0.2, 0.3]),
+            )
+        )
         s.commit()
-    events = read_sse(api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Where is the key?"}))
+    events = read_sse(
+        api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Where is the key?"})
+    )
     assert [e for e, _ in events][-1] == "done", events
     shown = [json.dumps(events)]
-    for url, params in ((f"/api/chats/{chat['id']}/prompt", {}), (f"/chats/{chat['id']}/prompt", {}),
-                        (f"/api/chats/{chat['id']}/memories/search", {"q": "Where is the clock tower key?"}),
-                        (f"/api/chats/{chat['id']}/memories/export", {})):  # fmt: skip
+    for url, params in (
+        (f"/api/chats/{chat['id']}/prompt", {}),
+        (f"/chats/{chat['id']}/prompt", {}),
+        (f"/api/chats/{chat['id']}/memories/search", {"q": "Where is the clock tower key?"}),
+        (f"/api/chats/{chat['id']}/memories/export", {}),
+    ):
         r = api.get(url, params=params)
         assert r.status_code == 200, (url, r.text[:500])
         shown.append(r.text)

@@ -76,17 +76,34 @@ class TestSendAndStream:
 
     def test_generation_parameters_reach_the_provider(self, api, models):
         _, chat = _setup(api, models)
-        api.put(f"/api/chats/{chat['id']}/options", json={"settings": {
-            "temperature": 1.3, "top_p": 0.9, "max_tokens": 77, "stop": ["\nUser:"], "recent_message_limit": 40}})
+        api.put(
+            f"/api/chats/{chat['id']}/options",
+            json={
+                "settings": {
+                    "temperature": 1.3,
+                    "top_p": 0.9,
+                    "max_tokens": 77,
+                    "stop": ["\nUser:"],
+                    "recent_message_limit": 40,
+                }
+            },
+        )
         _send(api, chat["id"], "hi")
         body = models.last_request.json
-        assert (body["temperature"], body["top_p"], body["max_tokens"], body["stop"]) == (1.3, 0.9, 77, ["\nUser:"])
+        assert (body["temperature"], body["top_p"], body["max_tokens"], body["stop"]) == (
+            1.3,
+            0.9,
+            77,
+            ["\nUser:"],
+        )
 
 
 class TestErrors:
     def test_broken_stream_keeps_the_partial_reply_and_names_the_cause(self, api, models):
         _, chat = _setup(api, models)
-        models.script(Reply(text="The dragon opened one enormous eye and", chunk_size=6, break_after_chunks=3))
+        models.script(
+            Reply(text="The dragon opened one enormous eye and", chunk_size=6, break_after_chunks=3)
+        )
         events = _send(api, chat["id"], "Wake the dragon")
         error = [d for e, d in events if e == "error"][0]
         assert error["kind"] == "stream_broken" and "dropped" in error["message"]
@@ -141,7 +158,9 @@ class TestStop:
         _, chat = _setup(api, models)
         models.script(Reply(text="word " * 200, chunk_size=5, delay_s=0.02))
         result = {}
-        t = threading.Thread(target=lambda: result.setdefault("events", _send(api, chat["id"], "Tell a long tale")))
+        t = threading.Thread(
+            target=lambda: result.setdefault("events", _send(api, chat["id"], "Tell a long tale"))
+        )
         t.start()
         # Stop once part of the reply is stored (streaming all of it takes about 4 s).
         wait_for(lambda: _arrived(api, chat["id"]), what="the first words of the reply")
@@ -184,9 +203,13 @@ class TestSwipesEditsHidden:
         _send(api, chat["id"], "hi")
         api.post(f"/api/chats/{chat['id']}/generate", json={"action": "swipe"})
         last = api.get(f"/api/chats/{chat['id']}/messages").json()[-1]
-        edited = api.patch(f"/api/chats/{chat['id']}/messages/{last['id']}", json={"content": "Edited text"}).json()
+        edited = api.patch(
+            f"/api/chats/{chat['id']}/messages/{last['id']}", json={"content": "Edited text"}
+        ).json()
         assert edited["content"] == "Edited text"
-        assert edited["swipes"][0]["content"] == "Echo: hi" and edited["swipes"][1]["content"] == "Edited text"
+        assert (
+            edited["swipes"][0]["content"] == "Echo: hi" and edited["swipes"][1]["content"] == "Edited text"
+        )
 
     def test_hidden_message_stays_visible_but_leaves_the_prompt(self, api, models):
         _, chat = _setup(api, models)
@@ -225,7 +248,9 @@ class TestGroupChats:
         _send(api, chat["id"], "Hello both")
         _send(api, chat["id"], "And again")
         _send(api, chat["id"], "Bram only", speaker_id=b["id"])
-        names = [m["name"] for m in api.get(f"/api/chats/{chat['id']}/messages").json() if m["role"] == "assistant"]
+        names = [
+            m["name"] for m in api.get(f"/api/chats/{chat['id']}/messages").json() if m["role"] == "assistant"
+        ]
         assert names[-3:] == ["Aria", "Bram", "Bram"]
         sys = models.last_request.json["messages"]
         assert "## Aria" in sys[0]["content"] and "## Bram" in sys[0]["content"]
@@ -337,8 +362,16 @@ class TestContextNotes:
         api.put(f"/api/characters/{char_id}", json=body)
         for text in ("one", "two", "three"):
             _send(api, chat["id"], text)
-        api.put(f"/api/chats/{chat['id']}/options", json={"settings": {
-            "context_note": "It is still raining.", "context_note_depth": 2, "time_awareness": True}})
+        api.put(
+            f"/api/chats/{chat['id']}/options",
+            json={
+                "settings": {
+                    "context_note": "It is still raining.",
+                    "context_note_depth": 2,
+                    "time_awareness": True,
+                }
+            },
+        )
         _send(api, chat["id"], "four")
         sent = models.last_request.json["messages"]
         contents = [m["content"] for m in sent]
@@ -350,16 +383,23 @@ class TestContextNotes:
         assert contents[contents.index("Echo: two") - 1].startswith("Current time: ")
         assert "Current time" not in contents[0]  # never in the cached system prefix
         exported = api.get(f"/api/characters/{char_id}/export", params={"format": "json"}).json()
-        assert exported["data"]["extensions"]["depth_prompt"] == {"prompt": "Aria hums when nervous.", "depth": 0,
-                                                                  "role": "system"}  # fmt: skip
+        assert exported["data"]["extensions"]["depth_prompt"] == {
+            "prompt": "Aria hums when nervous.",
+            "depth": 0,
+            "role": "system",
+        }
 
 
 class TestContextGridAndSnapshot:
     def test_context_report_sizes_cost_and_cache_rate(self, api, models):
-        add_connection(api, models, price_input_per_m=3.0, price_output_per_m=15.0, price_cached_input_per_m=0.3)
+        add_connection(
+            api, models, price_input_per_m=3.0, price_output_per_m=15.0, price_cached_input_per_m=0.3
+        )
         char = add_character(api, description="A bard. " * 200)
         chat = new_chat(api, [char["id"]])
-        models.script(Reply(text="Noted.", usage={"input_tokens": 1200, "output_tokens": 3, "cached_input_tokens": 900}))
+        models.script(
+            Reply(text="Noted.", usage={"input_tokens": 1200, "output_tokens": 3, "cached_input_tokens": 900})
+        )
         _send(api, chat["id"], "hello")
         ctx = api.get(f"/api/chats/{chat['id']}/context").json()
         legend = {row["key"]: row for row in ctx["legend"]}
@@ -420,8 +460,12 @@ class TestRefresh:
         download = api.get(f"/api/chats/{chat['id']}/export")
         exported, file_name = download.content, download.headers["content-disposition"].split('"')[1]
         char_id = api.get(f"/api/chats/{chat['id']}").json()["character_ids"][0]
-        api.delete(f"/api/chats/{chat['id']}")  # restored from the file as downloaded: its name comes back too
-        again = api.post("/api/chats/import", files={"file": (file_name, exported)}, data={"character_id": char_id}).json()
+        api.delete(
+            f"/api/chats/{chat['id']}"
+        )  # restored from the file as downloaded: its name comes back too
+        again = api.post(
+            "/api/chats/import", files={"file": (file_name, exported)}, data={"character_id": char_id}
+        ).json()
         kinds = [m["kind"] for m in api.get(f"/api/chats/{again['id']}/messages").json()]
         assert kinds[-1] == "refresh"
         assert api.get(f"/api/chats/{again['id']}/export").content == exported

@@ -10,13 +10,26 @@ from urllib.parse import unquote
 
 from tests.conftest import add_character, new_chat
 
-ST_HEADER = {"user_name": "Rowan", "character_name": "Aria", "create_date": "2024-05-01@21h13m05s", "chat_metadata": {}}
+ST_HEADER = {
+    "user_name": "Rowan",
+    "character_name": "Aria",
+    "create_date": "2024-05-01@21h13m05s",
+    "chat_metadata": {},
+}
 
 
 def _st_chat(n: int) -> bytes:
-    lines = [ST_HEADER] + [{"name": "Rowan" if i % 2 else "Aria", "is_user": bool(i % 2), "is_system": False,
-                            "send_date": "2024-05-01T21:13:05.000Z", "mes": f"Line {i}.", "extra": {}}
-                           for i in range(n)]  # fmt: skip
+    lines = [ST_HEADER] + [
+        {
+            "name": "Rowan" if i % 2 else "Aria",
+            "is_user": bool(i % 2),
+            "is_system": False,
+            "send_date": "2024-05-01T21:13:05.000Z",
+            "mes": f"Line {i}.",
+            "extra": {},
+        }
+        for i in range(n)
+    ]
     return ("\n".join(json.dumps(line) for line in lines) + "\n").encode()
 
 
@@ -31,10 +44,17 @@ def test_a_sillytavern_chat_takes_its_files_name_and_a_second_import_is_numbered
     first = _import(api, "Aria - 2024-05-01@21h13m05s.jsonl", _st_chat(160))
     assert first["name"] == "Aria - 2024-05-01@21h13m05s"
     assert first["result"] == "Imported 160 messages."
-    assert (first["imported_messages"], first["imported_summaries"], first["attached_lorebooks"]) == (160, 0, [])
+    assert (first["imported_messages"], first["imported_summaries"], first["attached_lorebooks"]) == (
+        160,
+        0,
+        [],
+    )
     second = _import(api, "Aria - 2024-05-01@21h13m05s.jsonl", _st_chat(3))
     third = _import(api, "Aria - 2024-05-01@21h13m05s.jsonl", _st_chat(1))
-    assert (second["name"], third["name"]) == ("Aria - 2024-05-01@21h13m05s (2)", "Aria - 2024-05-01@21h13m05s (3)")
+    assert (second["name"], third["name"]) == (
+        "Aria - 2024-05-01@21h13m05s (2)",
+        "Aria - 2024-05-01@21h13m05s (3)",
+    )
     assert third["result"] == "Imported 1 message."
     names = [c["name"] for c in api.get("/api/chats").json()]
     assert len(names) == len(set(names)) == 3
@@ -62,34 +82,68 @@ def test_a_sugo_export_keeps_its_exact_name_unless_the_file_was_renamed(api):
     chat = new_chat(api, [char["id"]], name="Road trip: day 2/3")
     exported = api.get(f"/api/chats/{chat['id']}/export")
     disposition = exported.headers["content-disposition"]
-    file_name = unquote(disposition.split("filename*=UTF-8''")[-1]) if "filename*" in disposition else disposition.split('"')[1]
+    file_name = (
+        unquote(disposition.split("filename*=UTF-8''")[-1])
+        if "filename*" in disposition
+        else disposition.split('"')[1]
+    )
     assert file_name != "Road trip: day 2/3.jsonl"  # a download name cannot carry ":" or "/"
-    assert _import(api, file_name, exported.content, character_id=char["id"])["name"] == "Road trip: day 2/3 (2)"
-    assert _import(api, "Coast, renamed.jsonl", exported.content, character_id=char["id"])["name"] == "Coast, renamed"
+    assert (
+        _import(api, file_name, exported.content, character_id=char["id"])["name"] == "Road trip: day 2/3 (2)"
+    )
+    assert (
+        _import(api, "Coast, renamed.jsonl", exported.content, character_id=char["id"])["name"]
+        == "Coast, renamed"
+    )
 
 
 def test_the_answer_counts_summaries_and_attached_lorebooks(api):
     char = add_character(api, "Mirela")
     chat = new_chat(api, [char["id"]])
     for i in range(2, 7):
-        assert api.post(f"/api/chats/{chat['id']}/messages", json={"content": f"Step {i}."}).status_code == 201
+        assert (
+            api.post(f"/api/chats/{chat['id']}/messages", json={"content": f"Step {i}."}).status_code == 201
+        )
     base = f"/api/chats/{chat['id']}/summaries"
     for start, end in ((1, 2), (3, 4), (5, 6)):
-        assert api.post(base, json={"content": f"From {start} to {end}.", "scope": "range", "start": start, "end": end}).status_code == 201
+        assert (
+            api.post(
+                base,
+                json={"content": f"From {start} to {end}.", "scope": "range", "start": start, "end": end},
+            ).status_code
+            == 201
+        )
     books = [api.post("/api/lorebooks", json={"name": name}).json() for name in ("Coast", "Storms", "Gone")]
-    assert api.put(f"/api/chats/{chat['id']}/lorebooks", json={"book_ids": [b["id"] for b in books]}).status_code == 200
+    assert (
+        api.put(f"/api/chats/{chat['id']}/lorebooks", json={"book_ids": [b["id"] for b in books]}).status_code
+        == 200
+    )
     exported = api.get(f"/api/chats/{chat['id']}/export").content
     assert api.delete(f"/api/lorebooks/{books[2]['id']}").status_code == 204
 
     back = _import(api, "Mirela's trip.jsonl", exported, character_id=char["id"])
     assert back["result"] == "Imported 6 messages (3 summaries, 2 lorebooks attached)."
-    assert (back["imported_messages"], back["imported_summaries"], back["attached_lorebooks"]) == (6, 3, ["Coast", "Storms"])
+    assert (back["imported_messages"], back["imported_summaries"], back["attached_lorebooks"]) == (
+        6,
+        3,
+        ["Coast", "Storms"],
+    )
     assert back["notes"] == ["Lorebook “Gone” was not found; import it and attach it in Chat Settings."]
 
     # The page's import opens the chat and hands it the same sentence, first, with the notes after it.
-    r = api.post("/chats/import", files={"file": ("Mirela's trip.jsonl", exported)}, data={"character_id": str(char["id"])},
-                 headers={"HX-Request": "true"})  # fmt: skip
+    r = api.post(
+        "/chats/import",
+        files={"file": ("Mirela's trip.jsonl", exported)},
+        data={"character_id": str(char["id"])},
+        headers={"HX-Request": "true"},
+    )
     assert r.status_code == 204 and r.headers["HX-Redirect"].startswith("/chats/")
     told = json.loads(r.headers["HX-Trigger"])["sugo:notices-next-page"]
-    assert told == {"done": "Imported 6 messages (3 summaries, 2 lorebooks attached).", "notices": back["notes"]}
-    assert api.get(f"/api/chats/{r.headers['HX-Redirect'].rsplit('/', 1)[1]}").json()["name"] == "Mirela's trip (2)"
+    assert told == {
+        "done": "Imported 6 messages (3 summaries, 2 lorebooks attached).",
+        "notices": back["notes"],
+    }
+    assert (
+        api.get(f"/api/chats/{r.headers['HX-Redirect'].rsplit('/', 1)[1]}").json()["name"]
+        == "Mirela's trip (2)"
+    )

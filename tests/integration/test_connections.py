@@ -72,9 +72,18 @@ class TestTestConnection:
         assert result["ok"] is False and "connect" in result["message"].lower()
 
     def test_form_test_before_saving(self, api, models):
-        r = api.post("/connections/test", data={"name": "x", "kind": "openai", "base_url": models.base_url,
-                                                "model": "test-model", "max_tokens": "64", "context_size": "4096"},
-                     headers={"HX-Request": "true"})  # fmt: skip
+        r = api.post(
+            "/connections/test",
+            data={
+                "name": "x",
+                "kind": "openai",
+                "base_url": models.base_url,
+                "model": "test-model",
+                "max_tokens": "64",
+                "context_size": "4096",
+            },
+            headers={"HX-Request": "true"},
+        )
         assert r.status_code == 200 and "notice-ok" in r.text and "<html" not in r.text
 
     def test_anthropic_connection_probe(self, api, models):
@@ -101,7 +110,10 @@ class TestDefaults:
 def test_first_run_offers_add_connection_and_local_servers(tmp_path, models: ModelServer):
     from tests.support.live import LiveSugo
 
-    with LiveSugo(tmp_path / "d", discovery_ports={"KoboldCpp": models.port, "Nothing": 9}) as live, live.client() as c:
+    with (
+        LiveSugo(tmp_path / "d", discovery_ports={"KoboldCpp": models.port, "Nothing": 9}) as live,
+        live.client() as c,
+    ):
         page = c.get("/").text
         assert "Add a connection" in page
         assert "Found on this computer" in page and models.bare_url in page

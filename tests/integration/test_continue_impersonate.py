@@ -34,7 +34,9 @@ def _asked_and_answered(api, models, chat_id, reply="The knight draws his sword"
 
 
 class TestContinue:
-    def test_the_prompt_ends_on_the_reply_then_the_nudge_and_the_text_is_appended_and_stored(self, api, models):
+    def test_the_prompt_ends_on_the_reply_then_the_nudge_and_the_text_is_appended_and_stored(
+        self, api, models
+    ):
         chat = _setup(api, models)
         _asked_and_answered(api, models, chat["id"])
         before = _messages(api, chat["id"])[-1]
@@ -84,10 +86,14 @@ class TestContinue:
         _asked_and_answered(api, models, chat["id"], reply="The tale begins.")
         models.script(Reply(text="word " * 200, chunk_size=5, delay_s=0.02))
         result = {}
-        t = threading.Thread(target=lambda: result.setdefault("events", _generate(api, chat["id"], "continue")))
+        t = threading.Thread(
+            target=lambda: result.setdefault("events", _generate(api, chat["id"], "continue"))
+        )
         t.start()
-        wait_for(lambda: len(_messages(api, chat["id"])[-1]["content"]) > len("The tale begins. word"),
-                 what="the first words of the continuation to be stored")  # fmt: skip
+        wait_for(
+            lambda: len(_messages(api, chat["id"])[-1]["content"]) > len("The tale begins. word"),
+            what="the first words of the continuation to be stored",
+        )
         assert api.post(f"/api/chats/{chat['id']}/stop").json() == {"stopped": True}
         t.join(10)
         assert result["events"][-1][0] == "stopped"
@@ -162,11 +168,15 @@ class TestImpersonate:
         before = _messages(api, chat["id"])
         models.script(Reply(text="step " * 200, chunk_size=5, delay_s=0.02))
         result = {}
-        t = threading.Thread(target=lambda: result.setdefault("events", _generate(api, chat["id"], "impersonate")))
+        t = threading.Thread(
+            target=lambda: result.setdefault("events", _generate(api, chat["id"], "impersonate"))
+        )
         t.start()
         wait_for(lambda: len(models.requests) == 2, what="the impersonation to reach the model")
-        wait_for(lambda: api.post(f"/api/chats/{chat['id']}/stop").json() == {"stopped": True},
-                 what="the impersonation to be running")  # fmt: skip
+        wait_for(
+            lambda: api.post(f"/api/chats/{chat['id']}/stop").json() == {"stopped": True},
+            what="the impersonation to be running",
+        )
         t.join(10)
         assert result["events"][-1][0] == "stopped"
         assert _messages(api, chat["id"]) == before
@@ -179,7 +189,9 @@ def test_continue_is_refused_for_an_earlier_or_hidden_reply_and_nothing_changes(
     chat = _setup(api, models)
     _asked_and_answered(api, models, chat["id"])
     msgs = _messages(api, chat["id"])
-    r = api.post(f"/api/chats/{chat['id']}/generate", json={"action": "continue", "message_id": msgs[0]["id"]})
+    r = api.post(
+        f"/api/chats/{chat['id']}/generate", json={"action": "continue", "message_id": msgs[0]["id"]}
+    )
     assert r.status_code == 400 and "last reply only" in r.json()["detail"]
     api.patch(f"/api/chats/{chat['id']}/messages/{msgs[-1]['id']}", json={"hidden": True})
     before = _messages(api, chat["id"])

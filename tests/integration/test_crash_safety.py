@@ -20,19 +20,35 @@ BOOK_ENTRIES = 10_000  # the most a lorebook file may hold: its import takes a m
 
 
 def _memory_file() -> bytes:
-    chunks = [{"content": f"Aria: memory number {i} is about the lighthouse keeper's {i} lamps.",
-               "embedding": [((i + d) % 7 - 3) / 10 for d in range(384)], "messageCount": 2,
-               "firstMessageAt": f"2026-08-{1 + i % 28:02d}T10:{i % 60:02d}:00.000Z",
-               "lastMessageAt": f"2026-08-{1 + i % 28:02d}T11:{i % 60:02d}:00.000Z",
-               "createdAt": "2026-08-30T10:08:00.000Z"} for i in range(MEMORIES)]  # fmt: skip
-    return json.dumps({"type": "marinara_memory_recall", "version": 1, "exportedAt": "2026-09-01T12:00:00.000Z",
-                       "data": {"sourceChat": {"id": "a", "name": "x", "mode": "roleplay", "memoryCount": MEMORIES},
-                                "chunks": chunks}}).encode()  # fmt: skip
+    chunks = [
+        {
+            "content": f"Aria: memory number {i} is about the lighthouse keeper's {i} lamps.",
+            "embedding": [((i + d) % 7 - 3) / 10 for d in range(384)],
+            "messageCount": 2,
+            "firstMessageAt": f"2026-08-{1 + i % 28:02d}T10:{i % 60:02d}:00.000Z",
+            "lastMessageAt": f"2026-08-{1 + i % 28:02d}T11:{i % 60:02d}:00.000Z",
+            "createdAt": "2026-08-30T10:08:00.000Z",
+        }
+        for i in range(MEMORIES)
+    ]
+    return json.dumps(
+        {
+            "type": "marinara_memory_recall",
+            "version": 1,
+            "exportedAt": "2026-09-01T12:00:00.000Z",
+            "data": {
+                "sourceChat": {"id": "a", "name": "x", "mode": "roleplay", "memoryCount": MEMORIES},
+                "chunks": chunks,
+            },
+        }
+    ).encode()
 
 
 def _book_file() -> bytes:
-    entries = {str(i): {"uid": i, "key": [f"place{i}"], "content": f"Place {i} lies by the sea."}
-               for i in range(BOOK_ENTRIES)}  # fmt: skip
+    entries = {
+        str(i): {"uid": i, "key": [f"place{i}"], "content": f"Place {i} lies by the sea."}
+        for i in range(BOOK_ENTRIES)
+    }
     return json.dumps({"entries": entries}).encode()
 
 
@@ -57,27 +73,47 @@ def test_a_killed_server_keeps_what_was_committed_and_nothing_half_done(tmp_path
             char = add_character(api)
             talk = new_chat(api, [char["id"]], name="Talk")
             memory = new_chat(api, [char["id"]], name="Memory")
-            r = api.post(f"/api/chats/{memory['id']}/memories/import", files={"file": ("m.marinara.json", _memory_file())})
+            r = api.post(
+                f"/api/chats/{memory['id']}/memories/import",
+                files={"file": ("m.marinara.json", _memory_file())},
+            )
             assert r.json()["imported"] == MEMORIES, r.text
 
             # A rebuild embeds every memory again, a batch per commit; wait for a committed batch.
             assert api.post(f"/api/chats/{memory['id']}/memories/rebuild").json()["running"]
             status = f"/api/chats/{memory['id']}/memories/status"
-            wait_for(lambda: (api.get(status).json().get("rebuild") or {}).get("done", 0) > 0, timeout=60,
-                     what="the rebuild's first batch")  # fmt: skip
+            wait_for(
+                lambda: (api.get(status).json().get("rebuild") or {}).get("done", 0) > 0,
+                timeout=60,
+                what="the rebuild's first batch",
+            )
 
             # A reply streams slowly; wait until part of it is written to the database.
             models.script(Reply(text=REPLY, chunk_size=6, delay_s=0.02))
-            _in_background(lambda: api.post(f"/api/chats/{talk['id']}/generate",
-                                            json={"content": "Tell me about the lighthouse."}, timeout=120))  # fmt: skip
+            _in_background(
+                lambda: api.post(
+                    f"/api/chats/{talk['id']}/generate",
+                    json={"content": "Tell me about the lighthouse."},
+                    timeout=120,
+                )
+            )
             messages = f"/api/chats/{talk['id']}/messages"
 
             def streaming_reply():
-                return next((m for m in api.get(messages).json() if m["status"] == "streaming" and len(m["content"]) > 50), None)
+                return next(
+                    (
+                        m
+                        for m in api.get(messages).json()
+                        if m["status"] == "streaming" and len(m["content"]) > 50
+                    ),
+                    None,
+                )
 
             wait_for(streaming_reply, timeout=30, what="part of the reply stored")
 
-            memories_before = {m["id"]: m["content"] for m in api.get(f"/api/chats/{memory['id']}/memories").json()}
+            memories_before = {
+                m["id"]: m["content"] for m in api.get(f"/api/chats/{memory['id']}/memories").json()
+            }
             reply_before = streaming_reply()
             assert api.get(status).json()["rebuild"]["running"] and reply_before is not None
 
@@ -87,9 +123,15 @@ def test_a_killed_server_keeps_what_was_committed_and_nothing_half_done(tmp_path
 
             def import_book():
                 with server.client() as other:
-                    other.post("/api/lorebooks/import", files={"file": ("Harbour.json", book)},
-                               extensions={"trace": lambda name, info: name == "http11.send_request_body.complete"
-                                           and book_sent.set()})  # fmt: skip
+                    other.post(
+                        "/api/lorebooks/import",
+                        files={"file": ("Harbour.json", book)},
+                        extensions={
+                            "trace": lambda name, info: (
+                                name == "http11.send_request_body.complete" and book_sent.set()
+                            )
+                        },
+                    )
 
             book = _book_file()
             importer = _in_background(import_book)
@@ -109,7 +151,9 @@ def test_a_killed_server_keeps_what_was_committed_and_nothing_half_done(tmp_path
         assert len(reply["content"]) < len(REPLY)
         assert reply["status"] == "partial" and reply["error"] == INTERRUPTED
 
-        memories_after = {m["id"]: m["content"] for m in api.get(f"/api/chats/{memory['id']}/memories").json()}
+        memories_after = {
+            m["id"]: m["content"] for m in api.get(f"/api/chats/{memory['id']}/memories").json()
+        }
         assert memories_after == memories_before and len(memories_after) == MEMORIES
 
         books = [b for b in api.get("/api/lorebooks").json() if b["name"] == "Harbour"]

@@ -29,8 +29,11 @@ def _other_port(sugo) -> int:
 
 def _attacker(sugo) -> dict[str, str]:
     """What Chromium sends with a form or fetch from a page served on another local port."""
-    return {"Origin": f"http://127.0.0.1:{_other_port(sugo)}", "Sec-Fetch-Site": "same-site",
-            "Content-Type": "application/x-www-form-urlencoded"}  # fmt: skip
+    return {
+        "Origin": f"http://127.0.0.1:{_other_port(sugo)}",
+        "Sec-Fetch-Site": "same-site",
+        "Content-Type": "application/x-www-form-urlencoded",
+    }
 
 
 def _own(sugo) -> dict[str, str]:
@@ -62,33 +65,58 @@ class TestAnotherLocalPort:
         assert api.post("/connections", data=form, headers=_own(sugo)).status_code == 200
         assert api.post(f"/connections/{other['id']}/default", headers=_own(sugo)).status_code == 200
         assert {c["name"]: c["is_default"] for c in api.get("/api/connections").json()} == {
-            "Test model": False, "Second": True, "Attacker": False}
+            "Test model": False,
+            "Second": True,
+            "Attacker": False,
+        }
         assert mine["id"] != other["id"]
 
     def test_the_port_and_the_scheme_count_not_only_the_name(self, sugo, api):
-        for origin in (f"http://localhost:{sugo.port}", f"https://127.0.0.1:{sugo.port}", "http://127.0.0.1",
-                       f"http://127.0.0.1:{sugo.port}.evil.example", "null"):  # fmt: skip
+        for origin in (
+            f"http://localhost:{sugo.port}",
+            f"https://127.0.0.1:{sugo.port}",
+            "http://127.0.0.1",
+            f"http://127.0.0.1:{sugo.port}.evil.example",
+            "null",
+        ):
             r = api.post("/api/personas", json={"name": "Evil"}, headers={"Origin": origin})
             assert r.status_code == 403, origin
         # A Referer stands in for a missing Origin (older browsers' forms).
-        r = api.post("/api/personas", json={"name": "Evil"}, headers={"Referer": f"http://127.0.0.1:{_other_port(sugo)}/x"})
+        r = api.post(
+            "/api/personas",
+            json={"name": "Evil"},
+            headers={"Referer": f"http://127.0.0.1:{_other_port(sugo)}/x"},
+        )
         assert r.status_code == 403
         assert api.get("/api/personas").json() == []
         # Sugo reached as localhost: its own origin is then localhost (the Host header, an allowed name).
-        r = api.post("/api/personas", json={"name": "Me"},
-                     headers={"Host": f"localhost:{sugo.port}", "Origin": f"http://localhost:{sugo.port}"})  # fmt: skip
+        r = api.post(
+            "/api/personas",
+            json={"name": "Me"},
+            headers={"Host": f"localhost:{sugo.port}", "Origin": f"http://localhost:{sugo.port}"},
+        )
         assert r.status_code == 201
         r = api.post("/api/personas", json={"name": "Page"}, headers={"Referer": f"{sugo.url}/personas"})
         assert r.status_code == 201
         # No Origin, no Referer: not a browser's request (curl, scripts).
         assert api.post("/api/personas", json={"name": "Script"}).status_code == 201
-        assert api.post("/api/personas", json={"name": "Typed"}, headers={"Sec-Fetch-Site": "none"}).status_code == 201
+        assert (
+            api.post("/api/personas", json={"name": "Typed"}, headers={"Sec-Fetch-Site": "none"}).status_code
+            == 201
+        )
 
 
 def test_logout_needs_the_csrf_token_and_refuses_another_port(tmp_path):
-    with LiveSugo(tmp_path / "locked", password="open sesame") as live, live.client() as c, live.client() as phone:
+    with (
+        LiveSugo(tmp_path / "locked", password="open sesame") as live,
+        live.client() as c,
+        live.client() as phone,
+    ):
         for client in (c, phone):
-            assert client.post("/login", data={"password": "open sesame"}, follow_redirects=False).status_code == 303
+            assert (
+                client.post("/login", data={"password": "open sesame"}, follow_redirects=False).status_code
+                == 303
+            )
         token = re.search(r'name="csrf-token" content="([^"]+)"', c.get("/").text).group(1)
         attacker = _attacker(live)
         assert c.post("/logout", headers=attacker).status_code == 403
@@ -106,31 +134,51 @@ def test_sugo_behind_a_https_reverse_proxy(tmp_path):
     """The browser sees https://sugo.example.com (port 443); Sugo listens on plain http on loopback.
     Its own origin is the Host the proxy passes on, with the scheme its X-Forwarded-Proto names, and
     only when the proxy is named in SUGO_TRUSTED_PROXIES."""
-    public = {"Host": "sugo.example.com", "Origin": "https://sugo.example.com", "X-Forwarded-Proto": "https",
-              "Sec-Fetch-Site": "same-origin"}  # fmt: skip
+    public = {
+        "Host": "sugo.example.com",
+        "Origin": "https://sugo.example.com",
+        "X-Forwarded-Proto": "https",
+        "Sec-Fetch-Site": "same-origin",
+    }
     with LiveSugo(tmp_path / "a", allowed_hosts=("sugo.example.com",)) as live, live.client() as c:
         r = c.post("/api/personas", json={"name": "Unnamed proxy"}, headers=public)
         assert r.status_code == 403 and "SUGO_TRUSTED_PROXIES" in r.json()["detail"]
-    with LiveSugo(tmp_path / "b", allowed_hosts=("sugo.example.com",), trusted_proxies=("127.0.0.1",)) as live, \
-            live.client() as c:  # fmt: skip
+    with (
+        LiveSugo(tmp_path / "b", allowed_hosts=("sugo.example.com",), trusted_proxies=("127.0.0.1",)) as live,
+        live.client() as c,
+    ):
         assert c.post("/api/personas", json={"name": "Proxied"}, headers=public).status_code == 201
         evil = {**public, "Origin": "https://sugo.example.com:8443", "Sec-Fetch-Site": "same-site"}
         assert c.post("/api/personas", json={"name": "Evil"}, headers=evil).status_code == 403
-        assert c.post("/api/personas", json={"name": "Evil"}, headers={**public, "X-Forwarded-Proto": "http"}).status_code == 403
+        assert (
+            c.post(
+                "/api/personas", json={"name": "Evil"}, headers={**public, "X-Forwarded-Proto": "http"}
+            ).status_code
+            == 403
+        )
 
 
 def test_any_host_still_compares_the_whole_origin(tmp_path):
     with LiveSugo(tmp_path / "d", allowed_hosts=("*",)) as live, live.client() as c:
         own = {"Host": "my-box:8000", "Origin": "http://my-box:8000"}
         assert c.post("/api/personas", json={"name": "Mine"}, headers=own).status_code == 201
-        assert c.post("/api/personas", json={"name": "Evil"}, headers={**own, "Origin": "http://my-box:5173"}).status_code == 403
+        assert (
+            c.post(
+                "/api/personas", json={"name": "Evil"}, headers={**own, "Origin": "http://my-box:5173"}
+            ).status_code
+            == 403
+        )
 
 
 def test_cross_origin_rules():
     def refused(**headers) -> bool:
         given = {"origin": None, "referer": None, "fetch_site": None, **headers}
-        return cross_origin_refusal(scheme=given.pop("scheme", "http"), host=given.pop("host", "127.0.0.1:8000"),
-                                    **given) is not None  # fmt: skip
+        return (
+            cross_origin_refusal(
+                scheme=given.pop("scheme", "http"), host=given.pop("host", "127.0.0.1:8000"), **given
+            )
+            is not None
+        )
 
     assert not refused()
     assert not refused(origin="http://127.0.0.1:8000", fetch_site="same-origin")
@@ -158,9 +206,14 @@ def test_cross_origin_rules():
 
 def _wrong_logins(server, rotate: bool) -> list[int]:
     with server.client() as c:
-        return [c.post("/login", data={"password": "guess"},
-                       headers={"X-Forwarded-For": f"203.0.113.{i}"} if rotate else {}).status_code
-                for i in range(1, 8)]  # fmt: skip
+        return [
+            c.post(
+                "/login",
+                data={"password": "guess"},
+                headers={"X-Forwarded-For": f"203.0.113.{i}"} if rotate else {},
+            ).status_code
+            for i in range(1, 8)
+        ]
 
 
 def test_a_rotated_x_forwarded_for_does_not_escape_the_login_backoff(tmp_path):
@@ -169,7 +222,9 @@ def test_a_rotated_x_forwarded_for_does_not_escape_the_login_backoff(tmp_path):
 
 
 def test_a_named_proxy_passes_the_clients_address_on(tmp_path):
-    with SugoProcess(tmp_path / "proxied", SUGO_PASSWORD="open sesame", SUGO_TRUSTED_PROXIES="127.0.0.1") as server:
+    with SugoProcess(
+        tmp_path / "proxied", SUGO_PASSWORD="open sesame", SUGO_TRUSTED_PROXIES="127.0.0.1"
+    ) as server:
         # Each client behind the proxy counts on its own; the same client still meets the 429.
         assert _wrong_logins(server, rotate=True) == [401] * 7
         assert _wrong_logins(server, rotate=False) == [401] * 5 + [429] * 2
@@ -188,7 +243,12 @@ def test_trusted_proxies_are_addresses_or_networks(monkeypatch):
 
 def test_a_wrong_trusted_proxy_stops_the_start_with_a_sentence(tmp_path):
     environ = {k: v for k, v in os.environ.items() if not k.startswith("SUGO_")}
-    done = subprocess.run([sys.executable, "-m", "app", "--port", "1"], capture_output=True, text=True, timeout=60,
-                          env={**environ, "SUGO_DATA_DIR": str(tmp_path / "d"), "SUGO_TRUSTED_PROXIES": "*"})  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "--port", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**environ, "SUGO_DATA_DIR": str(tmp_path / "d"), "SUGO_TRUSTED_PROXIES": "*"},
+    )
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert "SUGO_TRUSTED_PROXIES takes the addresses or networks of your reverse proxies" in done.stderr

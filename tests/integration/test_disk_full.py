@@ -44,11 +44,17 @@ def test_a_full_disk_answers_507_with_a_sentence_and_changes_nothing(api, sugo):
         assert r.status_code == 507, (r.status_code, r.text[:300])
         assert r.json() == {"detail": MESSAGE}
 
-        page = api.post("/characters", data={"name": "Aria", "description": BIG}, headers={"Accept": "text/html"})
-        assert page.status_code == 507 and page.headers["content-type"].startswith("text/html"), page.text[:300]
+        page = api.post(
+            "/characters", data={"name": "Aria", "description": BIG}, headers={"Accept": "text/html"}
+        )
+        assert page.status_code == 507 and page.headers["content-type"].startswith("text/html"), page.text[
+            :300
+        ]
         assert MESSAGE in html.unescape(page.text) and "Traceback" not in page.text
 
-        toast = api.post("/characters", data={"name": "Aria", "description": BIG}, headers={"HX-Request": "true"})
+        toast = api.post(
+            "/characters", data={"name": "Aria", "description": BIG}, headers={"HX-Request": "true"}
+        )
         assert toast.status_code == 507 and toast.headers["HX-Retarget"] == "#toasts", toast.text[:300]
         assert MESSAGE in html.unescape(toast.text)
         assert _characters(sugo) == before

@@ -26,22 +26,40 @@ def _download(api, url, **params) -> tuple[str, str]:
 def test_exports_named_in_chinese_download_under_that_name(api, sugo, models):
     add_connection(api, models)
     char = add_character(api, NAME)
-    assert _download(api, f"/api/characters/{char['id']}/export", format="json") == ("character.json", "小明.json")
-    assert _download(api, f"/api/characters/{char['id']}/export", format="png") == ("character.png", "小明.png")
+    assert _download(api, f"/api/characters/{char['id']}/export", format="json") == (
+        "character.json",
+        "小明.json",
+    )
+    assert _download(api, f"/api/characters/{char['id']}/export", format="png") == (
+        "character.png",
+        "小明.png",
+    )
 
     chat = new_chat(api, [char["id"]], name=NAME)
     assert _download(api, f"/api/chats/{chat['id']}/export") == ("chat.jsonl", "小明.jsonl")
     fallback, name = _download(api, f"/api/chats/{chat['id']}/prompt/snapshot", format="json")
-    assert re.fullmatch(r"__ prompt \d{8}-\d{6}\.json", fallback) and re.fullmatch(r"小明 prompt \d{8}-\d{6}\.json", name)
+    assert re.fullmatch(r"__ prompt \d{8}-\d{6}\.json", fallback) and re.fullmatch(
+        r"小明 prompt \d{8}-\d{6}\.json", name
+    )
 
     book = api.post("/api/lorebooks", json={"name": NAME}).json()
-    assert _download(api, f"/api/lorebooks/{book['id']}/export", format="world_info") == ("lorebook.json", "小明.json")
+    assert _download(api, f"/api/lorebooks/{book['id']}/export", format="world_info") == (
+        "lorebook.json",
+        "小明.json",
+    )
     assert _download(api, f"/api/lorebooks/{book['id']}/export", format="marinara")[1] == "小明.marinara.json"
-    assert _download(api, f"/api/lorebooks/{book['id']}/export", format="character_book")[1] == "小明.character_book.json"
+    assert (
+        _download(api, f"/api/lorebooks/{book['id']}/export", format="character_book")[1]
+        == "小明.character_book.json"
+    )
 
     with Session(sugo.engine) as s:
         for i in range(1, 121):
-            s.add(new_message(chat["id"], "user" if i % 2 else "assistant", NAME, [f"第{i}天，我们沿着海边走。"]))
+            s.add(
+                new_message(
+                    chat["id"], "user" if i % 2 else "assistant", NAME, [f"第{i}天，我们沿着海边走。"]
+                )
+            )
         s.commit()
     embed_chat(sugo.services, chat["id"])
     fallback, name = _download(api, f"/api/chats/{chat['id']}/memories/export")

@@ -10,13 +10,17 @@ from app.memory.recall.embedders import E5Small, EmbeddingError, MiniLM, OpenAIC
 
 
 def cos(a, b):
-    return sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+    return sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(
+        sum(x * x for x in a) * sum(y * y for y in b)
+    )
 
 
 def test_builtin_minilm_runs_offline_and_ranks_meaning():
     model = MiniLM()
     assert model.space.id == "builtin:all-MiniLM-L6-v2:384"
-    lighthouse, bread = model.embed_passages(["The keeper climbed the lighthouse stairs at dusk.", "I baked bread."])
+    lighthouse, bread = model.embed_passages(
+        ["The keeper climbed the lighthouse stairs at dusk.", "I baked bread."]
+    )
     query = model.embed_query("Who went up the lighthouse?")
     assert len(query) == 384 and abs(math.sqrt(sum(x * x for x in query)) - 1) < 1e-4
     assert cos(query, lighthouse) > cos(query, bread) + 0.2
@@ -26,7 +30,13 @@ def test_builtin_minilm_queries_run_traced_and_give_the_models_own_vectors():
     """A query's embedding runs as one TorchScript call (it overlaps with the request's own work);
     the vectors are exactly those of the model's modules called one by one."""
     model = MiniLM()
-    texts = ["hi", "", "Where did Mirela hide the old map? " * 3, "the lighthouse keeper " * 120, "café 日本 ёлка"]
+    texts = [
+        "hi",
+        "",
+        "Where did Mirela hide the old map? " * 3,
+        "the lighthouse keeper " * 120,
+        "café 日本 ёлка",
+    ]
     traced = [model.embed_query(t) for t in texts]
     encoder = MiniLM._query_encoder
     assert encoder is not None, "tracing failed: queries fall back to the slower path (see the log)"

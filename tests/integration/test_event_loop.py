@@ -27,16 +27,27 @@ IMPORT_MESSAGES = 20_000
 
 
 def _big_chat_jsonl(n: int) -> bytes:
-    header = {"user_name": "Rowan", "character_name": "Mirela", "create_date": "2024-10-18@20h52m17s",
-              "chat_metadata": {}}  # fmt: skip
+    header = {
+        "user_name": "Rowan",
+        "character_name": "Mirela",
+        "create_date": "2024-10-18@20h52m17s",
+        "chat_metadata": {},
+    }
     lines = [json.dumps(header)]
     for i in range(n):
         user = i % 2 == 0
-        lines.append(json.dumps({
-            "name": "Rowan" if user else "Mirela", "is_user": user, "is_system": False,
-            "send_date": "2024-10-18T21:00:00.000Z", "extra": {},
-            "mes": f"Line {i}: the caravan rolls on past the salt flats, and the wind keeps turning the maps over.",
-        }))  # fmt: skip
+        lines.append(
+            json.dumps(
+                {
+                    "name": "Rowan" if user else "Mirela",
+                    "is_user": user,
+                    "is_system": False,
+                    "send_date": "2024-10-18T21:00:00.000Z",
+                    "extra": {},
+                    "mes": f"Line {i}: the caravan rolls on past the salt flats, and the wind keeps turning the maps over.",
+                }
+            )
+        )
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -46,6 +57,7 @@ def _recording(work, failures: list):
             work()
         except BaseException as err:  # a worker's failed assertion must fail the test
             failures.append(err)
+
     return run
 
 
@@ -58,11 +70,16 @@ def _probe(url: str, stop: threading.Event, waits: list[float]) -> None:
             time.sleep(0.02)
 
 
-def test_healthz_answers_while_a_reply_waits_for_slow_embeddings_a_big_chat_imports_and_forms_wait_to_write(api, sugo, models):
+def test_healthz_answers_while_a_reply_waits_for_slow_embeddings_a_big_chat_imports_and_forms_wait_to_write(
+    api, sugo, models
+):
     char = add_character(api, "Mirela")
     conn = add_connection(api, models, embedding_model="test-embedding")
     chat = new_chat(api, [char["id"]], connection_id=conn["id"])
-    r = api.put(f"/api/chats/{chat['id']}/options", json={"connection_id": conn["id"], "settings": {"memory_recall": True}})
+    r = api.put(
+        f"/api/chats/{chat['id']}/options",
+        json={"connection_id": conn["id"], "settings": {"memory_recall": True}},
+    )
     assert r.status_code == 200, r.text
     big = _big_chat_jsonl(IMPORT_MESSAGES)
     took: dict[str, float] = {}
@@ -70,15 +87,19 @@ def test_healthz_answers_while_a_reply_waits_for_slow_embeddings_a_big_chat_impo
     def send_reply() -> None:
         started = time.monotonic()
         with sugo.client() as client:
-            r = client.post(f"/api/chats/{chat['id']}/generate",
-                            json={"action": "send", "content": "Where did we leave the boat last winter?"})  # fmt: skip
+            r = client.post(
+                f"/api/chats/{chat['id']}/generate",
+                json={"action": "send", "content": "Where did we leave the boat last winter?"},
+            )
             assert r.status_code == 200 and "event: done" in r.text, r.text
         took["reply"] = time.monotonic() - started
 
     def import_chat() -> None:
         started = time.monotonic()
         with sugo.client() as client:
-            r = client.post("/api/chats/import", files={"file": ("big.jsonl", big)}, data={"character_id": char["id"]})
+            r = client.post(
+                "/api/chats/import", files={"file": ("big.jsonl", big)}, data={"character_id": char["id"]}
+            )
             assert r.status_code == 201, r.text
         took["import"] = time.monotonic() - started
 
@@ -100,7 +121,10 @@ def test_healthz_answers_while_a_reply_waits_for_slow_embeddings_a_big_chat_impo
     prober.start()
     try:
         time.sleep(0.2)
-        workers = [threading.Thread(target=_recording(t, failures)) for t in (send_reply, import_chat, write_through_page_forms)]
+        workers = [
+            threading.Thread(target=_recording(t, failures))
+            for t in (send_reply, import_chat, write_through_page_forms)
+        ]
         for worker in workers:
             worker.start()
         for worker in workers:
@@ -113,5 +137,8 @@ def test_healthz_answers_while_a_reply_waits_for_slow_embeddings_a_big_chat_impo
     # Both really were slow: the reply waited for the query's embedding, the import took a while.
     assert took["reply"] >= EMBEDDING_DELAY_S and took["import"] > 1.0, took
     waits = waits[1:]  # the first one opens the connection
-    assert statistics.median(waits) < TYPICAL_BOUND_S and max(waits) < LONGEST_BOUND_S, (sorted(waits)[-5:], took)
+    assert statistics.median(waits) < TYPICAL_BOUND_S and max(waits) < LONGEST_BOUND_S, (
+        sorted(waits)[-5:],
+        took,
+    )
     assert len(waits) > 20

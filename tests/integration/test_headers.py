@@ -19,7 +19,9 @@ def _policy(response) -> dict[str, str]:
 
 def _assert_headers(response) -> None:
     policy = _policy(response)
-    assert all(rule.split(" ", 1)[0] in policy and policy[rule.split(" ", 1)[0]] == rule for rule in SAME_ORIGIN_ONLY)
+    assert all(
+        rule.split(" ", 1)[0] in policy and policy[rule.split(" ", 1)[0]] == rule for rule in SAME_ORIGIN_ONLY
+    )
     assert "'unsafe-inline'" not in policy["script-src"] and "'unsafe-eval'" not in policy["script-src"]
     assert policy["style-src"] == "style-src 'self'"
     assert response.headers["x-frame-options"] == "DENY"
@@ -30,11 +32,18 @@ def _assert_headers(response) -> None:
 def test_pages_fragments_api_answers_and_refusals_carry_the_headers(api):
     char = add_character(api)
     answers = [
-        api.get("/"), api.get("/characters"), api.get(f"/characters/{char['id']}"),
+        api.get("/"),
+        api.get("/characters"),
+        api.get(f"/characters/{char['id']}"),
         api.get("/", headers={"HX-Request": "true"}, params={"q": "x"}),
-        api.get("/api/chats"), api.get("/api/chats/999"), api.get("/static/app.js"), api.get("/healthz"),
-        api.post("/api/chats", json={"character_ids": [char["id"]]}, headers={"Origin": "https://evil.example"}),
-    ]  # fmt: skip
+        api.get("/api/chats"),
+        api.get("/api/chats/999"),
+        api.get("/static/app.js"),
+        api.get("/healthz"),
+        api.post(
+            "/api/chats", json={"character_ids": [char["id"]]}, headers={"Origin": "https://evil.example"}
+        ),
+    ]
     assert [r.status_code for r in answers] == [200, 200, 200, 200, 200, 404, 200, 200, 403]
     for response in answers:
         _assert_headers(response)
@@ -51,7 +60,10 @@ def test_the_policy_allows_the_pages_inline_script_by_its_hash_and_nothing_else(
 def test_the_api_docs_page_has_its_own_policy_for_swagger_ui(api):
     r = api.get("/docs")
     policy = _policy(r)
-    assert set(inline_script_hashes(r.text)) <= set(policy["script-src"].split()) and "'unsafe-inline'" not in policy["script-src"]
+    assert (
+        set(inline_script_hashes(r.text)) <= set(policy["script-src"].split())
+        and "'unsafe-inline'" not in policy["script-src"]
+    )
     assert policy["frame-ancestors"] == "frame-ancestors 'none'" and r.headers["x-frame-options"] == "DENY"
 
 
@@ -60,6 +72,8 @@ def test_no_template_needs_inline_script_styles_or_eval():
     style attributes and <style> elements; inline <script> only in base.html (hashed at start)."""
     for path in TEMPLATES_DIR.rglob("*.html"):
         text = path.read_text()
-        assert not re.search(r"\son[a-z]+\s*=|hx-on|\bjs:|javascript:|\sstyle\s*=|<style", text, re.IGNORECASE), path
+        assert not re.search(
+            r"\son[a-z]+\s*=|hx-on|\bjs:|javascript:|\sstyle\s*=|<style", text, re.IGNORECASE
+        ), path
         if path.name != "base.html":
             assert "<script>" not in text, path

@@ -51,5 +51,8 @@ def test_the_shell_version_changes_with_any_file():
 def test_the_manifest_opens_sugo_full_screen_at_its_start():
     m = web_manifest()
     assert (m["name"], m["start_url"], m["scope"], m["display"]) == ("Sugo", "/", "/", "standalone")
-    assert {(i["sizes"], i["purpose"]) for i in m["icons"]} == {("192x192", "any"), ("512x512", "any"),
-                                                                 ("512x512", "maskable")}  # fmt: skip
+    assert {(i["sizes"], i["purpose"]) for i in m["icons"]} == {
+        ("192x192", "any"),
+        ("512x512", "any"),
+        ("512x512", "maskable"),
+    }

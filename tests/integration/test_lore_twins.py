@@ -22,8 +22,9 @@ def _card(api, name="Seraphina.png"):
 
 
 def _book_file(api, raw=None, **params):
-    return api.post("/api/lorebooks/import", files={"file": ("Eldoria.json", raw or ELDORIA.read_bytes())},
-                    params=params)  # fmt: skip
+    return api.post(
+        "/api/lorebooks/import", files={"file": ("Eldoria.json", raw or ELDORIA.read_bytes())}, params=params
+    )
 
 
 def test_a_card_whose_book_is_already_stored_links_that_book_and_says_so(api):
@@ -32,22 +33,34 @@ def test_a_card_whose_book_is_already_stored_links_that_book_and_says_so(api):
     books = api.get("/api/lorebooks").json()
     assert [(b["id"], b["name"]) for b in books] == [(stored["id"], "Eldoria")]
     assert api.get(f"/api/lorebooks/{stored['id']}").json()["links"] == [{"character_id": char["id"]}]
-    assert char["notes"] == ["Its lorebook “Eldoria” was already in your lorebooks with the same entries: "
-                             "Seraphina uses that one, no copy was made."]  # fmt: skip
+    assert char["notes"] == [
+        "Its lorebook “Eldoria” was already in your lorebooks with the same entries: "
+        "Seraphina uses that one, no copy was made."
+    ]
     # The page import says so on the character page it opens.
-    page = api.post("/characters/import", files={"file": ("S.png", SERAPHINA.read_bytes())}, headers={"HX-Request": "true"})
+    page = api.post(
+        "/characters/import",
+        files={"file": ("S.png", SERAPHINA.read_bytes())},
+        headers={"HX-Request": "true"},
+    )
     opened = page.headers["HX-Redirect"]
     assert page.status_code == 204 and opened.endswith(f"?reused_book={stored['id']}")
     shown = api.get(opened).text
-    assert (f'Its lorebook <a href="/lorebooks/{stored["id"]}">Eldoria</a> was already in your lorebooks with the same '
-            "entries: Seraphina uses that one, no copy was made.") in shown  # fmt: skip
+    assert (
+        f'Its lorebook <a href="/lorebooks/{stored["id"]}">Eldoria</a> was already in your lorebooks with the same '
+        "entries: Seraphina uses that one, no copy was made."
+    ) in shown
     assert "was already in your lorebooks" not in api.get(opened.split("?")[0]).text
     assert api.get(opened.split("?")[0] + "?reused_book=nope").status_code == 200
     # The same card again: its book is the one already stored, now used by every such character.
     again = _card(api, "Seraphina again.png")
     assert len(api.get("/api/lorebooks").json()) == 1
     links = api.get(f"/api/lorebooks/{stored['id']}").json()["links"]
-    assert links[0] == {"character_id": char["id"]} and links[-1] == {"character_id": again["id"]} and len(links) == 3
+    assert (
+        links[0] == {"character_id": char["id"]}
+        and links[-1] == {"character_id": again["id"]}
+        and len(links) == 3
+    )
     # The card still exports with its book.
     card = api.get(f"/api/characters/{char['id']}/export", params={"format": "json", "spec": "v2"}).json()
     assert {e["comment"] for e in card["data"]["character_book"]["entries"]} >= {"shadowfang", "glade"}
@@ -83,7 +96,10 @@ def test_the_page_names_the_twin_with_a_link_and_a_button_and_writes_nothing(api
 
 def test_a_different_book_with_a_taken_name_is_renamed(api):
     _book_file(api)
-    other = {"name": "Eldoria", "entries": {"0": {"uid": 0, "key": ["moon"], "content": "Two moons rise.", "comment": "Moons"}}}
+    other = {
+        "name": "Eldoria",
+        "entries": {"0": {"uid": 0, "key": ["moon"], "content": "Two moons rise.", "comment": "Moons"}},
+    }
     r = _book_file(api, json.dumps(other).encode())
     assert r.status_code == 201 and r.json()["name"] == "Eldoria (2)"
 
@@ -94,7 +110,11 @@ def test_an_entry_two_attached_books_share_is_sent_once_and_the_other_is_named(a
     copy = _book_file(api, copy="true").json()
     chat = new_chat(api, [char["id"]])
     assert api.put(f"/api/chats/{chat['id']}/lorebooks", json={"book_ids": [copy["id"]]}).status_code == 200
-    read_sse(api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "What is a shadowfang?"}))
+    read_sse(
+        api.post(
+            f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "What is a shadowfang?"}
+        )
+    )
     everything = "\n".join(m["content"] for m in models.last_request.json["messages"])
     assert everything.count("The Shadowfangs are beasts of darkness") == 1
     scan = api.get(f"/api/chats/{chat['id']}/lorebooks").json()["last_scan"]
@@ -102,16 +122,19 @@ def test_an_entry_two_attached_books_share_is_sent_once_and_the_other_is_named(a
     sent = [a["title"] for a in scan["active"]]
     assert "shadowfang" in sent and {a["book"] for a in scan["active"]} == {"Eldoria"}
     assert [(r["book"], r["title"], r["reason"]) for r in scan["rejected"]] == [
-        ("Eldoria (2)", t, f"same text as “{t}” in Eldoria, sent once") for t in sent]  # fmt: skip
+        ("Eldoria (2)", t, f"same text as “{t}” in Eldoria, sent once") for t in sent
+    ]
 
 
 def test_chat_settings_keep_the_chats_own_link_to_a_book_that_also_comes_through_the_character(api):
     char = _card(api)
     (card_book,) = api.get("/api/lorebooks").json()
     chat = new_chat(api, [char["id"]])
-    assert api.put(f"/api/chats/{chat['id']}/lorebooks", json={"book_ids": [card_book["id"]]}).status_code == 200
+    assert (
+        api.put(f"/api/chats/{chat['id']}/lorebooks", json={"book_ids": [card_book["id"]]}).status_code == 200
+    )
     html = api.get(f"/chats/{chat['id']}/settings", headers={"HX-Request": "true"}).text
-    row = html[html.index(f'id="chat-lorebook-row-{card_book["id"]}"'):]
+    row = html[html.index(f'id="chat-lorebook-row-{card_book["id"]}"') :]
     row = row[: row.index("</li>")]
     assert "this chat, and via the character Seraphina" in row and " disabled" in row
     # The disabled box is not sent with the form: the hidden field keeps the chat's own link.
@@ -119,5 +142,12 @@ def test_chat_settings_keep_the_chats_own_link_to_a_book_that_also_comes_through
     assert f'<label for="chat-lorebook-{card_book["id"]}">Eldoria</label>' in row
     # The JSON twin says the same.
     sources = api.get(f"/api/chats/{chat['id']}/lorebooks").json()["sources"]
-    assert sources == [{"id": card_book["id"], "name": "Eldoria", "applies": True, "in_chat": True,
-                        "via": [{"kind": "character", "name": "Seraphina"}]}]  # fmt: skip
+    assert sources == [
+        {
+            "id": card_book["id"],
+            "name": "Eldoria",
+            "applies": True,
+            "in_chat": True,
+            "via": [{"kind": "character", "name": "Seraphina"}],
+        }
+    ]

@@ -27,7 +27,10 @@ def _books(api, count: int, entries: int) -> None:
     for b in range(count):
         book = api.post("/api/lorebooks", json={"name": f"Book {b}"}).json()
         for e in range(entries):
-            r = api.post(f"/api/lorebooks/{book['id']}/entries", json={"keys": [f"key{b}x{e}"], "content": f"Lore {b}.{e}"})
+            r = api.post(
+                f"/api/lorebooks/{book['id']}/entries",
+                json={"keys": [f"key{b}x{e}"], "content": f"Lore {b}.{e}"},
+            )
             assert r.status_code == 201, r.text
 
 
@@ -55,9 +58,15 @@ def _vectors(sugo, chats: int, windows: int) -> None:
     rng = os.urandom
     with sugo.engine.connect() as conn:
         conn.exec_driver_sql("PRAGMA foreign_keys=OFF")  # the chunks and chats they would name are not needed
-        rows = [(chat, chat * 10_000 + w, "test:space", b"\0" * 4 * 384, rng(CODE_BYTES))
-                for chat in range(1, chats + 1) for w in range(windows)]  # fmt: skip
-        conn.exec_driver_sql("INSERT INTO memory_vector (chat_id, chunk_id, space_id, window, embedding, code) VALUES (?, ?, ?, 0, ?, ?)", rows)
+        rows = [
+            (chat, chat * 10_000 + w, "test:space", b"\0" * 4 * 384, rng(CODE_BYTES))
+            for chat in range(1, chats + 1)
+            for w in range(windows)
+        ]
+        conn.exec_driver_sql(
+            "INSERT INTO memory_vector (chat_id, chunk_id, space_id, window, embedding, code) VALUES (?, ?, ?, 0, ?, ?)",
+            rows,
+        )
         conn.commit()
         conn.exec_driver_sql("PRAGMA foreign_keys=ON")
 
@@ -91,7 +100,12 @@ def test_the_vector_sizes_seen_stay_within_their_bound_and_belong_to_one_app(sug
     sizes = VectorSizes(size=4)
     for n in range(10):
         sizes.seen(f"http://127.0.0.1:{9000 + n}/v1", "embed", 8 + n)
-    assert [sizes.get(f"http://127.0.0.1:{9000 + n}/v1", "embed") for n in range(10)] == [0] * 6 + [14, 15, 16, 17]
+    assert [sizes.get(f"http://127.0.0.1:{9000 + n}/v1", "embed") for n in range(10)] == [0] * 6 + [
+        14,
+        15,
+        16,
+        17,
+    ]
     sugo.services.recall.sizes.seen("http://127.0.0.1:9999/v1", "embed", 16)
     other = RecallRuntime()
     try:

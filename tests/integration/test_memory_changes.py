@@ -17,15 +17,31 @@ from tests.support.waiting import wait_for
 
 # change: (message number, its text, the question that recalls it, words only that text holds)
 SECRETS = {
-    "edit": (8, "My sister Elowen hid the brass key inside the old clock tower, behind the third gear.",
-             "Where did Elowen hide the brass key?", "behind the third gear"),
-    "hide": (13, "The smuggler Dorrik keeps his ledger under the loose floorboard of the chapel.",
-             "Where does the smuggler Dorrik keep his ledger?", "loose floorboard of the chapel"),
-    "swipe": (23, "Captain Ysolde buried the emerald crown beneath the lighthouse steps.",
-              "Where did Captain Ysolde bury the emerald crown?", "beneath the lighthouse steps"),
-    "delete": (28, "The password to the vault is marigold seventeen, whispered by old Tamsin.",
-               "What is the password to old Tamsin's vault?", "marigold seventeen"),
-}  # fmt: skip
+    "edit": (
+        8,
+        "My sister Elowen hid the brass key inside the old clock tower, behind the third gear.",
+        "Where did Elowen hide the brass key?",
+        "behind the third gear",
+    ),
+    "hide": (
+        13,
+        "The smuggler Dorrik keeps his ledger under the loose floorboard of the chapel.",
+        "Where does the smuggler Dorrik keep his ledger?",
+        "loose floorboard of the chapel",
+    ),
+    "swipe": (
+        23,
+        "Captain Ysolde buried the emerald crown beneath the lighthouse steps.",
+        "Where did Captain Ysolde bury the emerald crown?",
+        "beneath the lighthouse steps",
+    ),
+    "delete": (
+        28,
+        "The password to the vault is marigold seventeen, whispered by old Tamsin.",
+        "What is the password to old Tamsin's vault?",
+        "marigold seventeen",
+    ),
+}
 
 
 def _fill(sugo, chat_id: int, character_id: int, n: int = 120) -> dict[int, int]:
@@ -36,8 +52,11 @@ def _fill(sugo, chat_id: int, character_id: int, n: int = 120) -> dict[int, int]
         for i in range(1, n + 1):
             user = i % 2 == 0
             change, text = at.get(i, (None, None))
-            text = text or (f"We keep walking along the coast road, day {i}." if user
-                            else f"The wind picks up over the dunes, hour {i}.")  # fmt: skip
+            text = text or (
+                f"We keep walking along the coast road, day {i}."
+                if user
+                else f"The wind picks up over the dunes, hour {i}."
+            )
             versions = [text, "The gulls cry over the empty harbour."] if change == "swipe" else [text]
             msg = new_message(chat_id, "user" if user else "assistant", "Rowan" if user else "Aria", versions)
             msg.character_id = None if user else character_id
@@ -50,7 +69,9 @@ def _fill(sugo, chat_id: int, character_id: int, n: int = 120) -> dict[int, int]
 
 def _memories_sent(api, models, chat_id: int, question: str) -> str:
     """Ask, and return the recall block of the request the model received ("" for none)."""
-    events = read_sse(api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": question}))
+    events = read_sse(
+        api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": question})
+    )
     assert events[-1][0] == "done", events[-1]
     sent = models.last_request.json["messages"]
     return "\n".join(m["content"] for m in sent if m["content"].startswith("<memories>"))
@@ -146,7 +167,14 @@ def test_the_sweep_and_the_chat_job_never_sync_one_chat_at_once(api, sugo, model
     cid = new_chat(api, [char["id"]])["id"]
     with Session(sugo.engine) as s:
         for i in range(120):
-            s.add(new_message(cid, "user" if i % 2 else "assistant", "Rowan" if i % 2 else "Aria", [f"We rest, hour {i}."]))
+            s.add(
+                new_message(
+                    cid,
+                    "user" if i % 2 else "assistant",
+                    "Rowan" if i % 2 else "Aria",
+                    [f"We rest, hour {i}."],
+                )
+            )
         s.commit()
 
     def embedding_calls() -> int:
@@ -157,10 +185,16 @@ def test_the_sweep_and_the_chat_job_never_sync_one_chat_at_once(api, sugo, model
     sweeper = threading.Thread(target=sweep, args=(sugo.services,))
     try:
         job.start()
-        wait_for(lambda: embedding_calls() == 1, timeout=60, what="the job did not call the embeddings server")
+        wait_for(
+            lambda: embedding_calls() == 1, timeout=60, what="the job did not call the embeddings server"
+        )
         assert sugo.services.recall.syncs.busy(cid)
         sweeper.start()
-        wait_for(lambda: not sweeper.is_alive() or embedding_calls() > 1, timeout=60, what="the sweep neither ended nor embedded")
+        wait_for(
+            lambda: not sweeper.is_alive() or embedding_calls() > 1,
+            timeout=60,
+            what="the sweep neither ended nor embedded",
+        )
         assert embedding_calls() == 1, "the sweep embedded the chat the job was embedding"
     finally:
         gate.set()
@@ -189,7 +223,11 @@ def test_a_message_deleted_while_its_chat_is_being_synced_is_not_left_for_the_sw
     gate = models.embedding_gate = threading.Event()
     try:
         schedule_embed_chat(sugo.services, cid)
-        wait_for(lambda: any(r.path == "/v1/embeddings" for r in list(models.requests)), timeout=60, what="the sync did not start")
+        wait_for(
+            lambda: any(r.path == "/v1/embeddings" for r in list(models.requests)),
+            timeout=60,
+            what="the sync did not start",
+        )
         assert api.post(f"/chats/{cid}/messages/{ids[number]}/delete").status_code == 200
         wait_for(lambda: syncs.asked_again(cid), timeout=60, what="the sync the delete scheduled never ran")
     finally:

@@ -24,8 +24,15 @@ def _chat_with_memories(api, sugo, models) -> int:
     with Session(sugo.engine) as s:
         for i in range(1, 121):
             user = i % 2 == 0
-            text = FACT if i == 20 else (f"We keep walking along the coast road, day {i}." if user
-                                         else f"The wind picks up over the dunes, hour {i}.")  # fmt: skip
+            text = (
+                FACT
+                if i == 20
+                else (
+                    f"We keep walking along the coast road, day {i}."
+                    if user
+                    else f"The wind picks up over the dunes, hour {i}."
+                )
+            )
             s.add(new_message(cid, "user" if user else "assistant", "Rowan" if user else "Aria", [text]))
         s.commit()
     embed_chat(sugo.services, cid)
@@ -39,7 +46,9 @@ def _reply(api, models, sugo, cid: int, content: str) -> str:
     assert events[-1][0] == "done", events[-1]
     assert sugo.services.scheduler.get_job(f"memory.embed_chat:{cid}") is not None
     embed_chat(sugo.services, cid)
-    return "\n".join(m["content"] for m in models.last_request.json["messages"] if m["content"].startswith("<memories>"))
+    return "\n".join(
+        m["content"] for m in models.last_request.json["messages"] if m["content"].startswith("<memories>")
+    )
 
 
 def test_clear_then_import_the_export_then_a_reply_keeps_each_memory_once(api, sugo, models):
@@ -52,7 +61,9 @@ def test_clear_then_import_the_export_then_a_reply_keeps_each_memory_once(api, s
     cleared = api.post(f"/chats/{cid}/memories/clear", headers=HX)
     assert cleared.status_code == 200 and f"Removed {count} memories" in cleared.text
     assert "made from them again after the next reply" in cleared.text  # says plainly that it will not last
-    imported = api.post(f"/chats/{cid}/memories/import", files={"file": ("m.marinara.json", exported.content)}, headers=HX)
+    imported = api.post(
+        f"/chats/{cid}/memories/import", files={"file": ("m.marinara.json", exported.content)}, headers=HX
+    )
     assert imported.status_code == 200
     assert f"Imported {count} ({count} matching this chat&#39;s messages), skipped 0" in imported.text
 
@@ -72,7 +83,9 @@ def test_clear_then_import_the_export_then_a_reply_keeps_each_memory_once(api, s
         found = api.get(f"/api/chats/{cid}/memories/search", params={"q": QUESTION}).json()["results"]
         assert found and len({r["content"] for r in found}) == len(found)
         page = api.get(f"/chats/{cid}/memories/search", params={"q": QUESTION}, headers=HX)
-        assert html.unescape(re.sub(r"</?mark>", "", page.text)).count(FACT[:60]) == 1  # words found are marked
+        assert (
+            html.unescape(re.sub(r"</?mark>", "", page.text)).count(FACT[:60]) == 1
+        )  # words found are marked
         contents = [m["content"] for m in api.get(f"/api/chats/{cid}/memories").json()]
         assert len(contents) == len(set(contents))
     finally:
@@ -83,7 +96,11 @@ def test_paused_chunking_keeps_clear_all_cleared_after_a_reply(api, sugo, models
     cid = _chat_with_memories(api, sugo, models)
     count = len(api.get(f"/api/chats/{cid}/memories").json())
     paused = api.post(f"/chats/{cid}/memories/chunking", data={"paused": "true"}, headers=HX)
-    assert paused.status_code == 200 and "Making memories is paused" in paused.text and "<html" not in paused.text
+    assert (
+        paused.status_code == 200
+        and "Making memories is paused" in paused.text
+        and "<html" not in paused.text
+    )
     assert 'id="memory-chunking-paused" checked' in api.get(f"/chats/{cid}/settings").text
     cleared = api.post(f"/chats/{cid}/memories/clear", headers=HX)
     assert "made from them again" not in cleared.text
@@ -109,7 +126,9 @@ def test_the_same_text_twice_in_the_store_enters_the_prompt_and_search_once(api,
     doc = api.get(f"/api/chats/{cid}/memories/export").json()
     for chunk in doc["data"]["chunks"]:
         chunk["firstMessageAt"] = chunk["lastMessageAt"] = "2026-01-02T03:04:05.000Z"
-    result = api.post(f"/api/chats/{cid}/memories/import", files={"file": ("m.marinara.json", json.dumps(doc))}).json()
+    result = api.post(
+        f"/api/chats/{cid}/memories/import", files={"file": ("m.marinara.json", json.dumps(doc))}
+    ).json()
     count = len(doc["data"]["chunks"])
     assert result == {"imported": count, "skipped": 0, "queued": 0, "linked": 0}
     contents = [m["content"] for m in api.get(f"/api/chats/{cid}/memories").json()]

@@ -18,9 +18,18 @@ def _fill(sugo, chat_id, character_id, n=120, fact_at=20):
     with Session(sugo.engine) as s:
         for i in range(1, n + 1):
             user = i % 2 == 0
-            content = FACT if i == fact_at else (f"We keep walking along the coast road, day {i}." if user
-                                                 else f"The wind picks up over the dunes, hour {i}.")  # fmt: skip
-            msg = new_message(chat_id, "user" if user else "assistant", "Rowan" if user else "Aria", [content])
+            content = (
+                FACT
+                if i == fact_at
+                else (
+                    f"We keep walking along the coast road, day {i}."
+                    if user
+                    else f"The wind picks up over the dunes, hour {i}."
+                )
+            )
+            msg = new_message(
+                chat_id, "user" if user else "assistant", "Rowan" if user else "Aria", [content]
+            )
             msg.character_id = None if user else character_id
             s.add(msg)
         s.commit()
@@ -29,7 +38,9 @@ def _fill(sugo, chat_id, character_id, n=120, fact_at=20):
 
 def _chunks(sugo, chat_id):
     with Session(sugo.engine) as s:
-        return list(s.exec(select(MemoryChunk).where(MemoryChunk.chat_id == chat_id).order_by(MemoryChunk.id)))
+        return list(
+            s.exec(select(MemoryChunk).where(MemoryChunk.chat_id == chat_id).order_by(MemoryChunk.id))
+        )
 
 
 def test_chunks_of_five_get_vectors_and_a_fact_is_found(api, sugo):
@@ -39,7 +50,9 @@ def test_chunks_of_five_get_vectors_and_a_fact_is_found(api, sugo):
     added, removed, embedded = embed_chat(sugo.services, chat["id"])
     chunks = _chunks(sugo, chat["id"])
     assert added == len(chunks) == embedded > 0 and removed == 0
-    assert all(c.status == "vectorized" and c.embedding_space_id == "builtin:all-MiniLM-L6-v2:384" for c in chunks)
+    assert all(
+        c.status == "vectorized" and c.embedding_space_id == "builtin:all-MiniLM-L6-v2:384" for c in chunks
+    )
     assert all(len(c.message_ids) == 5 and c.last_message_id == max(c.message_ids) for c in chunks)
     # Every message is in one memory, the window's too (issue 21), but the pinned first message (always
     # in the prompt) and the open end, fewer than five, which waits.
@@ -48,14 +61,18 @@ def test_chunks_of_five_get_vectors_and_a_fact_is_found(api, sugo):
     # Running the job again changes nothing.
     assert embed_chat(sugo.services, chat["id"]) == (0, 0, 0)
 
-    found = api.get(f"/api/chats/{chat['id']}/memories/search", params={"q": "Where did Elowen hide the key?"}).json()
+    found = api.get(
+        f"/api/chats/{chat['id']}/memories/search", params={"q": "Where did Elowen hide the key?"}
+    ).json()
     top = found["results"][0]
     assert FACT in top["content"] and ids[20] in top["message_ids"]
     assert top["similarity"] > 0.25 and found["note"] is None
 
     # Editing the fact makes the old text unrecallable; the chunk is rebuilt from the new text.
     sugo.services.scheduler.pause()  # the sync the edit schedules would otherwise do this first
-    api.patch(f"/api/chats/{chat['id']}/messages/{ids[20]}", json={"content": "We rested by the harbour wall."})
+    api.patch(
+        f"/api/chats/{chat['id']}/messages/{ids[20]}", json={"content": "We rested by the harbour wall."}
+    )
     added, removed, _ = embed_chat(sugo.services, chat["id"])
     sugo.services.scheduler.resume()
     assert removed >= 1 and added >= 1
@@ -104,26 +121,43 @@ def _wait_vectorized(sugo, chat_id, timeout=90):
     raise AssertionError("chunks were not vectorized in time")
 
 
-def test_a_fact_from_message_20_of_300_is_recalled_into_the_prompt_and_nothing_for_unrelated(api, sugo, models):
+def test_a_fact_from_message_20_of_300_is_recalled_into_the_prompt_and_nothing_for_unrelated(
+    api, sugo, models
+):
     add_connection(api, models, context_size=16384)
     char = add_character(api)
     chat = new_chat(api, [char["id"]], mode="conversation")
     _fill(sugo, chat["id"], char["id"], n=300, fact_at=20)
-    read_sse(api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Let us rest a while."}))
+    read_sse(
+        api.post(
+            f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Let us rest a while."}
+        )
+    )
     _wait_vectorized(sugo, chat["id"])
 
-    read_sse(api.post(f"/api/chats/{chat['id']}/generate",
-                      json={"action": "send", "content": "Where did Elowen hide the brass key?"}))  # fmt: skip
+    read_sse(
+        api.post(
+            f"/api/chats/{chat['id']}/generate",
+            json={"action": "send", "content": "Where did Elowen hide the brass key?"},
+        )
+    )
     sent = models.last_request.json["messages"]
     memories = [m["content"] for m in sent if m["content"].startswith("<memories>")]
     assert len(memories) == 1 and FACT in memories[0]
     # The memory sits just above the newest turns, never in the cached system prefix.
-    assert FACT not in sent[0]["content"] and sent.index(next(m for m in sent if m["content"] == memories[0])) > 1
+    assert (
+        FACT not in sent[0]["content"]
+        and sent.index(next(m for m in sent if m["content"] == memories[0])) > 1
+    )
     peek = api.get(f"/api/chats/{chat['id']}/prompt").json()
     assert any(n.startswith("Memory Recall: recalled") for n in peek["notes"])
 
-    read_sse(api.post(f"/api/chats/{chat['id']}/generate",
-                      json={"action": "send", "content": "What is the capital city of Mongolia?"}))  # fmt: skip
+    read_sse(
+        api.post(
+            f"/api/chats/{chat['id']}/generate",
+            json={"action": "send", "content": "What is the capital city of Mongolia?"},
+        )
+    )
     assert not any(m["content"].startswith("<memories>") for m in models.last_request.json["messages"])
     peek = api.get(f"/api/chats/{chat['id']}/prompt").json()
     assert any(n.startswith("Memory Recall: nothing recalled") for n in peek["notes"])
@@ -135,10 +169,20 @@ def test_recall_is_off_for_roleplay_by_default_and_can_be_turned_on(api, sugo, m
     chat = new_chat(api, [char["id"]])
     _fill(sugo, chat["id"], char["id"])
     embed_chat(sugo.services, chat["id"])
-    read_sse(api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Where did Elowen hide the key?"}))
+    read_sse(
+        api.post(
+            f"/api/chats/{chat['id']}/generate",
+            json={"action": "send", "content": "Where did Elowen hide the key?"},
+        )
+    )
     assert not any(m["content"].startswith("<memories>") for m in models.last_request.json["messages"])
     api.put(f"/api/chats/{chat['id']}/options", json={"settings": {"memory_recall": True}})
-    read_sse(api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Where did Elowen hide the key?"}))
+    read_sse(
+        api.post(
+            f"/api/chats/{chat['id']}/generate",
+            json={"action": "send", "content": "Where did Elowen hide the key?"},
+        )
+    )
     assert any(FACT in m["content"] for m in models.last_request.json["messages"])
 
 
@@ -147,20 +191,29 @@ def test_a_fact_at_the_tail_of_a_long_chunk_is_still_found(api, sugo):
     sits at the very end of the chunk's last message and must still be found."""
     char = add_character(api)
     chat = new_chat(api, [char["id"]])
-    filler = ("The caravan creaked on through the grey afternoon while the drivers argued about the price "
-              "of salt, the weather, and the road ahead. ") * 12  # ~260 words per message  # fmt: skip
+    filler = (
+        "The caravan creaked on through the grey afternoon while the drivers argued about the price "
+        "of salt, the weather, and the road ahead. "
+    ) * 12  # ~260 words per message
     with Session(sugo.engine) as s:
         for i in range(1, 121):
             user = i % 2 == 0
-            content = filler + (" At last Rowan admitted that the silver compass was buried under the willow." if i == 10
-                                else "")  # fmt: skip
-            msg = new_message(chat["id"], "user" if user else "assistant", "Rowan" if user else "Aria", [content])
+            content = filler + (
+                " At last Rowan admitted that the silver compass was buried under the willow."
+                if i == 10
+                else ""
+            )
+            msg = new_message(
+                chat["id"], "user" if user else "assistant", "Rowan" if user else "Aria", [content]
+            )
             s.add(msg)
         s.commit()
     embed_chat(sugo.services, chat["id"])
     chunk = next(c for c in _chunks(sugo, chat["id"]) if "silver compass" in c.content)
     assert chunk.content.rstrip().endswith("buried under the willow.") and len(chunk.content.split()) > 1000
-    found = api.get(f"/api/chats/{chat['id']}/memories/search", params={"q": "Where is the silver compass buried?"}).json()
+    found = api.get(
+        f"/api/chats/{chat['id']}/memories/search", params={"q": "Where is the silver compass buried?"}
+    ).json()
     assert found["results"][0]["chunk_id"] == chunk.id
     assert found["results"][0]["similarity"] > 0.4  # above the 0.25 recall threshold, with room
 
@@ -182,20 +235,37 @@ def test_memories_export_import_forget_clear_rebuild(api, sugo):
     assert len(doc["data"]["chunks"][0]["embedding"]) == 384
 
     other = new_chat(api, [char["id"]], name="Elsewhere")
-    result = api.post(f"/api/chats/{other['id']}/memories/import", files={"file": ("m.marinara.json", exported.content)}).json()
+    result = api.post(
+        f"/api/chats/{other['id']}/memories/import", files={"file": ("m.marinara.json", exported.content)}
+    ).json()
     assert result == {"imported": len(listed), "skipped": 0, "queued": 0, "linked": 0}
-    again = api.post(f"/api/chats/{other['id']}/memories/import", files={"file": ("m.json", exported.content)}).json()
+    again = api.post(
+        f"/api/chats/{other['id']}/memories/import", files={"file": ("m.json", exported.content)}
+    ).json()
     assert again == {"imported": 0, "skipped": len(listed), "queued": 0, "linked": 0}
     # Imported vectors are usable as they are: the fact is found in the other chat.
-    found = api.get(f"/api/chats/{other['id']}/memories/search", params={"q": "Where did Elowen hide the key?"}).json()
+    found = api.get(
+        f"/api/chats/{other['id']}/memories/search", params={"q": "Where did Elowen hide the key?"}
+    ).json()
     assert FACT in found["results"][0]["content"] and found["results"][0]["similarity"] > 0.25
 
     # A Marinara file whose vectors are in another space is queued for embedding.
-    doc["data"]["chunks"] = [{**doc["data"]["chunks"][0], "content": "Aria: A new memory.", "embedding": [0.1] * 1536,
-                              "embeddingSpaceId": "openai/text-embedding-3-small/x"}]  # fmt: skip
-    queued = api.post(f"/api/chats/{other['id']}/memories/import", files={"file": ("x.marinara", _json.dumps(doc))}).json()
+    doc["data"]["chunks"] = [
+        {
+            **doc["data"]["chunks"][0],
+            "content": "Aria: A new memory.",
+            "embedding": [0.1] * 1536,
+            "embeddingSpaceId": "openai/text-embedding-3-small/x",
+        }
+    ]
+    queued = api.post(
+        f"/api/chats/{other['id']}/memories/import", files={"file": ("x.marinara", _json.dumps(doc))}
+    ).json()
     assert queued == {"imported": 1, "skipped": 0, "queued": 1, "linked": 0}
-    assert api.post(f"/api/chats/{other['id']}/memories/import", files={"file": ("bad.json", b"[]")}).status_code == 400
+    assert (
+        api.post(f"/api/chats/{other['id']}/memories/import", files={"file": ("bad.json", b"[]")}).status_code
+        == 400
+    )
 
     first = listed[0]["id"]
     assert api.delete(f"/api/chats/{chat['id']}/memories/{first}").status_code == 204
@@ -205,7 +275,9 @@ def test_memories_export_import_forget_clear_rebuild(api, sugo):
     while (status := api.get(f"/api/chats/{chat['id']}/memories/status").json())["rebuild"]["running"]:
         assert time.monotonic() < deadline
         time.sleep(0.1)
-    assert status["rebuild"]["done"] == len(listed) - 1 and status["statuses"]["vectorized"] == len(listed) - 1
+    assert (
+        status["rebuild"]["done"] == len(listed) - 1 and status["statuses"]["vectorized"] == len(listed) - 1
+    )
     assert api.delete(f"/api/chats/{chat['id']}/memories").json() == {"removed": len(listed) - 1}
     assert len(api.get(f"/api/chats/{chat['id']}/messages").json()) == 121  # messages untouched
 
@@ -215,12 +287,25 @@ def test_malformed_memory_files_change_nothing(api, sugo):
 
     char = add_character(api)
     chat = new_chat(api, [char["id"]])
-    good = {"type": "marinara_memory_recall", "version": 1, "exportedAt": "2026-09-01T12:00:00.000Z",
-            "data": {"sourceChat": {"id": "abc", "name": "x", "mode": "roleplay", "memoryCount": 2},
-                     "chunks": [{"content": "Aria: fine", "embedding": [0.1] * 384, "messageCount": 5,
-                                 "firstMessageAt": "2026-08-30T10:00:00.000Z", "lastMessageAt": "2026-08-30T10:07:00.000Z",
-                                 "createdAt": "2026-08-30T10:08:00.000Z"},
-                                {"content": "Aria: broken", "embedding": [0.1, float("inf")]}]}}  # fmt: skip
+    good = {
+        "type": "marinara_memory_recall",
+        "version": 1,
+        "exportedAt": "2026-09-01T12:00:00.000Z",
+        "data": {
+            "sourceChat": {"id": "abc", "name": "x", "mode": "roleplay", "memoryCount": 2},
+            "chunks": [
+                {
+                    "content": "Aria: fine",
+                    "embedding": [0.1] * 384,
+                    "messageCount": 5,
+                    "firstMessageAt": "2026-08-30T10:00:00.000Z",
+                    "lastMessageAt": "2026-08-30T10:07:00.000Z",
+                    "createdAt": "2026-08-30T10:08:00.000Z",
+                },
+                {"content": "Aria: broken", "embedding": [0.1, float("inf")]},
+            ],
+        },
+    }
     cases = [
         (_json.dumps(good).encode(), "NaN or infinity"),
         (_json.dumps({**good, "type": "marinara_lorebook"}).encode(), "not a Memory Recall export"),
@@ -249,14 +334,24 @@ def test_the_search_index_follows_deletions_and_new_vectors(api, sugo):
     found = top("Where did Elowen hide the brass key?")
     assert FACT in found["content"]
     api.delete(f"/api/chats/{chat['id']}/memories/{found['chunk_id']}")
-    assert all(FACT not in r["content"] for r in api.get(f"/api/chats/{chat['id']}/memories/search",
-                                                          params={"q": "Elowen brass key clock tower"}).json()["results"])  # fmt: skip
+    assert all(
+        FACT not in r["content"]
+        for r in api.get(
+            f"/api/chats/{chat['id']}/memories/search", params={"q": "Elowen brass key clock tower"}
+        ).json()["results"]
+    )
     sweep(sugo.services)  # prunes the tombstones: the index must notice it missed none
     # A new fact, in new messages, is found by the same (kept) index.
     with Session(sugo.engine) as s:
         for i in range(160):  # the fact must leave the live window
-            text = "Mirela buried the silver compass under the old willow." if i == 3 else f"We rest, hour {i}."
-            s.add(new_message(chat["id"], "user" if i % 2 else "assistant", "Rowan" if i % 2 else "Aria", [text]))
+            text = (
+                "Mirela buried the silver compass under the old willow." if i == 3 else f"We rest, hour {i}."
+            )
+            s.add(
+                new_message(
+                    chat["id"], "user" if i % 2 else "assistant", "Rowan" if i % 2 else "Aria", [text]
+                )
+            )
         s.commit()
     embed_chat(sugo.services, chat["id"])
     assert "silver compass" in top("Where is the silver compass buried?")["content"]

@@ -22,8 +22,10 @@ def _status(api, chat_id):
 
 def _spaces(sugo, chat_id):
     with sugo.engine.connect() as db:
-        rows = db.execute(text("select space_id, count(*) from memory_vector where chat_id = :c group by space_id"),
-                          {"c": chat_id}).all()  # fmt: skip
+        rows = db.execute(
+            text("select space_id, count(*) from memory_vector where chat_id = :c group by space_id"),
+            {"c": chat_id},
+        ).all()
     return dict(rows)
 
 
@@ -39,21 +41,39 @@ def test_precedence_chat_connection_then_defaults_then_builtin(api, sugo, models
     plain = add_connection(api, models)
     char = add_character(api)
     chat = new_chat(api, [char["id"]], connection_id=plain["id"])
-    assert _status(api, chat["id"])["source"] == {"kind": "builtin", "model": "all-MiniLM-L6-v2",
-                                                  "origin": "the built-in model", "space": MINILM}  # fmt: skip
+    assert _status(api, chat["id"])["source"] == {
+        "kind": "builtin",
+        "model": "all-MiniLM-L6-v2",
+        "origin": "the built-in model",
+        "space": MINILM,
+    }
 
-    lender = add_connection(api, models, name="Embeddings box", api_key="sk-lender", embedding_model="test-embedding")
-    assert api.put("/api/connections/defaults", json={"embeddings": f"connection:{lender['id']}"}).status_code == 200
+    lender = add_connection(
+        api, models, name="Embeddings box", api_key="sk-lender", embedding_model="test-embedding"
+    )
+    assert (
+        api.put("/api/connections/defaults", json={"embeddings": f"connection:{lender['id']}"}).status_code
+        == 200
+    )
     source = _status(api, chat["id"])["source"]
-    assert (source["kind"], source["model"], source["origin"]) == ("openai", "test-embedding", "Connections → Defaults")
+    assert (source["kind"], source["model"], source["origin"]) == (
+        "openai",
+        "test-embedding",
+        "Connections → Defaults",
+    )
     # A connection without an embedding model cannot be the default.
     refused = api.put("/api/connections/defaults", json={"embeddings": f"connection:{plain['id']}"})
     assert refused.status_code == 400 and "embedding model" in refused.json()["detail"]
 
     # The chat's connection borrows the lender's key and address for its own embedding model.
-    api.put(f"/api/connections/{plain['id']}", json={**plain, "embedding_model": "other-embedding",
-                                                     "embedding_connection_id": lender["id"]})  # fmt: skip
-    assert _status(api, chat["id"])["source"]["origin"] == "the chat's connection “Test model” (key and address of “Embeddings box”)"
+    api.put(
+        f"/api/connections/{plain['id']}",
+        json={**plain, "embedding_model": "other-embedding", "embedding_connection_id": lender["id"]},
+    )
+    assert (
+        _status(api, chat["id"])["source"]["origin"]
+        == "the chat's connection “Test model” (key and address of “Embeddings box”)"
+    )
     _fill(sugo, chat["id"], char["id"])
     models.requests.clear()
     embed_chat(sugo.services, chat["id"])
@@ -63,7 +83,9 @@ def test_precedence_chat_connection_then_defaults_then_builtin(api, sugo, models
     assert set(_spaces(sugo, chat["id"])) == {"openai:other-embedding:384"}
 
     # The chat's own pick of a built-in model wins over everything.
-    api.put(f"/api/chats/{chat['id']}/options", json={"settings": {"builtin_embedding": "multilingual-e5-small"}})
+    api.put(
+        f"/api/chats/{chat['id']}/options", json={"settings": {"builtin_embedding": "multilingual-e5-small"}}
+    )
     assert _status(api, chat["id"])["source"]["space"] == E5
     # The API never sends a key back.
     assert "sk-lender" not in api.get("/api/connections").text
@@ -77,11 +99,15 @@ def test_switching_models_marks_old_memories_rebuild_moves_them_and_spaces_never
     count = len(_chunks(sugo, chat["id"]))
     assert _status(api, chat["id"])["other_space"] == 0 and set(_spaces(sugo, chat["id"])) == {MINILM}
 
-    api.put(f"/api/chats/{chat['id']}/options", json={"settings": {"builtin_embedding": "multilingual-e5-small"}})
+    api.put(
+        f"/api/chats/{chat['id']}/options", json={"settings": {"builtin_embedding": "multilingual-e5-small"}}
+    )
     status = _status(api, chat["id"])
     assert status["source"]["space"] == E5 and status["other_space"] == count
     # Searching now uses E5 alone: the MiniLM vectors are not compared with an E5 query.
-    found = api.get(f"/api/chats/{chat['id']}/memories/search", params={"q": "Where did Elowen hide the key?"}).json()
+    found = api.get(
+        f"/api/chats/{chat['id']}/memories/search", params={"q": "Where did Elowen hide the key?"}
+    ).json()
     assert found["results"] and all(r["similarity"] is None for r in found["results"])
     assert FACT in found["results"][0]["content"]  # text matching still finds it
     page = api.get(f"/chats/{chat['id']}/memories").text
@@ -89,10 +115,18 @@ def test_switching_models_marks_old_memories_rebuild_moves_them_and_spaces_never
 
     assert api.post(f"/api/chats/{chat['id']}/memories/rebuild").json()["total"] == count
     status = _wait_rebuild(api, chat["id"])
-    assert status["rebuild"] == {"total": count, "done": count, "running": False, "stopped": False, "error": None,
-                               "making": False}
+    assert status["rebuild"] == {
+        "total": count,
+        "done": count,
+        "running": False,
+        "stopped": False,
+        "error": None,
+        "making": False,
+    }
     assert status["other_space"] == 0 and set(_spaces(sugo, chat["id"])) == {E5}
-    found = api.get(f"/api/chats/{chat['id']}/memories/search", params={"q": "Where did Elowen hide the key?"}).json()
+    found = api.get(
+        f"/api/chats/{chat['id']}/memories/search", params={"q": "Where did Elowen hide the key?"}
+    ).json()
     assert FACT in found["results"][0]["content"] and found["results"][0]["similarity"] is not None
 
 
@@ -140,24 +174,43 @@ def test_a_hand_made_file_in_marinaras_exact_shape_imports_with_usable_vectors(a
     vectors = MiniLM().embed_passages(contents)
     start = datetime(2026, 8, 30, 10, 0, tzinfo=UTC)
     iso = lambda t: t.strftime("%Y-%m-%dT%H:%M:%S.000Z")  # noqa: E731
-    doc = {"type": "marinara_memory_recall", "version": 1, "exportedAt": "2026-09-01T12:00:00.000Z",
-           "data": {"sourceChat": {"id": "abc123", "name": "My RP", "mode": "roleplay", "memoryCount": 2},
-                    "chunks": [{"content": c, "embedding": v, "embeddingSpaceId": sid, "messageCount": 5,
-                                "firstMessageAt": iso(start + timedelta(minutes=10 * i)),
-                                "lastMessageAt": iso(start + timedelta(minutes=10 * i + 7)),
-                                "createdAt": iso(start + timedelta(minutes=10 * i + 8))}
-                               for i, (c, v, sid) in enumerate(zip(contents, vectors, [None, "local/all-MiniLM-L6-v2/default"],
-                                                                   strict=True))]}}  # fmt: skip
+    doc = {
+        "type": "marinara_memory_recall",
+        "version": 1,
+        "exportedAt": "2026-09-01T12:00:00.000Z",
+        "data": {
+            "sourceChat": {"id": "abc123", "name": "My RP", "mode": "roleplay", "memoryCount": 2},
+            "chunks": [
+                {
+                    "content": c,
+                    "embedding": v,
+                    "embeddingSpaceId": sid,
+                    "messageCount": 5,
+                    "firstMessageAt": iso(start + timedelta(minutes=10 * i)),
+                    "lastMessageAt": iso(start + timedelta(minutes=10 * i + 7)),
+                    "createdAt": iso(start + timedelta(minutes=10 * i + 8)),
+                }
+                for i, (c, v, sid) in enumerate(
+                    zip(contents, vectors, [None, "local/all-MiniLM-L6-v2/default"], strict=True)
+                )
+            ],
+        },
+    }
     raw = json.dumps(doc).encode()
-    result = api.post(f"/api/chats/{chat['id']}/memories/import", files={"file": ("My RP-memory-recall.marinara.json", raw)})
+    result = api.post(
+        f"/api/chats/{chat['id']}/memories/import", files={"file": ("My RP-memory-recall.marinara.json", raw)}
+    )
     assert result.json() == {"imported": 2, "skipped": 0, "queued": 0, "linked": 0}, result.text
     listed = api.get(f"/api/chats/{chat['id']}/memories").json()
     assert [m["content"] for m in listed] == contents and all(m["status"] == "vectorized" for m in listed)
     assert listed[0]["first_message_at"].startswith("2026-08-30T10:00:00") and listed[0]["imported"]
-    found = api.get(f"/api/chats/{chat['id']}/memories/search", params={"q": "who keeps the lighthouse"}).json()
+    found = api.get(
+        f"/api/chats/{chat['id']}/memories/search", params={"q": "who keeps the lighthouse"}
+    ).json()
     assert found["results"][0]["content"] == contents[1] and found["results"][0]["similarity"] > 0.4
-    assert api.post(f"/api/chats/{chat['id']}/memories/import", files={"file": ("x.marinara", raw)}).json() == {
-        "imported": 0, "skipped": 2, "queued": 0, "linked": 0}
+    assert api.post(
+        f"/api/chats/{chat['id']}/memories/import", files={"file": ("x.marinara", raw)}
+    ).json() == {"imported": 0, "skipped": 2, "queued": 0, "linked": 0}
 
 
 def test_an_answer_that_finds_the_rebuild_ended_brings_the_memory_list(tmp_path, models):

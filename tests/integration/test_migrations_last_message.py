@@ -14,16 +14,29 @@ def test_old_memories_learn_their_newest_message_and_old_entries_no_reason(tmp_p
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "7c9e1b3d5f8a")
-        conn.execute(text("insert into chat (id, name, mode, settings, st_header, next_speaker, created_at, updated_at,"
-                          " last_message_at) values (7, 'Old', 'roleplay', '{}', '{}', 0, '2024-01-01', '2024-01-01',"
-                          " '2024-01-01')"))  # fmt: skip
+        conn.execute(
+            text(
+                "insert into chat (id, name, mode, settings, st_header, next_speaker, created_at, updated_at,"
+                " last_message_at) values (7, 'Old', 'roleplay', '{}', '{}', 0, '2024-01-01', '2024-01-01',"
+                " '2024-01-01')"
+            )
+        )
         for chunk_id, ids in ((3, "[12, 14, 13]"), (4, "[]")):
-            conn.execute(text("insert into memory_chunk (id, chat_id, content, message_ids, fingerprint, message_count,"
-                              " status, first_message_at, last_message_at, created_at) values (:id, 7, 'Aria: hi.', :ids,"
-                              " '', 1, 'waiting', '2024-01-01', '2024-01-01', '2024-01-01')"), {"id": chunk_id, "ids": ids})  # fmt: skip
-        conn.execute(text("insert into summary_entry (chat_id, title, content, first_message_id, last_message_id,"
-                          " first_position, last_position, tokens, active, origin, awaiting_review, created_at,"
-                          " updated_at) values (7, '', 'Old.', 1, 2, 1, 2, 1, 0, 'model', 1, '2024-01-01', '2024-01-01')"))  # fmt: skip
+            conn.execute(
+                text(
+                    "insert into memory_chunk (id, chat_id, content, message_ids, fingerprint, message_count,"
+                    " status, first_message_at, last_message_at, created_at) values (:id, 7, 'Aria: hi.', :ids,"
+                    " '', 1, 'waiting', '2024-01-01', '2024-01-01', '2024-01-01')"
+                ),
+                {"id": chunk_id, "ids": ids},
+            )
+        conn.execute(
+            text(
+                "insert into summary_entry (chat_id, title, content, first_message_id, last_message_id,"
+                " first_position, last_position, tokens, active, origin, awaiting_review, created_at,"
+                " updated_at) values (7, '', 'Old.', 1, 2, 1, 2, 1, 0, 'model', 1, '2024-01-01', '2024-01-01')"
+            )
+        )
     upgrade_database(engine)
     with engine.connect() as conn:
         rows = conn.execute(text("select id, last_message_id from memory_chunk order by id")).all()

@@ -46,9 +46,15 @@ def test_a_search_before_the_model_is_loaded_waits_a_while_then_ranks_by_words(s
     try:
         health = _health(api)
         # Only MiniLM's entry: a model an earlier test of this process loaded (e5) is listed as ready too.
-        assert (health["status"], health["embedder"], health["models"]["all-MiniLM-L6-v2"]) == ("ok", "loading", "loading")
+        assert (health["status"], health["embedder"], health["models"]["all-MiniLM-L6-v2"]) == (
+            "ok",
+            "loading",
+            "loading",
+        )
         found = api.get(f"/api/chats/{chat['id']}/memories/search", params={"q": QUESTION}).json()
-        assert found["note"].startswith("Ranked by text matching only: the built-in model all-MiniLM-L6-v2 is still loading")
+        assert found["note"].startswith(
+            "Ranked by text matching only: the built-in model all-MiniLM-L6-v2 is still loading"
+        )
         assert FACT in found["results"][0]["content"] and found["results"][0]["similarity"] is None
         page = api.get(f"/chats/{chat['id']}/memories/search", params={"q": QUESTION}).text
         assert "is still loading" in page and "Search again in a moment" in page
@@ -60,8 +66,12 @@ def test_a_search_before_the_model_is_loaded_waits_a_while_then_ranks_by_words(s
 
 
 def _ready(api) -> dict:
-    return wait_for(lambda: _health(api)["embedder"] == "ready" and _health(api), timeout=600, interval=0.1,
-                    what="the built-in models the data uses to load")  # fmt: skip
+    return wait_for(
+        lambda: _health(api)["embedder"] == "ready" and _health(api),
+        timeout=600,
+        interval=0.1,
+        what="the built-in models the data uses to load",
+    )
 
 
 def test_only_the_models_the_data_uses_are_loaded_at_start(tmp_path, models, monkeypatch):
@@ -82,15 +92,27 @@ def test_only_the_models_the_data_uses_are_loaded_at_start(tmp_path, models, mon
     with LiveSugo(data) as live, live.client() as api:
         assert _ready(api)["models"] == {"all-MiniLM-L6-v2": "ready"}  # the chat's, by default
         remote = add_connection(api, models, embedding_model="test-embedding")
-        assert api.put("/api/connections/defaults", json={"embeddings": f"connection:{remote['id']}"}).status_code == 200
+        assert (
+            api.put(
+                "/api/connections/defaults", json={"embeddings": f"connection:{remote['id']}"}
+            ).status_code
+            == 200
+        )
     with LiveSugo(data) as live, live.client() as api:
-        assert _ready(api)["models"] == {"all-MiniLM-L6-v2": "ready"}  # the model went on loading in the process
+        assert _ready(api)["models"] == {
+            "all-MiniLM-L6-v2": "ready"
+        }  # the model went on loading in the process
     for name, cls in BUILTINS.items():
         monkeypatch.setattr(cls, "loading", ModelLoad(name, cls.loading.model))
     with LiveSugo(data) as live, live.client() as api:
         assert _ready(api)["models"] == {}  # the chat embeds on the server now
-        assert api.put(f"/api/chats/{chat['id']}/options",
-                       json={"settings": {"builtin_embedding": "multilingual-e5-small"}}).status_code == 200  # fmt: skip
+        assert (
+            api.put(
+                f"/api/chats/{chat['id']}/options",
+                json={"settings": {"builtin_embedding": "multilingual-e5-small"}},
+            ).status_code
+            == 200
+        )
     for name, cls in BUILTINS.items():
         monkeypatch.setattr(cls, "loading", ModelLoad(name, cls.loading.model))
     with LiveSugo(data) as live, live.client() as api:
@@ -118,7 +140,9 @@ def test_model_load_rules():
         return "the model"
 
     flaky = ModelLoad("m", broken)
-    with pytest.raises(EmbeddingError, match="The built-in model m could not be loaded: weights file damaged"):
+    with pytest.raises(
+        EmbeddingError, match="The built-in model m could not be loaded: weights file damaged"
+    ):
         flaky.model()
     assert flaky.state == "failed"
     assert flaky.model() == "the model" and len(tries) == 2  # the next use tries again

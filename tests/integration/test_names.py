@@ -28,12 +28,16 @@ def _names(sugo, table: str) -> list[str]:
 def _api_refused(r, what: str) -> None:
     assert r.status_code == 422, (r.status_code, r.text[:300])
     messages = [e["msg"] for e in r.json()["detail"]]
-    assert any(f"{what} cannot contain line breaks, tabs or other control characters." in m for m in messages), messages
+    assert any(
+        f"{what} cannot contain line breaks, tabs or other control characters." in m for m in messages
+    ), messages
 
 
 def _form_refused(r, what: str) -> None:
     assert r.status_code == 400, (r.status_code, r.text[:300])
-    assert f"{what} cannot contain line breaks, tabs or other control characters." in html.unescape(r.text), r.text[:500]
+    assert f"{what} cannot contain line breaks, tabs or other control characters." in html.unescape(r.text), (
+        r.text[:500]
+    )
 
 
 @pytest.mark.parametrize("bad", BAD)
@@ -78,7 +82,9 @@ def test_the_forms_refuse_control_characters_in_every_name(api, sugo, models):
     before = _counts(sugo)
     bad = "Two\r\nlines"
 
-    _form_refused(api.post("/chats", data={"character_ids": str(char["id"]), "name": bad}, headers=HX), "A chat name")
+    _form_refused(
+        api.post("/chats", data={"character_ids": str(char["id"]), "name": bad}, headers=HX), "A chat name"
+    )
     _form_refused(api.post(f"/chats/{chat['id']}/settings", data={"name": bad}, headers=HX), "A chat name")
     _form_refused(api.post("/characters", data={"name": bad}, headers=HX), "A character's name")
     _form_refused(api.post(f"/characters/{char['id']}", data={"name": bad}, headers=HX), "A character's name")
@@ -89,10 +95,22 @@ def test_the_forms_refuse_control_characters_in_every_name(api, sugo, models):
     form = {"name": bad, "kind": "openai", "base_url": models.base_url, "model": "test-model"}
     _form_refused(api.post("/connections", data=form, headers=HX), "A connection's name")
     _form_refused(api.post(f"/connections/{conn['id']}", data=form, headers=HX), "A connection's name")
-    _form_refused(api.post(f"/chats/{chat['id']}/summary-templates",
-                           data={"template_name": bad, "template_text": "Summarise."}, headers=HX), "A template name")  # fmt: skip
-    _form_refused(api.post(f"/chats/{chat['id']}/summary-templates/{template['id']}/edit",
-                           data={"template_name": bad, "template_text": "Summarise."}, headers=HX), "A template name")  # fmt: skip
+    _form_refused(
+        api.post(
+            f"/chats/{chat['id']}/summary-templates",
+            data={"template_name": bad, "template_text": "Summarise."},
+            headers=HX,
+        ),
+        "A template name",
+    )
+    _form_refused(
+        api.post(
+            f"/chats/{chat['id']}/summary-templates/{template['id']}/edit",
+            data={"template_name": bad, "template_text": "Summarise."},
+            headers=HX,
+        ),
+        "A template name",
+    )
 
     assert _counts(sugo) == before
     assert _names(sugo, "chat") == ["Good name"] and _names(sugo, "character") == ["Aria"]

@@ -10,12 +10,18 @@ TURNS = 500
 
 def test_500_turns_keep_the_prefix_identical_except_at_batch_drops(api, models):
     add_connection(api, models, context_size=200_000, max_tokens=64)
-    char = add_character(api, "Mirela", description="A lighthouse keeper.", mes_example="<START>\n{{char}}: Hm.")
+    char = add_character(
+        api, "Mirela", description="A lighthouse keeper.", mes_example="<START>\n{{char}}: Hm."
+    )
     chat = new_chat(api, [char["id"]])
     models.reset()
     for turn in range(TURNS):
-        events = read_sse(api.post(f"/api/chats/{chat['id']}/generate",
-                                   json={"action": "send", "content": f"Turn {turn}: the tide is {turn % 7} feet."}))  # fmt: skip
+        events = read_sse(
+            api.post(
+                f"/api/chats/{chat['id']}/generate",
+                json={"action": "send", "content": f"Turn {turn}: the tide is {turn % 7} feet."},
+            )
+        )
         assert events[-1][0] == "done", events[-1]
     prompts = [r.json["messages"] for r in models.requests if r.path.endswith("/chat/completions")]
     assert len(prompts) == TURNS

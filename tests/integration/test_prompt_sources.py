@@ -101,7 +101,9 @@ def test_a_registered_source_reaches_peek_prompt_grid_snapshot_and_the_request(p
         snapshot = api.get(f"/api/chats/{chat['id']}/prompt/snapshot", params={"format": "text"}).text
         assert "Probe facts" in snapshot and DOC in snapshot
 
-        r = api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Where are the ships?"})
+        r = api.post(
+            f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Where are the ships?"}
+        )
         assert read_sse(r)[-1][0] == "done"
         sent = models.last_request.json["messages"]
         assert FACT in sent[0]["content"]
@@ -116,8 +118,16 @@ def test_a_registered_source_reaches_peek_prompt_grid_snapshot_and_the_request(p
 
 def test_the_registry_keeps_the_declared_order_and_refuses_a_second_name():
     sources = default_sources()
-    assert sources.names() == ["recall", "lore", "summaries", "day_summaries", "scenes", "character_note", "context_note",
-                               "time_awareness"]
+    assert sources.names() == [
+        "recall",
+        "lore",
+        "summaries",
+        "day_summaries",
+        "scenes",
+        "character_note",
+        "context_note",
+        "time_awareness",
+    ]
     sources.register(Probe(), before="lore")
     assert sources.names()[:3] == ["recall", "probe", "lore"]
     with pytest.raises(ValueError):
@@ -132,7 +142,10 @@ def test_a_failing_source_is_left_out_and_named_and_the_reply_still_comes(tmp_pa
     with LiveSugo(tmp_path / "data", sources=sources) as live, live.client() as api:
         chat = _chat(api, models)
         peek = api.get(f"/api/chats/{chat['id']}/prompt").json()
-        assert "Broken source failed and was left out of this prompt (the server log has the details)." in peek["warnings"]
+        assert (
+            "Broken source failed and was left out of this prompt (the server log has the details)."
+            in peek["warnings"]
+        )
         assert "the index file is missing" not in str(peek)  # the error's own text stays in the log
         r = api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Still there?"})
         assert read_sse(r)[-1][0] == "done"
@@ -157,11 +170,15 @@ def test_an_internal_error_building_the_prompt_shows_a_sentence_not_sql(tmp_path
     sources.register(Poisoning())
     with LiveSugo(tmp_path / "data", sources=sources) as live, live.client() as api:
         chat = _chat(api, models)
-        events = read_sse(api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Hello?"}))
+        events = read_sse(
+            api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Hello?"})
+        )
         assert events[-1][0] == "error"
         assert events[-1][1]["message"] == INTERNAL_PROMPT_ERROR
         stored = api.get(f"/api/chats/{chat['id']}/messages").json()[-1]
         page = api.get(f"/chats/{chat['id']}").text
         for shown in (str(events), str(stored), page):
-            assert not any(w in shown for w in ("IntegrityError", "INSERT", "memory_chunk", "Traceback")), shown[:3000]
+            assert not any(w in shown for w in ("IntegrityError", "INSERT", "memory_chunk", "Traceback")), (
+                shown[:3000]
+            )
         assert stored["error"] == INTERNAL_PROMPT_ERROR

@@ -32,7 +32,12 @@ def test_cross_site_writes_are_refused_without_a_password(api):
     r = api.post("/api/personas", json={"name": "Evil"}, headers={"Sec-Fetch-Site": "cross-site"})
     assert r.status_code == 403
     assert api.get("/api/personas").json() == []
-    assert api.post("/api/personas", json={"name": "Fine"}, headers={"Origin": api.base_url.__str__().rstrip("/")}).status_code == 201
+    assert (
+        api.post(
+            "/api/personas", json={"name": "Fine"}, headers={"Origin": api.base_url.__str__().rstrip("/")}
+        ).status_code
+        == 201
+    )
 
 
 class TestPassword:
@@ -57,8 +62,14 @@ class TestPassword:
             token = _login(c)
             assert c.get("/api/chats").status_code == 200
             assert c.post("/api/personas", json={"name": "NoToken"}).status_code == 403
-            assert c.post("/api/personas", json={"name": "Bad"}, headers={"X-CSRF-Token": "forged"}).status_code == 403
-            assert c.post("/api/personas", json={"name": "Me"}, headers={"X-CSRF-Token": token}).status_code == 201
+            assert (
+                c.post("/api/personas", json={"name": "Bad"}, headers={"X-CSRF-Token": "forged"}).status_code
+                == 403
+            )
+            assert (
+                c.post("/api/personas", json={"name": "Me"}, headers={"X-CSRF-Token": token}).status_code
+                == 201
+            )
             c.post("/logout", headers={"X-CSRF-Token": token})
             c.cookies.clear()
             assert c.get("/api/chats").status_code == 401
@@ -71,14 +82,20 @@ class TestPassword:
 
     def test_login_redirect_never_leaves_the_site(self, locked):
         with locked.client() as c:
-            r = c.post("/login", data={"password": "open sesame", "next": "//evil.example/x"}, follow_redirects=False)
+            r = c.post(
+                "/login", data={"password": "open sesame", "next": "//evil.example/x"}, follow_redirects=False
+            )
             assert r.headers["location"] == "/"
 
 
 def test_message_html_is_sanitized_server_side(api):
     from tests.conftest import add_character, new_chat
 
-    char = add_character(api, "Vex", first_mes='<script>alert(1)</script> <img src=x onerror="alert(2)"> [click](javascript:alert(3)) "Hi"')
+    char = add_character(
+        api,
+        "Vex",
+        first_mes='<script>alert(1)</script> <img src=x onerror="alert(2)"> [click](javascript:alert(3)) "Hi"',
+    )
     chat = new_chat(api, [char["id"]])
     page = api.get(f"/chats/{chat['id']}").text
     body = page.split('id="message-list"', 1)[1]

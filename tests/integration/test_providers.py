@@ -590,6 +590,8 @@ def test_a_call_from_a_worker_thread_leaves_no_connection_open(models):
     models.script("One.", "Two.")
     config = ProviderConfig(kind="openai", base_url=models.base_url, model="test-model")
     for _ in range(2):
-        done = complete_chat_blocking(config, [{"role": "user", "content": "Hi"}], GenerationParams(max_tokens=16))
+        done = complete_chat_blocking(
+            config, [{"role": "user", "content": "Hi"}], GenerationParams(max_tokens=16)
+        )
         assert done.text in ("One.", "Two.")
     assert open_clients() == before

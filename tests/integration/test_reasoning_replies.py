@@ -18,7 +18,7 @@ from tests.support.model_server import Reply
 from tests.support.waiting import wait_for
 
 THOUGHT = "The user greets Aria; she should bow and ask about the road."
-SAID = "Aria bows low. \"Safe travels, friend?\""
+SAID = 'Aria bows low. "Safe travels, friend?"'
 
 
 def _chat(api, models, **connection):
@@ -100,7 +100,10 @@ class TestThinkBlocks:
         _generate(api, chat_id)
         reply = _last(api, chat_id)
         edited = f"<thinking>{THOUGHT}</thinking>{SAID}"
-        assert api.patch(f"/api/chats/{chat_id}/messages/{reply['id']}", json={"content": edited}).status_code == 200
+        assert (
+            api.patch(f"/api/chats/{chat_id}/messages/{reply['id']}", json={"content": edited}).status_code
+            == 200
+        )
         _generate(api, chat_id, content="Go on")
         assert {"role": "assistant", "content": SAID} in models.last_request.json["messages"]
         assert "greets Aria" not in _sent(models)
@@ -143,8 +146,10 @@ class TestNothingSaid:
         chat_id = _chat(api, models)
         models.script(Reply(text=f"<think>{THOUGHT}</think>\n", chunk_size=8))
         events = _generate(api, chat_id)
-        assert events[-1] == ("error", {"message_id": events[0][1]["message_id"], "kind": "only_thinking",
-                                        "message": ONLY_THINKING})  # fmt: skip
+        assert events[-1] == (
+            "error",
+            {"message_id": events[0][1]["message_id"], "kind": "only_thinking", "message": ONLY_THINKING},
+        )
         last = _last(api, chat_id)
         assert (last["status"], last["error"], last["content"]) == ("error", ONLY_THINKING, "")
         assert last["swipes"][0]["reasoning"] == THOUGHT  # what the model was doing stays readable
@@ -222,25 +227,55 @@ def test_the_migration_moves_reasoning_out_of_stored_replies(tmp_path):
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "7c9e1b3d5f8a")
-        conn.execute(text("insert into chat (id, name, mode, settings, st_header, next_speaker, variables, lore_timed,"
-                          " lore_last_scan, created_at, updated_at, last_message_at) values (1, 'Old', 'roleplay', '{}',"
-                          " '{}', 0, '{}', '{}', '{}', '2024-01-01', '2024-01-01', '2024-01-01')"))  # fmt: skip
+        conn.execute(
+            text(
+                "insert into chat (id, name, mode, settings, st_header, next_speaker, variables, lore_timed,"
+                " lore_last_scan, created_at, updated_at, last_message_at) values (1, 'Old', 'roleplay', '{}',"
+                " '{}', 0, '{}', '{}', '{}', '2024-01-01', '2024-01-01', '2024-01-01')"
+            )
+        )
         rows = [
-            (1, "assistant", f"<think>{THOUGHT}</think>{SAID}",
-             [{"content": "Older version.", "status": "ok"}, {"content": f"<think>{THOUGHT}</think>{SAID}", "status": "ok"}], 1),
+            (
+                1,
+                "assistant",
+                f"<think>{THOUGHT}</think>{SAID}",
+                [
+                    {"content": "Older version.", "status": "ok"},
+                    {"content": f"<think>{THOUGHT}</think>{SAID}", "status": "ok"},
+                ],
+                1,
+            ),
             (2, "assistant", "<THINK>only this", [{"content": "<THINK>only this", "status": "ok"}], 0),
-            (3, "user", "<think>the user's own words</think>", [{"content": "<think>the user's own words</think>"}], 0),
-            (4, "assistant", "I think the reasoning is sound.", [{"content": "I think the reasoning is sound."}], 0),
-        ]  # fmt: skip
+            (
+                3,
+                "user",
+                "<think>the user's own words</think>",
+                [{"content": "<think>the user's own words</think>"}],
+                0,
+            ),
+            (
+                4,
+                "assistant",
+                "I think the reasoning is sound.",
+                [{"content": "I think the reasoning is sound."}],
+                0,
+            ),
+        ]
         for id_, role, content, swipes, active in rows:
-            conn.execute(text("insert into message (id, chat_id, role, kind, name, content, swipes, active_swipe, hidden,"
-                              " status, st_extra, created_at, updated_at) values (:id, 1, :role, 'message', 'A', :c, :s,"
-                              " :a, 0, 'ok', '{}', '2024-01-01', '2024-01-01')"),
-                         {"id": id_, "role": role, "c": content, "s": json.dumps(swipes), "a": active})  # fmt: skip
+            conn.execute(
+                text(
+                    "insert into message (id, chat_id, role, kind, name, content, swipes, active_swipe, hidden,"
+                    " status, st_extra, created_at, updated_at) values (:id, 1, :role, 'message', 'A', :c, :s,"
+                    " :a, 0, 'ok', '{}', '2024-01-01', '2024-01-01')"
+                ),
+                {"id": id_, "role": role, "c": content, "s": json.dumps(swipes), "a": active},
+            )
     upgrade_database(engine)
     with engine.connect() as conn:
-        got = {r[0]: (r[1], json.loads(r[2]), r[3], r[4]) for r in
-               conn.execute(text("select id, content, swipes, status, error from message"))}  # fmt: skip
+        got = {
+            r[0]: (r[1], json.loads(r[2]), r[3], r[4])
+            for r in conn.execute(text("select id, content, swipes, status, error from message"))
+        }
     content, swipes, status, _ = got[1]
     assert content == SAID and status == "ok"
     assert swipes[0] == {"content": "Older version.", "status": "ok"}
@@ -256,12 +291,22 @@ def test_a_summary_answer_of_only_a_reasoning_field_is_asked_again_with_more_roo
     thinking" (asked again with twice the room), not an empty answer."""
     chat_id = _chat(api, models)
     for i in range(4):
-        assert api.post(f"/api/chats/{chat_id}/messages", json={"content": f"Step {i} on the road."}).status_code == 201
-    models.script(Reply(text="", reasoning="Let me weigh each message first..."), "They walked the road together.")
+        assert (
+            api.post(f"/api/chats/{chat_id}/messages", json={"content": f"Step {i} on the road."}).status_code
+            == 201
+        )
+    models.script(
+        Reply(text="", reasoning="Let me weigh each message first..."), "They walked the road together."
+    )
     r = api.post(f"/api/chats/{chat_id}/summaries/generate", json={"scope": "last", "last": 3})
     assert r.status_code == 202, r.text
-    status = wait_for(lambda: (s := api.get(f"/api/chats/{chat_id}/summaries/generate").json())["status"] != "running"
-                      and s, timeout=60, what="the summary run to end")  # fmt: skip
+    status = wait_for(
+        lambda: (
+            (s := api.get(f"/api/chats/{chat_id}/summaries/generate").json())["status"] != "running" and s
+        ),
+        timeout=60,
+        what="the summary run to end",
+    )
     assert status["status"] == "done", status
     budgets = [q.json["max_tokens"] for q in models.requests if q.path.endswith("/chat/completions")]
     assert budgets[-1] == 2 * budgets[-2]
@@ -273,16 +318,25 @@ def test_sillytavern_chats_bring_and_take_their_reasoning(api, models):
     add_character(api, "Mirela")
     lines = [
         {"user_name": "Rowan", "character_name": "Mirela"},
-        {"name": "Mirela", "is_user": False, "mes": "You're alive.", "swipe_id": 0, "swipes": ["You're alive."],
-         "extra": {"reasoning": "He was unconscious for hours.", "reasoning_duration": 4200}},
+        {
+            "name": "Mirela",
+            "is_user": False,
+            "mes": "You're alive.",
+            "swipe_id": 0,
+            "swipes": ["You're alive."],
+            "extra": {"reasoning": "He was unconscious for hours.", "reasoning_duration": 4200},
+        },
         {"name": "Rowan", "is_user": True, "mes": "Where am I? <think>a user's own words stay</think>"},
         {"name": "Mirela", "is_user": False, "mes": f"<think>{THOUGHT}</think>\n{SAID}", "extra": {}},
         {"name": "Mirela", "is_user": False, "mes": "<think>nothing but thought", "extra": {}},
-    ]  # fmt: skip
+    ]
     raw = ("\n".join(json.dumps(line) for line in lines) + "\n").encode()
     chat = api.post("/api/chats/import", files={"file": ("tavern.jsonl", raw)}).json()
     msgs = api.get(f"/api/chats/{chat['id']}/messages").json()
-    assert msgs[0]["content"] == "You're alive." and msgs[0]["swipes"][0]["reasoning"] == "He was unconscious for hours."
+    assert (
+        msgs[0]["content"] == "You're alive."
+        and msgs[0]["swipes"][0]["reasoning"] == "He was unconscious for hours."
+    )
     assert msgs[0]["swipes"][0]["reasoning_ms"] == 4200
     assert msgs[1]["content"] == lines[2]["mes"]
     assert msgs[2]["content"] == SAID and msgs[2]["swipes"][0]["reasoning"] == THOUGHT

@@ -125,11 +125,15 @@ def test_a_common_word_does_not_lift_its_memories_above_a_clear_paraphrase(api, 
 def test_a_date_the_question_names_prefers_what_was_said_that_day(api, sugo):
     """Both memories are about Aria's painting; the date in the question tells them apart, which
     their words cannot: only the memory's time span knows when it was said."""
-    said = {datetime(2023, 10, 13, 14, tzinfo=UTC): "Aria finished a painting of a sunset over the bay.",
-            datetime(2023, 10, 20, 14, tzinfo=UTC): "Aria painted the harbour at dusk, her best painting yet."}  # fmt: skip
+    said = {
+        datetime(2023, 10, 13, 14, tzinfo=UTC): "Aria finished a painting of a sunset over the bay.",
+        datetime(2023, 10, 20, 14, tzinfo=UTC): "Aria painted the harbour at dusk, her best painting yet.",
+    }
     char = add_character(api)
     chat_id = new_chat(api, [char["id"]])["id"]
-    r = api.put(f"/api/chats/{chat_id}/options", json={"settings": {"recent_message_limit": MIN_RECENT_LIMIT}})
+    r = api.put(
+        f"/api/chats/{chat_id}/options", json={"settings": {"recent_message_limit": MIN_RECENT_LIMIT}}
+    )
     assert r.status_code == 200, r.text
     with Session(sugo.engine) as s:
         lines = [(day, line) for day, memory in said.items() for line in (memory, *REPLIES)]
@@ -152,7 +156,7 @@ def test_a_date_the_question_names_prefers_what_was_said_that_day(api, sugo):
 
 
 def test_another_form_of_a_word_is_matched(api, sugo):
-    """"adoption" in the question, "adopted" in the memory: Snowball stems both to one word (the
+    """ "adoption" in the question, "adopted" in the memory: Snowball stems both to one word (the
     light stemmer before did not, and only the vectors could find it)."""
     query = "How did the adoption go?"
     target = "Caroline adopted two girls from the shelter in town last spring."
@@ -168,7 +172,9 @@ def test_a_chats_word_weights_do_not_change_with_other_chats(api, sugo):
     (which FTS5's own weights count) leave the ranking's word scores as they were."""
     query = "Ysolde and the dog"
     named = "Ysolde won't cross the old bridge, not even for gold."
-    dogs = [f"The {who} dog barked at the carts all morning." for who in ("baker's", "guard's", "miller's", "wet")]
+    dogs = [
+        f"The {who} dog barked at the carts all morning." for who in ("baker's", "guard's", "miller's", "wet")
+    ]
     chat_id, chunk_of, _ = _chat_with_memories(api, sugo, [named, *dogs, *DISTRACTORS])
 
     def word_scores():
@@ -182,8 +188,16 @@ def test_a_chats_word_weights_do_not_change_with_other_chats(api, sugo):
     filler = " ".join(["The dog slept by the fire while the rain fell on the old roof."] * 2)
     with Session(sugo.engine) as s:
         for i in range(2_000):
-            s.add(MemoryChunk(chat_id=other, content=f"Rowan: {filler} {i}", message_ids=[], message_count=1,
-                              first_message_at=datetime(2024, 1, 1, tzinfo=UTC), last_message_at=datetime(2024, 1, 1, tzinfo=UTC)))  # fmt: skip
+            s.add(
+                MemoryChunk(
+                    chat_id=other,
+                    content=f"Rowan: {filler} {i}",
+                    message_ids=[],
+                    message_count=1,
+                    first_message_at=datetime(2024, 1, 1, tzinfo=UTC),
+                    last_message_at=datetime(2024, 1, 1, tzinfo=UTC),
+                )
+            )
         s.commit()
     assert word_scores() == pytest.approx(before, abs=0.05)
 
@@ -197,8 +211,10 @@ def test_the_chats_own_ranking_weights_rank_its_search(api, sugo):
     chat_id, chunk_of, _ = _chat_with_memories(api, sugo, [near_miss, named, *DISTRACTORS])
 
     def weights(dense, neighbours):
-        r = api.put(f"/api/chats/{chat_id}/options",
-                    json={"settings": {"recall_dense_weight": dense, "recall_neighbour_share": neighbours}})  # fmt: skip
+        r = api.put(
+            f"/api/chats/{chat_id}/options",
+            json={"settings": {"recall_dense_weight": dense, "recall_neighbour_share": neighbours}},
+        )
         assert r.status_code == 200, r.text
 
     assert _search(api, chat_id, query)[0]["chunk_id"] == chunk_of[named]

@@ -39,7 +39,11 @@ from tests.support.waiting import wait_for
 AUTO = "Aria answered the traveller, and they went onward."
 DAY = '```json\n{"summary": "Morning talk, an answer and a late note.", "keyDetails": ["a late note"]}\n```'
 HOLD = Reply("held until the process is killed", first_delay_s=600)  # the run is mid-way while it waits
-LINES = [("You", "Aria, the bridge is out."), ("Aria", "*Aria ties the rope.* We cross here."), ("You", "Fine.")]
+LINES = [
+    ("You", "Aria, the bridge is out."),
+    ("Aria", "*Aria ties the rope.* We cross here."),
+    ("You", "Fine."),
+]
 
 
 class _Folder:
@@ -53,8 +57,11 @@ class _Folder:
 
 
 def _asked(models: ModelServer, prompt_start: str) -> list[dict]:
-    return [r.json for r in models.requests
-            if r.path.endswith("/chat/completions") and r.json["messages"][0]["content"].startswith(prompt_start)]  # fmt: skip
+    return [
+        r.json
+        for r in models.requests
+        if r.path.endswith("/chat/completions") and r.json["messages"][0]["content"].startswith(prompt_start)
+    ]
 
 
 def _seed_messages(db: _Folder, chat_id: int, count: int) -> None:
@@ -63,7 +70,15 @@ def _seed_messages(db: _Folder, chat_id: int, count: int) -> None:
         for n in range(2, count + 2):
             name, role = ("You", "user") if n % 2 == 0 else ("Aria", "assistant")
             text = f"Step {n} along the road."
-            s.add(Message(chat_id=chat_id, role=role, name=name, content=text, swipes=[{"content": text, "status": "ok"}]))
+            s.add(
+                Message(
+                    chat_id=chat_id,
+                    role=role,
+                    name=name,
+                    content=text,
+                    swipes=[{"content": text, "status": "ok"}],
+                )
+            )
         s.commit()
 
 
@@ -78,7 +93,12 @@ def _roleplay(api, models, db: _Folder, messages: int, **settings) -> int:
 
 def _until_ended(read: Callable[[], dict], what: str) -> dict:
     """The run's status once it is no longer running (waiting its turn counts as not ended)."""
-    return wait_for(lambda: (s := read())["status"] not in ("running", "waiting") and s, timeout=240, interval=0.1, what=what)
+    return wait_for(
+        lambda: (s := read())["status"] not in ("running", "waiting") and s,
+        timeout=240,
+        interval=0.1,
+        what=what,
+    )
 
 
 @dataclass
@@ -94,7 +114,9 @@ class Case:
 
 
 def _begin_prepare(api, models, db):
-    chat_id = _roleplay(api, models, db, 19, advanced_memory=True, adv_check_interval=5)  # windows 1–10, 11–20
+    chat_id = _roleplay(
+        api, models, db, 19, advanced_memory=True, adv_check_interval=5
+    )  # windows 1–10, 11–20
     models.script(json.dumps({"ends": [{"messageNumber": 8}]}), HOLD)
     assert api.post(f"/api/chats/{chat_id}/scenes/prepare").status_code == 202
     return chat_id
@@ -104,7 +126,10 @@ def _after_prepare(api, models, db, chat_id):
     done = _until_ended(lambda: api.get(f"/api/chats/{chat_id}/scenes/prepare").json(), "Prepare to end")
     assert done["status"] == "done" and done["reason"] == "", done
     assert [s["state"] for s in api.get(f"/api/chats/{chat_id}/scenes").json()] == ["written", "written"]
-    windows = [re.match(r"Messages to check: #(\d+)", r["messages"][1]["content"]).group(1) for r in _asked(models, SCENE_CHECK_PROMPT)]
+    windows = [
+        re.match(r"Messages to check: #(\d+)", r["messages"][1]["content"]).group(1)
+        for r in _asked(models, SCENE_CHECK_PROMPT)
+    ]
     assert windows == ["1", "11", "11"]  # the window the kill cut short asked again, the first never
 
 
@@ -124,7 +149,9 @@ def _after_backfill(api, models, db, chat_id):
 
 def _begin_waiting_generate(api, models, db):
     chat_id = _begin_backfill(api, models, db)
-    wait_for(lambda: len(_asked(models, ROLEPLAY_ENTRY_PROMPT)) == 2, timeout=240, what="the second batch asked")
+    wait_for(
+        lambda: len(_asked(models, ROLEPLAY_ENTRY_PROMPT)) == 2, timeout=240, what="the second batch asked"
+    )
     r = api.post(f"/api/chats/{chat_id}/summaries/generate", json={"scope": "last", "last": 2})
     assert r.status_code == 202, r.text  # today's main refused it with 400
     assert r.json()["status"] == "waiting" and r.json()["waiting_for"] == "Backfill", r.json()
@@ -132,12 +159,21 @@ def _begin_waiting_generate(api, models, db):
 
 
 def _after_waiting_generate(api, models, db, chat_id):
-    backfill = _until_ended(lambda: api.get(f"/api/chats/{chat_id}/summaries/backfill").json(), "Backfill to end")
+    backfill = _until_ended(
+        lambda: api.get(f"/api/chats/{chat_id}/summaries/backfill").json(), "Backfill to end"
+    )
     assert backfill["status"] == "done" and backfill["done"] == 3, backfill
-    done = _until_ended(lambda: api.get(f"/api/chats/{chat_id}/summaries/generate").json(), "the Generate to end")
+    done = _until_ended(
+        lambda: api.get(f"/api/chats/{chat_id}/summaries/generate").json(), "the Generate to end"
+    )
     assert done["status"] == "done" and (done["first_position"], done["last_position"]) == (119, 120), done
     entries = api.get(f"/api/chats/{chat_id}/summaries").json()
-    assert [(e["first_position"], e["last_position"]) for e in entries] == [(1, 50), (51, 100), (101, 110), (119, 120)]
+    assert [(e["first_position"], e["last_position"]) for e in entries] == [
+        (1, 50),
+        (51, 100),
+        (101, 110),
+        (119, 120),
+    ]
     asked = _asked(models, ROLEPLAY_ENTRY_PROMPT)
     assert asked[-1]["messages"][1]["content"].count("Step") == 2  # the Generate went after the batches
 
@@ -151,13 +187,20 @@ def _begin_automatic(api, models, db):
 
 def _automatic_run(db: _Folder, chat_id: int) -> SummaryRun | None:
     with db.session() as s:
-        return s.exec(select(SummaryRun).where(SummaryRun.chat_id == chat_id, SummaryRun.kind == "automatic")
-                      .order_by(SummaryRun.id.desc())).first()  # type: ignore[union-attr]  # fmt: skip
+        return s.exec(
+            select(SummaryRun)
+            .where(SummaryRun.chat_id == chat_id, SummaryRun.kind == "automatic")
+            .order_by(SummaryRun.id.desc())
+        ).first()  # type: ignore[union-attr]
 
 
 def _after_automatic(api, models, db, chat_id):
-    run = wait_for(lambda: (r := _automatic_run(db, chat_id)) is not None and r.status == "done" and r, timeout=240,
-                   interval=0.1, what="the automatic summary to be written")  # fmt: skip
+    run = wait_for(
+        lambda: (r := _automatic_run(db, chat_id)) is not None and r.status == "done" and r,
+        timeout=240,
+        interval=0.1,
+        what="the automatic summary to be written",
+    )
     assert run.done == 1
     assert [e["content"] for e in api.get(f"/api/chats/{chat_id}/summaries").json()] == [AUTO]
 
@@ -168,12 +211,16 @@ def _begin_days(api, models, db):
     _seed(db.engine, chat_id, 5)
     models.script(DAY, DAY, HOLD)
     assert api.post(f"/api/chats/{chat_id}/days/backfill").status_code == 202
-    wait_for(lambda: len(api.get(f"/api/chats/{chat_id}/days").json()) == 2, timeout=240, what="two days written")
+    wait_for(
+        lambda: len(api.get(f"/api/chats/{chat_id}/days").json()) == 2, timeout=240, what="two days written"
+    )
     return chat_id
 
 
 def _after_days(api, models, db, chat_id):
-    done = _until_ended(lambda: api.get(f"/api/chats/{chat_id}/days/backfill").json(), "the day Backfill to end")
+    done = _until_ended(
+        lambda: api.get(f"/api/chats/{chat_id}/days/backfill").json(), "the day Backfill to end"
+    )
     assert done["status"] == "done" and done["added"] == 3 and done["failed"] == 0, done  # main: "none"
     days = [d["date"] for d in api.get(f"/api/chats/{chat_id}/days").json()]
     assert len(days) == len(set(days)) == 5
@@ -188,8 +235,14 @@ def _begin_fix(api, models, db):
     chat_id = _roleplay(api, models, db, 0, advanced_memory=True, adv_check_interval=100)
     # Failed scenes whose retry is far off: only Fix asks the helper for them (not the sweep at start).
     for _ in range(2):
-        stored_scene(db, chat_id, LINES, state="failed", reason="The helper gave no answer.",
-                     next_attempt_at=utcnow() + timedelta(days=1))  # fmt: skip
+        stored_scene(
+            db,
+            chat_id,
+            LINES,
+            state="failed",
+            reason="The helper gave no answer.",
+            next_attempt_at=utcnow() + timedelta(days=1),
+        )
     models.script(HOLD)
     r = api.post(f"/api/chats/{chat_id}/scenes/fix")
     assert r.status_code == 202 and r.json()["run"]["status"] == "running", r.text
@@ -198,7 +251,9 @@ def _begin_fix(api, models, db):
 
 def _after_fix(api, models, db, chat_id):
     run = api.get(f"/api/chats/{chat_id}/scenes/problems").json()["run"]
-    assert (run["status"], run["reason"], run["working"]) == ("stopped", fix.RESTARTED, False), run  # main: "running"
+    assert (run["status"], run["reason"], run["working"]) == ("stopped", fix.RESTARTED, False), (
+        run
+    )  # main: "running"
     assert run["current"] == ""
     panel = api.get(f"/chats/{chat_id}/scenes/problems", headers={"HX-Request": "true"}).text
     assert fix.RESTARTED in panel and 'id="scenes-fix"' in panel  # Fix is offered again
@@ -233,7 +288,9 @@ def _after_generate(api, models, db, chat_id):
     status = api.get(f"/api/chats/{chat_id}/summaries/generate").json()
     assert (status["status"], status["reason"]) == ("failed", generate.INTERRUPTED), status
     with db.session() as s:  # kept so, not only shown so (main left the row "running")
-        assert [j.status for j in s.exec(select(SummaryJob).where(SummaryJob.chat_id == chat_id))] == ["failed"]
+        assert [j.status for j in s.exec(select(SummaryJob).where(SummaryJob.chat_id == chat_id))] == [
+            "failed"
+        ]
     panel = api.get(f"/chats/{chat_id}/summaries", headers={"HX-Request": "true"}).text
     assert generate.INTERRUPTED in panel and 'id="summary-retry"' in panel
 
@@ -257,8 +314,12 @@ def _after_rebuild(api, models, db, chat_id):
     status = api.get(f"/api/chats/{chat_id}/memories/status").json()
     assert status["rebuild"] is None  # nothing of it was kept: no progress bar frozen half-way
     # The memory sweep at start makes and embeds what the rebuild did not reach.
-    done = wait_for(lambda: (s := api.get(f"/api/chats/{chat_id}/memories/status").json())["building"] is None and s,
-                    timeout=240, interval=0.1, what="every memory embedded")  # fmt: skip
+    done = wait_for(
+        lambda: (s := api.get(f"/api/chats/{chat_id}/memories/status").json())["building"] is None and s,
+        timeout=240,
+        interval=0.1,
+        what="every memory embedded",
+    )
     assert done["count"] and done["statuses"]["vectorized"] == done["count"], done
 
 
@@ -271,20 +332,38 @@ def _held(prompt_start: str, count: int = 1) -> Callable[[ModelServer], bool]:
 
 
 CASES = [
-    Case("prepare", _begin_prepare, _held(SCENE_CHECK_PROMPT, 2),
-         (json.dumps({"ends": [{"messageNumber": 15}]}), json.dumps({"summary": "Aria walked the road.", "participants": ["Aria"]}),
-          json.dumps({"summary": "Aria walked on along the road.", "participants": ["Aria"]})), _after_prepare),
-    Case("backfill", _begin_backfill, _held(ROLEPLAY_ENTRY_PROMPT, 2), ("Part 2 of the road.", "Part 3 of the road."),
-         _after_backfill),
-    Case("waiting_generate", _begin_waiting_generate, _held(ROLEPLAY_ENTRY_PROMPT, 2),
-         ("Part 2 of the road.", "Part 3 of the road.", "The last two steps along the road."), _after_waiting_generate),
+    Case(
+        "prepare",
+        _begin_prepare,
+        _held(SCENE_CHECK_PROMPT, 2),
+        (
+            json.dumps({"ends": [{"messageNumber": 15}]}),
+            json.dumps({"summary": "Aria walked the road.", "participants": ["Aria"]}),
+            json.dumps({"summary": "Aria walked on along the road.", "participants": ["Aria"]}),
+        ),
+        _after_prepare,
+    ),
+    Case(
+        "backfill",
+        _begin_backfill,
+        _held(ROLEPLAY_ENTRY_PROMPT, 2),
+        ("Part 2 of the road.", "Part 3 of the road."),
+        _after_backfill,
+    ),
+    Case(
+        "waiting_generate",
+        _begin_waiting_generate,
+        _held(ROLEPLAY_ENTRY_PROMPT, 2),
+        ("Part 2 of the road.", "Part 3 of the road.", "The last two steps along the road."),
+        _after_waiting_generate,
+    ),
     Case("automatic", _begin_automatic, _held(ROLEPLAY_ENTRY_PROMPT), (AUTO,), _after_automatic),
     Case("day_backfill", _begin_days, _held(DAY_PROMPT_START, 3), (DAY,) * 6, _after_days),
     Case("fix", _begin_fix, _held(DEFAULT_RECAP_PROMPT[:60]), (), _after_fix),
     Case("rescan", _begin_rescan, _held(SCENE_CHECK_PROMPT), (), _after_rescan),
     Case("generate", _begin_generate, _held(ROLEPLAY_ENTRY_PROMPT), (), _after_generate),
     Case("rebuild", _begin_rebuild, _embedding_held, (), _after_rebuild),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -295,7 +374,9 @@ def test_a_run_killed_midway_is_resumed_or_closed_by_the_next_start(tmp_path, mo
         db = _Folder(data_dir)
         with server.client() as api:
             ctx = case.begin(api, models, db)
-            wait_for(lambda: case.held(models), timeout=240, interval=0.05, what=f"the {case.name} run mid-way")
+            wait_for(
+                lambda: case.held(models), timeout=240, interval=0.05, what=f"the {case.name} run mid-way"
+            )
         server.kill()
         models.script(*case.rest)
         server = SugoProcess(data_dir).start()

@@ -23,10 +23,21 @@ def _ids(api, chat_id: int) -> list[int]:
 
 def test_a_branch_keeps_the_scenes_before_its_point_and_reopens_the_one_it_cuts(sugo, api):
     chat_id = new_chat(api, [add_character(api)["id"]])["id"]
-    stored_scene(sugo, chat_id, [("You", "We reach the ford."), ("Aria", "Cold water.")], state="written",
-                 summary="They reached the ford.", manual=True)  # fmt: skip
-    stored_scene(sugo, chat_id, [("You", "We climb."), ("Aria", "The pass is steep."), ("You", "We rest.")],
-                 state="written", summary="They climbed the pass.")  # fmt: skip
+    stored_scene(
+        sugo,
+        chat_id,
+        [("You", "We reach the ford."), ("Aria", "Cold water.")],
+        state="written",
+        summary="They reached the ford.",
+        manual=True,
+    )
+    stored_scene(
+        sugo,
+        chat_id,
+        [("You", "We climb."), ("Aria", "The pass is steep."), ("You", "We rest.")],
+        state="written",
+        summary="They climbed the pass.",
+    )
     ids = _ids(api, chat_id)  # the greeting, then the five scene messages
     with Session(sugo.engine) as s:
         s.add(SceneState(chat_id=chat_id, checked_through_id=ids[-1], window_start_id=ids[3]))

@@ -19,7 +19,10 @@ def _chat(api, models, *, messages: int, interval: int = 5, on: bool = True) -> 
     """A Roleplay chat with Advanced Memory on: the greeting and `messages - 1` posted ones; their ids."""
     add_connection(api, models)
     chat_id = new_chat(api, [add_character(api)["id"]])["id"]
-    r = api.put(f"/api/chats/{chat_id}/options", json={"settings": {"advanced_memory": on, "adv_check_interval": interval}})
+    r = api.put(
+        f"/api/chats/{chat_id}/options",
+        json={"settings": {"advanced_memory": on, "adv_check_interval": interval}},
+    )
     assert r.status_code == 200, r.text
     _post(api, chat_id, messages - 1)
     return chat_id, _ids(api, chat_id)
@@ -27,7 +30,10 @@ def _chat(api, models, *, messages: int, interval: int = 5, on: bool = True) -> 
 
 def _post(api, chat_id: int, count: int) -> None:
     for i in range(count):
-        assert api.post(f"/api/chats/{chat_id}/messages", json={"content": f"We walk on, step {i}."}).status_code == 201
+        assert (
+            api.post(f"/api/chats/{chat_id}/messages", json={"content": f"We walk on, step {i}."}).status_code
+            == 201
+        )
 
 
 def _ids(api, chat_id: int) -> list[int]:
@@ -36,8 +42,11 @@ def _ids(api, chat_id: int) -> list[int]:
 
 def _checks(models) -> list[dict]:
     """The scene-check requests the helper received, oldest first."""
-    return [r.json for r in models.requests
-            if r.path.endswith("/chat/completions") and r.json["messages"][0]["content"] == SCENE_CHECK_PROMPT]  # fmt: skip
+    return [
+        r.json
+        for r in models.requests
+        if r.path.endswith("/chat/completions") and r.json["messages"][0]["content"] == SCENE_CHECK_PROMPT
+    ]
 
 
 def _scenes(sugo, chat_id: int) -> list[tuple[int, int, str]]:
@@ -138,7 +147,12 @@ def test_an_unreadable_answer_asked_again_then_the_batch_treated_as_having_no_en
     assert r.status_code == 200, r.text
     assert r.json()["problems"] == []
     state = _state(sugo, chat_id)
-    assert (state.checked_through_id, state.failures, state.reason, state.unreadable_through_id) == (ids[-1], 0, "", None)
+    assert (state.checked_through_id, state.failures, state.reason, state.unreadable_through_id) == (
+        ids[-1],
+        0,
+        "",
+        None,
+    )
     assert _scenes(sugo, chat_id) == []  # no scene end: messages 1–8 stay the open scene
     again = api.post(f"/api/chats/{chat_id}/scenes/check/skip")
     assert again.status_code == 400 and "nothing to skip" in again.json()["detail"]
@@ -162,7 +176,10 @@ def test_two_checks_at_once_make_one_scene(api, models, sugo):
     chat_id, ids = _chat(api, models, messages=6)
     models.script(Reply(text=_ends(5), first_delay_s=0.5))
     outcomes = []
-    threads = [threading.Thread(target=lambda: outcomes.append(check_scenes(sugo.services, chat_id))) for _ in range(2)]
+    threads = [
+        threading.Thread(target=lambda: outcomes.append(check_scenes(sugo.services, chat_id)))
+        for _ in range(2)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -177,12 +194,19 @@ def test_after_a_reply_the_check_runs_and_the_closed_scene_gets_its_recap(api, m
     from tests.conftest import read_sse
 
     chat_id, _ = _chat(api, models, messages=1)
-    read_sse(api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "We reach the ford."}))
+    read_sse(
+        api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "We reach the ford."})
+    )
     assert _checks(models) == []  # three messages: not due yet
-    recap = {"summary": "Aria and the traveller reached the ford at dusk and made camp.",
-             "participants": ["Aria"], "timeframe": "the first evening"}  # fmt: skip
+    recap = {
+        "summary": "Aria and the traveller reached the ford at dusk and made camp.",
+        "participants": ["Aria"],
+        "timeframe": "the first evening",
+    }
     models.script("Aria points at the far bank.", _ends(3), json.dumps(recap))
-    read_sse(api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "We cross at dawn."}))
+    read_sse(
+        api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "We cross at dawn."})
+    )
     ids = _ids(api, chat_id)
 
     def written():
@@ -211,26 +235,41 @@ def test_swipes_of_the_reply_that_closed_a_scene_never_make_it_twice(api, models
 
     monkeypatch.setattr(rewrites, "SETTLE_S", 3600)  # the test runs the settled rewrite itself, below
     chat_id, _ = _chat(api, models, messages=1)
-    read_sse(api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "We reach the ford."}))
+    read_sse(
+        api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "We reach the ford."})
+    )
     recap = {"summary": "Aria and the traveller reached the ford.", "participants": ["Aria"], "timeframe": ""}
     models.script("Aria points at the far bank.", _ends(3), json.dumps(recap))
-    read_sse(api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "We cross at dawn."}))
-    wait_for(lambda: [s for s in _scenes(sugo, chat_id) if s[2] == "written"], timeout=30, interval=0.05,
-             what="the recap")  # fmt: skip
+    read_sse(
+        api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "We cross at dawn."})
+    )
+    wait_for(
+        lambda: [s for s in _scenes(sugo, chat_id) if s[2] == "written"],
+        timeout=30,
+        interval=0.05,
+        what="the recap",
+    )
     reply_id = _ids(api, chat_id)[-1]
     for text in ("Aria shakes her head.", "Aria laughs."):
         models.script(text)
-        events = read_sse(api.post(f"/api/chats/{chat_id}/generate", json={"action": "swipe", "message_id": reply_id}))
+        events = read_sse(
+            api.post(f"/api/chats/{chat_id}/generate", json={"action": "swipe", "message_id": reply_id})
+        )
         assert events[-1][0] == "done"
     wait_for(lambda: api.get(f"/api/chats/{chat_id}/scenes").status_code == 200, timeout=5, what="the API")
     threading.Event().wait(1.0)  # room for any after-reply work the swipes started
     assert len(_scenes(sugo, chat_id)) == 1 and len(_checks(models)) == 1
 
     def recaps():
-        return [r for r in models.requests if r.path.endswith("/chat/completions")
-                and "recap" in r.json["messages"][0]["content"].lower()]  # fmt: skip
+        return [
+            r
+            for r in models.requests
+            if r.path.endswith("/chat/completions") and "recap" in r.json["messages"][0]["content"].lower()
+        ]
 
     assert len(recaps()) == 1
     # The scene closed at message 3, before the swiped reply: its recap did not change.
     assert rewrites.rewrite_changed(sugo.services, chat_id) == 0
-    assert job_pending(sugo.services.scheduler, f"scenes.rewrite:{chat_id}")  # one job, replaced by each swipe
+    assert job_pending(
+        sugo.services.scheduler, f"scenes.rewrite:{chat_id}"
+    )  # one job, replaced by each swipe

@@ -19,9 +19,14 @@ def _chat(sugo, api, models, *, messages: int = 40, budget: int = 6500) -> tuple
     add_connection(api, models)
     chat_id = new_chat(api, [add_character(api)["id"]])["id"]
     for i in range(messages - 1):
-        assert api.post(f"/api/chats/{chat_id}/messages", json={"content": f"We walk on, step {i}."}).status_code == 201
-    r = api.put(f"/api/chats/{chat_id}/options", json={"settings": {
-        "advanced_memory": True, "adv_budget": budget, "adv_check_interval": 100}})
+        assert (
+            api.post(f"/api/chats/{chat_id}/messages", json={"content": f"We walk on, step {i}."}).status_code
+            == 201
+        )
+    r = api.put(
+        f"/api/chats/{chat_id}/options",
+        json={"settings": {"advanced_memory": True, "adv_budget": budget, "adv_check_interval": 100}},
+    )
     assert r.status_code == 200, r.text
     ids = [m["id"] for m in api.get(f"/api/chats/{chat_id}/messages").json()]
     with Session(sugo.engine) as s:
@@ -32,7 +37,9 @@ def _chat(sugo, api, models, *, messages: int = 40, budget: int = 6500) -> tuple
 
 def _entries(sugo, chat_id: int) -> list[SummaryEntry]:
     with Session(sugo.engine) as s:
-        return list(s.exec(select(SummaryEntry).where(SummaryEntry.chat_id == chat_id).order_by(SummaryEntry.id)))
+        return list(
+            s.exec(select(SummaryEntry).where(SummaryEntry.chat_id == chat_id).order_by(SummaryEntry.id))
+        )
 
 
 def _state(sugo, chat_id: int) -> SceneState:
@@ -42,8 +49,15 @@ def _state(sugo, chat_id: int) -> SceneState:
 
 def _entry(sugo, chat_id: int, ids: list[int], first: int, last: int, content: str) -> int:
     with Session(sugo.engine) as s:
-        e = SummaryEntry(chat_id=chat_id, title=f"Part {first}", content=content, first_message_id=ids[first - 1],
-                         last_message_id=ids[last - 1], first_position=first, last_position=last)  # fmt: skip
+        e = SummaryEntry(
+            chat_id=chat_id,
+            title=f"Part {first}",
+            content=content,
+            first_message_id=ids[first - 1],
+            last_message_id=ids[last - 1],
+            first_position=first,
+            last_position=last,
+        )
         s.add(e)
         s.commit()
         return e.id
@@ -56,7 +70,9 @@ def test_after_a_reply_the_archived_messages_get_an_entry_and_the_window_none(su
     read_sse(api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "Onward."}))
     wait_for(lambda: _entries(sugo, chat_id), timeout=30, interval=0.1, what="a continuity entry")
     entries = _entries(sugo, chat_id)
-    assert [(e.first_message_id, e.last_message_id, e.origin, e.active) for e in entries] == [(ids[0], ids[29], "model", True)]
+    assert [(e.first_message_id, e.last_message_id, e.origin, e.active) for e in entries] == [
+        (ids[0], ids[29], "model", True)
+    ]
     assert entries[0].content == "We walked on together, step after step, along the road."
     summary_request = models.requests[-1].json["messages"]
     assert "step 0." in summary_request[-1]["content"] and "step 30." not in summary_request[-1]["content"]
@@ -84,8 +100,12 @@ def test_bad_answers_leave_the_entries_and_the_same_set_is_not_sent_again(sugo, 
     _entry(sugo, chat_id, ids, 1, 15, long)
     b = _entry(sugo, chat_id, ids, 16, 30, long)
     before = [(e.id, e.content, e.active) for e in _entries(sugo, chat_id)]
-    for answer, reason in ((Reply("They walked.", finish_reason="length"), "cut off"), (Reply(""), "empty"),
-                           (Reply(long * 3), "not shorter"), (Reply("{{char}} walked."), "added a macro")):  # fmt: skip
+    for answer, reason in (
+        (Reply("They walked.", finish_reason="length"), "cut off"),
+        (Reply(""), "empty"),
+        (Reply(long * 3), "not shorter"),
+        (Reply("{{char}} walked."), "added a macro"),
+    ):
         models.script(answer)
         update_continuity(sugo.services, chat_id)
         assert [(e.id, e.content, e.active) for e in _entries(sugo, chat_id)] == before

@@ -21,14 +21,21 @@ from tests.support.scenes import stored_scene
 from tests.support.waiting import wait_for
 
 GOOD = json.dumps({"summary": "Aria and the traveller crossed the bridge by rope.", "participants": ["Aria"]})
-LINES = [("You", "Aria, the bridge is out."), ("Aria", "*Aria ties the rope.* We cross here."), ("You", "Fine.")]
+LINES = [
+    ("You", "Aria, the bridge is out."),
+    ("Aria", "*Aria ties the rope.* We cross here."),
+    ("You", "Fine."),
+]
 
 
 def _chat(api, models) -> int:
     add_connection(api, models)
     chat_id = new_chat(api, [add_character(api, "Aria")["id"]])["id"]
     # A check interval no test reaches: a scene check after Resume would take a reply scripted for a recap.
-    r = api.put(f"/api/chats/{chat_id}/options", json={"settings": {"advanced_memory": True, "adv_check_interval": 100}})
+    r = api.put(
+        f"/api/chats/{chat_id}/options",
+        json={"settings": {"advanced_memory": True, "adv_check_interval": 100}},
+    )
     assert r.status_code == 200, r.text
     return chat_id
 
@@ -65,8 +72,10 @@ def _fix(api, chat_id: int) -> dict:
     """Run Fix and wait for its end; the run."""
     r = api.post(f"/api/chats/{chat_id}/scenes/fix")
     assert r.status_code == 202, r.text
-    return wait_for(lambda: (run := _problems(api, chat_id)["run"]) and run["status"] != "running" and run,
-                    what="Fix to end")  # fmt: skip
+    return wait_for(
+        lambda: (run := _problems(api, chat_id)["run"]) and run["status"] != "running" and run,
+        what="Fix to end",
+    )
 
 
 def test_garbage_or_a_cut_off_answer_never_overwrites_a_recap_and_fix_repairs_it_later(sugo, api, models):
@@ -78,8 +87,14 @@ def test_garbage_or_a_cut_off_answer_never_overwrites_a_recap_and_fix_repairs_it
     _change_message(sugo, scene_id, "Fine. But my sister Mira comes with us.")
     found = _problems(api, chat_id)
     assert found["count"] == 1 and found["key"]
-    assert found["problems"][0] | {"sentence": ""} == {"scene_id": scene_id, "number": 1, "kind": "changed",
-                                                       "sentence": "", "review": False, "can_skip_batch": False}  # fmt: skip
+    assert found["problems"][0] | {"sentence": ""} == {
+        "scene_id": scene_id,
+        "number": 1,
+        "kind": "changed",
+        "sentence": "",
+        "review": False,
+        "can_skip_batch": False,
+    }
 
     for name, replies in {
         "garbage": ["Sure! Here is a lovely recap, no JSON though."] * 4,
@@ -90,17 +105,26 @@ def test_garbage_or_a_cut_off_answer_never_overwrites_a_recap_and_fix_repairs_it
         run = _fix(api, chat_id)
         assert run["status"] == "failed" and run["reason"].startswith("Fixing scene 1:"), (name, run)
         kept = _scene(sugo, scene_id)
-        assert (kept.state, kept.summary, kept.fingerprint) == ("written", before.summary, before.fingerprint), name
+        assert (kept.state, kept.summary, kept.fingerprint) == (
+            "written",
+            before.summary,
+            before.fingerprint,
+        ), name
         assert _problems(api, chat_id)["problems"][0]["kind"] == "changed", name
         page = api.get(f"/chats/{chat_id}/scenes/problems").text
         assert "Fix stopped" in page and "Fix again" in page, name
 
     models.reset()
-    models.script(json.dumps({"summary": "Aria, the traveller and Mira crossed the bridge.", "participants": ["Aria"]}))
+    models.script(
+        json.dumps({"summary": "Aria, the traveller and Mira crossed the bridge.", "participants": ["Aria"]})
+    )
     run = _fix(api, chat_id)
     assert run["status"] == "done" and run["current"] == "Advanced Memory fixed 1 scene.", run
     fixed = _scene(sugo, scene_id)
-    assert fixed.summary == "Aria, the traveller and Mira crossed the bridge." and fixed.fingerprint != before.fingerprint
+    assert (
+        fixed.summary == "Aria, the traveller and Mira crossed the bridge."
+        and fixed.fingerprint != before.fingerprint
+    )
     assert _problems(api, chat_id)["count"] == 0
     assert "Advanced Memory fixed 1 scene." in api.get(f"/chats/{chat_id}/scenes/problems").text
 
@@ -110,8 +134,13 @@ def test_a_helper_that_times_out_keeps_the_recap_and_fix_repairs_it_later(tmp_pa
     with LiveSugo(tmp_path / "data", model_timeout_s=1.0) as sugo, sugo.client() as api:
         chat_id = _chat(api, models)
         scene_id = _written_scene(sugo, models, chat_id)
-        failed_id = stored_scene(sugo, chat_id, [("You", "Next day."), ("Aria", "We rest.")], state="failed",
-                                 reason="The helper gave no answer.")  # fmt: skip
+        failed_id = stored_scene(
+            sugo,
+            chat_id,
+            [("You", "Next day."), ("Aria", "We rest.")],
+            state="failed",
+            reason="The helper gave no answer.",
+        )
         _change_message(sugo, scene_id, "Fine, let us go.")
         before = _scene(sugo, scene_id)
         assert [p["kind"] for p in _problems(api, chat_id)["problems"]] == ["changed", "failed"]
@@ -134,10 +163,17 @@ def test_a_helper_that_times_out_keeps_the_recap_and_fix_repairs_it_later(tmp_pa
 def test_a_hand_edited_recap_is_never_rewritten_and_is_listed_for_review(sugo, api, models):
     chat_id = _chat(api, models)
     edited_id = _written_scene(sugo, models, chat_id)
-    r = api.patch(f"/api/chats/{chat_id}/scenes/{edited_id}", json={"summary": "My own words about the bridge."})
+    r = api.patch(
+        f"/api/chats/{chat_id}/scenes/{edited_id}", json={"summary": "My own words about the bridge."}
+    )
     assert r.status_code == 200 and r.json()["manual"], r.text
-    failed_id = stored_scene(sugo, chat_id, [("You", "Next day."), ("Aria", "We rest.")], state="failed",
-                             reason="The helper's answer was not JSON.")  # fmt: skip
+    failed_id = stored_scene(
+        sugo,
+        chat_id,
+        [("You", "Next day."), ("Aria", "We rest.")],
+        state="failed",
+        reason="The helper's answer was not JSON.",
+    )
     deleted_id = stored_scene(sugo, chat_id, [("You", "Later."), ("Aria", "Night.")], state="deleted")
     _change_message(sugo, edited_id, "Fine. Mira comes too.")
 
@@ -146,15 +182,25 @@ def test_a_hand_edited_recap_is_never_rewritten_and_is_listed_for_review(sugo, a
     assert kinds == {edited_id: ("changed_manual", True), failed_id: ("failed", False)}
     assert deleted_id not in kinds  # a deleted summary stays deleted: no problem
     page = api.get(f"/chats/{chat_id}/scenes/problems").text
-    assert "needs your review" in page and "The helper&#39;s answer was not JSON." in page and "Fix 1 problem" in page
+    assert (
+        "needs your review" in page
+        and "The helper&#39;s answer was not JSON." in page
+        and "Fix 1 problem" in page
+    )
 
     models.reset()
     models.script(json.dumps({"summary": "They rested.", "participants": ["Aria"]}))
     run = _fix(api, chat_id)
     assert run["current"] == "Advanced Memory fixed 1 scene; need your review: scene 1.", run
-    assert len([r for r in models.requests if r.path.endswith("/chat/completions")]) == 1  # the edited one: never asked
+    assert (
+        len([r for r in models.requests if r.path.endswith("/chat/completions")]) == 1
+    )  # the edited one: never asked
     edited = _scene(sugo, edited_id)
-    assert (edited.summary, edited.manual, edited.state) == ("My own words about the bridge.", True, "written")
+    assert (edited.summary, edited.manual, edited.state) == (
+        "My own words about the bridge.",
+        True,
+        "written",
+    )
     assert _scene(sugo, failed_id).summary == "They rested."
     assert _scene(sugo, deleted_id).state == "deleted"
     assert [p["kind"] for p in _problems(api, chat_id)["problems"]] == ["changed_manual"]
@@ -189,15 +235,21 @@ def test_pause_stops_checks_recaps_and_fix_and_resume_goes_on(sugo, api, models)
 def test_pause_while_fix_works_stops_it_and_resume_processing_finishes_it(sugo, api, models):
     chat_id = _chat(api, models)
     first = stored_scene(sugo, chat_id, LINES, state="failed", reason="x")
-    second = stored_scene(sugo, chat_id, [("You", "Next day."), ("Aria", "We rest.")], state="failed", reason="x")
+    second = stored_scene(
+        sugo, chat_id, [("You", "Next day."), ("Aria", "We rest.")], state="failed", reason="x"
+    )
     models.reset()
     models.script(Reply(GOOD, first_delay_s=1.0))
     assert api.post(f"/api/chats/{chat_id}/scenes/fix").status_code == 202
     wait_for(lambda: models.requests, what="the first helper call")
     assert api.post(f"/chats/{chat_id}/scenes/pause").status_code == 200
-    run = wait_for(lambda: (run := _problems(api, chat_id)["run"])["status"] != "running" and run, what="Fix to stop")
+    run = wait_for(
+        lambda: (run := _problems(api, chat_id)["run"])["status"] != "running" and run, what="Fix to stop"
+    )
     assert run["status"] == "stopped" and "paused" in run["reason"], run
-    assert _scene(sugo, first).state == "written" and _scene(sugo, second).state == "failed"  # the call in hand finished
+    assert (
+        _scene(sugo, first).state == "written" and _scene(sugo, second).state == "failed"
+    )  # the call in hand finished
 
     models.script(json.dumps({"summary": "They rested.", "participants": ["Aria"]}))
     assert api.post(f"/api/chats/{chat_id}/scenes/resume").status_code == 200
@@ -210,7 +262,11 @@ def test_pause_while_fix_works_stops_it_and_resume_processing_finishes_it(sugo, 
 def test_a_failed_scene_check_is_a_problem_and_fix_runs_it_again(sugo, api, models):
     chat_id = _chat(api, models)
     with sugo.session() as s:
-        s.add(SceneState(chat_id=chat_id, reason="The scene check failed: the helper gave no answer.", failures=2))
+        s.add(
+            SceneState(
+                chat_id=chat_id, reason="The scene check failed: the helper gave no answer.", failures=2
+            )
+        )
         s.commit()
     found = _problems(api, chat_id)
     assert [(p["kind"], p["scene_id"]) for p in found["problems"]] == [("check_failed", None)]
@@ -237,15 +293,24 @@ def test_problems_dot_and_the_api_refuse_what_does_not_fit(sugo, api, models):
 def test_fix_asks_again_who_was_there_and_an_undecided_scene_is_not_asked_twice(sugo, api, models):
     add_connection(api, models)
     chat_id = new_chat(api, [add_character(api, "Aria")["id"], add_character(api, "Bo")["id"]])["id"]
-    r = api.put(f"/api/chats/{chat_id}/options", json={"settings": {"advanced_memory": True, "adv_check_interval": 100}})
+    r = api.put(
+        f"/api/chats/{chat_id}/options",
+        json={"settings": {"advanced_memory": True, "adv_check_interval": 100}},
+    )
     assert r.status_code == 200, r.text
     lines = [("Aria", "We hold the gate."), ("Bo", "I bar it.")]
-    decided = stored_scene(sugo, chat_id, lines, state="written", summary="They held the gate.", check_who=True)
-    undecided = stored_scene(sugo, chat_id, lines, state="written", summary="They held it again.", check_who=True)
+    decided = stored_scene(
+        sugo, chat_id, lines, state="written", summary="They held the gate.", check_who=True
+    )
+    undecided = stored_scene(
+        sugo, chat_id, lines, state="written", summary="They held it again.", check_who=True
+    )
     assert [p["kind"] for p in _problems(api, chat_id)["problems"]] == ["check_who", "check_who"]
 
     unsure = json.dumps({"summary": "Someone held the gate again."})
-    models.script(json.dumps({"summary": "Aria and Bo held the gate.", "participants": ["Aria", "Bo"]}), unsure, unsure)
+    models.script(
+        json.dumps({"summary": "Aria and Bo held the gate.", "participants": ["Aria", "Bo"]}), unsure, unsure
+    )
     run = _fix(api, chat_id)
     assert run["current"] == "Advanced Memory fixed 1 scene; need your review: scene 2.", run
     assert (_scene(sugo, decided).check_who, _scene(sugo, decided).participants) == (False, ["Aria", "Bo"])
@@ -258,7 +323,9 @@ def test_fix_asks_again_who_was_there_and_an_undecided_scene_is_not_asked_twice(
     assert not models.requests
 
 
-def test_a_fix_run_is_never_taken_for_prepare_and_resume_processing_goes_on_with_a_paused_prepare(sugo, api, models):
+def test_a_fix_run_is_never_taken_for_prepare_and_resume_processing_goes_on_with_a_paused_prepare(
+    sugo, api, models
+):
     chat_id = _chat(api, models)
     stored_scene(sugo, chat_id, LINES, state="failed", reason="x")
     models.script(GOOD)
@@ -272,9 +339,11 @@ def test_a_fix_run_is_never_taken_for_prepare_and_resume_processing_goes_on_with
     # A Prepare stopped by Pause processing goes on at Resume processing (its window's answer: no scene end).
     models.script(json.dumps({"ends": []}))
     assert api.post(f"/api/chats/{chat_id}/scenes/resume").status_code == 200
-    wait_for(lambda: api.get(f"/api/chats/{chat_id}/scenes/prepare").json()["status"] == "done", what="Prepare to end")
+    wait_for(
+        lambda: api.get(f"/api/chats/{chat_id}/scenes/prepare").json()["status"] == "done",
+        what="Prepare to end",
+    )
     assert _problems(api, chat_id)["run"]["status"] == "done"  # the Fix run is still Fix's own
-
 
 
 def test_deleting_an_earlier_message_does_not_make_later_scenes_look_changed(api, models, sugo):
@@ -286,7 +355,9 @@ def test_deleting_an_earlier_message_does_not_make_later_scenes_look_changed(api
     early = api.post(f"/api/chats/{chat_id}/messages", json={"content": "An early aside."}).json()["id"]
     scene = stored_scene(sugo, chat_id, [("You", "We reach the ford."), ("Aria", "Cold water.")])
     api.put(f"/api/chats/{chat_id}/options", json={"settings": {"advanced_memory": True}})
-    models.script(json.dumps({"summary": "They reached the ford.", "participants": ["Aria"], "timeframe": ""}))
+    models.script(
+        json.dumps({"summary": "They reached the ford.", "participants": ["Aria"], "timeframe": ""})
+    )
     writer.write_recap(sugo.services, scene)
     with sugo.session() as s:
         assert fix_status(s, sugo.services, chat_id).problems.items == ()
@@ -295,6 +366,11 @@ def test_deleting_an_earlier_message_does_not_make_later_scenes_look_changed(api
         assert fix_status(s, sugo.services, chat_id).problems.items == ()
     # An edit is a change.
     ford = api.get(f"/api/chats/{chat_id}/messages").json()[-2]["id"]
-    assert api.patch(f"/api/chats/{chat_id}/messages/{ford}", json={"content": "We reach the bridge."}).status_code == 200
+    assert (
+        api.patch(
+            f"/api/chats/{chat_id}/messages/{ford}", json={"content": "We reach the bridge."}
+        ).status_code
+        == 200
+    )
     with sugo.session() as s:
         assert [p.kind for p in fix_status(s, sugo.services, chat_id).problems.items] == ["changed"]

@@ -37,13 +37,23 @@ def _seeded_chat(sugo, api, models) -> tuple[int, list[int]]:
     """A Roleplay chat with Advanced Memory on and 60 messages (the greeting and 59 seeded); their ids."""
     add_connection(api, models, name="Helper conn", model="test-model")
     chat_id = new_chat(api, [add_character(api)["id"]])["id"]
-    r = api.put(f"/api/chats/{chat_id}/options", json={"settings": {"advanced_memory": True, "adv_check_interval": 5}})
+    r = api.put(
+        f"/api/chats/{chat_id}/options", json={"settings": {"advanced_memory": True, "adv_check_interval": 5}}
+    )
     assert r.status_code == 200, r.text
     with Session(sugo.engine) as s:
         for n in range(2, MESSAGES + 1):
             name, role = ("You", "user") if n % 2 == 0 else ("Aria", "assistant")
             text = f"Line {n}: we walk on."
-            s.add(Message(chat_id=chat_id, role=role, name=name, content=text, swipes=[{"content": text, "status": "ok"}]))
+            s.add(
+                Message(
+                    chat_id=chat_id,
+                    role=role,
+                    name=name,
+                    content=text,
+                    swipes=[{"content": text, "status": "ok"}],
+                )
+            )
         s.commit()
     ids = [m["id"] for m in api.get(f"/api/chats/{chat_id}/messages").json() if m["kind"] == "message"]
     assert len(ids) == MESSAGES
@@ -55,7 +65,9 @@ def _ends(numbers) -> str:
 
 
 def _recap(n: int) -> str:
-    return json.dumps({"summary": f"Recap number {n}: Aria and the traveller walked on.", "participants": ["Aria"]})
+    return json.dumps(
+        {"summary": f"Recap number {n}: Aria and the traveller walked on.", "participants": ["Aria"]}
+    )
 
 
 def _checks(models) -> list[tuple[int, int]]:
@@ -72,7 +84,9 @@ def _recaps(models) -> list[tuple[int, int]]:
     """The scenes whose recap the helper was asked for, in order: (first, last) message numbers."""
     found = []
     for r in models.requests:
-        if r.path.endswith("/chat/completions") and r.json["messages"][0]["content"].startswith(DEFAULT_RECAP_PROMPT[:60]):
+        if r.path.endswith("/chat/completions") and r.json["messages"][0]["content"].startswith(
+            DEFAULT_RECAP_PROMPT[:60]
+        ):
             m = re.match(r"Scene messages #(\d+)–#(\d+)", r.json["messages"][1]["content"])
             found.append((int(m.group(1)), int(m.group(2))))
     return found
@@ -124,7 +138,11 @@ def test_the_history_is_read_window_after_window_and_each_scene_recapped_once(su
     assert done["stage"] == "recapping" and done["done"] == done["total"] == 5 and done["reason"] == ""
     assert _checks(models) == WINDOWS
     # Each window after the first was read with the previous window's last message as its anchor.
-    asked = [r.json["messages"][1]["content"] for r in models.requests if r.json["messages"][0]["content"] == SCENE_CHECK_PROMPT]
+    asked = [
+        r.json["messages"][1]["content"]
+        for r in models.requests
+        if r.json["messages"][0]["content"] == SCENE_CHECK_PROMPT
+    ]
     assert 'number="10" name="You" checked="earlier"' in asked[1] and 'number="50"' in asked[5]
     scenes = _scenes(sugo, chat_id, ids)
     assert [(a, b) for a, b, _, _ in scenes] == SCENES  # 48–60 stay the open scene
@@ -167,12 +185,20 @@ def test_a_run_a_restart_cut_short_mid_recap_is_resumed_at_start_without_a_secon
     wait_for(lambda: len(_recaps(models)) == 2, timeout=30, what="the second recap asked")
     api.post(f"/api/chats/{chat_id}/scenes/prepare/stop")
     _until(api, chat_id, "stopped")
-    assert [s[2] for s in _scenes(sugo, chat_id, ids)] == ["written", "written", "waiting", "waiting", "waiting"]
+    assert [s[2] for s in _scenes(sugo, chat_id, ids)] == [
+        "written",
+        "written",
+        "waiting",
+        "waiting",
+        "waiting",
+    ]
     # A restart in the middle of scene 3's recap: the run left "running", the scene "writing", nobody at work.
     with Session(sugo.engine) as s:
         run = s.exec(select(SceneRun).where(SceneRun.chat_id == chat_id)).one()
         run.status, run.stop_requested, run.current = "running", False, "Writing recap 3 of 5"
-        scene = s.exec(select(Scene).where(Scene.chat_id == chat_id).order_by(Scene.first_message_id)).all()[2]
+        scene = s.exec(select(Scene).where(Scene.chat_id == chat_id).order_by(Scene.first_message_id)).all()[
+            2
+        ]
         scene.state = "writing"
         s.add(run)
         s.add(scene)
@@ -193,14 +219,18 @@ def test_a_run_a_restart_cut_short_mid_recap_is_resumed_at_start_without_a_secon
 
 def test_a_failed_helper_call_stops_the_run_with_its_reason_and_resume_retries_it(sugo, api, models):
     chat_id, ids = _seeded_chat(sugo, api, models)
-    models.script(_ends(ENDS[0]), _ends(ENDS[1]), "I think a scene ends somewhere around the bridge?", "At the bridge.")
+    models.script(
+        _ends(ENDS[0]), _ends(ENDS[1]), "I think a scene ends somewhere around the bridge?", "At the bridge."
+    )
     _start(api, chat_id)
     failed = _until(api, chat_id, "failed")
     assert failed["reason"].startswith("Finding scenes in messages 21–30:") and failed["done"] == 2
     assert failed["can_skip_batch"]  # unreadable even when asked again: the batch may be skipped
     assert [(a, b) for a, b, _, _ in _scenes(sugo, chat_id, ids)] == SCENES[:1]
     # Resume asks the failed window again, then a recap fails: the earlier recap stays.
-    models.script(*[_ends(e) for e in ENDS[2:]], _recap(1), Reply(status=400, error="The helper is overloaded."))
+    models.script(
+        *[_ends(e) for e in ENDS[2:]], _recap(1), Reply(status=400, error="The helper is overloaded.")
+    )
     _start(api, chat_id)
     failed = _until(api, chat_id, "failed")
     assert failed["stage"] == "recapping" and failed["reason"].startswith("Writing recap 2 of 5:")
@@ -211,7 +241,9 @@ def test_a_failed_helper_call_stops_the_run_with_its_reason_and_resume_retries_i
     models.script(*[_recap(n) for n in range(2, 6)])
     _start(api, chat_id)
     _until(api, chat_id, "done")
-    assert _checks(models) == WINDOWS[:3] + WINDOWS[2:3] + WINDOWS[2:]  # only the failed window was asked again
+    assert (
+        _checks(models) == WINDOWS[:3] + WINDOWS[2:3] + WINDOWS[2:]
+    )  # only the failed window was asked again
     assert _recaps(models) == [SCENES[0], SCENES[1], *SCENES[1:]]  # only the failed recap was asked twice
     scenes = _scenes(sugo, chat_id, ids)
     assert all(s[2] == "written" for s in scenes) and scenes[0][3].startswith("Recap number 1")
@@ -221,8 +253,11 @@ def test_an_answer_unreadable_twice_is_offered_as_no_scene_end_and_the_run_goes_
     """Issue 21: a helper whose answers Sugo cannot read stopped Prepare for good at that batch."""
     chat_id, ids = _seeded_chat(sugo, api, models)
     # Window 1 in another shape (read); window 2 unreadable twice.
-    models.script(json.dumps({"scenes": [{"messageNumber": 8}]}), '{"scenes": [{"title": "The bridge"}]}',
-                  "The scene ends at the bridge.")  # fmt: skip
+    models.script(
+        json.dumps({"scenes": [{"messageNumber": 8}]}),
+        '{"scenes": [{"title": "The bridge"}]}',
+        "The scene ends at the bridge.",
+    )
     _start(api, chat_id)
     failed = _until(api, chat_id, "failed")
     assert failed["reason"].startswith("Finding scenes in messages 11–20:") and failed["can_skip_batch"]
@@ -237,7 +272,12 @@ def test_an_answer_unreadable_twice_is_offered_as_no_scene_end_and_the_run_goes_
         # Stored before the run went on: a restart now resumes past the skipped batch.
         with Session(sugo.engine) as s:
             run = s.exec(select(SceneRun).where(SceneRun.chat_id == chat_id)).one()
-            assert (run.status, run.checked_through_id, run.done, run.unreadable_through_id) == ("running", ids[19], 2, None)
+            assert (run.status, run.checked_through_id, run.done, run.unreadable_through_id) == (
+                "running",
+                ids[19],
+                2,
+                None,
+            )
             assert s.get(SceneState, chat_id).checked_through_id == ids[19]
     finally:
         gate.set()
@@ -257,12 +297,21 @@ def test_messages_that_arrive_while_the_recaps_are_written_are_read_before_the_r
     wait_for(lambda: len(_recaps(models)) == 1, timeout=30, what="the first recap asked")
     with Session(sugo.engine) as s:  # the chat goes on meanwhile: six more messages
         for n in range(61, 67):
-            s.add(Message(chat_id=chat_id, role="user", name="You", content=f"Line {n}.", swipes=[{"content": f"Line {n}."}]))
+            s.add(
+                Message(
+                    chat_id=chat_id,
+                    role="user",
+                    name="You",
+                    content=f"Line {n}.",
+                    swipes=[{"content": f"Line {n}."}],
+                )
+            )
         s.commit()
     models.script(*[_recap(n) for n in range(2, 6)], _ends([]))
     done = _until(api, chat_id, "done")
     assert _checks(models) == [*WINDOWS, (61, 66)] and sorted(_recaps(models)) == SCENES
     assert done["status"] == "done" and done["reason"] == ""
+
 
 def test_one_run_per_chat_and_refusals_say_why(sugo, api, models):
     chat_id, ids = _seeded_chat(sugo, api, models)
@@ -290,14 +339,22 @@ def test_delete_all_memories_and_import_are_refused_while_prepare_runs(sugo, api
     held = threading.Event()
     models.script(_ends(ENDS[0]), Reply(_ends(ENDS[1]), gate=held))
     _start(api, chat_id)
-    wait_for(lambda: len(_checks(models)) == 2, timeout=60, what="the second window asked")  # Prepare is mid-way
+    wait_for(
+        lambda: len(_checks(models)) == 2, timeout=60, what="the second window asked"
+    )  # Prepare is mid-way
     refused = api.delete(f"/api/chats/{chat_id}/scenes")
     assert refused.status_code == 409, refused.text
     assert refused.json()["detail"] == PREPARING.format(what="delete all memories")
     page = api.post(f"/chats/{chat_id}/scenes/delete-all", headers={"HX-Request": "true"})
     assert page.status_code == 200 and 'id="scenes-error"' in page.text
-    assert "Prepare existing history is running in this chat" in page.text and "Nothing was changed." in page.text
-    imported = api.post(f"/api/chats/{chat_id}/scenes/import?replace=true", files={"file": ("s.json", b"{}", "application/json")})
+    assert (
+        "Prepare existing history is running in this chat" in page.text
+        and "Nothing was changed." in page.text
+    )
+    imported = api.post(
+        f"/api/chats/{chat_id}/scenes/import?replace=true",
+        files={"file": ("s.json", b"{}", "application/json")},
+    )
     assert imported.status_code == 409 and "then import" in imported.json()["detail"]
     assert [(a, b) for a, b, _, _ in _scenes(sugo, chat_id, ids)] == SCENES[:1]  # kept
 
@@ -313,7 +370,9 @@ def test_delete_all_memories_and_import_are_refused_while_prepare_runs(sugo, api
     assert [(a, b) for a, b, _, _ in _scenes(sugo, chat_id, ids)] == SCENES
 
 
-def test_a_2000_message_import_cancelled_killed_and_resumed_ends_with_each_scene_recapped_once(tmp_path, models):
+def test_a_2000_message_import_cancelled_killed_and_resumed_ends_with_each_scene_recapped_once(
+    tmp_path, models
+):
     """Acceptance 2 with real restarts: Cancel half-way through the scene search, a SIGKILL, Resume; a
     second SIGKILL in the middle of a recap; the next start's sweep finishes. Interval 100: windows of
     200 messages; a scene ends every 150 messages, 1951–2000 stay open."""
@@ -332,8 +391,15 @@ def test_a_2000_message_import_cancelled_killed_and_resumed_ends_with_each_scene
             with Session(make_engine(data_dir / "sugo.db")) as s:
                 for n in range(2, total + 1):
                     name, role = ("You", "user") if n % 2 == 0 else ("Aria", "assistant")
-                    s.add(Message(chat_id=chat_id, role=role, name=name, content=f"Line {n}.",
-                                  swipes=[{"content": f"Line {n}.", "status": "ok"}]))  # fmt: skip
+                    s.add(
+                        Message(
+                            chat_id=chat_id,
+                            role=role,
+                            name=name,
+                            content=f"Line {n}.",
+                            swipes=[{"content": f"Line {n}.", "status": "ok"}],
+                        )
+                    )
                 s.commit()
             models.script(*answers[:4], Reply(answers[4], first_delay_s=3))
             _start(api, chat_id)
@@ -354,8 +420,13 @@ def test_a_2000_message_import_cancelled_killed_and_resumed_ends_with_each_scene
     with LiveSugo(data_dir) as again, again.client() as api:  # its start resumes the run
         done = _until(api, chat_id, "done")
         with again.session() as s:
-            ids = list(s.exec(select(Message.id).where(Message.chat_id == chat_id, Message.kind == "message")
-                              .order_by(Message.id)).all())  # fmt: skip
+            ids = list(
+                s.exec(
+                    select(Message.id)
+                    .where(Message.chat_id == chat_id, Message.kind == "message")
+                    .order_by(Message.id)
+                ).all()
+            )
         stored = _scenes(again, chat_id, ids)
     assert done["stage"] == "recapping" and done["reason"] == ""
     assert _checks(models) == windows  # every window asked once: the cancelled one's answer was kept
@@ -364,4 +435,6 @@ def test_a_2000_message_import_cancelled_killed_and_resumed_ends_with_each_scene
     assert sorted(asked[:4] + asked[5:]) == scenes  # every other scene asked once
     assert len(ids) == total and [(a, b) for a, b, _, _ in stored] == scenes
     assert all(state == "written" for _, _, state, _ in stored)
-    assert [summary.split(":")[0] for _, _, _, summary in stored] == [f"Recap number {n}" for n in range(1, 14)]
+    assert [summary.split(":")[0] for _, _, _, summary in stored] == [
+        f"Recap number {n}" for n in range(1, 14)
+    ]

@@ -38,8 +38,14 @@ TOPICS = [
 
 def _jsonl() -> bytes:
     start = datetime(2024, 3, 1, 9, 0)
-    lines: list[dict] = [{"user_name": "Rowan", "character_name": "Mirela", "create_date": start.isoformat(),
-                          "chat_metadata": {}}]  # fmt: skip
+    lines: list[dict] = [
+        {
+            "user_name": "Rowan",
+            "character_name": "Mirela",
+            "create_date": start.isoformat(),
+            "chat_metadata": {},
+        }
+    ]
     n = 0
     for k, (topic, deed) in enumerate(TOPICS):
         for i in range(PER_SCENE):
@@ -50,8 +56,15 @@ def _jsonl() -> bytes:
                 text = f"Tell me more about {topic}, part {i} of scene {k + 1}."
             else:
                 text = f"*Mirela smiles.* Ah, {topic}. There is always more to say, step {i}."
-            lines.append({"name": "Rowan" if user else "Mirela", "is_user": user, "is_system": False,
-                          "send_date": (start + timedelta(minutes=n)).isoformat(), "mes": text})  # fmt: skip
+            lines.append(
+                {
+                    "name": "Rowan" if user else "Mirela",
+                    "is_user": user,
+                    "is_system": False,
+                    "send_date": (start + timedelta(minutes=n)).isoformat(),
+                    "mes": text,
+                }
+            )
             n += 1
     return "\n".join(json.dumps(line) for line in lines).encode()
 
@@ -66,23 +79,45 @@ def _setup(sugo, api, models) -> tuple[int, list[int]]:
     assert chat["mode"] == "roleplay"
     ids = [m["id"] for m in api.get(f"/api/chats/{chat_id}/messages").json() if m["kind"] == "message"]
     assert len(ids) == SCENES * PER_SCENE
-    r = api.put(f"/api/chats/{chat_id}/options", json={"settings": {
-        "advanced_memory": True, "adv_max_context": CEILING, "adv_budget": 1200, "adv_check_interval": 100}})
+    r = api.put(
+        f"/api/chats/{chat_id}/options",
+        json={
+            "settings": {
+                "advanced_memory": True,
+                "adv_max_context": CEILING,
+                "adv_budget": 1200,
+                "adv_check_interval": 100,
+            }
+        },
+    )
     assert r.status_code == 200, r.text
     # Prepare existing history with the test model server as the helper: each window's answer names the
     # scene ends (eleven scenes close, the twelfth stays open), then each scene's recap, in order.
     ends = json.dumps({"ends": [{"messageNumber": (k + 1) * PER_SCENE} for k in range(SCENES - 1)]})
     windows = -(-len(ids) // 200)  # 2 × the check interval per window
-    recaps = [json.dumps({"summary": f"Rowan and Mirela {deed}. It was the scene of {topic}.", "participants": ["Mirela"],
-                          "timeframe": f"day {k + 1}"}) for k, (topic, deed) in enumerate(TOPICS[:-1])]  # fmt: skip
+    recaps = [
+        json.dumps(
+            {
+                "summary": f"Rowan and Mirela {deed}. It was the scene of {topic}.",
+                "participants": ["Mirela"],
+                "timeframe": f"day {k + 1}",
+            }
+        )
+        for k, (topic, deed) in enumerate(TOPICS[:-1])
+    ]
     models.script(*[ends] * windows, *recaps)
     assert api.post(f"/api/chats/{chat_id}/scenes/prepare").status_code in (200, 201, 202)
-    wait_for(lambda: api.get(f"/api/chats/{chat_id}/scenes/prepare").json()["status"] != "running", timeout=120,
-             interval=0.2, what="Prepare existing history")  # fmt: skip
+    wait_for(
+        lambda: api.get(f"/api/chats/{chat_id}/scenes/prepare").json()["status"] != "running",
+        timeout=120,
+        interval=0.2,
+        what="Prepare existing history",
+    )
     assert api.get(f"/api/chats/{chat_id}/scenes/prepare").json()["status"] == "done"
     scenes = api.get(f"/api/chats/{chat_id}/scenes").json()
     assert [(sc["first_number"], sc["last_number"], sc["state"]) for sc in scenes] == [
-        (k * PER_SCENE + 1, (k + 1) * PER_SCENE, "written") for k in range(SCENES - 1)]
+        (k * PER_SCENE + 1, (k + 1) * PER_SCENE, "written") for k in range(SCENES - 1)
+    ]
     assert models.pending_replies == 0
     # Memories (the chunks recall ranks scenes by) are built after the import, without a reply.
     wait_for(lambda: _embedded(api, chat_id), timeout=300, interval=0.5, what="every memory embedded")
@@ -91,7 +126,11 @@ def _setup(sugo, api, models) -> tuple[int, list[int]]:
 
 def _embedded(api, chat_id: int) -> bool:
     status = api.get(f"/api/chats/{chat_id}/memories/status").json()
-    return bool(status["count"]) and status["building"] is None and status["statuses"].get("vectorized") == status["count"]
+    return (
+        bool(status["count"])
+        and status["building"] is None
+        and status["statuses"].get("vectorized") == status["count"]
+    )
 
 
 def _send(api, chat_id: int, text: str) -> list[tuple[str, dict]]:
@@ -114,7 +153,8 @@ def _system(request) -> str:
 
 
 def test_a_long_roleplay_stays_under_the_ceiling_restarts_at_the_newest_scene_and_recalls_the_right_one(
-        sugo, api, models):  # fmt: skip
+    sugo, api, models
+):
     chat_id, ids = _setup(sugo, api, models)
     whole = sum(count_message_tokens(m["content"]) for m in api.get(f"/api/chats/{chat_id}/messages").json())
     assert whole > CEILING  # the history alone would not fit
@@ -154,25 +194,47 @@ def test_constants_covering_the_window_wait_and_scenes_inside_it_are_not_recalle
     chat_id, ids = _setup(sugo, api, models)
     with Session(sugo.engine) as s:
         # An entry over the first scene (before the window) and one over the newest (inside it).
-        s.add(SummaryEntry(chat_id=chat_id, title="Lighthouse", content="The key lies under the third stair.",
-                           first_message_id=ids[0], last_message_id=ids[PER_SCENE - 1], first_position=1,
-                           last_position=PER_SCENE))  # fmt: skip
-        s.add(SummaryEntry(chat_id=chat_id, title="Caravan", content="The caravan carries salt east.",
-                           first_message_id=ids[11 * PER_SCENE], last_message_id=ids[-1],
-                           first_position=11 * PER_SCENE + 1, last_position=len(ids)))  # fmt: skip
+        s.add(
+            SummaryEntry(
+                chat_id=chat_id,
+                title="Lighthouse",
+                content="The key lies under the third stair.",
+                first_message_id=ids[0],
+                last_message_id=ids[PER_SCENE - 1],
+                first_position=1,
+                last_position=PER_SCENE,
+            )
+        )
+        s.add(
+            SummaryEntry(
+                chat_id=chat_id,
+                title="Caravan",
+                content="The caravan carries salt east.",
+                first_message_id=ids[11 * PER_SCENE],
+                last_message_id=ids[-1],
+                first_position=11 * PER_SCENE + 1,
+                last_position=len(ids),
+            )
+        )
         s.commit()
     _send(api, chat_id, "Tell me about the salt caravan crossing the white desert again.")
     system = _system(_reply_request(models))
     assert "The key lies under the third stair." in system  # a constant before the window goes in
     assert "The caravan carries salt east." not in system  # one covering the window waits
-    assert "## Recalled Scenes" not in system or "It was the scene of the caravan" not in system  # open, in the window
+    assert (
+        "## Recalled Scenes" not in system or "It was the scene of the caravan" not in system
+    )  # open, in the window
     with Session(sugo.engine) as s:
         start = s.get(SceneState, chat_id).window_start_id
-        newest = s.exec(select(Message.id).where(Message.chat_id == chat_id).order_by(Message.id.desc())).first()
+        newest = s.exec(
+            select(Message.id).where(Message.chat_id == chat_id).order_by(Message.id.desc())
+        ).first()
     assert start == ids[11 * PER_SCENE] and newest > start
 
 
-def test_the_new_start_shows_in_the_chat_and_undo_with_a_higher_ceiling_sends_the_whole_history(sugo, api, models):
+def test_the_new_start_shows_in_the_chat_and_undo_with_a_higher_ceiling_sends_the_whole_history(
+    sugo, api, models
+):
     chat_id, ids = _setup(sugo, api, models)
     _send(api, chat_id, "We walk along the caravan trail.")
     start = ids[11 * PER_SCENE]
@@ -181,7 +243,13 @@ def test_the_new_start_shows_in_the_chat_and_undo_with_a_higher_ceiling_sends_th
     # Undone with the ceiling raised: the whole history is the window again, nothing recalled.
     assert api.delete(f"/api/chats/{chat_id}/scenes/new-start").json() == {"undone": True}
     assert api.delete(f"/api/chats/{chat_id}/scenes/new-start").json() == {"undone": False}
-    assert api.put(f"/api/chats/{chat_id}/options", json={"settings": {"advanced_memory": True, "adv_max_context": 100_000}}).status_code == 200
+    assert (
+        api.put(
+            f"/api/chats/{chat_id}/options",
+            json={"settings": {"advanced_memory": True, "adv_max_context": 100_000}},
+        ).status_code
+        == 200
+    )
     peek = api.get(f"/api/chats/{chat_id}/prompt").json()
     conversation = [b["message_id"] for b in peek["blocks"] if b["group"] == "conversation"]
     assert conversation[0] == ids[0] and len(conversation) == len(ids) + 2
@@ -190,15 +258,29 @@ def test_the_new_start_shows_in_the_chat_and_undo_with_a_higher_ceiling_sends_th
 
 def _recalled(request) -> str:
     system = _system(request)
-    return system[system.index("## Recalled Scenes"):] if "## Recalled Scenes" in system else ""
+    return system[system.index("## Recalled Scenes") :] if "## Recalled Scenes" in system else ""
 
 
-def test_a_swipe_recalls_what_its_reply_recalled_and_sees_an_edited_or_hidden_source_at_once(sugo, api, models):
+def test_a_swipe_recalls_what_its_reply_recalled_and_sees_an_edited_or_hidden_source_at_once(
+    sugo, api, models
+):
     chat_id, ids = _setup(sugo, api, models)
     # Room for every excerpt whole: the entries continuity adds after each reply (short ones here) must
     # not be what changes between the versions.
-    assert api.put(f"/api/chats/{chat_id}/options", json={"settings": {
-        "advanced_memory": True, "adv_max_context": CEILING, "adv_budget": 2500, "adv_check_interval": 100}}).status_code == 200
+    assert (
+        api.put(
+            f"/api/chats/{chat_id}/options",
+            json={
+                "settings": {
+                    "advanced_memory": True,
+                    "adv_max_context": CEILING,
+                    "adv_budget": 2500,
+                    "adv_check_interval": 100,
+                }
+            },
+        ).status_code
+        == 200
+    )
     models.script("Under the third stair.", "They walked on.", "They walked further.")
     _send(api, chat_id, "Where did we hide the brass key at the glass lighthouse?")
     first = _recalled(_reply_request(models))
@@ -207,7 +289,9 @@ def test_a_swipe_recalls_what_its_reply_recalled_and_sees_an_edited_or_hidden_so
 
     def swipe() -> str:
         models.script("Another telling.", "They rested.", "They rested again.")
-        events = read_sse(api.post(f"/api/chats/{chat_id}/generate", json={"action": "swipe", "message_id": reply_id}))
+        events = read_sse(
+            api.post(f"/api/chats/{chat_id}/generate", json={"action": "swipe", "message_id": reply_id})
+        )
         assert events[-1][0] == "done", events[-3:]
         return _recalled(_reply_request(models))
 
@@ -219,10 +303,17 @@ def test_a_swipe_recalls_what_its_reply_recalled_and_sees_an_edited_or_hidden_so
     wait_for(lambda: _embedded(api, chat_id), timeout=300, interval=0.5, what="the memories built again")
     # The scene's summary edited by hand, and the quoted message hidden: the next version reads them.
     scene_id = next(s["id"] for s in api.get(f"/api/chats/{chat_id}/scenes").json() if s["first_number"] == 1)
-    assert api.patch(f"/api/chats/{chat_id}/scenes/{scene_id}",
-                     json={"summary": "The key went under the lighthouse's third stair."}).status_code == 200  # fmt: skip
+    assert (
+        api.patch(
+            f"/api/chats/{chat_id}/scenes/{scene_id}",
+            json={"summary": "The key went under the lighthouse's third stair."},
+        ).status_code
+        == 200
+    )
     fact = ids[10]
     assert api.patch(f"/api/chats/{chat_id}/messages/{fact}", json={"hidden": True}).status_code == 200
     again = swipe()
-    assert "The key went under the lighthouse's third stair." in again and "hid the brass key under" not in again
+    assert (
+        "The key went under the lighthouse's third stair." in again and "hid the brass key under" not in again
+    )
     assert "Remember this: we hid the brass key" not in again

@@ -114,8 +114,12 @@ def test_a_big_scene_is_recapped_in_saved_parts_then_combined(sugo, api, models,
     monkeypatch.setattr(writer, "INPUT_BUDGET_TOKENS", 300)
     chat_id = _chat(api, models)
     scene_id = stored_scene(sugo, chat_id, _big())
-    models.script(answer("Part one.", timeframe="dawn"), answer("Part two."), answer("Part three.", timeframe="dusk"),
-                  answer("The whole crossing.", ()))  # fmt: skip
+    models.script(
+        answer("Part one.", timeframe="dawn"),
+        answer("Part two."),
+        answer("Part three.", timeframe="dusk"),
+        answer("The whole crossing.", ()),
+    )
     assert writer.write_recap(sugo.services, scene_id) == "written"
     assert len(_calls(models, DEFAULT_RECAP_PROMPT)) == 3
     combine = _calls(models, DEFAULT_COMBINE_PROMPT)
@@ -209,14 +213,27 @@ def test_cut_off_twice_halves_the_batch_and_never_stores_a_cut_recap(sugo, api, 
 )
 def test_a_failure_keeps_the_earlier_recap_and_says_why(sugo, api, models, replies, reason):
     chat_id = _chat(api, models)
-    scene_id = stored_scene(sugo, chat_id, SMALL, state="waiting", summary="The earlier recap.", participants=["Aria"],
-                      timeframe="dusk", fingerprint="old")  # fmt: skip
+    scene_id = stored_scene(
+        sugo,
+        chat_id,
+        SMALL,
+        state="waiting",
+        summary="The earlier recap.",
+        participants=["Aria"],
+        timeframe="dusk",
+        fingerprint="old",
+    )
     models.script(*replies)
     outcome = writer.write_recap(sugo.services, scene_id)
     assert outcome.startswith("failed: ")
     scene = _get(sugo, scene_id)
     assert (scene.state, scene.summary, scene.participants, scene.timeframe, scene.fingerprint) == (
-        "failed", "The earlier recap.", ["Aria"], "dusk", "old")  # fmt: skip
+        "failed",
+        "The earlier recap.",
+        ["Aria"],
+        "dusk",
+        "old",
+    )
     assert scene.reason and scene.reason.endswith(".") and reason.lower() in scene.reason.lower()
     assert scene.attempts == 1 and scene.next_attempt_at > utcnow() + timedelta(seconds=30)
     assert models.pending_replies == 0

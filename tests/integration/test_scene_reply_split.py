@@ -50,11 +50,15 @@ def test_a_reply_with_a_scene_break_becomes_two_messages_with_the_info_on_the_la
     assert events[-1] == ("done", {"message_id": first["id"], "message_ids": [first["id"], last["id"]]})
     assert first["role"] == last["role"] == "assistant"
     assert first["character_id"] == last["character_id"] and first["name"] == last["name"]
-    assert [s["content"] for s in first["swipes"]] == ["A"] and [s["content"] for s in last["swipes"]] == ["***\n\nB"]
+    assert [s["content"] for s in first["swipes"]] == ["A"] and [s["content"] for s in last["swipes"]] == [
+        "***\n\nB"
+    ]
     assert first["swipes"][0]["model"] is None and last["swipes"][0]["model"]
     assert not {"model", "usage", "gen_started", "gen_finished"} & set(_stored_version(sugo, first["id"]))
     info = _stored_version(sugo, last["id"])
-    assert info["model"] and info["usage"]["output_tokens"] == 5 and info["gen_started"] and info["gen_finished"]
+    assert (
+        info["model"] and info["usage"]["output_tokens"] == 5 and info["gen_started"] and info["gen_finished"]
+    )
     assert first["status"] == last["status"] == "ok"
 
 

@@ -23,8 +23,17 @@ def _store(sugo, chat_id: int, ids: list[int], bounds, *, manual: int | None = N
     with Session(sugo.engine) as s:
         rows = []
         for k, (a, b) in enumerate(bounds, 1):
-            rows.append(Scene(chat_id=chat_id, first_message_id=ids[a - 1], last_message_id=ids[b - 1],
-                              state="written", summary=f"Old recap {k}.", participants=["Aria"], manual=k == manual))  # fmt: skip
+            rows.append(
+                Scene(
+                    chat_id=chat_id,
+                    first_message_id=ids[a - 1],
+                    last_message_id=ids[b - 1],
+                    state="written",
+                    summary=f"Old recap {k}.",
+                    participants=["Aria"],
+                    manual=k == manual,
+                )
+            )
         s.add_all(rows)
         s.add(SceneState(chat_id=chat_id, checked_through_id=ids[bounds[-1][1] - 1]))
         s.commit()
@@ -33,8 +42,10 @@ def _store(sugo, chat_id: int, ids: list[int], bounds, *, manual: int | None = N
 
 def _rows(sugo, chat_id: int) -> dict[int, tuple[int, int, str]]:
     with Session(sugo.engine) as s:
-        return {r.id: (r.first_message_id, r.last_message_id, r.summary)
-                for r in s.exec(select(Scene).where(Scene.chat_id == chat_id))}  # fmt: skip
+        return {
+            r.id: (r.first_message_id, r.last_message_id, r.summary)
+            for r in s.exec(select(Scene).where(Scene.chat_id == chat_id))
+        }
 
 
 def _rescan(api, chat_id: int, **body) -> dict:
@@ -68,11 +79,19 @@ def test_a_new_end_in_the_open_scene_closes_a_scene_and_nothing_else_changes(sug
     assert started["status"] == "running" and (started["first"], started["last"]) == (26, 60)
     done = _until(api, chat_id, "done")
     assert _checks(models) == [(26, 35), (36, 45), (46, 55), (56, 60)]
-    first = [r.json["messages"][1]["content"] for r in models.requests if r.json["messages"][0]["content"] == SCENE_CHECK_PROMPT][0]
+    first = [
+        r.json["messages"][1]["content"]
+        for r in models.requests
+        if r.json["messages"][0]["content"] == SCENE_CHECK_PROMPT
+    ][0]
     assert 'number="25" name="Aria" checked="earlier"' in first  # the scene before is context
     assert _recaps(models) == [(26, 40)]
     scenes = _scenes(sugo, chat_id, ids)
-    assert [(a, b, st) for a, b, st, _ in scenes] == [(1, 8, "written"), (9, 25, "written"), (26, 40, "written")]
+    assert [(a, b, st) for a, b, st, _ in scenes] == [
+        (1, 8, "written"),
+        (9, 25, "written"),
+        (26, 40, "written"),
+    ]
     assert scenes[2][3].startswith("Recap number 3")
     rows = _rows(sugo, chat_id)
     assert {k: rows[k] for k in old} == before  # outside scenes: same rows, bounds and recaps
@@ -134,7 +153,10 @@ def test_a_helper_failure_changes_nothing(sugo, api, models):
     models.script(_ends([15]), "the scene ends somewhere, I think", "somewhere, really")  # asked once more
     _rescan(api, chat_id, first=9, last=33)
     failed = _until(api, chat_id, "failed")
-    assert failed["message"].startswith("Finding scenes in messages 19–28:") and "Nothing was changed" in failed["message"]
+    assert (
+        failed["message"].startswith("Finding scenes in messages 19–28:")
+        and "Nothing was changed" in failed["message"]
+    )
     assert _rows(sugo, chat_id) == before
 
 
@@ -151,20 +173,34 @@ def test_bad_ranges_are_refused_with_a_sentence(sugo, api, models):
     assert api.post(url, json={"first": 0, "last": 5}).status_code == 422
     assert api.post("/api/chats/999999/scenes/rescan", json={}).status_code == 404
     # The page form: a field that is not a number.
-    r = api.post(f"/chats/{chat_id}/scenes/rescan", data={"rescan_first": "abc", "rescan_last": "9"},
-                 headers={"HX-Request": "true"})  # fmt: skip
+    r = api.post(
+        f"/chats/{chat_id}/scenes/rescan",
+        data={"rescan_first": "abc", "rescan_last": "9"},
+        headers={"HX-Request": "true"},
+    )
     assert r.status_code == 400 and "Re-scan: First message: “abc” is not a message number" in r.text
     # More than 2,000 messages.
     with Session(sugo.engine) as s:
-        s.add_all(Message(chat_id=chat_id, role="user", name="You", content=f"More {n}.",
-                          swipes=[{"content": f"More {n}.", "status": "ok"}]) for n in range(2_000))  # fmt: skip
+        s.add_all(
+            Message(
+                chat_id=chat_id,
+                role="user",
+                name="You",
+                content=f"More {n}.",
+                swipes=[{"content": f"More {n}.", "status": "ok"}],
+            )
+            for n in range(2_000)
+        )
         s.commit()
     r = api.post(url, json={"first": 41, "last": 2_060})
-    assert r.status_code == 400 and r.json()["detail"].startswith("Re-scan: messages 41–2,060 are 2,020 messages")
+    assert r.status_code == 400 and r.json()["detail"].startswith(
+        "Re-scan: messages 41–2,060 are 2,020 messages"
+    )
     # Widened past the limit by a scene crossing the edge.
     r = api.post(url, json={"first": 30, "last": 2_028})
     assert r.status_code == 400 and r.json()["detail"].startswith(
-        "A scene crosses the edge of messages 30–2,028, so the re-scan must read messages 26–2,028.")
+        "A scene crosses the edge of messages 30–2,028, so the re-scan must read messages 26–2,028."
+    )
     assert models.requests == [] and _rows(sugo, chat_id)
 
 
@@ -174,7 +210,10 @@ def test_one_re_scan_at_a_time_and_none_while_prepare_is_unfinished(sugo, api, m
     models.script(Reply(_ends([]), first_delay_s=1.5), _ends([25]), _ends([]))  # the same scenes
     _rescan(api, chat_id, first=9, last=33)
     r = api.post(f"/api/chats/{chat_id}/scenes/rescan", json={"first": 9, "last": 33})
-    assert r.status_code == 409 and r.json()["detail"] == "A re-scan is already running in this chat; wait for it to finish."
+    assert (
+        r.status_code == 409
+        and r.json()["detail"] == "A re-scan is already running in this chat; wait for it to finish."
+    )
     _until(api, chat_id, "done")
     with Session(sugo.engine) as s:
         s.add(SceneRun(chat_id=chat_id, status="stopped"))

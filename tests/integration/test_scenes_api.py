@@ -48,10 +48,23 @@ CAFE = [("You", "Coffee?"), ("Aria", "At the café by the river, yes.")]
 
 
 def _two_scenes(sugo, chat_id: int) -> tuple[int, int]:
-    first = stored_scene(sugo, chat_id, BRIDGE, state="written", summary="Aria and the user crossed the BRIDGE by rope.",
-                   participants=["Aria"], timeframe="dawn")  # fmt: skip
-    second = stored_scene(sugo, chat_id, CAFE, state="written", summary="They met at the Café Élan by the river.",
-                    participants=["Aria"])  # fmt: skip
+    first = stored_scene(
+        sugo,
+        chat_id,
+        BRIDGE,
+        state="written",
+        summary="Aria and the user crossed the BRIDGE by rope.",
+        participants=["Aria"],
+        timeframe="dawn",
+    )
+    second = stored_scene(
+        sugo,
+        chat_id,
+        CAFE,
+        state="written",
+        summary="They met at the Café Élan by the river.",
+        participants=["Aria"],
+    )
     return first, second
 
 
@@ -67,14 +80,21 @@ def test_scenes_are_listed_numbered_oldest_first_with_message_numbers(sugo, api,
     ]
     one = listed[0]
     assert (one["state"], one["timeframe"], one["participants"], one["enabled"], one["manual"]) == (
-        "written", "dawn", ["Aria"], True, False)  # fmt: skip
+        "written",
+        "dawn",
+        ["Aria"],
+        True,
+        False,
+    )
     assert one["first_at"] and one["last_at"] and one["check_who"] is False and one["reason"] == ""
 
     # a deleted first message: the scene starts at its next one
     with sugo.session() as s:
         s.delete(s.get(Message, _get(sugo, first).first_message_id))
         s.commit()
-    assert [(s["first_number"], s["last_number"]) for s in api.get(f"/api/chats/{chat_id}/scenes").json()] == [
+    assert [
+        (s["first_number"], s["last_number"]) for s in api.get(f"/api/chats/{chat_id}/scenes").json()
+    ] == [
         (2, 2),
         (3, 4),
     ]
@@ -121,10 +141,16 @@ def test_a_scene_shows_its_source_messages_and_another_chats_scene_is_404(sugo, 
 def test_an_edited_summary_is_manual_and_never_claimed_by_the_writer(sugo, api, models):
     chat_id = _chat(api, models)
     scene_id = stored_scene(sugo, chat_id, BRIDGE, state="failed", reason="The helper gave no answer.")
-    r = api.patch(f"/api/chats/{chat_id}/scenes/{scene_id}", json={"summary": "  My own recap of the bridge.  "})
+    r = api.patch(
+        f"/api/chats/{chat_id}/scenes/{scene_id}", json={"summary": "  My own recap of the bridge.  "}
+    )
     assert r.status_code == 200, r.text
     assert (r.json()["summary"], r.json()["manual"], r.json()["state"], r.json()["reason"]) == (
-        "My own recap of the bridge.", True, "written", "")  # fmt: skip
+        "My own recap of the bridge.",
+        True,
+        "written",
+        "",
+    )
 
     # the writer and the sweep leave it as the user wrote it, without calling the helper
     models.script(answer("The helper's recap."))
@@ -148,8 +174,12 @@ def test_enabled_is_switched_and_bad_edits_are_refused(sugo, api, models):
     assert r.status_code == 200 and r.json()["enabled"] is False and r.json()["manual"] is False
     assert api.patch(path, json={"enabled": True}).json()["enabled"] is True
 
-    for body, status in (({"summary": "   "}, 400), ({"summary": ""}, 400), ({"summary": "x" * (MAX_SUMMARY_CHARS + 1)}, 422),
-                         ({"enabled": "maybe"}, 422)):  # fmt: skip
+    for body, status in (
+        ({"summary": "   "}, 400),
+        ({"summary": ""}, 400),
+        ({"summary": "x" * (MAX_SUMMARY_CHARS + 1)}, 422),
+        ({"enabled": "maybe"}, 422),
+    ):
         r = api.patch(path, json=body)
         assert r.status_code == status, (body, r.text)
     assert "Delete summary" in api.patch(path, json={"summary": " "}).json()["detail"]
@@ -159,16 +189,30 @@ def test_enabled_is_switched_and_bad_edits_are_refused(sugo, api, models):
 
 def test_delete_summary_keeps_the_scene_and_routine_work_never_writes_it_again(sugo, api, models):
     chat_id = _chat(api, models)
-    scene_id = stored_scene(sugo, chat_id, BRIDGE, state="failed", summary="An old recap.", participants=["Aria"],
-                      check_who=True, reason="The helper gave no answer.")  # fmt: skip
+    scene_id = stored_scene(
+        sugo,
+        chat_id,
+        BRIDGE,
+        state="failed",
+        summary="An old recap.",
+        participants=["Aria"],
+        check_who=True,
+        reason="The helper gave no answer.",
+    )
     with sugo.session() as s:
-        s.add(SceneRecapPart(scene_id=scene_id, part=1, first_message_id=1, last_message_id=2, summary="Part."))
+        s.add(
+            SceneRecapPart(scene_id=scene_id, part=1, first_message_id=1, last_message_id=2, summary="Part.")
+        )
         s.commit()
     bounds = (_get(sugo, scene_id).first_message_id, _get(sugo, scene_id).last_message_id)
     r = api.delete(f"/api/chats/{chat_id}/scenes/{scene_id}/summary")
     assert r.status_code == 200, r.text
     assert (r.json()["state"], r.json()["summary"], r.json()["participants"], r.json()["check_who"]) == (
-        "deleted", "", [], False)  # fmt: skip
+        "deleted",
+        "",
+        [],
+        False,
+    )
     scene = _get(sugo, scene_id)
     assert (scene.first_message_id, scene.last_message_id) == bounds
     assert _rows(sugo, SceneRecapPart, scene_id=scene_id) == []
@@ -217,13 +261,18 @@ def _export(api, chat_id: int) -> dict:
 
 def _import(api, chat_id: int, doc, *, replace: bool = False, raw: bytes | None = None):
     body = raw if raw is not None else json.dumps(doc).encode()
-    return api.post(f"/api/chats/{chat_id}/scenes/import", params={"replace": replace} if replace else None,
-                    files={"file": ("scenes.sugo.json", body, "application/json")})  # fmt: skip
+    return api.post(
+        f"/api/chats/{chat_id}/scenes/import",
+        params={"replace": replace} if replace else None,
+        files={"file": ("scenes.sugo.json", body, "application/json")},
+    )
 
 
 def _state(sugo, chat_id: int) -> list[tuple]:
-    return [(s.first_message_id, s.last_message_id, s.state, s.summary, s.manual, s.enabled)
-            for s in _rows(sugo, Scene, chat_id=chat_id)]  # fmt: skip
+    return [
+        (s.first_message_id, s.last_message_id, s.state, s.summary, s.manual, s.enabled)
+        for s in _rows(sugo, Scene, chat_id=chat_id)
+    ]
 
 
 def test_export_then_import_into_a_copy_of_the_chat_matches_by_number(sugo, api, models):
@@ -241,13 +290,20 @@ def test_export_then_import_into_a_copy_of_the_chat_matches_by_number(sugo, api,
     for lines in (BRIDGE, CAFE):
         with sugo.session() as s:
             for name, text in lines:
-                s.add(Message(chat_id=copy, role="user" if name == "You" else "assistant", name=name, content=text))
+                s.add(
+                    Message(
+                        chat_id=copy, role="user" if name == "You" else "assistant", name=name, content=text
+                    )
+                )
             s.commit()
     r = _import(api, copy, doc)
     assert r.status_code == 200, r.text
     assert r.json() == {"imported": 2, "replaced": 0}
     listed = api.get(f"/api/chats/{copy}/scenes").json()
-    assert [(s["first_number"], s["last_number"], s["state"], s["summary"], s["manual"], s["enabled"]) for s in listed] == [
+    assert [
+        (s["first_number"], s["last_number"], s["state"], s["summary"], s["manual"], s["enabled"])
+        for s in listed
+    ] == [
         (2, 3, "written", "Edited by hand.", True, False),
         (4, 5, "deleted", "", False, True),
     ]
@@ -268,7 +324,13 @@ def test_a_bad_import_changes_nothing(sugo, api, models):
     _two_scenes(sugo, chat_id)
     good = _export(api, chat_id)
     other = _chat(api, models, "Kaito")
-    stored_scene(sugo, other, [("You", "Different words."), ("Kaito", "Other text.")], state="written", summary="Theirs.")
+    stored_scene(
+        sugo,
+        other,
+        [("You", "Different words."), ("Kaito", "Other text.")],
+        state="written",
+        summary="Theirs.",
+    )
     before_chat, before_other = _state(sugo, chat_id), _state(sugo, other)
 
     def scenes(*changes: dict) -> dict:
@@ -287,8 +349,15 @@ def test_a_bad_import_changes_nothing(sugo, api, models):
         (scenes({"enabled": "yes"}), None, "enabled"),
         (scenes({"messagesHash": "short"}), None, "damaged"),
         # the second scene valid, the third not in this chat: the first two are not stored either
-        (scenes({}, {"firstMessage": 4, "lastMessage": 5, "messagesHash": None}, {"firstMessage": 6, "lastMessage": 9, "messagesHash": None}),
-         None, "messages 6–9 is not in this chat: it has 5 messages"),  # fmt: skip
+        (
+            scenes(
+                {},
+                {"firstMessage": 4, "lastMessage": 5, "messagesHash": None},
+                {"firstMessage": 6, "lastMessage": 9, "messagesHash": None},
+            ),
+            None,
+            "messages 6–9 is not in this chat: it has 5 messages",
+        ),
         (good, None, "made from other messages than this chat's"),
     ]
     for doc, raw, sentence in cases:

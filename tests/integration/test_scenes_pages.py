@@ -13,8 +13,14 @@ HX = {"HX-Request": "true"}
 
 def _scene(sugo, api) -> tuple[int, int]:
     chat_id = new_chat(api, [add_character(api, "Aria")["id"]])["id"]
-    scene_id = stored_scene(sugo, chat_id, [("You", "Hold the rope."), ("Aria", "Got it.")], state="written",
-                            summary="They crossed the bridge.", participants=["Aria"])  # fmt: skip
+    scene_id = stored_scene(
+        sugo,
+        chat_id,
+        [("You", "Hold the rope."), ("Aria", "Got it.")],
+        state="written",
+        summary="They crossed the bridge.",
+        participants=["Aria"],
+    )
     return chat_id, scene_id
 
 
@@ -53,7 +59,12 @@ def test_import_without_a_file_or_with_a_bad_one_changes_nothing(sugo, api):
     chat_id, scene_id = _scene(sugo, api)
     none = api.post(f"/chats/{chat_id}/scenes/import", data={"replace": "true"}, headers=HX)
     assert none.status_code == 200 and "Choose a scenes file" in none.text
-    bad = api.post(f"/chats/{chat_id}/scenes/import", files={"file": ("x.json", b"[1, 2")}, data={"replace": "true"}, headers=HX)
+    bad = api.post(
+        f"/chats/{chat_id}/scenes/import",
+        files={"file": ("x.json", b"[1, 2")},
+        data={"replace": "true"},
+        headers=HX,
+    )
     assert "This is not a JSON file. Nothing was changed." in bad.text
     with sugo.session() as s:
         assert s.get(Scene, scene_id).summary == "They crossed the bridge."

@@ -79,8 +79,11 @@ class TestRebinding:
     def test_a_rebinding_page_gets_no_saved_key(self, sugo, api, models, catcher):
         conn = add_connection(api, models, api_key=SECRET)
         evil = _netloc(sugo, "evil.example")
-        r = api.post("/connections/test", headers={"Host": evil, "Origin": f"http://{evil}"},
-                     data={"name": "x", "base_url": catcher.url, "connection_id": conn["id"]})  # fmt: skip
+        r = api.post(
+            "/connections/test",
+            headers={"Host": evil, "Origin": f"http://{evil}"},
+            data={"name": "x", "base_url": catcher.url, "connection_id": conn["id"]},
+        )
         assert catcher.keys_received() == []
         assert r.status_code == 400
         assert "SUGO_ALLOWED_HOSTS" in r.json()["detail"]
@@ -94,8 +97,10 @@ class TestRebinding:
         assert "type the key" in r.text
         assert catcher.seen == []
         # Typed again, the key goes where the user says.
-        r = api.post("/connections/test", data={"name": "x", "base_url": catcher.url, "connection_id": conn["id"],
-                                                "api_key": "typed-key"})  # fmt: skip
+        r = api.post(
+            "/connections/test",
+            data={"name": "x", "base_url": catcher.url, "connection_id": conn["id"], "api_key": "typed-key"},
+        )
         assert catcher.keys_received() == ["Bearer typed-key"]
 
     def test_saving_another_address_needs_the_key_again(self, api, models, catcher):
@@ -105,8 +110,10 @@ class TestRebinding:
         assert r.status_code == 400 and "type the key" in r.json()["detail"]
         r = api.post(f"/connections/{conn['id']}", data=body)
         assert r.status_code == 400 and "type the key" in r.json()["detail"]
-        r = api.put(f"/api/connections/{conn['id']}", json={**body, "embedding_url": catcher.url,
-                                                            "base_url": models.base_url})  # fmt: skip
+        r = api.put(
+            f"/api/connections/{conn['id']}",
+            json={**body, "embedding_url": catcher.url, "base_url": models.base_url},
+        )
         assert r.status_code == 400
         assert api.get(f"/api/connections/{conn['id']}").json()["base_url"] == models.base_url
         assert api.post(f"/api/connections/{conn['id']}/test").json()  # still the saved address
@@ -135,7 +142,11 @@ class TestRebinding:
             assert c.get("/api/personas", headers={"Host": "192.168.1.20"}).status_code == 200
             assert c.get("/api/personas", headers={"Host": "evil.example"}).status_code == 400
             # The page at http://sugo.lan:8000 posts to itself (Host and Origin agree); another origin is refused.
-            r = c.post("/api/personas", json={"name": "Phone"}, headers={"Host": "sugo.lan:8000", "Origin": "http://sugo.lan:8000"})
+            r = c.post(
+                "/api/personas",
+                json={"name": "Phone"},
+                headers={"Host": "sugo.lan:8000", "Origin": "http://sugo.lan:8000"},
+            )
             assert r.status_code == 201
             r = c.post("/api/personas", json={"name": "Evil"}, headers={"Origin": "http://sugo.lan:8000"})
             assert r.status_code == 403
@@ -147,18 +158,28 @@ class TestRebinding:
         r = api.post("/api/personas", json={"name": "Evil"}, headers={"Origin": evil})
         assert r.status_code == 403
         # A page at localhost is another origin than 127.0.0.1; Sugo reached as localhost accepts its own.
-        r = api.post("/api/personas", json={"name": "Me"}, headers={"Origin": f"http://localhost:{sugo.port}"})
+        r = api.post(
+            "/api/personas", json={"name": "Me"}, headers={"Origin": f"http://localhost:{sugo.port}"}
+        )
         assert r.status_code == 403
-        r = api.post("/api/personas", json={"name": "Me"},
-                     headers={"Origin": f"http://localhost:{sugo.port}", "Host": f"localhost:{sugo.port}"})  # fmt: skip
+        r = api.post(
+            "/api/personas",
+            json={"name": "Me"},
+            headers={"Origin": f"http://localhost:{sugo.port}", "Host": f"localhost:{sugo.port}"},
+        )
         assert r.status_code == 201
 
 
 def _run_sugo(tmp_path, **env) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("SUGO_")}
     environ.update(SUGO_DATA_DIR=str(tmp_path / "d"), **env)
-    return subprocess.run([sys.executable, "-m", "app", "--host", "0.0.0.0", "--port", "1"], env=environ,
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "app", "--host", "0.0.0.0", "--port", "1"],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_refuses_to_listen_openly_without_a_password(tmp_path):
@@ -262,8 +283,11 @@ class TestExtraHeaders:
     def test_sealed_at_rest_and_only_names_shown(self, sugo, api, models):
         conn = add_connection(api, models, extra_headers={"api-key": AZURE_KEY, "X-Title": "title-value-xyz"})
         assert AZURE_KEY not in _raw_headers(sugo) and "api-key" in _raw_headers(sugo)
-        for r in (api.get("/api/connections"), api.get(f"/api/connections/{conn['id']}"),
-                  api.get(f"/connections/{conn['id']}")):  # fmt: skip
+        for r in (
+            api.get("/api/connections"),
+            api.get(f"/api/connections/{conn['id']}"),
+            api.get(f"/connections/{conn['id']}"),
+        ):
             assert r.status_code == 200 and AZURE_KEY not in r.text and "title-value-xyz" not in r.text
             assert "api-key" in r.text
         assert api.get(f"/api/connections/{conn['id']}").json()["extra_header_names"] == [
@@ -275,8 +299,12 @@ class TestExtraHeaders:
 
     def test_editing_keeps_values_left_empty_and_takes_new_ones(self, api, models):
         conn = add_connection(api, models, extra_headers={"api-key": AZURE_KEY, "X-Title": "title-value-xyz"})
-        form = {"name": "Test model", "base_url": models.base_url, "model": "test-model",
-                "extra_headers": json.dumps({"api-key": "", "X-Title": "Renamed"})}  # fmt: skip
+        form = {
+            "name": "Test model",
+            "base_url": models.base_url,
+            "model": "test-model",
+            "extra_headers": json.dumps({"api-key": "", "X-Title": "Renamed"}),
+        }
         assert api.post(f"/connections/{conn['id']}", data=form).status_code == 200
         models.reset()
         api.post(f"/api/connections/{conn['id']}/test")
@@ -301,8 +329,12 @@ class TestExtraHeaders:
 
     def test_saved_header_values_are_not_sent_to_a_new_address(self, api, models, catcher):
         conn = add_connection(api, models, extra_headers={"api-key": AZURE_KEY})
-        form = {"name": "x", "base_url": catcher.url, "extra_headers": json.dumps({"api-key": ""}),
-                "connection_id": conn["id"]}  # fmt: skip
+        form = {
+            "name": "x",
+            "base_url": catcher.url,
+            "extra_headers": json.dumps({"api-key": ""}),
+            "connection_id": conn["id"],
+        }
         assert "type the key" in api.post("/connections/test", data=form).text
         r = api.put(f"/api/connections/{conn['id']}", json={"name": "x", "base_url": catcher.url})
         assert r.status_code == 400

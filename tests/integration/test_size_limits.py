@@ -34,7 +34,9 @@ def test_a_message_over_256_kb_is_refused_on_send_edit_and_import(api, sugo):
     _limited(api.post(f"/chats/{chat['id']}/messages/{message['id']}/edit", data={"content": BIG}))
     lines = [{"user_name": "Rowan", "character_name": "Aria"}, {"name": "Aria", "is_user": False, "mes": BIG}]
     jsonl = "\n".join(json.dumps(line) for line in lines).encode()
-    r = api.post("/api/chats/import", files={"file": ("big.jsonl", jsonl)}, data={"character_id": str(char["id"])})
+    r = api.post(
+        "/api/chats/import", files={"file": ("big.jsonl", jsonl)}, data={"character_id": str(char["id"])}
+    )
     _limited(r, "Line 2: The message is 262,145 bytes; messages are limited to 256 KB")
     assert _rows(sugo) == before
     assert api.get(f"/api/chats/{chat['id']}/messages").json()[-1]["content"] == "Hello."
@@ -44,8 +46,12 @@ def test_a_chat_file_over_100000_messages_is_refused(api, sugo):
     char = add_character(api)
     before = _rows(sugo)
     line = json.dumps({"name": "Aria", "is_user": False, "mes": "hi"})
-    jsonl = ("\n".join([json.dumps({"user_name": "Rowan", "character_name": "Aria"})] + [line] * 100_001)).encode()
-    r = api.post("/api/chats/import", files={"file": ("long.jsonl", jsonl)}, data={"character_id": str(char["id"])})
+    jsonl = (
+        "\n".join([json.dumps({"user_name": "Rowan", "character_name": "Aria"})] + [line] * 100_001)
+    ).encode()
+    r = api.post(
+        "/api/chats/import", files={"file": ("long.jsonl", jsonl)}, data={"character_id": str(char["id"])}
+    )
     _limited(r, "more than 100,000 messages")
     assert _rows(sugo) == before
 
@@ -54,9 +60,15 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(api, sugo):
     chat = new_chat(api, [add_character(api)["id"]])
     before = _rows(sugo)
     # Over the 2 MB limit for everything but uploads, sent in full: refused as it arrives.
-    r = api.post(f"/api/chats/{chat['id']}/messages", content=json.dumps({"content": "y" * (3 * 1024 * 1024)}),
-                 headers={"Content-Type": "application/json"})  # fmt: skip
-    assert r.status_code == 413 and "Requests other than file uploads are limited to 2 MB" in r.json()["detail"], r.text[:300]
+    r = api.post(
+        f"/api/chats/{chat['id']}/messages",
+        content=json.dumps({"content": "y" * (3 * 1024 * 1024)}),
+        headers={"Content-Type": "application/json"},
+    )
+    assert (
+        r.status_code == 413 and "Requests other than file uploads are limited to 2 MB" in r.json()["detail"]
+    ), r.text[:300]
+
     # Streamed without a declared size (chunked): counted as it arrives, refused once past the limit.
     def chunks():
         yield b'{"content": "'
@@ -64,12 +76,16 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(api, sugo):
             yield b"z" * 1024
         yield b'"}'
 
-    r = api.post(f"/api/chats/{chat['id']}/messages", content=chunks(), headers={"Content-Type": "application/json"})
+    r = api.post(
+        f"/api/chats/{chat['id']}/messages", content=chunks(), headers={"Content-Type": "application/json"}
+    )
     assert r.status_code == 413 and "limited to 2 MB" in r.json()["detail"], r.text[:300]
     # An upload declaring 200 MB gets its answer at once, though not one byte of the body was sent.
     with socket.create_connection(("127.0.0.1", sugo.port), timeout=10) as conn:
-        conn.sendall(b"POST /api/lorebooks/import HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                     b"Content-Type: multipart/form-data; boundary=x\r\nContent-Length: 209715200\r\n\r\n")  # fmt: skip
+        conn.sendall(
+            b"POST /api/lorebooks/import HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: multipart/form-data; boundary=x\r\nContent-Length: 209715200\r\n\r\n"
+        )
         answer = ""
         while "Uploads are limited" not in answer and (chunk := conn.recv(65536)):
             answer += chunk.decode("latin-1")

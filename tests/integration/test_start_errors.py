@@ -32,16 +32,29 @@ def _as_a_user() -> list[str]:
 
 
 def _start(data_dir: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "SUGO_DATA_DIR": str(data_dir), "SUGO_DISCOVERY_PORTS": "none=1", "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([*_as_a_user(), sys.executable, "-m", "app", "--port", "9"], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    env = {
+        **os.environ,
+        "SUGO_DATA_DIR": str(data_dir),
+        "SUGO_DISCOVERY_PORTS": "none=1",
+        "HF_HUB_OFFLINE": "1",
+    }
+    return subprocess.run(
+        [*_as_a_user(), sys.executable, "-m", "app", "--port", "9"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def _refused(result: subprocess.CompletedProcess, folder: Path, why: str) -> None:
     assert result.returncode != 0, result.stderr
     lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert lines == [f"Sugo cannot write to its data folder {folder} ({why}): let the user running Sugo write there, "
-                     "or point SUGO_DATA_DIR at another folder."], result.stderr  # fmt: skip
+    assert lines == [
+        f"Sugo cannot write to its data folder {folder} ({why}): let the user running Sugo write there, "
+        "or point SUGO_DATA_DIR at another folder."
+    ], result.stderr
 
 
 @pytest.fixture
@@ -51,8 +64,11 @@ def read_only(tmp_path: Path):
     def make(folder: Path) -> Path:
         folder.chmod(stat.S_IRUSR | stat.S_IXUSR)  # 0500
         folders.append(folder)
-        probe = subprocess.run([*_as_a_user(), sys.executable, "-c", f"open({str(folder / 'probe')!r}, 'w')"],
-                               capture_output=True, text=True)  # fmt: skip
+        probe = subprocess.run(
+            [*_as_a_user(), sys.executable, "-c", f"open({str(folder / 'probe')!r}, 'w')"],
+            capture_output=True,
+            text=True,
+        )
         assert probe.returncode != 0 and "PermissionError" in probe.stderr, "the folder must refuse writes"
         return folder
 

@@ -15,10 +15,14 @@ def test_sqlite_vec_runs_a_vec0_query_through_the_apps_engine(sugo):
     with sugo.engine.begin() as conn:
         conn.execute(text("create virtual table vec_probe using vec0(embedding float[4])"))
         for rowid, vec in [(1, [1, 0, 0, 0]), (2, [0, 1, 0, 0]), (3, [0.9, 0.1, 0, 0])]:
-            conn.execute(text("insert into vec_probe(rowid, embedding) values (:r, :v)"),
-                         {"r": rowid, "v": struct.pack("4f", *vec)})  # fmt: skip
+            conn.execute(
+                text("insert into vec_probe(rowid, embedding) values (:r, :v)"),
+                {"r": rowid, "v": struct.pack("4f", *vec)},
+            )
         rows = conn.execute(
-            text("select rowid, distance from vec_probe where embedding match :q and k = 2 order by distance"),
+            text(
+                "select rowid, distance from vec_probe where embedding match :q and k = 2 order by distance"
+            ),
             {"q": json.dumps([1, 0, 0, 0])},
         ).all()
     assert [r[0] for r in rows] == [1, 3]
@@ -48,4 +52,10 @@ def test_openapi_docs_work_offline(api):
     assert "/static/swagger-ui-5.35.0/swagger-ui-bundle.js" in page and "cdn" not in page.lower()
     assert api.get("/static/swagger-ui-5.35.0/swagger-ui-bundle.js").status_code == 200
     paths = api.get("/openapi.json").json()["paths"]
-    assert {"/api/chats", "/api/characters", "/api/personas", "/api/connections", "/api/chats/{chat_id}/generate"} <= set(paths)
+    assert {
+        "/api/chats",
+        "/api/characters",
+        "/api/personas",
+        "/api/connections",
+        "/api/chats/{chat_id}/generate",
+    } <= set(paths)

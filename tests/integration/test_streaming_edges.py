@@ -36,7 +36,9 @@ def _start_new_version(sugo, chat_id: int, message_id: int) -> tuple[threading.T
 
     def run() -> None:
         with sugo.client() as client:
-            r = client.post(f"/api/chats/{chat_id}/generate", json={"action": "swipe", "message_id": message_id})
+            r = client.post(
+                f"/api/chats/{chat_id}/generate", json={"action": "swipe", "message_id": message_id}
+            )
             result["events"] = read_sse(r)
 
     thread = threading.Thread(target=run, daemon=True)
@@ -63,7 +65,9 @@ def test_deleting_an_earlier_version_while_a_reply_streams_keeps_the_reply(api, 
     assert last["active_swipe"] == 0 and last["content"] == LONG and last["status"] == "ok"
 
 
-def test_a_version_deleted_while_the_writer_holds_the_message_is_deleted_from_what_it_wrote(api, sugo, models):
+def test_a_version_deleted_while_the_writer_holds_the_message_is_deleted_from_what_it_wrote(
+    api, sugo, models
+):
     """The stream's writer and a swipe action both rewrite the message's versions: the action waits
     for the writer's transaction and reads what it wrote, so neither undoes the other."""
     chat, reply = _chat_with_a_reply(api, models)
@@ -73,8 +77,11 @@ def test_a_version_deleted_while_the_writer_holds_the_message_is_deleted_from_wh
     with Session(sugo.engine) as writer:
         lock_for_write(writer)  # as ReplyWriter.write does
         msg = writer.get(Message, reply["id"])
-        deleting = threading.Thread(target=lambda: result.setdefault(
-            "r", api.delete(f"/api/chats/{chat['id']}/messages/{reply['id']}/swipes/0")))  # fmt: skip
+        deleting = threading.Thread(
+            target=lambda: result.setdefault(
+                "r", api.delete(f"/api/chats/{chat['id']}/messages/{reply['id']}/swipes/0")
+            )
+        )
         deleting.start()
         time.sleep(0.3)  # the delete has arrived and waits for the lock (were it late, nothing fails)
         msg.swipes = [msg.swipes[0], {**msg.swipes[1], "content": "Second answer, continued"}]
@@ -99,7 +106,9 @@ def _crash_copy(live: LiveSugo, to: Path) -> None:
         copy.close()
 
 
-def test_a_version_cut_off_by_a_crash_after_switching_away_from_it_is_marked_at_start(tmp_path, api, sugo, models):
+def test_a_version_cut_off_by_a_crash_after_switching_away_from_it_is_marked_at_start(
+    tmp_path, api, sugo, models
+):
     chat, reply = _chat_with_a_reply(api, models)
     thread, _ = _start_new_version(sugo, chat["id"], reply["id"])
     wait_for(lambda: _second_version(api, chat["id"]).get("content"), what="the new version's first words")
@@ -107,7 +116,9 @@ def test_a_version_cut_off_by_a_crash_after_switching_away_from_it_is_marked_at_
     assert shown["content"] == "First answer" and shown["status"] == "ok"
     # Some more of the new version is stored after the switch, then the server "crashes".
     written = len(_second_version(api, chat["id"])["content"])
-    wait_for(lambda: len(_second_version(api, chat["id"])["content"]) > written, what="more of the new version")
+    wait_for(
+        lambda: len(_second_version(api, chat["id"])["content"]) > written, what="more of the new version"
+    )
     _crash_copy(sugo, tmp_path / "after-crash")
     assert _second_version(api, chat["id"])["status"] == "streaming"
     api.post(f"/api/chats/{chat['id']}/stop")
@@ -117,4 +128,9 @@ def test_a_version_cut_off_by_a_crash_after_switching_away_from_it_is_marked_at_
         last = client.get(f"/api/chats/{chat['id']}/messages").json()[-1]
     assert last["active_swipe"] == 0 and last["content"] == "First answer" and last["status"] == "ok"
     cut = last["swipes"][1]
-    assert cut["status"] == "partial" and cut["error"] == INTERRUPTED and LONG.startswith(cut["content"]) and cut["content"]
+    assert (
+        cut["status"] == "partial"
+        and cut["error"] == INTERRUPTED
+        and LONG.startswith(cut["content"])
+        and cut["content"]
+    )

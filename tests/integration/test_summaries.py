@@ -34,12 +34,16 @@ def test_write_list_edit_toggle_and_delete(api, models):
     chat_id, messages = _chat_with_messages(api, models, 10)
     base = f"/api/chats/{chat_id}/summaries"
     assert api.get(base).json() == []
-    r = api.post(base, json={"title": "The salt flats", "content": RECAP, "scope": "range", "start": 2, "end": 6})
+    r = api.post(
+        base, json={"title": "The salt flats", "content": RECAP, "scope": "range", "start": 2, "end": 6}
+    )
     assert r.status_code == 201, r.text
     entry = r.json()
     assert (entry["first_position"], entry["last_position"], entry["message_count"]) == (2, 6, 5)
     assert entry["first_message_id"] == messages[1]["id"] and entry["last_message_id"] == messages[5]["id"]
-    assert entry["active"] and entry["origin"] == "user" and not entry["awaiting_review"] and entry["tokens"] > 0
+    assert (
+        entry["active"] and entry["origin"] == "user" and not entry["awaiting_review"] and entry["tokens"] > 0
+    )
     last = api.post(base, json={"content": "They camp by the dry well.", "scope": "last", "last": 3}).json()
     assert (last["first_position"], last["last_position"]) == (9, 11)
 
@@ -84,8 +88,10 @@ def test_active_entries_go_above_the_conversation_and_hide_leaves_out_only_cover
     chat_id, messages = _chat_with_messages(api, models, 30)  # numbers 1..31
     base = f"/api/chats/{chat_id}/summaries"
     api.post(base, json={"title": "Road", "content": RECAP, "scope": "range", "start": 5, "end": 12})
-    off = api.post(base, json={"content": "An inactive recap nobody should read.", "scope": "range", "start": 13,
-                               "end": 16}).json()  # fmt: skip
+    off = api.post(
+        base,
+        json={"content": "An inactive recap nobody should read.", "scope": "range", "start": 13, "end": 16},
+    ).json()
     api.patch(f"{base}/{off['id']}", json={"active": False})
     covers_tail = api.post(base, json={"content": "The newest steps.", "scope": "last", "last": 4}).json()
     assert covers_tail["first_position"] == 28
@@ -111,8 +117,11 @@ def test_active_entries_go_above_the_conversation_and_hide_leaves_out_only_cover
 
     peek = api.get(f"/api/chats/{chat_id}/prompt").json()
     assert [b["label"] for b in peek["blocks"] if b["group"] == "above_conversation"] == ["Chat Summary"]
-    assert any("8 messages summarised and left out;" in n and "older messages not covered by any summary are still sent" in n
-               for n in peek["notes"])  # fmt: skip
+    assert any(
+        "8 messages summarised and left out;" in n
+        and "older messages not covered by any summary are still sent" in n
+        for n in peek["notes"]
+    )
     page = api.get(f"/chats/{chat_id}/prompt").text
     assert "Chat Summary" in page and "8 messages summarised and left out;" in page
 
@@ -125,13 +134,19 @@ def test_active_entries_go_above_the_conversation_and_hide_leaves_out_only_cover
 def test_the_panel_refuses_a_bad_write_with_a_toast_and_writes_nothing(api, models):
     chat_id, _ = _chat_with_messages(api, models, 3)
     hx = {"HX-Request": "true"}
-    r = api.post(f"/chats/{chat_id}/summaries/write", headers=hx,
-                 data={"summary_scope": "range", "summary_start": "3", "summary_end": "9", "summary_content": "x"})  # fmt: skip
+    r = api.post(
+        f"/chats/{chat_id}/summaries/write",
+        headers=hx,
+        data={"summary_scope": "range", "summary_start": "3", "summary_end": "9", "summary_content": "x"},
+    )
     assert r.status_code == 400 and "This chat has 4 messages: message 9 does not exist." in r.text
     assert r.headers["HX-Retarget"] == "#toasts" and "<html" not in r.text
     assert api.get(f"/api/chats/{chat_id}/summaries").json() == []
-    r = api.post(f"/chats/{chat_id}/summaries/write", headers=hx,
-                 data={"summary_scope": "last", "summary_last": "2", "summary_content": "They rest."})  # fmt: skip
+    r = api.post(
+        f"/chats/{chat_id}/summaries/write",
+        headers=hx,
+        data={"summary_scope": "last", "summary_last": "2", "summary_content": "They rest."},
+    )
     assert r.status_code == 200 and "<html" not in r.text and 'id="summary-panel"' in r.text
     assert "messages 3–4" in r.text
 
@@ -153,10 +168,21 @@ def test_the_cached_prefix_changes_only_when_an_entry_does(api, models):
 
 def test_collapse_hidden_messages_is_saved_by_the_settings_form_and_changes_the_chat_view(api, models):
     chat_id, messages = _chat_with_messages(api, models, 14)  # 15 messages; older than the tail of 10: 1–5
-    api.post(f"/api/chats/{chat_id}/summaries", json={"content": RECAP, "scope": "range", "start": 2, "end": 4})
-    assert api.get(f"/api/chats/{chat_id}").json()["settings"]["summary_collapse_hidden"] is True  # the default
-    form = {"name": "Road", "mode": "roleplay", "recent_message_limit": "40", "chat_summary_shown": "1",
-            "summary_recent_tail": "10", "summary_max_tokens": "4096", "summary_hide_messages": "true"}  # fmt: skip
+    api.post(
+        f"/api/chats/{chat_id}/summaries", json={"content": RECAP, "scope": "range", "start": 2, "end": 4}
+    )
+    assert (
+        api.get(f"/api/chats/{chat_id}").json()["settings"]["summary_collapse_hidden"] is True
+    )  # the default
+    form = {
+        "name": "Road",
+        "mode": "roleplay",
+        "recent_message_limit": "40",
+        "chat_summary_shown": "1",
+        "summary_recent_tail": "10",
+        "summary_max_tokens": "4096",
+        "summary_hide_messages": "true",
+    }
     hx = {"HX-Request": "true"}
     folded = f'id="msg-{messages[2]["id"]}"'
     r = api.post(f"/chats/{chat_id}/settings", data=form, headers=hx)  # the box left unticked
@@ -174,7 +200,11 @@ def test_collapse_hidden_messages_is_saved_by_the_settings_form_and_changes_the_
     assert page.count("data-summarised") == 3 and 'data-summarised="shown"' not in page
     assert "summarised · not sent" not in page
     # With Hide summarised messages off, neither applies.
-    r = api.post(f"/chats/{chat_id}/settings", data={k: v for k, v in form.items() if k != "summary_hide_messages"}, headers=hx)
+    r = api.post(
+        f"/chats/{chat_id}/settings",
+        data={k: v for k, v in form.items() if k != "summary_hide_messages"},
+        headers=hx,
+    )
     assert r.status_code == 200
     page = api.get(f"/chats/{chat_id}").text
     assert "data-summarised" not in page and "summarised · not sent" not in page

@@ -43,12 +43,25 @@ def _seed(engine, chat_id: int, days_back: int) -> dict[date, list[str]]:
     with Session(engine) as session:
         for back in range(days_back, 0, -1):
             day = _today() - timedelta(days=back)
-            texts = [f"Morning talk of {day.isoformat()}", f"Answer on {day.isoformat()}", f"Late note of {day.isoformat()}"]
+            texts = [
+                f"Morning talk of {day.isoformat()}",
+                f"Answer on {day.isoformat()}",
+                f"Late note of {day.isoformat()}",
+            ]
             when = [_at(day, 10), _at(day, 10, 1), _at(day + timedelta(days=1), 3, 30)]
             roles = ["user", "assistant", "user"]
             for text, at, role in zip(texts, when, roles, strict=True):
-                session.add(Message(chat_id=chat_id, role=role, name="You" if role == "user" else "Aria", content=text,
-                                    swipes=[{"content": text}], created_at=at, updated_at=at))  # fmt: skip
+                session.add(
+                    Message(
+                        chat_id=chat_id,
+                        role=role,
+                        name="You" if role == "user" else "Aria",
+                        content=text,
+                        swipes=[{"content": text}],
+                        created_at=at,
+                        updated_at=at,
+                    )
+                )
             by_day[day] = texts
         session.commit()
     return by_day
@@ -64,8 +77,11 @@ def _chat(api, models) -> int:
 
 
 def _summary_requests(models, prompt: str) -> list[str]:
-    return [r.json["messages"][1]["content"] for r in models.requests
-            if r.path.endswith("/chat/completions") and r.json["messages"][0]["content"].startswith(prompt)]  # fmt: skip
+    return [
+        r.json["messages"][1]["content"]
+        for r in models.requests
+        if r.path.endswith("/chat/completions") and r.json["messages"][0]["content"].startswith(prompt)
+    ]
 
 
 def test_each_finished_day_then_each_finished_week_and_the_prompt_shape(sugo, api, models):
@@ -77,7 +93,7 @@ def test_each_finished_day_then_each_finished_week_and_the_prompt_shape(sugo, ap
     models.script(*[_answer(n) for n in range(1, 20)])
     day_runs.summarize_chat(sugo.services, chat_id)  # the scheduled job's work for one chat
     first = api.get(f"/api/chats/{chat_id}/days").json()
-    assert [d["date"] for d in first] == [d.isoformat() for d in sorted(seeded)[-day_runs.JOB_DAYS:]]
+    assert [d["date"] for d in first] == [d.isoformat() for d in sorted(seeded)[-day_runs.JOB_DAYS :]]
     day_runs.summarize_chat(sugo.services, chat_id)
     models.reset()
 
@@ -105,14 +121,18 @@ def test_each_finished_day_then_each_finished_week_and_the_prompt_shape(sugo, ap
 
     # A reply's request: week summaries, then the days of weeks not consolidated, then the tail and today.
     models.script("Good to hear from you.")
-    read_sse(api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "Hello again today"}))
+    read_sse(
+        api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "Hello again today"})
+    )
     sent = next(r.json for r in models.requests if r.json.get("stream"))
     system = "\n".join(m["content"] for m in sent["messages"] if m["role"] == "system")
     rest = [m["content"] for m in sent["messages"] if m["role"] != "system"]
     by_date = {d["date"]: d for d in api.get(f"/api/chats/{chat_id}/days").json()}
     weeks = api.get(f"/api/chats/{chat_id}/weeks").json()
     for w in weeks:
-        assert w["summary"] in system and f'<summary week="{day_label(date.fromisoformat(w["date"]))}' in system
+        assert (
+            w["summary"] in system and f'<summary week="{day_label(date.fromisoformat(w["date"]))}' in system
+        )
     in_weeks = {d for d in seeded if week_start(d) in expected_weeks}
     for day in seeded:
         shown = by_date[day.isoformat()]["summary"] in system
@@ -147,7 +167,9 @@ def test_backfill_fills_missing_days_with_progress_and_stops(sugo, api, models):
     assert done["result"] == "Added 14 summaries · 2 older days remain"
     assert any(0 < d < 14 and t == 14 for d, t in seen)  # the progress line moved
     newest = sorted(seeded)[-14:]
-    assert [d["date"] for d in api.get(f"/api/chats/{chat_id}/days").json()] == [d.isoformat() for d in newest]
+    assert [d["date"] for d in api.get(f"/api/chats/{chat_id}/days").json()] == [
+        d.isoformat() for d in newest
+    ]
     page = api.get(f"/chats/{chat_id}/settings").text
     assert "2 finished days lack a summary" in page
 
@@ -170,7 +192,9 @@ def test_backfill_with_nothing_missing_says_so(sugo, api, models):
     chat_id = _chat(api, models)
     base = f"/api/chats/{chat_id}/days/backfill"
     assert api.post(base).status_code == 202
-    done = wait_for(lambda: (s := api.get(base).json())["status"] != "running" and s, timeout=30, what="the Backfill")
+    done = wait_for(
+        lambda: (s := api.get(base).json())["status"] != "running" and s, timeout=30, what="the Backfill"
+    )
     assert done["result"] == "No missing summaries found." and models.requests == []
 
 
@@ -183,7 +207,9 @@ def test_a_killed_server_resumes_the_days_without_duplicates(tmp_path, models):
             seeded = _seed(make_engine(data_dir / "sugo.db"), chat_id, 5)
             models.script(Reply(_answer(1)), Reply(_answer(2)), Reply(_answer(3), first_delay_s=30))
             assert api.post(f"/api/chats/{chat_id}/days/backfill").status_code == 202
-            wait_for(lambda: len(api.get(f"/api/chats/{chat_id}/days").json()) == 2, timeout=60, what="two days")
+            wait_for(
+                lambda: len(api.get(f"/api/chats/{chat_id}/days").json()) == 2, timeout=60, what="two days"
+            )
             wait_for(lambda: models.pending_replies == 0, timeout=60, what="the third day asked")
         server.kill()
     finally:
@@ -218,7 +244,9 @@ def test_bad_answers_keep_summaries_and_the_day_stays_missing_with_its_reason(su
         models.reset()
         models.script(*replies)
         assert api.post(base).status_code == 202, name
-        done = wait_for(lambda: (s := api.get(base).json())["status"] != "running" and s, timeout=60, what=name)
+        done = wait_for(
+            lambda: (s := api.get(base).json())["status"] != "running" and s, timeout=60, what=name
+        )
         assert done["failed"] == 1 and done["added"] == 0, name
         assert api.get(f"/api/chats/{chat_id}/days").json() == kept, name
         page = api.get(f"/chats/{chat_id}/settings").text
@@ -240,10 +268,29 @@ def test_a_day_reads_only_active_swipes_and_skips_hidden_messages(sugo, api, mod
     day = _today() - timedelta(days=1)
     with Session(sugo.engine) as session:
         at = _at(day, 12)
-        session.add(Message(chat_id=chat_id, role="assistant", name="Aria", content="Kept swipe", active_swipe=1,
-                            swipes=[{"content": "Discarded swipe"}, {"content": "Kept swipe"}], created_at=at, updated_at=at))
-        session.add(Message(chat_id=chat_id, role="user", name="You", content="A hidden aside", hidden=True,
-                            created_at=at, updated_at=at))  # fmt: skip
+        session.add(
+            Message(
+                chat_id=chat_id,
+                role="assistant",
+                name="Aria",
+                content="Kept swipe",
+                active_swipe=1,
+                swipes=[{"content": "Discarded swipe"}, {"content": "Kept swipe"}],
+                created_at=at,
+                updated_at=at,
+            )
+        )
+        session.add(
+            Message(
+                chat_id=chat_id,
+                role="user",
+                name="You",
+                content="A hidden aside",
+                hidden=True,
+                created_at=at,
+                updated_at=at,
+            )
+        )
         session.commit()
     models.script(_answer(1))
     day_runs.summarize_chat(sugo.services, chat_id)
@@ -261,16 +308,26 @@ def test_a_long_day_is_summarised_in_parts_then_combined(sugo, api, models):
         for n in range(40):  # ~41,000 characters: two parts
             at = _at(day, 9) + timedelta(minutes=n)
             text = f"Message {n}: " + "words " * 165
-            session.add(Message(chat_id=chat_id, role="user", name="You", content=text, created_at=at, updated_at=at))
+            session.add(
+                Message(chat_id=chat_id, role="user", name="You", content=text, created_at=at, updated_at=at)
+            )
         session.commit()
-    models.script(_answer(1), _answer(2), '{"summary": "The whole long day.", "keyDetails": ["detail 1", "detail 2"]}')
+    models.script(
+        _answer(1), _answer(2), '{"summary": "The whole long day.", "keyDetails": ["detail 1", "detail 2"]}'
+    )
     day_runs.summarize_chat(sugo.services, chat_id)
     parts = _summary_requests(models, DAY_PROMPT_START)
-    assert [p.split("]")[0] for p in parts] == [f"[{day_label(day)}, part 1 of 2", f"[{day_label(day)}, part 2 of 2"]
+    assert [p.split("]")[0] for p in parts] == [
+        f"[{day_label(day)}, part 1 of 2",
+        f"[{day_label(day)}, part 2 of 2",
+    ]
     assert "Message 0:" in parts[0] and "Message 39:" in parts[1] and "Message 39:" not in parts[0]
     assert all(len(p) < 33_000 for p in parts)
     [combined] = _summary_requests(models, "You combine the partial summaries")
-    assert combined == "[Part 1]\nSummary number 1.\nKey details: detail 1\n\n[Part 2]\nSummary number 2.\nKey details: detail 2"
+    assert (
+        combined
+        == "[Part 1]\nSummary number 1.\nKey details: detail 1\n\n[Part 2]\nSummary number 2.\nKey details: detail 2"
+    )
     [saved] = api.get(f"/api/chats/{chat_id}/days").json()
     assert (saved["summary"], saved["key_details"]) == ("The whole long day.", ["detail 1", "detail 2"])
 
@@ -279,7 +336,11 @@ def test_a_long_day_is_summarised_in_parts_then_combined(sugo, api, models):
     models.reset()
     models.script(_answer(1), Reply("not json at all"))
     assert api.post(f"/api/chats/{chat_id}/days/backfill").status_code == 202
-    wait_for(lambda: api.get(f"/api/chats/{chat_id}/days/backfill").json()["status"] == "done", timeout=30, what="Backfill")
+    wait_for(
+        lambda: api.get(f"/api/chats/{chat_id}/days/backfill").json()["status"] == "done",
+        timeout=30,
+        what="Backfill",
+    )
     assert api.get(f"/api/chats/{chat_id}/days").json() == []
     assert "Part 2 of 2:" in api.get(f"/chats/{chat_id}/settings").text
 
@@ -300,14 +361,21 @@ def test_a_reply_starts_the_summaries_of_finished_days(sugo, api, models):
     seeded = sorted(_seed(sugo.engine, chat_id, 1))
     models.script("Nice to see you.", _answer(1))
     read_sse(api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "Morning!"}))
-    days = wait_for(lambda: api.get(f"/api/chats/{chat_id}/days").json(), timeout=30, what="the day's summary")
+    days = wait_for(
+        lambda: api.get(f"/api/chats/{chat_id}/days").json(), timeout=30, what="the day's summary"
+    )
     assert [d["date"] for d in days] == [seeded[0].isoformat()] and days[0]["summary"] == "Summary number 1."
 
 
 def test_day_routes_refuse_roleplay_chats_and_bad_input(api, models):
     add_connection(api, models)
     roleplay = new_chat(api, [add_character(api)["id"]])["id"]
-    for method, path in [("get", "days"), ("get", "weeks"), ("post", "days/backfill"), ("get", "days/backfill")]:
+    for method, path in [
+        ("get", "days"),
+        ("get", "weeks"),
+        ("post", "days/backfill"),
+        ("get", "days/backfill"),
+    ]:
         r = getattr(api, method)(f"/api/chats/{roleplay}/{path}")
         assert r.status_code == 400 and "Conversation" in r.json()["detail"], path
     for path in ["days/missing", "days/edit"]:
@@ -323,15 +391,28 @@ def test_day_routes_refuse_roleplay_chats_and_bad_input(api, models):
 
 def test_the_settings_form_saves_the_rollover_hour_and_tail_and_refuses_bad_ones(api, models):
     chat_id = _chat(api, models)
-    form = {"name": "Talk", "day_summaries_shown": "1", "summary_rollover_hour": "6", "summary_recent_tail": "3"}
+    form = {
+        "name": "Talk",
+        "day_summaries_shown": "1",
+        "summary_rollover_hour": "6",
+        "summary_recent_tail": "3",
+    }
     assert api.post(f"/chats/{chat_id}/settings", data=form).status_code == 200
     settings = api.get(f"/api/chats/{chat_id}").json()["settings"]
     assert (settings["summary_rollover_hour"], settings["summary_recent_tail"]) == (6, 3)
-    for field, value in [("summary_rollover_hour", "12"), ("summary_rollover_hour", "-1"), ("summary_recent_tail", "x")]:
+    for field, value in [
+        ("summary_rollover_hour", "12"),
+        ("summary_rollover_hour", "-1"),
+        ("summary_recent_tail", "x"),
+    ]:
         r = api.post(f"/chats/{chat_id}/settings", data={**form, field: value})
-        assert r.status_code == 400 and ("less than or equal" in r.text or "greater than" in r.text
-                                         or "is not a number" in r.text), (field, value)  # fmt: skip
-        assert api.get(f"/api/chats/{chat_id}").json()["settings"]["summary_rollover_hour"] == 6, (field, value)
+        assert r.status_code == 400 and (
+            "less than or equal" in r.text or "greater than" in r.text or "is not a number" in r.text
+        ), (field, value)
+        assert api.get(f"/api/chats/{chat_id}").json()["settings"]["summary_rollover_hour"] == 6, (
+            field,
+            value,
+        )
 
 
 def test_editing_a_day_keeps_it_and_marks_it_as_the_users(sugo, api, models):
@@ -340,10 +421,15 @@ def test_editing_a_day_keeps_it_and_marks_it_as_the_users(sugo, api, models):
     models.script(_answer(1))
     day_runs.summarize_chat(sugo.services, chat_id)
     url = f"/api/chats/{chat_id}/days/{seeded[0].isoformat()}"
-    r = api.patch(url, json={"summary": "  We planned the trip.  ", "key_details": ["Leave Friday", " ", "Bring maps"]})
+    r = api.patch(
+        url, json={"summary": "  We planned the trip.  ", "key_details": ["Leave Friday", " ", "Bring maps"]}
+    )
     assert r.status_code == 200, r.text
     assert (r.json()["summary"], r.json()["key_details"], r.json()["origin"]) == (
-        "We planned the trip.", ["Leave Friday", "Bring maps"], "user")
+        "We planned the trip.",
+        ["Leave Friday", "Bring maps"],
+        "user",
+    )
     assert api.patch(url, json={"summary": "   "}).status_code == 400
     assert api.get(f"/api/chats/{chat_id}/days").json()[0]["summary"] == "We planned the trip."
     assert json.dumps(api.get(f"/api/chats/{chat_id}/days").json())  # plain JSON

@@ -48,8 +48,17 @@ def _seed_week(engine, chat_id: int, monday: date) -> list[date]:
         for day in days:
             at = datetime.combine(day, time(12)).astimezone().astimezone(UTC)
             for role, text in (("user", f"Hello on {day}"), ("assistant", f"Answer on {day}")):
-                session.add(Message(chat_id=chat_id, role=role, name="You" if role == "user" else "Aria", content=text,
-                                    swipes=[{"content": text}], created_at=at, updated_at=at))  # fmt: skip
+                session.add(
+                    Message(
+                        chat_id=chat_id,
+                        role=role,
+                        name="You" if role == "user" else "Aria",
+                        content=text,
+                        swipes=[{"content": text}],
+                        created_at=at,
+                        updated_at=at,
+                    )
+                )
         session.commit()
     return days
 
@@ -100,13 +109,17 @@ def _form_of(html: str, key: str) -> list[tuple[str, str]]:
     parser = _Fields(key)
     parser.feed(html)
     # A browser drops one line break right after <textarea> and sends line breaks as CRLF.
-    return [(name, re.sub(r"^\n", "", v).replace("\n", "\r\n")) for name, values in parser.fields.items() for v in values]
+    return [
+        (name, re.sub(r"^\n", "", v).replace("\n", "\r\n"))
+        for name, values in parser.fields.items()
+        for v in values
+    ]
 
 
 def test_the_window_lists_each_week_with_its_days_under_it(sugo, api, models):
     chat_id, monday, days = _summarised_week(sugo, api, models)
     html = api.get(f"/chats/{chat_id}/days/edit", headers=HX).text
-    group = html[html.index(f'id="week-group-{monday.isoformat()}"'):]
+    group = html[html.index(f'id="week-group-{monday.isoformat()}"') :]
     assert group.index(f'id="week-{monday.isoformat()}"') < group.index(f'id="day-{days[0].isoformat()}"')
     for day in days:  # every day is there, editable, in order, inside the week's group
         assert f'name="s_day-{day.isoformat()}"' in group and f'name="k_day-{day.isoformat()}"' in group
@@ -115,11 +128,25 @@ def test_the_window_lists_each_week_with_its_days_under_it(sugo, api, models):
     assert "Summary number 3." in group
 
     # A day of a summarised week is edited on its own; the week stays as it was.
-    r = api.post(f"/chats/{chat_id}/days/{days[2].isoformat()}/save", headers=HX,
-                 data={f"s_day-{days[2].isoformat()}": "We fixed the bike.", f"k_day-{days[2].isoformat()}": ["Bike fixed"]})  # fmt: skip
-    assert r.status_code == 200 and "Saved." in r.text and r.headers["HX-Trigger"] == "sugo:day-summaries-changed"
+    r = api.post(
+        f"/chats/{chat_id}/days/{days[2].isoformat()}/save",
+        headers=HX,
+        data={
+            f"s_day-{days[2].isoformat()}": "We fixed the bike.",
+            f"k_day-{days[2].isoformat()}": ["Bike fixed"],
+        },
+    )
+    assert (
+        r.status_code == 200
+        and "Saved." in r.text
+        and r.headers["HX-Trigger"] == "sugo:day-summaries-changed"
+    )
     day = next(d for d in api.get(f"/api/chats/{chat_id}/days").json() if d["date"] == days[2].isoformat())
-    assert (day["summary"], day["key_details"], day["origin"]) == ("We fixed the bike.", ["Bike fixed"], "user")
+    assert (day["summary"], day["key_details"], day["origin"]) == (
+        "We fixed the bike.",
+        ["Bike fixed"],
+        "user",
+    )
     assert api.get(f"/api/chats/{chat_id}/weeks").json()[0]["summary"] == "Summary number 100."
 
 
@@ -137,7 +164,10 @@ def test_saving_a_week_unchanged_round_trips_a_multi_line_key_detail_exactly(sug
     assert after == before  # the same details, the same text, still the model's, not touched
 
     # An edit: one detail changed, a new one over two lines, an empty field left out.
-    edited = [(n, v) for n, v in form if v != "A plain one"] + [(f"k_{key}", "Two\r\nlines"), (f"k_{key}", "  ")]
+    edited = [(n, v) for n, v in form if v != "A plain one"] + [
+        (f"k_{key}", "Two\r\nlines"),
+        (f"k_{key}", "  "),
+    ]
     r = api.post(f"/chats/{chat_id}/weeks/{monday.isoformat()}/save", content=_encode(edited), headers=_FORM)
     assert r.status_code == 200 and "Saved." in r.text
     week = api.get(f"/api/chats/{chat_id}/weeks").json()[0]
@@ -158,6 +188,7 @@ def _encode(pairs: list[tuple[str, str]]) -> bytes:
 
 def _write_result(api, chat_id: int, path: str) -> str:
     """Poll the window's Write now answer (as the page does) until it carries the result."""
+
     def done():
         r = api.get(f"/chats/{chat_id}/{path}/write", headers=HX)
         assert r.status_code == 200, r.text
@@ -169,8 +200,13 @@ def _write_result(api, chat_id: int, path: str) -> str:
 def test_write_now_after_deleting_a_week_writes_it_again(sugo, api, models):
     chat_id, monday, days = _summarised_week(sugo, api, models)
     week = monday.isoformat()
-    assert api.get(f"/api/chats/{chat_id}/weeks/{week}/write").json() == {"status": "none", "date": week, "current": "",
-                                                                          "days_written": 0, "result": ""}
+    assert api.get(f"/api/chats/{chat_id}/weeks/{week}/write").json() == {
+        "status": "none",
+        "date": week,
+        "current": "",
+        "days_written": 0,
+        "result": "",
+    }
     r = api.post(f"/chats/{chat_id}/weeks/{week}/delete", headers=HX)
     assert r.status_code == 200 and f'id="write-now-week-{week}"' in r.text  # offered at once
     assert api.get(f"/api/chats/{chat_id}/weeks").json() == []
@@ -183,11 +219,18 @@ def test_write_now_after_deleting_a_week_writes_it_again(sugo, api, models):
     html = _write_result(api, chat_id, f"weeks/{week}")
     assert f"Wrote the summary of the week of {monday:%d.%m.%Y}" in unescape(html)
     [written] = api.get(f"/api/chats/{chat_id}/weeks").json()
-    assert (written["date"], written["summary"], written["key_details"]) == (week, "Summary number 200.", ["Week detail"])
+    assert (written["date"], written["summary"], written["key_details"]) == (
+        week,
+        "Summary number 200.",
+        ["Week detail"],
+    )
     [asked] = [r.json["messages"] for r in models.requests]
     assert asked[0]["content"].startswith(WEEK_PROMPT_START) and "Summary number 1." in asked[1]["content"]
     assert len(api.get(f"/api/chats/{chat_id}/days").json()) == 7  # its days were there: none written again
-    assert api.get(f"/chats/{chat_id}/weeks/{week}/write", headers=HX).headers["HX-Trigger"] == "sugo:day-summaries-changed"
+    assert (
+        api.get(f"/chats/{chat_id}/weeks/{week}/write", headers=HX).headers["HX-Trigger"]
+        == "sugo:day-summaries-changed"
+    )
 
     # Reopened, the window shows the week, not an old result line.
     assert 'id="write-result-' not in api.get(f"/chats/{chat_id}/days/edit", headers=HX).text
@@ -199,11 +242,25 @@ def test_write_now_after_deleting_a_week_writes_it_again(sugo, api, models):
     models.script(_answer(5), _answer(300))
     started = api.post(f"/api/chats/{chat_id}/weeks/{week}/write")
     assert started.status_code == 202 and started.json()["status"] in ("running", "done")
-    status = wait_for(lambda: (s := api.get(f"/api/chats/{chat_id}/weeks/{week}/write").json())["status"] != "running" and s,
-                      timeout=30, interval=0.05, what="the week written")  # fmt: skip
-    assert status == {"status": "done", "date": week, "current": "", "days_written": 1,
-                      "result": f"Wrote the summary of the week of {monday:%d.%m.%Y} – {days[-1]:%d.%m.%Y} and 1 day summary."}
-    assert [r.json["messages"][0]["content"][:30] for r in models.requests] == [DAY_PROMPT_START[:30], WEEK_PROMPT_START[:30]]
+    status = wait_for(
+        lambda: (
+            (s := api.get(f"/api/chats/{chat_id}/weeks/{week}/write").json())["status"] != "running" and s
+        ),
+        timeout=30,
+        interval=0.05,
+        what="the week written",
+    )
+    assert status == {
+        "status": "done",
+        "date": week,
+        "current": "",
+        "days_written": 1,
+        "result": f"Wrote the summary of the week of {monday:%d.%m.%Y} – {days[-1]:%d.%m.%Y} and 1 day summary.",
+    }
+    assert [r.json["messages"][0]["content"][:30] for r in models.requests] == [
+        DAY_PROMPT_START[:30],
+        WEEK_PROMPT_START[:30],
+    ]
     assert api.get(f"/api/chats/{chat_id}/weeks").json()[0]["summary"] == "Summary number 300."
 
 
@@ -224,18 +281,24 @@ def test_write_now_of_a_day_its_week_speaks_for_and_what_it_refuses(sugo, api, m
     html = unescape(api.post(f"/chats/{chat_id}/days/{day}/write", headers=HX).text)
     html = unescape(_write_result(api, chat_id, f"days/{day}"))
     assert f"Wrote the summary of {days[1]:%d.%m.%Y}." in html
-    assert next(d for d in api.get(f"/api/chats/{chat_id}/days").json() if d["date"] == day)["summary"] == "Summary number 42."
+    assert (
+        next(d for d in api.get(f"/api/chats/{chat_id}/days").json() if d["date"] == day)["summary"]
+        == "Summary number 42."
+    )
 
     # Refused, with the reason, next to the button (HTML) or as a 400 (JSON): what has a summary, what
     # is not over, what has no messages, a Roleplay chat.
     week = monday.isoformat()
     r = api.post(f"/chats/{chat_id}/weeks/{week}/write", headers=HX)
     assert r.status_code == 200 and "already has a summary; delete it first" in unescape(r.text)
-    for path, words in [(f"weeks/{week}", "already has a summary"), (f"days/{day}", "already has a summary"),
-                        (f"weeks/{week_start(_today()).isoformat()}", "is not over yet"),
-                        (f"days/{_today().isoformat()}", "is not over yet"),
-                        (f"days/{(monday - timedelta(days=3)).isoformat()}", "has no messages"),
-                        (f"weeks/{(monday - timedelta(days=1)).isoformat()}", "is named by its Monday")]:  # fmt: skip
+    for path, words in [
+        (f"weeks/{week}", "already has a summary"),
+        (f"days/{day}", "already has a summary"),
+        (f"weeks/{week_start(_today()).isoformat()}", "is not over yet"),
+        (f"days/{_today().isoformat()}", "is not over yet"),
+        (f"days/{(monday - timedelta(days=3)).isoformat()}", "has no messages"),
+        (f"weeks/{(monday - timedelta(days=1)).isoformat()}", "is named by its Monday"),
+    ]:
         r = api.post(f"/api/chats/{chat_id}/{path}/write")
         assert r.status_code == 400 and words in r.json()["detail"], (path, r.text)
     roleplay = new_chat(api, [add_character(api, "Bo")["id"]])["id"]

@@ -17,7 +17,12 @@ def _chat(api, models, n: int = 6) -> tuple[int, list[dict]]:
     add_connection(api, models)
     chat = new_chat(api, [add_character(api)["id"]])
     for i in range(2, n + 2):
-        assert api.post(f"/api/chats/{chat['id']}/messages", json={"content": f"Step {i} along the road."}).status_code == 201
+        assert (
+            api.post(
+                f"/api/chats/{chat['id']}/messages", json={"content": f"Step {i} along the road."}
+            ).status_code
+            == 201
+        )
     return chat["id"], api.get(f"/api/chats/{chat['id']}/messages").json()
 
 
@@ -74,15 +79,23 @@ def test_only_thinking_is_retried_with_a_doubled_budget(api, models):
 def test_bad_answers_keep_existing_entries_and_show_retry(api, models):
     chat_id, _ = _chat(api, models)
     base = f"/api/chats/{chat_id}/summaries"
-    kept = api.post(base, json={"content": "A summary the user wrote.", "scope": "range", "start": 2, "end": 3}).json()
+    kept = api.post(
+        base, json={"content": "A summary the user wrote.", "scope": "range", "start": 2, "end": 3}
+    ).json()
     bad = {
         "empty answer": [Reply("   ")],
         "only thinking twice": [Reply("<think>a</think>"), Reply("<think>b</think>")],
-        "cut off twice": [Reply("They went", finish_reason="length"), Reply("They went on", finish_reason="length")],
+        "cut off twice": [
+            Reply("They went", finish_reason="length"),
+            Reply("They went on", finish_reason="length"),
+        ],
         "HTTP 500": [Reply(status=500, error="upstream exploded")],
         "connection dropped mid-answer": [Reply(RECAP, break_after_chunks=1)],
         "JSON without a summary": [Reply('```json\n{"foo": 1}\n```')],
-        "broken JSON (cut off twice: asked again with twice the room)": [Reply('{"summary": '), Reply('{"summary": "Th')],
+        "broken JSON (cut off twice: asked again with twice the room)": [
+            Reply('{"summary": '),
+            Reply('{"summary": "Th'),
+        ],
         "binary noise": [Reply("\x00\x01\x02 ~~~")],
         "no words": [Reply("... --- 123 !!!")],
     }
@@ -94,7 +107,9 @@ def test_bad_answers_keep_existing_entries_and_show_retry(api, models):
         assert api.get(f"{base}/{kept['id']}").json()["updated_at"] == kept["updated_at"]
         page = api.get(f"/chats/{chat_id}/summaries").text
         assert "could not be used" in page and "Retry" in page, name
-    assert "Only thinking" in _retry_reason(api, models, chat_id, [Reply("<think>a</think>"), Reply("<think>b</think>")])
+    assert "Only thinking" in _retry_reason(
+        api, models, chat_id, [Reply("<think>a</think>"), Reply("<think>b</think>")]
+    )
 
     models.script(RECAP)
     r = api.post(f"{base}/generate/retry")
@@ -109,7 +124,9 @@ def test_a_model_that_times_out_keeps_existing_entries_and_shows_retry(tmp_path,
     with LiveSugo(tmp_path / "data", model_timeout_s=1.0) as sugo, sugo.client() as api:
         chat_id, _ = _chat(api, models)
         base = f"/api/chats/{chat_id}/summaries"
-        kept = api.post(base, json={"content": "A summary the user wrote.", "scope": "range", "start": 2, "end": 3}).json()
+        kept = api.post(
+            base, json={"content": "A summary the user wrote.", "scope": "range", "start": 2, "end": 3}
+        ).json()
         models.script(Reply(RECAP, first_delay_s=4))
         failed = _generate(api, chat_id, scope="last", last=4)
         assert failed["status"] == "failed" and "did not answer within 1" in failed["reason"], failed
@@ -138,19 +155,26 @@ def test_a_second_generate_while_one_runs_waits_its_turn_and_a_third_is_refused(
     assert again.status_code == 202, again.text
     waiting = again.json()
     assert waiting["status"] == "waiting" and waiting["job_id"] != first.json()["job_id"]
-    assert waiting["waiting_for"] == "the summary of messages {}–{}".format(first.json()["first_position"],
-                                                                          first.json()["last_position"])  # fmt: skip
+    assert waiting["waiting_for"] == "the summary of messages {}–{}".format(
+        first.json()["first_position"], first.json()["last_position"]
+    )
     third = api.post(gen, json={"scope": "last", "last": 1})
     assert third.status_code == 409 and "already waiting its turn" in third.json()["detail"]
     done = _wait(api, chat_id)  # the newest run: the one that waited, started when the first let go
     assert done["status"] == "done" and done["job_id"] == waiting["job_id"], done
     entries = api.get(f"/api/chats/{chat_id}/summaries").json()
-    assert [(e["first_position"], e["last_position"]) for e in entries] == [(1, 3), (first.json()["first_position"], first.json()["last_position"])]
+    assert [(e["first_position"], e["last_position"]) for e in entries] == [
+        (1, 3),
+        (first.json()["first_position"], first.json()["last_position"]),
+    ]
 
 
 def test_review_outputs_holds_the_entry_until_approved(api, models):
     chat_id, _ = _chat(api, models)
-    assert api.put(f"/api/chats/{chat_id}/options", json={"settings": {"summary_review": True}}).status_code == 200
+    assert (
+        api.put(f"/api/chats/{chat_id}/options", json={"settings": {"summary_review": True}}).status_code
+        == 200
+    )
     models.script(RECAP)
     done = _generate(api, chat_id, scope="last", last=4)
     base = f"/api/chats/{chat_id}/summaries"

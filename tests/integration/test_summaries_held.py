@@ -25,8 +25,10 @@ STORY = [
     "A hooded monk steps out of the shadows and names himself Brother Tobin. He warns us the crypt floods at midnight.",
     "We follow Tobin down the spiral stairs into the crypt, the key cold in my pocket.",
 ]
-RECAP = ("At the ruined abbey of Saint Corwin, Aria found a brass key under the altar; Brother Tobin warned that the "
-         "crypt floods at midnight and led the way down into it.")  # fmt: skip
+RECAP = (
+    "At the ruined abbey of Saint Corwin, Aria found a brass key under the altar; Brother Tobin warned that the "
+    "crypt floods at midnight and led the way down into it."
+)
 REFUSAL = "I would rather not say."
 
 
@@ -41,17 +43,26 @@ def _chat(api, models) -> int:
 def _generate(api, chat_id: int, **scope) -> dict:
     r = api.post(f"/api/chats/{chat_id}/summaries/generate", json=scope)
     assert r.status_code == 202, r.text
-    return wait_for(lambda: (s := api.get(f"/api/chats/{chat_id}/summaries/generate").json())["status"] != "running"
-                    and s, timeout=60, what="the summary run to end")  # fmt: skip
+    return wait_for(
+        lambda: (
+            (s := api.get(f"/api/chats/{chat_id}/summaries/generate").json())["status"] != "running" and s
+        ),
+        timeout=60,
+        what="the summary run to end",
+    )
 
 
 def _reply_prompt(api, models, chat_id: int) -> str:
     """Send a message and return the whole prompt the model was asked with."""
     models.script("*The water rises around their ankles.*")
-    events = read_sse(api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "What now, Tobin?"}))
+    events = read_sse(
+        api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "What now, Tobin?"})
+    )
     assert events[-1][0] == "done", events
     sent = [r for r in models.requests if r.path.endswith("/chat/completions")][-1].json
-    return "\n".join(m["content"] if isinstance(m["content"], str) else json.dumps(m["content"]) for m in sent["messages"])
+    return "\n".join(
+        m["content"] if isinstance(m["content"], str) else json.dumps(m["content"]) for m in sent["messages"]
+    )
 
 
 def test_a_refusal_waits_for_review_with_its_reason_and_stays_out_of_the_prompt(api, models):
@@ -87,11 +98,19 @@ def test_a_real_summary_is_active_at_once(api, models):
 def test_a_refusal_from_backfill_is_held_too_and_the_run_goes_on(api, models):
     chat_id = _chat(api, models)
     for i in range(12):
-        assert api.post(f"/api/chats/{chat_id}/messages", json={"content": f"Tobin lights candle {i} in the crypt."}).status_code == 201
+        assert (
+            api.post(
+                f"/api/chats/{chat_id}/messages", json={"content": f"Tobin lights candle {i} in the crypt."}
+            ).status_code
+            == 201
+        )
     models.script(REFUSAL)
     assert api.post(f"/api/chats/{chat_id}/summaries/backfill").status_code == 202
-    wait_for(lambda: api.get(f"/api/chats/{chat_id}/summaries/backfill").json()["status"] == "done", timeout=60,
-             what="Backfill to finish")  # fmt: skip
+    wait_for(
+        lambda: api.get(f"/api/chats/{chat_id}/summaries/backfill").json()["status"] == "done",
+        timeout=60,
+        what="Backfill to finish",
+    )
     (entry,) = api.get(f"/api/chats/{chat_id}/summaries").json()
     assert entry["awaiting_review"] and not entry["active"] and entry["review_reason"]
 
@@ -99,9 +118,13 @@ def test_a_refusal_from_backfill_is_held_too_and_the_run_goes_on(api, models):
 def test_a_json_answer_cut_mid_string_is_asked_again_with_twice_the_room(api, models):
     chat_id = _chat(api, models)
     before = len(models.requests)
-    models.script(Reply('{"summary": "At the ruined abbey of Saint Corwin, Aria found a brass key under the al',
-                        finish_reason="stop"),
-                  Reply(json.dumps({"summary": RECAP}), finish_reason="stop"))  # fmt: skip
+    models.script(
+        Reply(
+            '{"summary": "At the ruined abbey of Saint Corwin, Aria found a brass key under the al',
+            finish_reason="stop",
+        ),
+        Reply(json.dumps({"summary": RECAP}), finish_reason="stop"),
+    )
     done = _generate(api, chat_id, scope="range", start=2, end=5)
     assert done["status"] == "done", done
     asked = [r.json["max_tokens"] for r in models.requests[before:] if r.path.endswith("/chat/completions")]
@@ -128,12 +151,25 @@ def test_a_day_summary_that_is_a_refusal_in_json_leaves_the_day_missing_with_its
     day = chat_day(utcnow(), conversation.local_zone(), 4) - timedelta(days=1)
     at = datetime.combine(day, time(10)).astimezone().astimezone(UTC)
     with Session(sugo.engine) as session:
-        for role, name, text in (("user", "You", "I finally booked the train to Lisbon for my sister's wedding."),
-                                 ("assistant", "Aria", "Wonderful! Will you bring the blue suit from the tailor?")):
-            session.add(Message(chat_id=chat_id, role=role, name=name, content=text, swipes=[{"content": text}],
-                                created_at=at, updated_at=at))  # fmt: skip
+        for role, name, text in (
+            ("user", "You", "I finally booked the train to Lisbon for my sister's wedding."),
+            ("assistant", "Aria", "Wonderful! Will you bring the blue suit from the tailor?"),
+        ):
+            session.add(
+                Message(
+                    chat_id=chat_id,
+                    role=role,
+                    name=name,
+                    content=text,
+                    swipes=[{"content": text}],
+                    created_at=at,
+                    updated_at=at,
+                )
+            )
         session.commit()
-    models.script(json.dumps({"summary": "I'm sorry, but I can't summarize this conversation.", "keyDetails": []}))
+    models.script(
+        json.dumps({"summary": "I'm sorry, but I can't summarize this conversation.", "keyDetails": []})
+    )
     day_runs.summarize_chat(sugo.services, chat_id)
     assert api.get(f"/api/chats/{chat_id}/days").json() == []
     page = api.get(f"/chats/{chat_id}/settings").text
@@ -142,6 +178,11 @@ def test_a_day_summary_that_is_a_refusal_in_json_leaves_the_day_missing_with_its
     # A mood-level note that shares no word with the day is a summary all the same.
     models.script(json.dumps({"summary": "A bright, hopeful evening full of plans.", "keyDetails": []}))
     assert api.post(f"/api/chats/{chat_id}/days/backfill").status_code == 202
-    wait_for(lambda: api.get(f"/api/chats/{chat_id}/days/backfill").json()["status"] == "done", timeout=60,
-             what="the day Backfill")  # fmt: skip
-    assert [d["summary"] for d in api.get(f"/api/chats/{chat_id}/days").json()] == ["A bright, hopeful evening full of plans."]
+    wait_for(
+        lambda: api.get(f"/api/chats/{chat_id}/days/backfill").json()["status"] == "done",
+        timeout=60,
+        what="the day Backfill",
+    )
+    assert [d["summary"] for d in api.get(f"/api/chats/{chat_id}/days").json()] == [
+        "A bright, hopeful evening full of plans."
+    ]

@@ -37,8 +37,11 @@ def _ranges(api, chat_id: int) -> list[tuple[int, int]]:
 
 def _summary_requests(models) -> list[str]:
     """The transcripts of the summary requests the model server received, oldest first."""
-    return [r.json["messages"][1]["content"] for r in models.requests
-            if r.path.endswith("/chat/completions") and r.json["messages"][0]["content"] == ROLEPLAY_ENTRY_PROMPT]  # fmt: skip
+    return [
+        r.json["messages"][1]["content"]
+        for r in models.requests
+        if r.path.endswith("/chat/completions") and r.json["messages"][0]["content"] == ROLEPLAY_ENTRY_PROMPT
+    ]
 
 
 def _long_chat(api, models, n: int) -> int:
@@ -46,7 +49,12 @@ def _long_chat(api, models, n: int) -> int:
     add_connection(api, models)
     chat = new_chat(api, [add_character(api)["id"]])
     for i in range(2, n + 1):
-        assert api.post(f"/api/chats/{chat['id']}/messages", json={"content": f"Step {i} along the road."}).status_code == 201
+        assert (
+            api.post(
+                f"/api/chats/{chat['id']}/messages", json={"content": f"Step {i} along the road."}
+            ).status_code
+            == 201
+        )
     return chat["id"]
 
 
@@ -57,8 +65,12 @@ def _send(api, chat_id: int, text: str) -> None:
 def test_automatic_every_5_user_messages_summarises_the_new_messages(api, models):
     add_connection(api, models)
     chat_id = new_chat(api, [add_character(api)["id"]])["id"]
-    assert api.put(f"/api/chats/{chat_id}/options",
-                   json={"settings": {"summary_auto": True, "summary_every": 5}}).status_code == 200  # fmt: skip
+    assert (
+        api.put(
+            f"/api/chats/{chat_id}/options", json={"settings": {"summary_auto": True, "summary_every": 5}}
+        ).status_code
+        == 200
+    )
     for n in range(1, 5):
         if n == 3:
             models.script("Discarded swipe text", "Kept swipe text")
@@ -105,9 +117,15 @@ def test_backfill_writes_the_batches_oldest_first_with_progress(api, models):
     # Older than the tail of 10: messages 1–110, in batches of 50.
     assert {(0, 3, "messages 1–50"), (1, 3, "messages 51–100"), (2, 3, "messages 101–110")} <= seen
     assert _ranges(api, chat_id) == [(1, 50), (51, 100), (101, 110)]
-    assert [e["content"] for e in _entries(api, chat_id)] == [f"Part {i} of the road went by." for i in (1, 2, 3)]
+    assert [e["content"] for e in _entries(api, chat_id)] == [
+        f"Part {i} of the road went by." for i in (1, 2, 3)
+    ]
     transcripts = _summary_requests(models)
-    assert "Step 2 along the road." in transcripts[0] and "Step 50 along" in transcripts[0] and "Step 51 " not in transcripts[0]
+    assert (
+        "Step 2 along the road." in transcripts[0]
+        and "Step 50 along" in transcripts[0]
+        and "Step 51 " not in transcripts[0]
+    )
     nothing = api.post(base)
     assert nothing.status_code == 400 and "nothing to backfill" in nothing.json()["detail"]
 
@@ -137,13 +155,24 @@ def test_a_restart_mid_backfill_resumes_without_duplicate_ranges(tmp_path, model
     with first.client() as api:
         chat_id = _long_chat(api, models, 120)
         base = f"/api/chats/{chat_id}/summaries/backfill"
-        models.script(Reply("Part 1."), Reply("Part 2, never used.", first_delay_s=3.0), Reply("Part 2."), Reply("Part 3."))
+        models.script(
+            Reply("Part 1."),
+            Reply("Part 2, never used.", first_delay_s=3.0),
+            Reply("Part 2."),
+            Reply("Part 3."),
+        )
         assert api.post(base).status_code == 202
-        _until(lambda: api.get(base).json()["current"] == "messages 51–100" and len(_summary_requests(models)) == 2,
-               "the second step's call is on its way")  # fmt: skip
+        _until(
+            lambda: (
+                api.get(base).json()["current"] == "messages 51–100" and len(_summary_requests(models)) == 2
+            ),
+            "the second step's call is on its way",
+        )
     first.stop()
     with LiveSugo(data) as second, second.client() as api:
-        status = _until(lambda: (s := api.get(base).json())["status"] == "done" and s, "the resumed run finishes")
+        status = _until(
+            lambda: (s := api.get(base).json())["status"] == "done" and s, "the resumed run finishes"
+        )
         assert status["done"] == status["total"] == 3
         # The stopped app's call answers later and is thrown away, as if its process had died.
         _until(lambda: not generate.running(first.services, chat_id), "the stopped app's thread ends")
@@ -151,7 +180,9 @@ def test_a_restart_mid_backfill_resumes_without_duplicate_ranges(tmp_path, model
         assert [e["content"] for e in _entries(api, chat_id)] == ["Part 1.", "Part 2.", "Part 3."]
 
 
-def test_a_failing_automatic_run_is_retried_after_backoff_and_never_changes_earlier_entries(sugo, api, models):
+def test_a_failing_automatic_run_is_retried_after_backoff_and_never_changes_earlier_entries(
+    sugo, api, models
+):
     add_connection(api, models)
     chat_id = new_chat(api, [add_character(api)["id"]])["id"]
     api.put(f"/api/chats/{chat_id}/options", json={"settings": {"summary_auto": True, "summary_every": 1}})
@@ -160,7 +191,9 @@ def test_a_failing_automatic_run_is_retried_after_backoff_and_never_changes_earl
 
     def run() -> SummaryRun:
         with sugo.session() as s:
-            return s.exec(select(SummaryRun).where(SummaryRun.chat_id == chat_id).order_by(SummaryRun.id.desc())).first()
+            return s.exec(
+                select(SummaryRun).where(SummaryRun.chat_id == chat_id).order_by(SummaryRun.id.desc())
+            ).first()
 
     def due_now() -> None:
         """Time passes: the retry is due, and the scheduler's sweep runs."""
@@ -173,7 +206,9 @@ def test_a_failing_automatic_run_is_retried_after_backoff_and_never_changes_earl
 
     models.script("A reply.", Reply(status=500, error="upstream exploded"))
     _send(api, chat_id, "User turn 2")
-    failed = _until(lambda: (r := run()) is not None and r.status == "failed" and r, "the automatic run fails")
+    failed = _until(
+        lambda: (r := run()) is not None and r.status == "failed" and r, "the automatic run fails"
+    )
     assert failed.attempts == 1 and failed.reason
     wait = failed.next_attempt_at - failed.updated_at
     assert timedelta(seconds=55) < wait < timedelta(seconds=65)  # answers.retry_delay(1): one minute
@@ -235,7 +270,13 @@ def test_a_failed_backfill_batch_stops_the_run_and_retry_goes_on_from_it(api, mo
 
 def test_a_cut_short_backfill_with_nothing_left_or_stop_asked_ends_quietly_at_start(sugo, api, models):
     chat_id = _long_chat(api, models, 30)  # older than the tail: messages 1–20
-    assert api.post(f"/api/chats/{chat_id}/summaries", json={"content": "All of it.", "scope": "range", "start": 1, "end": 20}).status_code == 201
+    assert (
+        api.post(
+            f"/api/chats/{chat_id}/summaries",
+            json={"content": "All of it.", "scope": "range", "start": 1, "end": 20},
+        ).status_code
+        == 201
+    )
     with sugo.session() as s:
         s.add(SummaryRun(chat_id=chat_id, kind="backfill", total=2, done=1, current="messages 1–20"))
         s.commit()
@@ -244,7 +285,11 @@ def test_a_cut_short_backfill_with_nothing_left_or_stop_asked_ends_quietly_at_st
     assert status["status"] == "done" and status["reason"] == "" and status["done"] == 2
     api.delete(f"/api/chats/{chat_id}/summaries/{_entries(api, chat_id)[0]['id']}")
     with sugo.session() as s:
-        s.add(SummaryRun(chat_id=chat_id, kind="backfill", total=1, stop_requested=True, current="messages 1–20"))
+        s.add(
+            SummaryRun(
+                chat_id=chat_id, kind="backfill", total=1, stop_requested=True, current="messages 1–20"
+            )
+        )
         s.commit()
     settle_runs(sugo.services)
     assert api.get(f"/api/chats/{chat_id}/summaries/backfill").json()["status"] == "stopped"
@@ -286,10 +331,16 @@ def test_switching_automatic_off_drops_a_failed_run_waiting_for_its_retry(sugo, 
 
 def test_review_outputs_holds_automatic_and_backfill_entries(api, models):
     chat_id = _long_chat(api, models, 30)
-    api.put(f"/api/chats/{chat_id}/options", json={"settings": {"summary_review": True, "summary_auto": True, "summary_every": 1}})
+    api.put(
+        f"/api/chats/{chat_id}/options",
+        json={"settings": {"summary_review": True, "summary_auto": True, "summary_every": 1}},
+    )
     models.script("Part 1.")
     assert api.post(f"/api/chats/{chat_id}/summaries/backfill").status_code == 202
-    _until(lambda: api.get(f"/api/chats/{chat_id}/summaries/backfill").json()["status"] == "done", "Backfill ends")
+    _until(
+        lambda: api.get(f"/api/chats/{chat_id}/summaries/backfill").json()["status"] == "done",
+        "Backfill ends",
+    )
     _send(api, chat_id, "User turn")
     entries = _until(lambda: len(e := _entries(api, chat_id)) == 2 and e, "the automatic entry")
     assert [(e["awaiting_review"], e["active"]) for e in entries] == [(True, False), (True, False)]
@@ -302,7 +353,10 @@ def test_deleting_the_chat_mid_backfill_ends_the_run_quietly(sugo, api, models, 
     chat_id = _long_chat(api, models, 120)
     models.script(*(Reply(f"Part {i}.", first_delay_s=0.8) for i in (1, 2, 3)))
     assert api.post(f"/api/chats/{chat_id}/summaries/backfill").status_code == 202
-    _until(lambda: len(models.requests) and models.requests[-1].path.endswith("/chat/completions"), "the first call")
+    _until(
+        lambda: len(models.requests) and models.requests[-1].path.endswith("/chat/completions"),
+        "the first call",
+    )
     with caplog.at_level("ERROR"):
         assert api.delete(f"/api/chats/{chat_id}").status_code in (200, 204)
         _until(lambda: not generate.running(sugo.services, chat_id), "the run lets go of the chat")

@@ -48,7 +48,10 @@ def test_hidden_messages_are_not_counted_or_sent_and_the_panel_says_what_remains
     panel = api.get(f"/chats/{chat_id}/summaries", headers={"HX-Request": "true"}).text
     # 60 older than a tail of 10 readable messages (the tail moved back by one): 59 readable are uncovered.
     assert "59 messages older than the recent tail (10) are covered by no summary." in panel
-    assert "The button summarises the oldest stretch (50 messages, at most 50 at a time); 9 more will remain; Backfill Summary above does them all." in panel
+    assert (
+        "The button summarises the oldest stretch (50 messages, at most 50 at a time); 9 more will remain; Backfill Summary above does them all."
+        in panel
+    )
     assert "Summarise messages 1–51" in panel
 
     models.script(RECAP)

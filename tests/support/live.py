@@ -17,13 +17,24 @@ from app.platform.settings import Settings
 
 
 class LiveSugo:
-    def __init__(self, data_dir: Path, *, password: str | None = None, discovery_ports: dict[str, int] | None = None,
-                 flush_interval_s: float = 0.05, sources=None, **settings) -> None:  # fmt: skip
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        password: str | None = None,
+        discovery_ports: dict[str, int] | None = None,
+        flush_interval_s: float = 0.05,
+        sources=None,
+        **settings,
+    ) -> None:
         settings.setdefault("start_scheduler", True)
         self.settings = Settings(
-            data_dir=data_dir, password=password, discovery_ports=discovery_ports or {},
-            stream_flush_interval_s=flush_interval_s, **settings,
-        )  # fmt: skip
+            data_dir=data_dir,
+            password=password,
+            discovery_ports=discovery_ports or {},
+            stream_flush_interval_s=flush_interval_s,
+            **settings,
+        )
         self.app = create_app(self.settings, sources=sources)
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -55,8 +66,15 @@ class LiveSugo:
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
         # Proxy headers as `python -m app` takes them (SUGO_TRUSTED_PROXIES), not uvicorn's defaults.
-        config = uvicorn.Config(self.app, loop="asyncio", http="h11", log_level="warning", access_log=False,
-                                timeout_graceful_shutdown=2, **proxy_options(self.settings))  # fmt: skip
+        config = uvicorn.Config(
+            self.app,
+            loop="asyncio",
+            http="h11",
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=2,
+            **proxy_options(self.settings),
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
         self._thread.start()

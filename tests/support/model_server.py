@@ -248,11 +248,14 @@ class _Epochs:
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http" and (m := _EPOCH.match(scope["path"])):
             if int(m.group(1)) != self.server._epoch:
-                gone = Response("An earlier test's address: this epoch of the test model server has ended.",
-                                status_code=410, media_type="text/plain")  # fmt: skip
+                gone = Response(
+                    "An earlier test's address: this epoch of the test model server has ended.",
+                    status_code=410,
+                    media_type="text/plain",
+                )
                 await gone(scope, receive, send)
                 return
-            path = scope["path"][m.end():]
+            path = scope["path"][m.end() :]
             scope = {**scope, "path": path, "raw_path": path.encode()}
         await self.app(scope, receive, send)
 
@@ -473,7 +476,11 @@ class ModelServer:
             await asyncio.to_thread(self.embedding_gate.wait, 60)
         inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
         texts = [item if isinstance(item, str) else json.dumps(item) for item in inputs]
-        dim = body.get("dimensions") if isinstance(body.get("dimensions"), int) else (self.embedding_dim or EMBEDDING_DIM)
+        dim = (
+            body.get("dimensions")
+            if isinstance(body.get("dimensions"), int)
+            else (self.embedding_dim or EMBEDDING_DIM)
+        )
         data = []
         for index, text in enumerate(texts):
             vector: Any = embed_text(text, dim)
@@ -640,7 +647,9 @@ class ModelServer:
             return StreamingResponse(stream, media_type="text/event-stream")
         content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
         if reply.reasoning:
-            content.insert(0, {"type": "thinking", "thinking": reply.reasoning, "signature": "test-signature"})
+            content.insert(
+                0, {"type": "thinking", "thinking": reply.reasoning, "signature": "test-signature"}
+            )
         content.extend(_tool_use_block(call) for call in reply.tool_calls or [])
         payload = {
             "id": message_id,
@@ -673,20 +682,31 @@ class ModelServer:
         text_index = 0
         if reply.reasoning:
             # Extended thinking: a thinking block first, closed by its signature.
-            thinking = {"type": "content_block_start", "index": 0,
-                        "content_block": {"type": "thinking", "thinking": ""}}  # fmt: skip
+            thinking = {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "thinking", "thinking": ""},
+            }
             yield _sse(thinking, "content_block_start")
             for index, piece in enumerate(_chunks(reply.reasoning, reply.chunk_size)):
                 if index and reply.delay_s:
                     await asyncio.sleep(reply.delay_s)
-                delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": piece}}
+                delta = {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "thinking_delta", "thinking": piece},
+                }
                 yield _sse(delta, "content_block_delta")
             signature = {"type": "signature_delta", "signature": "test-signature"}
             yield _sse({"type": "content_block_delta", "index": 0, "delta": signature}, "content_block_delta")
             yield _sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
             text_index = 1
         await _held(reply)
-        block = {"type": "content_block_start", "index": text_index, "content_block": {"type": "text", "text": ""}}
+        block = {
+            "type": "content_block_start",
+            "index": text_index,
+            "content_block": {"type": "text", "text": ""},
+        }
         yield _sse(block, "content_block_start")
         yield _sse({"type": "ping"}, "ping")
         for index, piece in enumerate(_chunks(reply.text, reply.chunk_size)):

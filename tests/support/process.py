@@ -29,9 +29,14 @@ class SugoProcess:
         """`env`: more SUGO_* settings (SUGO_PASSWORD="…"); any SUGO_* of the test's own environment is left out."""
         self.data_dir = data_dir
         # Discovery points at a closed port: the first-run page must not probe whatever else runs here.
-        self.env = {**{k: v for k, v in os.environ.items() if not k.startswith("SUGO_")},
-                    "SUGO_DATA_DIR": str(data_dir), "SUGO_STREAM_FLUSH_S": str(flush_interval_s),
-                    "SUGO_DISCOVERY_PORTS": "none=1", "HF_HUB_OFFLINE": "1", **env}  # fmt: skip
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("SUGO_")},
+            "SUGO_DATA_DIR": str(data_dir),
+            "SUGO_STREAM_FLUSH_S": str(flush_interval_s),
+            "SUGO_DISCOVERY_PORTS": "none=1",
+            "HF_HUB_OFFLINE": "1",
+            **env,
+        }
         self.proc: subprocess.Popen | None = None
         self.port = 0
         self.log_path = data_dir.parent / "sugo-process.log"
@@ -46,11 +51,21 @@ class SugoProcess:
     def start(self) -> SugoProcess:
         self.port = _free_port()
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen([sys.executable, "-m", "app", "--host", "127.0.0.1", "--port", str(self.port)],
-                                         cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "app", "--host", "127.0.0.1", "--port", str(self.port)],
+                cwd=REPO,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         # A bound for a hung start only: on a loaded machine (eight test runs on two cores) the imports alone
         # took over 60 s of wall time.
-        wait_for(self._healthy, timeout=240, interval=0.05, what=f"Sugo to answer on {self.url} (log: {self.log_path})")
+        wait_for(
+            self._healthy,
+            timeout=240,
+            interval=0.05,
+            what=f"Sugo to answer on {self.url} (log: {self.log_path})",
+        )
         return self
 
     def _healthy(self) -> bool:

@@ -13,8 +13,13 @@ def stored_scene(sugo, chat_id: int, lines: list[tuple[str, str]], **fields) -> 
     with sugo.session() as s:
         ids = []
         for name, text in lines:
-            msg = Message(chat_id=chat_id, role="user" if name == "You" else "assistant", name=name, content=text,
-                          swipes=[{"content": text, "status": "ok"}])  # fmt: skip
+            msg = Message(
+                chat_id=chat_id,
+                role="user" if name == "You" else "assistant",
+                name=name,
+                content=text,
+                swipes=[{"content": text, "status": "ok"}],
+            )
             s.add(msg)
             s.flush()
             ids.append(msg.id)

@@ -29,12 +29,17 @@ _WHERE = """sel => {
 def expect_in_sight(page: Page, selector: str, *, timeout: float = 15_000) -> None:
     """Wait until the element `selector` is in sight; fail saying where it is and what covers it."""
     try:
-        page.wait_for_function(f"sel => {{ const el = document.querySelector(sel); return !!el && ({IN_SIGHT})(el); }}",
-                               arg=selector, timeout=timeout)  # fmt: skip
+        page.wait_for_function(
+            f"sel => {{ const el = document.querySelector(sel); return !!el && ({IN_SIGHT})(el); }}",
+            arg=selector,
+            timeout=timeout,
+        )
     except Error as err:
         raise AssertionError(f"{selector} is not in sight: {page.evaluate(_WHERE, selector)}") from err
 
 
 def in_sight(page: Page, selector: str) -> bool:
     """Whether the element `selector` is in sight now."""
-    return page.evaluate(f"sel => {{ const el = document.querySelector(sel); return !!el && ({IN_SIGHT})(el); }}", selector)
+    return page.evaluate(
+        f"sel => {{ const el = document.querySelector(sel); return !!el && ({IN_SIGHT})(el); }}", selector
+    )

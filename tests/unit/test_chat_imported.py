@@ -10,7 +10,9 @@ from app.chats.core.imported import (
 
 def test_a_name_is_one_clean_line():
     assert clean_name("Night\x00 talk\r\n\tagain\x7f") == "Night talk again"
-    assert clean_name("left\u202eright\u2066x\u2069\u200b") == "leftrightx"  # nothing that reorders or hides text
+    assert (
+        clean_name("left\u202eright\u2066x\u2069\u200b") == "leftrightx"
+    )  # nothing that reorders or hides text
     assert clean_name("Café 小明 🌙") == "Café 小明 🌙"
     assert clean_name(None) == clean_name("") == clean_name(" \x01 ") == ""
     long = clean_name("a" * 500)
@@ -32,8 +34,14 @@ def test_the_name_inside_a_sugo_export_wins_only_while_the_file_keeps_sugos_name
     assert choose_name("Road trip day 23.jsonl", stored, "fallback") == stored  # as Sugo's download named it
     assert choose_name("Road trip (1).jsonl", stored, "fallback") == "Road trip (1)"  # renamed: the file's
     assert choose_name(None, stored, "fallback") == stored
-    assert choose_name("  .jsonl", " \n", "Aria – imported 2026-01-01 10:00") == "Aria – imported 2026-01-01 10:00"
-    assert choose_name("x.jsonl", "Line\nbreak", "f") == "x" and choose_name("", "Line\nbreak", "f") == "Line break"
+    assert (
+        choose_name("  .jsonl", " \n", "Aria – imported 2026-01-01 10:00")
+        == "Aria – imported 2026-01-01 10:00"
+    )
+    assert (
+        choose_name("x.jsonl", "Line\nbreak", "f") == "x"
+        and choose_name("", "Line\nbreak", "f") == "Line break"
+    )
 
 
 def test_a_taken_name_is_numbered():

@@ -21,7 +21,9 @@ def test_names_in_other_scripts_travel_in_filename_star_with_an_ascii_fallback()
     assert _star(value) == "小明.png"
     assert value.encode("latin-1")  # a header value Starlette can send
     accented = attachment("Café Noir", "json")
-    assert accented.startswith('attachment; filename="Cafe Noir.json"') and _star(accented) == "Café Noir.json"
+    assert (
+        accented.startswith('attachment; filename="Cafe Noir.json"') and _star(accented) == "Café Noir.json"
+    )
 
 
 def test_quotes_slashes_backslashes_and_line_breaks_never_reach_the_header():
@@ -32,7 +34,9 @@ def test_quotes_slashes_backslashes_and_line_breaks_never_reach_the_header():
         assert "\r" not in value and "\n" not in value
     assert attachment("../../etc/passwd", "json") == 'attachment; filename="etcpasswd.json"'
     # No line break survives, so no header can be smuggled in after it.
-    assert content_disposition('evil"\r\nX-Injected: 1.json') == 'attachment; filename="evilX-Injected: 1.json"'
+    assert (
+        content_disposition('evil"\r\nX-Injected: 1.json') == 'attachment; filename="evilX-Injected: 1.json"'
+    )
 
 
 def test_empty_or_unusable_names_fall_back():

@@ -27,8 +27,12 @@ def test_grid_reports_overflow():
 
 
 def test_cost_with_and_without_cache():
-    cost = estimate_cost(Prices(input=3.0, output=15.0, cached_input=0.3), input_tokens=10_000, prefix_tokens=6_000,
-                         reply_reserve=1_000)  # fmt: skip
+    cost = estimate_cost(
+        Prices(input=3.0, output=15.0, cached_input=0.3),
+        input_tokens=10_000,
+        prefix_tokens=6_000,
+        reply_reserve=1_000,
+    )
     assert round(cost.input_cost, 6) == 0.03
     assert round(cost.input_cost_cached, 6) == round(6000 * 0.3 / 1e6 + 4000 * 3 / 1e6, 6)
     assert round(cost.output_cost_max, 6) == 0.015

@@ -56,6 +56,11 @@ def test_host_names():
     assert host_name("LocalHost.") == "localhost"
     assert host_name("localhost@evil.example") is None
     assert host_name("") is None
-    assert allowed_host_names(["sugo.lan", "::1", " 192.168.1.20 "]) == {"127.0.0.1", "localhost", "::1", "sugo.lan",
-                                                                           "192.168.1.20"}  # fmt: skip
+    assert allowed_host_names(["sugo.lan", "::1", " 192.168.1.20 "]) == {
+        "127.0.0.1",
+        "localhost",
+        "::1",
+        "sugo.lan",
+        "192.168.1.20",
+    }
     assert allowed_host_names(["*"]) is None

@@ -159,7 +159,9 @@ def test_keys_re2_cannot_run_are_named_with_the_reason():
     entries, notes = turn_off_unrunnable([entry(1, r"/(a)\1/", title="Echo"), entry(2, "dragon")])
     assert [e.enabled for e in entries] == [False, True] and entries[0].keys == (r"/(a)\1/",)
     echo = r"/(a)\1/"
-    assert notes == [f"Entry “Echo” was turned off: its key {echo} cannot be used, {regex_key_problem(echo)}."]
+    assert notes == [
+        f"Entry “Echo” was turned off: its key {echo} cannot be used, {regex_key_problem(echo)}."
+    ]
 
 
 def test_case_sensitivity_per_entry_and_per_book():
@@ -589,19 +591,29 @@ def test_scan_text_for_the_keyword_test_panel():
 
 def test_an_entry_whose_text_was_already_sent_is_left_out_and_names_the_first():
     books = [book(id=1, name="Eldoria"), book(id=2, name="Eldoria (2)")]
-    entries = [entry(1, "shadowfang", content="Shadowfangs  hunt\nat night.", title="shadowfang"),
-               entry(2, "shadowfang", content=" Shadowfangs hunt at night. ", book_id=2, title="shadowfang"),
-               entry(3, "glade", content="The glade is safe.", book_id=2)]  # fmt: skip
+    entries = [
+        entry(1, "shadowfang", content="Shadowfangs  hunt\nat night.", title="shadowfang"),
+        entry(2, "shadowfang", content=" Shadowfangs hunt at night. ", book_id=2, title="shadowfang"),
+        entry(3, "glade", content="The glade is safe.", book_id=2),
+    ]
     result = run(["a shadowfang in the glade"], entries, books=books)
     assert active(result) == [1, 3]
     (twin,) = result.rejected
-    assert (twin.entry.id, twin.reason, twin.same_as.entry.id, twin.same_as.book.name) == (2, "same text", 1, "Eldoria")
+    assert (twin.entry.id, twin.reason, twin.same_as.entry.id, twin.same_as.book.name) == (
+        2,
+        "same text",
+        1,
+        "Eldoria",
+    )
     # Left out before the budgets: it takes no tokens.
     assert result.book_used == {1: 4, 2: 4} and result.chat_used == 8
 
 
 def test_the_first_by_the_usual_order_is_sent_a_constant_before_a_keyword_entry():
     books = [book(id=1), book(id=2, name="Other")]
-    entries = [entry(1, "dragon", content="Dragons sleep."), entry(2, content="Dragons sleep.", constant=True, book_id=2)]
+    entries = [
+        entry(1, "dragon", content="Dragons sleep."),
+        entry(2, content="Dragons sleep.", constant=True, book_id=2),
+    ]
     result = run(["a dragon"], entries, books=books)
     assert active(result) == [2] and rejected(result) == {1: "same text"}

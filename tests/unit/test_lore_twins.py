@@ -17,8 +17,12 @@ def test_same_text_ignores_runs_of_whitespace_only():
 
 def test_the_fingerprint_ignores_ids_order_extras_and_whitespace():
     one = [entry(1, "Wolves howl.", "wolf", title="Wolf"), entry(2, "The glade.", "glade", title="Glade")]
-    other = [entry(8, "The  glade.\n", "glade", book_id=5, title="Glade", extra={"uid": 8}, use_group_scoring=False),
-             entry(9, "Wolves howl.", "wolf", book_id=5, title="Wolf")]  # fmt: skip
+    other = [
+        entry(
+            8, "The  glade.\n", "glade", book_id=5, title="Glade", extra={"uid": 8}, use_group_scoring=False
+        ),
+        entry(9, "Wolves howl.", "wolf", book_id=5, title="Wolf"),
+    ]
     assert book_fingerprint(one) == book_fingerprint(other)
 
 
@@ -51,9 +55,16 @@ def test_a_free_name_fits_the_limit():
 
 
 def test_chat_settings_rows_say_where_each_book_comes_from():
-    books = [BookInfo(1, "Eldoria", True, False), BookInfo(2, "Eldoria (2)", True, False),
-             BookInfo(3, "Weather", True, True), BookInfo(4, "Old", False, False), BookInfo(5, "Spare", True, False)]  # fmt: skip
-    rows = chat_book_rows(books, in_chat={2, 4}, characters={1: [(7, "Seraphina")]}, personas={2: [(3, "Ann")]})
+    books = [
+        BookInfo(1, "Eldoria", True, False),
+        BookInfo(2, "Eldoria (2)", True, False),
+        BookInfo(3, "Weather", True, True),
+        BookInfo(4, "Old", False, False),
+        BookInfo(5, "Spare", True, False),
+    ]
+    rows = chat_book_rows(
+        books, in_chat={2, 4}, characters={1: [(7, "Seraphina")]}, personas={2: [(3, "Ann")]}
+    )
     assert rows == [
         BookRow(1, "Eldoria", True, False, (Via("character", "Seraphina", "/characters/7"),)),
         BookRow(2, "Eldoria (2)", True, True, (Via("persona", "Ann", "/personas"),)),
@@ -61,7 +72,12 @@ def test_chat_settings_rows_say_where_each_book_comes_from():
         BookRow(4, "Old", False, True),
         BookRow(5, "Spare", True, False),
     ]
-    assert [(r.locked, r.applies) for r in rows] == [(True, True), (True, True), (True, True), (False, False),
-                                                       (False, False)]  # fmt: skip
+    assert [(r.locked, r.applies) for r in rows] == [
+        (True, True),
+        (True, True),
+        (True, True),
+        (False, False),
+        (False, False),
+    ]
     assert [v.label for r in rows for v in r.via] == ["the character Seraphina", "the persona Ann", "global"]
     assert rows[0].via[0].change == "change on the character page"

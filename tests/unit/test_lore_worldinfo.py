@@ -46,25 +46,77 @@ def ids_cleared(entries):
 
 # Every documented World Info field, none at its default, in the order a recent SillyTavern writes.
 FULL_ENTRY = {
-    "uid": 7, "key": ["dragon", "/wyrms?/i"], "keysecondary": ["gold", "cave"], "comment": "Dragons",
-    "content": "Dragons hoard {{random:gold,gems}}.", "constant": True, "vectorized": True, "selective": False,
-    "selectiveLogic": 3, "addMemo": True, "order": 250, "position": 4, "disable": True, "ignoreBudget": True,
-    "excludeRecursion": True, "preventRecursion": True, "matchPersonaDescription": True,
-    "matchCharacterDescription": True, "matchCharacterPersonality": False, "matchCharacterDepthPrompt": True,
-    "matchScenario": True, "matchCreatorNotes": False, "delayUntilRecursion": 2, "probability": 35,
-    "useProbability": False, "depth": 6, "outletName": "", "group": "beasts, lairs", "groupOverride": True,
-    "groupWeight": 40, "scanDepth": 8, "caseSensitive": True, "matchWholeWords": False, "useGroupScoring": True,
-    "automationId": "qr-7", "role": 2, "sticky": 3, "cooldown": 5, "delay": 9, "triggers": ["normal", "swipe"],
-    "displayIndex": 12, "characterFilter": {"isExclude": True, "names": ["Seraphina"], "tags": []},
-    "extensions": {"chub": {"id": 1}}, "myToolField": {"kept": [1, 2]},
-}  # fmt: skip
+    "uid": 7,
+    "key": ["dragon", "/wyrms?/i"],
+    "keysecondary": ["gold", "cave"],
+    "comment": "Dragons",
+    "content": "Dragons hoard {{random:gold,gems}}.",
+    "constant": True,
+    "vectorized": True,
+    "selective": False,
+    "selectiveLogic": 3,
+    "addMemo": True,
+    "order": 250,
+    "position": 4,
+    "disable": True,
+    "ignoreBudget": True,
+    "excludeRecursion": True,
+    "preventRecursion": True,
+    "matchPersonaDescription": True,
+    "matchCharacterDescription": True,
+    "matchCharacterPersonality": False,
+    "matchCharacterDepthPrompt": True,
+    "matchScenario": True,
+    "matchCreatorNotes": False,
+    "delayUntilRecursion": 2,
+    "probability": 35,
+    "useProbability": False,
+    "depth": 6,
+    "outletName": "",
+    "group": "beasts, lairs",
+    "groupOverride": True,
+    "groupWeight": 40,
+    "scanDepth": 8,
+    "caseSensitive": True,
+    "matchWholeWords": False,
+    "useGroupScoring": True,
+    "automationId": "qr-7",
+    "role": 2,
+    "sticky": 3,
+    "cooldown": 5,
+    "delay": 9,
+    "triggers": ["normal", "swipe"],
+    "displayIndex": 12,
+    "characterFilter": {"isExclude": True, "names": ["Seraphina"], "tags": []},
+    "extensions": {"chub": {"id": 1}},
+    "myToolField": {"kept": [1, 2]},
+}
 
 
 def full_world_info() -> dict:
-    second = {"uid": 3, "key": ["elf"], "keysecondary": [], "comment": "", "content": "Elves.", "constant": False,
-              "selective": True, "order": 100, "position": 0, "disable": False, "role": None, "sticky": None,
-              "cooldown": None, "delay": None, "probability": None, "delayUntilRecursion": True, "scanDepth": None,
-              "caseSensitive": None, "matchWholeWords": None, "useGroupScoring": None, "groupWeight": None}  # fmt: skip
+    second = {
+        "uid": 3,
+        "key": ["elf"],
+        "keysecondary": [],
+        "comment": "",
+        "content": "Elves.",
+        "constant": False,
+        "selective": True,
+        "order": 100,
+        "position": 0,
+        "disable": False,
+        "role": None,
+        "sticky": None,
+        "cooldown": None,
+        "delay": None,
+        "probability": None,
+        "delayUntilRecursion": True,
+        "scanDepth": None,
+        "caseSensitive": None,
+        "matchWholeWords": None,
+        "useGroupScoring": None,
+        "groupWeight": None,
+    }
     return {
         "entries": {"7": copy.deepcopy(FULL_ENTRY), "3": second},
         "originalData": {"name": "Old card book"},
@@ -111,12 +163,32 @@ def test_every_documented_field_maps_and_round_trips():
         and dragon.secondary_keys == ("gold", "cave")
     )
     expected = dict(
-        title="Dragons", content="Dragons hoard {{random:gold,gems}}.", selective_logic="and_all", case_sensitive=True,
-        match_whole_words=False, constant=True, enabled=False, order=250, position="at_depth", depth=6,
-        role="assistant", probability=35, use_probability=False, scan_depth=8, sticky=3, cooldown=5, delay=9,
-        group="beasts, lairs", group_weight=40, group_override=True, recursion=False, exclude_recursion=True,
-        delay_until_recursion=2, selective=False, use_group_scoring=True,
-    )  # fmt: skip
+        title="Dragons",
+        content="Dragons hoard {{random:gold,gems}}.",
+        selective_logic="and_all",
+        case_sensitive=True,
+        match_whole_words=False,
+        constant=True,
+        enabled=False,
+        order=250,
+        position="at_depth",
+        depth=6,
+        role="assistant",
+        probability=35,
+        use_probability=False,
+        scan_depth=8,
+        sticky=3,
+        cooldown=5,
+        delay=9,
+        group="beasts, lairs",
+        group_weight=40,
+        group_override=True,
+        recursion=False,
+        exclude_recursion=True,
+        delay_until_recursion=2,
+        selective=False,
+        use_group_scoring=True,
+    )
     assert {k: getattr(dragon, k) for k in expected} == expected
     assert (elf.role, elf.sticky, elf.probability, elf.group_weight, elf.delay_until_recursion) == (
         "system",
@@ -161,14 +233,46 @@ def test_uids_survive_new_database_ids_and_collisions_are_resolved():
 
 
 def test_a_book_made_in_sugo_round_trips_through_world_info():
-    book = LoreBook(id=3, name="Mine", token_budget=500, entry_limit=7, recursive=True, max_depth=5, scan_depth=4,
-                    case_sensitive=True, match_whole_words=False, use_group_scoring=True, description="Notes")  # fmt: skip
+    book = LoreBook(
+        id=3,
+        name="Mine",
+        token_budget=500,
+        entry_limit=7,
+        recursive=True,
+        max_depth=5,
+        scan_depth=4,
+        case_sensitive=True,
+        match_whole_words=False,
+        use_group_scoring=True,
+        description="Notes",
+    )
     entries = [
-        LoreEntry(id=10, book_id=3, title="A", content="a", keys=("x", "/y/i"), secondary_keys=("z",),
-                  selective_logic="not_all", position="before_examples", role="user", recursion=True, sticky=2),
-        LoreEntry(id=11, book_id=3, content="b", constant=True, position="after_examples", group="g",
-                  group_override=True, use_probability=False, probability=10, delay_until_recursion=3),
-    ]  # fmt: skip
+        LoreEntry(
+            id=10,
+            book_id=3,
+            title="A",
+            content="a",
+            keys=("x", "/y/i"),
+            secondary_keys=("z",),
+            selective_logic="not_all",
+            position="before_examples",
+            role="user",
+            recursion=True,
+            sticky=2,
+        ),
+        LoreEntry(
+            id=11,
+            book_id=3,
+            content="b",
+            constant=True,
+            position="after_examples",
+            group="g",
+            group_override=True,
+            use_probability=False,
+            probability=10,
+            delay_until_recursion=3,
+        ),
+    ]
     lore = parse_lore_file(encode_file(export_world_info(book, entries)), name="Mine")
     assert lore.book == replace(book, id=0)
     assert ids_cleared(lore.entries) == [replace(e, book_id=0) for e in entries]
@@ -205,12 +309,28 @@ def test_card_book_and_world_info_describe_the_same_entries():
 
 def test_a_plain_v2_book_from_another_tool():
     raw = {
-        "name": "Tavern lore", "description": "d", "scan_depth": 5, "token_budget": 900, "recursive_scanning": True,
+        "name": "Tavern lore",
+        "description": "d",
+        "scan_depth": 5,
+        "token_budget": 900,
+        "recursive_scanning": True,
         "extensions": {"agnai": {"v": 1}},
-        "entries": [{"keys": ["Inn"], "content": "The inn.", "extensions": {}, "enabled": True, "insertion_order": 3,
-                     "case_sensitive": True, "name": "Inn", "priority": 10, "position": "after_char",
-                     "secondary_keys": ["ale"], "selective": True}],
-    }  # fmt: skip
+        "entries": [
+            {
+                "keys": ["Inn"],
+                "content": "The inn.",
+                "extensions": {},
+                "enabled": True,
+                "insertion_order": 3,
+                "case_sensitive": True,
+                "name": "Inn",
+                "priority": 10,
+                "position": "after_char",
+                "secondary_keys": ["ale"],
+                "selective": True,
+            }
+        ],
+    }
     lore = parse_character_book(raw)
     (inn,) = lore.entries
     assert (lore.book.scan_depth, lore.book.token_budget, lore.book.recursive) == (5, 900, True)
@@ -239,27 +359,78 @@ def test_a_book_made_in_sugo_round_trips_through_a_card():
 
 def marinara_file() -> dict:
     return {
-        "type": "marinara_lorebook", "version": 1, "exportedAt": "2026-09-01T12:00:00.000Z",
+        "type": "marinara_lorebook",
+        "version": 1,
+        "exportedAt": "2026-09-01T12:00:00.000Z",
         "data": {
-            "lorebook": {"id": "lb1", "name": "Realm", "description": "", "category": "world", "scanDepth": 3,
-                         "tokenBudget": 1024, "recursiveScanning": "true", "maxRecursionDepth": 4, "entryLimit": 50,
-                         "tags": ["x"]},
+            "lorebook": {
+                "id": "lb1",
+                "name": "Realm",
+                "description": "",
+                "category": "world",
+                "scanDepth": 3,
+                "tokenBudget": 1024,
+                "recursiveScanning": "true",
+                "maxRecursionDepth": 4,
+                "entryLimit": 50,
+                "tags": ["x"],
+            },
             "entries": [
-                {"id": "e1", "lorebookId": "lb1", "folderId": "f1", "name": "Castle", "content": "A castle.",
-                 "keys": ["castle", "keep"], "secondaryKeys": ["stone"], "enabled": True, "constant": False,
-                 "selective": True, "selectiveLogic": "not", "probability": None, "scanDepth": None,
-                 "matchWholeWords": True, "caseSensitive": False, "useRegex": False, "position": 2, "depth": 3,
-                 "order": 5, "role": "user", "sticky": None, "cooldown": 2, "delay": None, "group": "",
-                 "groupWeight": None, "preventRecursion": False, "locked": True, "ephemeral": 3,
-                 "schedule": {"activeTimes": ["night"]}},
-                {"id": "e2", "lorebookId": "lb1", "folderId": None, "name": "Runes", "content": "Runes.",
-                 "keys": ["rune\\w*", "a/b"], "secondaryKeys": [], "enabled": False, "constant": False,
-                 "selective": False, "selectiveLogic": "and", "probability": 40, "matchWholeWords": False,
-                 "caseSensitive": False, "useRegex": True, "position": 7, "order": 100, "role": "system"},
+                {
+                    "id": "e1",
+                    "lorebookId": "lb1",
+                    "folderId": "f1",
+                    "name": "Castle",
+                    "content": "A castle.",
+                    "keys": ["castle", "keep"],
+                    "secondaryKeys": ["stone"],
+                    "enabled": True,
+                    "constant": False,
+                    "selective": True,
+                    "selectiveLogic": "not",
+                    "probability": None,
+                    "scanDepth": None,
+                    "matchWholeWords": True,
+                    "caseSensitive": False,
+                    "useRegex": False,
+                    "position": 2,
+                    "depth": 3,
+                    "order": 5,
+                    "role": "user",
+                    "sticky": None,
+                    "cooldown": 2,
+                    "delay": None,
+                    "group": "",
+                    "groupWeight": None,
+                    "preventRecursion": False,
+                    "locked": True,
+                    "ephemeral": 3,
+                    "schedule": {"activeTimes": ["night"]},
+                },
+                {
+                    "id": "e2",
+                    "lorebookId": "lb1",
+                    "folderId": None,
+                    "name": "Runes",
+                    "content": "Runes.",
+                    "keys": ["rune\\w*", "a/b"],
+                    "secondaryKeys": [],
+                    "enabled": False,
+                    "constant": False,
+                    "selective": False,
+                    "selectiveLogic": "and",
+                    "probability": 40,
+                    "matchWholeWords": False,
+                    "caseSensitive": False,
+                    "useRegex": True,
+                    "position": 7,
+                    "order": 100,
+                    "role": "system",
+                },
             ],
             "folders": [{"id": "f1", "name": "Places", "enabled": True, "parentFolderId": None, "order": 0}],
         },
-    }  # fmt: skip
+    }
 
 
 def test_marinara_lorebook_maps_and_round_trips():
@@ -275,8 +446,12 @@ def test_marinara_lorebook_maps_and_round_trips():
     )
     assert lore.book.entry_limit == 50
     assert (castle.selective_logic, castle.position, castle.role, castle.cooldown, castle.recursion) == (
-        "not_any", "at_depth", "user", 2, True
-    )  # fmt: skip
+        "not_any",
+        "at_depth",
+        "user",
+        2,
+        True,
+    )
     assert runes.keys == ("/rune\\w*/i", "/a\\/b/i") and runes.probability == 40 and not runes.recursion
     assert runes.position == "before_char" and not runes.enabled  # an outlet has no Sugo place
     exported = export_marinara_lorebook(lore.book, lore.entries, now=NOW)
@@ -298,11 +473,24 @@ def test_marinara_regex_keys_match():
 def test_a_book_made_in_sugo_round_trips_through_marinara():
     book = LoreBook(id=1, name="B", token_budget=0, case_sensitive=True, use_group_scoring=True)
     entries = [
-        LoreEntry(id=1, book_id=1, keys=("/dra(g|k)on/",), content="x", position="after_examples",
-                  group_override=True, use_probability=False, use_group_scoring=False, case_sensitive=True,
-                  match_whole_words=True, recursion=True, delay_until_recursion=2),
-        LoreEntry(id=2, book_id=1, keys=("plain",), content="y", case_sensitive=False, match_whole_words=False),
-    ]  # fmt: skip
+        LoreEntry(
+            id=1,
+            book_id=1,
+            keys=("/dra(g|k)on/",),
+            content="x",
+            position="after_examples",
+            group_override=True,
+            use_probability=False,
+            use_group_scoring=False,
+            case_sensitive=True,
+            match_whole_words=True,
+            recursion=True,
+            delay_until_recursion=2,
+        ),
+        LoreEntry(
+            id=2, book_id=1, keys=("plain",), content="y", case_sensitive=False, match_whole_words=False
+        ),
+    ]
     lore = parse_lore_file(json.dumps(export_marinara_lorebook(book, entries, now=NOW)).encode())
     assert lore.book == replace(book, id=0)
     assert ids_cleared(lore.entries) == [replace(e, book_id=0) for e in entries]

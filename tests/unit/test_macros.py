@@ -21,7 +21,10 @@ def test_without_a_context_only_char_and_user_expand():
 
 
 def test_char_and_user_in_all_spellings():
-    assert ex("{{char}} {{CHAR}} {{ User }} <BOT> <CHAR> <USER> <usEr>") == "Aria Aria Rowan Aria Aria Rowan Rowan"  # fmt: skip
+    assert (
+        ex("{{char}} {{CHAR}} {{ User }} <BOT> <CHAR> <USER> <usEr>")
+        == "Aria Aria Rowan Aria Aria Rowan Rowan"
+    )
     assert ex("{{{user}}} {{user::x}} <BOTS>") == "{Rowan} {{user::x}} <BOTS>"
 
 
@@ -99,8 +102,18 @@ def test_roll_gives_integers_in_range():
 
 
 def test_bad_or_oversized_rolls_stay_as_written():
-    for text in ("{{roll:101d6}}", "{{roll:1d1000001}}", "{{roll:0d6}}", "{{roll:1d0}}", "{{roll:abc}}",
-                 "{{roll}}", "{{roll:}}", "{{rolls:1d6}}", "{{roll:1d6+}}", "{{roll:²}}"):  # fmt: skip
+    for text in (
+        "{{roll:101d6}}",
+        "{{roll:1d1000001}}",
+        "{{roll:0d6}}",
+        "{{roll:1d0}}",
+        "{{roll:abc}}",
+        "{{roll}}",
+        "{{roll:}}",
+        "{{rolls:1d6}}",
+        "{{roll:1d6+}}",
+        "{{roll:²}}",
+    ):
         assert ex(text) == text
     huge = "{{roll:1d" + "9" * 10_000 + "}}"
     assert ex(huge) == huge

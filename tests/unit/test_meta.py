@@ -36,19 +36,30 @@ def _block_uses() -> dict[str, tuple[set[str], set[str], set[str]]]:
     found = {}
     for py in (ROOT / "app").rglob("*.py"):
         tree = ast.parse(py.read_text())
-        templates = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
-                     and re.fullmatch(r"[\w/]+\.html", n.value)}  # fmt: skip
+        templates = {
+            n.value
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Constant)
+            and isinstance(n.value, str)
+            and re.fullmatch(r"[\w/]+\.html", n.value)
+        }
         blocks, oob = set(), set()
         for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
             name = getattr(call.func, "id", getattr(call.func, "attr", ""))
             for kw in call.keywords:
                 if kw.arg in ("block", "blocks", "oob"):
-                    strings = {n.value for n in ast.walk(kw.value) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+                    strings = {
+                        n.value
+                        for n in ast.walk(kw.value)
+                        if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                    }
                     (oob if kw.arg == "oob" else blocks).update(strings)
             if name.endswith("_blocks"):
                 lists = [a for a in call.args if isinstance(a, (ast.List, ast.Tuple))]
                 for i, arg in enumerate(lists):
-                    (oob if i == 1 else blocks).update(e.value for e in arg.elts if isinstance(e, ast.Constant))
+                    (oob if i == 1 else blocks).update(
+                        e.value for e in arg.elts if isinstance(e, ast.Constant)
+                    )
         if blocks or oob:
             found[str(py.relative_to(ROOT))] = (templates, blocks, oob)
     return found
@@ -67,7 +78,9 @@ def _block_source(source: str, block: str) -> str:
 def test_every_fragment_block_exists_is_named_after_its_element_and_oob_ones_say_so():
     uses = _block_uses()
     # The fragments of issue 9 must be among what this test sees.
-    assert {"entry", "entry_list", "entry_count", "book_message"} <= uses["app/lore/routes.py"][1] | uses["app/lore/routes.py"][2]
+    assert {"entry", "entry_list", "entry_count", "book_message"} <= uses["app/lore/routes.py"][1] | uses[
+        "app/lore/routes.py"
+    ][2]
     assert {"memory_status", "memory_list"} <= uses["app/memory/recall/routes.py"][1]
     assert "chat_list" in uses["app/chats/routes.py"][1]
     for module, (templates, blocks, oob) in uses.items():
@@ -76,9 +89,17 @@ def test_every_fragment_block_exists_is_named_after_its_element_and_oob_ones_say
             assert owners, f"{module} renders block {block}, which none of {sorted(templates)} has"
             for template in owners:
                 source = (ROOT / "templates" / template).read_text()
-                own = _block_source(source, block) if block != "content" else (ROOT / "templates/base.html").read_text()
+                own = (
+                    _block_source(source, block)
+                    if block != "content"
+                    else (ROOT / "templates/base.html").read_text()
+                )
                 element = block.replace("_", "-")
                 if block not in INNER_BLOCKS:
-                    assert f'id="{element}"' in own or f'id="{element}-{{{{' in own, f"{template}: block {block} has no #{element}"
+                    assert f'id="{element}"' in own or f'id="{element}-{{{{' in own, (
+                        f"{template}: block {block} has no #{element}"
+                    )
                 if block in oob:
-                    assert "hx-swap-oob" in own, f"{template}: block {block} is sent out of band but never says so"
+                    assert "hx-swap-oob" in own, (
+                        f"{template}: block {block} is sent out of band but never says so"
+                    )

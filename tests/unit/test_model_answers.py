@@ -65,26 +65,36 @@ def _visible(text):
 
 
 def test_blocks_of_each_name_and_case_are_reasoning_wherever_they_are():
-    assert read_answer("<think>Plan the scene.</think>\n\nAria bows.") == Answer("Aria bows.", "Plan the scene.", True)
-    assert read_answer("<THINKING>hmm</THINKING>A. <reasoning a='1'>x</reasoning>B.") == Answer("A. B.", "hmm\n\nx", True)
+    assert read_answer("<think>Plan the scene.</think>\n\nAria bows.") == Answer(
+        "Aria bows.", "Plan the scene.", True
+    )
+    assert read_answer("<THINKING>hmm</THINKING>A. <reasoning a='1'>x</reasoning>B.") == Answer(
+        "A. B.", "hmm\n\nx", True
+    )
     assert read_answer("Just words.") == Answer("Just words.", "", False)
     assert read_answer("<think></think>Hi") == Answer("Hi", "", True)
 
 
 def test_an_unclosed_block_makes_the_rest_reasoning():
     assert read_answer("Sure. <think>wait, maybe not") == Answer("Sure.", "wait, maybe not", True)
-    assert read_answer("<think>still thinking when the budget ran out") == Answer("", "still thinking when the budget ran out", True)
+    assert read_answer("<think>still thinking when the budget ran out") == Answer(
+        "", "still thinking when the budget ran out", True
+    )
 
 
 def test_a_closer_before_any_opener_makes_everything_before_it_reasoning():
     # R1/QwQ templates put <think> in the prompt: the answer starts inside the block
-    assert read_answer("Okay, the user greets me.\n</think>\n\nHello!") == Answer("Hello!", "Okay, the user greets me.", True)
+    assert read_answer("Okay, the user greets me.\n</think>\n\nHello!") == Answer(
+        "Hello!", "Okay, the user greets me.", True
+    )
     # later stray closers are dropped, the text around them kept
     assert read_answer("<think>a</think>One</think> two") == Answer("One two", "a", True)
 
 
 def test_an_opener_inside_a_block_is_part_of_the_reasoning():
-    assert read_answer("<think>I could write <think> here</think>Done") == Answer("Done", "I could write <think> here", True)
+    assert read_answer("<think>I could write <think> here</think>Done") == Answer(
+        "Done", "I could write <think> here", True
+    )
 
 
 def test_the_providers_reasoning_field_comes_first():
@@ -144,8 +154,27 @@ def test_whitespace_after_reasoning_is_dropped_even_in_pieces():
     assert shown_text(pieces) == "Hi there "  # only the whitespace after the reasoning goes
 
 
-_FRAGMENTS = st.sampled_from(["<think>", "</think>", "<thinking x='1'>", "</reasoning >", "<THINK>", "<", "</", ">",
-                              "think", "a", " ", "\n", "Hello", "<b>", "<think", "</thi", "nk>"])  # fmt: skip
+_FRAGMENTS = st.sampled_from(
+    [
+        "<think>",
+        "</think>",
+        "<thinking x='1'>",
+        "</reasoning >",
+        "<THINK>",
+        "<",
+        "</",
+        ">",
+        "think",
+        "a",
+        " ",
+        "\n",
+        "Hello",
+        "<b>",
+        "<think",
+        "</thi",
+        "nk>",
+    ]
+)
 
 
 @settings(max_examples=400, deadline=None)
@@ -223,7 +252,9 @@ def test_a_continuation_adds_its_reasoning_and_time_to_the_versions():
     clock.now = 102.0
     reading.feed("more")
     assert version_reasoning({"reasoning": "first", "reasoning_ms": 5000}, reading) == {
-        "reasoning": "first\n\nsecond thought", "reasoning_ms": 7000}
+        "reasoning": "first\n\nsecond thought",
+        "reasoning_ms": 7000,
+    }
     assert version_reasoning({}, None) == {}
     assert version_reasoning({"reasoning": "kept"}, None) == {"reasoning": "kept", "reasoning_ms": None}
 

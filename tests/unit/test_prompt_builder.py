@@ -5,13 +5,28 @@ from app.prompt.core.builder import CardSnapshot, PromptContext, build
 from app.prompt.core.macros import expand_macros
 from app.prompt.core.tokens import count_tokens
 
-ARIA = CardSnapshot(1, "Aria", description="{{char}} is a bard who teases {{user}}.", personality="warm",
-                    scenario="A tavern.", mes_example="<START>\n{{user}}: hi\n{{char}}: hey")  # fmt: skip
+ARIA = CardSnapshot(
+    1,
+    "Aria",
+    description="{{char}} is a bard who teases {{user}}.",
+    personality="warm",
+    scenario="A tavern.",
+    mes_example="<START>\n{{user}}: hi\n{{char}}: hey",
+)
 
 
 def ctx(messages, **kw) -> PromptContext:
-    base = dict(mode="roleplay", characters=(ARIA,), speaker=ARIA, user_name="Rowan", persona_description="",
-                messages=tuple(messages), context_size=8192, reply_reserve=512, recent_limit=80)  # fmt: skip
+    base = dict(
+        mode="roleplay",
+        characters=(ARIA,),
+        speaker=ARIA,
+        user_name="Rowan",
+        persona_description="",
+        messages=tuple(messages),
+        context_size=8192,
+        reply_reserve=512,
+        recent_limit=80,
+    )
     base.update(kw)
     return PromptContext(**base)
 
@@ -22,8 +37,15 @@ def msg(i, role="user", text=None, hidden=False):
 
 def test_blocks_in_group_order_with_macros_expanded():
     p = build(ctx([msg(1), msg(2, "assistant")], persona_description="A knight."))
-    assert [b.name for b in p.blocks] == ["main_prompt", "character_1", "scenario", "persona", "examples",
-                                          "message_1", "message_2"]  # fmt: skip
+    assert [b.name for b in p.blocks] == [
+        "main_prompt",
+        "character_1",
+        "scenario",
+        "persona",
+        "examples",
+        "message_1",
+        "message_2",
+    ]
     assert [b.group for b in p.blocks][:5] == ["system", "system", "system", "above_conversation", "examples"]
     assert p.blocks[1].text == "Aria is a bard who teases Rowan.\nAria's personality: warm"
     assert "[Example Chat]\nRowan: hi\nAria: hey" == p.blocks[4].text
@@ -32,7 +54,10 @@ def test_blocks_in_group_order_with_macros_expanded():
 def test_provider_messages_one_system_prefix_marked_for_cache_then_history():
     p = build(ctx([msg(1), msg(2, "assistant")]))
     assert p.messages[0]["role"] == "system" and p.messages[0]["cache"] is True
-    assert p.messages[1:] == ({"role": "user", "content": "message 1"}, {"role": "assistant", "content": "message 2"})
+    assert p.messages[1:] == (
+        {"role": "user", "content": "message 1"},
+        {"role": "assistant", "content": "message 2"},
+    )
 
 
 def test_empty_optional_blocks_take_no_tokens():
@@ -79,15 +104,22 @@ def test_newest_message_always_included_even_over_budget():
 
 
 def test_card_system_prompt_replaces_main_with_original():
-    card = CardSnapshot(3, "Vex", system_prompt="{{original}} Be terse.", post_history_instructions="Stay dark.")
+    card = CardSnapshot(
+        3, "Vex", system_prompt="{{original}} Be terse.", post_history_instructions="Stay dark."
+    )
     p = build(ctx([msg(1)], characters=(card,), speaker=card))
     assert p.blocks[0].text.startswith("Write Vex's next reply") and p.blocks[0].text.endswith("Be terse.")
-    assert p.blocks[-1].name == "post_history" and p.messages[-1] == {"role": "system", "content": "Stay dark."}
+    assert p.blocks[-1].name == "post_history" and p.messages[-1] == {
+        "role": "system",
+        "content": "Stay dark.",
+    }
 
 
 def test_group_chat_names_speakers_and_nudges():
     bram = CardSnapshot(4, "Bram", description="A smith.")
-    p = build(ctx([msg(1), HistoryMessage(2, "assistant", "Aria", "hi")], characters=(ARIA, bram), speaker=bram))
+    p = build(
+        ctx([msg(1), HistoryMessage(2, "assistant", "Aria", "hi")], characters=(ARIA, bram), speaker=bram)
+    )
     assert p.messages[1]["content"] == "Rowan: message 1" and p.messages[2]["content"] == "Aria: hi"
     assert p.messages[-1]["content"] == "[Write the next reply only as Bram.]"
     assert "## Bram\nA smith." in p.messages[0]["content"]
@@ -120,13 +152,23 @@ def test_every_block_lands_in_its_group_in_layout_order():
     from app.prompt.core.layout import GROUP_OF, GROUPS
 
     bram = CardSnapshot(5, "Bram", description="A smith.", post_history_instructions="Stay in scene.")
-    p = build(ctx(_conv(10), characters=(ARIA, bram), speaker=bram, persona_description="A knight.",
-                  current_time="Monday 14:05", depth_notes=(DepthNote("Mind the storm.", depth=2),),
-                  dynamic=(DynamicBlock("keyword_lore", "Lore: lighthouse", "The lighthouse is old."),)))  # fmt: skip
+    p = build(
+        ctx(
+            _conv(10),
+            characters=(ARIA, bram),
+            speaker=bram,
+            persona_description="A knight.",
+            current_time="Monday 14:05",
+            depth_notes=(DepthNote("Mind the storm.", depth=2),),
+            dynamic=(DynamicBlock("keyword_lore", "Lore: lighthouse", "The lighthouse is old."),),
+        )
+    )
     for block in p.blocks:
         assert block.group == GROUP_OF[block.kind], block
     # Outside the conversation the groups appear in layout order.
-    stable = [GROUPS.index(b.group) for b in p.blocks if b.group in ("system", "above_conversation", "examples")]
+    stable = [
+        GROUPS.index(b.group) for b in p.blocks if b.group in ("system", "above_conversation", "examples")
+    ]
     assert stable == sorted(stable)
     kinds = [b.kind for b in p.blocks]
     assert kinds[-2:] == ["group_nudge", "post_history"]
@@ -135,10 +177,12 @@ def test_every_block_lands_in_its_group_in_layout_order():
 def test_dynamic_group_sits_above_the_four_newest_turns_and_notes_at_their_depth():
     from app.prompt.core.builder import DepthNote
 
-    p = build(ctx(_conv(10), current_time="Monday 14:05", depth_notes=(DepthNote("Mind the storm.", depth=2),)))
+    p = build(
+        ctx(_conv(10), current_time="Monday 14:05", depth_notes=(DepthNote("Mind the storm.", depth=2),))
+    )
     conv = [b for b in p.blocks if b.group not in ("system", "above_conversation", "examples")]
     names = [b.name for b in conv]
-    assert names.index("current_time") == names.index("message_7")  - 1  # above the 4 newest turns (7..10)
+    assert names.index("current_time") == names.index("message_7") - 1  # above the 4 newest turns (7..10)
     assert names[names.index("context_note_0") + 1] == "message_9"  # depth 2: before the 2nd newest
     assert names[-1] == "message_10"
     # The cached system prefix holds no per-turn block.
@@ -156,8 +200,13 @@ def test_empty_dynamic_blocks_and_notes_add_zero_tokens():
     from app.prompt.core.builder import DepthNote, DynamicBlock
 
     base = build(ctx(_conv(6)))
-    with_empty = build(ctx(_conv(6), depth_notes=(DepthNote("   ", depth=2),),
-                           dynamic=(DynamicBlock("recalled_memories", "Recalled", ""),)))  # fmt: skip
+    with_empty = build(
+        ctx(
+            _conv(6),
+            depth_notes=(DepthNote("   ", depth=2),),
+            dynamic=(DynamicBlock("recalled_memories", "Recalled", ""),),
+        )
+    )
     assert with_empty.total_tokens == base.total_tokens
     assert with_empty.messages == base.messages
 
@@ -166,8 +215,14 @@ def test_group_totals_add_up_to_the_prompt_total_and_breakdown_is_sorted():
     from app.prompt.core.builder import DepthNote
     from app.prompt.core.inspect import group_totals, size_breakdown
 
-    p = build(ctx(_conv(8), persona_description="A knight.", current_time="now",
-                  depth_notes=(DepthNote("note", depth=1),)))  # fmt: skip
+    p = build(
+        ctx(
+            _conv(8),
+            persona_description="A knight.",
+            current_time="now",
+            depth_notes=(DepthNote("note", depth=1),),
+        )
+    )
     assert sum(group_totals(p).values()) == p.total_tokens
     sizes = size_breakdown(p)
     assert [r.tokens for r in sizes] == sorted((r.tokens for r in sizes), reverse=True)
@@ -184,17 +239,26 @@ def test_group_totals_add_up_to_the_prompt_total_and_breakdown_is_sorted():
 def test_continue_ends_on_the_reply_then_the_nudge_and_moves_depth_zero_notes_above_the_reply():
     from app.prompt.core.builder import CONTINUE_NUDGE, DepthNote
 
-    p = build(ctx([msg(1), msg(2, "assistant", "He waits")], purpose="continue",
-                  depth_notes=(DepthNote("Mind the storm.", depth=0),)))  # fmt: skip
-    assert p.messages[-3:] == ({"role": "system", "content": "Mind the storm."},
-                               {"role": "assistant", "content": "He waits"},
-                               {"role": "system", "content": CONTINUE_NUDGE})  # fmt: skip
+    p = build(
+        ctx(
+            [msg(1), msg(2, "assistant", "He waits")],
+            purpose="continue",
+            depth_notes=(DepthNote("Mind the storm.", depth=0),),
+        )
+    )
+    assert p.messages[-3:] == (
+        {"role": "system", "content": "Mind the storm."},
+        {"role": "assistant", "content": "He waits"},
+        {"role": "system", "content": CONTINUE_NUDGE},
+    )
     assert p.blocks[-1].kind == "continue_nudge" and p.blocks[-3].depth == 1
 
 
 def test_impersonation_prompt_last_without_the_speakers_own_instructions():
     bram = CardSnapshot(5, "Bram", description="A smith.", post_history_instructions="Stay in scene.")
-    p = build(ctx([msg(1), msg(2, "assistant")], characters=(ARIA, bram), speaker=bram, purpose="impersonate"))
+    p = build(
+        ctx([msg(1), msg(2, "assistant")], characters=(ARIA, bram), speaker=bram, purpose="impersonate")
+    )
     kinds = [b.kind for b in p.blocks]
     assert kinds[-1] == "impersonation" and "group_nudge" not in kinds and "post_history" not in kinds
     assert p.messages[-1]["content"].startswith("[Write your next reply from the point of view of Rowan,")
@@ -208,11 +272,15 @@ def test_each_message_is_counted_once_and_the_parts_add_up():
     messages[2] = msg(3, hidden=True)  # in the part the window drops
     messages[50] = msg(51, hidden=True)
     messages[55] = msg(56, text="  ")  # empty
-    p = build(ctx(messages, context_size=2048, reply_reserve=512, recent_limit=20, left_out=frozenset({56, 57, 58})))
+    p = build(
+        ctx(messages, context_size=2048, reply_reserve=512, recent_limit=20, left_out=frozenset({56, 57, 58}))
+    )
     assert p.history_total == 60
     counts = dict(message_counts(p))
     assert sum(counts.values()) == 60
-    assert counts["hidden"] == 2 and counts["left out for summaries"] == 3 and "empty" not in counts  # 56: left out first
+    assert (
+        counts["hidden"] == 2 and counts["left out for summaries"] == 3 and "empty" not in counts
+    )  # 56: left out first
     assert counts["dropped by the window"] == p.window_dropped > 0 and counts["did not fit the context"] > 0
     assert counts["sent"] == len(p.included_message_ids)
     assert message_counts(build(ctx([msg(1)]))) == [("sent", 1)]  # nothing else to say

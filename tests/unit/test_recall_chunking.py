@@ -7,13 +7,15 @@ from app.memory.recall.core.chunking import (
     embedding_windows,
     missed_messages,
     stale_chunks,
-)  # fmt: skip
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def m(i, text=None, name=None):
-    return MessageText(i, name or ("Rowan" if i % 2 else "Mirela"), text or f"message {i}", T0 + timedelta(minutes=i))
+    return MessageText(
+        i, name or ("Rowan" if i % 2 else "Mirela"), text or f"message {i}", T0 + timedelta(minutes=i)
+    )
 
 
 def test_only_complete_groups_of_five():

@@ -5,7 +5,8 @@ from app.memory.recall.core.excerpts import Excerpt, Piece, excerpt, worth_showi
 
 def test_short_text_whole_with_the_query_words_marked_by_stem():
     assert excerpt("Aria: The lighthouses were dark.", "lighthouse") == Excerpt(
-        (Piece("Aria: The ", False), Piece("lighthouses", True), Piece(" were dark.", False)), False, False)
+        (Piece("Aria: The ", False), Piece("lighthouses", True), Piece(" were dark.", False)), False, False
+    )
 
 
 def test_accents_and_case_fold_like_the_index():
@@ -38,7 +39,11 @@ def test_a_match_near_the_end_still_fills_the_window():
 
 
 def test_markup_in_the_text_stays_text():
-    assert excerpt("<b>key</b>", "key").pieces == (Piece("<b>", False), Piece("key", True), Piece("</b>", False))
+    assert excerpt("<b>key</b>", "key").pieces == (
+        Piece("<b>", False),
+        Piece("key", True),
+        Piece("</b>", False),
+    )
 
 
 def test_worth_showing_needs_a_shared_word_or_a_similarity_at_the_floor():

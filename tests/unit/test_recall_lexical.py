@@ -50,14 +50,20 @@ def test_words_are_prefixed_with_their_chat_and_quoted():
 
 
 def test_fusion_normalises_over_the_candidates():
-    fused = fuse({1: 0.2, 2: 0.9, 3: 0.1}, {1: 0.0, 2: 2.0, 3: 1.0}, {}, dense_weight=0.5, neighbour_share=0.0)
+    fused = fuse(
+        {1: 0.2, 2: 0.9, 3: 0.1}, {1: 0.0, 2: 2.0, 3: 1.0}, {}, dense_weight=0.5, neighbour_share=0.0
+    )
     assert fused == {1: 0.0625, 2: 1.0, 3: 0.25}
 
 
 def test_neighbours_lend_a_share_of_their_score():
     chain = {1: (None, 2), 2: (1, 3), 3: (2, None)}
-    alone = fuse({1: 0.2, 2: 0.9, 3: 0.1}, {1: 0.0, 2: 2.0, 3: 1.0}, {}, dense_weight=0.5, neighbour_share=0.0)
-    helped = fuse({1: 0.2, 2: 0.9, 3: 0.1}, {1: 0.0, 2: 2.0, 3: 1.0}, chain, dense_weight=0.5, neighbour_share=0.2)
+    alone = fuse(
+        {1: 0.2, 2: 0.9, 3: 0.1}, {1: 0.0, 2: 2.0, 3: 1.0}, {}, dense_weight=0.5, neighbour_share=0.0
+    )
+    helped = fuse(
+        {1: 0.2, 2: 0.9, 3: 0.1}, {1: 0.0, 2: 2.0, 3: 1.0}, chain, dense_weight=0.5, neighbour_share=0.2
+    )
     assert helped[1] == alone[1] + 0.2 * alone[2]
     assert helped[2] == alone[2] + 0.2 * (alone[1] + alone[3]) / 2
 
@@ -82,10 +88,14 @@ def test_a_weak_word_match_does_not_outweigh_a_clear_paraphrase():
     # Chunk 1 is closest in meaning; 2 and 3 share only a word half the chunks hold (BM25 0.05),
     # which min-max scaling would lift to the full lexical weight.
     unit = word_weight(0, 20)
-    fused = fuse({1: 0.6, 2: 0.4, 3: 0.3}, {1: 0.0, 2: 0.05, 3: 0.04}, {}, neighbour_share=0.0, lexical_unit=unit)
+    fused = fuse(
+        {1: 0.6, 2: 0.4, 3: 0.3}, {1: 0.0, 2: 0.05, 3: 0.04}, {}, neighbour_share=0.0, lexical_unit=unit
+    )
     assert max(fused, key=fused.get) == 1
     # A rare word still wins over a closer meaning, and two rare words count about twice one.
-    rare = fuse({1: 0.6, 2: 0.4, 3: 0.3}, {1: 0.0, 2: unit, 3: 2 * unit}, {}, neighbour_share=0.0, lexical_unit=unit)
+    rare = fuse(
+        {1: 0.6, 2: 0.4, 3: 0.3}, {1: 0.0, 2: unit, 3: 2 * unit}, {}, neighbour_share=0.0, lexical_unit=unit
+    )
     assert max(rare, key=rare.get) == 3 and rare[2] > rare[1]
 
 
@@ -102,7 +112,10 @@ def test_word_weights_follow_the_chat_not_the_whole_library():
 
 
 def test_words_that_frame_a_question_are_not_searched():
-    assert query_terms("Do you remember what Melanie said about the lighthouse?", 1) == ["c1qmelani", "c1qlighthous"]
+    assert query_terms("Do you remember what Melanie said about the lighthouse?", 1) == [
+        "c1qmelani",
+        "c1qlighthous",
+    ]
     assert query_terms("Tell me what Jon told Gina", 1) == ["c1qjon", "c1qgina"]
     assert query_terms("How many children does Melanie have?", 1) == ["c1qchildren", "c1qmelani"]
     # A memory keeps them: only the query's framing is left out.

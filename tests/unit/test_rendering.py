@@ -68,13 +68,20 @@ def test_quotes_are_marked_in_the_words_never_inside_attributes():
     html = render_markdown('[he said "hi](https://x.y "a > b") and "then" ["q"](https://a.b)')
     assert 'title="a &gt; b"' in html and '>he said "hi</a>' in html
     assert '<span class="dialogue">"then"</span>' in html
-    assert '<a href="https://a.b" rel="noopener noreferrer nofollow"><span class="dialogue">"q"</span></a>' in html
+    assert (
+        '<a href="https://a.b" rel="noopener noreferrer nofollow"><span class="dialogue">"q"</span></a>'
+        in html
+    )
 
 
 def test_plural_counts_read_as_english():
     assert [plural(n, "key") for n in (0, 1, 2)] == ["0 keys", "1 key", "2 keys"]
     assert plural(1, "entry", "entries") == "1 entry" and plural(3, "entry", "entries") == "3 entries"
-    snap = {"active": [{"reason": "key"}, {"reason": "key"}, {"reason": "constant"}], "skipped": [], "chat_used": 1}
+    snap = {
+        "active": [{"reason": "key"}, {"reason": "key"}, {"reason": "constant"}],
+        "skipped": [],
+        "chat_used": 1,
+    }
     assert inspector_note(snap) == "Lorebooks: 3 entries active (1 constant, 2 keys), 1 token."
 
 

@@ -25,12 +25,16 @@ def test_every_table_of_runs_has_its_kinds_and_each_kind_says_what_a_restart_doe
     kinds = default_sources().runs()
     tables = _tables_of_runs()
     assert tables >= {"scene_run", "summary_run", "summary_job"}, tables
-    assert tables <= {k.table for k in kinds}, f"runs nobody settles at start: {tables - {k.table for k in kinds}}"
+    assert tables <= {k.table for k in kinds}, (
+        f"runs nobody settles at start: {tables - {k.table for k in kinds}}"
+    )
     names = [k.name for k in kinds]
     assert len(names) == len(set(names)), names
     for kind in kinds:
         assert kind.on_restart in (RESUME, CLOSE), kind
-        assert (kind.on_restart == CLOSE) == bool(kind.reason), f"{kind.name}: a closed run keeps a sentence, a resumed one none"
+        assert (kind.on_restart == CLOSE) == bool(kind.reason), (
+            f"{kind.name}: a closed run keeps a sentence, a resumed one none"
+        )
         if kind.reason:
             assert kind.reason.endswith(".") and len(kind.reason) < 200, kind.reason
 
@@ -40,9 +44,15 @@ def test_settling_goes_on_past_a_kind_that_fails(caplog):
         raise RuntimeError("the database is locked")
 
     done = []
-    kinds = [RunKind("Broken", "t", CLOSE, broken, reason="Stopped."), RunKind("Fine", "t", RESUME, lambda s: done.append(s) or 2)]
+    kinds = [
+        RunKind("Broken", "t", CLOSE, broken, reason="Stopped."),
+        RunKind("Fine", "t", RESUME, lambda s: done.append(s) or 2),
+    ]
     services = SimpleNamespace(sources=SimpleNamespace(runs=lambda: kinds))
     with caplog.at_level(logging.WARNING, logger="app.platform.jobs"):
         assert settle_runs(services) == {"Fine": 2}
     assert done == [services]
-    assert "settling the Broken runs" in caplog.text and "Fine: 2 run(s) cut short by the last shutdown resumed" in caplog.text
+    assert (
+        "settling the Broken runs" in caplog.text
+        and "Fine: 2 run(s) cut short by the last shutdown resumed" in caplog.text
+    )

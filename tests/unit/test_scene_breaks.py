@@ -1,6 +1,5 @@
 """Scene breaks in a reply: where a character's reply is saved as several messages (issue 14)."""
 
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,8 +14,25 @@ FENCE = "```"
 
 @pytest.mark.parametrize(
     "line",
-    ["***", "---", "___", "* * *", "- - -", "_ _ _", "-----", "*****", "  ***  ", "   ---", "*\t*\t*", "⁂",
-     "⁂ ⁂ ⁂", "<hr>", "<HR />", "***\r\n", "---\n"],
+    [
+        "***",
+        "---",
+        "___",
+        "* * *",
+        "- - -",
+        "_ _ _",
+        "-----",
+        "*****",
+        "  ***  ",
+        "   ---",
+        "*\t*\t*",
+        "⁂",
+        "⁂ ⁂ ⁂",
+        "<hr>",
+        "<HR />",
+        "***\r\n",
+        "---\n",
+    ],
 )
 def test_break_lines(line):
     assert is_break_line(line)
@@ -24,8 +40,28 @@ def test_break_lines(line):
 
 @pytest.mark.parametrize(
     "line",
-    ["", "   ", "**", "--", "*-*", "**bold**", "--- end", "~~~", "===", "###", "• • •", "◇", "| --- | --- |",
-     "    ***", "\t***", "> ***", "- ***", "***a", "<hr> after", "<hr"],
+    [
+        "",
+        "   ",
+        "**",
+        "--",
+        "*-*",
+        "**bold**",
+        "--- end",
+        "~~~",
+        "===",
+        "###",
+        "• • •",
+        "◇",
+        "| --- | --- |",
+        "    ***",
+        "\t***",
+        "> ***",
+        "- ***",
+        "***a",
+        "<hr> after",
+        "<hr",
+    ],
 )
 def test_not_break_lines(line):
     assert not is_break_line(line)
@@ -46,12 +82,18 @@ def test_empty_and_whitespace_replies_are_one_part_unchanged():
 
 def test_plain_split_into_three_with_each_break_on_top_of_the_part_after_it():
     text = "The tavern emptied.\n\n***\n\nMorning came.\n\n---\n\nElsewhere, Mira woke.\n"
-    assert split_reply(text) == ["The tavern emptied.", "***\n\nMorning came.", "---\n\nElsewhere, Mira woke."]
+    assert split_reply(text) == [
+        "The tavern emptied.",
+        "***\n\nMorning came.",
+        "---\n\nElsewhere, Mira woke.",
+    ]
 
 
 def test_every_kind_of_break_splits():
     for brk in ["___", "* * *", "- - -", "⁂", "  ***  ", "-----", "<hr/>"]:
-        assert split_reply(f"A\n\n{brk}\n\nB") == ["A", f"{brk}\n\nB"], brk  # the break line is kept as written
+        assert split_reply(f"A\n\n{brk}\n\nB") == ["A", f"{brk}\n\nB"], (
+            brk
+        )  # the break line is kept as written
 
 
 def test_break_at_the_start_stays_on_top_of_the_first_part():
@@ -96,7 +138,10 @@ def test_parts_hold_all_the_text():
 
 
 def test_dashes_directly_under_text_are_a_break_not_a_heading():
-    assert split_reply("She closed the door.\n---\nMorning came.") == ["She closed the door.", "---\nMorning came."]
+    assert split_reply("She closed the door.\n---\nMorning came.") == [
+        "She closed the door.",
+        "---\nMorning came.",
+    ]
 
 
 def test_equals_under_text_is_a_heading_underline_not_a_break():
@@ -152,8 +197,10 @@ def test_indented_break_is_code_not_a_break():
 
 def test_break_inside_details_with_blank_lines_does_not_count():
     text = "<details>\n<summary>Status</summary>\n\nHP 10\n\n---\n\nMP 4\n</details>\n\n---\n\nLater."
-    assert split_reply(text) == ["<details>\n<summary>Status</summary>\n\nHP 10\n\n---\n\nMP 4\n</details>",
-                                 "---\n\nLater."]
+    assert split_reply(text) == [
+        "<details>\n<summary>Status</summary>\n\nHP 10\n\n---\n\nMP 4\n</details>",
+        "---\n\nLater.",
+    ]
 
 
 def test_nested_tags_of_the_same_name_close_at_their_own_level():
@@ -168,7 +215,13 @@ def test_an_unclosed_html_element_runs_to_the_end():
 
 def test_a_tag_closed_on_its_own_line_or_void_opens_no_block():
     text = "<span>A</span>\n***\n<br>\n***\n<img src='x.png'>\n***\n<div/>\n***\nB"
-    assert split_reply(text) == ["<span>A</span>", "***\n<br>", "***\n<img src='x.png'>", "***\n<div/>", "***\nB"]
+    assert split_reply(text) == [
+        "<span>A</span>",
+        "***\n<br>",
+        "***\n<img src='x.png'>",
+        "***\n<div/>",
+        "***\nB",
+    ]
 
 
 def test_an_unknown_tag_counts_only_when_it_closes():
@@ -246,8 +299,33 @@ def test_the_size_limit_counts_where_a_break_line_starts():
 
 
 _PIECES = st.sampled_from(
-    ["A", "text", " ", "\n", "\r\n", "\n\n", "***", "---", "* * *", "⁂", "```", "~~~", "````", "<details>",
-     "</details>", "<div>", "</div>", "<think>", "</think>", "<!--", "-->", "<sigh>", "    ", "<br>", "==="]
+    [
+        "A",
+        "text",
+        " ",
+        "\n",
+        "\r\n",
+        "\n\n",
+        "***",
+        "---",
+        "* * *",
+        "⁂",
+        "```",
+        "~~~",
+        "````",
+        "<details>",
+        "</details>",
+        "<div>",
+        "</div>",
+        "<think>",
+        "</think>",
+        "<!--",
+        "-->",
+        "<sigh>",
+        "    ",
+        "<br>",
+        "===",
+    ]
 )
 
 

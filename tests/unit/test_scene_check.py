@@ -169,8 +169,9 @@ def test_empty_text_is_shown_as_no_text():
 
 def test_short_messages_stay_whole_and_long_ones_keep_start_and_end():
     long_text = "Morning at the harbour. " + "filler " * 20_000 + "They left the inn for good."
-    request = check_request(None, [NumberedMessage(1, "A", "Short one."), NumberedMessage(2, "B", long_text)],
-                            max_chars=40_000)  # fmt: skip
+    request = check_request(
+        None, [NumberedMessage(1, "A", "Short one."), NumberedMessage(2, "B", long_text)], max_chars=40_000
+    )
     text = user_text(request)
     assert len(text) <= 40_000
     assert "Short one." in text
@@ -184,8 +185,9 @@ def test_small_limits_are_raised_to_the_minimum():
 
 
 def test_the_largest_window_stays_within_the_minimum_limit():
-    window = check_window([NumberedMessage(n, "N" * 200, "word " * 3000) for n in range(1_000_000, 1_000_400)],
-                          None, 100)  # fmt: skip
+    window = check_window(
+        [NumberedMessage(n, "N" * 200, "word " * 3000) for n in range(1_000_000, 1_000_400)], None, 100
+    )
     assert len(window.messages) == 200 and window.anchor is not None
     text = user_text(check_request(window.anchor, window.messages, max_chars=MIN_MAX_CHARS))
     assert len(text) <= MIN_MAX_CHARS
@@ -272,7 +274,7 @@ SHAPES = [
     ("[9, 11]", (9, 11)),
     ('["9", "#10", "message 11"]', (9, 10, 11)),  # numbers as strings
     ('[{"messageNumber": 9}]', (9,)),
-    ('```json\n[10]\n```', (10,)),
+    ("```json\n[10]\n```", (10,)),
     ("The scenes end at: [9, 10,]", (9, 10)),
     ('{"ends": 9}', (9,)),  # one end, not in a list
     ('{"ends": {"messageNumber": 9}}', (9,)),
@@ -314,8 +316,17 @@ def test_what_is_unreadable_and_what_is_not():
 
 
 def test_an_unreadable_entry_fails_the_whole_answer():
-    for entry in ("true", "null", '"the fight"', '{"note": 9}', '{"messageNumber": null}', "9.5",
-                  '"9 and 10"', "[9]", '"1234567890"'):  # fmt: skip
+    for entry in (
+        "true",
+        "null",
+        '"the fight"',
+        '{"note": 9}',
+        '{"messageNumber": null}',
+        "9.5",
+        '"9 and 10"',
+        "[9]",
+        '"1234567890"',
+    ):
         result = read('{"ends":[9, ' + entry + "]}")
         assert isinstance(result, Failure) and result.kind == "garbage", entry
 

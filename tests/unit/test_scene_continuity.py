@@ -36,7 +36,10 @@ def test_parts_keep_whole_entries_in_order_within_the_limit():
 def test_the_request_asks_for_half_and_to_keep_macros_when_there_are_some():
     plain = combine_request("", "They met.", 100)[1]["content"]
     assert "about half their length (about 50 tokens)" in plain and "{{user}}" not in plain
-    assert "Keep every {{user}} and {{char}} exactly as written" in combine_request("P", "{{user}} met {{char}}.", 10)[1]["content"]
+    assert (
+        "Keep every {{user}} and {{char}} exactly as written"
+        in combine_request("P", "{{user}} met {{char}}.", 10)[1]["content"]
+    )
     assert combine_request("", "x", 2)[0]["content"].startswith("You keep the continuity")
 
 
@@ -48,7 +51,9 @@ def test_output_limit_is_the_text_plus_1024_within_8196_or_the_max_output_size()
 
 def test_answers_that_cannot_replace_the_entries():
     def read(answer, finish=None, text=TEXT):
-        return read_combined(answer, text=text, tokens=count_tokens(text), finish_reason=finish, count=count_tokens)
+        return read_combined(
+            answer, text=text, tokens=count_tokens(text), finish_reason=finish, count=count_tokens
+        )
 
     assert read("The caravan crossed.") == "The caravan crossed."
     assert isinstance(read("The caravan crossed.", "length"), Refused)

@@ -30,25 +30,39 @@ def test_an_up_to_date_written_scene_is_no_problem():
 
 def test_changed_messages_are_fixable_unless_the_recap_was_edited_by_hand():
     assert kinds(scene(1, current="b"), scene(2, current="b", manual=True)) == [
-        (1, "changed", False), (2, "changed_manual", True)]  # fmt: skip
+        (1, "changed", False),
+        (2, "changed_manual", True),
+    ]
 
 
 def test_failed_and_long_waiting_scenes_need_a_recap_and_a_fresh_waiting_one_does_not():
     old = NOW - WAITING_TOO_LONG
     fresh = NOW - timedelta(minutes=1)
-    assert kinds(scene(1, "failed", fp="", reason="x"), scene(2, "waiting", fp="", updated_at=old),
-                 scene(3, "waiting", fp="", updated_at=fresh)) == [(1, "failed", False), (2, "unsummarised", False)]  # fmt: skip
+    assert kinds(
+        scene(1, "failed", fp="", reason="x"),
+        scene(2, "waiting", fp="", updated_at=old),
+        scene(3, "waiting", fp="", updated_at=fresh),
+    ) == [(1, "failed", False), (2, "unsummarised", False)]
 
 
 def test_deleted_writing_disabled_and_unknown_fingerprints_are_not_problems():
-    assert kinds(scene(1, "deleted", fp="", current="b"), scene(2, "writing", current="b"),
-                 scene(3, current="b", enabled=False), scene(4, fp="", current="b")) == []  # fmt: skip
+    assert (
+        kinds(
+            scene(1, "deleted", fp="", current="b"),
+            scene(2, "writing", current="b"),
+            scene(3, current="b", enabled=False),
+            scene(4, fp="", current="b"),
+        )
+        == []
+    )
 
 
 def test_check_who_is_asked_again_once_then_left_for_review():
-    assert kinds(scene(1, check_who=True), scene(2, check_who=True, reason=UNDECIDED),
-                 scene(3, check_who=True, manual=True)) == [
-        (1, "check_who", False), (2, "check_who_undecided", True), (3, "check_who_undecided", True)]  # fmt: skip
+    assert kinds(
+        scene(1, check_who=True),
+        scene(2, check_who=True, reason=UNDECIDED),
+        scene(3, check_who=True, manual=True),
+    ) == [(1, "check_who", False), (2, "check_who_undecided", True), (3, "check_who_undecided", True)]
 
 
 def test_a_scene_without_readable_messages_is_for_review():
@@ -56,7 +70,9 @@ def test_a_scene_without_readable_messages_is_for_review():
 
 
 def test_a_failed_scene_check_comes_first_and_counts_no_scene():
-    found = classify([scene(1, "failed", reason="x")], CheckFacts("The scene check failed: no answer.", 1), now=NOW)
+    found = classify(
+        [scene(1, "failed", reason="x")], CheckFacts("The scene check failed: no answer.", 1), now=NOW
+    )
     assert [(p.scene_id, p.kind) for p in found.items] == [(0, "check_failed"), (1, "failed")]
     assert (found.count, found.scenes, len(found.fixable)) == (2, 1, 2)
     assert classify([], CheckFacts("old reason", 0), now=NOW).count == 0

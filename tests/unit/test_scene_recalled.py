@@ -20,17 +20,27 @@ def _m(role, name, text):
 
 
 def test_the_query_is_the_users_messages_since_the_speaker_last_spoke():
-    history = [_m("user", "Rowan", "old question"), _m("assistant", "Aria", "old answer"),
-               _m("user", "Rowan", "Where is the key?"), _m("assistant", "Bram", "Ask Aria."),
-               _m("user", "Rowan", "And the lighthouse?")]  # fmt: skip
+    history = [
+        _m("user", "Rowan", "old question"),
+        _m("assistant", "Aria", "old answer"),
+        _m("user", "Rowan", "Where is the key?"),
+        _m("assistant", "Bram", "Ask Aria."),
+        _m("user", "Rowan", "And the lighthouse?"),
+    ]
     assert scene_query(history, "Aria") == "Where is the key?\nAnd the lighthouse?"
     # Nothing from the user since: the newest message stands in.
-    assert scene_query([_m("user", "Rowan", "Hi"), _m("assistant", "Aria", "Hello there")], "Aria") == "Hello there"
+    assert (
+        scene_query([_m("user", "Rowan", "Hi"), _m("assistant", "Aria", "Hello there")], "Aria")
+        == "Hello there"
+    )
 
 
 def test_the_speakers_and_personas_names_do_not_count_in_the_query():
     history = [_m("user", "Rowan", "Aria, do you remember Kestrel Point? Rowan's boat was there.")]
-    assert scene_query(history, "Aria", ignore=("Aria", "Rowan")) == ", do you remember Kestrel Point? boat was there."
+    assert (
+        scene_query(history, "Aria", ignore=("Aria", "Rowan"))
+        == ", do you remember Kestrel Point? boat was there."
+    )
     # Only whole words: "Arian" stays.
     assert "Arian" in scene_query([_m("user", "R", "Arian sailed.")], "Aria", ignore=("Aria",))
 
@@ -71,13 +81,21 @@ def test_a_long_scene_offers_a_bounded_run_around_the_hit():
 
 def test_one_recalled_scenes_block_with_the_range_header_and_excerpts():
     header = range_header(529, 577, 577)
-    block = recalled_scenes_block([
-        RecalledText(1, 1, 48, "They hid the key.", "day 1", (QuotedMessage(11, "Rowan", "Under the stair."),)),
-        RecalledText(3, 97, 97, "They slept.", ""),
-    ], header)  # fmt: skip
+    block = recalled_scenes_block(
+        [
+            RecalledText(
+                1, 1, 48, "They hid the key.", "day 1", (QuotedMessage(11, "Rowan", "Under the stair."),)
+            ),
+            RecalledText(3, 97, 97, "They slept.", ""),
+        ],
+        header,
+    )
     assert block.count("## Recalled Scenes") == 1
     assert "The current history is messages #529–#577; the user's last message is #577" in block
-    assert "### Scene 1 (messages #1–#48; story timeframe: day 1)\nThey hid the key.\nExcerpt:\n#11 Rowan: Under the stair." in block
+    assert (
+        "### Scene 1 (messages #1–#48; story timeframe: day 1)\nThey hid the key.\nExcerpt:\n#11 Rowan: Under the stair."
+        in block
+    )
     assert "### Scene 3 (messages #97)\nThey slept." in block
     assert recalled_scenes_block([], header) == ""
     assert "no messages yet" in range_header(None, None, None)
@@ -87,9 +105,20 @@ def test_the_receipt_names_scenes_by_their_numbers_in_the_chat():
     from app.memory.scenes.core.recalled import receipt_lines
     from app.memory.scenes.core.window import NO_SPACE, Receipt
 
-    receipt = Receipt(prompt_tokens=5000, ceiling=6000, constants=(), recalled=(41, 7), nothing_recalled=None,
-                      no_excerpt=((7, NO_SPACE),), restarted=True, fallback=None)  # fmt: skip
+    receipt = Receipt(
+        prompt_tokens=5000,
+        ceiling=6000,
+        constants=(),
+        recalled=(41, 7),
+        nothing_recalled=None,
+        no_excerpt=((7, NO_SPACE),),
+        restarted=True,
+        fallback=None,
+    )
     assert receipt_lines(receipt, None, {41: 3, 7: 1}) == (
-        "Context: ~5,000 of 6,000 tokens", "The current window restarted at the newest scene.",
-        "Recalled scenes: 3, 1.", "Scene 1 has no excerpt: no space left after the summaries.")  # fmt: skip
+        "Context: ~5,000 of 6,000 tokens",
+        "The current window restarted at the newest scene.",
+        "Recalled scenes: 3, 1.",
+        "Scene 1 has no excerpt: no space left after the summaries.",
+    )
     assert receipt_lines(receipt, "It does not fit.", {})[0] == "It does not fit."

@@ -16,12 +16,15 @@ from app.memory.scenes.core.transfer import (
 from app.platform.timeutil import utcnow
 
 
-@pytest.mark.parametrize(("summary", "query", "found"), [
-    ("They met at the Café Élan.", "cafe elan", True),
-    ("été à Paris", "ÉTÉ", True),
-    ("Straße  and   river", "STRASSE AND river", True),
-    ("The bridge fell.", "dragon", False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("summary", "query", "found"),
+    [
+        ("They met at the Café Élan.", "cafe elan", True),
+        ("été à Paris", "ÉTÉ", True),
+        ("Straße  and   river", "STRASSE AND river", True),
+        ("The bridge fell.", "dragon", False),
+    ],
+)
 def test_search_folds_case_accents_and_spaces(summary, query, found):
     assert matches(summary, query) is found
 
@@ -31,21 +34,32 @@ def _file(*scenes: dict) -> bytes:
 
 
 def test_states_come_back_written_deleted_or_waiting():
-    read = read_file(_file(
-        {"firstMessage": 9, "lastMessage": 12, "state": "failed", "summary": "Old."},
-        {"firstMessage": 1, "lastMessage": 4, "state": "written", "summary": " Kept. ", "manual": True},
-        {"firstMessage": 5, "lastMessage": 6, "state": "deleted", "summary": "Gone.", "manual": True},
-        {"firstMessage": 7, "lastMessage": 8, "state": "written", "summary": "", "manual": True},
-    ))  # fmt: skip
+    read = read_file(
+        _file(
+            {"firstMessage": 9, "lastMessage": 12, "state": "failed", "summary": "Old."},
+            {"firstMessage": 1, "lastMessage": 4, "state": "written", "summary": " Kept. ", "manual": True},
+            {"firstMessage": 5, "lastMessage": 6, "state": "deleted", "summary": "Gone.", "manual": True},
+            {"firstMessage": 7, "lastMessage": 8, "state": "written", "summary": "", "manual": True},
+        )
+    )
     assert [(s.first, s.state, s.summary, s.manual) for s in read] == [
-        (1, "written", "Kept.", True), (5, "deleted", "", False), (7, "waiting", "", False), (9, "waiting", "Old.", False),
-    ]  # fmt: skip
+        (1, "written", "Kept.", True),
+        (5, "deleted", "", False),
+        (7, "waiting", "", False),
+        (9, "waiting", "Old.", False),
+    ]
 
 
 def test_a_written_file_reads_back_and_is_checked_against_the_messages():
     messages = [("Aria", "Hello."), ("You", "Hi."), ("Aria", "Bye.")]
-    scene = FileScene(first=2, last=3, state="written", summary="They parted.", participants=("Aria",),
-                      messages_hash=messages_hash(messages[1:3]))  # fmt: skip
+    scene = FileScene(
+        first=2,
+        last=3,
+        state="written",
+        summary="They parted.",
+        participants=("Aria",),
+        messages_hash=messages_hash(messages[1:3]),
+    )
     read = read_file(write_file(chat_name="x", scenes=[scene], now=utcnow()))
     assert read == [scene]
     check_against(read, messages)

@@ -16,7 +16,9 @@ class Recorder(PromptSource):
         return self.running
 
     def contribute(self, turn):
-        self.log.append(f"contribute {self.name}: saw " + ",".join(b.kind for c in turn.contributed for b in c.dynamic))
+        self.log.append(
+            f"contribute {self.name}: saw " + ",".join(b.kind for c in turn.contributed for b in c.dynamic)
+        )
         if self.fails:
             raise RuntimeError("broken")
         return Contribution(dynamic=(DynamicBlock(self.name, self.name, self.name),), note=self.name)
@@ -24,11 +26,19 @@ class Recorder(PromptSource):
 
 def test_running_sources_contribute_last_but_keep_their_place():
     log: list = []
-    sources = PromptSources([Recorder("recall", log, running=True), Recorder("lore", log), Recorder("notes", log)])
+    sources = PromptSources(
+        [Recorder("recall", log, running=True), Recorder("lore", log), Recorder("notes", log)]
+    )
     gathered = sources.gather(SimpleNamespace(chat=SimpleNamespace(id=1), contributed=[]))
     # The source contributing last sees what the others gave (Advanced Memory counts their tokens).
-    assert log == ["begin recall", "begin lore", "begin notes", "contribute lore: saw ", "contribute notes: saw lore",
-                   "contribute recall: saw lore,notes"]  # fmt: skip
+    assert log == [
+        "begin recall",
+        "begin lore",
+        "begin notes",
+        "contribute lore: saw ",
+        "contribute notes: saw lore",
+        "contribute recall: saw lore,notes",
+    ]
     assert [b.kind for b in gathered.dynamic] == ["recall", "lore", "notes"]
     assert gathered.notes == ("recall", "lore", "notes")
 
@@ -54,7 +64,9 @@ class Taker(PromptSource):
 
 
 def test_sources_take_messages_out_and_a_failing_filter_takes_none():
-    sources = PromptSources([Taker("summaries", {3, 4}), Taker("other", {9}), Taker("broken", {5}, fails=True)])
+    sources = PromptSources(
+        [Taker("summaries", {3, 4}), Taker("other", {9}), Taker("broken", {5}, fails=True)]
+    )
     gathered = sources.gather(SimpleNamespace(chat=SimpleNamespace(id=1), contributed=[]))
     assert gathered.left_out == frozenset({3, 4, 9})
     assert gathered.warnings[0].startswith("Broken failed")

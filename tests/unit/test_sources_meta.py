@@ -3,6 +3,7 @@ registered source is named, every job it declares runs on a schedule and says wh
 every Chat Settings section it renders exists."""
 
 import inspect
+import re
 
 from app.prompt.sources import PromptSource
 from app.sources import default_sources
@@ -15,7 +16,9 @@ def test_every_hook_of_the_seam_has_a_one_line_docstring():
     for hook in HOOKS:
         doc = inspect.getdoc(getattr(PromptSource, hook))
         assert doc and "\n" not in doc.strip(), hook
-        assert hook in (inspect.getdoc(inspect.getmodule(PromptSource)) or ""), f"{hook} is not listed in the module"
+        assert hook in (inspect.getdoc(inspect.getmodule(PromptSource)) or ""), (
+            f"{hook} is not listed in the module"
+        )
 
 
 def test_every_registered_source_is_named_and_labelled():
@@ -49,4 +52,4 @@ def test_every_settings_section_template_exists():
 
 
 def _section_templates(code: str) -> list[str]:
-    return [part.split('"')[0] for part in code.split('SettingsSection("')[1:]]
+    return re.findall(r'SettingsSection\(\s*"([^"]+)"', code)

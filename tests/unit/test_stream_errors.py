@@ -3,7 +3,10 @@
 from app.connections.providers._http import CallState, error_from_stream_payload
 from app.connections.providers.base import ProviderConfig
 
-STATE = CallState(base_url="http://127.0.0.1:1/v1", config=ProviderConfig(kind="openai", base_url="http://127.0.0.1:1/v1", model="m"))
+STATE = CallState(
+    base_url="http://127.0.0.1:1/v1",
+    config=ProviderConfig(kind="openai", base_url="http://127.0.0.1:1/v1", model="m"),
+)
 
 
 def test_a_numeric_code_gives_the_status():

@@ -217,9 +217,28 @@ def test_braces_in_prose_before_the_object_are_skipped():
 
 
 pieces = st.sampled_from(
-    ["<think>", "</think>", "<thinking>", "```json\n", "```", "{", "}", "[", "]", '"', "'", ",", ":", "\n",
-     '"summary"', '"keyDetails"', "Sure!", " text ", "\\"]
-)  # fmt: skip
+    [
+        "<think>",
+        "</think>",
+        "<thinking>",
+        "```json\n",
+        "```",
+        "{",
+        "}",
+        "[",
+        "]",
+        '"',
+        "'",
+        ",",
+        ":",
+        "\n",
+        '"summary"',
+        '"keyDetails"',
+        "Sure!",
+        " text ",
+        "\\",
+    ]
+)
 
 
 @settings(max_examples=500, deadline=None)

@@ -53,13 +53,15 @@ def test_a_roleplay_answer_wrapped_as_json_and_cut_mid_string_is_cut_off():
 
 def test_a_closed_json_answer_is_still_unwrapped():
     assert prose(json.dumps({"summary": RECAP})) == ProseSummary(RECAP)
-    assert prose(f'Here it is: {json.dumps({"summary": RECAP})}\nHope that helps.') == ProseSummary(RECAP)
+    assert prose(f"Here it is: {json.dumps({'summary': RECAP})}\nHope that helps.") == ProseSummary(RECAP)
     assert prose(f"```json\n{json.dumps({'summary': RECAP})}\n```") == ProseSummary(RECAP)
 
 
 def test_prose_with_braces_that_is_not_the_json_shape_stays_prose():
     assert prose("{{user}} and Mira reached Vell.") == ProseSummary("{{user}} and Mira reached Vell.")
-    assert prose("Mira {quietly} reached Vell; {Kael waited") == ProseSummary("Mira {quietly} reached Vell; {Kael waited")
+    assert prose("Mira {quietly} reached Vell; {Kael waited") == ProseSummary(
+        "Mira {quietly} reached Vell; {Kael waited"
+    )
 
 
 def test_a_complete_object_without_a_summary_is_not_mistaken_for_a_cut():

@@ -21,7 +21,11 @@ def test_parts_split_between_messages():
 
 
 def test_a_message_longer_than_a_part_is_a_part_of_its_own():
-    assert transcript_parts([line("a"), line("b" * 50), line("c")], max_chars=10) == ["A: a", "A: " + "b" * 50, "A: c"]
+    assert transcript_parts([line("a"), line("b" * 50), line("c")], max_chars=10) == [
+        "A: a",
+        "A: " + "b" * 50,
+        "A: c",
+    ]
 
 
 def test_never_more_parts_than_the_limit():
@@ -31,4 +35,7 @@ def test_never_more_parts_than_the_limit():
 
 
 def test_parts_input():
-    assert parts_input([("One.", ["a", "b"]), ("Two.", [])]) == "[Part 1]\nOne.\nKey details: a; b\n\n[Part 2]\nTwo."
+    assert (
+        parts_input([("One.", ["a", "b"]), ("Two.", [])])
+        == "[Part 1]\nOne.\nKey details: a; b\n\n[Part 2]\nTwo."
+    )

@@ -21,13 +21,16 @@ def test_scope_last_and_range_resolve_to_ids():
     assert scope_coverage(ids, "range", start=2, end=3) == Coverage(2, 3, 11, 15)
 
 
-@pytest.mark.parametrize("kwargs, reason", [
-    ({"scope": "range", "start": 3, "end": 2}, "backwards"),
-    ({"scope": "range", "start": 1, "end": 6}, "has 5 messages"),
-    ({"scope": "range", "start": 0, "end": 2}, "start at 1"),
-    ({"scope": "last", "last": 0}, "how many"),
-    ({"scope": "sideways"}, "Last or Range"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "kwargs, reason",
+    [
+        ({"scope": "range", "start": 3, "end": 2}, "backwards"),
+        ({"scope": "range", "start": 1, "end": 6}, "has 5 messages"),
+        ({"scope": "range", "start": 0, "end": 2}, "start at 1"),
+        ({"scope": "last", "last": 0}, "how many"),
+        ({"scope": "sideways"}, "Last or Range"),
+    ],
+)
 def test_bad_scopes_say_why(kwargs, reason):
     with pytest.raises(ValueError, match=reason):
         scope_coverage([10, 11, 15, 20, 21], **kwargs)

@@ -4,7 +4,13 @@ from app.memory.summaries.runs import user_messages_after
 
 
 def test_counts_only_readable_user_messages_after_the_newest_entry():
-    msgs = [(1, False, "assistant"), (2, False, "user"), (3, False, "assistant"), (4, True, "user"), (5, False, "user")]
+    msgs = [
+        (1, False, "assistant"),
+        (2, False, "user"),
+        (3, False, "assistant"),
+        (4, True, "user"),
+        (5, False, "user"),
+    ]
     assert user_messages_after(msgs, None) == 2
     assert user_messages_after(msgs, 2) == 1
     assert user_messages_after(msgs, 5) == 0

@@ -15,34 +15,64 @@ def test_line_span_counts_the_lines_the_ids_cover():
 
 def test_written_entries_read_back_the_same():
     when = datetime(2025, 1, 2, 10, 0, tzinfo=UTC)
-    entries = [FileEntry("T", "Text.", 0, 2, active=False, origin="model", tokens=3, created_at=when, updated_at=when, id=7),
-               FileEntry("", "Held.", 3, 3, active=False, awaiting_review=True)]  # fmt: skip
+    entries = [
+        FileEntry(
+            "T", "Text.", 0, 2, active=False, origin="model", tokens=3, created_at=when, updated_at=when, id=7
+        ),
+        FileEntry("", "Held.", 3, 3, active=False, awaiting_review=True),
+    ]
     written = write_entries(entries)
-    assert written[0] == {"id": "7", "kind": "rolling", "origin": "automated", "title": "T", "content": "Text.",
-                          "enabled": False, "sourceMode": "range", "rangeStartIndex": 0, "rangeEndIndex": 2,
-                          "tokenEstimate": 3, "createdAt": "2025-01-02T10:00:00Z", "updatedAt": "2025-01-02T10:00:00Z"}  # fmt: skip
+    assert written[0] == {
+        "id": "7",
+        "kind": "rolling",
+        "origin": "automated",
+        "title": "T",
+        "content": "Text.",
+        "enabled": False,
+        "sourceMode": "range",
+        "rangeStartIndex": 0,
+        "rangeEndIndex": 2,
+        "tokenEstimate": 3,
+        "createdAt": "2025-01-02T10:00:00Z",
+        "updatedAt": "2025-01-02T10:00:00Z",
+    }
     assert written[1]["awaitingReview"] is True and written[1]["enabled"] is False
     back, notes = read_entries({"summaryEntries": written}, line_count=4, **LIMITS)
     assert notes == []
-    assert back == [FileEntry("T", "Text.", 0, 2, active=False, origin="model", created_at=when, updated_at=when),
-                    FileEntry("", "Held.", 3, 3, active=False, awaiting_review=True)]  # fmt: skip
+    assert back == [
+        FileEntry("T", "Text.", 0, 2, active=False, origin="model", created_at=when, updated_at=when),
+        FileEntry("", "Held.", 3, 3, active=False, awaiting_review=True),
+    ]
 
 
 def test_bad_entries_are_left_out_with_a_note_and_missing_keys_read_as_nothing():
-    raw = [{"content": "Ok.", "rangeStartIndex": 0, "rangeEndIndex": 0, "origin": "legacy", "title": "x" * 50},
-           {"content": "Late.", "rangeStartIndex": 1, "rangeEndIndex": 4}, {"content": "No range."},
-           {"content": "Flag.", "rangeStartIndex": True, "rangeEndIndex": 1}, {"content": "x" * 101, "rangeStartIndex": 0,
-                                                                              "rangeEndIndex": 0}]  # fmt: skip
+    raw = [
+        {"content": "Ok.", "rangeStartIndex": 0, "rangeEndIndex": 0, "origin": "legacy", "title": "x" * 50},
+        {"content": "Late.", "rangeStartIndex": 1, "rangeEndIndex": 4},
+        {"content": "No range."},
+        {"content": "Flag.", "rangeStartIndex": True, "rangeEndIndex": 1},
+        {"content": "x" * 101, "rangeStartIndex": 0, "rangeEndIndex": 0},
+    ]
     back, notes = read_entries({"summaryEntries": raw}, line_count=2, **LIMITS)
     assert back == [FileEntry("x" * 20, "Ok.", 0, 0, origin="user")]
     assert len(notes) == 4 and "do not fit the 2 messages imported" in notes[0]
     assert read_entries({}, line_count=2, **LIMITS) == ([], [])
-    assert read_hide({"hideSummarisedMessages": True}) is True and read_hide({"hideSummarisedMessages": "yes"}) is None
+    assert (
+        read_hide({"hideSummarisedMessages": True}) is True
+        and read_hide({"hideSummarisedMessages": "yes"}) is None
+    )
 
 
 def test_why_an_entry_is_held_goes_with_it_and_comes_back_held():
-    held = FileEntry("", "I would rather not say.", 0, 0, active=False, awaiting_review=True,
-                     review_reason="It mentions none of the names, places or words of the messages it covers.")
+    held = FileEntry(
+        "",
+        "I would rather not say.",
+        0,
+        0,
+        active=False,
+        awaiting_review=True,
+        review_reason="It mentions none of the names, places or words of the messages it covers.",
+    )
     written = write_entries([held, FileEntry("", "Kept.", 1, 1, review_reason="ignored: not held")])
     assert written[0]["reviewReason"] == held.review_reason and "reviewReason" not in written[1]
     back, _ = read_entries({"summaryEntries": written}, line_count=2, **LIMITS)

@@ -5,7 +5,9 @@ import pytest
 from app.chats.core.window import batch_size, fit_window, plan_window
 
 
-@pytest.mark.parametrize(("limit", "batch"), [(80, 24), (20, 6), (100, 30), (25, 6), (21, 6), (30, 8), (50, 14)])
+@pytest.mark.parametrize(
+    ("limit", "batch"), [(80, 24), (20, 6), (100, 30), (25, 6), (21, 6), (30, 8), (50, 14)]
+)
 def test_batch_is_30_percent_rounded_down_to_even(limit, batch):
     assert batch_size(limit) == batch
 

@@ -343,7 +343,9 @@ def _card_from_png(raw: bytes) -> CardData:
             payload = base64.b64decode(found[keyword].strip() + "==")
             obj = _decode_json_text(payload)
         except JsonTooDeep as exc:
-            first_error = first_error or CardError(f"The '{keyword}' character data inside this PNG was refused: {exc}.")
+            first_error = first_error or CardError(
+                f"The '{keyword}' character data inside this PNG was refused: {exc}."
+            )
             continue
         except (binascii.Error, ValueError) as exc:
             logger.warning("PNG card chunk %r is not base64 JSON: %s", keyword, exc)

@@ -26,8 +26,16 @@ from app.platform.core.downloads import safe_stem
 MAX_CHAT_NAME = 200
 _EXTENSIONS = (".jsonl", ".json", ".txt")
 # Format characters that reorder or hide text: a name shown in the chat list must read as it is stored.
-_HIDDEN = {"\u200b", "\u200e", "\u200f", "\u2028", "\u2029", "\ufeff", *map(chr, range(0x202A, 0x202F)),
-           *map(chr, range(0x2066, 0x206A))}  # fmt: skip
+_HIDDEN = {
+    "\u200b",
+    "\u200e",
+    "\u200f",
+    "\u2028",
+    "\u2029",
+    "\ufeff",
+    *map(chr, range(0x202A, 0x202F)),
+    *map(chr, range(0x2066, 0x206A)),
+}
 
 
 def clean_name(text: str | None) -> str:
@@ -36,7 +44,8 @@ def clean_name(text: str | None) -> str:
     if not text:
         return ""
     kept = "".join(
-        " " if ch.isspace() else "" if unicodedata.category(ch) == "Cc" or ch in _HIDDEN else ch for ch in text
+        " " if ch.isspace() else "" if unicodedata.category(ch) == "Cc" or ch in _HIDDEN else ch
+        for ch in text
     )
     name = " ".join(kept.split())
     if len(name) > MAX_CHAT_NAME:
@@ -87,10 +96,14 @@ def _count(n: int, one: str, many: str) -> str:
 
 
 def import_sentence(messages: int, summaries: int, lorebooks: int) -> str:
-    """"Imported 160 messages (3 summaries, 2 lorebooks attached)."; zero parts left out."""
+    """ "Imported 160 messages (3 summaries, 2 lorebooks attached)."; zero parts left out."""
     extra = []
     if summaries:
         extra.append(_count(summaries, "summary", "summaries"))
     if lorebooks:
         extra.append(_count(lorebooks, "lorebook", "lorebooks") + " attached")
-    return f"Imported {_count(messages, 'message', 'messages')}" + (f" ({', '.join(extra)})" if extra else "") + "."
+    return (
+        f"Imported {_count(messages, 'message', 'messages')}"
+        + (f" ({', '.join(extra)})" if extra else "")
+        + "."
+    )

@@ -265,7 +265,9 @@ def parse_chat_jsonl(raw: bytes) -> StChat:
                 header = obj
                 continue
         if len(messages) >= MAX_IMPORT_MESSAGES:
-            raise ChatImportError(f"The chat has more than {MAX_IMPORT_MESSAGES:,} messages; larger chats are refused.")
+            raise ChatImportError(
+                f"The chat has more than {MAX_IMPORT_MESSAGES:,} messages; larger chats are refused."
+            )
         messages.append(_message_from_line(obj, line_no))
 
     if not header and not messages:

@@ -85,8 +85,10 @@ def _may_become_tag(tail: str, *, openers: bool) -> bool:
         return True
     if low.startswith("</"):
         body = low[2:]
-        return any(name.startswith(body) or (body.startswith(name) and _SPACE.fullmatch(body, len(name)) is not None)
-                   for name in _NAMES)  # fmt: skip
+        return any(
+            name.startswith(body) or (body.startswith(name) and _SPACE.fullmatch(body, len(name)) is not None)
+            for name in _NAMES
+        )
     if not openers:
         return False
     body = low[1:]
@@ -94,8 +96,13 @@ def _may_become_tag(tail: str, *, openers: bool) -> bool:
         if name.startswith(body):
             return True
         rest = body[len(name) :]
-        if (body.startswith(name) and len(rest) <= MAX_ATTRIBUTES and "<" not in rest and ">" not in rest
-                and not _WORD.match(rest)):  # fmt: skip
+        if (
+            body.startswith(name)
+            and len(rest) <= MAX_ATTRIBUTES
+            and "<" not in rest
+            and ">" not in rest
+            and not _WORD.match(rest)
+        ):
             return True
     return False
 

@@ -33,7 +33,7 @@ PRESETS: tuple[Preset, ...] = (
            hint="Start the local server in LM Studio's Developer tab."),
     Preset("custom", "Other OpenAI-compatible", "openai", "", "", False, 8192,
            hint="vLLM, proxies, anything that speaks /v1/chat/completions."),
-)  # fmt: skip
+)  # fmt: skip # a table: one preset per row
 
 PRESETS_BY_ID = {p.id: p for p in PRESETS}
 LOCAL_PRESET_BY_PORT = {11434: "ollama", 8080: "llamacpp", 5001: "koboldcpp", 1234: "lmstudio"}

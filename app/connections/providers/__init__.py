@@ -25,7 +25,9 @@ def get_provider(kind: str) -> Provider:
         ) from None
 
 
-def complete_chat_blocking(config: ProviderConfig, messages: list[dict[str, Any]], params: GenerationParams) -> Completion:
+def complete_chat_blocking(
+    config: ProviderConfig, messages: list[dict[str, Any]], params: GenerationParams
+) -> Completion:
     """A whole reply, asked from a worker thread (background summaries, scene checks and recaps) on a
     loop of its own. The loop's pooled clients are closed with it: left open, their connections would
     hold a socket each until the garbage collector came by (hundreds over a day of background work)."""

@@ -46,9 +46,9 @@ def _ssl_context() -> ssl.SSLContext:
 # One pooled client per event loop and timeout setting: keep-alive connections to a provider are
 # reused from reply to reply, which saves a TCP (and for remote providers a TLS) handshake on every
 # message. Weak keys, because tests and tools run several short-lived loops.
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[float, float], httpx.AsyncClient]] = (
-    weakref.WeakKeyDictionary()
-)
+_clients: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[float, float], httpx.AsyncClient]
+] = weakref.WeakKeyDictionary()
 
 
 def shared_client(config: ProviderConfig) -> httpx.AsyncClient:

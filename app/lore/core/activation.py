@@ -323,7 +323,9 @@ class _Scan:
         # the first entry admitted; the other neither fires nor counts against a budget.
         first = self.sent.get(same_text(text))
         if first is not None:
-            self.result.rejected.append(RejectedEntry(entry, book, self.matched_keys(c.key), SAME_TEXT, depth, first))
+            self.result.rejected.append(
+                RejectedEntry(entry, book, self.matched_keys(c.key), SAME_TEXT, depth, first)
+            )
             return
         tokens = self.count(text)
         budget, chat_budget = max(book.token_budget, 0), max(self.request.chat_token_budget, 0)
@@ -475,6 +477,12 @@ def scan_text(
     """The keyword test panel: scan `text` as if it were the chat's newest message, with no timed
     state and every delay already passed, so the answer is about the keys and the budgets."""
     past_delays = max((e.delay for e in entries), default=0) + 1
-    request = ScanRequest(messages=(text,), books=books, entries=entries, chat_token_budget=chat_token_budget,
-                          message_count=past_delays, seed=seed)  # fmt: skip
+    request = ScanRequest(
+        messages=(text,),
+        books=books,
+        entries=entries,
+        chat_token_budget=chat_token_budget,
+        message_count=past_delays,
+        seed=seed,
+    )
     return scan(request, count=count, render=render or (lambda e: e.content), compiled=compiled)

@@ -58,8 +58,17 @@ ST, CARD, MARINARA = "sillytavern", "character_book", "marinara"
 _MISSING = "__missing__"  # known keys the file did not write
 _ORDER = "__order__"  # the file's key order, when it differs from ours
 
-_BOOK_SETTINGS = ("description", "scan_depth", "token_budget", "entry_limit", "recursive", "max_depth",
-                  "case_sensitive", "match_whole_words", "use_group_scoring")  # fmt: skip
+_BOOK_SETTINGS = (
+    "description",
+    "scan_depth",
+    "token_budget",
+    "entry_limit",
+    "recursive",
+    "max_depth",
+    "case_sensitive",
+    "match_whole_words",
+    "use_group_scoring",
+)
 BOOK_DEFAULTS = LoreBook(id=0, name="")
 
 
@@ -102,8 +111,10 @@ class Fields:
     def content(self, key: str) -> str:
         value = self.text(key)
         if len(value) > MAX_CONTENT_CHARS:
-            raise LoreFileError(f"{self.where} has {len(value):,} characters of content; "
-                                f"at most {MAX_CONTENT_CHARS:,} are accepted per entry.")  # fmt: skip
+            raise LoreFileError(
+                f"{self.where} has {len(value):,} characters of content; "
+                f"at most {MAX_CONTENT_CHARS:,} are accepted per entry."
+            )
         return value
 
     def maybe_flag(self, key: str) -> bool | None:
@@ -132,7 +143,9 @@ class Fields:
         if not isinstance(value, int | float) or not math.isfinite(value):
             raise self.fail(key, "a number")
         if abs(value) > MAX_FILE_NUMBER:
-            raise LoreFileError(f"{self.where}: '{key}' is {value:,.0f}; a lorebook's numbers go up to {MAX_FILE_NUMBER:,}.")
+            raise LoreFileError(
+                f"{self.where}: '{key}' is {value:,.0f}; a lorebook's numbers go up to {MAX_FILE_NUMBER:,}."
+            )
         return int(value)
 
     def number(self, key: str, default: int, low: int | None = None, high: int | None = None) -> int:
@@ -167,8 +180,10 @@ class Fields:
                 raise self.fail(key, "a list of keywords")
             item = str(item)
             if len(item) > MAX_KEY_CHARS:
-                raise LoreFileError(f"{self.where} has a keyword of {len(item):,} characters; "
-                                    f"at most {MAX_KEY_CHARS:,} are accepted.")  # fmt: skip
+                raise LoreFileError(
+                    f"{self.where} has a keyword of {len(item):,} characters; "
+                    f"at most {MAX_KEY_CHARS:,} are accepted."
+                )
             out.append(item)
         return tuple(out)
 

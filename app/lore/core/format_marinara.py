@@ -49,12 +49,49 @@ _MARINARA_LOGIC_IN = {
 _MARINARA_LOGIC = {"and_any": "and", "and_all": "and_all", "not_any": "not", "not_all": "not_all"}
 _MARINARA_POSITION = {"before_char": 0, "after_char": 1, "at_depth": 2}
 
-_MARINARA_ORDER = ("id", "lorebookId", "folderId", "name", "content", "description", "keys", "secondaryKeys",
-                   "enabled", "constant", "selective", "selectiveLogic", "probability", "scanDepth", "matchWholeWords",
-                   "caseSensitive", "useRegex", "position", "depth", "order", "role", "sticky", "cooldown", "delay",
-                   "group", "groupWeight", "preventRecursion", "excludeRecursion", "delayUntilRecursion", "sugo")  # fmt: skip
-_MARINARA_BOOK_ORDER = ("id", "name", "description", "scanDepth", "tokenBudget", "recursiveScanning",
-                        "maxRecursionDepth", "entryLimit", "sugo")  # fmt: skip
+_MARINARA_ORDER = (
+    "id",
+    "lorebookId",
+    "folderId",
+    "name",
+    "content",
+    "description",
+    "keys",
+    "secondaryKeys",
+    "enabled",
+    "constant",
+    "selective",
+    "selectiveLogic",
+    "probability",
+    "scanDepth",
+    "matchWholeWords",
+    "caseSensitive",
+    "useRegex",
+    "position",
+    "depth",
+    "order",
+    "role",
+    "sticky",
+    "cooldown",
+    "delay",
+    "group",
+    "groupWeight",
+    "preventRecursion",
+    "excludeRecursion",
+    "delayUntilRecursion",
+    "sugo",
+)
+_MARINARA_BOOK_ORDER = (
+    "id",
+    "name",
+    "description",
+    "scanDepth",
+    "tokenBudget",
+    "recursiveScanning",
+    "maxRecursionDepth",
+    "entryLimit",
+    "sugo",
+)
 
 
 def _wrap_regex(pattern: str, case_sensitive: bool) -> str:
@@ -80,21 +117,35 @@ def _marinara_values(raw: dict[str, Any], where: str) -> dict[str, Any]:
     )
     probability = f.maybe_number("probability")
     return dict(
-        title=f.text("name"), content=f.content("content"), keys=keys, secondary_keys=secondary,
-        selective_logic=_MARINARA_LOGIC_IN.get(logic, "and_any"), case_sensitive=case_sensitive,
-        match_whole_words=f.maybe_flag("matchWholeWords"), constant=f.flag("constant", False),
-        enabled=f.flag("enabled", True), order=f.number("order", 100),
-        position=position if position in POSITIONS else "before_char", depth=f.number("depth", 4, 0),
-        role=read_role(raw.get("role")), probability=100 if probability is None else max(0, min(100, probability)),
-        use_probability=sugo.flag("use_probability", True), scan_depth=read_scan_depth(f.maybe_number("scanDepth")),
-        sticky=f.number("sticky", 0, 0), cooldown=f.number("cooldown", 0, 0), delay=f.number("delay", 0, 0),
-        group=f.text("group"), group_weight=f.number("groupWeight", 100, 0),
+        title=f.text("name"),
+        content=f.content("content"),
+        keys=keys,
+        secondary_keys=secondary,
+        selective_logic=_MARINARA_LOGIC_IN.get(logic, "and_any"),
+        case_sensitive=case_sensitive,
+        match_whole_words=f.maybe_flag("matchWholeWords"),
+        constant=f.flag("constant", False),
+        enabled=f.flag("enabled", True),
+        order=f.number("order", 100),
+        position=position if position in POSITIONS else "before_char",
+        depth=f.number("depth", 4, 0),
+        role=read_role(raw.get("role")),
+        probability=100 if probability is None else max(0, min(100, probability)),
+        use_probability=sugo.flag("use_probability", True),
+        scan_depth=read_scan_depth(f.maybe_number("scanDepth")),
+        sticky=f.number("sticky", 0, 0),
+        cooldown=f.number("cooldown", 0, 0),
+        delay=f.number("delay", 0, 0),
+        group=f.text("group"),
+        group_weight=f.number("groupWeight", 100, 0),
         group_override=sugo.flag("group_override", False),
         # Without the field, Sugo's default (off), as the spec's Recursion switch; with it, its opposite.
         recursion="preventRecursion" in raw and not f.flag("preventRecursion", True),
-        exclude_recursion=f.flag("excludeRecursion", False), delay_until_recursion=f.level("delayUntilRecursion"),
-        selective=f.flag("selective", False), use_group_scoring=sugo.maybe_flag("use_group_scoring"),
-    )  # fmt: skip
+        exclude_recursion=f.flag("excludeRecursion", False),
+        delay_until_recursion=f.level("delayUntilRecursion"),
+        selective=f.flag("selective", False),
+        use_group_scoring=sugo.maybe_flag("use_group_scoring"),
+    )
 
 
 def _marinara_keys(e: LoreEntry, case_sensitive: bool) -> tuple[bool, list[str], list[str]]:
@@ -121,18 +172,39 @@ def _marinara_doc(e: LoreEntry, book: LoreBook) -> dict[str, Any]:
     whole_words = book.match_whole_words if e.match_whole_words is None else e.match_whole_words
     use_regex, keys, secondary = _marinara_keys(e, case_sensitive)
     doc = {
-        "id": str(e.id), "name": e.title, "content": e.content, "keys": keys, "secondaryKeys": secondary,
-        "enabled": e.enabled, "constant": e.constant, "selective": e.selective,
-        "selectiveLogic": _MARINARA_LOGIC.get(e.selective_logic, "and"), "probability": e.probability,
-        "scanDepth": e.scan_depth, "matchWholeWords": whole_words, "caseSensitive": case_sensitive,
-        "useRegex": use_regex, "position": _MARINARA_POSITION.get(e.position, 1 if "after" in e.position else 0),
-        "depth": e.depth, "order": e.order, "role": e.role, "sticky": e.sticky, "cooldown": e.cooldown,
-        "delay": e.delay, "group": e.group, "groupWeight": e.group_weight, "preventRecursion": not e.recursion,
-        "excludeRecursion": e.exclude_recursion, "delayUntilRecursion": e.delay_until_recursion or False,
-    }  # fmt: skip
-    sugo = {"position": e.position if e.position not in _MARINARA_POSITION else None,
-            "use_probability": e.use_probability if not e.use_probability else None,
-            "group_override": e.group_override or None, "use_group_scoring": e.use_group_scoring}  # fmt: skip
+        "id": str(e.id),
+        "name": e.title,
+        "content": e.content,
+        "keys": keys,
+        "secondaryKeys": secondary,
+        "enabled": e.enabled,
+        "constant": e.constant,
+        "selective": e.selective,
+        "selectiveLogic": _MARINARA_LOGIC.get(e.selective_logic, "and"),
+        "probability": e.probability,
+        "scanDepth": e.scan_depth,
+        "matchWholeWords": whole_words,
+        "caseSensitive": case_sensitive,
+        "useRegex": use_regex,
+        "position": _MARINARA_POSITION.get(e.position, 1 if "after" in e.position else 0),
+        "depth": e.depth,
+        "order": e.order,
+        "role": e.role,
+        "sticky": e.sticky,
+        "cooldown": e.cooldown,
+        "delay": e.delay,
+        "group": e.group,
+        "groupWeight": e.group_weight,
+        "preventRecursion": not e.recursion,
+        "excludeRecursion": e.exclude_recursion,
+        "delayUntilRecursion": e.delay_until_recursion or False,
+    }
+    sugo = {
+        "position": e.position if e.position not in _MARINARA_POSITION else None,
+        "use_probability": e.use_probability if not e.use_probability else None,
+        "group_override": e.group_override or None,
+        "use_group_scoring": e.use_group_scoring,
+    }
     if sugo := {k: v for k, v in sugo.items() if v is not None}:
         doc["sugo"] = sugo
     return doc
@@ -144,20 +216,27 @@ _MARINARA_NATIVE = ("description", "scan_depth", "token_budget", "recursive", "m
 def _marinara_book_values(raw: dict[str, Any]) -> dict[str, Any]:
     f, d = Fields(raw, "The lorebook"), BOOK_DEFAULTS
     values = {
-        "name": f.text("name"), "description": f.text("description"),
+        "name": f.text("name"),
+        "description": f.text("description"),
         "scan_depth": f.number("scanDepth", d.scan_depth, 0, MAX_SCAN_DEPTH),
         "token_budget": f.number("tokenBudget", d.token_budget, 0),
         "recursive": f.flag("recursiveScanning", d.recursive),
         "max_depth": f.number("maxRecursionDepth", d.max_depth, 1, 10),
         "entry_limit": f.number("entryLimit", d.entry_limit, 1, 1000),
-    }  # fmt: skip
+    }
     return read_sugo_book(values, f.sugo(), "The lorebook")
 
 
 def _marinara_book_doc(book: LoreBook) -> dict[str, Any]:
-    doc = {"name": book.name, "description": book.description, "scanDepth": book.scan_depth,
-           "tokenBudget": book.token_budget, "recursiveScanning": book.recursive, "maxRecursionDepth": book.max_depth,
-           "entryLimit": book.entry_limit}  # fmt: skip
+    doc = {
+        "name": book.name,
+        "description": book.description,
+        "scanDepth": book.scan_depth,
+        "tokenBudget": book.token_budget,
+        "recursiveScanning": book.recursive,
+        "maxRecursionDepth": book.max_depth,
+        "entryLimit": book.entry_limit,
+    }
     if sugo := sugo_book(book, _MARINARA_NATIVE):
         doc["sugo"] = sugo
     return doc
@@ -206,11 +285,21 @@ def export_marinara_lorebook(
     docs = []
     for e in entries:
         values = values_of_entry(e)
-        docs.append(restore(_marinara_doc(e, book), kept_for(e, MARINARA), _MARINARA_ORDER,
-                            lambda d, v=values: _marinara_values(d, "entry") == v))  # fmt: skip
+        docs.append(
+            restore(
+                _marinara_doc(e, book),
+                kept_for(e, MARINARA),
+                _MARINARA_ORDER,
+                lambda d, v=values: _marinara_values(d, "entry") == v,
+            )
+        )
     book_values = values_of_book(book)
-    row = restore(_marinara_book_doc(book), kept_for(book, MARINARA), _MARINARA_BOOK_ORDER,
-                  lambda d: _marinara_book_values(d) == book_values)  # fmt: skip
+    row = restore(
+        _marinara_book_doc(book),
+        kept_for(book, MARINARA),
+        _MARINARA_BOOK_ORDER,
+        lambda d: _marinara_book_values(d) == book_values,
+    )
     others = book.extra.get("marinara_data") if isinstance(book.extra, dict) else None
     data = {
         "lorebook": row,

@@ -47,14 +47,50 @@ ST_LOGIC = ("and_any", "not_all", "not_any", "and_all")  # selectiveLogic 0..3
 ST_POSITION = {"before_char": 0, "after_char": 1, "at_depth": 4, "before_examples": 5, "after_examples": 6}
 # 2/3 (above/below the Author's Note) sit in the chat at the note's depth: the nearest Sugo place.
 # 7 (an outlet, pulled by a macro) has no Sugo place; it keeps its number for the way back.
-ST_POSITION_IN = {0: "before_char", 1: "after_char", 2: "at_depth", 3: "at_depth", 4: "at_depth",
-                  5: "before_examples", 6: "after_examples"}  # fmt: skip
+ST_POSITION_IN = {
+    0: "before_char",
+    1: "after_char",
+    2: "at_depth",
+    3: "at_depth",
+    4: "at_depth",
+    5: "before_examples",
+    6: "after_examples",
+}
 
-_ST_ORDER = ("uid", "key", "keysecondary", "comment", "content", "constant", "selective", "selectiveLogic", "order",
-             "position", "disable", "displayIndex", "addMemo", "group", "groupOverride", "groupWeight", "sticky",
-             "cooldown", "delay", "probability", "depth", "useProbability", "role", "vectorized", "excludeRecursion",
-             "preventRecursion", "delayUntilRecursion", "scanDepth", "caseSensitive", "matchWholeWords",
-             "useGroupScoring", "automationId")  # fmt: skip
+_ST_ORDER = (
+    "uid",
+    "key",
+    "keysecondary",
+    "comment",
+    "content",
+    "constant",
+    "selective",
+    "selectiveLogic",
+    "order",
+    "position",
+    "disable",
+    "displayIndex",
+    "addMemo",
+    "group",
+    "groupOverride",
+    "groupWeight",
+    "sticky",
+    "cooldown",
+    "delay",
+    "probability",
+    "depth",
+    "useProbability",
+    "role",
+    "vectorized",
+    "excludeRecursion",
+    "preventRecursion",
+    "delayUntilRecursion",
+    "scanDepth",
+    "caseSensitive",
+    "matchWholeWords",
+    "useGroupScoring",
+    "automationId",
+)
 
 
 # SillyTavern fields Sugo does not model, as World Info and as a card's extensions spell them
@@ -67,7 +103,7 @@ _ST_CARD_EXTRAS = {
     "matchCharacterPersonality": "match_character_personality",
     "matchCharacterDepthPrompt": "match_character_depth_prompt", "matchScenario": "match_scenario",
     "matchCreatorNotes": "match_creator_notes",
-}  # fmt: skip
+}  # fmt: skip # a table: SillyTavern's field names to a card's, in rows
 
 
 def kept_or_converted(entry: LoreEntry, namespace: str) -> dict[str, Any]:
@@ -89,36 +125,69 @@ def _st_values(raw: dict[str, Any], where: str) -> dict[str, Any]:
     logic = f.number("selectiveLogic", 0)
     position = f.maybe_number("position")
     return dict(
-        title=f.text("comment"), content=f.content("content"), keys=f.keys("key"), secondary_keys=f.keys("keysecondary"),
+        title=f.text("comment"),
+        content=f.content("content"),
+        keys=f.keys("key"),
+        secondary_keys=f.keys("keysecondary"),
         selective_logic=ST_LOGIC[logic] if 0 <= logic < len(ST_LOGIC) else "and_any",
-        case_sensitive=f.maybe_flag("caseSensitive"), match_whole_words=f.maybe_flag("matchWholeWords"),
-        constant=f.flag("constant", False), enabled=not f.flag("disable", False), order=f.number("order", 100),
+        case_sensitive=f.maybe_flag("caseSensitive"),
+        match_whole_words=f.maybe_flag("matchWholeWords"),
+        constant=f.flag("constant", False),
+        enabled=not f.flag("disable", False),
+        order=f.number("order", 100),
         position=ST_POSITION_IN.get(position if position is not None else 0, "before_char"),
-        depth=f.number("depth", 4, 0), role=read_role(raw.get("role")), probability=f.number("probability", 100, 0, 100),
-        use_probability=f.flag("useProbability", True), scan_depth=read_scan_depth(f.maybe_number("scanDepth")),
-        sticky=f.number("sticky", 0, 0), cooldown=f.number("cooldown", 0, 0), delay=f.number("delay", 0, 0),
-        group=f.text("group"), group_weight=f.number("groupWeight", 100, 0), group_override=f.flag("groupOverride", False),
-        recursion=not f.flag("preventRecursion", False), exclude_recursion=f.flag("excludeRecursion", False),
-        delay_until_recursion=f.level("delayUntilRecursion"), selective=f.flag("selective", True),
+        depth=f.number("depth", 4, 0),
+        role=read_role(raw.get("role")),
+        probability=f.number("probability", 100, 0, 100),
+        use_probability=f.flag("useProbability", True),
+        scan_depth=read_scan_depth(f.maybe_number("scanDepth")),
+        sticky=f.number("sticky", 0, 0),
+        cooldown=f.number("cooldown", 0, 0),
+        delay=f.number("delay", 0, 0),
+        group=f.text("group"),
+        group_weight=f.number("groupWeight", 100, 0),
+        group_override=f.flag("groupOverride", False),
+        recursion=not f.flag("preventRecursion", False),
+        exclude_recursion=f.flag("excludeRecursion", False),
+        delay_until_recursion=f.level("delayUntilRecursion"),
+        selective=f.flag("selective", True),
         use_group_scoring=f.maybe_flag("useGroupScoring"),
-    )  # fmt: skip
+    )
 
 
 def _st_doc(e: LoreEntry) -> dict[str, Any]:
     position = ST_POSITION.get(e.position, 0)
     return {
-        "uid": e.id, "key": list(e.keys), "keysecondary": list(e.secondary_keys), "comment": e.title,
-        "content": e.content, "constant": e.constant, "selective": e.selective,
+        "uid": e.id,
+        "key": list(e.keys),
+        "keysecondary": list(e.secondary_keys),
+        "comment": e.title,
+        "content": e.content,
+        "constant": e.constant,
+        "selective": e.selective,
         "selectiveLogic": ST_LOGIC.index(e.selective_logic) if e.selective_logic in ST_LOGIC else 0,
-        "order": e.order, "position": position, "disable": not e.enabled, "group": e.group,
-        "groupOverride": e.group_override, "groupWeight": e.group_weight, "sticky": e.sticky, "cooldown": e.cooldown,
-        "delay": e.delay, "probability": e.probability, "depth": e.depth, "useProbability": e.use_probability,
+        "order": e.order,
+        "position": position,
+        "disable": not e.enabled,
+        "group": e.group,
+        "groupOverride": e.group_override,
+        "groupWeight": e.group_weight,
+        "sticky": e.sticky,
+        "cooldown": e.cooldown,
+        "delay": e.delay,
+        "probability": e.probability,
+        "depth": e.depth,
+        "useProbability": e.use_probability,
         # SillyTavern writes no role for a system entry outside the chat.
         "role": None if e.role == "system" and position != 4 else role_index(e.role),
-        "excludeRecursion": e.exclude_recursion, "preventRecursion": not e.recursion,
-        "delayUntilRecursion": e.delay_until_recursion or False, "scanDepth": e.scan_depth,
-        "caseSensitive": e.case_sensitive, "matchWholeWords": e.match_whole_words, "useGroupScoring": e.use_group_scoring,
-    }  # fmt: skip
+        "excludeRecursion": e.exclude_recursion,
+        "preventRecursion": not e.recursion,
+        "delayUntilRecursion": e.delay_until_recursion or False,
+        "scanDepth": e.scan_depth,
+        "caseSensitive": e.case_sensitive,
+        "matchWholeWords": e.match_whole_words,
+        "useGroupScoring": e.use_group_scoring,
+    }
 
 
 def parse_world_info(doc: dict[str, Any], *, name: str) -> LoreFile:

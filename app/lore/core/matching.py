@@ -19,8 +19,17 @@ import re2
 
 from app.lore.core.entries import MAX_SCAN_DEPTH, KeyProblem, LoreBook, LoreEntry, clamp
 
-__all__ = ["CompiledBook", "Hit", "RegexKey", "RegexKeyError", "Segment", "compile_book", "parse_regex_key",
-           "regex_key_problem", "turn_off_unrunnable"]
+__all__ = [
+    "CompiledBook",
+    "Hit",
+    "RegexKey",
+    "RegexKeyError",
+    "Segment",
+    "compile_book",
+    "parse_regex_key",
+    "regex_key_problem",
+    "turn_off_unrunnable",
+]
 
 # Scripts written without spaces between words: a key containing them matches as a substring,
 # and their characters count as word boundaries for keys in other scripts (Thai, Lao, Myanmar,
@@ -337,7 +346,9 @@ def compile_book(book: LoreBook, entries: Sequence[LoreEntry]) -> CompiledBook:
                     pattern = parse_regex_key(key)
                 except RegexKeyError as err:
                     # Saves and imports refuse such keys; one stored before that is named here.
-                    problems.append(KeyProblem(entry.id, raw, f"not a valid regular expression: {err}; matched as text"))
+                    problems.append(
+                        KeyProblem(entry.id, raw, f"not a valid regular expression: {err}; matched as text")
+                    )
                     pattern = None
                 if pattern is not None:
                     matchers.add_regex(pattern, hit)
@@ -347,12 +358,15 @@ def compile_book(book: LoreBook, entries: Sequence[LoreEntry]) -> CompiledBook:
         scored = book.use_group_scoring if entry.use_group_scoring is None else entry.use_group_scoring
         slots.append(_Slot(entry, groups, secondary, scored))
     return CompiledBook(
-        book=book, entries=entries, slots=tuple(slots),
+        book=book,
+        entries=entries,
+        slots=tuple(slots),
         by_id={slot.entry.id: i for i, slot in reversed(list(enumerate(slots)))},
         constants=tuple(i for i, s in enumerate(slots) if s.entry.constant),
         delayed=tuple(i for i, s in enumerate(slots) if s.entry.delay_until_recursion > 0),
-        windows=tuple(sorted(windows.items())), problems=tuple(problems),
-    )  # fmt: skip
+        windows=tuple(sorted(windows.items())),
+        problems=tuple(problems),
+    )
 
 
 def turn_off_unrunnable(entries: Sequence[LoreEntry]) -> tuple[list[LoreEntry], list[str]]:
@@ -363,12 +377,16 @@ def turn_off_unrunnable(entries: Sequence[LoreEntry]) -> tuple[list[LoreEntry], 
     kept: list[LoreEntry] = []
     notes: list[str] = []
     for entry in entries:
-        problem = next(((k, p) for k in (*entry.keys, *entry.secondary_keys)
-                        if (p := regex_key_problem(k)) is not None), None)  # fmt: skip
+        problem = next(
+            ((k, p) for k in (*entry.keys, *entry.secondary_keys) if (p := regex_key_problem(k)) is not None),
+            None,
+        )
         if problem is None or not entry.enabled:
             kept.append(entry)
             continue
         kept.append(replace(entry, enabled=False))
         name = entry.title or (entry.keys[0] if entry.keys else f"#{entry.id}")
-        notes.append(f"Entry “{name}” was turned off: its key {problem[0].strip()} cannot be used, {problem[1]}.")
+        notes.append(
+            f"Entry “{name}” was turned off: its key {problem[0].strip()} cannot be used, {problem[1]}."
+        )
     return kept, notes

@@ -24,9 +24,18 @@ def _entry_print(entry: LoreEntry) -> list:
     # format spells its own way (SillyTavern's group scoring "use the global setting"...) differ
     # between a card's book and the same book as a World Info file.
     at_depth = entry.position == "at_depth"
-    return [entry.title.strip(), same_text(entry.content), [k.strip() for k in entry.keys],
-            [k.strip() for k in entry.secondary_keys], entry.selective_logic, entry.constant, entry.position,
-            entry.depth if at_depth else None, entry.role if at_depth else None, entry.order]  # fmt: skip
+    return [
+        entry.title.strip(),
+        same_text(entry.content),
+        [k.strip() for k in entry.keys],
+        [k.strip() for k in entry.secondary_keys],
+        entry.selective_logic,
+        entry.constant,
+        entry.position,
+        entry.depth if at_depth else None,
+        entry.role if at_depth else None,
+        entry.order,
+    ]
 
 
 def book_fingerprint(entries: Sequence[LoreEntry]) -> str | None:

@@ -95,8 +95,10 @@ def parse_lore_file(raw: bytes, *, name: str = "") -> LoreFile:
         return parse_character_book(data["character_book"], name=name)
     if isinstance(doc.get("entries"), list):
         return parse_character_book(doc, name=name)
-    raise LoreFileError('This is not a lorebook: expected SillyTavern World Info ({"entries": {...}}), '
-                        "a character card's character_book, or a Marinara lorebook export.")  # fmt: skip
+    raise LoreFileError(
+        'This is not a lorebook: expected SillyTavern World Info ({"entries": {...}}), '
+        "a character card's character_book, or a Marinara lorebook export."
+    )
 
 
 def encode_file(doc: dict[str, Any]) -> bytes:

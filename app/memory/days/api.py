@@ -60,23 +60,41 @@ def _write_status(services, chat_id: int, kind: str, on: date) -> WriteStatus:
     if run is None or run.key != conversation.item_key(kind, on):
         return WriteStatus(status="none", date=on)
     status = "running" if run.running else "failed" if run.failure else "done"
-    return WriteStatus(status=status, date=on, current=run.current, days_written=run.days_written,  # type: ignore[arg-type]
-                       result=run.result())  # fmt: skip
+    return WriteStatus(
+        status=status,
+        date=on,
+        current=run.current,
+        days_written=run.days_written,  # type: ignore[arg-type]
+        result=run.result(),
+    )
 
 
 def _read(row: DaySummary | WeekSummary) -> SummaryRead:
     on = row.day if isinstance(row, DaySummary) else row.week
-    return SummaryRead(date=on, summary=row.summary, key_details=row.key_details, origin=row.origin,  # type: ignore[arg-type]
-                       created_at=row.created_at, updated_at=row.updated_at)  # fmt: skip
+    return SummaryRead(
+        date=on,
+        summary=row.summary,
+        key_details=row.key_details,
+        origin=row.origin,  # type: ignore[arg-type]
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
 
 
 def _status(progress: day_runs.Progress | None) -> BackfillStatus:
     if progress is None:
         return BackfillStatus(status="none")
     status = "running" if progress.running else "stopped" if progress.stopped else "done"
-    return BackfillStatus(status=status, total=progress.total, done=progress.done, added=progress.added,  # type: ignore[arg-type]
-                          failed=progress.failed, remaining=progress.remaining, current=progress.current,
-                          result="" if progress.running else day_runs.result_sentence(progress))  # fmt: skip
+    return BackfillStatus(
+        status=status,
+        total=progress.total,
+        done=progress.done,
+        added=progress.added,  # type: ignore[arg-type]
+        failed=progress.failed,
+        remaining=progress.remaining,
+        current=progress.current,
+        result="" if progress.running else day_runs.result_sentence(progress),
+    )
 
 
 def _details(data: SummaryPatch) -> list[str] | None:
@@ -125,7 +143,9 @@ def stop_backfill(chat_id: int, services: ServicesDep) -> BackfillStatus:
 @router.patch("/{chat_id}/days/{day}")
 def update_day_summary(chat_id: int, day: date, data: SummaryPatch, session: SessionDep) -> SummaryRead:
     """Edit a day's summary or key details."""
-    return _read(conversation.update_day(session, chat_id, day, summary=data.summary, key_details=_details(data)))
+    return _read(
+        conversation.update_day(session, chat_id, day, summary=data.summary, key_details=_details(data))
+    )
 
 
 @router.delete("/{chat_id}/days/{day}", status_code=204)
@@ -137,8 +157,11 @@ def delete_day_summary(chat_id: int, day: date, session: SessionDep) -> None:
 @router.patch("/{chat_id}/weeks/{monday}")
 def update_week_summary(chat_id: int, monday: date, data: SummaryPatch, session: SessionDep) -> SummaryRead:
     """Edit a week's summary or key details."""
-    return _read(conversation.update_week(session, chat_id, _monday(monday), summary=data.summary,
-                                          key_details=_details(data)))  # fmt: skip
+    return _read(
+        conversation.update_week(
+            session, chat_id, _monday(monday), summary=data.summary, key_details=_details(data)
+        )
+    )
 
 
 @router.delete("/{chat_id}/weeks/{monday}", status_code=204)

@@ -50,7 +50,9 @@ class DayFailure(SQLModel, table=True):
     scheduled job may try again. Deleted when the summary is saved."""
 
     __tablename__ = "summary_day_failure"
-    __table_args__ = (UniqueConstraint("chat_id", "kind", "day", name="uq_summary_day_failure_chat_kind_day"),)
+    __table_args__ = (
+        UniqueConstraint("chat_id", "kind", "day", name="uq_summary_day_failure_chat_kind_day"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     chat_id: int = Field(foreign_key="chat.id", ondelete="CASCADE")

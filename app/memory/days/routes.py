@@ -28,30 +28,50 @@ router = APIRouter(include_in_schema=False)  # included by routes.py
 def _missing(request: Request, session: Session, chat_id: int, *, watch: bool = False) -> HTMLResponse:
     chat = conversation.conversation_chat(session, chat_id)
     engine = request.app.state.services.engine
-    return render(request, MISSING, {"chat": chat, "c": day_runs.panel_context(session, chat, engine=engine, watch=watch)})
+    return render(
+        request,
+        MISSING,
+        {"chat": chat, "c": day_runs.panel_context(session, chat, engine=engine, watch=watch)},
+    )
 
 
 def _context(request: Request, chat_id: int, **extra) -> dict:
-    return {"chat_id": chat_id, "saved": "", "saved_note": "", "deleted": "", "refused": None, "show_result": False,
-            "run": day_write.write_status(request.app.state.services, chat_id), **extra}  # fmt: skip
+    return {
+        "chat_id": chat_id,
+        "saved": "",
+        "saved_note": "",
+        "deleted": "",
+        "refused": None,
+        "show_result": False,
+        "run": day_write.write_status(request.app.state.services, chat_id),
+        **extra,
+    }
 
 
-def _edit(request: Request, session: Session, chat_id: int, *, changed: bool = False, **extra) -> HTMLResponse:
-    response = render(request, EDIT, {**_context(request, chat_id, **extra), **conversation.edit_context(session, chat_id)})
+def _edit(
+    request: Request, session: Session, chat_id: int, *, changed: bool = False, **extra
+) -> HTMLResponse:
+    response = render(
+        request, EDIT, {**_context(request, chat_id, **extra), **conversation.edit_context(session, chat_id)}
+    )
     if changed:
         response.headers.update(CHANGED)
     return response
 
 
-def _week(request: Request, session: Session, chat_id: int, on: date, *, changed: bool = False,
-          **extra) -> HTMLResponse:  # fmt: skip
+def _week(
+    request: Request, session: Session, chat_id: int, on: date, *, changed: bool = False, **extra
+) -> HTMLResponse:
     """One week of the window (the week `on` falls in), for Write now and its poll."""
     chat = conversation.conversation_chat(session, chat_id)
     found = conversation.week_items(session, chat, only=week_start(on))
     if not found:
         raise NotFound("The Edit Summaries window shows no such week: reopen it.")
-    response = render(request, WEEK, {**_context(request, chat_id, **extra), "w": found[0],
-                                      "week_span": conversation.WEEK_SPAN})  # fmt: skip
+    response = render(
+        request,
+        WEEK,
+        {**_context(request, chat_id, **extra), "w": found[0], "week_span": conversation.WEEK_SPAN},
+    )
     if changed:
         response.headers.update(CHANGED)
     return response
@@ -90,18 +110,31 @@ def _save(request: Request, form, session: Session, chat_id: int, kind: str, on:
     key = conversation.item_key(kind, on)
     # One field per key detail: a detail may hold line breaks.
     details = [v for v in form.getlist(f"k_{key}") if isinstance(v, str)]
-    changed = conversation.save_item(session, chat_id, kind, on, summary=forms.text(form, f"s_{key}"), key_details=details)
-    return _edit(request, session, chat_id, changed=changed, saved=key, saved_note="Saved." if changed else "No changes.")
+    changed = conversation.save_item(
+        session, chat_id, kind, on, summary=forms.text(form, f"s_{key}"), key_details=details
+    )
+    return _edit(
+        request,
+        session,
+        chat_id,
+        changed=changed,
+        saved=key,
+        saved_note="Saved." if changed else "No changes.",
+    )
 
 
 @router.post("/chats/{chat_id}/days/{on}/save")
-def save_day_summary_page(chat_id: int, on: date, request: Request, form: FormDep, session: SessionDep) -> HTMLResponse:
+def save_day_summary_page(
+    chat_id: int, on: date, request: Request, form: FormDep, session: SessionDep
+) -> HTMLResponse:
     """Save a day's Summary and Key Details (one field each)."""
     return _save(request, form, session, chat_id, "days", on)
 
 
 @router.post("/chats/{chat_id}/weeks/{on}/save")
-def save_week_summary_page(chat_id: int, on: date, request: Request, form: FormDep, session: SessionDep) -> HTMLResponse:
+def save_week_summary_page(
+    chat_id: int, on: date, request: Request, form: FormDep, session: SessionDep
+) -> HTMLResponse:
     """Save a week's Summary and Key Details (one field each)."""
     return _save(request, form, session, chat_id, "weeks", on)
 
@@ -128,7 +161,9 @@ def _write(request: Request, services, chat_id: int, kind: str, on: date) -> HTM
         with Session(services.engine) as session:
             return _week(request, session, chat_id, on, refused=(key, str(err)))
     with Session(services.engine) as session:
-        return _week(request, session, chat_id, on, show_result=True, changed=_ended(request, chat_id, kind, on))
+        return _week(
+            request, session, chat_id, on, show_result=True, changed=_ended(request, chat_id, kind, on)
+        )
 
 
 def _ended(request: Request, chat_id: int, kind: str, on: date) -> bool:
@@ -151,10 +186,14 @@ def write_week_summary_page(chat_id: int, on: date, request: Request, services: 
 @router.get("/chats/{chat_id}/days/{on}/write")
 def write_day_progress_page(chat_id: int, on: date, request: Request, session: SessionDep) -> HTMLResponse:
     """The week a day's Write now works in: the progress while it runs, the result once done."""
-    return _week(request, session, chat_id, on, show_result=True, changed=_ended(request, chat_id, "days", on))
+    return _week(
+        request, session, chat_id, on, show_result=True, changed=_ended(request, chat_id, "days", on)
+    )
 
 
 @router.get("/chats/{chat_id}/weeks/{on}/write")
 def write_week_progress_page(chat_id: int, on: date, request: Request, session: SessionDep) -> HTMLResponse:
     """The week a Write now works on: the progress while it runs, the result once done."""
-    return _week(request, session, chat_id, on, show_result=True, changed=_ended(request, chat_id, "weeks", on))
+    return _week(
+        request, session, chat_id, on, show_result=True, changed=_ended(request, chat_id, "weeks", on)
+    )

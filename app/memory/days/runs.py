@@ -87,7 +87,9 @@ def _key(engine: Engine, chat_id: int) -> tuple[str, int]:
     return (str(engine.url), chat_id)
 
 
-def ask(config: ProviderConfig, messages: list[dict], max_output_size: int) -> answers.DaySummary | answers.Failure:
+def ask(
+    config: ProviderConfig, messages: list[dict], max_output_size: int
+) -> answers.DaySummary | answers.Failure:
     """Ask for `{summary, keyDetails}`, once more with a doubled budget when the model ran out of room; a
     summary made only of refusal words (a refusal in JSON) is a failure (overlap.says_nothing)."""
     attempt = 0
@@ -98,8 +100,13 @@ def ask(config: ProviderConfig, messages: list[dict], max_output_size: int) -> a
             done = complete_chat_blocking(config, messages, params)
         except ProviderError as err:
             return answers.Failure("provider", str(err))
-        result = answers.read_day_summary(done.text or "", max_tokens=budget, count_tokens=count_tokens,
-                                          finish_reason=done.finish_reason, reasoning=done.reasoning)  # fmt: skip
+        result = answers.read_day_summary(
+            done.text or "",
+            max_tokens=budget,
+            count_tokens=count_tokens,
+            finish_reason=done.finish_reason,
+            reasoning=done.reasoning,
+        )
         if isinstance(result, answers.DaySummary):
             if overlap.says_nothing([result.summary, *result.key_details]):
                 return answers.Failure("off_topic", overlap.SAYS_NOTHING)
@@ -136,8 +143,9 @@ def _plan(session: Session, chat: Chat, limit: int) -> tuple[list[date], int]:
     assert chat.id is not None
     done_days = {r.day for r in day_rows(session, chat.id)}
     done_weeks = {r.week for r in week_rows(session, chat.id)}
-    found = days.missing_days([d.day for d in chat_days(session, chat)], done_days, done_weeks, today_of(chat),
-                              limit=limit)  # fmt: skip
+    found = days.missing_days(
+        [d.day for d in chat_days(session, chat)], done_days, done_weeks, today_of(chat), limit=limit
+    )
     return list(found.days), found.total
 
 
@@ -145,16 +153,22 @@ def _day_parts(session: Session, chat: Chat, day: date) -> list[str]:
     """The day's transcript (active swipes, hidden messages left out), in parts when it is long."""
     ids = next((d.message_ids for d in chat_days(session, chat) if d.day == day), ())
     rows = {m.id: m for m in session.exec(select(Message).where(col(Message.id).in_(ids)))}
-    return transcript_parts([TranscriptLine(rows[i].name or rows[i].role, _active_text(rows[i])) for i in ids if i in rows])
+    return transcript_parts(
+        [TranscriptLine(rows[i].name or rows[i].role, _active_text(rows[i])) for i in ids if i in rows]
+    )
 
 
 def _day_messages(day: date, text: str, part: tuple[int, int] | None = None) -> list[dict]:
     label = day_label(day) if part is None else f"{day_label(day)}, part {part[0]} of {part[1]}"
-    return [{"role": "system", "content": CONVERSATION_DAY_PROMPT}, {"role": "user", "content": f"[{label}]\n\n{text}"}]
+    return [
+        {"role": "system", "content": CONVERSATION_DAY_PROMPT},
+        {"role": "user", "content": f"[{label}]\n\n{text}"},
+    ]
 
 
-def _summarise_day(engine: Engine, config: ProviderConfig, chat_id: int, day: date, parts: list[str],
-                   max_output: int) -> tuple[bool, answers.Failure | None]:  # fmt: skip
+def _summarise_day(
+    engine: Engine, config: ProviderConfig, chat_id: int, day: date, parts: list[str], max_output: int
+) -> tuple[bool, answers.Failure | None]:
     """One request for a day, or one per part and one combining them; any failure fails the whole day."""
     if len(parts) == 1:
         return _one(engine, config, chat_id, "day", day, _day_messages(day, parts[0]), max_output)
@@ -170,7 +184,10 @@ def _summarise_day(engine: Engine, config: ProviderConfig, chat_id: int, day: da
             _save(engine, chat_id, "day", day, failure)
             return False, failure
         summaries.append((result.summary, result.key_details))
-    combine = [{"role": "system", "content": CONVERSATION_DAY_PARTS_PROMPT}, {"role": "user", "content": parts_input(summaries)}]
+    combine = [
+        {"role": "system", "content": CONVERSATION_DAY_PARTS_PROMPT},
+        {"role": "user", "content": parts_input(summaries)},
+    ]
     return _one(engine, config, chat_id, "day", day, combine, max_output)
 
 
@@ -182,8 +199,11 @@ def _active_text(msg: Message) -> str:
 
 
 def _record_failure(session: Session, chat_id: int, kind: str, day: date, reason: str) -> None:
-    row = session.exec(select(DayFailure).where(DayFailure.chat_id == chat_id, DayFailure.kind == kind,
-                                                DayFailure.day == day)).first()  # fmt: skip
+    row = session.exec(
+        select(DayFailure).where(
+            DayFailure.chat_id == chat_id, DayFailure.kind == kind, DayFailure.day == day
+        )
+    ).first()
     now = utcnow()
     if row is None:
         row = DayFailure(chat_id=chat_id, kind=kind, day=day, reason=reason, next_attempt_at=now)
@@ -195,19 +215,27 @@ def _record_failure(session: Session, chat_id: int, kind: str, day: date, reason
 
 
 def _clear_failure(session: Session, chat_id: int, kind: str, day: date) -> None:
-    row = session.exec(select(DayFailure).where(DayFailure.chat_id == chat_id, DayFailure.kind == kind,
-                                                DayFailure.day == day)).first()  # fmt: skip
+    row = session.exec(
+        select(DayFailure).where(
+            DayFailure.chat_id == chat_id, DayFailure.kind == kind, DayFailure.day == day
+        )
+    ).first()
     if row is not None:
         session.delete(row)
 
 
 def _waiting(session: Session, chat_id: int, kind: str, day: date) -> bool:
-    row = session.exec(select(DayFailure).where(DayFailure.chat_id == chat_id, DayFailure.kind == kind,
-                                                DayFailure.day == day)).first()  # fmt: skip
+    row = session.exec(
+        select(DayFailure).where(
+            DayFailure.chat_id == chat_id, DayFailure.kind == kind, DayFailure.day == day
+        )
+    ).first()
     return row is not None and as_utc(row.next_attempt_at) > utcnow()
 
 
-def _save(engine: Engine, chat_id: int, kind: str, day: date, result: answers.DaySummary | answers.Failure) -> bool:
+def _save(
+    engine: Engine, chat_id: int, kind: str, day: date, result: answers.DaySummary | answers.Failure
+) -> bool:
     """Keep the summary (or the failure); False when it failed or another run saved the same day first."""
     table = DaySummary if kind == "day" else WeekSummary
     with Session(engine) as session:
@@ -218,7 +246,9 @@ def _save(engine: Engine, chat_id: int, kind: str, day: date, result: answers.Da
             session.commit()
             return False
         values = {"day": day} if kind == "day" else {"week": day}
-        session.add(table(chat_id=chat_id, summary=result.summary, key_details=list(result.key_details), **values))
+        session.add(
+            table(chat_id=chat_id, summary=result.summary, key_details=list(result.key_details), **values)
+        )
         _clear_failure(session, chat_id, kind, day)
         try:
             session.commit()
@@ -228,8 +258,15 @@ def _save(engine: Engine, chat_id: int, kind: str, day: date, result: answers.Da
         return True
 
 
-def _one(engine: Engine, config: ProviderConfig, chat_id: int, kind: str, day: date, messages: list[dict],
-         max_output_size: int) -> tuple[bool, answers.Failure | None]:  # fmt: skip
+def _one(
+    engine: Engine,
+    config: ProviderConfig,
+    chat_id: int,
+    kind: str,
+    day: date,
+    messages: list[dict],
+    max_output_size: int,
+) -> tuple[bool, answers.Failure | None]:
     """Whether a summary was saved, and the failure if the model's answer was unusable."""
     try:
         result = ask(config, messages, max_output_size)
@@ -279,30 +316,53 @@ def _run(services: Services, chat_id: int, progress: Progress, *, limit: int, wa
         if failure is not None and failure.kind == "provider" and wait_for_backoff:
             return  # the provider is down or refusing: the scheduled run does not call it for every day
     if not progress.stop.is_set():
-        _consolidate(services, chat_id, config, max_output, wait_for_backoff=wait_for_backoff, progress=progress)
+        _consolidate(
+            services, chat_id, config, max_output, wait_for_backoff=wait_for_backoff, progress=progress
+        )
 
 
-def _consolidate(services: Services, chat_id: int, config: ProviderConfig, max_output: int, *,
-                 wait_for_backoff: bool, progress: Progress) -> None:  # fmt: skip
+def _consolidate(
+    services: Services,
+    chat_id: int,
+    config: ProviderConfig,
+    max_output: int,
+    *,
+    wait_for_backoff: bool,
+    progress: Progress,
+) -> None:
     engine = services.engine
     with Session(engine) as session:
         chat = session.get(Chat, chat_id)
         if chat is None:
             return
         dayrows = {r.day: r for r in day_rows(session, chat_id)}
-        ready = days.weeks_ready([d.day for d in chat_days(session, chat)], dayrows,
-                                 {r.week for r in week_rows(session, chat_id)}, today_of(chat))  # fmt: skip
+        ready = days.weeks_ready(
+            [d.day for d in chat_days(session, chat)],
+            dayrows,
+            {r.week for r in week_rows(session, chat_id)},
+            today_of(chat),
+        )
         if wait_for_backoff:
             ready = [w for w in ready if not _waiting(session, chat_id, "week", w)]
-        inputs = [(w, [(d, dayrows[d].summary, dayrows[d].key_details) for d in days.days_of_week(w, list(dayrows))])
-                  for w in ready[:JOB_DAYS]]  # fmt: skip
+        inputs = [
+            (
+                w,
+                [
+                    (d, dayrows[d].summary, dayrows[d].key_details)
+                    for d in days.days_of_week(w, list(dayrows))
+                ],
+            )
+            for w in ready[:JOB_DAYS]
+        ]
     for monday, week_days in inputs:
         if progress.stop.is_set():
             progress.stopped = True
             return
         progress.current = f"Consolidating the week of {week_label(monday)}"
-        messages = [{"role": "system", "content": CONVERSATION_WEEK_PROMPT},
-                    {"role": "user", "content": week_input(week_days)}]  # fmt: skip
+        messages = [
+            {"role": "system", "content": CONVERSATION_WEEK_PROMPT},
+            {"role": "user", "content": week_input(week_days)},
+        ]
         _saved, failure = _one(engine, config, chat_id, "week", monday, messages, max_output)
         if failure is not None and failure.kind == "provider" and wait_for_backoff:
             return
@@ -321,7 +381,7 @@ def summarize_chat(services: Services, chat_id: int) -> None:
 
 
 def summarize_conversations(services: Services) -> None:
-    """"summaries.conversation_days": every Conversation chat's finished days, a few per run."""
+    """ "summaries.conversation_days": every Conversation chat's finished days, a few per run."""
     with Session(services.engine) as session:
         ids = list(session.exec(select(Chat.id).where(Chat.mode == "conversation")))
     for chat_id in ids:
@@ -331,8 +391,9 @@ def summarize_conversations(services: Services) -> None:
             log.exception("day summaries failed for chat %s", chat_id)
 
 
-def start_backfill(services: Services, chat_id: int, *, limit: int = days.BACKFILL_DAYS,
-                   run_id: int | None = None) -> Progress:  # fmt: skip
+def start_backfill(
+    services: Services, chat_id: int, *, limit: int = days.BACKFILL_DAYS, run_id: int | None = None
+) -> Progress:
     """Summarise up to `limit` of the newest missing days now, in a thread (`run_id`: the run a restart
     cut short, resumed)."""
     engine = services.engine
@@ -373,8 +434,12 @@ def stop_backfill(services: Services, chat_id: int) -> Progress:
 
 
 def _latest(session: Session, chat_id: int) -> SummaryRun | None:
-    return session.exec(select(SummaryRun).where(SummaryRun.chat_id == chat_id, SummaryRun.kind == "days")
-                        .order_by(col(SummaryRun.id).desc()).limit(1)).first()  # fmt: skip
+    return session.exec(
+        select(SummaryRun)
+        .where(SummaryRun.chat_id == chat_id, SummaryRun.kind == "days")
+        .order_by(col(SummaryRun.id).desc())
+        .limit(1)
+    ).first()
 
 
 def _record_start(engine: Engine, chat_id: int, limit: int, run_id: int | None) -> int:
@@ -402,8 +467,12 @@ def resume_backfills(services: Services) -> int:
     engine = services.engine
     settled = 0
     with Session(engine) as session:
-        rows = [(r.id or 0, r.chat_id, r.total, r.stop_requested) for r in session.exec(
-            select(SummaryRun).where(SummaryRun.kind == "days", SummaryRun.status == "running"))]  # fmt: skip
+        rows = [
+            (r.id or 0, r.chat_id, r.total, r.stop_requested)
+            for r in session.exec(
+                select(SummaryRun).where(SummaryRun.kind == "days", SummaryRun.status == "running")
+            )
+        ]
     for run_id, chat_id, total, stop_asked in rows:
         if services.claims.day_summaries.held(chat_id):
             continue  # a thread works the chat's days now, and ends the run when it is done
@@ -435,7 +504,9 @@ def result_sentence(progress: Progress) -> str:
         return "No missing summaries found."
     parts = [f"Added {progress.added} {'summary' if progress.added == 1 else 'summaries'}"]
     if progress.remaining:
-        parts.append(f"{progress.remaining} older {'day remains' if progress.remaining == 1 else 'days remain'}")
+        parts.append(
+            f"{progress.remaining} older {'day remains' if progress.remaining == 1 else 'days remain'}"
+        )
     if progress.failed:
         parts.append(f"{progress.failed} failed")
     if progress.stopped:
@@ -450,5 +521,8 @@ def panel_context(session: Session, chat: Chat, *, engine: Engine, watch: bool =
     assert chat.id is not None
     progress = backfill_status(engine, chat.id)
     ended = progress is not None and not progress.running
-    return {"overview": overview(session, chat), "backfill": progress,
-            "result": result_sentence(progress) if ended and watch else ""}  # fmt: skip
+    return {
+        "overview": overview(session, chat),
+        "backfill": progress,
+        "result": result_sentence(progress) if ended and watch else "",
+    }

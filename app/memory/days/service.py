@@ -37,11 +37,17 @@ from app.platform.timeutil import as_utc, utcnow
 
 MAX_SUMMARY_CHARS = 20_000
 MAX_DETAILS = answers.MAX_KEY_DETAILS
-FILE_LIMITS = day_transfer.Limits(days=day_transfer.MAX_FILE_DAYS, weeks=day_transfer.MAX_FILE_WEEKS,
-                                  chars=MAX_SUMMARY_CHARS, details=MAX_DETAILS,
-                                  detail_chars=answers.MAX_KEY_DETAIL_CHARS)  # fmt: skip
+FILE_LIMITS = day_transfer.Limits(
+    days=day_transfer.MAX_FILE_DAYS,
+    weeks=day_transfer.MAX_FILE_WEEKS,
+    chars=MAX_SUMMARY_CHARS,
+    details=MAX_DETAILS,
+    detail_chars=answers.MAX_KEY_DETAIL_CHARS,
+)
 WEEK_SPAN = timedelta(days=6)  # a week's Monday to its Sunday, for the window's labels
-ONLY_CONVERSATION = "Day and week summaries are for Conversation chats; Roleplay chats use Chat Summary entries."
+ONLY_CONVERSATION = (
+    "Day and week summaries are for Conversation chats; Roleplay chats use Chat Summary entries."
+)
 
 
 def local_zone() -> tzinfo:
@@ -69,7 +75,9 @@ def chat_days(session: Session, chat: Chat) -> list[days.ChatDay]:
     """The chat's days with messages the AI reads (hidden ones are never summarised)."""
     rows = session.exec(
         select(Message.id, Message.created_at).where(
-            Message.chat_id == chat.id, Message.kind == "message", Message.hidden == False  # noqa: E712
+            Message.chat_id == chat.id,
+            Message.kind == "message",
+            Message.hidden == False,  # noqa: E712
         )
     ).all()
     timed = [days.TimedMessage(i, as_utc(at)) for i, at in rows]
@@ -77,15 +85,23 @@ def chat_days(session: Session, chat: Chat) -> list[days.ChatDay]:
 
 
 def day_rows(session: Session, chat_id: int) -> list[DaySummary]:
-    return list(session.exec(select(DaySummary).where(DaySummary.chat_id == chat_id).order_by(col(DaySummary.day))))
+    return list(
+        session.exec(select(DaySummary).where(DaySummary.chat_id == chat_id).order_by(col(DaySummary.day)))
+    )
 
 
 def week_rows(session: Session, chat_id: int) -> list[WeekSummary]:
-    return list(session.exec(select(WeekSummary).where(WeekSummary.chat_id == chat_id).order_by(col(WeekSummary.week))))
+    return list(
+        session.exec(
+            select(WeekSummary).where(WeekSummary.chat_id == chat_id).order_by(col(WeekSummary.week))
+        )
+    )
 
 
 def failures(session: Session, chat_id: int) -> list[DayFailure]:
-    return list(session.exec(select(DayFailure).where(DayFailure.chat_id == chat_id).order_by(col(DayFailure.day))))
+    return list(
+        session.exec(select(DayFailure).where(DayFailure.chat_id == chat_id).order_by(col(DayFailure.day)))
+    )
 
 
 def list_days(session: Session, chat_id: int) -> list[DaySummary]:
@@ -130,7 +146,9 @@ def _edit(row: DaySummary | WeekSummary, summary: str | None, key_details: Seque
     """Apply an edit; False (and the row untouched, still the model's) when it changes nothing, as
     Marinara saves only what changed."""
     text, details = _summary_text(summary), _details(key_details)
-    changed = (text is not None and text != row.summary) or (details is not None and details != list(row.key_details))
+    changed = (text is not None and text != row.summary) or (
+        details is not None and details != list(row.key_details)
+    )
     if not changed:
         return False
     if text is not None:
@@ -149,14 +167,17 @@ def _day_row(session: Session, chat_id: int, day: date) -> DaySummary:
 
 
 def _week_row(session: Session, chat_id: int, monday: date) -> WeekSummary:
-    row = session.exec(select(WeekSummary).where(WeekSummary.chat_id == chat_id, WeekSummary.week == monday)).first()
+    row = session.exec(
+        select(WeekSummary).where(WeekSummary.chat_id == chat_id, WeekSummary.week == monday)
+    ).first()
     if row is None:
         raise NotFound(f"There is no summary for the week of {week_label(monday)}.")
     return row
 
 
-def _update(session: Session, row: DaySummary | WeekSummary, summary: str | None,
-            key_details: Sequence[str] | None) -> bool:  # fmt: skip
+def _update(
+    session: Session, row: DaySummary | WeekSummary, summary: str | None, key_details: Sequence[str] | None
+) -> bool:
     changed = _edit(row, summary, key_details)
     if changed:
         session.add(row)
@@ -164,16 +185,28 @@ def _update(session: Session, row: DaySummary | WeekSummary, summary: str | None
     return changed
 
 
-def update_day(session: Session, chat_id: int, day: date, *, summary: str | None = None,
-               key_details: Sequence[str] | None = None) -> DaySummary:  # fmt: skip
+def update_day(
+    session: Session,
+    chat_id: int,
+    day: date,
+    *,
+    summary: str | None = None,
+    key_details: Sequence[str] | None = None,
+) -> DaySummary:
     conversation_chat(session, chat_id)
     row = _day_row(session, chat_id, day)
     _update(session, row, summary, key_details)
     return row
 
 
-def update_week(session: Session, chat_id: int, monday: date, *, summary: str | None = None,
-                key_details: Sequence[str] | None = None) -> WeekSummary:  # fmt: skip
+def update_week(
+    session: Session,
+    chat_id: int,
+    monday: date,
+    *,
+    summary: str | None = None,
+    key_details: Sequence[str] | None = None,
+) -> WeekSummary:
     conversation_chat(session, chat_id)
     row = _week_row(session, chat_id, monday)
     _update(session, row, summary, key_details)
@@ -208,7 +241,9 @@ def overview(session: Session, chat: Chat) -> Overview:
     assert chat.id is not None
     done_days = {r.day for r in day_rows(session, chat.id)}
     done_weeks = {r.week for r in week_rows(session, chat.id)}
-    found = days.missing_days([d.day for d in chat_days(session, chat)], done_days, done_weeks, today_of(chat))
+    found = days.missing_days(
+        [d.day for d in chat_days(session, chat)], done_days, done_weeks, today_of(chat)
+    )
     return Overview(found.total, failures(session, chat.id), bool(done_days or done_weeks))
 
 
@@ -224,8 +259,9 @@ def item_key(kind: str, on: date) -> str:
     return f"{kind[:-1]}-{on.isoformat()}"
 
 
-def save_item(session: Session, chat_id: int, kind: str, on: date, *, summary: str,
-              key_details: Sequence[str]) -> bool:  # fmt: skip
+def save_item(
+    session: Session, chat_id: int, kind: str, on: date, *, summary: str, key_details: Sequence[str]
+) -> bool:
     """Save one item of the window; False when nothing changed (the item stays as it was)."""
     item_key(kind, on)
     conversation_chat(session, chat_id)
@@ -262,9 +298,17 @@ def week_items(session: Session, chat: Chat, *, only: date | None = None) -> lis
     weekrows = {r.week: r for r in week_rows(session, chat.id)}
     failed = {(f.kind, f.day): f for f in failures(session, chat.id)}
     groups = days.edit_groups([d.day for d in chat_days(session, chat)], dayrows, weekrows, today_of(chat))
-    return [WeekItem(g.monday, g.finished, weekrows.get(g.monday), failed.get(("week", g.monday)),
-                     [DayItem(d, dayrows.get(d), failed.get(("day", d))) for d in g.days])
-            for g in groups if only is None or g.monday == only]  # fmt: skip
+    return [
+        WeekItem(
+            g.monday,
+            g.finished,
+            weekrows.get(g.monday),
+            failed.get(("week", g.monday)),
+            [DayItem(d, dayrows.get(d), failed.get(("day", d))) for d in g.days],
+        )
+        for g in groups
+        if only is None or g.monday == only
+    ]
 
 
 def edit_context(session: Session, chat_id: int) -> dict:
@@ -286,16 +330,22 @@ def file_metadata(session: Session, chat: Chat) -> dict[str, Any]:
     assert chat.id is not None
     settings = read_settings(chat.settings)
     meta: dict[str, Any] = {
-        day_transfer.DAYS_KEY: day_transfer.write_summaries([_file_summary(r) for r in day_rows(session, chat.id)]),
-        day_transfer.WEEKS_KEY: day_transfer.write_summaries([_file_summary(r) for r in week_rows(session, chat.id)]),
+        day_transfer.DAYS_KEY: day_transfer.write_summaries(
+            [_file_summary(r) for r in day_rows(session, chat.id)]
+        ),
+        day_transfer.WEEKS_KEY: day_transfer.write_summaries(
+            [_file_summary(r) for r in week_rows(session, chat.id)]
+        ),
         day_transfer.ROLLOVER_KEY: settings.summary_rollover_hour,
-    }  # fmt: skip
+    }
     if chat.mode == "conversation":
         meta[day_transfer.TAIL_KEY] = min(settings.summary_recent_tail, days.MAX_TAIL)
     return meta
 
 
-def import_file_summaries(session: Session, chat: Chat, meta: Mapping[str, Any], *, read_tail: bool) -> list[str]:
+def import_file_summaries(
+    session: Session, chat: Chat, meta: Mapping[str, Any], *, read_tail: bool
+) -> list[str]:
     """Give an imported Conversation chat the file's Day Rollover Hour (first: it decides which day is
     today), Recent Message Tail (when `read_tail`) and day and week summaries; what was left out, as
     notes. A bad summary never fails the import."""
@@ -307,11 +357,21 @@ def import_file_summaries(session: Session, chat: Chat, meta: Mapping[str, Any],
     session.add(chat)
     found = day_transfer.read_summaries(meta, today=today_of(chat), limits=FILE_LIMITS)
     for s in found.days:
-        session.add(DaySummary(chat_id=chat.id, day=s.on, summary=s.summary, key_details=list(s.key_details),
-                               origin=s.origin))  # fmt: skip
+        session.add(
+            DaySummary(
+                chat_id=chat.id, day=s.on, summary=s.summary, key_details=list(s.key_details), origin=s.origin
+            )
+        )
     for s in found.weeks:
-        session.add(WeekSummary(chat_id=chat.id, week=s.on, summary=s.summary, key_details=list(s.key_details),
-                                origin=s.origin))  # fmt: skip
+        session.add(
+            WeekSummary(
+                chat_id=chat.id,
+                week=s.on,
+                summary=s.summary,
+                key_details=list(s.key_details),
+                origin=s.origin,
+            )
+        )
     session.flush()
     return [*notes, *tail_notes, *found.notes]
 
@@ -323,8 +383,12 @@ def copy_to_branch(session: Session, source: Chat, branch: Chat) -> None:
     ids = session.exec(select(Message.id).where(Message.chat_id == source.id).order_by(col(Message.id))).all()
     copied = len(session.exec(select(Message.id).where(Message.chat_id == branch.id)).all())
     dayrows, weekrows = day_rows(session, source.id), week_rows(session, source.id)
-    kept_days, kept_weeks = days.kept_by_branch(chat_days(session, source), ids[copied - 1] if copied else None,
-                                                [r.day for r in dayrows], [r.week for r in weekrows])  # fmt: skip
+    kept_days, kept_weeks = days.kept_by_branch(
+        chat_days(session, source),
+        ids[copied - 1] if copied else None,
+        [r.day for r in dayrows],
+        [r.week for r in weekrows],
+    )
     for r in dayrows:
         if r.day in kept_days:
             session.add(DaySummary(**r.model_dump(exclude={"id", "chat_id"}), chat_id=branch.id))

@@ -25,8 +25,14 @@ from app.platform.services import Services
 from app.prompt.core.builder import DynamicBlock
 from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
 
-JOBS = (Job("summaries.conversation_days", day_runs.summarize_conversations,
-            every_minutes=day_runs.JOB_MINUTES, at_start=True),)  # fmt: skip
+JOBS = (
+    Job(
+        "summaries.conversation_days",
+        day_runs.summarize_conversations,
+        every_minutes=day_runs.JOB_MINUTES,
+        at_start=True,
+    ),
+)
 RUNS = (RunKind("Day Backfill", "summary_run", RESUME, day_runs.resume_backfills),)
 
 
@@ -50,11 +56,15 @@ class DaySummarySource(PromptSource):
             return None
         covered = {d.day for d in grouped if d.day in plan.days or days.week_start(d.day) in plan.weeks}
         kept = set(plan.tail_ids)
-        turn.scratch[self.name] = {i for d in grouped if d.day in covered for i in d.message_ids if i not in kept}
+        turn.scratch[self.name] = {
+            i for d in grouped if d.day in covered for i in d.message_ids if i not in kept
+        }
         parts = [week_block(w, weekrows[w].summary) for w in plan.weeks]
         parts += [day_block(d, dayrows[d].summary) for d in plan.days]
-        memories = important_memories([(w, weekrows[w].key_details) for w in plan.weeks],
-                                      [(d, dayrows[d].key_details) for d in plan.days])  # fmt: skip
+        memories = important_memories(
+            [(w, weekrows[w].key_details) for w in plan.weeks],
+            [(d, dayrows[d].key_details) for d in plan.days],
+        )
         text = "\n\n".join(parts + ([memories] if memories else []))
         # Counted among the messages the prompt reads (the window): those the window dropped are
         # counted as dropped, so Peek Prompt's numbers add up to the chat, each message once.
@@ -71,8 +81,13 @@ class DaySummarySource(PromptSource):
         return turn.scratch.pop(self.name, ())
 
     def after_reply(self, services: Services, chat_id: int) -> None:
-        run_soon(services.scheduler, day_runs.summarize_chat, services, chat_id,
-                 job_id=f"summaries.conversation_days:{chat_id}")  # fmt: skip
+        run_soon(
+            services.scheduler,
+            day_runs.summarize_chat,
+            services,
+            chat_id,
+            job_id=f"summaries.conversation_days:{chat_id}",
+        )
 
     def jobs(self) -> Sequence[Job]:
         return JOBS
@@ -83,29 +98,37 @@ class DaySummarySource(PromptSource):
     def settings_section(self, session: Session, chat: Chat, services: Services) -> SettingsSection | None:
         if chat.mode != "conversation":
             return None
-        return SettingsSection("memory/_day_summary_settings.html",
-                               day_runs.panel_context(session, chat, engine=services.engine))  # fmt: skip
+        return SettingsSection(
+            "memory/_day_summary_settings.html", day_runs.panel_context(session, chat, engine=services.engine)
+        )
 
     def read_settings_form(self, session: Session, chat: Chat, form: Any) -> dict[str, Any]:
         if not forms.text(form, "day_summaries_shown"):
             return {}
-        values = {"summary_rollover_hour": forms.optional_number(form, "summary_rollover_hour", int),
-                  "summary_recent_tail": forms.optional_number(form, "summary_recent_tail", int)}  # fmt: skip
+        values = {
+            "summary_rollover_hour": forms.optional_number(form, "summary_rollover_hour", int),
+            "summary_recent_tail": forms.optional_number(form, "summary_recent_tail", int),
+        }
         return {k: v for k, v in values.items() if v is not None}
 
     def export_chat_metadata(self, session: Session, chat: Chat) -> dict[str, Any]:
         # Written even when empty, so an imported file's old summaries never come back out of its header.
         return conversation.file_metadata(session, chat)
 
-    def import_chat_metadata(self, session: Session, chat: Chat, metadata: Mapping[str, Any],
-                             line_ids: Sequence[int]) -> list[str]:  # fmt: skip
+    def import_chat_metadata(
+        self, session: Session, chat: Chat, metadata: Mapping[str, Any], line_ids: Sequence[int]
+    ) -> list[str]:
         if chat.mode != "conversation":
             if not day_transfer.has_summaries(metadata):
                 return []
             return ["The file's day and week summaries were left out: they are for Conversation chats."]
         # Sugo's own settings block (read with the chat's settings) wins over Marinara's tail key.
         sugo = metadata.get(SUGO_KEY)
-        ours = isinstance(sugo, Mapping) and isinstance(sugo.get("summaries"), Mapping) and "recent_tail" in sugo["summaries"]
+        ours = (
+            isinstance(sugo, Mapping)
+            and isinstance(sugo.get("summaries"), Mapping)
+            and "recent_tail" in sugo["summaries"]
+        )
         return conversation.import_file_summaries(session, chat, metadata, read_tail=not ours)
 
     def summary_count(self, session: Session, chat: Chat) -> int:

@@ -85,7 +85,11 @@ class WriteRun:
             return "Already written by another run; it is shown here."
         if self.kind == "days":
             return f"Wrote the summary of {day_label(self.on)}."
-        extra = f" and {self.days_written} day {'summary' if self.days_written == 1 else 'summaries'}" if self.days_written else ""
+        extra = (
+            f" and {self.days_written} day {'summary' if self.days_written == 1 else 'summaries'}"
+            if self.days_written
+            else ""
+        )
         return f"Wrote the summary of the week of {week_label(self.on)}{extra}."
 
 
@@ -101,16 +105,22 @@ def _plan(session: Session, chat: Chat, kind: str, on: date) -> tuple[date, ...]
         if on >= today:
             raise UserError(f"{day_label(on)} is not over yet: a day is summarised once it has ended.")
         if on in summarised:
-            raise UserError(f"{day_label(on)} already has a summary; delete it first to have it written again.")
+            raise UserError(
+                f"{day_label(on)} already has a summary; delete it first to have it written again."
+            )
         if on not in with_messages:
             raise UserError(f"{day_label(on)} has no messages to summarise.")
         return (on,)
     if on != days.week_start(on):
         raise UserError(f"A week is named by its Monday; {on.isoformat()} is not one.")
     if not days.week_finished(on, today):
-        raise UserError(f"The week of {week_label(on)} is not over yet: a week is summarised once it has ended.")
+        raise UserError(
+            f"The week of {week_label(on)} is not over yet: a week is summarised once it has ended."
+        )
     if on in {r.week for r in week_rows(session, chat.id)}:
-        raise UserError(f"The week of {week_label(on)} already has a summary; delete it first to have it written again.")
+        raise UserError(
+            f"The week of {week_label(on)} already has a summary; delete it first to have it written again."
+        )
     todo = tuple(days.days_of_week(on, sorted(with_messages - summarised)))
     if not todo and not days.days_of_week(on, sorted(summarised)):
         raise UserError(f"The week of {week_label(on)} has no messages to summarise.")
@@ -131,12 +141,15 @@ def start_write(services: Services, chat_id: int, kind: str, on: date) -> WriteR
         config = day_runs._connection(session, chat, services)
         max_output = read_settings(chat.settings).summary_max_tokens
     if not services.claims.day_summaries.claim(chat_id):
-        raise UserError("Summaries are being written for this chat right now (Backfill or the background run); "
-                        "try again once they are done.")  # fmt: skip
+        raise UserError(
+            "Summaries are being written for this chat right now (Backfill or the background run); "
+            "try again once they are done."
+        )
     run = WriteRun(kind, on, todo)
     services.summary_writes[chat_id] = run
-    services.claims.day_summaries.start(chat_id, _work, services, chat_id, run, config, max_output,
-                                        name=f"write-now-{chat_id}")  # fmt: skip
+    services.claims.day_summaries.start(
+        chat_id, _work, services, chat_id, run, config, max_output, name=f"write-now-{chat_id}"
+    )
     return run
 
 
@@ -181,7 +194,10 @@ def _write(services: Services, chat_id: int, run: WriteRun, config: ProviderConf
     if not week_days:  # its day summaries were deleted meanwhile
         run.failure = f"Could not write {_name(run)}: none of its days has a summary any more."
         return
-    messages = [{"role": "system", "content": CONVERSATION_WEEK_PROMPT}, {"role": "user", "content": week_input(week_days)}]
+    messages = [
+        {"role": "system", "content": CONVERSATION_WEEK_PROMPT},
+        {"role": "user", "content": week_input(week_days)},
+    ]
     saved, failure = day_runs._one(engine, config, chat_id, "week", run.on, messages, max_output)
     if failure is not None:
         run.failure = f"Could not write {_name(run)}: {failure.reason}"

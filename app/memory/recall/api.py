@@ -12,29 +12,52 @@ router = APIRouter(prefix="/api/chats", tags=["memory"])
 
 
 @router.get("/{chat_id}/memories/search")
-def search_memories(chat_id: int, session: SessionDep, services: ServicesDep, q: str = Query(min_length=1),
-                    k: int = Query(default=8, ge=1, le=50)) -> dict:  # fmt: skip
+def search_memories(
+    chat_id: int,
+    session: SessionDep,
+    services: ServicesDep,
+    q: str = Query(min_length=1),
+    k: int = Query(default=8, ge=1, le=50),
+) -> dict:
     """Memory Recall's ranking for a query: chunks with their scores and the ids of their source messages."""
     get_chat(session, chat_id)
     embedder = embedder_for_chat(session, chat_id, services.keybox, sizes=services.recall.sizes)
-    hits, note = service.search(session, chat_id, q, embedder, bits=services.recall.index, threads=services.recall.queries, k=k)
+    hits, note = service.search(
+        session, chat_id, q, embedder, bits=services.recall.index, threads=services.recall.queries, k=k
+    )
     return {
         "note": note,
         "results": [
-            {"chunk_id": h.chunk.id, "score": round(h.score, 4),
-             "similarity": None if h.similarity is None else round(h.similarity, 4), "lexical": round(h.lexical, 4),
-             "message_ids": h.chunk.message_ids, "content": h.chunk.content, "status": h.chunk.status,
-             "first_message_at": h.chunk.first_message_at, "last_message_at": h.chunk.last_message_at}
+            {
+                "chunk_id": h.chunk.id,
+                "score": round(h.score, 4),
+                "similarity": None if h.similarity is None else round(h.similarity, 4),
+                "lexical": round(h.lexical, 4),
+                "message_ids": h.chunk.message_ids,
+                "content": h.chunk.content,
+                "status": h.chunk.status,
+                "first_message_at": h.chunk.first_message_at,
+                "last_message_at": h.chunk.last_message_at,
+            }
             for h in hits
         ],
-    }  # fmt: skip
+    }
 
 
 def _chunk_json(chunk) -> dict:
-    return {"id": chunk.id, "content": chunk.content, "message_ids": chunk.message_ids,
-            "message_count": chunk.message_count, "first_message_at": chunk.first_message_at,
-            "last_message_at": chunk.last_message_at, "created_at": chunk.created_at, "status": chunk.status,
-            "embedding_space_id": chunk.embedding_space_id, "error": chunk.error, "imported": bool(chunk.source_chat_id)}  # fmt: skip
+    return {
+        "id": chunk.id,
+        "content": chunk.content,
+        "message_ids": chunk.message_ids,
+        "message_count": chunk.message_count,
+        "first_message_at": chunk.first_message_at,
+        "last_message_at": chunk.last_message_at,
+        "created_at": chunk.created_at,
+        "status": chunk.status,
+        "embedding_space_id": chunk.embedding_space_id,
+        "error": chunk.error,
+        "imported": bool(chunk.source_chat_id),
+    }
 
 
 @router.get("/{chat_id}/memories")
@@ -72,14 +95,24 @@ def memory_status(chat_id: int, session: SessionDep, services: ServicesDep) -> d
     return {
         "count": len(chunks),
         "building": {"done": len(chunks) - waiting, "total": len(chunks)} if making or waiting else None,
-        "statuses": {s: sum(1 for c in chunks if c.status == s) for s in ("vectorized", "waiting", "unavailable")},
-        "source": {"kind": choice.kind, "model": choice.model, "origin": choice.origin, "space": space.id},
-        "other_space": sum(1 for c in chunks if c.status == "vectorized" and not space.matches(c.embedding_space_id)),
-        "rebuild": None if rebuild is None else {
-            "total": rebuild.total, "done": rebuild.done, "running": rebuild.running, "stopped": rebuild.stopped,
-            "error": rebuild.error, "making": rebuild.making,
+        "statuses": {
+            s: sum(1 for c in chunks if c.status == s) for s in ("vectorized", "waiting", "unavailable")
         },
-    }  # fmt: skip
+        "source": {"kind": choice.kind, "model": choice.model, "origin": choice.origin, "space": space.id},
+        "other_space": sum(
+            1 for c in chunks if c.status == "vectorized" and not space.matches(c.embedding_space_id)
+        ),
+        "rebuild": None
+        if rebuild is None
+        else {
+            "total": rebuild.total,
+            "done": rebuild.done,
+            "running": rebuild.running,
+            "stopped": rebuild.stopped,
+            "error": rebuild.error,
+            "making": rebuild.making,
+        },
+    }
 
 
 @router.post("/{chat_id}/memories/rebuild", status_code=202)
@@ -89,7 +122,12 @@ def rebuild_memories(chat_id: int, session: SessionDep, services: ServicesDep) -
     from its messages (`making`). Follow it with GET .../memories/status."""
     get_chat(session, chat_id)
     rebuild = services.recall.rebuilds.start(services, chat_id)
-    return {"total": rebuild.total, "done": rebuild.done, "running": rebuild.running, "making": rebuild.making}
+    return {
+        "total": rebuild.total,
+        "done": rebuild.done,
+        "running": rebuild.running,
+        "making": rebuild.making,
+    }
 
 
 @router.post("/{chat_id}/memories/rebuild/stop")
@@ -104,12 +142,17 @@ def stop_rebuilding(chat_id: int, session: SessionDep, services: ServicesDep) ->
 def export_memories(chat_id: int, session: SessionDep) -> Response:
     """Download the memories as a `.marinara.json` file (Marinara Engine's format)."""
     name, body = service.export_file(session, chat_id)
-    return Response(body, media_type="application/json", headers={"Content-Disposition": content_disposition(name, fallback="memories")})
+    return Response(
+        body,
+        media_type="application/json",
+        headers={"Content-Disposition": content_disposition(name, fallback="memories")},
+    )
 
 
 @router.post("/{chat_id}/memories/import")
-def import_memories(chat_id: int, session: SessionDep, services: ServicesDep,
-                          file: UploadFile = File(...)) -> dict:  # fmt: skip
+def import_memories(
+    chat_id: int, session: SessionDep, services: ServicesDep, file: UploadFile = File(...)
+) -> dict:
     """Merge a `.marinara.json` / `.json` / `.marinara` memory file; reports how many were imported, skipped as
     already here, queued for embedding, and linked to this chat's own messages (a file exported from it)."""
     get_chat(session, chat_id)

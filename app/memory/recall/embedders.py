@@ -100,7 +100,9 @@ class ModelLoad:
             attempt = self._attempt
             if attempt is None or (attempt.done.is_set() and attempt.error is not None):
                 attempt = self._attempt = _Attempt()
-                threading.Thread(target=self._run, args=(attempt,), name=f"load {self.name}", daemon=True).start()
+                threading.Thread(
+                    target=self._run, args=(attempt,), name=f"load {self.name}", daemon=True
+                ).start()
             return attempt
 
     def _run(self, attempt: _Attempt) -> None:
@@ -114,7 +116,7 @@ class ModelLoad:
 
     @property
     def state(self) -> str:
-        """"idle" (never asked for), "loading", "ready" or "failed"."""
+        """ "idle" (never asked for), "loading", "ready" or "failed"."""
         attempt = self._attempt
         if attempt is None:
             return "idle"
@@ -130,8 +132,10 @@ class ModelLoad:
         """The loaded model, after waiting at most `timeout` seconds (None: as long as it takes)."""
         attempt = self.start()
         if not attempt.done.wait(timeout):
-            raise ModelStillLoading(f"the built-in model {self.name} is still loading (it can take a minute after "
-                                    "Sugo starts on a busy computer)")  # fmt: skip
+            raise ModelStillLoading(
+                f"the built-in model {self.name} is still loading (it can take a minute after "
+                "Sugo starts on a busy computer)"
+            )
         if attempt.error is not None:
             raise EmbeddingError(f"The built-in model {self.name} could not be loaded: {attempt.error}")
         return attempt.model
@@ -244,8 +248,11 @@ def _query_vector(model, encoder, features: dict):
 
 
 ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-QUERY_SAMPLES = ("hi", "Where did Mirela hide the old map of the river?",
-                 "The lighthouse keeper said the storm would come before dawn, " * 12)  # fmt: skip
+QUERY_SAMPLES = (
+    "hi",
+    "Where did Mirela hide the old map of the river?",
+    "The lighthouse keeper said the storm would come before dawn, " * 12,
+)
 
 
 def _trace_for_queries(model):
@@ -262,7 +269,11 @@ def _trace_for_queries(model):
             self.steps = torch.nn.ModuleList(list(model))
 
         def forward(self, input_ids, attention_mask, token_type_ids):
-            features = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
+            features = {
+                "input_ids": input_ids,
+                "attention_mask": attention_mask,
+                "token_type_ids": token_type_ids,
+            }
             features["token_embeddings"] = self.steps[0].auto_model(**features)[0]
             for step in list(self.steps)[1:]:  # pooling, normalization
                 features = step(features)
@@ -272,12 +283,17 @@ def _trace_for_queries(model):
         with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # TracerWarnings: the shapes of one unpadded text are fine
             example = model.preprocess([QUERY_SAMPLES[1]])
-            encoder = torch.jit.freeze(torch.jit.trace(Query().eval(), tuple(example[key] for key in ENCODER_INPUTS),
-                                                       check_trace=False))  # fmt: skip
+            encoder = torch.jit.freeze(
+                torch.jit.trace(
+                    Query().eval(), tuple(example[key] for key in ENCODER_INPUTS), check_trace=False
+                )
+            )
         with torch.inference_mode():
             for text in QUERY_SAMPLES * 2:  # the first calls also let TorchScript settle its plan
                 features = model.preprocess([text])
-                if not torch.equal(_query_vector(model, encoder, features), _query_vector(model, None, features)):
+                if not torch.equal(
+                    _query_vector(model, encoder, features), _query_vector(model, None, features)
+                ):
                     log.info("the traced all-MiniLM-L6-v2 differs from the model; queries use the model")
                     return None
     except Exception:
@@ -349,11 +365,14 @@ class BuiltinModels:
 
     def states(self) -> dict[str, str]:
         """The models the data used at start, and any asked for since (a chat's first memories)."""
-        return {name: cls.loading.state for name, cls in BUILTINS.items()
-                if name in (self._names or ()) or cls.loading.state != "idle"}  # fmt: skip
+        return {
+            name: cls.loading.state
+            for name, cls in BUILTINS.items()
+            if name in (self._names or ()) or cls.loading.state != "idle"
+        }
 
     def state(self) -> str:
-        """"loading" while one of those is (or the app has not worked out which the data uses yet),
+        """ "loading" while one of those is (or the app has not worked out which the data uses yet),
         "failed" when one could not be loaded, else "ready" (also when none is needed yet)."""
         if self._names is None:
             return "loading"
@@ -439,14 +458,20 @@ def vector_size_problem(sizes: Iterable[int], *, expected: int, model: str) -> s
     if not found:
         return None
     if found[0] == 0 or found[-1] > MAX_DIMS:
-        return (f"The embedding server gave {model} vectors of {found[-1] if found[0] else 0} numbers; "
-                f"Sugo takes 1 to {MAX_DIMS:,}. Nothing was stored.")  # fmt: skip
+        return (
+            f"The embedding server gave {model} vectors of {found[-1] if found[0] else 0} numbers; "
+            f"Sugo takes 1 to {MAX_DIMS:,}. Nothing was stored."
+        )
     if len(found) > 1:
-        return (f"The embedding server gave {model} vectors of different sizes in one answer "
-                f"({', '.join(map(str, found))} numbers). Nothing was stored.")  # fmt: skip
+        return (
+            f"The embedding server gave {model} vectors of different sizes in one answer "
+            f"({', '.join(map(str, found))} numbers). Nothing was stored."
+        )
     if expected and found[0] != expected:
-        return (f"The embedding server now gives {model} vectors of {found[0]} numbers, where this model's memories "
-                f"have {expected}: the model behind that name has changed. Nothing was stored.")  # fmt: skip
+        return (
+            f"The embedding server now gives {model} vectors of {found[0]} numbers, where this model's memories "
+            f"have {expected}: the model behind that name has changed. Nothing was stored."
+        )
     return None
 
 
@@ -456,8 +481,18 @@ class OpenAICompatible:
     max_words = 350
     threshold = 0.25
     search_floor = 0.25  # an unknown model: its recall threshold, unmeasured
-    def __init__(self, base_url: str, model: str, *, api_key: str | None = None, dims: int = 0,
-                 timeout_s: float = 60.0, new_size: bool = False, sizes: VectorSizes | None = None) -> None:  # fmt: skip
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        dims: int = 0,
+        timeout_s: float = 60.0,
+        new_size: bool = False,
+        sizes: VectorSizes | None = None,
+    ) -> None:
         """`sizes`: the app's record of the sizes each server gave (RecallRuntime), so a new instance
         knows its space before it calls and an answer of another size is refused (vector_size_problem).
         `new_size`: take the size of the first answer, whatever was seen before (Rebuild: the user asked
@@ -475,12 +510,20 @@ class OpenAICompatible:
             return []
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         try:
-            response = httpx.post(f"{self.base_url}/embeddings", json={"input": texts, "model": self.model},
-                                  headers=headers, timeout=timeout_s or self.timeout_s)  # fmt: skip
+            response = httpx.post(
+                f"{self.base_url}/embeddings",
+                json={"input": texts, "model": self.model},
+                headers=headers,
+                timeout=timeout_s or self.timeout_s,
+            )
         except httpx.HTTPError as err:
-            raise EmbeddingError(self._redact(f"The embedding server at {self.base_url} could not be reached: {err}")) from err
+            raise EmbeddingError(
+                self._redact(f"The embedding server at {self.base_url} could not be reached: {err}")
+            ) from err
         if response.status_code != 200:
-            raise EmbeddingError(self._redact(f"The embedding server answered {response.status_code}: {response.text[:300]}"))
+            raise EmbeddingError(
+                self._redact(f"The embedding server answered {response.status_code}: {response.text[:300]}")
+            )
         try:
             data = sorted(response.json()["data"], key=lambda d: d.get("index", 0))
             vectors = [[float(x) for x in d["embedding"]] for d in data]

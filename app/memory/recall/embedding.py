@@ -32,8 +32,16 @@ def _info(conn: Connection, keybox: KeyBox | None) -> ConnectionInfo:
             key = keybox.decrypt(conn.api_key_encrypted)
         except ValueError:
             key = None  # the request then fails with the server's own "unauthorized", said in the viewer
-    return ConnectionInfo(conn.id, conn.name, conn.kind, conn.base_url, key, conn.embedding_model,
-                          conn.embedding_url, conn.embedding_connection_id)  # fmt: skip
+    return ConnectionInfo(
+        conn.id,
+        conn.name,
+        conn.kind,
+        conn.base_url,
+        key,
+        conn.embedding_model,
+        conn.embedding_url,
+        conn.embedding_connection_id,
+    )
 
 
 def default_embedding_setting(session: Session) -> str:
@@ -55,8 +63,9 @@ def set_default_embedding(session: Session, value: str) -> None:
     session.flush()
 
 
-def embedding_choice(session: Session, chat: Chat | None, *, keybox: KeyBox | None = None,
-                     automatic: bool = False) -> EmbeddingChoice:  # fmt: skip
+def embedding_choice(
+    session: Session, chat: Chat | None, *, keybox: KeyBox | None = None, automatic: bool = False
+) -> EmbeddingChoice:
     """The chat's embedding source; `automatic` leaves out the chat's own pick of a built-in model
     (what "Automatic" would give, shown beside that pick in Chat Settings). Without a key box the
     choice is only shown: no key is decrypted."""
@@ -65,10 +74,16 @@ def embedding_choice(session: Session, chat: Chat | None, *, keybox: KeyBox | No
     chat_builtin = None
     if chat is not None:
         chat_builtin = None if automatic else read_settings(chat.settings).builtin_embedding
-        conn = session.get(Connection, chat.connection_id) if chat.connection_id else default_connection(session)
+        conn = (
+            session.get(Connection, chat.connection_id) if chat.connection_id else default_connection(session)
+        )
         chat_conn = connections.get(conn.id) if conn else None
-    return choose_embedding_source(chat_builtin=chat_builtin, chat_connection=chat_conn,
-                                   default=default_embedding_setting(session), connections=connections)  # fmt: skip
+    return choose_embedding_source(
+        chat_builtin=chat_builtin,
+        chat_connection=chat_conn,
+        default=default_embedding_setting(session),
+        connections=connections,
+    )
 
 
 def build_embedder(choice: EmbeddingChoice, *, sizes: VectorSizes, new_size: bool = False) -> Embedder:
@@ -76,11 +91,14 @@ def build_embedder(choice: EmbeddingChoice, *, sizes: VectorSizes, new_size: boo
     model's vectors may take a new size (see OpenAICompatible)."""
     if choice.kind == "builtin":
         return BUILTINS[choice.model]()
-    return OpenAICompatible(choice.base_url, choice.model, api_key=choice.api_key, new_size=new_size, sizes=sizes)
+    return OpenAICompatible(
+        choice.base_url, choice.model, api_key=choice.api_key, new_size=new_size, sizes=sizes
+    )
 
 
-def embedder_for_chat(session: Session, chat_id: int, keybox: KeyBox, *, sizes: VectorSizes,
-                      new_size: bool = False) -> Embedder:  # fmt: skip
+def embedder_for_chat(
+    session: Session, chat_id: int, keybox: KeyBox, *, sizes: VectorSizes, new_size: bool = False
+) -> Embedder:
     choice = embedding_choice(session, session.get(Chat, chat_id), keybox=keybox)
     return build_embedder(choice, sizes=sizes, new_size=new_size)
 
@@ -92,7 +110,10 @@ def builtin_models_in_use(session: Session) -> set[str]:
     fallback = default_connection(session)
     default_conn = connections.get(fallback.id) if fallback is not None else None
     with_memories = select(Chat.settings, Chat.connection_id).where(
-        select(MemoryChunk.id).where(MemoryChunk.chat_id == Chat.id).exists())
-    chats = [(read_settings(settings).builtin_embedding, connections.get(conn_id) if conn_id else default_conn)
-             for settings, conn_id in session.exec(with_memories)]  # fmt: skip
+        select(MemoryChunk.id).where(MemoryChunk.chat_id == Chat.id).exists()
+    )
+    chats = [
+        (read_settings(settings).builtin_embedding, connections.get(conn_id) if conn_id else default_conn)
+        for settings, conn_id in session.exec(with_memories)
+    ]
     return builtins_in_use(chats, default=default_embedding_setting(session), connections=connections)

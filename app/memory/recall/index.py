@@ -155,8 +155,9 @@ class SignIndex:
         self._lock = threading.Lock()
         self._max_chats = max_chats
 
-    def nearest_windows(self, session: Session, chat_id: int, space_id: str, query_code: bytes, *,
-                        limit: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    def nearest_windows(
+        self, session: Session, chat_id: int, space_id: str, query_code: bytes, *, limit: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The chat's windows (of one space) nearest to the query by sign bits: (vector ids, chunk ids)."""
         key = (chat_id, space_id)
         with self._lock:
@@ -165,21 +166,36 @@ class SignIndex:
             while len(self._bits) > self._max_chats:
                 self._bits.popitem(last=False)
             floor = _rows(session, "SELECT floor FROM memory_tombstone_floor", ())[0][0]
-            newest = _rows(session, "SELECT coalesce(max(id), 0) FROM memory_vector WHERE chat_id = ? AND space_id = ?",
-                           (chat_id, space_id))[0][0]  # fmt: skip
+            newest = _rows(
+                session,
+                "SELECT coalesce(max(id), 0) FROM memory_vector WHERE chat_id = ? AND space_id = ?",
+                (chat_id, space_id),
+            )[0][0]
             issued = _rows(session, "SELECT seq FROM sqlite_sequence WHERE name = 'memory_tombstone'", ())
             last_tombstone = issued[0][0] if issued else 0  # the highest ever issued (AUTOINCREMENT)
-            if (bits.tombstone < floor or bits.dead_count > bits.size // 3 or newest < bits.max_id
-                    or last_tombstone < bits.tombstone):  # fmt: skip
+            if (
+                bits.tombstone < floor
+                or bits.dead_count > bits.size // 3
+                or newest < bits.max_id
+                or last_tombstone < bits.tombstone
+            ):
                 # Tombstones it never saw were pruned, most of it is dead, or this is another
                 # database file at the same path (ids went back): start again.
                 bits = self._bits[key] = _Bits(tombstone=last_tombstone)
             # A vector of another size (stored before imports were checked) cannot be compared: skipped.
-            bits.append(_rows(session, "SELECT id, chunk_id, code FROM memory_vector WHERE chat_id = ? AND space_id = ? "
-                                       "AND id > ? AND length(code) = ? ORDER BY id",
-                              (chat_id, space_id, bits.max_id, len(query_code))))  # fmt: skip
-            buried = _rows(session, "SELECT id, vector_id FROM memory_tombstone WHERE chat_id = ? AND id > ? ORDER BY id",
-                           (chat_id, bits.tombstone))  # fmt: skip
+            bits.append(
+                _rows(
+                    session,
+                    "SELECT id, chunk_id, code FROM memory_vector WHERE chat_id = ? AND space_id = ? "
+                    "AND id > ? AND length(code) = ? ORDER BY id",
+                    (chat_id, space_id, bits.max_id, len(query_code)),
+                )
+            )
+            buried = _rows(
+                session,
+                "SELECT id, vector_id FROM memory_tombstone WHERE chat_id = ? AND id > ? ORDER BY id",
+                (chat_id, bits.tombstone),
+            )
             if buried:
                 bits.bury(sorted(v for _, v in buried))
                 bits.tombstone = buried[-1][0]
@@ -226,8 +242,12 @@ def one_row(session: Session, sql: str, params: Sequence) -> str:
 
 def doc_freq(session: Session, terms: Sequence[str]) -> dict[str, int]:
     """How many chunks hold each (chat-prefixed) term: the chat's own counts."""
-    found = one_row(session, "SELECT group_concat(term || ' ' || doc, ' ') FROM fts_memory_vocab "
-                             f"WHERE term IN ({','.join('?' * len(terms))})", terms).split()  # fmt: skip
+    found = one_row(
+        session,
+        "SELECT group_concat(term || ' ' || doc, ' ') FROM fts_memory_vocab "
+        f"WHERE term IN ({','.join('?' * len(terms))})",
+        terms,
+    ).split()
     counts = {term: int(doc) for term, doc in zip(found[::2], found[1::2], strict=True)}
     return {t: counts.get(t, 0) for t in terms}
 
@@ -254,9 +274,11 @@ def lexical_candidates(session: Session, weights: Mapping[str, float], *, limit:
     params: list = []
     for term, weight in weights.items():
         params += [weight, match_expression([term])]
-    sql = ("SELECT group_concat(rowid || ' ' || printf('%!.17g', score), ' ') FROM ("
-           f"SELECT rowid, sum(score) AS score FROM ({' UNION ALL '.join([one] * len(weights))}) "
-           "GROUP BY rowid ORDER BY score DESC LIMIT ?)")  # fmt: skip
+    sql = (
+        "SELECT group_concat(rowid || ' ' || printf('%!.17g', score), ' ') FROM ("
+        f"SELECT rowid, sum(score) AS score FROM ({' UNION ALL '.join([one] * len(weights))}) "
+        "GROUP BY rowid ORDER BY score DESC LIMIT ?)"
+    )
     found = one_row(session, sql, (*params, limit)).split()
     return {int(rowid): float(score) for rowid, score in zip(found[::2], found[1::2], strict=True)}
 
@@ -268,11 +290,17 @@ def reaching(session: Session, chat_id: int, message_id: int | None) -> tuple[fr
     if message_id is None:
         return frozenset(), 0
     where = "FROM memory_chunk WHERE chat_id = ? AND last_message_id >= ?"
-    ids = frozenset(int(i) for i in one_row(session, f"SELECT group_concat(id, ' ') {where}", (chat_id, message_id)).split())
+    ids = frozenset(
+        int(i)
+        for i in one_row(session, f"SELECT group_concat(id, ' ') {where}", (chat_id, message_id)).split()
+    )
     if not ids:
         return ids, 0
-    windows = one_row(session, f"SELECT count(*) FROM memory_vector WHERE chunk_id IN (SELECT id {where})",
-                      (chat_id, message_id))  # fmt: skip
+    windows = one_row(
+        session,
+        f"SELECT count(*) FROM memory_vector WHERE chunk_id IN (SELECT id {where})",
+        (chat_id, message_id),
+    )
     return ids, int(windows or 0)
 
 
@@ -282,12 +310,16 @@ def chronological_neighbours(
     """For each chunk, the chunks just before and just after it in its chat's time order."""
     if not chunk_ids:
         return {}
-    side = ("SELECT n.id FROM memory_chunk n WHERE n.chat_id = c.chat_id "
-            "AND (n.first_message_at, n.id) {cmp} (c.first_message_at, c.id) "
-            "ORDER BY n.first_message_at {order}, n.id {order} LIMIT 1")  # fmt: skip
-    sql = (f"SELECT group_concat(id || ' ' || coalesce(prev, 0) || ' ' || coalesce(next, 0), ' ') FROM ("
-           f"SELECT c.id, ({side.format(cmp='<', order='DESC')}) AS prev, ({side.format(cmp='>', order='ASC')}) AS next "
-           f"FROM memory_chunk c WHERE c.id IN ({','.join('?' * len(chunk_ids))}))")  # fmt: skip
+    side = (
+        "SELECT n.id FROM memory_chunk n WHERE n.chat_id = c.chat_id "
+        "AND (n.first_message_at, n.id) {cmp} (c.first_message_at, c.id) "
+        "ORDER BY n.first_message_at {order}, n.id {order} LIMIT 1"
+    )
+    sql = (
+        f"SELECT group_concat(id || ' ' || coalesce(prev, 0) || ' ' || coalesce(next, 0), ' ') FROM ("
+        f"SELECT c.id, ({side.format(cmp='<', order='DESC')}) AS prev, ({side.format(cmp='>', order='ASC')}) AS next "
+        f"FROM memory_chunk c WHERE c.id IN ({','.join('?' * len(chunk_ids))}))"
+    )
     found = [int(v) for v in one_row(session, sql, chunk_ids).split()]  # ids start at 1: 0 is none
     return {found[i]: (found[i + 1] or None, found[i + 2] or None) for i in range(0, len(found), 3)}
 
@@ -296,11 +328,15 @@ def chunk_days(session: Session, chunk_ids: Sequence[int]) -> dict[int, tuple[da
     """The first and last day (UTC) of each chunk's messages."""
     if not chunk_ids:
         return {}
-    sql = ("SELECT group_concat(id || ' ' || substr(first_message_at, 1, 10) || ' ' || substr(last_message_at, 1, 10), ' ') "
-           f"FROM memory_chunk WHERE id IN ({','.join('?' * len(chunk_ids))})")  # fmt: skip
+    sql = (
+        "SELECT group_concat(id || ' ' || substr(first_message_at, 1, 10) || ' ' || substr(last_message_at, 1, 10), ' ') "
+        f"FROM memory_chunk WHERE id IN ({','.join('?' * len(chunk_ids))})"
+    )
     found = one_row(session, sql, chunk_ids).split()
-    return {int(found[i]): (date.fromisoformat(found[i + 1]), date.fromisoformat(found[i + 2]))
-            for i in range(0, len(found), 3)}  # fmt: skip
+    return {
+        int(found[i]): (date.fromisoformat(found[i + 1]), date.fromisoformat(found[i + 2]))
+        for i in range(0, len(found), 3)
+    }
 
 
 @dataclass(frozen=True)
@@ -322,11 +358,21 @@ def chunk_rows(session: Session, chunk_ids: Sequence[int]) -> dict[int, ChunkRow
     thread, where the ORM's row objects cost most of it."""
     if not chunk_ids:
         return {}
-    sql = ("SELECT id, content, message_ids, message_count, status, first_message_at, last_message_at, fingerprint "
-           f"FROM memory_chunk WHERE id IN ({','.join('?' * len(chunk_ids))})")  # fmt: skip
+    sql = (
+        "SELECT id, content, message_ids, message_count, status, first_message_at, last_message_at, fingerprint "
+        f"FROM memory_chunk WHERE id IN ({','.join('?' * len(chunk_ids))})"
+    )
     return {
-        row[0]: ChunkRow(row[0], row[1], json.loads(row[2]), row[3], row[4], _stored_datetime(row[5]),
-                         _stored_datetime(row[6]), row[7] or "")  # fmt: skip
+        row[0]: ChunkRow(
+            row[0],
+            row[1],
+            json.loads(row[2]),
+            row[3],
+            row[4],
+            _stored_datetime(row[5]),
+            _stored_datetime(row[6]),
+            row[7] or "",
+        )
         for row in session.connection().exec_driver_sql(sql, tuple(chunk_ids)).all()
     }
 

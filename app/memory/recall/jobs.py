@@ -86,7 +86,7 @@ def embed_chat(services: Services, chat_id: int) -> tuple[int, int, int]:
 
 
 def sync_chat(services: Services, chat_id: int) -> None:
-    """"memory.embed_chat": `embed_chat` in the background, after every reply and every change to
+    """ "memory.embed_chat": `embed_chat` in the background, after every reply and every change to
     a message, whether or not recall is on for the chat. When the chat's sync is running already,
     that one goes once more instead."""
     services.recall.syncs.run(chat_id, partial(_embed_chat, services, chat_id))
@@ -105,15 +105,24 @@ def _embed_chat(services: Services, chat_id: int) -> tuple[int, int, int]:
             embedded += done
         session.commit()
     if added or removed or embedded:
-        log.info("memory for chat %s: %d chunk(s) added, %d removed, %d embedded", chat_id, added, removed, embedded)
+        log.info(
+            "memory for chat %s: %d chunk(s) added, %d removed, %d embedded",
+            chat_id,
+            added,
+            removed,
+            embedded,
+        )
     return added, removed, embedded
 
 
 def sweep(services: Services) -> None:
-    """"memory.sweep": pick up work left by a restart, and try again where the source failed."""
+    """ "memory.sweep": pick up work left by a restart, and try again where the source failed."""
     with Session(services.engine) as session:
-        session.exec(update(MemoryChunk).where(col(MemoryChunk.status) == "unavailable")  # type: ignore[call-overload]
-                     .values(status="waiting", error=None))  # fmt: skip
+        session.exec(
+            update(MemoryChunk)
+            .where(col(MemoryChunk.status) == "unavailable")  # type: ignore[call-overload]
+            .values(status="waiting", error=None)
+        )
         prune_tombstones(session)
         session.commit()
         ids = list(session.exec(select(Chat.id)))
@@ -181,7 +190,11 @@ class Rebuilds:
             with Session(services.engine) as session:
                 ids = list_chunk_ids(session, chat_id)
             state = self._by_chat[chat_id] = Rebuild(total=len(ids), making=not ids)
-        work = partial(_make, services, chat_id, state) if state.making else partial(_rebuild, services, chat_id, ids, state)
+        work = (
+            partial(_make, services, chat_id, state)
+            if state.making
+            else partial(_rebuild, services, chat_id, ids, state)
+        )
         if not run_soon(services.scheduler, work, job_id=f"memory.rebuild:{chat_id}"):
             work()
         return state
@@ -198,7 +211,9 @@ def _rebuild(services: Services, chat_id: int, ids: list[int], state: Rebuild) -
         with Session(services.engine) as session:
             # A rebuild takes the size the server's vectors have now: it is how the user moves the
             # chat to a model that changed behind its name (whose vectors syncs refuse meanwhile).
-            embedder = embedder_for_chat(session, chat_id, services.keybox, sizes=services.recall.sizes, new_size=True)
+            embedder = embedder_for_chat(
+                session, chat_id, services.keybox, sizes=services.recall.sizes, new_size=True
+            )
             for start in range(0, len(ids), REBUILD_BATCH):
                 if state.stop.is_set():
                     state.stopped = True
@@ -225,7 +240,9 @@ def _make(services: Services, chat_id: int, state: Rebuild) -> None:
         services.recall.syncs.run(chat_id, partial(_make_now, services, chat_id, state), wait=True)
     except Exception:  # the viewer must show that it ended, not spin forever
         log.exception("making memories failed for chat %s", chat_id)
-        state.error = "Making the memories stopped because of an internal error; the server log has the details."
+        state.error = (
+            "Making the memories stopped because of an internal error; the server log has the details."
+        )
     finally:
         state.finished_at = utcnow()
 
@@ -238,7 +255,9 @@ def _make_now(services: Services, chat_id: int, state: Rebuild) -> None:
         session.commit()
         # Added to, not set: ChatSyncs runs this again when a change came meanwhile.
         state.total = state.done + waiting_count(session, chat_id)
-        embedder = embedder_for_chat(session, chat_id, services.keybox, sizes=services.recall.sizes, new_size=True)
+        embedder = embedder_for_chat(
+            session, chat_id, services.keybox, sizes=services.recall.sizes, new_size=True
+        )
         while not state.stop.is_set():
             done = embed_pending(session, chat_id, embedder, limit=REBUILD_BATCH)
             session.commit()

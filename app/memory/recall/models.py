@@ -67,5 +67,6 @@ def _index_words(mapper, connection, chunk: MemoryChunk) -> None:
     """Every new chunk's words go into the full-text index (fts_memory_chunk, see index.py); SQLite
     cannot stem them itself, so no trigger can. Deletion is a trigger."""
     connection.exec_driver_sql(
-        "INSERT INTO fts_memory_chunk (rowid, body) VALUES (?, ?)", (chunk.id, index_text(chunk.content, chunk.chat_id))
+        "INSERT INTO fts_memory_chunk (rowid, body) VALUES (?, ?)",
+        (chunk.id, index_text(chunk.content, chunk.chat_id)),
     )

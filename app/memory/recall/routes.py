@@ -20,8 +20,16 @@ router = APIRouter(include_in_schema=False)
 MEMORIES = "chats/memories.html"
 
 
-def _view(request: Request, session, chat_id: int, message: str | None = None, *, hx: bool = False,
-          blocks: tuple[str, ...] = (), oob: tuple[str, ...] = ()) -> HTMLResponse:  # fmt: skip
+def _view(
+    request: Request,
+    session,
+    chat_id: int,
+    message: str | None = None,
+    *,
+    hx: bool = False,
+    blocks: tuple[str, ...] = (),
+    oob: tuple[str, ...] = (),
+) -> HTMLResponse:
     """The whole viewer; for HTMX, `blocks` of it and `oob` for what else changed."""
     ctx = _context(request, session, chat_id, message)
     if not hx:
@@ -43,14 +51,20 @@ def _context(request: Request, session, chat_id: int, message: str | None = None
     # Why the newest memory without vectors has none (a server down, vectors of a new size...).
     unavailable = max((c for c in chunks if c.status == "unavailable"), key=lambda c: c.id, default=None)
     return {
-        "chat": chat, "chunks": chunks, "counts": counts, "space": space.id, "choice": choice, "other": other,
+        "chat": chat,
+        "chunks": chunks,
+        "counts": counts,
+        "space": space.id,
+        "choice": choice,
+        "other": other,
         "unavailable_reason": unavailable.error if unavailable is not None else None,
         "rebuild": rebuild,
         "building": building(services, chat_id),
-        "tokens": sum(count_tokens(c.content) for c in chunks), "message": message,
+        "tokens": sum(count_tokens(c.content) for c in chunks),
+        "message": message,
         "recall_on": chat_settings(chat).recall_enabled(chat.mode),
         "chunking_paused": chat_settings(chat).memory_chunking_paused,
-    }  # fmt: skip
+    }
 
 
 @router.get("/chats/{chat_id}/memories")
@@ -67,31 +81,39 @@ def _status_view(request: Request, session, chat_id: int, hx: bool) -> HTMLRespo
     ctx = _context(request, session, chat_id)
     if not hx:
         return render(request, MEMORIES, ctx)
-    busy = (ctx["rebuild"] is not None and ctx["rebuild"].running) or ctx["counts"]["waiting"] or ctx["building"]
+    busy = (
+        (ctx["rebuild"] is not None and ctx["rebuild"].running) or ctx["counts"]["waiting"] or ctx["building"]
+    )
     return render_blocks(request, MEMORIES, ctx, ["memory_status"], oob=[] if busy else ["memory_list"])
 
 
 @router.get("/chats/{chat_id}/memories/status")
-def memory_status_fragment(chat_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+def memory_status_fragment(
+    chat_id: int, request: Request, session: SessionDep, hx: HxRequest
+) -> HTMLResponse:
     """The progress poll: the status block, and the memory list once nothing runs."""
     return _status_view(request, session, chat_id, hx)
 
 
 @router.get("/chats/{chat_id}/memories/search")
-def search_memories_fragment(chat_id: int, request: Request, session: SessionDep, services: ServicesDep,
-                             q: str = "") -> HTMLResponse:  # fmt: skip
+def search_memories_fragment(
+    chat_id: int, request: Request, session: SessionDep, services: ServicesDep, q: str = ""
+) -> HTMLResponse:
     """Ranked memories for the search box."""
     get_chat(session, chat_id)
     found, note = [], None
     if q.strip():
         embedder = embedder_for_chat(session, chat_id, services.keybox, sizes=services.recall.sizes)
-        found, note = service.search_for_viewer(session, chat_id, q, embedder, bits=services.recall.index,
-                                                threads=services.recall.queries)  # fmt: skip
+        found, note = service.search_for_viewer(
+            session, chat_id, q, embedder, bits=services.recall.index, threads=services.recall.queries
+        )
     return render(request, "chats/_memory_results.html", {"found": found, "note": note, "q": q})
 
 
 @router.post("/chats/{chat_id}/memories/{chunk_id}/forget")
-def forget_memory_page(chat_id: int, chunk_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+def forget_memory_page(
+    chat_id: int, chunk_id: int, request: Request, session: SessionDep, hx: HxRequest
+) -> HTMLResponse:
     """Forget one memory: its card goes (an empty answer), the counts change."""
     service.forget_chunk(session, chat_id, chunk_id)
     return _view(request, session, chat_id, hx=hx, oob=("memory_status",))
@@ -101,22 +123,37 @@ def forget_memory_page(chat_id: int, chunk_id: int, request: Request, session: S
 def clear_memories_page(chat_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
     """Remove all memories (messages stay; unless making memories is paused, they make them again)."""
     removed = service.clear_chunks(session, chat_id)
-    again = "" if chat_settings(get_chat(session, chat_id)).memory_chunking_paused else (
-        " Memories will be made from them again after the next reply: pause making memories to keep them cleared.")
-    return _view(request, session, chat_id, f"Removed {removed} memories. The messages are untouched.{again}", hx=hx,
-                 blocks=("memory_list",), oob=("memory_status", "memory_message"))  # fmt: skip
+    again = (
+        ""
+        if chat_settings(get_chat(session, chat_id)).memory_chunking_paused
+        else (
+            " Memories will be made from them again after the next reply: pause making memories to keep them cleared."
+        )
+    )
+    return _view(
+        request,
+        session,
+        chat_id,
+        f"Removed {removed} memories. The messages are untouched.{again}",
+        hx=hx,
+        blocks=("memory_list",),
+        oob=("memory_status", "memory_message"),
+    )
 
 
 @router.post("/chats/{chat_id}/memories/chunking")
-def memory_chunking_page(chat_id: int, request: Request, form: FormDep, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+def memory_chunking_page(
+    chat_id: int, request: Request, form: FormDep, session: SessionDep, hx: HxRequest
+) -> HTMLResponse:
     """Pause or resume making memories from the chat's messages (also in Chat Settings)."""
     service.set_chunking_paused(session, chat_id, forms.text(form, "paused") == "true")
     return _view(request, session, chat_id, hx=hx, blocks=("memory_status",))
 
 
 @router.post("/chats/{chat_id}/memories/rebuild")
-def rebuild_memories_page(chat_id: int, request: Request, session: SessionDep, services: ServicesDep,
-                          hx: HxRequest) -> HTMLResponse:  # fmt: skip
+def rebuild_memories_page(
+    chat_id: int, request: Request, session: SessionDep, services: ServicesDep, hx: HxRequest
+) -> HTMLResponse:
     """Embed every memory again with the current model, in the background, with progress."""
     get_chat(session, chat_id)
     services.recall.rebuilds.start(services, chat_id)
@@ -124,16 +161,18 @@ def rebuild_memories_page(chat_id: int, request: Request, session: SessionDep, s
 
 
 @router.post("/chats/{chat_id}/memories/rebuild/stop")
-def stop_rebuild_page(chat_id: int, request: Request, session: SessionDep, services: ServicesDep,
-                      hx: HxRequest) -> HTMLResponse:  # fmt: skip
+def stop_rebuild_page(
+    chat_id: int, request: Request, session: SessionDep, services: ServicesDep, hx: HxRequest
+) -> HTMLResponse:
     """Stop the rebuild after the batch in hand; memories not reached keep their old vectors."""
     services.recall.rebuilds.stop(chat_id)
     return _status_view(request, session, chat_id, hx)
 
 
 @router.post("/chats/{chat_id}/memories/import")
-async def import_memories_page(chat_id: int, request: Request, session: SessionDep, services: ServicesDep,
-                               hx: HxRequest) -> HTMLResponse:  # fmt: skip
+async def import_memories_page(
+    chat_id: int, request: Request, session: SessionDep, services: ServicesDep, hx: HxRequest
+) -> HTMLResponse:
     """Merge a memory file."""
     form = await request.form()
     raw = await forms.upload(form, "file")
@@ -144,11 +183,23 @@ async def import_memories_page(chat_id: int, request: Request, session: SessionD
 
 
 def _imported_view(request: Request, session, services, chat_id: int, raw: bytes, hx: bool) -> HTMLResponse:
-    result = service.import_file(session, chat_id, raw, space=embedder_for_chat(session, chat_id, services.keybox, sizes=services.recall.sizes).space)
+    result = service.import_file(
+        session,
+        chat_id,
+        raw,
+        space=embedder_for_chat(session, chat_id, services.keybox, sizes=services.recall.sizes).space,
+    )
     session.commit()
     if result["queued"]:
         schedule_embed_chat(services, chat_id)
     linked = f" ({result['linked']} matching this chat's messages)" if result["linked"] else ""
-    return _view(request, session, chat_id, f"Imported {result['imported']}{linked}, skipped {result['skipped']} "
-                 "already here" + (f", {result['queued']} waiting for vectors." if result["queued"] else "."), hx=hx,
-                 blocks=("memory_list",), oob=("memory_status", "memory_message"))  # fmt: skip
+    return _view(
+        request,
+        session,
+        chat_id,
+        f"Imported {result['imported']}{linked}, skipped {result['skipped']} "
+        "already here" + (f", {result['queued']} waiting for vectors." if result["queued"] else "."),
+        hx=hx,
+        blocks=("memory_list",),
+        oob=("memory_status", "memory_message"),
+    )

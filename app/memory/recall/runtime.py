@@ -39,7 +39,9 @@ class RecallRuntime:
     def load_models(self, engine: Engine) -> None:
         """At start, in the background: work out which built-in models the data uses and load them,
         so no request waits for that (a search that comes first waits a while, then ranks by words)."""
-        threading.Thread(target=self._load_models, args=(engine,), name="load built-in models", daemon=True).start()
+        threading.Thread(
+            target=self._load_models, args=(engine,), name="load built-in models", daemon=True
+        ).start()
 
     def _load_models(self, engine: Engine) -> None:
         try:

@@ -67,9 +67,12 @@ def _texts(
 ) -> list[MessageText]:
     """Messages the AI could read (visible, not failed), with their active text."""
     stmt = select(Message.id, Message.name, Message.content, Message.created_at).where(
-        Message.chat_id == chat_id, Message.kind == "message", Message.hidden == False,  # noqa: E712
-        Message.status != "error", Message.status != "streaming",
-    )  # fmt: skip
+        Message.chat_id == chat_id,
+        Message.kind == "message",
+        Message.hidden == False,  # noqa: E712
+        Message.status != "error",
+        Message.status != "streaming",
+    )
     if ids is not None:
         stmt = stmt.where(col(Message.id).in_(ids))
     if before is not None:
@@ -79,9 +82,13 @@ def _texts(
 
 def _own_chunks(session: Session, chat_id: int) -> list[MemoryChunk]:
     """The chunks made from this chat's messages (not imported from elsewhere), oldest first."""
-    return list(session.exec(select(MemoryChunk).where(MemoryChunk.chat_id == chat_id,
-                                                       MemoryChunk.source_chat_id == None)  # noqa: E711
-                             .order_by(MemoryChunk.id)))  # fmt: skip
+    return list(
+        session.exec(
+            select(MemoryChunk)
+            .where(MemoryChunk.chat_id == chat_id, MemoryChunk.source_chat_id == None)  # noqa: E711
+            .order_by(MemoryChunk.id)
+        )
+    )
 
 
 def sync_chunks(session: Session, chat_id: int) -> tuple[int, int]:
@@ -115,12 +122,18 @@ def sync_chunks(session: Session, chat_id: int) -> tuple[int, int]:
     eligible = [m for m in texts if m.id > cursor and m.id != pinned]
     added = 0
     for draft in chunk_messages(eligible):
-        session.add(MemoryChunk(
-            chat_id=chat_id, content=draft.content, message_ids=list(draft.message_ids),
-            last_message_id=max(draft.message_ids), fingerprint=draft.fingerprint,
-            message_count=draft.message_count, first_message_at=draft.first_message_at,
-            last_message_at=draft.last_message_at,
-        ))  # fmt: skip
+        session.add(
+            MemoryChunk(
+                chat_id=chat_id,
+                content=draft.content,
+                message_ids=list(draft.message_ids),
+                last_message_id=max(draft.message_ids),
+                fingerprint=draft.fingerprint,
+                message_count=draft.message_count,
+                first_message_at=draft.first_message_at,
+                last_message_at=draft.last_message_at,
+            )
+        )
         added += 1
     session.flush()
     return added, removed
@@ -129,12 +142,20 @@ def sync_chunks(session: Session, chat_id: int) -> tuple[int, int]:
 def embed_pending(session: Session, chat_id: int, embedder: Embedder, *, limit: int = 64) -> int:
     """Give up to `limit` waiting chunks their vectors; returns how many got them (0 when none
     waits, or the source failed: the chunks then say why)."""
-    waiting = list(session.exec(select(MemoryChunk).where(MemoryChunk.chat_id == chat_id, MemoryChunk.status == "waiting")
-                                .order_by(MemoryChunk.id).limit(limit)))  # fmt: skip
+    waiting = list(
+        session.exec(
+            select(MemoryChunk)
+            .where(MemoryChunk.chat_id == chat_id, MemoryChunk.status == "waiting")
+            .order_by(MemoryChunk.id)
+            .limit(limit)
+        )
+    )
     return embed_chunks(session, chat_id, waiting, embedder)[0]
 
 
-def embed_chunks(session: Session, chat_id: int, chunks: list[MemoryChunk], embedder: Embedder) -> tuple[int, str | None]:
+def embed_chunks(
+    session: Session, chat_id: int, chunks: list[MemoryChunk], embedder: Embedder
+) -> tuple[int, str | None]:
     """Embed these chunks, replacing any vectors they had; (how many, the source's error). Their
     windows go to the model in one call: batching keeps the job's throughput at the model's own.
     A failing source marks them unavailable, with the reason."""
@@ -172,12 +193,17 @@ def embed_chunks(session: Session, chat_id: int, chunks: list[MemoryChunk], embe
 
 def waiting_count(session: Session, chat_id: int) -> int:
     """How many of the chat's memories wait for their vectors."""
-    return session.exec(select(func.count()).select_from(MemoryChunk)
-                        .where(MemoryChunk.chat_id == chat_id, MemoryChunk.status == "waiting")).one()  # fmt: skip
+    return session.exec(
+        select(func.count())
+        .select_from(MemoryChunk)
+        .where(MemoryChunk.chat_id == chat_id, MemoryChunk.status == "waiting")
+    ).one()
 
 
 def list_chunk_ids(session: Session, chat_id: int) -> list[int]:
-    return list(session.exec(select(MemoryChunk.id).where(MemoryChunk.chat_id == chat_id).order_by(MemoryChunk.id)))
+    return list(
+        session.exec(select(MemoryChunk.id).where(MemoryChunk.chat_id == chat_id).order_by(MemoryChunk.id))
+    )
 
 
 def _blocks(chunk: MemoryChunk) -> list[MessageText]:
@@ -232,16 +258,22 @@ class Side:
     lexical_unit: float | None = None  # the word pass's: what a word only one chunk holds weighs in BM25
 
 
-def _outside(neighbours: dict[int, tuple[int | None, int | None]],
-             excluded: frozenset[int]) -> dict[int, tuple[int | None, int | None]]:  # fmt: skip
+def _outside(
+    neighbours: dict[int, tuple[int | None, int | None]], excluded: frozenset[int]
+) -> dict[int, tuple[int | None, int | None]]:
     """Neighbours without the left-out memories: the last memory before the window has no next one,
     as when memories of the window did not exist."""
     if not excluded:
         return neighbours
-    return {c: (p if p not in excluded else None, n if n not in excluded else None) for c, (p, n) in neighbours.items()}
+    return {
+        c: (p if p not in excluded else None, n if n not in excluded else None)
+        for c, (p, n) in neighbours.items()
+    }
 
 
-def _embed(query: str, embedder: Embedder | None, vectors: QueryVectors | None, wait_for_model: bool) -> Embedded:
+def _embed(
+    query: str, embedder: Embedder | None, vectors: QueryVectors | None, wait_for_model: bool
+) -> Embedded:
     if embedder is None:
         return Embedded(None, None, NO_SOURCE_NOTE)
     if still_loading(embedder):
@@ -252,7 +284,9 @@ def _embed(query: str, embedder: Embedder | None, vectors: QueryVectors | None, 
         try:  # a search does, within a limit
             loading.model(timeout=MODEL_WAIT_S)
         except ModelStillLoading as err:
-            return Embedded(None, None, f"Ranked by text matching only: {err}. Search again in a moment.", loading=True)
+            return Embedded(
+                None, None, f"Ranked by text matching only: {err}. Search again in a moment.", loading=True
+            )
         except EmbeddingError as err:
             return Embedded(None, None, f"The embedding source failed ({err}); ranked by text matching only.")
     try:
@@ -262,9 +296,20 @@ def _embed(query: str, embedder: Embedder | None, vectors: QueryVectors | None, 
     return Embedded(embedder, vector)
 
 
-def _vector_pass(engine, chat_id: int, query: str, embedder: Embedder | None, *, bits: SignIndex,
-                 vectors: QueryVectors | None, wait_for_model: bool, embedded: Future, scanned: Future,
-                 choose_embedder: ChooseEmbedder | None = None, window_start_id: int | None = None) -> Side | None:  # fmt: skip
+def _vector_pass(
+    engine,
+    chat_id: int,
+    query: str,
+    embedder: Embedder | None,
+    *,
+    bits: SignIndex,
+    vectors: QueryVectors | None,
+    wait_for_model: bool,
+    embedded: Future,
+    scanned: Future,
+    choose_embedder: ChooseEmbedder | None = None,
+    window_start_id: int | None = None,
+) -> Side | None:
     """Embed the query (or find it embedded), take the windows nearest to it by sign bits, score
     them exactly, then the neighbours of the best chunks; on a connection of its own. Says when the
     query is embedded (the word pass waits for it) and when the sign bits are scanned (numpy
@@ -283,10 +328,14 @@ def _vector_pass(engine, chat_id: int, query: str, embedder: Embedder | None, *,
             code = sign_code(got.vector)
             excluded, their_windows = index.reaching(session, chat_id, window_start_id)
             # As many windows outside the left-out memories as a search of all of them would weigh.
-            vector_ids, _ = bits.nearest_windows(session, chat_id, space_id, code, limit=NEAREST_WINDOWS + their_windows)
+            vector_ids, _ = bits.nearest_windows(
+                session, chat_id, space_id, code, limit=NEAREST_WINDOWS + their_windows
+            )
             scanned.set_result(None)
             dense: dict[int, float] = {}
-            for chunk_id, similarity in similarities_by_vector(session, vector_ids.tolist(), got.vector).values():
+            for chunk_id, similarity in similarities_by_vector(
+                session, vector_ids.tolist(), got.vector
+            ).values():
                 if chunk_id not in excluded:
                     dense[chunk_id] = max(similarity, dense.get(chunk_id, -1.0))
             best = sorted(dense, key=dense.__getitem__, reverse=True)[:CANDIDATES_PER_RANKING]
@@ -303,7 +352,9 @@ def _vector_pass(engine, chat_id: int, query: str, embedder: Embedder | None, *,
             scanned.set_result(None)
 
 
-def _word_pass(engine, chat_id: int, query: str, *, embedded: Future, window_start_id: int | None = None) -> Side:
+def _word_pass(
+    engine, chat_id: int, query: str, *, embedded: Future, window_start_id: int | None = None
+) -> Side:
     """The best LEXICAL_DEPTH chunks by BM25 over the query's rarer words, with their scores; the
     neighbours of the best, and, once the query is embedded, the exact similarity of those and
     their neighbours; on a connection of its own."""
@@ -346,10 +397,18 @@ class PendingSearch:
 
 
 def start_search(
-    engine, chat_id: int, query: str, embedder: Embedder | None, *, bits: SignIndex, threads: Executor,
-    vectors: QueryVectors | None = None, wait_for_model: bool = True, choose_embedder: ChooseEmbedder | None = None,
+    engine,
+    chat_id: int,
+    query: str,
+    embedder: Embedder | None,
+    *,
+    bits: SignIndex,
+    threads: Executor,
+    vectors: QueryVectors | None = None,
+    wait_for_model: bool = True,
+    choose_embedder: ChooseEmbedder | None = None,
     window_start_id: int | None = None,
-) -> PendingSearch | None:  # fmt: skip
+) -> PendingSearch | None:
     """Start a search on `threads` (two of them), each pass on its own connection: the vector pass
     (the query's vector comes from `vectors` when it was embedded already) and the word pass
     (SQLite FTS5), which then scores its best chunks exactly once the query is embedded. The
@@ -364,10 +423,23 @@ def start_search(
     embedded: Future[Embedded] = Future()
     scanned: Future[None] = Future()
     # The vector pass first: the word pass waits for its embedding, and the threads take work in order.
-    dense = threads.submit(_vector_pass, engine, chat_id, query, embedder, bits=bits, vectors=vectors,
-                           wait_for_model=wait_for_model, embedded=embedded, scanned=scanned,
-                           choose_embedder=choose_embedder, window_start_id=window_start_id)  # fmt: skip
-    words = threads.submit(_word_pass, engine, chat_id, query, embedded=embedded, window_start_id=window_start_id)
+    dense = threads.submit(
+        _vector_pass,
+        engine,
+        chat_id,
+        query,
+        embedder,
+        bits=bits,
+        vectors=vectors,
+        wait_for_model=wait_for_model,
+        embedded=embedded,
+        scanned=scanned,
+        choose_embedder=choose_embedder,
+        window_start_id=window_start_id,
+    )
+    words = threads.submit(
+        _word_pass, engine, chat_id, query, embedded=embedded, window_start_id=window_start_id
+    )
     return PendingSearch(embedded, scanned, dense, words, chat_id, query, window_start_id)
 
 
@@ -383,7 +455,9 @@ def finish_search(session: Session, pending: PendingSearch, *, k: int = 8) -> tu
         return [], got
     known = {**(near.neighbours if near is not None else {}), **words.neighbours}
     neighbours = {c: known[c] for c in sorted(candidates) if c in known}  # in id order, as SQLite gives them
-    pool = list(dict.fromkeys([*candidates, *(n for pair in neighbours.values() for n in pair if n is not None)]))
+    pool = list(
+        dict.fromkeys([*candidates, *(n for pair in neighbours.values() for n in pair if n is not None)])
+    )
     lexical = {c: words.scores.get(c, 0.0) for c in pool}
     if dense is not None and near is not None:
         for c in pool:
@@ -391,8 +465,14 @@ def finish_search(session: Session, pending: PendingSearch, *, k: int = 8) -> tu
             if c not in dense and similarity is not None:  # chunks without vectors in the space stay out
                 dense[c] = similarity
     dense_weight, neighbour_share = ranking_weights(session, pending.chat_id)
-    scores = fuse(dense, lexical, neighbours, dense_weight=dense_weight, neighbour_share=neighbour_share,
-                  lexical_unit=words.lexical_unit)  # fmt: skip
+    scores = fuse(
+        dense,
+        lexical,
+        neighbours,
+        dense_weight=dense_weight,
+        neighbour_share=neighbour_share,
+        lexical_unit=words.lexical_unit,
+    )
     if named := dates_named(pending.query):
         # A memory said on a date the query names counts as if it shared one more rare word with it.
         spans = index.chunk_days(session, pool)
@@ -427,8 +507,10 @@ def ranking_weights(session: Session, chat_id: int) -> tuple[float, float]:
     """The chat's dense weight and neighbour share (Chat Settings → Memory Recall → Ranking), or
     the defaults measured on the long-chat dev set."""
     settings = chats.chat_settings(chats.get_chat(session, chat_id))
-    return (DENSE_WEIGHT if settings.recall_dense_weight is None else settings.recall_dense_weight,
-            NEIGHBOUR_SHARE if settings.recall_neighbour_share is None else settings.recall_neighbour_share)  # fmt: skip
+    return (
+        DENSE_WEIGHT if settings.recall_dense_weight is None else settings.recall_dense_weight,
+        NEIGHBOUR_SHARE if settings.recall_neighbour_share is None else settings.recall_neighbour_share,
+    )
 
 
 def current_rows(session: Session, chat_id: int, rows: list[ChunkRow]) -> list[ChunkRow]:
@@ -439,18 +521,29 @@ def current_rows(session: Session, chat_id: int, rows: list[ChunkRow]) -> list[C
     if not linked:
         return rows
     current = {m.id: m for m in _texts(session, chat_id, sorted({i for r in linked for i in r.message_ids}))}
-    stale = set(stale_chunks([StoredChunk(r.id, tuple(r.message_ids), r.fingerprint) for r in linked], current))
+    stale = set(
+        stale_chunks([StoredChunk(r.id, tuple(r.message_ids), r.fingerprint) for r in linked], current)
+    )
     return [r for r in rows if r.id not in stale]
 
 
 def search(
-    session: Session, chat_id: int, query: str, embedder: Embedder | None, *, bits: SignIndex, threads: Executor,
-    vectors: QueryVectors | None = None, k: int = 8,
+    session: Session,
+    chat_id: int,
+    query: str,
+    embedder: Embedder | None,
+    *,
+    bits: SignIndex,
+    threads: Executor,
+    vectors: QueryVectors | None = None,
+    k: int = 8,
 ) -> tuple[list[Hit], str | None]:
     """Chunks ranked by vector similarity fused with lexical matching; (hits, why vectors were not
     used) — a failing embedding source falls back to text matching and says so. `bits` is the
     app's sign-bit index; both passes run on `threads` (see `start_search`)."""
-    pending = start_search(session.get_bind(), chat_id, query, embedder, bits=bits, threads=threads, vectors=vectors)
+    pending = start_search(
+        session.get_bind(), chat_id, query, embedder, bits=bits, threads=threads, vectors=vectors
+    )
     if pending is None:
         return [], None
     hits, got = finish_search(session, pending, k=k)
@@ -466,9 +559,15 @@ class Found:
 
 
 def search_for_viewer(
-    session: Session, chat_id: int, query: str, embedder: Embedder | None, *, bits: SignIndex, threads: Executor,
+    session: Session,
+    chat_id: int,
+    query: str,
+    embedder: Embedder | None,
+    *,
+    bits: SignIndex,
+    threads: Executor,
     k: int = 8,
-) -> tuple[list[Found], str | None]:  # fmt: skip
+) -> tuple[list[Found], str | None]:
     """The memory viewer's search: `search`'s ranking without the memories that share no word with
     the query and are not clearly close in meaning (see excerpts.py), so a query about nothing in
     the chat finds nothing."""
@@ -490,22 +589,42 @@ class RecallResult:
 
 
 def start_recall(
-    engine, chat_id: int, query: str, embedder: Embedder | None, *, bits: SignIndex, threads: Executor,
-    vectors: QueryVectors | None = None, choose_embedder: ChooseEmbedder | None = None,
+    engine,
+    chat_id: int,
+    query: str,
+    embedder: Embedder | None,
+    *,
+    bits: SignIndex,
+    threads: Executor,
+    vectors: QueryVectors | None = None,
+    choose_embedder: ChooseEmbedder | None = None,
     window_start_id: int | None = None,
-) -> PendingSearch | None:  # fmt: skip
+) -> PendingSearch | None:
     """Start the search for the next reply's memories (`finish_recall` ends it), among those of the
     messages before `window_start_id` (the prompt's live window holds the others); while the built-in
     model loads, words alone rank."""
-    return start_search(engine, chat_id, query, embedder, bits=bits, threads=threads, vectors=vectors,
-                        wait_for_model=False, choose_embedder=choose_embedder,
-                        window_start_id=window_start_id)  # fmt: skip
+    return start_search(
+        engine,
+        chat_id,
+        query,
+        embedder,
+        bits=bits,
+        threads=threads,
+        vectors=vectors,
+        wait_for_model=False,
+        choose_embedder=choose_embedder,
+        window_start_id=window_start_id,
+    )
 
 
 def finish_recall(
-    session: Session, pending: PendingSearch | None, *, context_size: int, window_start_id: int | None,
+    session: Session,
+    pending: PendingSearch | None,
+    *,
+    context_size: int,
+    window_start_id: int | None,
     count: Callable[[str], int],
-) -> RecallResult:  # fmt: skip
+) -> RecallResult:
     """Memories for the next reply: ranked chunks of this chat, past the live window, above the
     similarity threshold, within 15% of the context (clamped 384–1,536 tokens)."""
     if pending is None:
@@ -513,8 +632,10 @@ def finish_recall(
     hits, got = finish_search(session, pending, k=TOP_K * 2)
     embedder = got.embedder
     hits = [h for h in hits if window_start_id is None or max(h.chunk.message_ids or [0]) < window_start_id]
-    candidates = [Candidate(h.chunk.id, h.chunk.content, h.similarity if embedder else None, h.lexical,
-                            _span(h.chunk)) for h in hits]  # fmt: skip
+    candidates = [
+        Candidate(h.chunk.id, h.chunk.content, h.similarity if embedder else None, h.lexical, _span(h.chunk))
+        for h in hits
+    ]
     threshold = embedder.threshold if embedder else 0.0
     recalled, why = select_memories(
         candidates, budget=memory_budget(context_size), threshold=threshold, count=count
@@ -545,9 +666,19 @@ def recall_for_prompt(
     vectors: QueryVectors | None = None,
 ) -> RecallResult:
     """`start_recall` then `finish_recall`, for one embedder."""
-    pending = start_recall(session.get_bind(), chat_id, query, embedder, bits=bits, threads=threads, vectors=vectors,
-                           window_start_id=window_start_id)  # fmt: skip
-    return finish_recall(session, pending, context_size=context_size, window_start_id=window_start_id, count=count)
+    pending = start_recall(
+        session.get_bind(),
+        chat_id,
+        query,
+        embedder,
+        bits=bits,
+        threads=threads,
+        vectors=vectors,
+        window_start_id=window_start_id,
+    )
+    return finish_recall(
+        session, pending, context_size=context_size, window_start_id=window_start_id, count=count
+    )
 
 
 def _span(chunk: ChunkRow) -> str:
@@ -558,8 +689,13 @@ def _span(chunk: ChunkRow) -> str:
 
 
 def list_chunks(session: Session, chat_id: int) -> list[MemoryChunk]:
-    return list(session.exec(select(MemoryChunk).where(MemoryChunk.chat_id == chat_id)
-                             .order_by(MemoryChunk.first_message_at, MemoryChunk.id)))  # fmt: skip
+    return list(
+        session.exec(
+            select(MemoryChunk)
+            .where(MemoryChunk.chat_id == chat_id)
+            .order_by(MemoryChunk.first_message_at, MemoryChunk.id)
+        )
+    )
 
 
 def forget_chunk(session: Session, chat_id: int, chunk_id: int) -> None:
@@ -583,13 +719,24 @@ def export_file(session: Session, chat_id: int) -> tuple[str, bytes]:
     chat = chats.get_chat(session, chat_id)
     records = []
     for chunk in list_chunks(session, chat_id):
-        windows = [unpack(v.embedding) for v in session.exec(
-            select(MemoryVector).where(MemoryVector.chunk_id == chunk.id).order_by(MemoryVector.window))]  # fmt: skip
-        records.append(ChunkRecord(
-            content=chunk.content, embedding=_mean(windows), space_id=chunk.embedding_space_id,
-            message_count=chunk.message_count, first_message_at=as_utc(chunk.first_message_at),
-            last_message_at=as_utc(chunk.last_message_at), created_at=as_utc(chunk.created_at), windows=windows or None,
-        ))  # fmt: skip
+        windows = [
+            unpack(v.embedding)
+            for v in session.exec(
+                select(MemoryVector).where(MemoryVector.chunk_id == chunk.id).order_by(MemoryVector.window)
+            )
+        ]
+        records.append(
+            ChunkRecord(
+                content=chunk.content,
+                embedding=_mean(windows),
+                space_id=chunk.embedding_space_id,
+                message_count=chunk.message_count,
+                first_message_at=as_utc(chunk.first_message_at),
+                last_message_at=as_utc(chunk.last_message_at),
+                created_at=as_utc(chunk.created_at),
+                windows=windows or None,
+            )
+        )
     doc = export_envelope(chat_id=chat.id, name=chat.name, mode=chat.mode, chunks=records, now=utcnow())
     safe = safe_stem(chat.name, "chat")
     return f"{safe}-memory-recall.marinara.json", json.dumps(doc, ensure_ascii=False).encode()
@@ -620,8 +767,10 @@ def import_file(session: Session, chat_id: int, raw: bytes, *, space: EmbeddingS
         source, records = parse_import(raw, now=utcnow())
     except MemoryFileError as err:
         raise UserError(str(err)) from err
-    existing = {(as_utc(c.first_message_at).isoformat(), as_utc(c.last_message_at).isoformat(), c.content)
-                for c in list_chunks(session, chat_id)}  # fmt: skip
+    existing = {
+        (as_utc(c.first_message_at).isoformat(), as_utc(c.last_message_at).isoformat(), c.content)
+        for c in list_chunks(session, chat_id)
+    }
     drafts = _chunks_of_messages(session, chat_id)
     covered = {i for c in _own_chunks(session, chat_id) for i in c.message_ids}
     imported = skipped = queued = linked = 0
@@ -633,15 +782,29 @@ def import_file(session: Session, chat_id: int, raw: bytes, *, space: EmbeddingS
         draft = drafts.pop(rec.content, None)
         if draft is not None and not covered.intersection(draft.message_ids):
             covered.update(draft.message_ids)
-            chunk = MemoryChunk(chat_id=chat_id, content=draft.content, message_ids=list(draft.message_ids),
-                                last_message_id=max(draft.message_ids), fingerprint=draft.fingerprint, message_count=draft.message_count,
-                                first_message_at=draft.first_message_at, last_message_at=draft.last_message_at,
-                                created_at=rec.created_at)  # fmt: skip
+            chunk = MemoryChunk(
+                chat_id=chat_id,
+                content=draft.content,
+                message_ids=list(draft.message_ids),
+                last_message_id=max(draft.message_ids),
+                fingerprint=draft.fingerprint,
+                message_count=draft.message_count,
+                first_message_at=draft.first_message_at,
+                last_message_at=draft.last_message_at,
+                created_at=rec.created_at,
+            )
             linked += 1
         else:
-            chunk = MemoryChunk(chat_id=chat_id, content=rec.content, message_ids=[], message_count=rec.message_count,
-                                first_message_at=rec.first_message_at, last_message_at=rec.last_message_at,
-                                created_at=rec.created_at, source_chat_id=source)  # fmt: skip
+            chunk = MemoryChunk(
+                chat_id=chat_id,
+                content=rec.content,
+                message_ids=[],
+                message_count=rec.message_count,
+                first_message_at=rec.first_message_at,
+                last_message_at=rec.last_message_at,
+                created_at=rec.created_at,
+                source_chat_id=source,
+            )
         session.add(chunk)
         session.flush()
         vectors = rec.windows or ([rec.embedding] if rec.embedding else [])

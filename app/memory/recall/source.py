@@ -26,7 +26,9 @@ from app.prompt.core.tokens import count_tokens
 from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
 
 OFF_NOTE = "Memory Recall is off for this chat (Chat Settings → Memory Recall); memories are still kept."
-ADVANCED_NOTE = "Memory Recall: Advanced Memory Recall recalls for this chat, so standard recall inserts nothing."
+ADVANCED_NOTE = (
+    "Memory Recall: Advanced Memory Recall recalls for this chat, so standard recall inserts nothing."
+)
 SHORT_QUERY_WORDS = 4  # a shorter message searches with the one before it
 
 
@@ -55,11 +57,18 @@ class RecallSource(PromptSource):
         # The embedder is picked on the vector pass's thread, so the word pass starts at once. Memories
         # are made whatever the window: those of messages the prompt holds already are left out.
         pending = turn.scratch[self.name] = start_recall(
-            turn.session.get_bind(), turn.chat.id, recall_query(turn.history.messages), None,
-            bits=services.recall.index, threads=services.recall.queries, vectors=services.recall.query_vectors,
-            choose_embedder=partial(embedder_for_chat, chat_id=turn.chat.id, keybox=services.keybox, sizes=services.recall.sizes),
+            turn.session.get_bind(),
+            turn.chat.id,
+            recall_query(turn.history.messages),
+            None,
+            bits=services.recall.index,
+            threads=services.recall.queries,
+            vectors=services.recall.query_vectors,
+            choose_embedder=partial(
+                embedder_for_chat, chat_id=turn.chat.id, keybox=services.keybox, sizes=services.recall.sizes
+            ),
             window_start_id=recent[0].id if recent else None,
-        )  # fmt: skip
+        )
         if pending is not None:
             # The embedding and the sign-bit scan are steps that each need the GIL back: beside
             # the other sources' Python work they would crawl, so they run now, while this thread
@@ -75,15 +84,25 @@ class RecallSource(PromptSource):
         if self.name not in turn.scratch:
             self.begin(turn)
         recent = turn.history.recent
-        result = finish_recall(turn.session, turn.scratch.pop(self.name), context_size=turn.context_size,
-                               window_start_id=recent[0].id if recent else None, count=count_tokens)  # fmt: skip
-        blocks = (DynamicBlock("recalled_memories", "Recalled memories", result.block),) if result.block else ()
+        result = finish_recall(
+            turn.session,
+            turn.scratch.pop(self.name),
+            context_size=turn.context_size,
+            window_start_id=recent[0].id if recent else None,
+            count=count_tokens,
+        )
+        blocks = (
+            (DynamicBlock("recalled_memories", "Recalled memories", result.block),) if result.block else ()
+        )
         return Contribution(dynamic=blocks, note=result.note)
 
     def expect(self, services: Services, session: Session, chat: Chat, text: str) -> None:
         """Embed the new message now, on the recall threads, while it is stored and the turn is read:
         it will be the query (unless it is too short to stand alone)."""
-        if not read_settings(chat.settings).recall_enabled(chat.mode) or len(text.split()) < SHORT_QUERY_WORDS:
+        if (
+            not read_settings(chat.settings).recall_enabled(chat.mode)
+            or len(text.split()) < SHORT_QUERY_WORDS
+        ):
             return
         embedder = embedder_for_chat(session, chat.id, services.keybox, sizes=services.recall.sizes)
         if still_loading(embedder):
@@ -108,16 +127,23 @@ class RecallSource(PromptSource):
         return JOBS
 
     def settings_section(self, session: Session, chat: Chat, services: Services) -> SettingsSection:
-        return SettingsSection("memory/_recall_settings.html", {
-            "embedding": embedding_choice(session, chat, automatic=True), "builtin_models": BUILTIN_MODELS,
-            "dense_weight": DENSE_WEIGHT, "neighbour_share": NEIGHBOUR_SHARE,
-        })  # fmt: skip
+        return SettingsSection(
+            "memory/_recall_settings.html",
+            {
+                "embedding": embedding_choice(session, chat, automatic=True),
+                "builtin_models": BUILTIN_MODELS,
+                "dense_weight": DENSE_WEIGHT,
+                "neighbour_share": NEIGHBOUR_SHARE,
+            },
+        )
 
     def read_settings_form(self, session: Session, chat: Chat, form: Any) -> dict[str, Any]:
         if not forms.text(form, "memory_recall_shown"):
             return {}
-        return {"memory_recall": forms.checkbox(form, "memory_recall"),
-                "memory_chunking_paused": forms.checkbox(form, "memory_chunking_paused"),
-                "builtin_embedding": forms.text(form, "builtin_embedding") or None,
-                "recall_dense_weight": forms.optional_number(form, "recall_dense_weight"),
-                "recall_neighbour_share": forms.optional_number(form, "recall_neighbour_share")}  # fmt: skip
+        return {
+            "memory_recall": forms.checkbox(form, "memory_recall"),
+            "memory_chunking_paused": forms.checkbox(form, "memory_chunking_paused"),
+            "builtin_embedding": forms.text(form, "builtin_embedding") or None,
+            "recall_dense_weight": forms.optional_number(form, "recall_dense_weight"),
+            "recall_neighbour_share": forms.optional_number(form, "recall_neighbour_share"),
+        }

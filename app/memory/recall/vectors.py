@@ -40,10 +40,20 @@ def store_vectors(
     embedders and the import check it first: one of another size here is a bug, never stored)."""
     dims = space_dims(space_id)
     if dims is not None and any(len(vector) != dims for vector in vectors):
-        raise ValueError(f"vectors of {sorted({len(v) for v in vectors})} numbers cannot go in space {space_id}")
+        raise ValueError(
+            f"vectors of {sorted({len(v) for v in vectors})} numbers cannot go in space {space_id}"
+        )
     for window, vector in enumerate(vectors):
-        session.add(MemoryVector(chat_id=chat_id, chunk_id=chunk_id, space_id=space_id, window=window,
-                                 embedding=pack(vector), code=sign_code(vector)))  # fmt: skip
+        session.add(
+            MemoryVector(
+                chat_id=chat_id,
+                chunk_id=chunk_id,
+                space_id=space_id,
+                window=window,
+                embedding=pack(vector),
+                code=sign_code(vector),
+            )
+        )
 
 
 def _in(values: Iterable[int]) -> tuple[str, list[int]]:
@@ -58,10 +68,13 @@ def similarities_by_vector(
     marks, ids = _in(vector_ids)
     if not ids:
         return {}
-    found = _one_row(session, "SELECT group_concat(id || ' ' || chunk_id || ' ' || "
-                              "printf('%!.17g', 1 - vec_distance_cosine(embedding, ?)), ' ') "
-                              f"FROM memory_vector WHERE id IN ({marks}) AND length(embedding) = ?",
-                     (pack(query), *ids, 4 * len(query)))  # fmt: skip
+    found = _one_row(
+        session,
+        "SELECT group_concat(id || ' ' || chunk_id || ' ' || "
+        "printf('%!.17g', 1 - vec_distance_cosine(embedding, ?)), ' ') "
+        f"FROM memory_vector WHERE id IN ({marks}) AND length(embedding) = ?",
+        (pack(query), *ids, 4 * len(query)),
+    )
     return {int(found[i]): (int(found[i + 1]), float(found[i + 2])) for i in range(0, len(found), 3)}
 
 
@@ -72,10 +85,13 @@ def similarities_by_chunk(
     marks, ids = _in(chunk_ids)
     if not ids:
         return {}
-    found = _one_row(session, "SELECT group_concat(chunk_id || ' ' || printf('%!.17g', sim), ' ') FROM ("
-                              "SELECT chunk_id, max(1 - vec_distance_cosine(embedding, ?)) AS sim FROM memory_vector "
-                              f"WHERE space_id = ? AND chunk_id IN ({marks}) AND length(embedding) = ? GROUP BY chunk_id)",
-                     (pack(query), space_id, *ids, 4 * len(query)))  # fmt: skip
+    found = _one_row(
+        session,
+        "SELECT group_concat(chunk_id || ' ' || printf('%!.17g', sim), ' ') FROM ("
+        "SELECT chunk_id, max(1 - vec_distance_cosine(embedding, ?)) AS sim FROM memory_vector "
+        f"WHERE space_id = ? AND chunk_id IN ({marks}) AND length(embedding) = ? GROUP BY chunk_id)",
+        (pack(query), space_id, *ids, 4 * len(query)),
+    )
     return {int(found[i]): float(found[i + 1]) for i in range(0, len(found), 2)}
 
 

@@ -85,8 +85,11 @@ def check_scenes(services: Services, chat_id: int) -> CheckOutcome:
         if not check_due(len(new), settings.adv_check_interval):
             return CheckOutcome("not_due")
         before = [m.number for m in messages if checked is not None and m.id <= checked]
-        window = check_window([NumberedMessage(m.number, m.name, m.text) for m in messages],
-                              before[-1] if before else None, settings.adv_check_interval)  # fmt: skip
+        window = check_window(
+            [NumberedMessage(m.number, m.name, m.text) for m in messages],
+            before[-1] if before else None,
+            settings.adv_check_interval,
+        )
         if not window.messages:
             return CheckOutcome("not_due")
         try:
@@ -102,11 +105,18 @@ def check_scenes(services: Services, chat_id: int) -> CheckOutcome:
         if isinstance(result, answers.Failure):
             last = by_number[window.last_number]
             skippable = last.id if unreadable(result) else None
-            return _failed(services, chat_id, result.reason, span=window_span(window), unreadable_through=skippable)
+            return _failed(
+                services, chat_id, result.reason, span=window_span(window), unreadable_through=skippable
+            )
         with Session(services.engine) as session:
             try:
-                closed = close_ends(session, chat_id, messages, [by_number[n].id for n in result.numbers],
-                                    checked_through=by_number[window.last_number].id)  # fmt: skip
+                closed = close_ends(
+                    session,
+                    chat_id,
+                    messages,
+                    [by_number[n].id for n in result.numbers],
+                    checked_through=by_number[window.last_number].id,
+                )
                 session.commit()
             except IntegrityError:  # another process closed the same scene meanwhile: its check stands
                 session.rollback()
@@ -117,8 +127,12 @@ def check_scenes(services: Services, chat_id: int) -> CheckOutcome:
 
 
 def _prepare_status(session: Session, chat_id: int) -> str | None:
-    return session.exec(select(SceneRun.status).where(SceneRun.chat_id == chat_id, col(SceneRun.stage).in_(PREPARE_STAGES))
-                        .order_by(col(SceneRun.id).desc()).limit(1)).first()  # fmt: skip
+    return session.exec(
+        select(SceneRun.status)
+        .where(SceneRun.chat_id == chat_id, col(SceneRun.stage).in_(PREPARE_STAGES))
+        .order_by(col(SceneRun.id).desc())
+        .limit(1)
+    ).first()
 
 
 def preparing(session: Session, chat_id: int) -> bool:
@@ -134,7 +148,9 @@ def prepare_running(session: Session, chat_id: int) -> bool:
     return _prepare_status(session, chat_id) == "running"
 
 
-def ask_scene_ends(config: ProviderConfig, request: list[dict], allowed: frozenset[int]) -> SceneEnds | answers.Failure:
+def ask_scene_ends(
+    config: ProviderConfig, request: list[dict], allowed: frozenset[int]
+) -> SceneEnds | answers.Failure:
     """The helper's scene ends for one window. A cut-off answer is asked again with more room; an
     unreadable one once more as it was (a model that wandered off the format usually keeps to it the
     second time). The Failure that remains is `check.unreadable` unless the provider failed."""
@@ -161,12 +177,15 @@ def _state(session: Session, chat_id: int) -> SceneState:
     return session.get(SceneState, chat_id) or SceneState(chat_id=chat_id)
 
 
-def _failed(services: Services, chat_id: int, reason: str, *, span: str = "",
-            unreadable_through: int | None = None) -> CheckOutcome:  # fmt: skip
+def _failed(
+    services: Services, chat_id: int, reason: str, *, span: str = "", unreadable_through: int | None = None
+) -> CheckOutcome:
     with Session(services.engine) as session:
         state = _state(session, chat_id)
         state.failures += 1
-        state.reason = f"The scene check of {span} failed: {reason}" if span else f"The scene check failed: {reason}"
+        state.reason = (
+            f"The scene check of {span} failed: {reason}" if span else f"The scene check failed: {reason}"
+        )
         state.unreadable_through_id = unreadable_through
         state.next_check_at = utcnow() + answers.retry_delay(state.failures)
         state.updated_at = utcnow()
@@ -177,7 +196,7 @@ def _failed(services: Services, chat_id: int, reason: str, *, span: str = "",
 
 
 def window_span(window: CheckWindow) -> str:
-    """"messages 41–50" (or "message 41"): the batch a check or Prepare reads, as the user numbers it."""
+    """ "messages 41–50" (or "message 41"): the batch a check or Prepare reads, as the user numbers it."""
     first, last = window.messages[0].number, window.messages[-1].number
     return f"messages {first}–{last}" if first != last else f"message {first}"
 
@@ -195,8 +214,13 @@ def skip_unreadable(services: Services, chat_id: int) -> None:
         if not services.claims.scene_checks.claim(chat_id):
             raise Conflict(CHECKING)
         try:
-            close_ends(session, chat_id, readable_messages(session, chat_id), [],
-                       checked_through=state.unreadable_through_id)  # fmt: skip
+            close_ends(
+                session,
+                chat_id,
+                readable_messages(session, chat_id),
+                [],
+                checked_through=state.unreadable_through_id,
+            )
             session.commit()
         finally:
             services.claims.scene_checks.release(chat_id)
@@ -208,8 +232,14 @@ def last_scene_end(session: Session, chat_id: int) -> int | None:
     return session.exec(select(func.max(Scene.last_message_id)).where(Scene.chat_id == chat_id)).one()
 
 
-def close_ends(session: Session, chat_id: int, messages: Sequence[ReadableMessage], ends: Sequence[int], *,
-               checked_through: int) -> list[Scene]:  # fmt: skip
+def close_ends(
+    session: Session,
+    chat_id: int,
+    messages: Sequence[ReadableMessage],
+    ends: Sequence[int],
+    *,
+    checked_through: int,
+) -> list[Scene]:
     """Close a scene at each end (message ids) the helper named, and move the chat's "last checked" mark
     to `checked_through`, clearing a failure; the new scenes, added to `session`, not committed. The
     caller commits; an IntegrityError (from this or the commit) means another check closed the same

@@ -91,37 +91,70 @@ def _archive(services: Services, chat_id: int, config: ProviderConfig) -> bool:
             state = session.get(SceneState, chat_id)
             if state is None or state.window_start_id is None:
                 return True
-            tail = int(session.connection().exec_driver_sql(
-                "SELECT count(*) FROM message WHERE chat_id = ? AND kind = 'message' AND id >= ?",
-                (chat_id, state.window_start_id)).scalar_one())  # fmt: skip
+            tail = int(
+                session.connection()
+                .exec_driver_sql(
+                    "SELECT count(*) FROM message WHERE chat_id = ? AND kind = 'message' AND id >= ?",
+                    (chat_id, state.window_start_id),
+                )
+                .scalar_one()
+            )
             entries = list(session.exec(select(SummaryEntry).where(SummaryEntry.chat_id == chat_id)))
             gap = uncovered(session, chat_id, entries, tail=tail)
             if gap.next_positions is None:
                 return True
-            ids = [row[0] for row in session.connection().exec_driver_sql(
-                "SELECT id FROM message WHERE chat_id = ? AND kind = 'message' ORDER BY id", (chat_id,)).all()]  # fmt: skip
+            ids = [
+                row[0]
+                for row in session.connection()
+                .exec_driver_sql(
+                    "SELECT id FROM message WHERE chat_id = ? AND kind = 'message' ORDER BY id", (chat_id,)
+                )
+                .all()
+            ]
             first, last = gap.next_positions
-            job = SummaryJob(chat_id=chat_id, scope="range", start=first, end=last, first_message_id=ids[first - 1],
-                             last_message_id=ids[last - 1], first_position=first, last_position=last)  # fmt: skip
+            job = SummaryJob(
+                chat_id=chat_id,
+                scope="range",
+                start=first,
+                end=last,
+                first_message_id=ids[first - 1],
+                last_message_id=ids[last - 1],
+                first_position=first,
+                last_position=last,
+            )
             chat = session.get(Chat, chat_id)
             try:
-                request = generate.summary_request(session, job, read_settings(chat.settings).summary_max_tokens)
-            except UserError:  # every message of the stretch is hidden or empty: nothing to say, nothing to ask
+                request = generate.summary_request(
+                    session, job, read_settings(chat.settings).summary_max_tokens
+                )
+            except (
+                UserError
+            ):  # every message of the stretch is hidden or empty: nothing to say, nothing to ask
                 return True
         result = generate.ask(config, request)
         if not isinstance(result, ProseSummary):
-            _note(services, chat_id, f"A continuity summary of messages {first}–{last} failed: {result.reason}")
+            _note(
+                services, chat_id, f"A continuity summary of messages {first}–{last} failed: {result.reason}"
+            )
             return False
         with Session(services.engine) as session:
-            written = generate.write_model_entry(session, chat_id, result.text, first_id=job.first_message_id,
-                                                 last_id=job.last_message_id, first_position=first,
-                                                 last_position=last)  # fmt: skip
+            written = generate.write_model_entry(
+                session,
+                chat_id,
+                result.text,
+                first_id=job.first_message_id,
+                last_id=job.last_message_id,
+                first_position=first,
+                last_position=last,
+            )
             if isinstance(written, str):
                 session.rollback()
                 _note(services, chat_id, written)
                 return False
             session.commit()
-        log.info("Advanced Memory wrote a continuity summary of messages %s–%s in chat %s", first, last, chat_id)
+        log.info(
+            "Advanced Memory wrote a continuity summary of messages %s–%s in chat %s", first, last, chat_id
+        )
     return True
 
 
@@ -135,15 +168,28 @@ def _combine(services: Services, chat_id: int, config: ProviderConfig, helper: s
         settings = read_settings(chat.settings)
         state = session.get(SceneState, chat_id)
         mark = state.window_start_id if state else None
-        active = list(session.exec(select(SummaryEntry).where(
-            SummaryEntry.chat_id == chat_id, SummaryEntry.active == True, SummaryEntry.awaiting_review == False,  # noqa: E712
-        ).order_by(col(SummaryEntry.first_message_id), col(SummaryEntry.id))))  # fmt: skip
-        texts = {e.id: continuity.EntryText(e.id, _entry_text(e), count_tokens(_entry_text(e))) for e in active}
+        active = list(
+            session.exec(
+                select(SummaryEntry)
+                .where(
+                    SummaryEntry.chat_id == chat_id,
+                    SummaryEntry.active == True,  # noqa: E712
+                    SummaryEntry.awaiting_review == False,  # noqa: E712
+                )
+                .order_by(col(SummaryEntry.first_message_id), col(SummaryEntry.id))
+            )
+        )
+        texts = {
+            e.id: continuity.EntryText(e.id, _entry_text(e), count_tokens(_entry_text(e))) for e in active
+        }
         if not continuity.combine_due([t.tokens for t in texts.values()], settings.adv_budget):
             return
-        chosen = [texts[e.id] for e in active
-                  if not (mark is not None and e.last_message_id >= mark)
-                  and not continuity.keeps_as_is(e.title + e.content)]  # fmt: skip
+        chosen = [
+            texts[e.id]
+            for e in active
+            if not (mark is not None and e.last_message_id >= mark)
+            and not continuity.keeps_as_is(e.title + e.content)
+        ]
         if len(chosen) < 1 or sum(t.tokens for t in chosen) < 2:
             return
         prompt = continuity.DEFAULT_COMBINE_PROMPT
@@ -157,32 +203,53 @@ def _combine(services: Services, chat_id: int, config: ProviderConfig, helper: s
         tokens = sum(e.tokens for e in part)
         try:
             done = complete_chat_blocking(
-                config, continuity.combine_request(prompt, text, tokens),
-                GenerationParams(max_tokens=continuity.combine_max_tokens(tokens, max_output)))  # fmt: skip
+                config,
+                continuity.combine_request(prompt, text, tokens),
+                GenerationParams(max_tokens=continuity.combine_max_tokens(tokens, max_output)),
+            )
         except ProviderError as err:
             _note(services, chat_id, f"Updating continuity failed: {err}", set_key)
             return
-        read = continuity.read_combined(done.text or "", text=text, tokens=tokens, finish_reason=done.finish_reason,
-                                        count=count_tokens)  # fmt: skip
+        read = continuity.read_combined(
+            done.text or "", text=text, tokens=tokens, finish_reason=done.finish_reason, count=count_tokens
+        )
         if isinstance(read, continuity.Refused):
-            _note(services, chat_id, f"Updating continuity left the summaries as they are: {read.reason}", set_key)
+            _note(
+                services,
+                chat_id,
+                f"Updating continuity left the summaries as they are: {read.reason}",
+                set_key,
+            )
             return
         answers.append(read)
     content = "\n\n".join(answers)
     if len(content) > MAX_CONTENT:
-        _note(services, chat_id, "Updating continuity left the summaries as they are: the combined summary is "
-              f"longer than an entry may be ({MAX_CONTENT:,} characters).", set_key)  # fmt: skip
+        _note(
+            services,
+            chat_id,
+            "Updating continuity left the summaries as they are: the combined summary is "
+            f"longer than an entry may be ({MAX_CONTENT:,} characters).",
+            set_key,
+        )
         return
     with Session(services.engine) as session:
         olds = [session.get(SummaryEntry, e.id) for e in chosen]
         if any(o is None or not o.active or _entry_text(o) != texts[o.id].text for o in olds):
             return  # the user changed an entry meanwhile: theirs wins; the next reply tries again
-        session.add(SummaryEntry(
-            chat_id=chat_id, title=continuity.COMBINED_TITLE, content=content,
-            first_message_id=min(o.first_message_id for o in olds), last_message_id=max(o.last_message_id for o in olds),
-            first_position=min(o.first_position for o in olds), last_position=max(o.last_position for o in olds),
-            tokens=count_tokens(content), origin="model", active=True,
-        ))  # fmt: skip
+        session.add(
+            SummaryEntry(
+                chat_id=chat_id,
+                title=continuity.COMBINED_TITLE,
+                content=content,
+                first_message_id=min(o.first_message_id for o in olds),
+                last_message_id=max(o.last_message_id for o in olds),
+                first_position=min(o.first_position for o in olds),
+                last_position=max(o.last_position for o in olds),
+                tokens=count_tokens(content),
+                origin="model",
+                active=True,
+            )
+        )
         for o in olds:
             o.active, o.updated_at = False, utcnow()
             session.add(o)

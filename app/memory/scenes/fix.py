@@ -83,24 +83,43 @@ def problems(session: Session, chat_id: int) -> pb.Problems:
         return pb.Problems(())
     readable = readable_messages(session, chat_id)
     ids = [m.id for m in readable]
-    scenes = session.exec(select(Scene).where(Scene.chat_id == chat_id).order_by(col(Scene.first_message_id))).all()
+    scenes = session.exec(
+        select(Scene).where(Scene.chat_id == chat_id).order_by(col(Scene.first_message_id))
+    ).all()
     facts = []
     for number, s in enumerate(scenes, 1):
         inside = readable[bisect_left(ids, s.first_message_id) : bisect_right(ids, s.last_message_id)]
         current = fingerprint([SceneMessage(m.number, m.name, m.text) for m in inside]) if inside else None
-        facts.append(pb.SceneFacts(
-            id=s.id or 0, number=number, state=s.state, manual=s.manual, check_who=s.check_who, enabled=s.enabled,
-            fingerprint=s.fingerprint, current=current, reason=s.reason, updated_at=as_utc(s.updated_at),
-        ))  # fmt: skip
+        facts.append(
+            pb.SceneFacts(
+                id=s.id or 0,
+                number=number,
+                state=s.state,
+                manual=s.manual,
+                check_who=s.check_who,
+                enabled=s.enabled,
+                fingerprint=s.fingerprint,
+                current=current,
+                reason=s.reason,
+                updated_at=as_utc(s.updated_at),
+            )
+        )
     state = session.get(SceneState, chat_id)
-    check = (pb.CheckFacts(state.reason, state.failures, state.unreadable_through_id is not None)
-             if state is not None else pb.CheckFacts())  # fmt: skip
+    check = (
+        pb.CheckFacts(state.reason, state.failures, state.unreadable_through_id is not None)
+        if state is not None
+        else pb.CheckFacts()
+    )
     return pb.classify(facts, check, now=utcnow())
 
 
 def latest_fix(session: Session, chat_id: int) -> SceneRun | None:
-    return session.exec(select(SceneRun).where(SceneRun.chat_id == chat_id, SceneRun.stage == FIXING)
-                        .order_by(col(SceneRun.id).desc()).limit(1)).first()  # fmt: skip
+    return session.exec(
+        select(SceneRun)
+        .where(SceneRun.chat_id == chat_id, SceneRun.stage == FIXING)
+        .order_by(col(SceneRun.id).desc())
+        .limit(1)
+    ).first()
 
 
 def paused(session: Session, chat_id: int) -> bool:
@@ -143,8 +162,15 @@ def fix_status(session: Session, services: Services, chat_id: int) -> FixStatus:
         helper_config(session, services, chat)
     except UserError as err:
         problem = str(err)
-    return FixStatus(chat, _on(chat), problems(session, chat_id), latest_fix(session, chat_id),
-                     working(services, chat_id), paused(session, chat_id), problem)  # fmt: skip
+    return FixStatus(
+        chat,
+        _on(chat),
+        problems(session, chat_id),
+        latest_fix(session, chat_id),
+        working(services, chat_id),
+        paused(session, chat_id),
+        problem,
+    )
 
 
 # Starting --------------------------------------------------------------------------------------------
@@ -173,7 +199,9 @@ def start_fix(services: Services, chat_id: int) -> SceneRun:
             session.commit()
             session.refresh(run)
             plan = [(p.scene_id, p.number, p.kind) for p in todo]
-            services.claims.fix.start(chat_id, _work, services, run.id, chat_id, plan, name=f"scenes-fix-{chat_id}")
+            services.claims.fix.start(
+                chat_id, _work, services, run.id, chat_id, plan, name=f"scenes-fix-{chat_id}"
+            )
         return run
 
 
@@ -183,7 +211,9 @@ def close_cut_short(services: Services) -> int:
     engine = services.engine
     closed = 0
     with Session(engine) as session:
-        runs = session.exec(select(SceneRun).where(SceneRun.stage == FIXING, SceneRun.status == "running")).all()
+        runs = session.exec(
+            select(SceneRun).where(SceneRun.stage == FIXING, SceneRun.status == "running")
+        ).all()
         for run in runs:
             newest = latest_fix(session, run.chat_id)
             if working(services, run.chat_id) and newest is not None and newest.id == run.id:
@@ -218,7 +248,9 @@ def resume(services: Services, chat_id: int) -> None:
         _set_paused(session, chat_id, False)
         fix_run, prep_run = latest_fix(session, chat_id), prepare.latest_run(session, chat_id)
         again_fix = fix_run is not None and fix_run.status == "stopped" and fix_run.reason == PAUSED
-        again_prep = prep_run is not None and prep_run.status == "stopped" and prep_run.reason == prepare.PAUSED
+        again_prep = (
+            prep_run is not None and prep_run.status == "stopped" and prep_run.reason == prepare.PAUSED
+        )
         on = _on(chat)
     if not on:
         return
@@ -244,7 +276,9 @@ def _work(services: Services, run_id: int, chat_id: int, plan: list[tuple[int, i
     engine = services.engine
 
     def _end(session: Session, run: SceneRun, status: str, reason: str = "", *, current: str = "") -> None:
-        services.claims.fix.release(chat_id)  # first: a Fix (or Resume processing) asked for once the end shows may start
+        services.claims.fix.release(
+            chat_id
+        )  # first: a Fix (or Resume processing) asked for once the end shows may start
         _end_run(session, run, status, reason, current=current)
 
     try:

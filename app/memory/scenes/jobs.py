@@ -49,7 +49,9 @@ def schedule_processing(services: Services, chat_id: int) -> None:
 def sweep(services: Services) -> None:
     """Chats with recaps waiting or due again get them (except those with an unfinished Prepare run)."""
     with Session(services.engine) as session:
-        chats = session.exec(select(Scene.chat_id).where(col(Scene.state).in_(("waiting", "failed"))).distinct()).all()
+        chats = session.exec(
+            select(Scene.chat_id).where(col(Scene.state).in_(("waiting", "failed"))).distinct()
+        ).all()
         todo = [chat_id for chat_id in chats if _on(session, chat_id) and not preparing(session, chat_id)]
     for chat_id in todo:
         try:
@@ -59,4 +61,3 @@ def sweep(services: Services) -> None:
 
 
 JOBS = (Job("scenes.sweep", sweep, every_minutes=5, at_start=True),)
-

@@ -36,8 +36,11 @@ def messages_and_streaming(session: Session, chat_id: int) -> tuple[list[Readabl
     """`readable_messages`, and the ids of the messages being written now (a reply, a new version of one,
     a Continue), read in ONE query: a recap must not be written from a scene whose message is streaming
     (it would read the scene without it), and two queries could disagree on whether it is."""
-    rows = session.exec(select(Message.id, Message.name, Message.role, Message.content, Message.hidden, Message.status)
-                        .where(Message.chat_id == chat_id, Message.kind == "message").order_by(col(Message.id))).all()  # fmt: skip
+    rows = session.exec(
+        select(Message.id, Message.name, Message.role, Message.content, Message.hidden, Message.status)
+        .where(Message.chat_id == chat_id, Message.kind == "message")
+        .order_by(col(Message.id))
+    ).all()
     readable, streaming = [], set()
     for number, (mid, name, role, content, hidden, status) in enumerate(rows, start=1):
         if status == "streaming":

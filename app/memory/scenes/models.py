@@ -25,8 +25,10 @@ SCENE_STATES = ("waiting", "writing", "written", "failed", "deleted")
 
 class Scene(SQLModel, table=True):
     __tablename__ = "scene"
-    __table_args__ = (UniqueConstraint("chat_id", "first_message_id", name="uq_scene_chat_first"),
-                      Index("ix_scene_state", "state"))  # fmt: skip
+    __table_args__ = (
+        UniqueConstraint("chat_id", "first_message_id", name="uq_scene_chat_first"),
+        Index("ix_scene_state", "state"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     chat_id: int = Field(foreign_key="chat.id", ondelete="CASCADE")

@@ -113,8 +113,12 @@ def working(services: Services, chat_id: int) -> bool:
 
 def latest_run(session: Session, chat_id: int) -> SceneRun | None:
     """The chat's newest Prepare run (Fix's and Re-scan's runs, their own stages, are fix.py's and rescans.py's)."""
-    return session.exec(select(SceneRun).where(SceneRun.chat_id == chat_id, col(SceneRun.stage).in_(PREPARE_STAGES))
-                        .order_by(col(SceneRun.id).desc()).limit(1)).first()  # fmt: skip
+    return session.exec(
+        select(SceneRun)
+        .where(SceneRun.chat_id == chat_id, col(SceneRun.stage).in_(PREPARE_STAGES))
+        .order_by(col(SceneRun.id).desc())
+        .limit(1)
+    ).first()
 
 
 def _stopped(services: Services) -> bool:
@@ -154,7 +158,9 @@ def start_prepare(services: Services, chat_id: int, *, skip_unreadable: bool = F
             session.add(run)
             session.commit()
             session.refresh(run)
-            services.claims.prepare.start(chat_id, _work, services, run.id, chat_id, name=f"scenes-prepare-{chat_id}")
+            services.claims.prepare.start(
+                chat_id, _work, services, run.id, chat_id, name=f"scenes-prepare-{chat_id}"
+            )
         return run
 
 
@@ -199,8 +205,11 @@ def resume_cut_short(services: Services) -> int:
     for meanwhile just ends them, one that cannot start fails with the reason); how many were settled."""
     engine = services.engine
     with Session(engine) as session:
-        chats = session.exec(select(SceneRun.chat_id).where(SceneRun.status == "running",
-                                                            col(SceneRun.stage).in_(PREPARE_STAGES)).distinct()).all()  # fmt: skip
+        chats = session.exec(
+            select(SceneRun.chat_id)
+            .where(SceneRun.status == "running", col(SceneRun.stage).in_(PREPARE_STAGES))
+            .distinct()
+        ).all()
     settled = 0
     for chat_id in chats:
         if working(services, chat_id):
@@ -310,7 +319,9 @@ def _arrived_meanwhile(session: Session, chat: Chat, run: SceneRun) -> bool:
 def _window(session: Session, services: Services, chat: Chat, run: SceneRun) -> _Window | None:
     messages = readable_messages(session, chat.id)
     numbered = [NumberedMessage(m.number, m.name, m.text) for m in messages]
-    after = [m.number for m in messages if run.checked_through_id is not None and m.id <= run.checked_through_id]
+    after = [
+        m.number for m in messages if run.checked_through_id is not None and m.id <= run.checked_through_id
+    ]
     last = after[-1] if after else None
     interval = read_settings(chat.settings).adv_check_interval
     window = history_window(numbered, last, interval)
@@ -328,16 +339,27 @@ def _window(session: Session, services: Services, chat: Chat, run: SceneRun) -> 
         _fail(session, run, str(err))
         return None
     by_number = {m.number: m for m in messages}
-    return _Window(config, check_request(window.anchor, window.messages), window.allowed_ends, tuple(messages),
-                   by_number[end].id, span)  # fmt: skip
+    return _Window(
+        config,
+        check_request(window.anchor, window.messages),
+        window.allowed_ends,
+        tuple(messages),
+        by_number[end].id,
+        span,
+    )
 
 
 def _recap(session: Session, engine: Engine, run: SceneRun) -> _Recap | None:
     release_stale(engine)  # recaps a restart cut short go back to waiting
-    rows = session.exec(select(Scene.id, Scene.first_message_id, Scene.last_message_id)
-                        .where(Scene.chat_id == run.chat_id, col(Scene.manual) == False,  # noqa: E712
-                               col(Scene.state).in_(("waiting", "failed")))
-                        .order_by(col(Scene.first_message_id))).all()  # fmt: skip
+    rows = session.exec(
+        select(Scene.id, Scene.first_message_id, Scene.last_message_id)
+        .where(
+            Scene.chat_id == run.chat_id,
+            col(Scene.manual) == False,  # noqa: E712
+            col(Scene.state).in_(("waiting", "failed")),
+        )
+        .order_by(col(Scene.first_message_id))
+    ).all()
     # A scene whose reply is being swiped now waits for that reply's end (writer.STREAMING): asking for it
     # here again and again would spin; the after-reply work or the sweep writes it once the run is done.
     streaming = messages_and_streaming(session, run.chat_id)[1]
@@ -352,8 +374,9 @@ def _recap(session: Session, engine: Engine, run: SceneRun) -> _Recap | None:
     return _Recap(pending[0], label)
 
 
-def _store_window(engine: Engine, run_id: int, chat_id: int, step: _Window,
-                  result: SceneEnds | answers.Failure) -> None:  # fmt: skip
+def _store_window(
+    engine: Engine, run_id: int, chat_id: int, step: _Window, result: SceneEnds | answers.Failure
+) -> None:
     with Session(engine) as session:
         run = session.get(SceneRun, run_id)
         if run is None:

@@ -55,10 +55,13 @@ class Planned:
 
 def memory_settings(settings: ChatSettings) -> window.MemorySettings:
     return window.MemorySettings(
-        ceiling=settings.adv_max_context, budget=settings.adv_budget, max_scenes=settings.adv_max_scenes,
-        moving_min=settings.adv_excerpt_min, moving_max=settings.adv_excerpt_max,
+        ceiling=settings.adv_max_context,
+        budget=settings.adv_budget,
+        max_scenes=settings.adv_max_scenes,
+        moving_min=settings.adv_excerpt_min,
+        moving_max=settings.adv_excerpt_max,
         header_tokens=count_tokens(recalled.header_tokens_text()),
-    )  # fmt: skip
+    )
 
 
 def window_start(session: Session, chat_id: int) -> int | None:
@@ -89,14 +92,32 @@ def store_window_start(session: Session, chat_id: int, message_id: int | None) -
 
 def _numbers(session: Session, chat_id: int) -> dict[int, int]:
     """Every message's number as the chat view shows it."""
-    rows = session.connection().exec_driver_sql(
-        "SELECT id FROM message WHERE chat_id = ? AND kind = 'message' ORDER BY id", (chat_id,)).all()  # fmt: skip
+    rows = (
+        session.connection()
+        .exec_driver_sql(
+            "SELECT id FROM message WHERE chat_id = ? AND kind = 'message' ORDER BY id", (chat_id,)
+        )
+        .all()
+    )
     return {row[0]: n for n, row in enumerate(rows, 1)}
 
 
 def _other_tokens(turn: Turn) -> int:
-    cards = sum(count_tokens(" ".join((c.description, c.personality, c.scenario, c.mes_example, c.system_prompt,
-                                       c.post_history_instructions))) for c in turn.characters)  # fmt: skip
+    cards = sum(
+        count_tokens(
+            " ".join(
+                (
+                    c.description,
+                    c.personality,
+                    c.scenario,
+                    c.mes_example,
+                    c.system_prompt,
+                    c.post_history_instructions,
+                )
+            )
+        )
+        for c in turn.characters
+    )
     persona = count_tokens(turn.persona.description) if turn.persona else 0
     blocks = 0
     for part in turn.contributed:
@@ -117,20 +138,32 @@ def _hits(turn: Turn, pending: PendingSearch | None) -> list[recalled.ChunkHit]:
     return [recalled.ChunkHit(tuple(h.chunk.message_ids or ())) for h in relevant if h.chunk.message_ids]
 
 
-def _quotable(session: Session, chat_id: int, scenes: Sequence[Scene]) -> dict[int, list[tuple[int, int, str, str]]]:
+def _quotable(
+    session: Session, chat_id: int, scenes: Sequence[Scene]
+) -> dict[int, list[tuple[int, int, str, str]]]:
     """The given scenes' messages that may be quoted (visible, not failed, not empty), per scene:
     (id, tokens, name, text). Only the scenes the recall hits point to are read."""
     out: dict[int, list[tuple[int, int, str, str]]] = {sc.id: [] for sc in scenes}
     for sc in scenes:
         rows = session.exec(
-            select(Message.id, Message.name, Message.role, Message.content).where(
-                Message.chat_id == chat_id, Message.kind == "message", Message.hidden == False,  # noqa: E712
-                Message.status != "error", Message.status != "streaming",
-                col(Message.id) >= sc.first_message_id, col(Message.id) <= sc.last_message_id,
-            ).order_by(col(Message.id)).limit(window.MAX_RUN_MESSAGES * 8)
-        ).all()  # fmt: skip
-        out[sc.id] = [(mid, count_message_tokens(content), name or role, content)
-                      for mid, name, role, content in rows if (content or "").strip()]  # fmt: skip
+            select(Message.id, Message.name, Message.role, Message.content)
+            .where(
+                Message.chat_id == chat_id,
+                Message.kind == "message",
+                Message.hidden == False,  # noqa: E712
+                Message.status != "error",
+                Message.status != "streaming",
+                col(Message.id) >= sc.first_message_id,
+                col(Message.id) <= sc.last_message_id,
+            )
+            .order_by(col(Message.id))
+            .limit(window.MAX_RUN_MESSAGES * 8)
+        ).all()
+        out[sc.id] = [
+            (mid, count_message_tokens(content), name or role, content)
+            for mid, name, role, content in rows
+            if (content or "").strip()
+        ]
     return out
 
 
@@ -147,7 +180,9 @@ def _kept(session: Session, chat_id: int, anchor: int | None, scenes: Sequence[S
     return [item for item in snap.scenes if isinstance(item, dict) and isinstance(item.get("id"), int)]
 
 
-def _kept_candidates(kept: list[dict], quotable: dict[int, list[tuple[int, int, str, str]]]) -> list[window.Candidate]:
+def _kept_candidates(
+    kept: list[dict], quotable: dict[int, list[tuple[int, int, str, str]]]
+) -> list[window.Candidate]:
     """The kept scenes, in their order, each with its kept excerpt (what of it can still be quoted)."""
     out = []
     for item in kept:
@@ -164,8 +199,12 @@ def _keep(session: Session, chat_id: int, anchor: int, plan: window.MemoryPlan) 
     snap.created_at = utcnow()
     session.add(snap)
     session.flush()
-    old = session.exec(select(SceneSnapshot.anchor_id).where(SceneSnapshot.chat_id == chat_id)
-                       .order_by(col(SceneSnapshot.anchor_id).desc()).offset(MAX_SNAPSHOTS)).all()  # fmt: skip
+    old = session.exec(
+        select(SceneSnapshot.anchor_id)
+        .where(SceneSnapshot.chat_id == chat_id)
+        .order_by(col(SceneSnapshot.anchor_id).desc())
+        .offset(MAX_SNAPSHOTS)
+    ).all()
     for anchor_id in old:
         stale = session.get(SceneSnapshot, (chat_id, anchor_id))
         if stale is not None:
@@ -178,49 +217,89 @@ def plan_prompt(turn: Turn, pending: PendingSearch | None) -> Planned:
     numbers = _numbers(session, chat.id)
     history = [
         window.HistoryMessage(m.id, numbers.get(m.id, 0), count_message_tokens(m.content))
-        for m in turn.history.messages if m.content
-    ]  # fmt: skip
-    scenes = list(session.exec(select(Scene).where(Scene.chat_id == chat.id).order_by(col(Scene.first_message_id))))
+        for m in turn.history.messages
+        if m.content
+    ]
+    scenes = list(
+        session.exec(select(Scene).where(Scene.chat_id == chat.id).order_by(col(Scene.first_message_id)))
+    )
     reader = turn.speaker.name
     scene_texts: dict[int, recalled.RecalledText] = {}
     closed: list[window.ClosedScene] = []
     for n, sc in enumerate(scenes, 1):
         written = sc.state == "written" and bool(sc.summary.strip())
-        text = recalled.RecalledText(n, numbers.get(sc.first_message_id, 0), numbers.get(sc.last_message_id, 0),
-                                     visible_to(sc.summary, reader), sc.timeframe)  # fmt: skip
+        text = recalled.RecalledText(
+            n,
+            numbers.get(sc.first_message_id, 0),
+            numbers.get(sc.last_message_id, 0),
+            visible_to(sc.summary, reader),
+            sc.timeframe,
+        )
         scene_texts[sc.id] = text
         tokens = count_tokens(recalled.recalled_scenes_block([text], "")) if written else 0
-        closed.append(window.ClosedScene(sc.id, sc.first_message_id, sc.last_message_id, tokens,
-                                         enabled=sc.enabled, has_summary=written))  # fmt: skip
-    entries = list(session.exec(select(SummaryEntry).where(
-        SummaryEntry.chat_id == chat.id, SummaryEntry.active == True, SummaryEntry.awaiting_review == False,  # noqa: E712
-    ).order_by(col(SummaryEntry.first_message_id), col(SummaryEntry.id))))  # fmt: skip
-    entry_texts = {e.id: EntryText(visible_to(e.title, reader), visible_to(e.content, reader)) for e in entries}
-    constants = [window.Constant(e.id, count_tokens(summary_block([entry_texts[e.id]])), e.first_message_id,
-                                 e.last_message_id) for e in entries]  # fmt: skip
+        closed.append(
+            window.ClosedScene(
+                sc.id,
+                sc.first_message_id,
+                sc.last_message_id,
+                tokens,
+                enabled=sc.enabled,
+                has_summary=written,
+            )
+        )
+    entries = list(
+        session.exec(
+            select(SummaryEntry)
+            .where(
+                SummaryEntry.chat_id == chat.id,
+                SummaryEntry.active == True,  # noqa: E712
+                SummaryEntry.awaiting_review == False,  # noqa: E712
+            )
+            .order_by(col(SummaryEntry.first_message_id), col(SummaryEntry.id))
+        )
+    )
+    entry_texts = {
+        e.id: EntryText(visible_to(e.title, reader), visible_to(e.content, reader)) for e in entries
+    }
+    constants = [
+        window.Constant(
+            e.id, count_tokens(summary_block([entry_texts[e.id]])), e.first_message_id, e.last_message_id
+        )
+        for e in entries
+    ]
     spans = [recalled.SceneSpan(sc.id, sc.first_message_id, sc.last_message_id) for sc in scenes]
     anchor = next((m.id for m in reversed(turn.history.messages) if m.content), None)
     kept = _kept(session, chat.id, anchor, scenes)
     if kept is not None:
         if pending is not None:
             finish_search(turn.session, pending, k=1)  # let the search's threads end; its ranking is not used
-        quotable = _quotable(session, chat.id, [sc for sc in scenes if sc.id in {item["id"] for item in kept}])
+        quotable = _quotable(
+            session, chat.id, [sc for sc in scenes if sc.id in {item["id"] for item in kept}]
+        )
         candidates = _kept_candidates(kept, quotable)
     else:
         hits = _hits(turn, pending)
         hit_scenes = {recalled.scene_of(h.message_ids, spans) for h in hits}
         quotable = _quotable(session, chat.id, [sc for sc in scenes if sc.id in hit_scenes])
         candidates = recalled.scene_candidates(
-            hits, spans, {sid: [(m, t) for m, t, _, _ in items] for sid, items in quotable.items()})
+            hits, spans, {sid: [(m, t) for m, t, _, _ in items] for sid, items in quotable.items()}
+        )
     plan = window.plan_memory(
-        history, closed, mark_id=window_start(session, chat.id), other_tokens=_other_tokens(turn),
-        settings=memory_settings(turn.settings), constants=constants, candidates=candidates,
-    )  # fmt: skip
+        history,
+        closed,
+        mark_id=window_start(session, chat.id),
+        other_tokens=_other_tokens(turn),
+        settings=memory_settings(turn.settings),
+        constants=constants,
+        candidates=candidates,
+    )
     if turn.for_reply and plan.restarted:
         store_window_start(session, chat.id, plan.mark_id)
     if turn.for_reply and anchor is not None and kept is None:
         _keep(session, chat.id, anchor, plan)
-    by_message = {m: (numbers.get(m, 0), name, text) for items in quotable.values() for m, _, name, text in items}
+    by_message = {
+        m: (numbers.get(m, 0), name, text) for items in quotable.values() for m, _, name, text in items
+    }
     for m in turn.history.messages:
         by_message.setdefault(m.id, (numbers.get(m.id, 0), m.name or m.role, m.content))
 
@@ -232,19 +311,39 @@ def plan_prompt(turn: Turn, pending: PendingSearch | None) -> Planned:
         text = summary_block([entry_texts[i] for i in plan.constants])
         blocks.append(DynamicBlock("chat_summary", "Chat Summary", text))
     for source in plan.source_excerpts:
-        heading = recalled.CURRENT_SCENE_HEADING if source.kind == "open_scene" else recalled.CONSTANT_SOURCE_HEADING
+        heading = (
+            recalled.CURRENT_SCENE_HEADING
+            if source.kind == "open_scene"
+            else recalled.CONSTANT_SOURCE_HEADING
+        )
         text = recalled.source_excerpt_block(heading, quoted(source.message_ids))
         if text:
             blocks.append(DynamicBlock("current_scene_summary", "Current scene", text))
     if plan.scenes:
         sent = [m for m in history if plan.first_id is not None and m.id >= plan.first_id]
-        last_user = max((numbers.get(m.id, 0) for m in turn.history.messages
-                         if m.role == "user" and (plan.first_id is None or m.id >= plan.first_id)), default=None)  # fmt: skip
-        header = recalled.range_header(sent[0].number if sent else None, sent[-1].number if sent else None, last_user)
-        texts = [recalled.RecalledText(**{**scene_texts[r.id].__dict__, "excerpt": quoted(r.excerpt)})
-                 for r in plan.scenes]  # fmt: skip
-        blocks.append(DynamicBlock("recalled_scenes", "Recalled Scenes", recalled.recalled_scenes_block(texts, header)))
-    left_out = frozenset(m.id for m in turn.history.messages if plan.first_id is not None and m.id < plan.first_id)
-    receipt = recalled.receipt_lines(plan.receipt, plan.problem, {sc.id: scene_texts[sc.id].number for sc in scenes})
+        last_user = max(
+            (
+                numbers.get(m.id, 0)
+                for m in turn.history.messages
+                if m.role == "user" and (plan.first_id is None or m.id >= plan.first_id)
+            ),
+            default=None,
+        )
+        header = recalled.range_header(
+            sent[0].number if sent else None, sent[-1].number if sent else None, last_user
+        )
+        texts = [
+            recalled.RecalledText(**{**scene_texts[r.id].__dict__, "excerpt": quoted(r.excerpt)})
+            for r in plan.scenes
+        ]
+        blocks.append(
+            DynamicBlock("recalled_scenes", "Recalled Scenes", recalled.recalled_scenes_block(texts, header))
+        )
+    left_out = frozenset(
+        m.id for m in turn.history.messages if plan.first_id is not None and m.id < plan.first_id
+    )
+    receipt = recalled.receipt_lines(
+        plan.receipt, plan.problem, {sc.id: scene_texts[sc.id].number for sc in scenes}
+    )
     note = "Advanced Memory: " + " ".join(line if line.endswith(".") else line + "." for line in receipt)
     return Planned(Contribution(fixed=tuple(blocks), note=note, receipt=receipt), left_out, plan)

@@ -64,8 +64,10 @@ BUSY = "A re-scan is already running in this chat; wait for it to finish."
 PREPARING = "Prepare existing history is unfinished in this chat; let it finish (Resume) before re-scanning."
 PAUSED = "Advanced Memory processing is paused in this chat; Resume processing first."
 RESTARTED = "Sugo restarted while the helper read these messages; nothing was changed. Re-scan again."
-RESTARTED_CHANGED = ("Sugo restarted after the scenes in these messages changed; the new scenes' recaps are "
-                     "written in the background (or by Fix).")
+RESTARTED_CHANGED = (
+    "Sugo restarted after the scenes in these messages changed; the new scenes' recaps are "
+    "written in the background (or by Fix)."
+)
 STAGE = "rescanning"
 COLLIDED = "A scene check changed the scenes in these messages while the helper read them; nothing was changed. Re-scan again."
 INTERNAL = (
@@ -105,8 +107,12 @@ def rescan_status(engine: Engine, chat_id: int) -> RescanStatus | None:
 
 
 def _latest(session: Session, chat_id: int) -> SceneRun | None:
-    return session.exec(select(SceneRun).where(SceneRun.chat_id == chat_id, SceneRun.stage == STAGE)
-                        .order_by(col(SceneRun.id).desc()).limit(1)).first()  # fmt: skip
+    return session.exec(
+        select(SceneRun)
+        .where(SceneRun.chat_id == chat_id, SceneRun.stage == STAGE)
+        .order_by(col(SceneRun.id).desc())
+        .limit(1)
+    ).first()
 
 
 def _bounds(row: SceneRun) -> tuple[int, int] | None:
@@ -119,7 +125,9 @@ def close_cut_short(services: Services) -> int:
     engine = services.engine
     closed = 0
     with Session(engine) as session:
-        rows = session.exec(select(SceneRun).where(SceneRun.stage == STAGE, SceneRun.status == "running")).all()
+        rows = session.exec(
+            select(SceneRun).where(SceneRun.stage == STAGE, SceneRun.status == "running")
+        ).all()
         for row in rows:
             newest = _latest(session, row.chat_id)
             if services.claims.rescans.held(row.chat_id) and newest is not None and newest.id == row.id:
@@ -199,19 +207,26 @@ def rescan_context(session: Session, services: Services, chat: Chat) -> dict[str
         problem = str(err)
     run = rescan_status(services.engine, chat.id or 0)
     return {
-        "chat": chat, "run": run, "default": default, "helper_problem": problem,
-        "enabled": read_settings(chat.settings).advanced_memory, "preparing": preparing(session, chat.id or 0),
-        "max_range": rescan.MAX_RANGE, "total": len(chat_messages(session, chat.id or 0)),
+        "chat": chat,
+        "run": run,
+        "default": default,
+        "helper_problem": problem,
+        "enabled": read_settings(chat.settings).advanced_memory,
+        "preparing": preparing(session, chat.id or 0),
+        "max_range": rescan.MAX_RANGE,
+        "total": len(chat_messages(session, chat.id or 0)),
         "closed": last_scene_end(session, chat.id or 0) is not None,
-    }  # fmt: skip
+    }
 
 
 def _old_scenes(session: Session, chat_id: int) -> list[rescan.OldScene]:
     rows = session.exec(
         select(Scene).where(Scene.chat_id == chat_id).order_by(col(Scene.first_message_id))
     ).all()
-    return [rescan.OldScene(r.id or 0, n, r.first_message_id, r.last_message_id, r.manual, r.summary)
-            for n, r in enumerate(rows, 1)]  # fmt: skip
+    return [
+        rescan.OldScene(r.id or 0, n, r.first_message_id, r.last_message_id, r.manual, r.summary)
+        for n, r in enumerate(rows, 1)
+    ]
 
 
 def _touching(session: Session, chat_id: int, first: int, last: int) -> set[tuple[int, int, int]]:
@@ -255,8 +270,10 @@ def start_rescan(services: Services, chat_id: int, first: int, last: int) -> Res
         number = {m.id: m.number for m in numbered}
         wide = number[first_id], number[last_id]
         if wide != (first, last) and (refused := rescan.check_range(*wide, len(numbered))) is not None:
-            raise UserError(f"A scene crosses the edge of messages {first:,}–{last:,}, so the re-scan must read "
-                            f"messages {wide[0]:,}–{wide[1]:,}. {refused}")  # fmt: skip
+            raise UserError(
+                f"A scene crosses the edge of messages {first:,}–{last:,}, so the re-scan must read "
+                f"messages {wide[0]:,}–{wide[1]:,}. {refused}"
+            )
         readable = readable_messages(session, chat_id)
         inside = tuple(m for m in readable if first_id <= m.id <= last_id)
         if not inside:
@@ -265,8 +282,15 @@ def start_rescan(services: Services, chat_id: int, first: int, last: int) -> Res
             )
         before = [m for m in readable if m.id < first_id]
         helper_config(session, services, chat)  # a sentence now rather than a failed run
-        job = _Job(chat_id, first_id, last_id, before[-1] if before else None, inside, settings.adv_check_interval,
-                   frozenset(_touching(session, chat_id, first_id, last_id)))  # fmt: skip
+        job = _Job(
+            chat_id,
+            first_id,
+            last_id,
+            before[-1] if before else None,
+            inside,
+            settings.adv_check_interval,
+            frozenset(_touching(session, chat_id, first_id, last_id)),
+        )
     if not services.claims.rescans.claim(chat_id):
         raise Conflict(BUSY)
     with services.claims.rescans.holding(chat_id):
@@ -333,8 +357,13 @@ def _detect(services: Services, job: _Job) -> list[int] | None:
         )
         result = ask_scene_ends(config, check_request(window.anchor, window.messages), window.allowed_ends)
         if isinstance(result, answers.Failure):
-            _update(engine, job.chat_id, status="failed", current="",
-                    message=f"Finding scenes in {span}: {result.reason} Nothing was changed; Re-scan again.")  # fmt: skip
+            _update(
+                engine,
+                job.chat_id,
+                status="failed",
+                current="",
+                message=f"Finding scenes in {span}: {result.reason} Nothing was changed; Re-scan again.",
+            )
             return None
         ends += [by_number[n].id for n in result.numbers if n in by_number]
         done += 1
@@ -364,9 +393,14 @@ def _change(engine: Engine, job: _Job, ends: list[int]) -> list[int] | None:
             if (row := session.get(Scene, s.id)) is not None and row.state == "writing"
         ]
         if busy:
-            _update(engine, job.chat_id, status="failed", current="",
-                    message=f"The recap of scene {busy[0].number} is being written right now; nothing was changed. "
-                            "Re-scan again in a moment.")  # fmt: skip
+            _update(
+                engine,
+                job.chat_id,
+                status="failed",
+                current="",
+                message=f"The recap of scene {busy[0].number} is being written right now; nothing was changed. "
+                "Re-scan again in a moment.",
+            )
             return None
         try:
             if removed:
@@ -382,7 +416,9 @@ def _change(engine: Engine, job: _Job, ends: list[int]) -> list[int] | None:
             if (state.checked_through_id or 0) < end:
                 state.checked_through_id, state.updated_at = end, utcnow()
                 session.add(state)
-            if (row := session.get(SceneRun, job.run_id)) is not None:  # past the change: a restart now says so
+            if (
+                row := session.get(SceneRun, job.run_id)
+            ) is not None:  # past the change: a restart now says so
                 row.checked_through_id, row.updated_at = end, utcnow()
                 session.add(row)
             session.commit()
@@ -394,8 +430,13 @@ def _change(engine: Engine, job: _Job, ends: list[int]) -> list[int] | None:
         numbers = {s.id: s.number for s in _old_scenes(session, job.chat_id)}
     _update(engine, job.chat_id, changed=tuple(numbers[i] for i in ids))
     if not outcome.changed:
-        _update(engine, job.chat_id, status="done", current="",
-                message="The helper found the same scenes in these messages: nothing changed.")  # fmt: skip
+        _update(
+            engine,
+            job.chat_id,
+            status="done",
+            current="",
+            message="The helper found the same scenes in these messages: nothing changed.",
+        )
         return None
     return ids
 
@@ -411,18 +452,33 @@ def _recap(services: Services, job: _Job, ids: list[int]) -> None:
         _update(engine, job.chat_id, current=f"Writing recap {k + 1} of {len(ids)}")
         outcome = write_recap(services, scene_id)
         if outcome.startswith("failed"):
-            _update(engine, job.chat_id, status="failed", current="",
-                    message=f"{_scenes_sentence(changed)} Writing the recap of {label} failed: "
-                            f"{outcome.removeprefix('failed: ')} It is tried again later, or run Fix.")  # fmt: skip
+            _update(
+                engine,
+                job.chat_id,
+                status="failed",
+                current="",
+                message=f"{_scenes_sentence(changed)} Writing the recap of {label} failed: "
+                f"{outcome.removeprefix('failed: ')} It is tried again later, or run Fix.",
+            )
             return
         if outcome == "skipped: paused":
-            _update(engine, job.chat_id, status="done", current="",
-                    message=f"{_scenes_sentence(changed)} Processing was paused: their recaps are written after Resume.")  # fmt: skip
+            _update(
+                engine,
+                job.chat_id,
+                status="done",
+                current="",
+                message=f"{_scenes_sentence(changed)} Processing was paused: their recaps are written after Resume.",
+            )
             return
         written += outcome in ("written", "skipped: already being written", "skipped: already written")
         _update(engine, job.chat_id, done=k + 1)
-    _update(engine, job.chat_id, status="done", current="",
-            message=f"{_scenes_sentence(changed)} {written} {'recap' if written == 1 else 'recaps'} written.")  # fmt: skip
+    _update(
+        engine,
+        job.chat_id,
+        status="done",
+        current="",
+        message=f"{_scenes_sentence(changed)} {written} {'recap' if written == 1 else 'recaps'} written.",
+    )
 
 
 def _scenes_sentence(numbers: tuple[int, ...]) -> str:

@@ -50,8 +50,14 @@ MAX_REWRITES = 5  # changed recaps one run writes again (a long edit session cat
 
 def schedule_rewrites(services: Services, chat_id: int) -> None:
     """Write the chat's changed recaps again once its messages have not changed for SETTLE_S."""
-    run_later(services.scheduler, rewrite_changed, services, chat_id, job_id=f"scenes.rewrite:{chat_id}",
-              delay_s=SETTLE_S)  # fmt: skip
+    run_later(
+        services.scheduler,
+        rewrite_changed,
+        services,
+        chat_id,
+        job_id=f"scenes.rewrite:{chat_id}",
+        delay_s=SETTLE_S,
+    )
 
 
 def changed_scenes(session: Session, chat_id: int) -> list[int]:
@@ -61,8 +67,11 @@ def changed_scenes(session: Session, chat_id: int) -> list[int]:
     if not ids:
         return []
     now = utcnow()
-    rows = session.exec(select(Scene.id, Scene.next_attempt_at).where(col(Scene.id).in_(ids))
-                        .order_by(col(Scene.first_message_id).desc())).all()  # fmt: skip
+    rows = session.exec(
+        select(Scene.id, Scene.next_attempt_at)
+        .where(col(Scene.id).in_(ids))
+        .order_by(col(Scene.first_message_id).desc())
+    ).all()
     return [sid for sid, due in rows if due is None or as_utc(due) <= now]
 
 
@@ -73,7 +82,9 @@ def _busy(session: Session, services: Services, chat_id: int) -> bool:
     state = session.get(SceneState, chat_id)
     if state is not None and state.paused:
         return True
-    return preparing(session, chat_id) or services.claims.rescans.held(chat_id) or fix.working(services, chat_id)
+    return (
+        preparing(session, chat_id) or services.claims.rescans.held(chat_id) or fix.working(services, chat_id)
+    )
 
 
 def rewrite_changed(services: Services, chat_id: int) -> int:

@@ -67,11 +67,23 @@ class SceneView:
 
 def chat_messages(session: Session, chat_id: int) -> list[ChatMessage]:
     """The chat's messages oldest first, numbered as the chat view numbers them."""
-    rows = session.exec(select(Message.id, Message.role, Message.name, Message.content, Message.hidden,
-                               Message.status, Message.created_at)
-                        .where(Message.chat_id == chat_id, Message.kind == "message").order_by(col(Message.id))).all()  # fmt: skip
-    return [ChatMessage(mid, n, role, name or role, content or "", hidden, status, created)
-            for n, (mid, role, name, content, hidden, status, created) in enumerate(rows, 1)]  # fmt: skip
+    rows = session.exec(
+        select(
+            Message.id,
+            Message.role,
+            Message.name,
+            Message.content,
+            Message.hidden,
+            Message.status,
+            Message.created_at,
+        )
+        .where(Message.chat_id == chat_id, Message.kind == "message")
+        .order_by(col(Message.id))
+    ).all()
+    return [
+        ChatMessage(mid, n, role, name or role, content or "", hidden, status, created)
+        for n, (mid, role, name, content, hidden, status, created) in enumerate(rows, 1)
+    ]
 
 
 def _within(messages: list[ChatMessage], ids: list[int], scene: Scene) -> list[ChatMessage]:
@@ -80,7 +92,9 @@ def _within(messages: list[ChatMessage], ids: list[int], scene: Scene) -> list[C
 
 
 def _scenes(session: Session, chat_id: int) -> list[Scene]:
-    return list(session.exec(select(Scene).where(Scene.chat_id == chat_id).order_by(col(Scene.first_message_id))))
+    return list(
+        session.exec(select(Scene).where(Scene.chat_id == chat_id).order_by(col(Scene.first_message_id)))
+    )
 
 
 def scene_views(session: Session, chat_id: int, q: str | None = None) -> list[SceneView]:
@@ -122,8 +136,9 @@ def source_messages(session: Session, chat_id: int, scene_id: int) -> list[ChatM
     return _within(messages, [m.id for m in messages], scene)
 
 
-def edit_scene(session: Session, chat_id: int, scene_id: int, *, summary: str | None = None,
-               enabled: bool | None = None) -> Scene:  # fmt: skip
+def edit_scene(
+    session: Session, chat_id: int, scene_id: int, *, summary: str | None = None, enabled: bool | None = None
+) -> Scene:
     """Change the Summary text (the scene becomes a written, manual recap) and/or whether it is recalled."""
     scene = get_scene(session, chat_id, scene_id)
     if summary is not None:
@@ -159,8 +174,10 @@ def delete_summary(session: Session, chat_id: int, scene_id: int) -> Scene:
     return scene
 
 
-PREPARING = ("Prepare existing history is running in this chat: wait for it to finish or Cancel it "
-             "(Chat Settings → Advanced Memory Recall), then {what}.")
+PREPARING = (
+    "Prepare existing history is running in this chat: wait for it to finish or Cancel it "
+    "(Chat Settings → Advanced Memory Recall), then {what}."
+)
 
 
 def _refuse_while_preparing(session: Session, chat_id: int, what: str) -> None:
@@ -182,7 +199,9 @@ def _delete_all(session: Session, chat_id: int) -> int:
     if ids:
         session.exec(delete(Scene).where(col(Scene.id).in_(ids)))  # type: ignore[call-overload]
     session.exec(delete(SceneState).where(col(SceneState.chat_id) == chat_id))  # type: ignore[call-overload]
-    session.exec(delete(SceneRun).where(col(SceneRun.chat_id) == chat_id, col(SceneRun.stage).in_(PREPARE_STAGES)))  # type: ignore[call-overload]
+    session.exec(
+        delete(SceneRun).where(col(SceneRun.chat_id) == chat_id, col(SceneRun.stage).in_(PREPARE_STAGES))
+    )  # type: ignore[call-overload]
     session.flush()
     return len(ids)
 
@@ -197,12 +216,22 @@ def export_file(session: Session, chat_id: int) -> tuple[str, bytes]:
         inside = _within(messages, ids, scene)
         if not inside:
             continue
-        out.append(transfer.FileScene(
-            first=inside[0].number, last=inside[-1].number, state=scene.state, summary=scene.summary,
-            participants=tuple(str(p) for p in scene.participants or ()), timeframe=scene.timeframe,
-            enabled=scene.enabled, manual=scene.manual, check_who=scene.check_who,
-            messages_hash=transfer.messages_hash([(m.name, m.content) for m in messages[inside[0].number - 1 : inside[-1].number]]),
-        ))  # fmt: skip
+        out.append(
+            transfer.FileScene(
+                first=inside[0].number,
+                last=inside[-1].number,
+                state=scene.state,
+                summary=scene.summary,
+                participants=tuple(str(p) for p in scene.participants or ()),
+                timeframe=scene.timeframe,
+                enabled=scene.enabled,
+                manual=scene.manual,
+                check_who=scene.check_who,
+                messages_hash=transfer.messages_hash(
+                    [(m.name, m.content) for m in messages[inside[0].number - 1 : inside[-1].number]]
+                ),
+            )
+        )
     body = transfer.write_file(chat_name=chat.name, scenes=out, now=utcnow())
     return f"{safe_stem(chat.name, 'chat')}-scenes.sugo.json", body
 
@@ -220,16 +249,29 @@ def import_file(session: Session, chat_id: int, raw: bytes, *, replace: bool = F
         raise UserError(str(err)) from None
     existing = _scenes(session, chat_id)
     if existing and not replace:
-        raise Conflict(f"This chat already has {len(existing)} scene{'s' if len(existing) != 1 else ''}: "
-                       "import with replace to put the file's in their place, or delete all memories first.")  # fmt: skip
+        raise Conflict(
+            f"This chat already has {len(existing)} scene{'s' if len(existing) != 1 else ''}: "
+            "import with replace to put the file's in their place, or delete all memories first."
+        )
     replaced = _delete_all(session, chat_id) if existing else 0
     now = utcnow()
     for s in scenes:
-        session.add(Scene(
-            chat_id=chat_id, first_message_id=messages[s.first - 1].id, last_message_id=messages[s.last - 1].id,
-            state=s.state, summary=s.summary, participants=list(s.participants), timeframe=s.timeframe,
-            enabled=s.enabled, manual=s.manual, check_who=s.check_who, created_at=now, updated_at=now,
-        ))  # fmt: skip
+        session.add(
+            Scene(
+                chat_id=chat_id,
+                first_message_id=messages[s.first - 1].id,
+                last_message_id=messages[s.last - 1].id,
+                state=s.state,
+                summary=s.summary,
+                participants=list(s.participants),
+                timeframe=s.timeframe,
+                enabled=s.enabled,
+                manual=s.manual,
+                check_who=s.check_who,
+                created_at=now,
+                updated_at=now,
+            )
+        )
     if scenes:
         end = messages[scenes[-1].last - 1].id
         state = session.get(SceneState, chat_id) or SceneState(chat_id=chat_id)
@@ -274,15 +316,28 @@ def copy_to_branch(session: Session, source_id: int, branch_id: int) -> None:
         return (mapped[kept[lo]], mapped[kept[hi]]) if lo <= hi else None
 
     for scene in _scenes(session, source_id):
-        if scene.last_message_id > last_copied or (span := inside(scene.first_message_id, scene.last_message_id)) is None:
+        if (
+            scene.last_message_id > last_copied
+            or (span := inside(scene.first_message_id, scene.last_message_id)) is None
+        ):
             continue
-        data = scene.model_dump(exclude={"id", "chat_id", "first_message_id", "last_message_id", "created_at",
-                                         "updated_at", "next_attempt_at"})  # fmt: skip
+        data = scene.model_dump(
+            exclude={
+                "id",
+                "chat_id",
+                "first_message_id",
+                "last_message_id",
+                "created_at",
+                "updated_at",
+                "next_attempt_at",
+            }
+        )
         if data["state"] == "writing":
             data["state"] = "waiting"
         session.add(Scene(**data, chat_id=branch_id, first_message_id=span[0], last_message_id=span[1]))
     state = session.get(SceneState, source_id)
     if state is not None:
+
         def at_or_before(message_id: int | None) -> int | None:
             if message_id is None:
                 return None
@@ -290,7 +345,12 @@ def copy_to_branch(session: Session, source_id: int, branch_id: int) -> None:
             return mapped[kept[i]] if i >= 0 else None
 
         start = state.window_start_id
-        session.add(SceneState(chat_id=branch_id, paused=state.paused,
-                               checked_through_id=at_or_before(min(state.checked_through_id or 0, last_copied) or None),
-                               window_start_id=mapped.get(start) if start is not None and start <= last_copied else None))  # fmt: skip
+        session.add(
+            SceneState(
+                chat_id=branch_id,
+                paused=state.paused,
+                checked_through_id=at_or_before(min(state.checked_through_id or 0, last_copied) or None),
+                window_start_id=mapped.get(start) if start is not None and start <= last_copied else None,
+            )
+        )
     session.flush()

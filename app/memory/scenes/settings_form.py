@@ -62,13 +62,21 @@ def settings_section(session: Session, chat: Chat, services: Services) -> Settin
     s = read_settings(chat.settings)
     own = chat_connection(session, chat)
     state = session.get(SceneState, chat.id)
-    return SettingsSection("scenes/_settings.html", {
-        "connections": list_connections(session), "default_connection": own,
-        "recommended": recommended_budget(s.adv_max_context), "limits": NUMBERS,
-        "prepare": prepare_context(session, services, chat),
-        "continuity": {"updating": updating(services, chat.id), "reason": state.continuity_reason if state else ""},
-        "rescan": rescans.rescan_context(session, services, chat),
-    })  # fmt: skip
+    return SettingsSection(
+        "scenes/_settings.html",
+        {
+            "connections": list_connections(session),
+            "default_connection": own,
+            "recommended": recommended_budget(s.adv_max_context),
+            "limits": NUMBERS,
+            "prepare": prepare_context(session, services, chat),
+            "continuity": {
+                "updating": updating(services, chat.id),
+                "reason": state.continuity_reason if state else "",
+            },
+            "rescan": rescans.rescan_context(session, services, chat),
+        },
+    )
 
 
 def prepare_context(session: Session, services: Services, chat: Chat) -> dict[str, Any]:
@@ -79,15 +87,22 @@ def prepare_context(session: Session, services: Services, chat: Chat) -> dict[st
         helper_config(session, services, chat)
     except UserError as err:
         problem = str(err)
-    counts = dict(session.exec(select(Scene.state, func.count()).where(Scene.chat_id == chat.id)
-                               .group_by(Scene.state)).all())  # fmt: skip
+    counts = dict(
+        session.exec(
+            select(Scene.state, func.count()).where(Scene.chat_id == chat.id).group_by(Scene.state)
+        ).all()
+    )
     return {
-        "chat": chat, "run": prepare.latest_run(session, chat.id), "working": prepare.working(services, chat.id),
-        "helper": helper_connection(session, chat), "helper_problem": problem,
+        "chat": chat,
+        "run": prepare.latest_run(session, chat.id),
+        "working": prepare.working(services, chat.id),
+        "helper": helper_connection(session, chat),
+        "helper_problem": problem,
         "has_messages": bool(readable_messages(session, chat.id)),
         "enabled": read_settings(chat.settings).advanced_memory,
-        "scenes": sum(n for state, n in counts.items() if state != "deleted"), "written": counts.get("written", 0),
-    }  # fmt: skip
+        "scenes": sum(n for state, n in counts.items() if state != "deleted"),
+        "written": counts.get("written", 0),
+    }
 
 
 def read_settings_form(session: Session, chat: Chat, form: Any) -> dict[str, Any]:
@@ -106,11 +121,15 @@ def check_values(values: Mapping[str, int]) -> None:
     """The rules between fields: the budget under the ceiling, the moving context's min under its max."""
     budget, ceiling = values["adv_budget"], values["adv_max_context"]
     if budget > ceiling:
-        raise UserError(f"Summary and recall budget: {budget:,} tokens is more than the Maximum allowed context "
-                        f"before compression ({ceiling:,}). Lower the budget or raise the maximum.")  # fmt: skip
+        raise UserError(
+            f"Summary and recall budget: {budget:,} tokens is more than the Maximum allowed context "
+            f"before compression ({ceiling:,}). Lower the budget or raise the maximum."
+        )
     low, high = values["adv_excerpt_min"], values["adv_excerpt_max"]
     if low > high:
-        raise UserError(f"Moving context: the minimum ({low}) is more than the maximum ({high}) messages per excerpt.")
+        raise UserError(
+            f"Moving context: the minimum ({low}) is more than the maximum ({high}) messages per excerpt."
+        )
 
 
 def _number(form: Any, name: str) -> int:
@@ -126,7 +145,10 @@ def _helper(session: Session, form: Any) -> int | None:
     raw = forms.text(form, "adv_helper_connection_id").strip()
     if not raw:
         return None
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > MAX_DIGITS or int(raw) not in {c.id for c in list_connections(session)}:
+    if (
+        not (raw.isascii() and raw.isdigit())
+        or len(raw) > MAX_DIGITS
+        or int(raw) not in {c.id for c in list_connections(session)}
+    ):
         raise UserError("Helper model: that connection no longer exists; choose another.")
     return int(raw)
-

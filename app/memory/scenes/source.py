@@ -46,19 +46,28 @@ class AdvancedMemorySource(PromptSource):
         if not turn.settings.advanced_memory_on(turn.chat.mode):
             return False
         query = recalled.scene_query(
-            [recalled.QueryMessage(m.role, m.name, m.content) for m in turn.history.messages], turn.speaker.name,
-            ignore=(turn.speaker.name, turn.user_name))
+            [recalled.QueryMessage(m.role, m.name, m.content) for m in turn.history.messages],
+            turn.speaker.name,
+            ignore=(turn.speaker.name, turn.user_name),
+        )
         services = turn.services
         turn.scratch[self.name] = start_search(
-            turn.session.get_bind(), turn.chat.id, query, None, bits=services.recall.index,
-            threads=services.recall.queries, vectors=services.recall.query_vectors, wait_for_model=False,
-            choose_embedder=partial(embedder_for_chat, chat_id=turn.chat.id, keybox=services.keybox,
-                                    sizes=services.recall.sizes),
+            turn.session.get_bind(),
+            turn.chat.id,
+            query,
+            None,
+            bits=services.recall.index,
+            threads=services.recall.queries,
+            vectors=services.recall.query_vectors,
+            wait_for_model=False,
+            choose_embedder=partial(
+                embedder_for_chat, chat_id=turn.chat.id, keybox=services.keybox, sizes=services.recall.sizes
+            ),
             # Memories are made inside the window too (every 5 messages): those of the scene window's
             # messages name no earlier scene, so they are left out before the candidates are picked and
             # take no place of an older scene's.
             window_start_id=prompt.window_start(turn.session, turn.chat.id),
-        )  # fmt: skip
+        )
         return True
 
     def contribute(self, turn: Turn) -> Contribution | None:

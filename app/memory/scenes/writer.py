@@ -118,8 +118,11 @@ def _claim(engine: Engine, scene_id: int, states: tuple[str, ...] = ("waiting", 
         _held.add(key)  # before the UPDATE: release_stale never sees our claim as stale
     try:
         with Session(engine) as session:
-            stmt = update(Scene).where(col(Scene.id) == scene_id, col(Scene.state).in_(states),
-                                       col(Scene.manual) == False)  # noqa: E712  # fmt: skip
+            stmt = update(Scene).where(
+                col(Scene.id) == scene_id,
+                col(Scene.state).in_(states),
+                col(Scene.manual) == False,  # noqa: E712
+            )
             result = session.exec(stmt.values(state="writing", updated_at=utcnow()))  # type: ignore[call-overload]
             session.commit()
             claimed = result.rowcount == 1
@@ -204,11 +207,17 @@ def _gather(session: Session, services: Services, scene: Scene) -> _Work | str:
     for part in parts:
         session.expunge(part)
     return _Work(
-        scene_id=scene.id or 0, config=config, messages=messages, ids={m.number: m.id for m in readable},
-        fingerprint=fingerprint(messages), characters=characters, persona=persona.name if persona else None,
-        speakers=tuple(speakers), max_summary_tokens=read_settings(chat.settings).summary_max_tokens,
+        scene_id=scene.id or 0,
+        config=config,
+        messages=messages,
+        ids={m.number: m.id for m in readable},
+        fingerprint=fingerprint(messages),
+        characters=characters,
+        persona=persona.name if persona else None,
+        speakers=tuple(speakers),
+        max_summary_tokens=read_settings(chat.settings).summary_max_tokens,
         parts={p.part: p for p in parts},
-    )  # fmt: skip
+    )
 
 
 # Asking the helper ---------------------------------------------------------------------------------
@@ -220,8 +229,7 @@ def _ask(work: _Work, request: list[dict[str, str]]) -> rc.Recap | answers.Failu
     result: rc.Recap | answers.Failure = answers.Failure("internal", INTERNAL)
     while (budget := answers.request_max_tokens(work.max_summary_tokens, attempt)) is not None:
         try:
-            done = complete_chat_blocking(
-                work.config, request, GenerationParams(max_tokens=budget))  # fmt: skip
+            done = complete_chat_blocking(work.config, request, GenerationParams(max_tokens=budget))
         except ProviderError as err:
             return answers.Failure("provider", str(err))
         result = rc.read_recap(
@@ -233,9 +241,15 @@ def _ask(work: _Work, request: list[dict[str, str]]) -> rc.Recap | answers.Failu
     return result
 
 
-def _recap_batch(work: _Work, batch: Sequence[rc.SceneMessage], *, part: tuple[int, int] | None,
-                 must_include: Sequence[str] = (), budget: int | None = None,
-                 depth: int = 0) -> rc.RecapPart | answers.Failure:  # fmt: skip
+def _recap_batch(
+    work: _Work,
+    batch: Sequence[rc.SceneMessage],
+    *,
+    part: tuple[int, int] | None,
+    must_include: Sequence[str] = (),
+    budget: int | None = None,
+    depth: int = 0,
+) -> rc.RecapPart | answers.Failure:
     """The recap of one batch; halved when it is cut off even with the larger budget."""
     first, last = batch[0].number, batch[-1].number
     request = rc.recap_request(
@@ -252,8 +266,9 @@ def _recap_batch(work: _Work, batch: Sequence[rc.SceneMessage], *, part: tuple[i
         return result
     pieces: list[rc.RecapPart] = []
     for k, half in enumerate(halves, 1):
-        piece = _recap_batch(work, half, part=(k, len(halves)), must_include=must_include,
-                             budget=budget // 2, depth=depth + 1)  # fmt: skip
+        piece = _recap_batch(
+            work, half, part=(k, len(halves)), must_include=must_include, budget=budget // 2, depth=depth + 1
+        )
         if isinstance(piece, answers.Failure):
             return piece
         pieces.append(piece)
@@ -268,8 +283,9 @@ def _combine_group(
     return result if isinstance(result, answers.Failure) else rc.finish_combined(result, group)
 
 
-def _combine(work: _Work, parts: Sequence[rc.RecapPart], must_include: Sequence[str] = ()
-             ) -> tuple[rc.RecapPart | answers.Failure, list[rc.RecapPart]]:  # fmt: skip
+def _combine(
+    work: _Work, parts: Sequence[rc.RecapPart], must_include: Sequence[str] = ()
+) -> tuple[rc.RecapPart | answers.Failure, list[rc.RecapPart]]:
     """The parts combined round after round into one; and the group of the last combine request."""
     current = list(parts)
     while len(current) > 1:
@@ -354,8 +370,9 @@ def _save_part(
     engine: Engine, work: _Work, k: int, batch: Sequence[rc.SceneMessage], part: rc.RecapPart
 ) -> None:
     with Session(engine) as session:
-        old = session.exec(select(SceneRecapPart).where(SceneRecapPart.scene_id == work.scene_id,
-                                                        SceneRecapPart.part == k)).first()  # fmt: skip
+        old = session.exec(
+            select(SceneRecapPart).where(SceneRecapPart.scene_id == work.scene_id, SceneRecapPart.part == k)
+        ).first()
         row = old or SceneRecapPart(
             scene_id=work.scene_id, part=k, first_message_id=0, last_message_id=0, summary=""
         )
@@ -444,12 +461,25 @@ def _anchored_timeframe(messages: Sequence[rc.SceneMessage]) -> str:
 def _store(engine: Engine, work: _Work, recap: rc.Recap, names: list[str], check_who: bool) -> str:
     timeframe = recap.timeframe or _anchored_timeframe(work.messages)
     with Session(engine) as session:
-        stmt = update(Scene).where(col(Scene.id) == work.scene_id, col(Scene.state) == "writing",
-                                   col(Scene.manual) == False)  # noqa: E712  # fmt: skip
-        result = session.exec(stmt.values(  # type: ignore[call-overload]
-            state="written", summary=recap.summary, participants=names, timeframe=timeframe, check_who=check_who,
-            fingerprint=work.fingerprint, reason="", attempts=0, next_attempt_at=None, updated_at=utcnow(),
-        ))  # fmt: skip
+        stmt = update(Scene).where(
+            col(Scene.id) == work.scene_id,
+            col(Scene.state) == "writing",
+            col(Scene.manual) == False,  # noqa: E712
+        )
+        result = session.exec(
+            stmt.values(  # type: ignore[call-overload]
+                state="written",
+                summary=recap.summary,
+                participants=names,
+                timeframe=timeframe,
+                check_who=check_who,
+                fingerprint=work.fingerprint,
+                reason="",
+                attempts=0,
+                next_attempt_at=None,
+                updated_at=utcnow(),
+            )
+        )
         session.commit()
     return "written" if result.rowcount == 1 else "skipped: the recap was edited by hand meanwhile"
 
@@ -492,8 +522,12 @@ def write_waiting_recaps(services: Services, chat_id: int, *, limit: int = MAX_R
             (col(Scene.state) == "failed")
             & (col(Scene.next_attempt_at).is_(None) | (col(Scene.next_attempt_at) <= utcnow()))
         )
-        ids = session.exec(select(Scene.id).where(Scene.chat_id == chat_id, col(Scene.manual) == False, due)  # noqa: E712
-                           .order_by(col(Scene.first_message_id)).limit(max(limit, 0))).all()  # fmt: skip
+        ids = session.exec(
+            select(Scene.id)
+            .where(Scene.chat_id == chat_id, col(Scene.manual) == False, due)  # noqa: E712
+            .order_by(col(Scene.first_message_id))
+            .limit(max(limit, 0))
+        ).all()
     written = 0
     for scene_id in ids:
         outcome = write_recap(services, scene_id)

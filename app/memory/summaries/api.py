@@ -54,10 +54,18 @@ class GenerateStatus(BaseModel):
 def _status(job, session=None) -> GenerateStatus:
     if job is None:
         return GenerateStatus(job_id=None, status="none")
-    waiting_for = generate.waiting_for(session, job.chat_id) if session is not None and job.status == "waiting" else ""
-    return GenerateStatus(job_id=job.id, status=job.status, reason=job.reason, entry_id=job.entry_id,
-                          first_position=job.first_position, last_position=job.last_position,
-                          waiting_for=waiting_for)  # fmt: skip
+    waiting_for = (
+        generate.waiting_for(session, job.chat_id) if session is not None and job.status == "waiting" else ""
+    )
+    return GenerateStatus(
+        job_id=job.id,
+        status=job.status,
+        reason=job.reason,
+        entry_id=job.entry_id,
+        first_position=job.first_position,
+        last_position=job.last_position,
+        waiting_for=waiting_for,
+    )
 
 
 class BackfillStatus(BaseModel):
@@ -75,8 +83,15 @@ class BackfillStatus(BaseModel):
 def _backfill(run) -> BackfillStatus:
     if run is None:
         return BackfillStatus(run_id=None, status="none")
-    return BackfillStatus(run_id=run.id, status=run.status, total=run.total, done=run.done, current=run.current,
-                          reason=run.reason, stop_requested=run.stop_requested)  # fmt: skip
+    return BackfillStatus(
+        run_id=run.id,
+        status=run.status,
+        total=run.total,
+        done=run.done,
+        current=run.current,
+        reason=run.reason,
+        stop_requested=run.stop_requested,
+    )
 
 
 class SummaryPatch(BaseModel):
@@ -113,12 +128,22 @@ class SummaryRead(BaseModel):
 def _read(view: EntryView) -> SummaryRead:
     e, pos = view.entry, view.positions
     return SummaryRead(
-        id=e.id, title=e.title, content=e.content, first_message_id=e.first_message_id,
-        last_message_id=e.last_message_id, first_position=pos[0] if pos else None,
-        last_position=pos[1] if pos else None, message_count=view.count, tokens=e.tokens, active=e.active,
-        origin=e.origin, awaiting_review=e.awaiting_review, review_reason=e.review_reason, created_at=e.created_at,
+        id=e.id,
+        title=e.title,
+        content=e.content,
+        first_message_id=e.first_message_id,
+        last_message_id=e.last_message_id,
+        first_position=pos[0] if pos else None,
+        last_position=pos[1] if pos else None,
+        message_count=view.count,
+        tokens=e.tokens,
+        active=e.active,
+        origin=e.origin,
+        awaiting_review=e.awaiting_review,
+        review_reason=e.review_reason,
+        created_at=e.created_at,
         updated_at=e.updated_at,
-    )  # fmt: skip
+    )
 
 
 def _one(session, chat_id: int, summary_id: int) -> SummaryRead:
@@ -140,7 +165,9 @@ def write_summary(chat_id: int, data: SummaryIn, session: SessionDep) -> Summary
 
 
 @router.post("/{chat_id}/summaries/generate", response_model=GenerateStatus, status_code=202)
-def generate_summary(chat_id: int, data: GenerateIn, session: SessionDep, services: ServicesDep) -> GenerateStatus:
+def generate_summary(
+    chat_id: int, data: GenerateIn, session: SessionDep, services: ServicesDep
+) -> GenerateStatus:
     """Have the chat's connection write an entry for the scope; the run goes on in the background. While
     another run has the chat (Backfill, automatic, a Generate) it waits its turn ("waiting"; 409 when one
     waits already)."""
@@ -251,8 +278,14 @@ class TemplateRead(BaseModel):
 
 
 def _template_read(template) -> TemplateRead:
-    return TemplateRead(id=template.id, name=template.name, text=template.text, builtin=False,
-                        created_at=template.created_at, updated_at=template.updated_at)  # fmt: skip
+    return TemplateRead(
+        id=template.id,
+        name=template.name,
+        text=template.text,
+        builtin=False,
+        created_at=template.created_at,
+        updated_at=template.updated_at,
+    )
 
 
 class ChosenRead(TemplateRead):

@@ -56,8 +56,10 @@ from app.prompt.core.tokens import count_tokens
 log = logging.getLogger(__name__)
 
 INTERRUPTED = "The run was interrupted (Sugo restarted) before the model answered."
-WAITING_ALREADY = ("A summary is already waiting its turn in this chat: it is written when the run in hand ends. "
-                   "Cancel it to ask for another.")
+WAITING_ALREADY = (
+    "A summary is already waiting its turn in this chat: it is written when the run in hand ends. "
+    "Cancel it to ask for another."
+)
 NOT_WAITING = "No summary is waiting its turn in this chat."
 INTERNAL = "Something went wrong on Sugo's side while writing the summary; the log has the details."
 
@@ -92,26 +94,38 @@ def latest_job(session: Session, engine: Engine, chat_id: int) -> SummaryJob | N
     """The chat's newest Generate run (one cancelled while it waited is passed over: the run it waited
     for is what the panel follows then)."""
     return session.exec(
-        select(SummaryJob).where(SummaryJob.chat_id == chat_id, SummaryJob.status != "cancelled")
-        .order_by(SummaryJob.id.desc()).limit(1)  # type: ignore[union-attr]
-    ).first()  # fmt: skip
+        select(SummaryJob)
+        .where(SummaryJob.chat_id == chat_id, SummaryJob.status != "cancelled")
+        .order_by(SummaryJob.id.desc())
+        .limit(1)  # type: ignore[union-attr]
+    ).first()
 
 
 def _waiting(session: Session, chat_id: int) -> SummaryJob | None:
-    return session.exec(select(SummaryJob).where(SummaryJob.chat_id == chat_id, SummaryJob.status == "waiting")
-                        .order_by(col(SummaryJob.id)).limit(1)).first()  # fmt: skip
+    return session.exec(
+        select(SummaryJob)
+        .where(SummaryJob.chat_id == chat_id, SummaryJob.status == "waiting")
+        .order_by(col(SummaryJob.id))
+        .limit(1)
+    ).first()
 
 
 def waiting_for(session: Session, chat_id: int) -> str:
     """What a waiting Generate waits for, as the panel names it: "Backfill", "the automatic summary", or
     "the summary of messages 3–7"."""
-    kinds = session.exec(select(SummaryRun.kind).where(SummaryRun.chat_id == chat_id, SummaryRun.status == "running")).all()
+    kinds = session.exec(
+        select(SummaryRun.kind).where(SummaryRun.chat_id == chat_id, SummaryRun.status == "running")
+    ).all()
     if "backfill" in kinds:
         return "Backfill"
     if "automatic" in kinds:
         return "the automatic summary"
-    job = session.exec(select(SummaryJob).where(SummaryJob.chat_id == chat_id, SummaryJob.status == "running")).first()
-    return f"the summary of messages {job.first_position}–{job.last_position}" if job else "the summary in hand"
+    job = session.exec(
+        select(SummaryJob).where(SummaryJob.chat_id == chat_id, SummaryJob.status == "running")
+    ).first()
+    return (
+        f"the summary of messages {job.first_position}–{job.last_position}" if job else "the summary in hand"
+    )
 
 
 def summary_connection(session: Session, chat: Chat) -> tuple[Connection | None, bool]:
@@ -137,11 +151,16 @@ def summary_config(session: Session, services: Services, chat: Chat) -> Provider
 def scope_transcript(session: Session, chat_id: int, first_id: int, last_id: int) -> str:
     """What the model reads of a range: the active swipe of each message in it, hidden ones skipped."""
     rows = session.exec(
-        select(Message).where(
-            Message.chat_id == chat_id, Message.kind == "message", Message.hidden == False,  # noqa: E712
-            Message.id >= first_id, Message.id <= last_id,
-        ).order_by(Message.id)  # type: ignore[arg-type]
-    ).all()  # fmt: skip
+        select(Message)
+        .where(
+            Message.chat_id == chat_id,
+            Message.kind == "message",
+            Message.hidden == False,  # noqa: E712
+            Message.id >= first_id,
+            Message.id <= last_id,
+        )
+        .order_by(Message.id)  # type: ignore[arg-type]
+    ).all()
     return transcript([TranscriptLine(m.name or m.role, _active_text(m)) for m in rows])
 
 
@@ -149,9 +168,13 @@ def summary_request(session: Session, job: SummaryJob, max_output_size: int) -> 
     """The prompt for a job: the chat's Summary Prompt and the scope's active swipes."""
     text = scope_transcript(session, job.chat_id, job.first_message_id, job.last_message_id)
     if not text:
-        raise UserError("Every message in that scope is hidden from the AI or empty: there is nothing to summarise.")
+        raise UserError(
+            "Every message in that scope is hidden from the AI or empty: there is nothing to summarise."
+        )
     prompt = templates.chosen_prompt(session)
-    return Request([{"role": "system", "content": prompt.text}, {"role": "user", "content": text}], max_output_size)
+    return Request(
+        [{"role": "system", "content": prompt.text}, {"role": "user", "content": text}], max_output_size
+    )
 
 
 def _active_text(msg: Message) -> str:
@@ -161,22 +184,39 @@ def _active_text(msg: Message) -> str:
     return msg.content
 
 
-def start(services: Services, chat_id: int, *, scope: str = "last", last: int | None = None,
-          start: int | None = None, end: int | None = None) -> SummaryJob:  # fmt: skip
+def start(
+    services: Services,
+    chat_id: int,
+    *,
+    scope: str = "last",
+    last: int | None = None,
+    start: int | None = None,
+    end: int | None = None,
+) -> SummaryJob:
     """Check the scope and the connection, record the run and start it in a thread."""
     engine = services.engine
     with Session(engine) as session:
         chat = get_chat(session, chat_id)
         if chat.mode != "roleplay":
-            raise UserError("Chat Summary entries are for Roleplay chats; Conversation chats are summarised by day.")
+            raise UserError(
+                "Chat Summary entries are for Roleplay chats; Conversation chats are summarised by day."
+            )
         try:
             cov = scope_coverage(message_ids(session, chat_id), scope, last=last, start=start, end=end)
         except ValueError as err:
             raise UserError(str(err)) from None
         config = summary_config(session, services, chat)
-        job = SummaryJob(chat_id=chat_id, scope=scope, last_n=last, start=start, end=end,
-                         first_message_id=cov.first_id, last_message_id=cov.last_id,
-                         first_position=cov.first_position, last_position=cov.last_position)  # fmt: skip
+        job = SummaryJob(
+            chat_id=chat_id,
+            scope=scope,
+            last_n=last,
+            start=start,
+            end=end,
+            first_message_id=cov.first_id,
+            last_message_id=cov.last_id,
+            first_position=cov.first_position,
+            last_position=cov.last_position,
+        )
         request = summary_request(session, job, read_settings(chat.settings).summary_max_tokens)
         if services.claims.summaries.claim(chat_id):
             with services.claims.summaries.holding(chat_id):
@@ -203,8 +243,17 @@ def start(services: Services, chat_id: int, *, scope: str = "last", last: int | 
 def _launch(services: Services, job_id: int, chat_id: int, config: ProviderConfig, request: Request) -> None:
     """Write the job's entry in a thread holding the chat's claim (taken); a Generate waiting meanwhile
     starts when it lets go."""
-    services.claims.summaries.start(chat_id, _run, services.engine, job_id, chat_id, config, request,
-                                    name=f"summary-{chat_id}", then=partial(start_waiting, services, chat_id))  # fmt: skip
+    services.claims.summaries.start(
+        chat_id,
+        _run,
+        services.engine,
+        job_id,
+        chat_id,
+        config,
+        request,
+        name=f"summary-{chat_id}",
+        then=partial(start_waiting, services, chat_id),
+    )
 
 
 def _stopped(services: Services) -> bool:
@@ -231,8 +280,11 @@ def start_waiting(services: Services, chat_id: int) -> bool:
             except UserError as err:  # the connection was removed, the messages hidden or deleted meanwhile
                 new_status, reason = "failed", str(err)
             # Conditional: a Cancel that came meanwhile wins.
-            moved = session.exec(update(SummaryJob).where(col(SummaryJob.id) == job.id, col(SummaryJob.status) == "waiting")  # type: ignore[call-overload]
-                                 .values(status=new_status, reason=reason, updated_at=utcnow())).rowcount  # fmt: skip
+            moved = session.exec(
+                update(SummaryJob)
+                .where(col(SummaryJob.id) == job.id, col(SummaryJob.status) == "waiting")  # type: ignore[call-overload]
+                .values(status=new_status, reason=reason, updated_at=utcnow())
+            ).rowcount
             session.commit()
             if moved != 1 or new_status != "running":
                 services.claims.summaries.release(chat_id)
@@ -248,8 +300,11 @@ def cancel_waiting(services: Services, chat_id: int) -> SummaryJob:
         job = _waiting(session, chat_id)
         moved = 0
         if job is not None:
-            moved = session.exec(update(SummaryJob).where(col(SummaryJob.id) == job.id, col(SummaryJob.status) == "waiting")  # type: ignore[call-overload]
-                                 .values(status="cancelled", updated_at=utcnow())).rowcount  # fmt: skip
+            moved = session.exec(
+                update(SummaryJob)
+                .where(col(SummaryJob.id) == job.id, col(SummaryJob.status) == "waiting")  # type: ignore[call-overload]
+                .values(status="cancelled", updated_at=utcnow())
+            ).rowcount
             session.commit()
         if job is None or moved != 1:
             raise UserError(NOT_WAITING)
@@ -277,7 +332,9 @@ def start_all_waiting(services: Services) -> int:
     """The Generates waiting their turn whose chat is free, started (at start, after the resumed runs that
     go first, and by the summaries' sweep should a hand-over ever be missed); how many."""
     with Session(services.engine) as session:
-        chats = session.exec(select(SummaryJob.chat_id).where(SummaryJob.status == "waiting").distinct()).all()
+        chats = session.exec(
+            select(SummaryJob.chat_id).where(SummaryJob.status == "waiting").distinct()
+        ).all()
     return sum(start_waiting(services, chat_id) for chat_id in chats)
 
 
@@ -310,12 +367,16 @@ def ask(config: ProviderConfig, request: Request) -> answers.ProseSummary | answ
     attempt = 0
     while (budget := answers.request_max_tokens(request.max_output_size, attempt)) is not None:
         try:
-            done = complete_chat_blocking(
-                config, request.messages, GenerationParams(max_tokens=budget))  # fmt: skip
+            done = complete_chat_blocking(config, request.messages, GenerationParams(max_tokens=budget))
         except ProviderError as err:
             return answers.Failure("provider", str(err))
-        result = answers.read_prose_summary(done.text or "", max_tokens=budget, count_tokens=count_tokens,
-                                            finish_reason=done.finish_reason, reasoning=done.reasoning)  # fmt: skip
+        result = answers.read_prose_summary(
+            done.text or "",
+            max_tokens=budget,
+            count_tokens=count_tokens,
+            finish_reason=done.finish_reason,
+            reasoning=done.reasoning,
+        )
         if isinstance(result, answers.ProseSummary):
             return answers.prose_problem(result.text) or result
         if not result.retry_larger:
@@ -352,9 +413,15 @@ def _finish(session: Session, job_id: int, result: answers.ProseSummary | answer
         job.status, job.reason = "failed", result.reason
         session.add(job)
         return
-    written = write_model_entry(session, job.chat_id, result.text, first_id=job.first_message_id,
-                                last_id=job.last_message_id, first_position=job.first_position,
-                                last_position=job.last_position)  # fmt: skip
+    written = write_model_entry(
+        session,
+        job.chat_id,
+        result.text,
+        first_id=job.first_message_id,
+        last_id=job.last_message_id,
+        first_position=job.first_position,
+        last_position=job.last_position,
+    )
     if isinstance(written, str):
         job.status, job.reason = "failed", written
     else:
@@ -362,23 +429,43 @@ def _finish(session: Session, job_id: int, result: answers.ProseSummary | answer
     session.add(job)
 
 
-def write_model_entry(session: Session, chat_id: int, text: str, *, first_id: int, last_id: int,
-                      first_position: int, last_position: int) -> SummaryEntry | str:  # fmt: skip
+def write_model_entry(
+    session: Session,
+    chat_id: int,
+    text: str,
+    *,
+    first_id: int,
+    last_id: int,
+    first_position: int,
+    last_position: int,
+) -> SummaryEntry | str:
     """Add the entry the model wrote; why not, as a sentence. It is held for review, inactive, when the
     chat asks (Review outputs) and when it mentions nothing of the messages it covers (a refusal, an
     answer about something else: overlap.py), then with that reason."""
     chat = get_chat(session, chat_id)
-    count = session.connection().exec_driver_sql(
-        "SELECT count(*) FROM summary_entry WHERE chat_id = ?", (chat_id,)).scalar_one()  # fmt: skip
+    count = (
+        session.connection()
+        .exec_driver_sql("SELECT count(*) FROM summary_entry WHERE chat_id = ?", (chat_id,))
+        .scalar_one()
+    )
     if count >= MAX_ENTRIES:
         return f"This chat already has {MAX_ENTRIES} summary entries, the limit."
     reason = overlap.unrelated(text, scope_transcript(session, chat_id, first_id, last_id)) or ""
     review = read_settings(chat.settings).summary_review or bool(reason)
     entry = SummaryEntry(
-        chat_id=chat_id, title=first_words(text), content=text, first_message_id=first_id, last_message_id=last_id,
-        first_position=first_position, last_position=last_position, tokens=count_tokens(text), origin="model",
-        active=not review, awaiting_review=review, review_reason=reason,
-    )  # fmt: skip
+        chat_id=chat_id,
+        title=first_words(text),
+        content=text,
+        first_message_id=first_id,
+        last_message_id=last_id,
+        first_position=first_position,
+        last_position=last_position,
+        tokens=count_tokens(text),
+        origin="model",
+        active=not review,
+        awaiting_review=review,
+        review_reason=reason,
+    )
     session.add(entry)
     session.flush()
     return entry

@@ -94,7 +94,10 @@ class SummaryRun(SQLModel, table=True):
     at `next_attempt_at` (`attempts` failures so far) until it gives up and waits for Retry."""
 
     __tablename__ = "summary_run"
-    __table_args__ = (Index("ix_summary_run_chat", "chat_id", "kind", "id"), Index("ix_summary_run_status", "status"))
+    __table_args__ = (
+        Index("ix_summary_run_chat", "chat_id", "kind", "id"),
+        Index("ix_summary_run_status", "status"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     chat_id: int = Field(foreign_key="chat.id", ondelete="CASCADE")

@@ -21,15 +21,21 @@ PART = "memory/_summary_prompt.html"
 PAGE = "memory/summaries.html"
 
 
-def _panel(request: Request, session, chat_id: int, *, show_inactive: bool = True,
-           editing: int | None = None) -> HTMLResponse:  # fmt: skip
+def _panel(
+    request: Request, session, chat_id: int, *, show_inactive: bool = True, editing: int | None = None
+) -> HTMLResponse:
     chat = get_chat(session, chat_id)
     engine = request.app.state.services.engine
     # The Generate run the page was polling: its "written" line goes to the page that watched it run, once,
     # not to every later opening of the panel (a status that stays after it is news).
     watched = parse_row_id(request.query_params.get("watch", ""))
-    ctx = {"chat": chat, "c": panel_context(session, chat, engine=engine, show_inactive=show_inactive),
-           "editing": editing, "watched": watched, "watched_run": parse_row_id(request.query_params.get("watch_run", ""))}  # fmt: skip
+    ctx = {
+        "chat": chat,
+        "c": panel_context(session, chat, engine=engine, show_inactive=show_inactive),
+        "editing": editing,
+        "watched": watched,
+        "watched_run": parse_row_id(request.query_params.get("watch_run", "")),
+    }
     return render(request, PANEL, ctx)
 
 
@@ -45,7 +51,9 @@ def summary_panel(chat_id: int, request: Request, session: SessionDep, hx: HxReq
         return _panel(request, session, chat_id, show_inactive=_shown(request))
     chat = get_chat(session, chat_id)
     if chat.mode != "roleplay":
-        raise UserError("Chat Summary entries are for Roleplay chats; Conversation chats are summarised by day.")
+        raise UserError(
+            "Chat Summary entries are for Roleplay chats; Conversation chats are summarised by day."
+        )
     engine = request.app.state.services.engine
     return render(request, PAGE, {"chat": chat, "c": panel_context(session, chat, engine=engine)})
 
@@ -54,27 +62,39 @@ def summary_panel(chat_id: int, request: Request, session: SessionDep, hx: HxReq
 def write_summary_page(chat_id: int, request: Request, form: FormDep, session: SessionDep) -> HTMLResponse:
     """Add the summary the user typed, for the Last N messages or a Range of message numbers."""
     service.write_entry(
-        session, chat_id, content=forms.text(form, "summary_content"), title=forms.text(form, "summary_title"),
-        scope=forms.text(form, "summary_scope") or "last", last=forms.optional_number(form, "summary_last", int),
-        start=forms.optional_number(form, "summary_start", int), end=forms.optional_number(form, "summary_end", int),
-    )  # fmt: skip
+        session,
+        chat_id,
+        content=forms.text(form, "summary_content"),
+        title=forms.text(form, "summary_title"),
+        scope=forms.text(form, "summary_scope") or "last",
+        last=forms.optional_number(form, "summary_last", int),
+        start=forms.optional_number(form, "summary_start", int),
+        end=forms.optional_number(form, "summary_end", int),
+    )
     return _panel(request, session, chat_id, show_inactive=_shown(request, form))
 
 
 @router.post("/chats/{chat_id}/summaries/generate")
-def generate_summary_page(chat_id: int, request: Request, form: FormDep, services: ServicesDep) -> HTMLResponse:
+def generate_summary_page(
+    chat_id: int, request: Request, form: FormDep, services: ServicesDep
+) -> HTMLResponse:
     """Have the model write a summary for the Last N messages or a Range; the panel shows it running."""
     generate.start(
-        services, chat_id, scope=forms.text(form, "summary_scope") or "last",
-        last=forms.optional_number(form, "summary_last", int), start=forms.optional_number(form, "summary_start", int),
+        services,
+        chat_id,
+        scope=forms.text(form, "summary_scope") or "last",
+        last=forms.optional_number(form, "summary_last", int),
+        start=forms.optional_number(form, "summary_start", int),
         end=forms.optional_number(form, "summary_end", int),
-    )  # fmt: skip
+    )
     with Session(services.engine) as session:
         return _panel(request, session, chat_id, show_inactive=_shown(request, form))
 
 
 @router.post("/chats/{chat_id}/summaries/generate/cancel")
-def cancel_waiting_summary_page(chat_id: int, request: Request, form: FormDep, services: ServicesDep) -> HTMLResponse:
+def cancel_waiting_summary_page(
+    chat_id: int, request: Request, form: FormDep, services: ServicesDep
+) -> HTMLResponse:
     """Cancel the Generate waiting for the chat's run in hand."""
     generate.cancel_waiting(services, chat_id)
     with Session(services.engine) as session:
@@ -82,7 +102,9 @@ def cancel_waiting_summary_page(chat_id: int, request: Request, form: FormDep, s
 
 
 @router.post("/chats/{chat_id}/summaries/uncovered")
-def summarise_uncovered_page(chat_id: int, request: Request, form: FormDep, services: ServicesDep) -> HTMLResponse:
+def summarise_uncovered_page(
+    chat_id: int, request: Request, form: FormDep, services: ServicesDep
+) -> HTMLResponse:
     """Have the model summarise the oldest messages no summary covers (one batch)."""
     generate.start_uncovered(services, chat_id)
     with Session(services.engine) as session:
@@ -114,7 +136,9 @@ def stop_backfill_page(chat_id: int, request: Request, form: FormDep, services: 
 
 
 @router.post("/chats/{chat_id}/summaries/automatic/retry")
-def retry_automatic_page(chat_id: int, request: Request, form: FormDep, services: ServicesDep) -> HTMLResponse:
+def retry_automatic_page(
+    chat_id: int, request: Request, form: FormDep, services: ServicesDep
+) -> HTMLResponse:
     """Try the failed automatic summary again now."""
     runs.retry_automatic(services, chat_id)
     with Session(services.engine) as session:
@@ -129,24 +153,34 @@ def review_setting_page(chat_id: int, request: Request, form: FormDep, session: 
 
 
 @router.post("/chats/{chat_id}/summaries/{summary_id}/approve")
-def approve_summary_page(chat_id: int, summary_id: int, request: Request, form: FormDep, session: SessionDep) -> HTMLResponse:
+def approve_summary_page(
+    chat_id: int, summary_id: int, request: Request, form: FormDep, session: SessionDep
+) -> HTMLResponse:
     """Accept an entry held for review: it becomes active."""
     service.approve_entry(session, chat_id, summary_id)
     return _panel(request, session, chat_id, show_inactive=_shown(request, form))
 
 
 @router.post("/chats/{chat_id}/summaries/activation")
-def activate_summaries_page(chat_id: int, request: Request, form: FormDep, session: SessionDep) -> HTMLResponse:
+def activate_summaries_page(
+    chat_id: int, request: Request, form: FormDep, session: SessionDep
+) -> HTMLResponse:
     """Activate All / Deactivate All, or Enable / Disable the selected entries."""
     ids = None
     if forms.text(form, "selected"):
-        ids = [i for v in form.getlist("summary_ids") if isinstance(v, str) and (i := parse_row_id(v)) is not None]
+        ids = [
+            i
+            for v in form.getlist("summary_ids")
+            if isinstance(v, str) and (i := parse_row_id(v)) is not None
+        ]
     service.set_active(session, chat_id, forms.checkbox(form, "active"), ids)
     return _panel(request, session, chat_id, show_inactive=_shown(request, form))
 
 
 @router.post("/chats/{chat_id}/summaries/{summary_id}/active")
-def toggle_summary_page(chat_id: int, summary_id: int, request: Request, form: FormDep, session: SessionDep) -> HTMLResponse:
+def toggle_summary_page(
+    chat_id: int, summary_id: int, request: Request, form: FormDep, session: SessionDep
+) -> HTMLResponse:
     """Turn one entry on or off."""
     service.update_entry(session, chat_id, summary_id, active=forms.checkbox(form, "active"))
     return _panel(request, session, chat_id, show_inactive=_shown(request, form))
@@ -160,15 +194,24 @@ def edit_summary_page(chat_id: int, summary_id: int, request: Request, session: 
 
 
 @router.post("/chats/{chat_id}/summaries/{summary_id}/edit")
-def save_summary_page(chat_id: int, summary_id: int, request: Request, form: FormDep, session: SessionDep) -> HTMLResponse:
+def save_summary_page(
+    chat_id: int, summary_id: int, request: Request, form: FormDep, session: SessionDep
+) -> HTMLResponse:
     """Save an entry's new title and text."""
-    service.update_entry(session, chat_id, summary_id, title=forms.text(form, "summary_edit_title"),
-                         content=forms.text(form, "summary_edit_content"))  # fmt: skip
+    service.update_entry(
+        session,
+        chat_id,
+        summary_id,
+        title=forms.text(form, "summary_edit_title"),
+        content=forms.text(form, "summary_edit_content"),
+    )
     return _panel(request, session, chat_id, show_inactive=_shown(request, form))
 
 
 @router.post("/chats/{chat_id}/summaries/{summary_id}/delete")
-def delete_summary_page(chat_id: int, summary_id: int, request: Request, form: FormDep, session: SessionDep) -> HTMLResponse:
+def delete_summary_page(
+    chat_id: int, summary_id: int, request: Request, form: FormDep, session: SessionDep
+) -> HTMLResponse:
     """Delete one entry; its messages stay."""
     service.delete_entry(session, chat_id, summary_id)
     return _panel(request, session, chat_id, show_inactive=_shown(request, form))
@@ -189,17 +232,31 @@ def _select_choice(session: Session, form) -> templates.ChosenPrompt:
     return templates.prompt_for(session, picked)
 
 
-def _part(request: Request, session: Session, chat_id: int, form, *, editing: int | str | None = None,
-          chosen: templates.ChosenPrompt | None = None) -> HTMLResponse:  # fmt: skip
+def _part(
+    request: Request,
+    session: Session,
+    chat_id: int,
+    form,
+    *,
+    editing: int | str | None = None,
+    chosen: templates.ChosenPrompt | None = None,
+) -> HTMLResponse:
     chat = get_chat(session, chat_id)
     if chosen is None:
         chosen = _select_choice(session, form)
-    ctx = {"chat": chat, "p": prompt_context(session, chat, chosen=chosen), "manage": True, "editing": editing}
+    ctx = {
+        "chat": chat,
+        "p": prompt_context(session, chat, chosen=chosen),
+        "manage": True,
+        "editing": editing,
+    }
     return render(request, PART, ctx)
 
 
 @router.post("/chats/{chat_id}/summary-templates/show")
-def show_summary_templates_page(chat_id: int, request: Request, form: FormDep, session: SessionDep) -> HTMLResponse:
+def show_summary_templates_page(
+    chat_id: int, request: Request, form: FormDep, session: SessionDep
+) -> HTMLResponse:
     """The manager, open; `?edit=new` or `?edit=<id>` shows that template's form."""
     raw = request.query_params.get("edit", "")
     editing = "new" if raw == "new" else parse_row_id(raw)
@@ -209,39 +266,49 @@ def show_summary_templates_page(chat_id: int, request: Request, form: FormDep, s
 
 
 @router.post("/chats/{chat_id}/summary-templates")
-def create_summary_template_page(chat_id: int, request: Request, form: FormDep, session: SessionDep) -> HTMLResponse:
+def create_summary_template_page(
+    chat_id: int, request: Request, form: FormDep, session: SessionDep
+) -> HTMLResponse:
     """Save a new template and choose it in the select."""
-    new = templates.create_template(session, name=forms.text(form, "template_name"), text=forms.text(form, "template_text"))
+    new = templates.create_template(
+        session, name=forms.text(form, "template_name"), text=forms.text(form, "template_text")
+    )
     return _part(request, session, chat_id, form, chosen=templates.ChosenPrompt(new))
 
 
 @router.post("/chats/{chat_id}/summary-templates/default/duplicate")
-def duplicate_default_template_page(chat_id: int, request: Request, form: FormDep, session: SessionDep) -> HTMLResponse:
+def duplicate_default_template_page(
+    chat_id: int, request: Request, form: FormDep, session: SessionDep
+) -> HTMLResponse:
     """Copy the built-in Default into a template of the user's, opened for editing."""
     copy = templates.duplicate_template(session, None)
     return _part(request, session, chat_id, form, editing=copy.id)
 
 
 @router.post("/chats/{chat_id}/summary-templates/{template_id}/duplicate")
-def duplicate_summary_template_page(chat_id: int, template_id: int, request: Request, form: FormDep,
-                                    session: SessionDep) -> HTMLResponse:  # fmt: skip
+def duplicate_summary_template_page(
+    chat_id: int, template_id: int, request: Request, form: FormDep, session: SessionDep
+) -> HTMLResponse:
     """Copy a template, opened for editing."""
     copy = templates.duplicate_template(session, template_id)
     return _part(request, session, chat_id, form, editing=copy.id)
 
 
 @router.post("/chats/{chat_id}/summary-templates/{template_id}/edit")
-def save_summary_template_page(chat_id: int, template_id: int, request: Request, form: FormDep,
-                               session: SessionDep) -> HTMLResponse:  # fmt: skip
+def save_summary_template_page(
+    chat_id: int, template_id: int, request: Request, form: FormDep, session: SessionDep
+) -> HTMLResponse:
     """Save a template's new name and prompt."""
-    templates.update_template(session, template_id, name=forms.text(form, "template_name"),
-                              text=forms.text(form, "template_text"))  # fmt: skip
+    templates.update_template(
+        session, template_id, name=forms.text(form, "template_name"), text=forms.text(form, "template_text")
+    )
     return _part(request, session, chat_id, form)
 
 
 @router.post("/chats/{chat_id}/summary-templates/{template_id}/delete")
-def delete_summary_template_page(chat_id: int, template_id: int, request: Request, form: FormDep,
-                                 session: SessionDep) -> HTMLResponse:  # fmt: skip
+def delete_summary_template_page(
+    chat_id: int, template_id: int, request: Request, form: FormDep, session: SessionDep
+) -> HTMLResponse:
     """Delete a template; when it was the chosen one, every chat uses the Default."""
     was_chosen = templates.chosen_value(session) == str(template_id)
     templates.delete_template(session, template_id)

@@ -75,12 +75,18 @@ MAX_AUTO_ATTEMPTS = 4  # the first try and three retries (after 1, 5 and 30 minu
 SWEEP_MINUTES = 1  # how often due retries are looked for: the shortest retry delay
 BUSY = "A summary is already being written for this chat; wait for it to finish or Stop it."
 _MESSAGES_SQL = "SELECT id, hidden, role FROM message WHERE chat_id = ? AND kind = 'message' ORDER BY id"
-_REACHED_SQL = "SELECT 1 FROM summary_entry WHERE chat_id = ? AND first_message_id <= ? AND last_message_id >= ? LIMIT 1"
+_REACHED_SQL = (
+    "SELECT 1 FROM summary_entry WHERE chat_id = ? AND first_message_id <= ? AND last_message_id >= ? LIMIT 1"
+)
 
 
 def user_messages_after(messages: Sequence[tuple[int, bool, str]], after_id: int | None) -> int:
     """How many readable user messages come after `after_id` (all of them when None)."""
-    return sum(1 for mid, hidden, role in messages if role == "user" and not hidden and (after_id is None or mid > after_id))
+    return sum(
+        1
+        for mid, hidden, role in messages
+        if role == "user" and not hidden and (after_id is None or mid > after_id)
+    )
 
 
 def _messages(session: Session, chat_id: int) -> list[tuple[int, bool, str]]:
@@ -89,29 +95,44 @@ def _messages(session: Session, chat_id: int) -> list[tuple[int, bool, str]]:
 
 
 def _entry_ranges(session: Session, chat_id: int) -> list[SummaryRange]:
-    rows = session.connection().exec_driver_sql(
-        "SELECT first_message_id, last_message_id FROM summary_entry WHERE chat_id = ?", (chat_id,)).all()  # fmt: skip
+    rows = (
+        session.connection()
+        .exec_driver_sql(
+            "SELECT first_message_id, last_message_id FROM summary_entry WHERE chat_id = ?", (chat_id,)
+        )
+        .all()
+    )
     return [SummaryRange(int(a), int(b)) for a, b in rows]
 
 
 def _reached(session: Session, chat_id: int, first_id: int, last_id: int) -> bool:
     """Whether an entry already covers any message of first_id..last_id."""
-    return session.connection().exec_driver_sql(_REACHED_SQL, (chat_id, last_id, first_id)).first() is not None
+    return (
+        session.connection().exec_driver_sql(_REACHED_SQL, (chat_id, last_id, first_id)).first() is not None
+    )
 
 
 def latest_run(session: Session, chat_id: int, kind: str) -> SummaryRun | None:
     return session.exec(
-        select(SummaryRun).where(SummaryRun.chat_id == chat_id, SummaryRun.kind == kind)
-        .order_by(SummaryRun.id.desc()).limit(1)  # type: ignore[union-attr]
-    ).first()  # fmt: skip
+        select(SummaryRun)
+        .where(SummaryRun.chat_id == chat_id, SummaryRun.kind == kind)
+        .order_by(SummaryRun.id.desc())
+        .limit(1)  # type: ignore[union-attr]
+    ).first()
 
 
 def _job(session: Session, chat_id: int, first_id: int, last_id: int) -> SummaryJob:
     """An unsaved Generate job for the range: what summary_request reads."""
     ids = [mid for mid, _, _ in _messages(session, chat_id)]
     at = {mid: n for n, mid in enumerate(ids, 1)}
-    return SummaryJob(chat_id=chat_id, scope="range", first_message_id=first_id, last_message_id=last_id,
-                      first_position=at.get(first_id, 0), last_position=at.get(last_id, 0))  # fmt: skip
+    return SummaryJob(
+        chat_id=chat_id,
+        scope="range",
+        first_message_id=first_id,
+        last_message_id=last_id,
+        first_position=at.get(first_id, 0),
+        last_position=at.get(last_id, 0),
+    )
 
 
 def _stopped(services: Services) -> bool:
@@ -134,15 +155,19 @@ def start_backfill(services: Services, chat_id: int) -> SummaryRun:
     with Session(engine) as session:
         chat = get_chat(session, chat_id)
         if chat.mode != "roleplay":
-            raise UserError("Backfill Summary is for Roleplay chats; Conversation chats are summarised by day.")
+            raise UserError(
+                "Backfill Summary is for Roleplay chats; Conversation chats are summarised by day."
+            )
         if running(services, chat_id):
             raise Conflict(BUSY)
         config = summary_config(session, services, chat)
         batches = _batches(session, chat)
         if not batches:
             tail = read_settings(chat.settings).summary_recent_tail
-            raise UserError(f"Every message older than the recent tail ({tail}) is covered by a summary already: "
-                            "there is nothing to backfill.")  # fmt: skip
+            raise UserError(
+                f"Every message older than the recent tail ({tail}) is covered by a summary already: "
+                "there is nothing to backfill."
+            )
         run = latest_run(session, chat_id, "backfill")
         if run is None or run.status not in ("failed", "running"):
             run = SummaryRun(chat_id=chat_id, kind="backfill", total=len(batches))
@@ -156,8 +181,16 @@ def start_backfill(services: Services, chat_id: int) -> SummaryRun:
             session.add(run)
             session.commit()
             session.refresh(run)
-            services.claims.summaries.start(chat_id, _backfill, services, run.id, chat_id, config, name=f"backfill-{chat_id}",
-                                            then=partial(start_waiting, services, chat_id))  # fmt: skip
+            services.claims.summaries.start(
+                chat_id,
+                _backfill,
+                services,
+                run.id,
+                chat_id,
+                config,
+                name=f"backfill-{chat_id}",
+                then=partial(start_waiting, services, chat_id),
+            )
         return run
 
 
@@ -238,8 +271,13 @@ def _next_step(engine: Engine, run_id: int, chat_id: int):
         return first_id, last_id, request
 
 
-def _store_answer(session: Session, chat_id: int, first_id: int, last_id: int,
-                  result: answers.ProseSummary | answers.Failure) -> str | None:  # fmt: skip
+def _store_answer(
+    session: Session,
+    chat_id: int,
+    first_id: int,
+    last_id: int,
+    result: answers.ProseSummary | answers.Failure,
+) -> str | None:
     """Write the model's entry for the range, unless an entry already reaches it (a run that a restart
     repeated); why the answer could not be used, else None."""
     if isinstance(result, answers.Failure):
@@ -247,8 +285,15 @@ def _store_answer(session: Session, chat_id: int, first_id: int, last_id: int,
     if _reached(session, chat_id, first_id, last_id):
         return None
     job = _job(session, chat_id, first_id, last_id)
-    written = write_model_entry(session, chat_id, result.text, first_id=first_id, last_id=last_id,
-                                first_position=job.first_position, last_position=job.last_position)  # fmt: skip
+    written = write_model_entry(
+        session,
+        chat_id,
+        result.text,
+        first_id=first_id,
+        last_id=last_id,
+        first_position=job.first_position,
+        last_position=job.last_position,
+    )
     return written if isinstance(written, str) else None
 
 
@@ -371,8 +416,13 @@ def retry_automatic(services: Services, chat_id: int) -> SummaryRun:
         session.add(run)
         session.commit()
         session.refresh(run)
-    threading.Thread(target=run_automatic, args=(services, chat_id), kwargs={"retry": True},
-                     name=f"summary-auto-{chat_id}", daemon=True).start()  # fmt: skip
+    threading.Thread(
+        target=run_automatic,
+        args=(services, chat_id),
+        kwargs={"retry": True},
+        name=f"summary-auto-{chat_id}",
+        daemon=True,
+    ).start()
     return run
 
 
@@ -385,8 +435,13 @@ def sweep(services: Services) -> None:
     engine = services.engine
     now = utcnow()
     with Session(engine) as session:
-        runs = session.exec(select(SummaryRun).where(SummaryRun.kind == "automatic", SummaryRun.status == "failed",
-                                                     col(SummaryRun.next_attempt_at) <= now)).all()  # fmt: skip
+        runs = session.exec(
+            select(SummaryRun).where(
+                SummaryRun.kind == "automatic",
+                SummaryRun.status == "failed",
+                col(SummaryRun.next_attempt_at) <= now,
+            )
+        ).all()
         todo = [r.chat_id for r in runs]
     for chat_id in todo:
         if running(services, chat_id):
@@ -404,8 +459,11 @@ def resume_backfills(services: Services) -> int:
     how many."""
     engine = services.engine
     with Session(engine) as session:
-        chats = session.exec(select(SummaryRun.chat_id).where(SummaryRun.kind == "backfill",
-                                                              SummaryRun.status == "running").distinct()).all()  # fmt: skip
+        chats = session.exec(
+            select(SummaryRun.chat_id)
+            .where(SummaryRun.kind == "backfill", SummaryRun.status == "running")
+            .distinct()
+        ).all()
     settled = 0
     for chat_id in chats:
         if running(services, chat_id):
@@ -430,11 +488,20 @@ def requeue_automatic(services: Services) -> int:
     engine = services.engine
     requeued = 0
     with Session(engine) as session:
-        for run in session.exec(select(SummaryRun).where(SummaryRun.kind == "automatic", SummaryRun.status == "running")).all():
+        for run in session.exec(
+            select(SummaryRun).where(SummaryRun.kind == "automatic", SummaryRun.status == "running")
+        ).all():
             if running(services, run.chat_id):
                 continue
-            run.status, run.reason, run.next_attempt_at, run.updated_at = "failed", INTERRUPTED, utcnow(), utcnow()
-            run.attempts += 1  # the model was asked; due at once all the same (a restart is no reason to wait)
+            run.status, run.reason, run.next_attempt_at, run.updated_at = (
+                "failed",
+                INTERRUPTED,
+                utcnow(),
+                utcnow(),
+            )
+            run.attempts += (
+                1  # the model was asked; due at once all the same (a restart is no reason to wait)
+            )
             session.add(run)
             requeued += 1
         session.commit()

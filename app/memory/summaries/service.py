@@ -87,7 +87,9 @@ def uncovered(session: Session, chat_id: int, entries: Sequence[SummaryEntry], *
     if not batches:
         return Uncovered(0, None, 0)
     hidden = {m.id for m in messages if m.hidden}
-    count = sum(1 for first, last in batches for m in messages if first <= m.id <= last and m.id not in hidden)
+    count = sum(
+        1 for first, last in batches for m in messages if first <= m.id <= last and m.id not in hidden
+    )
     ids = [m.id for m in messages]
     first, last = batches[0]
     readable = sum(1 for m in messages if first <= m.id <= last and m.id not in hidden)
@@ -100,18 +102,24 @@ def summarised_ids(session: Session, chat_id: int, *, hide: bool, tail: int) -> 
     if not hide:
         return frozenset()
     rows = session.connection().exec_driver_sql(_FLAGS_SQL, (chat_id,)).all()
-    ranges = [SummaryRange(e.first_message_id, e.last_message_id, e.active and not e.awaiting_review)
-              for e in list_entries(session, chat_id)]  # fmt: skip
+    ranges = [
+        SummaryRange(e.first_message_id, e.last_message_id, e.active and not e.awaiting_review)
+        for e in list_entries(session, chat_id)
+    ]
     if not ranges:
         return frozenset()
-    chosen = select_messages([ChatMessage(r[0], bool(r[1])) for r in rows], ranges, tail=tail, hide_summarised=True)
+    chosen = select_messages(
+        [ChatMessage(r[0], bool(r[1])) for r in rows], ranges, tail=tail, hide_summarised=True
+    )
     return frozenset(chosen.summarised_ids)
 
 
 def entry_views(session: Session, chat_id: int) -> list[EntryView]:
     ids = message_ids(session, chat_id)
-    return [EntryView(e, live_positions(ids, SummaryRange(e.first_message_id, e.last_message_id)))
-            for e in list_entries(session, chat_id)]  # fmt: skip
+    return [
+        EntryView(e, live_positions(ids, SummaryRange(e.first_message_id, e.last_message_id)))
+        for e in list_entries(session, chat_id)
+    ]
 
 
 def get_entry(session: Session, chat_id: int, entry_id: int) -> SummaryEntry:
@@ -137,34 +145,61 @@ def _content(content: str | None) -> str:
     return content
 
 
-def write_entry(session: Session, chat_id: int, *, content: str, title: str = "", scope: str = "last",
-                last: int | None = None, start: int | None = None, end: int | None = None,
-                origin: str = "user") -> SummaryEntry:  # fmt: skip
+def write_entry(
+    session: Session,
+    chat_id: int,
+    *,
+    content: str,
+    title: str = "",
+    scope: str = "last",
+    last: int | None = None,
+    start: int | None = None,
+    end: int | None = None,
+    origin: str = "user",
+) -> SummaryEntry:
     """A summary the user typed for the `last` newest messages or the message numbers start–end."""
     chat = get_chat(session, chat_id)
     if chat.mode != "roleplay":
-        raise UserError("Chat Summary entries are for Roleplay chats; Conversation chats are summarised by day.")
+        raise UserError(
+            "Chat Summary entries are for Roleplay chats; Conversation chats are summarised by day."
+        )
     title, content = _title(title), _content(content)
     try:
         covered = scope_coverage(message_ids(session, chat_id), scope, last=last, start=start, end=end)
     except ValueError as err:
         raise UserError(str(err)) from None
-    count = session.connection().exec_driver_sql(
-        "SELECT count(*) FROM summary_entry WHERE chat_id = ?", (chat_id,)).scalar_one()  # fmt: skip
+    count = (
+        session.connection()
+        .exec_driver_sql("SELECT count(*) FROM summary_entry WHERE chat_id = ?", (chat_id,))
+        .scalar_one()
+    )
     if count >= MAX_ENTRIES:
         raise UserError(f"This chat already has {MAX_ENTRIES} summary entries, the limit: delete some first.")
     entry = SummaryEntry(
-        chat_id=chat_id, title=title, content=content, first_message_id=covered.first_id,
-        last_message_id=covered.last_id, first_position=covered.first_position, last_position=covered.last_position,
-        tokens=count_tokens(content), origin=origin,
-    )  # fmt: skip
+        chat_id=chat_id,
+        title=title,
+        content=content,
+        first_message_id=covered.first_id,
+        last_message_id=covered.last_id,
+        first_position=covered.first_position,
+        last_position=covered.last_position,
+        tokens=count_tokens(content),
+        origin=origin,
+    )
     session.add(entry)
     session.flush()
     return entry
 
 
-def update_entry(session: Session, chat_id: int, entry_id: int, *, title: str | None = None,
-                 content: str | None = None, active: bool | None = None) -> SummaryEntry:  # fmt: skip
+def update_entry(
+    session: Session,
+    chat_id: int,
+    entry_id: int,
+    *,
+    title: str | None = None,
+    content: str | None = None,
+    active: bool | None = None,
+) -> SummaryEntry:
     """Change an entry's title, text or active state (None leaves a field as it is)."""
     entry = get_entry(session, chat_id, entry_id)
     if title is not None:
@@ -232,31 +267,56 @@ def file_entries(session: Session, chat_id: int) -> list[dict[str, Any]]:
     for e in list_entries(session, chat_id):
         span = transfer.line_span(lines, e.first_message_id, e.last_message_id)
         if span is not None:
-            out.append(transfer.FileEntry(
-                title=e.title, content=e.content, first_line=span[0], last_line=span[1], active=e.active,
-                awaiting_review=e.awaiting_review, origin=e.origin, tokens=e.tokens, created_at=e.created_at,
-                updated_at=e.updated_at, id=e.id, review_reason=e.review_reason,
-            ))  # fmt: skip
+            out.append(
+                transfer.FileEntry(
+                    title=e.title,
+                    content=e.content,
+                    first_line=span[0],
+                    last_line=span[1],
+                    active=e.active,
+                    awaiting_review=e.awaiting_review,
+                    origin=e.origin,
+                    tokens=e.tokens,
+                    created_at=e.created_at,
+                    updated_at=e.updated_at,
+                    id=e.id,
+                    review_reason=e.review_reason,
+                )
+            )
     return transfer.write_entries(out)
 
 
-def import_file_entries(session: Session, chat_id: int, meta: Mapping[str, Any], line_ids: Sequence[int]) -> list[str]:
+def import_file_entries(
+    session: Session, chat_id: int, meta: Mapping[str, Any], line_ids: Sequence[int]
+) -> list[str]:
     """Add the entries an imported file's chat_metadata carries, their lines mapped to the new messages'
     ids; what was left out, as notes. A bad entry never fails the import."""
-    entries, notes = transfer.read_entries(meta, line_count=len(line_ids), limit=MAX_ENTRIES,
-                                           max_title=MAX_TITLE, max_content=MAX_CONTENT)  # fmt: skip
+    entries, notes = transfer.read_entries(
+        meta, line_count=len(line_ids), limit=MAX_ENTRIES, max_title=MAX_TITLE, max_content=MAX_CONTENT
+    )
     positions = {mid: n for n, mid in enumerate(message_ids(session, chat_id), start=1)}
     for f in entries:
         first_id, last_id = line_ids[f.first_line], line_ids[f.last_line]
         inside = [positions[i] for i in line_ids[f.first_line : f.last_line + 1] if i in positions]
         now = utcnow()
-        session.add(SummaryEntry(
-            chat_id=chat_id, title=f.title, content=f.content, first_message_id=first_id, last_message_id=last_id,
-            first_position=inside[0] if inside else 0, last_position=inside[-1] if inside else 0,
-            tokens=count_tokens(f.content), active=f.active, awaiting_review=f.awaiting_review, origin=f.origin,
-            review_reason=f.review_reason if f.awaiting_review else "",
-            created_at=f.created_at or now, updated_at=f.updated_at or now,
-        ))  # fmt: skip
+        session.add(
+            SummaryEntry(
+                chat_id=chat_id,
+                title=f.title,
+                content=f.content,
+                first_message_id=first_id,
+                last_message_id=last_id,
+                first_position=inside[0] if inside else 0,
+                last_position=inside[-1] if inside else 0,
+                tokens=count_tokens(f.content),
+                active=f.active,
+                awaiting_review=f.awaiting_review,
+                origin=f.origin,
+                review_reason=f.review_reason if f.awaiting_review else "",
+                created_at=f.created_at or now,
+                updated_at=f.updated_at or now,
+            )
+        )
     session.flush()
     return notes
 
@@ -275,6 +335,12 @@ def copy_to_branch(session: Session, source_id: int, branch_id: int) -> None:
         if span is None:  # its messages were all deleted: nothing in the branch to cover
             continue
         data = e.model_dump(exclude={"id", "chat_id", "first_message_id", "last_message_id"})
-        session.add(SummaryEntry(**data, chat_id=branch_id, first_message_id=mapped[old[span[0]]],
-                                 last_message_id=mapped[old[span[1]]]))  # fmt: skip
+        session.add(
+            SummaryEntry(
+                **data,
+                chat_id=branch_id,
+                first_message_id=mapped[old[span[0]]],
+                last_message_id=mapped[old[span[1]]],
+            )
+        )
     session.flush()

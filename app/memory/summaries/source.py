@@ -53,7 +53,9 @@ class SummarySource(PromptSource):
         if not entries:
             return None
         reader = turn.speaker.name
-        block = summary_block([EntryText(visible_to(e.title, reader), visible_to(e.content, reader)) for e in entries])
+        block = summary_block(
+            [EntryText(visible_to(e.title, reader), visible_to(e.content, reader)) for e in entries]
+        )
         count = f"{len(entries)} active summary {'entry' if len(entries) == 1 else 'entries'}"
         if any(has_conditions(e.title) or has_conditions(e.content) for e in entries):
             count += f" (as {reader} may read them: parts meant for others left out)"
@@ -61,9 +63,13 @@ class SummarySource(PromptSource):
             return Contribution(
                 fixed=(DynamicBlock("older_short_term_memory", "Chat Summary", block),),
                 note=f"Chat Summary: {count} sent; the messages they cover are sent too (Hide summarised messages is off).",
-            )  # fmt: skip
-        chosen = select_messages([ChatMessage(m.id, m.hidden) for m in turn.history.messages], _ranges(every),
-                                 tail=turn.settings.summary_recent_tail, hide_summarised=True)  # fmt: skip
+            )
+        chosen = select_messages(
+            [ChatMessage(m.id, m.hidden) for m in turn.history.messages],
+            _ranges(every),
+            tail=turn.settings.summary_recent_tail,
+            hide_summarised=True,
+        )
         turn.scratch[self.name] = chosen.summarised_ids
         return Contribution(
             fixed=(DynamicBlock("older_short_term_memory", "Chat Summary", block),),
@@ -86,7 +92,9 @@ class SummarySource(PromptSource):
     def settings_section(self, session: Session, chat: Chat, services: Services) -> SettingsSection | None:
         if chat.mode != "roleplay":
             return None
-        return SettingsSection("memory/_summary_settings.html", panel_context(session, chat, engine=services.engine))
+        return SettingsSection(
+            "memory/_summary_settings.html", panel_context(session, chat, engine=services.engine)
+        )
 
     def read_settings_form(self, session: Session, chat: Chat, form: Any) -> dict[str, Any]:
         if not forms.text(form, "chat_summary_shown"):
@@ -98,24 +106,33 @@ class SummarySource(PromptSource):
                 check_every(every)
             except ScopeError as err:
                 raise UserError(str(err)) from None
-        return {"summary_hide_messages": forms.checkbox(form, "summary_hide_messages"),
-                "summary_auto": forms.checkbox(form, "summary_auto"),
-                "summary_collapse_hidden": forms.checkbox(form, "summary_collapse_hidden"),
-                **({} if tail is None else {"summary_recent_tail": tail}),
-                **({} if every is None else {"summary_every": every}),
-                # Review outputs is saved by its own switch; Save settings keeps it as it is.
-                "summary_review": read_settings(chat.settings).summary_review,
-                **_prompt_settings(session, form)}  # fmt: skip
+        return {
+            "summary_hide_messages": forms.checkbox(form, "summary_hide_messages"),
+            "summary_auto": forms.checkbox(form, "summary_auto"),
+            "summary_collapse_hidden": forms.checkbox(form, "summary_collapse_hidden"),
+            **({} if tail is None else {"summary_recent_tail": tail}),
+            **({} if every is None else {"summary_every": every}),
+            # Review outputs is saved by its own switch; Save settings keeps it as it is.
+            "summary_review": read_settings(chat.settings).summary_review,
+            **_prompt_settings(session, form),
+        }
 
     def export_chat_metadata(self, session: Session, chat: Chat) -> dict[str, Any]:
         # Written even when empty, so an imported file's old entries never come back out of its header.
-        return {ENTRIES_KEY: service.file_entries(session, chat.id),
-                HIDE_KEY: read_settings(chat.settings).summary_hide_messages}  # fmt: skip
+        return {
+            ENTRIES_KEY: service.file_entries(session, chat.id),
+            HIDE_KEY: read_settings(chat.settings).summary_hide_messages,
+        }
 
-    def import_chat_metadata(self, session: Session, chat: Chat, metadata: Mapping[str, Any],
-                             line_ids: Sequence[int]) -> list[str]:  # fmt: skip
+    def import_chat_metadata(
+        self, session: Session, chat: Chat, metadata: Mapping[str, Any], line_ids: Sequence[int]
+    ) -> list[str]:
         if chat.mode != "roleplay":
-            return ["The file's summary entries were left out: Chat Summary is for Roleplay chats."] if metadata.get(ENTRIES_KEY) else []
+            return (
+                ["The file's summary entries were left out: Chat Summary is for Roleplay chats."]
+                if metadata.get(ENTRIES_KEY)
+                else []
+            )
         hide = read_hide(metadata)
         # Sugo's own settings block (read with the chat's settings) wins over Marinara's key.
         if hide is not None and not isinstance(metadata.get(SUGO_KEY), Mapping):
@@ -136,7 +153,9 @@ def _prompt_settings(session: Session, form: Any) -> dict[str, Any]:
     raw = forms.text(form, "summary_max_tokens").strip()
     if not raw.isdigit() or not 1 <= int(raw) <= MAX_OUTPUT:
         shown = f"“{raw}”" if raw else "Empty"
-        raise UserError(f"Maximum output size: {shown} is not a whole number of tokens from 1 to {MAX_OUTPUT:,}.")
+        raise UserError(
+            f"Maximum output size: {shown} is not a whole number of tokens from 1 to {MAX_OUTPUT:,}."
+        )
     _choose_template(session, form)
     connection_id = forms.optional_number(form, "summary_connection_id", int)
     if connection_id is not None and connection_id not in {c.id for c in list_connections(session)}:
@@ -158,26 +177,37 @@ def _choose_template(session: Session, form: Any) -> None:
     templates.choose_template(session, template_id)
 
 
-def prompt_context(session: Session, chat: Chat, *, chosen: templates.ChosenPrompt | None = None) -> dict[str, Any]:
+def prompt_context(
+    session: Session, chat: Chat, *, chosen: templates.ChosenPrompt | None = None
+) -> dict[str, Any]:
     """What the Summary Prompt / Provider / output size part shows; `chosen` is the select's unsaved
     value when the template manager redraws it before Save (None: the choice every chat uses)."""
     settings = read_settings(chat.settings)
     conn, provider_missing = generate.summary_connection(session, chat)
     return {
-        "templates": templates.list_templates(session), "chosen": chosen or templates.chosen_prompt(session),
+        "templates": templates.list_templates(session),
+        "chosen": chosen or templates.chosen_prompt(session),
         "stored": templates.chosen_value(session),
-        "connections": list_connections(session), "provider_id": settings.summary_connection_id,
-        "provider_missing": provider_missing, "provider": conn, "max_output": MAX_OUTPUT,
+        "connections": list_connections(session),
+        "provider_id": settings.summary_connection_id,
+        "provider_missing": provider_missing,
+        "provider": conn,
+        "max_output": MAX_OUTPUT,
         "default_text": templates.ROLEPLAY_ENTRY_PROMPT,
-    }  # fmt: skip
+    }
 
 
 def _ranges(entries) -> list[SummaryRange]:
     """Entries as coverage.py reads them: one held for review covers nothing yet."""
-    return [SummaryRange(e.first_message_id, e.last_message_id, e.active and not e.awaiting_review) for e in entries]
+    return [
+        SummaryRange(e.first_message_id, e.last_message_id, e.active and not e.awaiting_review)
+        for e in entries
+    ]
 
 
-def panel_context(session: Session, chat: Chat, *, engine: Engine, show_inactive: bool = True) -> dict[str, Any]:
+def panel_context(
+    session: Session, chat: Chat, *, engine: Engine, show_inactive: bool = True
+) -> dict[str, Any]:
     """What the Chat Summary panel shows."""
     views = service.entry_views(session, chat.id)
     inactive = sum(1 for v in views if not v.entry.active)
@@ -185,11 +215,22 @@ def panel_context(session: Session, chat: Chat, *, engine: Engine, show_inactive
     tail = read_settings(chat.settings).summary_recent_tail
     gap = service.uncovered(session, chat.id, [v.entry for v in views], tail=tail)
     return {
-        "entries": [v for v in views if show_inactive or v.entry.active], "total": len(views), "inactive": inactive,
-        "show_inactive": show_inactive, "message_count": len(ids), "uncovered": gap.count, "gap": gap, "uncovered_batch": service.UNCOVERED_BATCH, "tail": tail,
-        "job": (job := generate.latest_job(session, engine, chat.id)), "review": read_settings(chat.settings).summary_review,
-        "waiting_for": generate.waiting_for(session, chat.id) if job is not None and job.status == "waiting" else "",
+        "entries": [v for v in views if show_inactive or v.entry.active],
+        "total": len(views),
+        "inactive": inactive,
+        "show_inactive": show_inactive,
+        "message_count": len(ids),
+        "uncovered": gap.count,
+        "gap": gap,
+        "uncovered_batch": service.UNCOVERED_BATCH,
+        "tail": tail,
+        "job": (job := generate.latest_job(session, engine, chat.id)),
+        "review": read_settings(chat.settings).summary_review,
+        "waiting_for": generate.waiting_for(session, chat.id)
+        if job is not None and job.status == "waiting"
+        else "",
         "prompt": prompt_context(session, chat),
-        "backfill": runs.latest_run(session, chat.id, "backfill"), "auto": runs.latest_run(session, chat.id, "automatic"),
+        "backfill": runs.latest_run(session, chat.id, "backfill"),
+        "auto": runs.latest_run(session, chat.id, "automatic"),
         "batch": runs.BATCH,
-    }  # fmt: skip
+    }

@@ -53,7 +53,11 @@ class ChosenPrompt:
 
 def list_templates(session: Session) -> list[SummaryTemplate]:
     """The user's templates by name (the Default is not among them)."""
-    return list(session.exec(select(SummaryTemplate).order_by(func.lower(SummaryTemplate.name), SummaryTemplate.id)).all())
+    return list(
+        session.exec(
+            select(SummaryTemplate).order_by(func.lower(SummaryTemplate.name), SummaryTemplate.id)
+        ).all()
+    )
 
 
 def get_template(session: Session, template_id: int) -> SummaryTemplate:
@@ -131,15 +135,18 @@ def create_template(session: Session, *, name: str | None, text: str | None) -> 
     name, text = _name(session, name), _text(text)
     count = session.connection().exec_driver_sql("SELECT count(*) FROM summary_template").scalar_one()
     if count >= MAX_TEMPLATES:
-        raise UserError(f"There are already {MAX_TEMPLATES} summary prompt templates, the limit. Delete one first.")
+        raise UserError(
+            f"There are already {MAX_TEMPLATES} summary prompt templates, the limit. Delete one first."
+        )
     template = SummaryTemplate(name=name, text=text)
     session.add(template)
     session.flush()
     return template
 
 
-def update_template(session: Session, template_id: int, *, name: str | None = None,
-                    text: str | None = None) -> SummaryTemplate:  # fmt: skip
+def update_template(
+    session: Session, template_id: int, *, name: str | None = None, text: str | None = None
+) -> SummaryTemplate:
     """Rename it and/or change its prompt (None leaves a field as it is)."""
     template = get_template(session, template_id)
     if name is not None:
@@ -154,13 +161,15 @@ def update_template(session: Session, template_id: int, *, name: str | None = No
 
 def duplicate_template(session: Session, template_id: int | None) -> SummaryTemplate:
     """A copy named "<name> (copy)" ("(copy 2)", … when taken); None duplicates the Default."""
-    source = chosen_prompt_default() if template_id is None else ChosenPrompt(get_template(session, template_id))
+    source = (
+        chosen_prompt_default() if template_id is None else ChosenPrompt(get_template(session, template_id))
+    )
     name = copy_name(source.name, {t.name for t in list_templates(session)})
     return create_template(session, name=name, text=source.text)
 
 
 def copy_name(name: str, taken: Collection[str]) -> str:
-    """"<name> (copy)", else "(copy 2)", "(copy 3)", … : the first free one (ignoring case), within
+    """ "<name> (copy)", else "(copy 2)", "(copy 3)", … : the first free one (ignoring case), within
     MAX_NAME characters."""
     used = {t.casefold() for t in taken}
     base = name[: MAX_NAME - len(" (copy 999)")].rstrip()

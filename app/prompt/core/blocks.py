@@ -46,7 +46,13 @@ class Prompt:
     def history_total(self) -> int:
         """The messages the AI may read (since a refresh mark; failed replies are never sent): hidden,
         dropped by the window, left out by a source, empty, cut to fit the context, or sent."""
-        return self.hidden_skipped + self.window_dropped + self.sources_left_out + self.empty_skipped + self.history_available
+        return (
+            self.hidden_skipped
+            + self.window_dropped
+            + self.sources_left_out
+            + self.empty_skipped
+            + self.history_available
+        )
 
     @property
     def included_message_ids(self) -> list[int]:

@@ -129,24 +129,45 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
 
     fixed_before: list[PromptBlock] = []
 
-    def add(into: list[PromptBlock], kind: str, label: str, text: str, *, name: str | None = None,
-            role: str = "system", depth: int | None = None) -> None:  # fmt: skip
+    def add(
+        into: list[PromptBlock],
+        kind: str,
+        label: str,
+        text: str,
+        *,
+        name: str | None = None,
+        role: str = "system",
+        depth: int | None = None,
+    ) -> None:
         text = text.strip()
         if text:  # empty optional blocks take no tokens
-            into.append(PromptBlock(name or kind, label, GROUP_OF[kind], role, text, count(text), depth=depth, kind=kind))
+            into.append(
+                PromptBlock(
+                    name or kind, label, GROUP_OF[kind], role, text, count(text), depth=depth, kind=kind
+                )
+            )
 
     main = CONVERSATION_MAIN_PROMPT if ctx.mode == "conversation" else ROLEPLAY_MAIN_PROMPT
     if speaker.system_prompt.strip():
         main = speaker.system_prompt.replace("{{original}}", main)
     add(fixed_before, "main_prompt", "Main prompt", ex(main))
     for card in ctx.characters:
-        add(fixed_before, "character", f"Character: {card.name}", _character_text(card, group=group, ex=ex),
-            name=f"character_{card.id}")  # fmt: skip
+        add(
+            fixed_before,
+            "character",
+            f"Character: {card.name}",
+            _character_text(card, group=group, ex=ex),
+            name=f"character_{card.id}",
+        )
     scenarios = {c.scenario.strip() for c in ctx.characters if c.scenario.strip()}
     add(fixed_before, "scenario", "Scenario", "\n".join(f"Scenario: {ex(s)}" for s in sorted(scenarios)))
     if ctx.persona_description.strip():
-        add(fixed_before, "persona", f"Persona: {ctx.user_name}",
-            f"About {ctx.user_name}: {ex(ctx.persona_description.strip())}")  # fmt: skip
+        add(
+            fixed_before,
+            "persona",
+            f"Persona: {ctx.user_name}",
+            f"About {ctx.user_name}: {ex(ctx.persona_description.strip())}",
+        )
     examples = "\n\n".join(_examples_text(c.mes_example) for c in ctx.characters if c.mes_example.strip())
     add(fixed_before, "examples", "Example dialogue", ex(examples))
     for block in ctx.fixed:
@@ -163,16 +184,27 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
     for note in ctx.depth_notes:
         # On Continue the message being extended stays the newest turn (SillyTavern moves depth 0 to 1).
         depth = max(1, note.depth) if ctx.purpose == "continue" else note.depth
-        add(notes_at_depth, note.kind, f"{note.label} (depth {depth})", ex(note.text), role=note.role,
-            depth=depth, name=f"{note.kind}_{len(notes_at_depth)}")  # fmt: skip
+        add(
+            notes_at_depth,
+            note.kind,
+            f"{note.label} (depth {depth})",
+            ex(note.text),
+            role=note.role,
+            depth=depth,
+            name=f"{note.kind}_{len(notes_at_depth)}",
+        )
 
     fixed_after: list[PromptBlock] = []
     # Impersonating, the model writes as the user: the speaker's own instructions would contradict it.
     if group and ctx.purpose != "impersonate":
         add(fixed_after, "group_nudge", "Group nudge", ex(GROUP_NUDGE))
     if speaker.post_history_instructions.strip() and ctx.purpose != "impersonate":
-        add(fixed_after, "post_history", "Post-history instructions",
-            ex(speaker.post_history_instructions.replace("{{original}}", "")))  # fmt: skip
+        add(
+            fixed_after,
+            "post_history",
+            "Post-history instructions",
+            ex(speaker.post_history_instructions.replace("{{original}}", "")),
+        )
     if ctx.purpose == "continue":
         add(fixed_after, "continue_nudge", "Continue nudge", ex(CONTINUE_NUDGE))
     elif ctx.purpose == "impersonate":
@@ -202,14 +234,19 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
         role = "user" if msg.role == "user" else ("system" if msg.role == "system" else "assistant")
         rendered.append((msg, role, text, count(text)))
 
-    fixed_tokens = sum(b.tokens + MESSAGE_OVERHEAD_TOKENS
-                       for b in (*fixed_before, *dynamic, *notes_at_depth, *fixed_after))  # fmt: skip
+    fixed_tokens = sum(
+        b.tokens + MESSAGE_OVERHEAD_TOKENS for b in (*fixed_before, *dynamic, *notes_at_depth, *fixed_after)
+    )
     budget = ctx.context_size - ctx.reply_reserve - fixed_tokens
     sizes = [tokens + MESSAGE_OVERHEAD_TOKENS for _, _, _, tokens in rendered]
     drop_recent, drop_pinned = fit_window(sizes, budget, pinned=pinned, batch=batch_size(ctx.recent_limit))
     kept = rendered[drop_pinned:pinned] + rendered[pinned + drop_recent :]
-    history = [PromptBlock(f"message_{m.id}", m.name, "conversation", role, text, tokens, message_id=m.id,
-                           kind="message") for m, role, text, tokens in kept]  # fmt: skip
+    history = [
+        PromptBlock(
+            f"message_{m.id}", m.name, "conversation", role, text, tokens, message_id=m.id, kind="message"
+        )
+        for m, role, text, tokens in kept
+    ]
     conversation = _place_among_history(history, [m.name for m, *_ in kept], dynamic, notes_at_depth)
     candidates = rendered
 

@@ -78,7 +78,9 @@ class CostEstimate:
     output_cost_max: float | None  # a reply as long as the reserve allows
 
 
-def estimate_cost(prices: Prices, *, input_tokens: int, prefix_tokens: int, reply_reserve: int) -> CostEstimate:
+def estimate_cost(
+    prices: Prices, *, input_tokens: int, prefix_tokens: int, reply_reserve: int
+) -> CostEstimate:
     def per(tokens: int, price: float | None) -> float | None:
         return None if price is None else tokens * price / 1_000_000
 

@@ -89,7 +89,9 @@ def snapshot_text(prompt: Prompt, header: list[tuple[str, str]]) -> str:
     """The package for the next reply as annotated text: what is active, what fits, every block."""
     lines = ["Sugo prompt snapshot", "=" * 20]
     lines += [f"{key}: {value}" for key, value in header]
-    lines.append(f"Tokens: ~{prompt.total_tokens} of {prompt.context_size} ({prompt.reply_reserve} kept for the reply)")
+    lines.append(
+        f"Tokens: ~{prompt.total_tokens} of {prompt.context_size} ({prompt.reply_reserve} kept for the reply)"
+    )
     lines.append(
         f"Conversation: {prompt.history_included} of {prompt.history_available} messages in the recent window fit"
         f"; {prompt.window_dropped} older message(s) dropped by the window; {prompt.hidden_skipped} hidden left out"

@@ -44,8 +44,20 @@ _HEAD = re.compile(r"\s*([A-Za-z]+)")
 _UNESCAPED_COMMA = re.compile(r"(?<!\\),")
 _DICE = re.compile(r"([0-9]*)d([0-9]+)([+-][0-9]+)?")
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
-           "October", "November", "December")  # fmt: skip
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 
 
 @dataclass

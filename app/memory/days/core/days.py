@@ -236,7 +236,9 @@ def kept_by_branch(
         return day in with_messages or first_past is None or day < first_past
 
     kept_days = sorted(d for d in set(summarised_days) if kept(d))
-    kept_weeks = sorted(w for w in set(summarised_weeks) if all(kept(w + timedelta(days=n)) for n in range(7)))
+    kept_weeks = sorted(
+        w for w in set(summarised_weeks) if all(kept(w + timedelta(days=n)) for n in range(7))
+    )
     return kept_days, kept_weeks
 
 
@@ -263,5 +265,7 @@ def edit_groups(
     weeks: dict[date, list[date]] = {monday: [] for monday in summarised_weeks}
     for day in listed:
         weeks.setdefault(week_start(day), []).append(day)
-    return [WeekGroup(monday, week_finished(monday, today), tuple(sorted(found)))
-            for monday, found in sorted(weeks.items())]  # fmt: skip
+    return [
+        WeekGroup(monday, week_finished(monday, today), tuple(sorted(found)))
+        for monday, found in sorted(weeks.items())
+    ]

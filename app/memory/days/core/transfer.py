@@ -95,7 +95,9 @@ def _details(raw: Any, limits: Limits) -> tuple[tuple[str, ...], int] | None:
         return (), 0
     if not isinstance(raw, list):
         return None
-    kept = [d.strip() for d in raw if isinstance(d, str) and d.strip() and len(d.strip()) <= limits.detail_chars]
+    kept = [
+        d.strip() for d in raw if isinstance(d, str) and d.strip() and len(d.strip()) <= limits.detail_chars
+    ]
     blank = sum(1 for d in raw if isinstance(d, str) and not d.strip())  # blank lines are no loss
     dropped = len(raw) - blank - len(kept[: limits.details])
     return tuple(kept[: limits.details]), dropped
@@ -105,7 +107,9 @@ def _where(key: Any, week: bool) -> str:
     return f"{'Week' if week else 'Day'} summary “{str(key)[:40]}” in the file"
 
 
-def _read_one(key: Any, raw: Any, *, week: bool, today: date, limits: Limits) -> tuple[FileSummary, int] | str:
+def _read_one(
+    key: Any, raw: Any, *, week: bool, today: date, limits: Limits
+) -> tuple[FileSummary, int] | str:
     """The summary and how many of its key details were dropped, or why it was left out."""
     where = _where(key, week)
     on = parse_key(key)
@@ -129,7 +133,9 @@ def _read_one(key: Any, raw: Any, *, week: bool, today: date, limits: Limits) ->
     return FileSummary(on, text.strip(), details[0], origin), details[1]
 
 
-def _read_all(meta: Mapping[str, Any], *, week: bool, today: date, limits: Limits) -> tuple[list[FileSummary], list[str]]:
+def _read_all(
+    meta: Mapping[str, Any], *, week: bool, today: date, limits: Limits
+) -> tuple[list[FileSummary], list[str]]:
     name, key = ("week", WEEKS_KEY) if week else ("day", DAYS_KEY)
     raw = meta.get(key)
     if raw is None:
@@ -149,16 +155,23 @@ def _read_all(meta: Mapping[str, Any], *, week: bool, today: date, limits: Limit
         else:
             found[summary.on] = summary
             if dropped:
-                notes.append(f"{_where(k, week)}: {dropped} key details left out "
-                             f"(a summary keeps at most {limits.details}, each of at most "
-                             f"{limits.detail_chars:,} characters of text).")  # fmt: skip
+                notes.append(
+                    f"{_where(k, week)}: {dropped} key details left out "
+                    f"(a summary keeps at most {limits.details}, each of at most "
+                    f"{limits.detail_chars:,} characters of text)."
+                )
     kept = sorted(found.values(), key=lambda s: s.on)
     cap = limits.weeks if week else limits.days
     if len(kept) > cap:
-        notes.append(f"Only {cap:,} {name} summaries fit a chat; the file's {len(kept) - cap:,} oldest were left out.")
+        notes.append(
+            f"Only {cap:,} {name} summaries fit a chat; the file's {len(kept) - cap:,} oldest were left out."
+        )
         kept = kept[-cap:]
     if len(notes) > MAX_NOTES:  # a file of junk keys must not bury the import's other notes
-        notes = [*notes[:MAX_NOTES], f"…and {len(notes) - MAX_NOTES:,} more notes like these on the file's {name} summaries."]
+        notes = [
+            *notes[:MAX_NOTES],
+            f"…and {len(notes) - MAX_NOTES:,} more notes like these on the file's {name} summaries.",
+        ]
     return kept, notes
 
 
@@ -187,8 +200,10 @@ def read_rollover_hour(meta: Mapping[str, Any]) -> tuple[int | None, list[str]]:
         return None, []
     hour = _whole(raw, 0, MAX_ROLLOVER_HOUR)
     if hour is None:
-        return None, [f"The file's Day Rollover Hour ({str(raw)[:20]}) is not a whole hour from 0 to "
-                      f"{MAX_ROLLOVER_HOUR}; the chat keeps the default."]  # fmt: skip
+        return None, [
+            f"The file's Day Rollover Hour ({str(raw)[:20]}) is not a whole hour from 0 to "
+            f"{MAX_ROLLOVER_HOUR}; the chat keeps the default."
+        ]
     return hour, []
 
 
@@ -199,6 +214,8 @@ def read_tail(meta: Mapping[str, Any]) -> tuple[int | None, list[str]]:
         return None, []
     tail = _whole(raw, 0, MAX_TAIL)
     if tail is None:
-        return None, [f"The file's Recent Message Tail ({str(raw)[:20]}) is not a whole number from 0 to "
-                      f"{MAX_TAIL}; the chat keeps the default."]  # fmt: skip
+        return None, [
+            f"The file's Recent Message Tail ({str(raw)[:20]}) is not a whole number from 0 to "
+            f"{MAX_TAIL}; the chat keeps the default."
+        ]
     return tail, []

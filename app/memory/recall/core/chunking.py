@@ -94,7 +94,9 @@ def stale_chunks(stored: Sequence[StoredChunk], current: dict[int, MessageText])
     return stale
 
 
-def missed_messages(readable: Sequence[int], chunks: Sequence[Sequence[int]], *, size: int = CHUNK_SIZE) -> list[int]:
+def missed_messages(
+    readable: Sequence[int], chunks: Sequence[Sequence[int]], *, size: int = CHUNK_SIZE
+) -> list[int]:
     """The readable messages (ids, oldest first: visible, not empty, not the pinned one) that no chunk holds
     although chunks were made past them: inside a chunk's span (a chunk is `size` consecutive readable
     messages when it is made, so one inside it became readable later), or in a gap before or between

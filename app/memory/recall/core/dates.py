@@ -13,8 +13,20 @@ import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
-          "october", "november", "december")  # fmt: skip
+MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
 _AMBIGUOUS = {"may", "march"}
 _ORDINAL = r"(?:st|nd|rd|th)?"
 _NAMED = re.compile(
@@ -34,8 +46,11 @@ class NamedDate:
     day: int | None
 
     def covers(self, day: date) -> bool:
-        return ((self.year is None or day.year == self.year) and (self.month is None or day.month == self.month)
-                and (self.day is None or day.day == self.day))  # fmt: skip
+        return (
+            (self.year is None or day.year == self.year)
+            and (self.month is None or day.month == self.month)
+            and (self.day is None or day.day == self.day)
+        )
 
 
 def dates_named(query: str) -> list[NamedDate]:
@@ -53,7 +68,9 @@ def dates_named(query: str) -> list[NamedDate]:
         if name.lower() in _AMBIGUOUS and not (day or year):
             continue
         day_number = int(day) if day and 1 <= int(day) <= 31 else None
-        found.append((m.start(), NamedDate(int(year) if year else None, MONTHS.index(name.lower()) + 1, day_number)))
+        found.append(
+            (m.start(), NamedDate(int(year) if year else None, MONTHS.index(name.lower()) + 1, day_number))
+        )
         taken.append(range(m.start(), m.end()))
     for m in _YEAR.finditer(query):
         if not any(m.start(1) in span for span in taken):

@@ -39,7 +39,9 @@ def _iso(dt: datetime) -> str:
     return dt.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-def export_envelope(*, chat_id: int, name: str, mode: str, chunks: Sequence[ChunkRecord], now: datetime) -> dict:
+def export_envelope(
+    *, chat_id: int, name: str, mode: str, chunks: Sequence[ChunkRecord], now: datetime
+) -> dict:
     return {
         "type": ENVELOPE_TYPE,
         "version": 1,
@@ -48,15 +50,19 @@ def export_envelope(*, chat_id: int, name: str, mode: str, chunks: Sequence[Chun
             "sourceChat": {"id": str(chat_id), "name": name, "mode": mode, "memoryCount": len(chunks)},
             "chunks": [
                 {
-                    "content": c.content, "embedding": c.embedding, "embeddingSpaceId": c.space_id,
-                    "messageCount": c.message_count, "firstMessageAt": _iso(c.first_message_at),
-                    "lastMessageAt": _iso(c.last_message_at), "createdAt": _iso(c.created_at),
+                    "content": c.content,
+                    "embedding": c.embedding,
+                    "embeddingSpaceId": c.space_id,
+                    "messageCount": c.message_count,
+                    "firstMessageAt": _iso(c.first_message_at),
+                    "lastMessageAt": _iso(c.last_message_at),
+                    "createdAt": _iso(c.created_at),
                     **({"sugoWindows": c.windows} if c.windows else {}),
                 }
                 for c in sorted(chunks, key=lambda c: c.first_message_at)
             ],
         },
-    }  # fmt: skip
+    }
 
 
 def _time(value, fallback: datetime) -> datetime:
@@ -101,7 +107,9 @@ def space_dims(space_id: str | None) -> int | None:
     return int(tail) if tail.isdigit() and int(tail) > 0 else None
 
 
-def _check_sizes(number: int, space_id: str | None, vectors: Sequence[list[float]], seen: dict[str, int]) -> None:
+def _check_sizes(
+    number: int, space_id: str | None, vectors: Sequence[list[float]], seen: dict[str, int]
+) -> None:
     """Refuse a file whose vectors do not fit their space: stored, a wrong-size vector breaks every
     search of the chat (and with it the prompt)."""
     if space_id is None:
@@ -121,7 +129,9 @@ def _check_sizes(number: int, space_id: str | None, vectors: Sequence[list[float
 def parse_import(raw: bytes, *, now: datetime) -> tuple[str, list[ChunkRecord]]:
     """(source chat id, chunks) from a `.marinara.json` / `.json` / `.marinara` memory file."""
     if len(raw) > MAX_IMPORT_BYTES:
-        raise MemoryFileError(f"The file is {len(raw) / 1024 / 1024:.1f} MB; memory files over 32 MB are refused.")
+        raise MemoryFileError(
+            f"The file is {len(raw) / 1024 / 1024:.1f} MB; memory files over 32 MB are refused."
+        )
     try:
         doc = jsonin.loads(raw.decode("utf-8-sig"))
     except jsonin.JsonTooDeep as err:
@@ -129,10 +139,16 @@ def parse_import(raw: bytes, *, now: datetime) -> tuple[str, list[ChunkRecord]]:
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise MemoryFileError("This is not a JSON memory file.") from err
     if not isinstance(doc, dict) or doc.get("type") != ENVELOPE_TYPE or doc.get("version") != 1:
-        raise MemoryFileError('This is not a Memory Recall export (expected type "marinara_memory_recall", version 1).')
+        raise MemoryFileError(
+            'This is not a Memory Recall export (expected type "marinara_memory_recall", version 1).'
+        )
     data = doc.get("data")
     source = data.get("sourceChat") if isinstance(data, dict) else None
-    if not isinstance(source, dict) or not isinstance(source.get("id"), str | int) or not str(source.get("id")):
+    if (
+        not isinstance(source, dict)
+        or not isinstance(source.get("id"), str | int)
+        or not str(source.get("id"))
+    ):
         raise MemoryFileError("The file does not say which chat its memories came from (data.sourceChat.id).")
     chunks = data.get("chunks")
     if not isinstance(chunks, list):
@@ -140,7 +156,11 @@ def parse_import(raw: bytes, *, now: datetime) -> tuple[str, list[ChunkRecord]]:
     out = []
     sizes: dict[str, int] = {}
     for number, item in enumerate(chunks, 1):
-        if not isinstance(item, dict) or not isinstance(item.get("content"), str) or not item["content"].strip():
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("content"), str)
+            or not item["content"].strip()
+        ):
             continue
         vector = _vector(item.get("embedding"))
         windows = item.get("sugoWindows")
@@ -149,10 +169,16 @@ def parse_import(raw: bytes, *, now: datetime) -> tuple[str, list[ChunkRecord]]:
         # What import stores: Sugo's windows when the file has them, else the one embedding.
         _check_sizes(number, space_id, windows or ([vector] if vector else []), sizes)
         count = item.get("messageCount")
-        out.append(ChunkRecord(
-            content=item["content"], embedding=vector, space_id=space_id,
-            message_count=count if isinstance(count, int) and count > 0 else 1,
-            first_message_at=_time(item.get("firstMessageAt"), now), last_message_at=_time(item.get("lastMessageAt"), now),
-            created_at=_time(item.get("createdAt"), now), windows=windows or None,
-        ))  # fmt: skip
+        out.append(
+            ChunkRecord(
+                content=item["content"],
+                embedding=vector,
+                space_id=space_id,
+                message_count=count if isinstance(count, int) and count > 0 else 1,
+                first_message_at=_time(item.get("firstMessageAt"), now),
+                last_message_at=_time(item.get("lastMessageAt"), now),
+                created_at=_time(item.get("createdAt"), now),
+                windows=windows or None,
+            )
+        )
     return str(source["id"]), out

@@ -119,7 +119,9 @@ CANDIDATE_POSTINGS = 8_000
 # holds them (it says "my two kids", not "many"), so matching them lifts chats full of talk over
 # the answer. Left out of queries only; memories keep them. (On the long-chat dev set: two more
 # questions found in the first five and in the first ten.)
-QUESTION_WORDS = frozenset(stem(w) for w in "remember recall think know tell told say said mention many much".split())
+QUESTION_WORDS = frozenset(
+    stem(w) for w in "remember recall think know tell told say said mention many much".split()
+)
 
 
 def query_terms(query: str, chat_id: int) -> list[str]:

@@ -51,7 +51,12 @@ def truncate(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
 
 
 def select_memories(
-    candidates: Sequence[Candidate], *, budget: int, threshold: float, count: Callable[[str], int], k: int = TOP_K
+    candidates: Sequence[Candidate],
+    *,
+    budget: int,
+    threshold: float,
+    count: Callable[[str], int],
+    k: int = TOP_K,
 ) -> tuple[list[Recalled], str]:
     """The best candidates (already ranked) that clear the threshold and fit the budget, each text
     once (an imported memory may repeat one the messages made); and a reason when none did."""

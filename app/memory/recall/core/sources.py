@@ -49,16 +49,28 @@ def builtin(model: str | None, origin: str) -> EmbeddingChoice:
     return EmbeddingChoice("builtin", name, origin)
 
 
-def from_connection(conn: ConnectionInfo, connections: Mapping[int, ConnectionInfo], origin: str) -> EmbeddingChoice | None:
+def from_connection(
+    conn: ConnectionInfo, connections: Mapping[int, ConnectionInfo], origin: str
+) -> EmbeddingChoice | None:
     """The connection's own embedding model, or None when it has none."""
     if not conn.embedding_model:
         return None
     lender = connections.get(conn.embedding_connection_id) if conn.embedding_connection_id else None
     if lender is not None:
-        return EmbeddingChoice("openai", conn.embedding_model, f"{origin} (key and address of “{lender.name}”)",
-                               base_url=lender.base_url, api_key=lender.api_key)  # fmt: skip
-    return EmbeddingChoice("openai", conn.embedding_model, origin, base_url=conn.embedding_url or conn.base_url,
-                           api_key=conn.api_key)  # fmt: skip
+        return EmbeddingChoice(
+            "openai",
+            conn.embedding_model,
+            f"{origin} (key and address of “{lender.name}”)",
+            base_url=lender.base_url,
+            api_key=lender.api_key,
+        )
+    return EmbeddingChoice(
+        "openai",
+        conn.embedding_model,
+        origin,
+        base_url=conn.embedding_url or conn.base_url,
+        api_key=conn.api_key,
+    )
 
 
 def parse_default(value: str | None) -> tuple[str, str | int | None]:
@@ -93,11 +105,17 @@ def choose_embedding_source(
 
 
 def builtins_in_use(
-    chats: Iterable[tuple[str | None, ConnectionInfo | None]], *, default: str | None,
+    chats: Iterable[tuple[str | None, ConnectionInfo | None]],
+    *,
+    default: str | None,
     connections: Mapping[int, ConnectionInfo],
-) -> set[str]:  # fmt: skip
+) -> set[str]:
     """The built-in models the chats' embedding sources come to, each chat given as its own pick and
     its connection (the default one when it has none)."""
-    choices = (choose_embedding_source(chat_builtin=pick, chat_connection=conn, default=default, connections=connections)
-               for pick, conn in chats)  # fmt: skip
+    choices = (
+        choose_embedding_source(
+            chat_builtin=pick, chat_connection=conn, default=default, connections=connections
+        )
+        for pick, conn in chats
+    )
     return {c.model for c in choices if c.kind == "builtin"}

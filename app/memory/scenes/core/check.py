@@ -258,25 +258,57 @@ def check_request(
 
 # The list of ends may come under any of these keys (matched as answers.loose_field does); a model
 # that was asked for {"ends": [...]} often names it after what it found.
-END_LIST_KEYS = ("ends", "sceneends", "endmessages", "scenes", "boundaries", "sceneboundaries", "endings",
-                 "breaks", "scenebreaks", "end", "sceneend", "boundary")  # fmt: skip
+END_LIST_KEYS = (
+    "ends",
+    "sceneends",
+    "endmessages",
+    "scenes",
+    "boundaries",
+    "sceneboundaries",
+    "endings",
+    "breaks",
+    "scenebreaks",
+    "end",
+    "sceneend",
+    "boundary",
+)
 # An entry object's message number, first match wins: the end of a range before any generic field,
 # so {"start": 3, "end": 8} ends at 8 and {"id": 2, "endMessage": 8} too.
-END_FIELDS = ("messagenumber", "endmessagenumber", "endmessage", "end", "endsat", "endnumber", "endindex",
-              "lastmessage", "lastmessagenumber", "to")  # fmt: skip
+END_FIELDS = (
+    "messagenumber",
+    "endmessagenumber",
+    "endmessage",
+    "end",
+    "endsat",
+    "endnumber",
+    "endindex",
+    "lastmessage",
+    "lastmessagenumber",
+    "to",
+)
 NUMBER_FIELDS = ("message", "messageindex", "messageid", "msg")
 # Read as the message number only in a list of ends: in a list of scenes, {"number": 2, "title": …} is
 # the scene's own number, and closing a scene at message 2 on it would be a guess.
 GENERIC_FIELDS = ("number", "index", "id")
-START_FIELDS = ("start", "startmessage", "startmessagenumber", "startindex", "first", "firstmessage",
-                "firstmessagenumber", "from", "begin")  # fmt: skip
+START_FIELDS = (
+    "start",
+    "startmessage",
+    "startmessagenumber",
+    "startindex",
+    "first",
+    "firstmessage",
+    "firstmessagenumber",
+    "from",
+    "begin",
+)
 # Failures that are not the helper's answer (it never came, or Sugo broke): Retry only. Every other
 # failure is an answer Sugo could not use even after asking again: the user may treat the batch as having
 # no scene end.
 NOT_THE_ANSWER = frozenset({"provider", "internal"})
 
-_NUMBER = re.compile(r"(?:(?:message|msg)\s*(?:number|no\.?)?\s*)?#?\s*(\d{1," + str(MAX_NUMBER_DIGITS) + r"})",
-                     re.IGNORECASE)  # fmt: skip
+_NUMBER = re.compile(
+    r"(?:(?:message|msg)\s*(?:number|no\.?)?\s*)?#?\s*(\d{1," + str(MAX_NUMBER_DIGITS) + r"})", re.IGNORECASE
+)
 _OPEN_SCENE = object()  # a range reaching the last message shown: the scene still going on
 
 
@@ -332,7 +364,9 @@ def _first_list(text: str) -> list[Any] | None:
         if start < 0 or (0 <= brace < start):
             continue
         try:
-            value, _ = json.JSONDecoder().raw_decode(re.sub(r",\s*\]", "]", candidate[start : start + MAX_LIST_CHARS]))
+            value, _ = json.JSONDecoder().raw_decode(
+                re.sub(r",\s*\]", "]", candidate[start : start + MAX_LIST_CHARS])
+            )
         except (ValueError, RecursionError):
             continue
         if isinstance(value, list):
@@ -354,7 +388,9 @@ def _entries(text: str) -> tuple[list[Any], bool] | Failure:
     if isinstance(obj, Failure):
         return obj
     if isinstance(value, dict) or _scalar(value) is not None:
-        return [value], isinstance(obj, dict) and loose_field(obj, "scenes") is value  # one end, not in a list
+        return [value], isinstance(obj, dict) and loose_field(
+            obj, "scenes"
+        ) is value  # one end, not in a list
     if value is None and _number(obj, None) not in (None, _OPEN_SCENE):
         return [obj], False  # the object is the one entry: {"messageNumber": 9}
     return Failure("missing_ends", "The answer has no list of scene ends.")

@@ -93,16 +93,19 @@ def combine_request(prompt: str, text: str, tokens: int) -> list[dict]:
     ask = f"Rewrite the summaries below as one summary of about half their length (about {max(1, tokens // 2)} tokens)."
     if macros(text):
         ask += " Keep every {{user}} and {{char}} exactly as written."
-    return [{"role": "system", "content": prompt.strip() or DEFAULT_COMBINE_PROMPT},
-            {"role": "user", "content": f"{ask}\n\n{text}"}]  # fmt: skip
+    return [
+        {"role": "system", "content": prompt.strip() or DEFAULT_COMBINE_PROMPT},
+        {"role": "user", "content": f"{ask}\n\n{text}"},
+    ]
 
 
 def combine_max_tokens(input_tokens: int, max_output_size: int) -> int:
     return max(1, min(max(0, input_tokens) + EXTRA_OUTPUT_TOKENS, max(MIN_OUTPUT_CAP, max_output_size)))
 
 
-def read_combined(answer: str, *, text: str, tokens: int, finish_reason: str | None,
-                  count: Callable[[str], int]) -> str | Refused:  # fmt: skip
+def read_combined(
+    answer: str, *, text: str, tokens: int, finish_reason: str | None, count: Callable[[str], int]
+) -> str | Refused:
     """The combined summary, or why the answer cannot replace the entries."""
     if finish_reason == "length":
         return Refused("The helper's answer was cut off at its output limit.")

@@ -37,7 +37,7 @@ SENTENCES = {
     "no_messages": "Every message of this scene is hidden or deleted; disable or delete its summary.",
     "changed": "Its messages or names changed since the recap was written.",
     "changed_manual": "Its messages changed since you edited the recap by hand; Fix never rewrites it: "
-                      "edit it, or disable it to keep it as a reference.",  # fmt: skip
+    "edit it, or disable it to keep it as a reference.",
     "failed": "The recap failed: {reason}",
     "unsummarised": "Closed, but its recap has not been written yet.",
     "check_who": "The helper did not say who was there.",
@@ -116,7 +116,9 @@ class Problems:
         "" when there is none."""
         if not self.items:
             return ""
-        text = ";".join(f"{p.scene_id}:{p.kind}" for p in sorted(self.items, key=lambda p: (p.scene_id, p.kind)))
+        text = ";".join(
+            f"{p.scene_id}:{p.kind}" for p in sorted(self.items, key=lambda p: (p.scene_id, p.kind))
+        )
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -126,7 +128,9 @@ def scene_problem(s: SceneFacts, *, now: datetime) -> Problem | None:
         return None
 
     def problem(kind: str) -> Problem:
-        return Problem(s.id, s.number, kind, SENTENCES[kind].format(reason=s.reason or "no reason was given."))
+        return Problem(
+            s.id, s.number, kind, SENTENCES[kind].format(reason=s.reason or "no reason was given.")
+        )
 
     written = s.state == "written"
     if s.current is None:
@@ -147,7 +151,9 @@ def classify(scenes: Sequence[SceneFacts], check: CheckFacts, *, now: datetime) 
     items: list[Problem] = []
     if check.reason and check.failures > 0:
         items.append(Problem(CHECK, 0, "check_failed", check.reason, can_skip_batch=check.unreadable))
-    items += [p for s in sorted(scenes, key=lambda s: s.number) if (p := scene_problem(s, now=now)) is not None]
+    items += [
+        p for s in sorted(scenes, key=lambda s: s.number) if (p := scene_problem(s, now=now)) is not None
+    ]
     return Problems(tuple(items))
 
 

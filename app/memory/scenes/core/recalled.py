@@ -139,8 +139,10 @@ def range_header(first: int | None, last: int | None, last_user: int | None) -> 
     """The one line above the recalled scenes that keeps the past apart from the current turn."""
     span = f"messages #{first}–#{last}" if first is not None and last is not None else "no messages yet"
     user = f"; the user's last message is #{last_user}" if last_user is not None else ""
-    return (f"Earlier scenes recalled for this reply. The current history is {span}{user}: everything "
-            "below happened before it.")  # fmt: skip
+    return (
+        f"Earlier scenes recalled for this reply. The current history is {span}{user}: everything "
+        "below happened before it."
+    )
 
 
 def recalled_scenes_block(scenes: Sequence[RecalledText], header: str) -> str:

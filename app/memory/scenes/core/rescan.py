@@ -73,8 +73,10 @@ def check_range(first: int, last: int, total: int, *, limit: int = MAX_RANGE) ->
     if last > total:
         return f"Re-scan: this chat has {total:,} messages; message {last:,} does not exist."
     if last - first + 1 > limit:
-        return (f"Re-scan: messages {first:,}–{last:,} are {last - first + 1:,} messages; one re-scan reads at most "
-                f"{limit:,}. Re-scan a shorter range, then the next one.")  # fmt: skip
+        return (
+            f"Re-scan: messages {first:,}–{last:,} are {last - first + 1:,} messages; one re-scan reads at most "
+            f"{limit:,}. Re-scan a shorter range, then the next one."
+        )
     return None
 
 
@@ -99,8 +101,9 @@ def _covers(scene: OldScene, readable: Sequence[int]) -> tuple[int, int] | None:
     return (ids[0], ids[-1]) if ids else None
 
 
-def plan(scenes: Sequence[OldScene], readable: Sequence[int], ends: Iterable[int], first: int, last: int
-         ) -> Plan | Stop:  # fmt: skip
+def plan(
+    scenes: Sequence[OldScene], readable: Sequence[int], ends: Iterable[int], first: int, last: int
+) -> Plan | Stop:
     """What the re-scan of `first`–`last` (already widened) changes, given the `ends` the helper found."""
     in_range = sorted(m for m in set(readable) if first <= m <= last)
     cuts = {e for e in ends if e in set(in_range)}
@@ -130,6 +133,8 @@ def stop_sentence(scene: OldScene) -> str:
     if len(text) > EXCERPT_CHARS:
         text = text[: EXCERPT_CHARS - 1].rstrip() + "…"
     stop = "" if text.endswith((".", "!", "?", "…")) else "."
-    return (f"Scene {scene.number} has a summary you edited: “{text}”{stop} The re-scan would change its messages, "
-            f"so it stopped and changed nothing. Re-scan a range without scene {scene.number}, or delete "
-            f"that summary under Open scenes (Advanced Memory) first.")  # fmt: skip
+    return (
+        f"Scene {scene.number} has a summary you edited: “{text}”{stop} The re-scan would change its messages, "
+        f"so it stopped and changed nothing. Re-scan a range without scene {scene.number}, or delete "
+        f"that summary under Open scenes (Advanced Memory) first."
+    )

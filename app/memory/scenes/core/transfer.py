@@ -84,15 +84,26 @@ class FileScene:
 
 def write_file(*, chat_name: str, scenes: Sequence[FileScene], now: datetime) -> bytes:
     doc = {
-        "type": FILE_TYPE, "version": FILE_VERSION, "exportedAt": now.isoformat().replace("+00:00", "Z"),
+        "type": FILE_TYPE,
+        "version": FILE_VERSION,
+        "exportedAt": now.isoformat().replace("+00:00", "Z"),
         "chat": {"name": chat_name},
         "scenes": [
-            {"firstMessage": s.first, "lastMessage": s.last, "state": s.state, "summary": s.summary,
-             "participants": list(s.participants), "timeframe": s.timeframe, "enabled": s.enabled,
-             "manual": s.manual, "checkWho": s.check_who, "messagesHash": s.messages_hash}
+            {
+                "firstMessage": s.first,
+                "lastMessage": s.last,
+                "state": s.state,
+                "summary": s.summary,
+                "participants": list(s.participants),
+                "timeframe": s.timeframe,
+                "enabled": s.enabled,
+                "manual": s.manual,
+                "checkWho": s.check_who,
+                "messagesHash": s.messages_hash,
+            }
             for s in scenes
         ],
-    }  # fmt: skip
+    }
     return json.dumps(doc, ensure_ascii=False, indent=1).encode()
 
 
@@ -110,12 +121,16 @@ def read_file(raw: bytes) -> list[FileScene]:
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise SceneFileError("This is not a JSON file.") from None
     if not isinstance(doc, dict) or doc.get("type") != FILE_TYPE or doc.get("version") != FILE_VERSION:
-        raise SceneFileError(f'This is not a Sugo scenes file (expected type "{FILE_TYPE}", version {FILE_VERSION}).')
+        raise SceneFileError(
+            f'This is not a Sugo scenes file (expected type "{FILE_TYPE}", version {FILE_VERSION}).'
+        )
     items = doc.get("scenes")
     if not isinstance(items, list):
         raise SceneFileError("The file has no list of scenes (scenes).")
     if len(items) > MAX_IMPORT_SCENES:
-        raise SceneFileError(f"The file has {len(items)} scenes; at most {MAX_IMPORT_SCENES} are imported at once.")
+        raise SceneFileError(
+            f"The file has {len(items)} scenes; at most {MAX_IMPORT_SCENES} are imported at once."
+        )
     scenes = [_scene(k, item) for k, item in enumerate(items, 1)]
     scenes.sort(key=lambda s: s.first)
     for before, after in zip(scenes, scenes[1:], strict=False):
@@ -141,7 +156,9 @@ def _text(k: int, item: dict, key: str, limit: int) -> str:
     if not isinstance(value, str):
         raise SceneFileError(f"Scene {k}'s {key} is not text.")
     if len(value) > limit:
-        raise SceneFileError(f"Scene {k}'s {key} has {len(value):,} characters; at most {limit:,} are allowed.")
+        raise SceneFileError(
+            f"Scene {k}'s {key} has {len(value):,} characters; at most {limit:,} are allowed."
+        )
     return value.strip()
 
 
@@ -163,8 +180,10 @@ def _scene(k: int, item: Any) -> FileScene:
     names = item.get("participants", [])
     if names is None:
         names = []
-    if not isinstance(names, list) or len(names) > MAX_PARTICIPANTS or not all(
-        isinstance(n, str) and n.strip() and len(n) <= MAX_NAME_CHARS for n in names
+    if (
+        not isinstance(names, list)
+        or len(names) > MAX_PARTICIPANTS
+        or not all(isinstance(n, str) and n.strip() and len(n) <= MAX_NAME_CHARS for n in names)
     ):
         raise SceneFileError(
             f"Scene {k}'s participants must be a list of at most {MAX_PARTICIPANTS} names of up to {MAX_NAME_CHARS} characters."
@@ -182,9 +201,18 @@ def _scene(k: int, item: Any) -> FileScene:
         state = "waiting"
     if manual and not summary:
         manual = False
-    return FileScene(first=first, last=last, state=state, summary=summary, participants=tuple(n.strip() for n in names),
-                     timeframe=timeframe, enabled=_flag(k, item, "enabled", True), manual=manual,
-                     check_who=_flag(k, item, "checkWho", False), messages_hash=digest)  # fmt: skip
+    return FileScene(
+        first=first,
+        last=last,
+        state=state,
+        summary=summary,
+        participants=tuple(n.strip() for n in names),
+        timeframe=timeframe,
+        enabled=_flag(k, item, "enabled", True),
+        manual=manual,
+        check_who=_flag(k, item, "checkWho", False),
+        messages_hash=digest,
+    )
 
 
 def check_against(scenes: Sequence[FileScene], messages: Sequence[tuple[str, str]]) -> None:

@@ -68,22 +68,45 @@ class ScenePatch(BaseModel):
 def _read(view: SceneView) -> SceneRead:
     s, first, last = view.scene, view.first, view.last
     return SceneRead(
-        id=s.id, number=view.number, first_message_id=s.first_message_id, last_message_id=s.last_message_id,
-        first_number=first.number if first else None, last_number=last.number if last else None,
-        first_at=first.created_at if first else None, last_at=last.created_at if last else None,
-        state=s.state, summary=s.summary, participants=[str(p) for p in s.participants or ()], timeframe=s.timeframe,
-        enabled=s.enabled, manual=s.manual, check_who=s.check_who, reason=s.reason, updated_at=s.updated_at,
-    )  # fmt: skip
+        id=s.id,
+        number=view.number,
+        first_message_id=s.first_message_id,
+        last_message_id=s.last_message_id,
+        first_number=first.number if first else None,
+        last_number=last.number if last else None,
+        first_at=first.created_at if first else None,
+        last_at=last.created_at if last else None,
+        state=s.state,
+        summary=s.summary,
+        participants=[str(p) for p in s.participants or ()],
+        timeframe=s.timeframe,
+        enabled=s.enabled,
+        manual=s.manual,
+        check_who=s.check_who,
+        reason=s.reason,
+        updated_at=s.updated_at,
+    )
 
 
 def _message(m: ChatMessage) -> SourceMessage:
-    return SourceMessage(id=m.id, number=m.number, role=m.role, name=m.name, content=m.content, hidden=m.hidden,
-                         status=m.status, created_at=m.created_at)  # fmt: skip
+    return SourceMessage(
+        id=m.id,
+        number=m.number,
+        role=m.role,
+        name=m.name,
+        content=m.content,
+        hidden=m.hidden,
+        status=m.status,
+        created_at=m.created_at,
+    )
 
 
 @router.get("/{chat_id}/scenes", response_model=list[SceneRead])
-def list_scenes(chat_id: int, session: SessionDep,
-                q: str | None = Query(default=None, min_length=1, max_length=MAX_QUERY_CHARS)) -> list[SceneRead]:  # fmt: skip
+def list_scenes(
+    chat_id: int,
+    session: SessionDep,
+    q: str | None = Query(default=None, min_length=1, max_length=MAX_QUERY_CHARS),
+) -> list[SceneRead]:
     """The chat's scenes oldest first, numbered; with `q`, those whose summary holds it (case and
     accents aside)."""
     return [_read(v) for v in service.scene_views(session, chat_id, q)]
@@ -93,13 +116,17 @@ def list_scenes(chat_id: int, session: SessionDep,
 def export_scenes(chat_id: int, session: SessionDep) -> Response:
     """Download the chat's scenes as a JSON file (messages named by number)."""
     name, body = service.export_file(session, chat_id)
-    return Response(body, media_type="application/json",
-                    headers={"Content-Disposition": content_disposition(name, fallback="scenes")})  # fmt: skip
+    return Response(
+        body,
+        media_type="application/json",
+        headers={"Content-Disposition": content_disposition(name, fallback="scenes")},
+    )
 
 
 @router.post("/{chat_id}/scenes/import")
-def import_scenes(chat_id: int, session: SessionDep, file: UploadFile = File(...),
-                  replace: bool = Query(default=False)) -> dict:  # fmt: skip
+def import_scenes(
+    chat_id: int, session: SessionDep, file: UploadFile = File(...), replace: bool = Query(default=False)
+) -> dict:
     """Import a scenes file: each scene is matched to this chat's messages by number; any problem refuses
     the whole file and changes nothing. A chat with scenes needs `replace=true` (its scenes then go)."""
     raw = file.file.read(MAX_IMPORT_BYTES + 1)
@@ -147,9 +174,21 @@ def _rescan_read(session, services, chat_id: int) -> RescanRead:
     get_chat(session, chat_id)
     run = rescans.rescan_status(services.engine, chat_id)
     default = rescans.default_range(session, chat_id) or (None, None)
-    base = RescanRead(status="none") if run is None else RescanRead(
-        status=run.status, first=run.first, last=run.last, stage=run.stage, total=run.total, done=run.done,
-        current=run.current, message=run.message, changed=list(run.changed))  # fmt: skip
+    base = (
+        RescanRead(status="none")
+        if run is None
+        else RescanRead(
+            status=run.status,
+            first=run.first,
+            last=run.last,
+            stage=run.stage,
+            total=run.total,
+            done=run.done,
+            current=run.current,
+            message=run.message,
+            changed=list(run.changed),
+        )
+    )
     base.default_first, base.default_last = default
     return base
 
@@ -232,13 +271,34 @@ class ProblemsRead(BaseModel):
 def _problems_read(session, services, chat_id: int, run=None) -> ProblemsRead:
     st = fix.fix_status(session, services, chat_id)
     run = run or st.run
-    items = [ProblemRead(scene_id=p.scene_id or None, number=p.number or None, kind=p.kind, sentence=p.sentence,
-                         review=p.review, can_skip_batch=p.can_skip_batch) for p in st.problems.items]  # fmt: skip
+    items = [
+        ProblemRead(
+            scene_id=p.scene_id or None,
+            number=p.number or None,
+            kind=p.kind,
+            sentence=p.sentence,
+            review=p.review,
+            can_skip_batch=p.can_skip_batch,
+        )
+        for p in st.problems.items
+    ]
     return ProblemsRead(
-        count=st.problems.count, key=st.problems.key, problems=items, paused=st.paused,
-        run=None if run is None else FixRunRead(id=run.id, status=run.status, total=run.total, done=run.done,
-                                                current=run.current, reason=run.reason, working=st.working),
-    )  # fmt: skip
+        count=st.problems.count,
+        key=st.problems.key,
+        problems=items,
+        paused=st.paused,
+        run=None
+        if run is None
+        else FixRunRead(
+            id=run.id,
+            status=run.status,
+            total=run.total,
+            done=run.done,
+            current=run.current,
+            reason=run.reason,
+            working=st.working,
+        ),
+    )
 
 
 @fix_router.get("/{chat_id}/scenes/problems", response_model=ProblemsRead)

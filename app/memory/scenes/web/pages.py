@@ -34,34 +34,64 @@ def _context(session, chat_id: int, *, q: str = "", message: str = "", error: st
     if len(q) > MAX_QUERY_CHARS:
         raise UserError(f"A search can have at most {MAX_QUERY_CHARS} characters.")
     return {
-        "chat": chat, "views": service.scene_views(session, chat_id, q.strip() or None), "q": q.strip(),
-        "total": service.count_scenes(session, chat_id), "on": chat_settings(chat).advanced_memory,
-        "message": message, "error": error, "max_summary": MAX_SUMMARY_CHARS, "max_query": MAX_QUERY_CHARS,
-    }  # fmt: skip
+        "chat": chat,
+        "views": service.scene_views(session, chat_id, q.strip() or None),
+        "q": q.strip(),
+        "total": service.count_scenes(session, chat_id),
+        "on": chat_settings(chat).advanced_memory,
+        "message": message,
+        "error": error,
+        "max_summary": MAX_SUMMARY_CHARS,
+        "max_query": MAX_QUERY_CHARS,
+    }
 
 
-def _card(request: Request, session, chat_id: int, scene_id: int, *, editing: bool = False, error: str = "",
-          draft: str | None = None) -> HTMLResponse:  # fmt: skip
+def _card(
+    request: Request,
+    session,
+    chat_id: int,
+    scene_id: int,
+    *,
+    editing: bool = False,
+    error: str = "",
+    draft: str | None = None,
+) -> HTMLResponse:
     view = service.scene_view(session, chat_id, scene_id)
-    return render(request, CARD, {"chat": get_chat(session, chat_id), "v": view, "editing": editing, "error": error,
-                                  "draft": draft, "max_summary": MAX_SUMMARY_CHARS})  # fmt: skip
+    return render(
+        request,
+        CARD,
+        {
+            "chat": get_chat(session, chat_id),
+            "v": view,
+            "editing": editing,
+            "error": error,
+            "draft": draft,
+            "max_summary": MAX_SUMMARY_CHARS,
+        },
+    )
 
 
 @router.get("/chats/{chat_id}/scenes")
-def scenes_page(chat_id: int, request: Request, session: SessionDep, hx: HxRequest, q: str = "") -> HTMLResponse:
+def scenes_page(
+    chat_id: int, request: Request, session: SessionDep, hx: HxRequest, q: str = ""
+) -> HTMLResponse:
     """The chat's scenes; for the search box (HTMX), only the list."""
     ctx = _context(session, chat_id, q=q)
     return render(request, ACCESS, ctx, block="scene_list" if hx else None)
 
 
 @router.get("/chats/{chat_id}/scenes/{scene_id}/card")
-def scene_card(chat_id: int, scene_id: RowId, request: Request, session: SessionDep, edit: bool = False) -> HTMLResponse:
+def scene_card(
+    chat_id: int, scene_id: RowId, request: Request, session: SessionDep, edit: bool = False
+) -> HTMLResponse:
     """One scene's card, or its Summary text form with `edit`."""
     return _card(request, session, chat_id, scene_id, editing=edit)
 
 
 @router.post("/chats/{chat_id}/scenes/{scene_id}/summary")
-def save_scene_summary(chat_id: int, scene_id: RowId, request: Request, form: FormDep, session: SessionDep) -> HTMLResponse:
+def save_scene_summary(
+    chat_id: int, scene_id: RowId, request: Request, form: FormDep, session: SessionDep
+) -> HTMLResponse:
     """Save the Summary text: the scene becomes a manual recap, never rewritten. A refusal keeps the form."""
     text = forms.text(form, "summary")
     try:
@@ -72,14 +102,18 @@ def save_scene_summary(chat_id: int, scene_id: RowId, request: Request, form: Fo
 
 
 @router.post("/chats/{chat_id}/scenes/{scene_id}/enabled")
-def toggle_scene(chat_id: int, scene_id: RowId, request: Request, form: FormDep, session: SessionDep) -> HTMLResponse:
+def toggle_scene(
+    chat_id: int, scene_id: RowId, request: Request, form: FormDep, session: SessionDep
+) -> HTMLResponse:
     """Disable or enable a scene's record: a disabled scene is kept but never recalled."""
     service.edit_scene(session, chat_id, scene_id, enabled=forms.checkbox(form, "enabled"))
     return _card(request, session, chat_id, scene_id)
 
 
 @router.post("/chats/{chat_id}/scenes/{scene_id}/delete-summary")
-def delete_scene_summary_page(chat_id: int, scene_id: RowId, request: Request, session: SessionDep) -> HTMLResponse:
+def delete_scene_summary_page(
+    chat_id: int, scene_id: RowId, request: Request, session: SessionDep
+) -> HTMLResponse:
     """Delete summary: the recap goes, the scene keeps its bounds and routine preparation leaves it so."""
     service.delete_summary(session, chat_id, scene_id)
     return _card(request, session, chat_id, scene_id)
@@ -93,42 +127,63 @@ def scene_messages(chat_id: int, scene_id: RowId, request: Request, session: Ses
 
 
 @router.post("/chats/{chat_id}/scenes/delete-all")
-def delete_all_scenes_page(chat_id: int, request: Request, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+def delete_all_scenes_page(
+    chat_id: int, request: Request, session: SessionDep, hx: HxRequest
+) -> HTMLResponse:
     """Delete all memories: every scene of the chat; the chat, its messages and its settings stay. Refused
     (in place, with the sentence) while Prepare existing history runs."""
     try:
         deleted = service.delete_all(session, chat_id)
     except UserError as err:
-        return render(request, ACCESS, _context(session, chat_id, error=str(err)), block="scene_view" if hx else None)
-    ctx = _context(session, chat_id, message=f"Deleted {deleted} scene{'s' if deleted != 1 else ''}. "
-                   "The chat, its messages and its settings are untouched.")  # fmt: skip
+        return render(
+            request, ACCESS, _context(session, chat_id, error=str(err)), block="scene_view" if hx else None
+        )
+    ctx = _context(
+        session,
+        chat_id,
+        message=f"Deleted {deleted} scene{'s' if deleted != 1 else ''}. "
+        "The chat, its messages and its settings are untouched.",
+    )
     return render(request, ACCESS, ctx, block="scene_view" if hx else None)
 
 
 @router.post("/chats/{chat_id}/scenes/reindex")
-def reindex_scenes_page(chat_id: int, request: Request, session: SessionDep, services: ServicesDep,
-                        hx: HxRequest) -> HTMLResponse:  # fmt: skip
+def reindex_scenes_page(
+    chat_id: int, request: Request, session: SessionDep, services: ServicesDep, hx: HxRequest
+) -> HTMLResponse:
     """Reindex: scenes are ranked by the chat's memories (Memory Recall's chunks of its messages), so this
     embeds every memory again with the current model, in the background (POST
     /api/chats/{id}/memories/rebuild is its JSON twin)."""
     get_chat(session, chat_id)
     services.recall.rebuilds.start(services, chat_id)
-    ctx = _context(session, chat_id, message="Reindexing: the chat's memories, which rank its scenes for recall, are "
-                   "being embedded again in the background; Open memories (Memory Recall) in Chat Settings shows the progress.")  # fmt: skip
+    ctx = _context(
+        session,
+        chat_id,
+        message="Reindexing: the chat's memories, which rank its scenes for recall, are "
+        "being embedded again in the background; Open memories (Memory Recall) in Chat Settings shows the progress.",
+    )
     return render(request, ACCESS, ctx, block="scene_view" if hx else None)
 
 
 @router.post("/chats/{chat_id}/scenes/import")
-def import_scenes_page(chat_id: int, request: Request, form: FormDep, session: SessionDep, hx: HxRequest) -> HTMLResponse:
+def import_scenes_page(
+    chat_id: int, request: Request, form: FormDep, session: SessionDep, hx: HxRequest
+) -> HTMLResponse:
     """Import a scenes file; a bad file changes nothing and the page says why."""
     try:
         result = service.import_file(session, chat_id, _upload(form), replace=forms.checkbox(form, "replace"))
     except UserError as err:
         session.rollback()
-        return render(request, ACCESS, _context(session, chat_id, error=str(err)), block="scene_view" if hx else None)
+        return render(
+            request, ACCESS, _context(session, chat_id, error=str(err)), block="scene_view" if hx else None
+        )
     n, replaced = result["imported"], result["replaced"]
-    message = f"Imported {n} scene{'s' if n != 1 else ''}" + (f", in place of {replaced}." if replaced else ".")
-    return render(request, ACCESS, _context(session, chat_id, message=message), block="scene_view" if hx else None)
+    message = f"Imported {n} scene{'s' if n != 1 else ''}" + (
+        f", in place of {replaced}." if replaced else "."
+    )
+    return render(
+        request, ACCESS, _context(session, chat_id, message=message), block="scene_view" if hx else None
+    )
 
 
 def _upload(form) -> bytes:

@@ -51,11 +51,22 @@ def _status(session, services, chat_id: int, run=None) -> PrepareStatus:
         helper_config(session, services, chat)
     except UserError as err:
         problem = str(err)
-    base = PrepareStatus(run_id=None, status="none") if run is None else PrepareStatus(
-        run_id=run.id, status=run.status, stage=run.stage, total=run.total, done=run.done, current=run.current,
-        reason=run.reason, stop_requested=run.stop_requested, working=prepare.working(services, chat_id),
-        can_skip_batch=run.status == "failed" and run.unreadable_through_id is not None,
-    )  # fmt: skip
+    base = (
+        PrepareStatus(run_id=None, status="none")
+        if run is None
+        else PrepareStatus(
+            run_id=run.id,
+            status=run.status,
+            stage=run.stage,
+            total=run.total,
+            done=run.done,
+            current=run.current,
+            reason=run.reason,
+            stop_requested=run.stop_requested,
+            working=prepare.working(services, chat_id),
+            can_skip_batch=run.status == "failed" and run.unreadable_through_id is not None,
+        )
+    )
     base.helper = None if helper is None else HelperRead(**asdict(helper))
     base.helper_problem = problem
     return base

@@ -86,7 +86,6 @@ def start_rescan_page(chat_id: int, request: Request, form: FormDep, services: S
 # the Chat Settings buttons (scenes/_problems_dot.html).
 
 
-
 PROBLEMS = "scenes/_problems.html"
 DOT = "scenes/_problems_dot.html"
 
@@ -107,17 +106,31 @@ def problems_panel(chat_id: int, request: Request, services: ServicesDep) -> HTM
 
 
 @router.get("/chats/{chat_id}/scenes/problems/dot")
-def problems_dot(chat_id: int, request: Request, services: ServicesDep,
-                 slot: Literal["settings-problems-dot", "access-problems-dot"] = "settings-problems-dot",
-                 announce: bool = False) -> HTMLResponse:  # fmt: skip
+def problems_dot(
+    chat_id: int,
+    request: Request,
+    services: ServicesDep,
+    slot: Literal["settings-problems-dot", "access-problems-dot"] = "settings-problems-dot",
+    announce: bool = False,
+) -> HTMLResponse:
     """The accent dot for a Chat Settings button (empty without problems); `announce`: the page shows the
     notice once per set of problems."""
     with Session(services.engine) as session:
         chat = get_chat(session, chat_id)
         found = fix.problems(session, chat_id)
         ended = fix.recent_end(session, services, chat_id)
-        return render(request, DOT, {"chat": chat, "problems": found, "slot": slot, "announce": announce,
-                                     "fix_end": ended, "fixing": fix.working(services, chat_id)})  # fmt: skip
+        return render(
+            request,
+            DOT,
+            {
+                "chat": chat,
+                "problems": found,
+                "slot": slot,
+                "announce": announce,
+                "fix_end": ended,
+                "fixing": fix.working(services, chat_id),
+            },
+        )
 
 
 @router.post("/chats/{chat_id}/scenes/fix")

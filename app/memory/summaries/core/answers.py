@@ -39,8 +39,17 @@ from typing import Any, Literal
 from app.connections.core.answers import strip_thinking
 
 FailureKind = Literal[
-    "empty", "only_thinking", "cut_off", "not_json", "missing_summary", "missing_ends", "too_long", "provider",
-    "internal", "garbage", "off_topic",
+    "empty",
+    "only_thinking",
+    "cut_off",
+    "not_json",
+    "missing_summary",
+    "missing_ends",
+    "too_long",
+    "provider",
+    "internal",
+    "garbage",
+    "off_topic",
 ]
 
 MAX_ANSWER_CHARS = 400_000  # before any parsing: ~100k tokens, far past the 32768-token setting's ceiling

@@ -31,10 +31,14 @@ from collections.abc import Iterable
 from app.memory.recall.core.lexical import STOPWORDS, fold, stem
 
 MIN_SOURCE_WORDS = 6
-UNRELATED = ("It mentions none of the names, places or words of the messages it covers: "
-             "a refusal, or an answer about something else?")  # fmt: skip
-SAYS_NOTHING = ("The answer holds no name, place or word of its own, only the words a refusal or a reply "
-                "about the request is made of.")  # fmt: skip
+UNRELATED = (
+    "It mentions none of the names, places or words of the messages it covers: "
+    "a refusal, or an answer about something else?"
+)
+SAYS_NOTHING = (
+    "The answer holds no name, place or word of its own, only the words a refusal or a reply "
+    "about the request is made of."
+)
 
 # Scripts written without spaces between words (Thai, kana, CJK ideographs, Hangul).
 _DENSE = "\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -42,7 +46,9 @@ _TOKEN = re.compile(rf"[{_DENSE}]+|[^\W_{_DENSE}]+", re.UNICODE)
 _DENSE_RUN = re.compile(rf"[{_DENSE}]")
 _HIRAGANA = re.compile(r"[\u3040-\u309f]+")
 
-REQUEST_WORDS = frozenset(stem(w) for w in """
+REQUEST_WORDS = frozenset(
+    stem(w)
+    for w in """
     sorry apologize apologise apology apologies unfortunately unable cannot refuse decline
     won don didn doesn isn aren wasn weren wouldn couldn shouldn haven hasn
     rather prefer say saying said tell help assist assistance assistant provide request requested comply
@@ -55,7 +61,8 @@ REQUEST_WORDS = frozenset(stem(w) for w in """
     details respond
     response reply able allowed permitted sure certainly here thing things way like want need would
     user users character characters story scene given above below following provided none null nothing empty
-""".split())
+""".split()
+)
 
 
 def content_words(text: str) -> set[str]:

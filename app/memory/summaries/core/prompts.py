@@ -90,8 +90,9 @@ def transcript(lines: Iterable[TranscriptLine]) -> str:
     return "\n\n".join(f"{line.name}: {line.text.strip()}" for line in lines if line.text.strip())
 
 
-def transcript_parts(lines: Sequence[TranscriptLine], max_chars: int = DAY_PART_CHARS,
-                     max_parts: int = MAX_DAY_PARTS) -> list[str]:  # fmt: skip
+def transcript_parts(
+    lines: Sequence[TranscriptLine], max_chars: int = DAY_PART_CHARS, max_parts: int = MAX_DAY_PARTS
+) -> list[str]:
     """A day's transcript in parts of about `max_chars`, split between messages (a longer message is a part
     of its own); never more than `max_parts`: the parts grow instead. Empty when no message has text."""
     kept = [line for line in lines if line.text.strip()]

@@ -32,8 +32,14 @@ class EntryText:
     content: str
 
 
-def scope_coverage(ids: Sequence[int], scope: str, *, last: int | None = None, start: int | None = None,
-                   end: int | None = None) -> Coverage:  # fmt: skip
+def scope_coverage(
+    ids: Sequence[int],
+    scope: str,
+    *,
+    last: int | None = None,
+    start: int | None = None,
+    end: int | None = None,
+) -> Coverage:
     """The messages a summary covers: the `last` newest ones, or the numbers `start`–`end` (both
     counted from 1 as the chat shows them). `ids` are the chat's message ids, oldest first."""
     total = len(ids)
@@ -49,7 +55,9 @@ def scope_coverage(ids: Sequence[int], scope: str, *, last: int | None = None, s
         if start < 1 or end < 1:
             raise ValueError("Message numbers start at 1.")
         if start > end:
-            raise ValueError(f"The range {start}–{end} is backwards: the first number must not exceed the last.")
+            raise ValueError(
+                f"The range {start}–{end} is backwards: the first number must not exceed the last."
+            )
         if end > total:
             raise ValueError(f"This chat has {total} messages: message {end} does not exist.")
     else:

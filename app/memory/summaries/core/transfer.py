@@ -65,11 +65,19 @@ def write_entries(entries: Sequence[FileEntry]) -> list[dict[str, Any]]:
     out = []
     for e in entries:
         item: dict[str, Any] = {
-            "id": str(e.id) if e.id is not None else None, "kind": "rolling", "origin": _ORIGIN_OUT.get(e.origin, "manual"),
-            "title": e.title, "content": e.content, "enabled": e.active and not e.awaiting_review,
-            "sourceMode": "range", "rangeStartIndex": e.first_line, "rangeEndIndex": e.last_line,
-            "tokenEstimate": e.tokens, "createdAt": _iso(e.created_at), "updatedAt": _iso(e.updated_at),
-        }  # fmt: skip
+            "id": str(e.id) if e.id is not None else None,
+            "kind": "rolling",
+            "origin": _ORIGIN_OUT.get(e.origin, "manual"),
+            "title": e.title,
+            "content": e.content,
+            "enabled": e.active and not e.awaiting_review,
+            "sourceMode": "range",
+            "rangeStartIndex": e.first_line,
+            "rangeEndIndex": e.last_line,
+            "tokenEstimate": e.tokens,
+            "createdAt": _iso(e.created_at),
+            "updatedAt": _iso(e.updated_at),
+        }
         if e.awaiting_review:
             item["awaitingReview"] = True
             if e.review_reason:
@@ -105,23 +113,32 @@ def _read_one(raw: Any, n: int, line_count: int, max_title: int, max_content: in
     if first is None or last is None:
         return f"{where} in the file does not say which messages it covers and was left out."
     if not 0 <= first <= last < line_count:
-        return (f"{where} in the file covers messages {first + 1}–{last + 1}, which do not fit the "
-                f"{line_count} messages imported; it was left out.")  # fmt: skip
+        return (
+            f"{where} in the file covers messages {first + 1}–{last + 1}, which do not fit the "
+            f"{line_count} messages imported; it was left out."
+        )
     title = raw.get("title")
     title = title.strip()[:max_title] if isinstance(title, str) else ""
     enabled = raw.get("enabled", True)
     review = raw.get("awaitingReview") is True
     reason = raw.get("reviewReason")
     return FileEntry(
-        title=title, content=content.strip(), first_line=first, last_line=last, active=enabled is not False and not review,
-        awaiting_review=review, origin=_ORIGIN_IN.get(raw.get("origin"), "user"),
-        created_at=_time(raw.get("createdAt")), updated_at=_time(raw.get("updatedAt")),
+        title=title,
+        content=content.strip(),
+        first_line=first,
+        last_line=last,
+        active=enabled is not False and not review,
+        awaiting_review=review,
+        origin=_ORIGIN_IN.get(raw.get("origin"), "user"),
+        created_at=_time(raw.get("createdAt")),
+        updated_at=_time(raw.get("updatedAt")),
         review_reason=reason.strip()[:MAX_REASON] if review and isinstance(reason, str) else "",
-    )  # fmt: skip
+    )
 
 
-def read_entries(meta: Mapping[str, Any], *, line_count: int, limit: int, max_title: int,
-                 max_content: int) -> tuple[list[FileEntry], list[str]]:  # fmt: skip
+def read_entries(
+    meta: Mapping[str, Any], *, line_count: int, limit: int, max_title: int, max_content: int
+) -> tuple[list[FileEntry], list[str]]:
     """The usable entries of a file's chat_metadata, and notes on those left out. Never raises."""
     raw = meta.get(ENTRIES_KEY)
     if raw is None:
@@ -132,7 +149,9 @@ def read_entries(meta: Mapping[str, Any], *, line_count: int, limit: int, max_ti
     notes: list[str] = []
     for n, item in enumerate(raw, start=1):
         if len(entries) == limit:
-            notes.append(f"Only {limit:,} summary entries fit a chat; the file's other {len(raw) - n + 1:,} were left out.")
+            notes.append(
+                f"Only {limit:,} summary entries fit a chat; the file's other {len(raw) - n + 1:,} were left out."
+            )
             break
         read = _read_one(item, n, line_count, max_title, max_content)
         (notes if isinstance(read, str) else entries).append(read)  # type: ignore[arg-type]
