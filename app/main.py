@@ -26,11 +26,14 @@ from app.images.routes import router as images_routes
 from app.lore.api import chat_router as chat_lore_api
 from app.lore.api import router as lore_api
 from app.lore.prompting import CompiledBooks
+from app.memory.days.runs import DayBackfills
 from app.memory.recall.api import router as memory_api
 from app.memory.recall.runtime import RecallRuntime
+from app.memory.scenes.rescans import RescanStatuses
 from app.memory.scenes.web.api import fix_router as scenes_fix_api
 from app.memory.scenes.web.api import router as scenes_api
 from app.memory.scenes.web.prepare import router as scenes_prepare_api
+from app.memory.scenes.writer import HeldScenes
 from app.memory.summaries.api import router as summaries_api
 from app.memory.summaries.api import templates_router as summary_templates_api
 from app.personas.api import router as personas_api
@@ -74,6 +77,9 @@ def build_services(settings: Settings, *, sources: PromptSources | None = None) 
         sources=sources if sources is not None else default_sources(),
         generations=Generations(),
         claims=RunClaims(),
+        day_backfills=DayBackfills(),
+        rescan_statuses=RescanStatuses(),
+        held_scenes=HeldScenes(),
         session_signer=signer,
         login_throttle=LoginThrottle() if settings.password else None,
     )

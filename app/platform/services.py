@@ -1,6 +1,7 @@
 """The one object holding what lives as long as the app: the engine, the key box, the caches, the
 recall index, the thread pools, the prompt sources, the replies being written, the chats each kind of
-background run works and the scheduler.
+background run works, Backfill and Re-scan progress, the scenes whose recap is being written and the
+scheduler.
 
 `create_app` builds it and keeps it on `app.state.services`; routes take it through `ServicesDep`,
 and jobs and services receive it (or the part they need) as an argument. Nothing of this lives in
@@ -21,8 +22,11 @@ if TYPE_CHECKING:
     from app.connections.crypto import KeyBox
     from app.generation.reply import Generations
     from app.lore.prompting import CompiledBooks
+    from app.memory.days.runs import DayBackfills
     from app.memory.days.write import WriteRun
     from app.memory.recall.runtime import RecallRuntime
+    from app.memory.scenes.rescans import RescanStatuses
+    from app.memory.scenes.writer import HeldScenes
     from app.platform.claims import RunClaims
     from app.platform.settings import Settings
     from app.prompt.sources import PromptSources
@@ -39,6 +43,9 @@ class Services:
     sources: PromptSources
     generations: Generations  # the replies being written now
     claims: RunClaims  # the chats a thread of this app works, per kind of run (summaries, Prepare, Fix, ...)
+    day_backfills: DayBackfills  # each Conversation chat's latest day Backfill, its progress
+    rescan_statuses: RescanStatuses  # each chat's last Re-scan scenes, its progress or outcome
+    held_scenes: HeldScenes  # the scenes whose recap a thread of this app is writing now
     session_signer: SessionSigner | None = None  # login sessions, with SUGO_PASSWORD
     login_throttle: LoginThrottle | None = None  # wrong passwords per client, with SUGO_PASSWORD
     scheduler: AsyncIOScheduler | None = None  # set while the app runs (its lifespan)

@@ -14,7 +14,6 @@ from sqlmodel import Session
 
 from app.chats.models import Message
 from app.chats.service import new_message
-from app.memory.days import runs as day_runs
 from app.memory.days import service as conversation
 from app.memory.days.core.days import chat_day
 from app.memory.scenes.models import Scene, SceneState
@@ -107,8 +106,7 @@ def test_a_backfill_that_has_not_counted_its_days_yet_says_so(page: Page, live, 
     chat_id = _conversation(live, models)
     # The moment between Backfill's start and its plan (the thread has not counted the days yet), held
     # still: a run registered as Backfill registers it, before its thread reads the chat.
-    progress = day_runs.Progress()
-    day_runs._backfills[day_runs._key(live.engine, chat_id)] = progress
+    progress = live.services.day_backfills.begin(chat_id)
     try:
         panel = _settings_panel(page, live, chat_id)
         line = panel.locator("#backfill-progress")

@@ -1,7 +1,7 @@
 """App state lives in one services object per app: two apps in one process (two data folders)
-share no key box, lorebook cache, recall index, rebuild, thread pool or run claim, even where their
-ids collide; an app started again on the same data folder does not take the stopped app's runs for
-its own."""
+share no key box, lorebook cache, recall index, rebuild, thread pool, run claim, run progress or
+held scene, even where their ids collide; an app started again on the same data folder does not take
+the stopped app's runs for its own."""
 
 from __future__ import annotations
 
@@ -9,13 +9,30 @@ import dataclasses
 
 from app.connections.crypto import KeyBox
 from app.memory.recall.jobs import embed_chat
+from app.memory.scenes.models import Scene
+from app.memory.scenes.writer import release_stale
 from app.platform.claims import RunClaims
 from tests.conftest import add_character, add_connection, new_chat
 from tests.integration.test_memory_recall import _fill
 from tests.support.live import LiveSugo
+from tests.support.scenes import stored_scene
 from tests.support.waiting import wait_for
 
 KINDS = [f.name for f in dataclasses.fields(RunClaims)]  # summaries, day_summaries, prepare, fix, ...
+SCENE = [("You", "We reach the gate at dusk."), ("Aria", "The gate is shut.")]
+
+
+def _statuses(api, chat_id: int) -> tuple[str, str]:
+    """How the chat's day Backfill and its Re-scan scenes are going, as the app answers."""
+    backfill = api.get(f"/api/chats/{chat_id}/days/backfill").json()["status"]
+    return backfill, api.get(f"/api/chats/{chat_id}/scenes/rescan").json()["status"]
+
+
+def _scene_state(sugo: LiveSugo, scene_id: int) -> str:
+    with sugo.session() as session:
+        scene = session.get(Scene, scene_id)
+        assert scene is not None
+        return scene.state
 
 
 def _book(api, name: str, content: str) -> dict:
@@ -103,21 +120,46 @@ def test_two_apps_in_one_process_keep_their_caches_indexes_and_keys_apart(tmp_pa
         except ValueError:
             pass
 
+        # A Backfill and a re-scan of A's chat 1 and a recap A writes of its scene 1 are none of B's, whose
+        # chat and scene have the same ids.
+        for part in ("day_backfills", "rescan_statuses", "held_scenes"):
+            assert getattr(services_a, part) is not getattr(services_b, part), part
+        services_a.day_backfills.begin(chat_id)  # begun, its days not counted yet
+        services_a.rescan_statuses.begin(chat_id, 1, 2)
+        assert _statuses(api_a, chat_id) == ("running", "running")
+        assert _statuses(api_b, chat_id) == ("none", "none")
+        scene_a, scene_b = (stored_scene(sugo, chat_id, SCENE, state="writing") for sugo in (a, b))
+        assert scene_a == scene_b
+        assert services_a.held_scenes.hold(scene_a)  # A's writer is writing it
+        release_stale(services_b)  # B's was left "writing" by no writer of B's: it waits again
+        release_stale(services_a)
+        assert (_scene_state(a, scene_a), _scene_state(b, scene_b)) == ("writing", "waiting")
+        assert services_b.held_scenes.hold(scene_b)  # B's writer may take its own scene of that id
+        services_a.held_scenes.let_go(scene_a)
+        services_b.held_scenes.let_go(scene_b)
+
 
 def test_an_app_started_again_on_its_folder_takes_none_of_the_stopped_apps_runs(tmp_path, models):
     """A restart in one process (as the tests do): a thread of the stopped app may still work a chat. The
-    new app's claims are its own, so its runs of that chat start (the day summaries' claims were once
-    shared by every app on one database)."""
+    new app's claims, run progress and held scenes are its own, so its runs of that chat start and a
+    recap the stopped app was writing waits again (the day summaries' claims and Backfill progress were
+    once shared by every app on one database)."""
     data = tmp_path / "data"
     first = LiveSugo(data, start_scheduler=False).start()
     with first.client() as api:
         add_connection(api, models)
         chat_id = new_chat(api, [add_character(api)["id"]], mode="conversation")["id"]
+        scene_id = stored_scene(first, chat_id, SCENE, state="writing")
     for kind in KINDS:  # the stopped app's threads, still at work
         assert getattr(first.services.claims, kind).claim(chat_id), kind
+    progress = first.services.day_backfills.begin(chat_id)
+    first.services.rescan_statuses.begin(chat_id, 1, 2)
+    assert first.services.held_scenes.hold(scene_id)
     first.stop()
     with LiveSugo(data, start_scheduler=False) as second, second.client() as api:
         assert [kind for kind in KINDS if getattr(second.services.claims, kind).held(chat_id)] == []
+        assert _statuses(api, chat_id) == ("none", "none")
+        assert _scene_state(second, scene_id) == "waiting"  # put back at start: no writer of this app
         backfill = f"/api/chats/{chat_id}/days/backfill"
         started = api.post(backfill)
         assert started.status_code == 202, started.text
@@ -128,5 +170,9 @@ def test_an_app_started_again_on_its_folder_takes_none_of_the_stopped_apps_runs(
             what="the new app's Backfill to end",
         )
         assert ended["status"] == "done" and ended["result"] == "No missing summaries found."
-    # The stopped app's claims are as it left them.
+    # The stopped app's claims, progress and held scene are as it left them.
     assert all(getattr(first.services.claims, kind).held(chat_id) for kind in KINDS)
+    assert first.services.day_backfills.latest(chat_id) is progress and progress.running
+    assert (status := first.services.rescan_statuses.get(chat_id)) is not None and status.status == "running"
+    with first.services.held_scenes.held() as held:
+        assert held == [scene_id]

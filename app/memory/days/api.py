@@ -125,7 +125,7 @@ def list_week_summaries(chat_id: int, session: SessionDep) -> list[SummaryRead]:
 def backfill_status(chat_id: int, session: SessionDep, services: ServicesDep) -> BackfillStatus:
     """How the chat's Backfill is going."""
     conversation.list_days(session, chat_id)  # a Roleplay chat gets the same 400 as the other routes
-    return _status(day_runs.backfill_status(services.engine, chat_id))
+    return _status(services.day_backfills.latest(chat_id))
 
 
 @router.post("/{chat_id}/days/backfill", status_code=202)

@@ -27,11 +27,11 @@ router = APIRouter(include_in_schema=False)  # included by routes.py
 
 def _missing(request: Request, session: Session, chat_id: int, *, watch: bool = False) -> HTMLResponse:
     chat = conversation.conversation_chat(session, chat_id)
-    engine = request.app.state.services.engine
+    services = request.app.state.services
     return render(
         request,
         MISSING,
-        {"chat": chat, "c": day_runs.panel_context(session, chat, engine=engine, watch=watch)},
+        {"chat": chat, "c": day_runs.panel_context(session, chat, services=services, watch=watch)},
     )
 
 

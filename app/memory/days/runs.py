@@ -22,11 +22,11 @@ Decisions:
 - Only the active swipe of each message is read; hidden-from-AI messages are skipped. The connection is
   the chat's at the time of the run; changing it later rewrites nothing.
 - A Backfill is also a SummaryRun (kind "days"), written when it starts, when Stop is asked and when it
-  ends: its progress lives in this process (Progress), the row is what a restart finds. A restart
-  resumes a Backfill it cut short (RunKind RESUME, at start: app/platform/jobs.py) as the same Backfill again:
-  the newest missing days, up to the same number (those it summarised are no longer missing, and the
-  unique day key means none is written twice); one whose Stop was asked for ends as stopped, one that
-  cannot start (no connection) fails with why.
+  ends: its progress lives in the app (`Services.day_backfills`), the row is what a restart finds. A
+  restart resumes a Backfill it cut short (RunKind RESUME, at start: app/platform/jobs.py) as the same
+  Backfill again: the newest missing days, up to the same number (those it summarised are no longer
+  missing, and the unique day key means none is written twice); one whose Stop was asked for ends as
+  stopped, one that cannot start (no connection) fails with why.
 """
 
 from __future__ import annotations
@@ -83,10 +83,6 @@ JOB_MINUTES = 15
 EMPTY_DAY = "Every message of this day is empty: there is nothing to summarise."
 
 
-def _key(engine: Engine, chat_id: int) -> tuple[str, int]:
-    return (str(engine.url), chat_id)
-
-
 def ask(
     config: ProviderConfig, messages: list[dict], max_output_size: int
 ) -> answers.DaySummary | answers.Failure:
@@ -132,11 +128,20 @@ class Progress:
     stop: threading.Event = field(default_factory=threading.Event)
 
 
-_backfills: dict[tuple[str, int], Progress] = {}  # each chat's latest Backfill, by the database's address
+class DayBackfills:
+    """Each chat's latest day Backfill in this app (`Services.day_backfills`), by chat id. No lock: a
+    chat's Backfill begins only under its claim, and one get or set of a dict is atomic."""
 
+    def __init__(self) -> None:
+        self._latest: dict[int, Progress] = {}
 
-def backfill_status(engine: Engine, chat_id: int) -> Progress | None:
-    return _backfills.get(_key(engine, chat_id))
+    def latest(self, chat_id: int) -> Progress | None:
+        return self._latest.get(chat_id)
+
+    def begin(self, chat_id: int) -> Progress:
+        """A new Backfill's progress, the chat's latest from now on."""
+        progress = self._latest[chat_id] = Progress()
+        return progress
 
 
 def _plan(session: Session, chat: Chat, limit: int) -> tuple[list[date], int]:
@@ -404,8 +409,7 @@ def start_backfill(
         raise UserError("Summaries are already being written for this chat; wait for them to finish.")
     with services.claims.day_summaries.holding(chat_id):
         run_id = _record_start(engine, chat_id, limit, run_id)
-        progress = Progress()
-        _backfills[_key(engine, chat_id)] = progress
+        progress = services.day_backfills.begin(chat_id)
 
         def work() -> None:
             try:
@@ -421,7 +425,7 @@ def start_backfill(
 
 
 def stop_backfill(services: Services, chat_id: int) -> Progress:
-    progress = backfill_status(services.engine, chat_id)
+    progress = services.day_backfills.latest(chat_id)
     if progress is None or not progress.running:
         raise UserError("No Backfill is running for this chat.")
     progress.stop.set()
@@ -514,12 +518,12 @@ def result_sentence(progress: Progress) -> str:
     return " · ".join(parts)
 
 
-def panel_context(session: Session, chat: Chat, *, engine: Engine, watch: bool = False) -> dict:
+def panel_context(session: Session, chat: Chat, *, services: Services, watch: bool = False) -> dict:
     """What the Missing Summaries panel shows. The finished Backfill's sentence only with `watch` (the panel
     that polled the run, or the answer to its own click): "Added 10 summaries" said again at every later
     opening of Chat Settings, hours on, reads as news that is no longer true."""
     assert chat.id is not None
-    progress = backfill_status(engine, chat.id)
+    progress = services.day_backfills.latest(chat.id)
     ended = progress is not None and not progress.running
     return {
         "overview": overview(session, chat),

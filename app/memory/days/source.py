@@ -99,7 +99,7 @@ class DaySummarySource(PromptSource):
         if chat.mode != "conversation":
             return None
         return SettingsSection(
-            "memory/_day_summary_settings.html", day_runs.panel_context(session, chat, engine=services.engine)
+            "memory/_day_summary_settings.html", day_runs.panel_context(session, chat, services=services)
         )
 
     def read_settings_form(self, session: Session, chat: Chat, form: Any) -> dict[str, Any]:

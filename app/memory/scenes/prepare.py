@@ -297,7 +297,7 @@ def _next_step(services: Services, run_id: int, chat_id: int) -> _Window | _Reca
             if window is not None or run.status != "running":
                 return window
             run.stage, run.done, run.total = "recapping", 0, 0
-        recap = _recap(session, services.engine, run)
+        recap = _recap(session, services, run)
         if recap is not None:
             return recap
         if _arrived_meanwhile(session, chat, run):  # read them too rather than leave a backlog
@@ -349,8 +349,8 @@ def _window(session: Session, services: Services, chat: Chat, run: SceneRun) -> 
     )
 
 
-def _recap(session: Session, engine: Engine, run: SceneRun) -> _Recap | None:
-    release_stale(engine)  # recaps a restart cut short go back to waiting
+def _recap(session: Session, services: Services, run: SceneRun) -> _Recap | None:
+    release_stale(services)  # recaps a restart cut short go back to waiting
     rows = session.exec(
         select(Scene.id, Scene.first_message_id, Scene.last_message_id)
         .where(

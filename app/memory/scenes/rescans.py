@@ -4,15 +4,16 @@ are replaced in one transaction (rescan.plan decides), then recapped (writer.wri
 
     default_range(session, chat_id)             -> (first, last): the open scene, as message numbers
     start_rescan(services, chat_id, first, last) -> RescanStatus: checked now, the work in a thread
-    rescan_status(engine, chat_id)              -> the chat's last re-scan, or None
+    rescan_status(services, chat_id)            -> the chat's last re-scan, or None
     close_cut_short(services)                   -> at start (app/platform/jobs.py): close the re-scans a restart cut short
 
 Decisions:
 - A re-scan changes nothing until every window is read, then changes the scenes in ONE transaction: a
   restart during the reading loses only the helper's answers, never half the scenes. Its progress lives
-  in this process's memory, polled by the panel like Prepare's. It is also a SceneRun (stage
-  "rescanning", which Prepare's queries leave out; `current` holds the range read, "41–60"), written when
-  it starts and when it ends, and marked (`checked_through_id`) in the transaction that changes the scenes.
+  in the app's memory (`Services.rescan_statuses`), polled by the panel like Prepare's. It is also a
+  SceneRun (stage "rescanning", which Prepare's queries leave out; `current` holds the range read,
+  "41–60"), written when it starts and when it ends, and marked (`checked_through_id`) in the
+  transaction that changes the scenes.
 - A restart closes a re-scan it cut short (RunKind CLOSE, at start): "stopped" with RESTARTED (nothing was
   changed: Re-scan again), or, past the change, RESTARTED_CHANGED (the new scenes' recaps are ordinary
   waiting scenes, which the sweep writes). Not resumed: the helper's answers were in memory, and the
@@ -35,11 +36,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, delete, select
 
@@ -88,18 +87,38 @@ class RescanStatus:
     changed: tuple[int, ...] = ()  # the new scenes' numbers
 
 
-# The last re-scan of each chat, per app (weakly: an app's statuses go with its engine).
-_runs: weakref.WeakKeyDictionary[Engine, dict[int, RescanStatus]] = weakref.WeakKeyDictionary()
-_lock = threading.Lock()  # guards _runs
+class RescanStatuses:
+    """The last re-scan of each chat in this app (`Services.rescan_statuses`), by chat id. Read as a
+    copy: the panel never sees one half updated by the re-scan's thread."""
 
+    def __init__(self) -> None:
+        self._runs: dict[int, RescanStatus] = {}
+        self._lock = threading.Lock()
 
-def rescan_status(engine: Engine, chat_id: int) -> RescanStatus | None:
-    """The chat's re-scan in this process; else how the newest one before the last start ended."""
-    with _lock:
-        run = _runs.get(engine, {}).get(chat_id)
-        if run is not None:
+    def get(self, chat_id: int) -> RescanStatus | None:
+        with self._lock:
+            run = self._runs.get(chat_id)
+            return dataclasses.replace(run) if run is not None else None
+
+    def begin(self, chat_id: int, first: int, last: int) -> RescanStatus:
+        """A running re-scan of messages first–last, the chat's last from now on."""
+        with self._lock:
+            run = self._runs[chat_id] = RescanStatus("running", first, last)
             return dataclasses.replace(run)
-    with Session(engine) as session:
+
+    def update(self, chat_id: int, **fields: Any) -> None:
+        with self._lock:
+            run = self._runs.get(chat_id)
+            if run is not None:
+                for key, value in fields.items():
+                    setattr(run, key, value)
+
+
+def rescan_status(services: Services, chat_id: int) -> RescanStatus | None:
+    """The chat's re-scan in this app; else how the newest one before the last start ended."""
+    if (run := services.rescan_statuses.get(chat_id)) is not None:
+        return run
+    with Session(services.engine) as session:
         row = _latest(session, chat_id)
     if row is None or row.status == "running" or (bounds := _bounds(row)) is None:
         return None
@@ -140,25 +159,17 @@ def close_cut_short(services: Services) -> int:
     return closed
 
 
-def _record_end(engine: Engine, job: _Job) -> None:
+def _record_end(services: Services, job: _Job) -> None:
     """Keep how the re-scan ended on its row (left "running" when the app shut down: the next start closes it)."""
-    run = rescan_status(engine, job.chat_id)
+    run = rescan_status(services, job.chat_id)
     if run is None or run.status == "running":
         return
-    with Session(engine) as session:
+    with Session(services.engine) as session:
         row = session.get(SceneRun, job.run_id)
         if row is not None:
             row.status, row.reason, row.updated_at = run.status, run.message, utcnow()
             session.add(row)
             session.commit()
-
-
-def _update(engine: Engine, chat_id: int, **fields) -> None:
-    with _lock:
-        run = _runs.get(engine, {}).get(chat_id)
-        if run is not None:
-            for key, value in fields.items():
-                setattr(run, key, value)
 
 
 def default_range(session: Session, chat_id: int) -> tuple[int, int] | None:
@@ -205,7 +216,7 @@ def rescan_context(session: Session, services: Services, chat: Chat) -> dict[str
         helper_config(session, services, chat)
     except UserError as err:
         problem = str(err)
-    run = rescan_status(services.engine, chat.id or 0)
+    run = rescan_status(services, chat.id or 0)
     return {
         "chat": chat,
         "run": run,
@@ -299,9 +310,7 @@ def start_rescan(services: Services, chat_id: int, first: int, last: int) -> Res
             session.add(row)
             session.commit()
             job = dataclasses.replace(job, run_id=row.id or 0)
-        with _lock:
-            run = _runs.setdefault(engine, {})[chat_id] = RescanStatus("running", *wide)
-            shown = dataclasses.replace(run)
+        shown = services.rescan_statuses.begin(chat_id, *wide)
         services.claims.rescans.start(chat_id, _work, services, job, name=f"scenes-rescan-{chat_id}")
     return shown
 
@@ -311,27 +320,27 @@ def _stopped(services: Services) -> bool:
 
 
 def _work(services: Services, job: _Job) -> None:
-    engine, chat_id = services.engine, job.chat_id
+    chat_id, statuses = job.chat_id, services.rescan_statuses
     try:
         ends = _detect(services, job)
         if ends is None or _stopped(services):
             return
-        new = _change(engine, job, ends)
+        new = _change(services, job, ends)
         if new is None:
             return
         _recap(services, job, new)
     except UserError as err:  # the helper's connection went away meanwhile
-        _update(engine, chat_id, status="failed", current="", message=str(err))
+        statuses.update(chat_id, status="failed", current="", message=str(err))
     except Exception:
         log.exception("Re-scan scenes failed in chat %s", chat_id)
-        _update(engine, chat_id, status="failed", message=INTERNAL)
+        statuses.update(chat_id, status="failed", message=INTERNAL)
     finally:
-        _record_end(engine, job)
+        _record_end(services, job)
 
 
 def _detect(services: Services, job: _Job) -> list[int] | None:
     """The scene ends the helper names in the range (message ids); None when a window failed."""
-    engine = services.engine
+    engine, statuses = services.engine, services.rescan_statuses
     numbered = [
         NumberedMessage(m.number, m.name, m.text)
         for m in ((job.anchor,) if job.anchor else ()) + job.messages
@@ -339,7 +348,7 @@ def _detect(services: Services, job: _Job) -> list[int] | None:
     by_number = {m.number: m for m in job.messages}
     last = job.anchor.number if job.anchor else None
     total = windows_left(numbered, last, job.interval)
-    _update(engine, job.chat_id, total=total, done=0)
+    statuses.update(job.chat_id, total=total, done=0)
     with Session(engine) as session:
         chat = session.get(Chat, job.chat_id)
         if chat is None:
@@ -350,15 +359,13 @@ def _detect(services: Services, job: _Job) -> list[int] | None:
     while (window := history_window(numbered, last, job.interval)).messages:
         a, b = window.messages[0].number, window.messages[-1].number
         span = f"messages {a}–{b}" if a != b else f"message {a}"
-        _update(
-            engine,
+        statuses.update(
             job.chat_id,
             current=f"Finding scenes: {span} of {job.messages[0].number}–{job.messages[-1].number}",
         )
         result = ask_scene_ends(config, check_request(window.anchor, window.messages), window.allowed_ends)
         if isinstance(result, answers.Failure):
-            _update(
-                engine,
+            statuses.update(
                 job.chat_id,
                 status="failed",
                 current="",
@@ -368,23 +375,24 @@ def _detect(services: Services, job: _Job) -> list[int] | None:
         ends += [by_number[n].id for n in result.numbers if n in by_number]
         done += 1
         last = b
-        _update(engine, job.chat_id, done=done)
+        statuses.update(job.chat_id, done=done)
         if _stopped(services):
             return None
     return ends
 
 
-def _change(engine: Engine, job: _Job, ends: list[int]) -> list[int] | None:
+def _change(services: Services, job: _Job, ends: list[int]) -> list[int] | None:
     """Replace the changed scenes in one transaction; the new scenes' ids (None: stopped or refused)."""
-    with Session(engine) as session:
+    statuses = services.rescan_statuses
+    with Session(services.engine) as session:
         if frozenset(_touching(session, job.chat_id, job.first_id, job.last_id)) != job.touching:
-            _update(engine, job.chat_id, status="failed", current="", message=COLLIDED)
+            statuses.update(job.chat_id, status="failed", current="", message=COLLIDED)
             return None
         scenes = _old_scenes(session, job.chat_id)
         readable = [m.id for m in readable_messages(session, job.chat_id)]
         outcome = rescan.plan(scenes, readable, ends, job.first_id, job.last_id)
         if isinstance(outcome, rescan.Stop):
-            _update(engine, job.chat_id, status="stopped", current="", message=outcome.sentence)
+            statuses.update(job.chat_id, status="stopped", current="", message=outcome.sentence)
             return None
         removed = [s.id for s in outcome.remove]
         busy = [
@@ -393,8 +401,7 @@ def _change(engine: Engine, job: _Job, ends: list[int]) -> list[int] | None:
             if (row := session.get(Scene, s.id)) is not None and row.state == "writing"
         ]
         if busy:
-            _update(
-                engine,
+            statuses.update(
                 job.chat_id,
                 status="failed",
                 current="",
@@ -424,14 +431,13 @@ def _change(engine: Engine, job: _Job, ends: list[int]) -> list[int] | None:
             session.commit()
         except IntegrityError:
             session.rollback()
-            _update(engine, job.chat_id, status="failed", current="", message=COLLIDED)
+            statuses.update(job.chat_id, status="failed", current="", message=COLLIDED)
             return None
         ids = [s.id for s in created if s.id is not None]
         numbers = {s.id: s.number for s in _old_scenes(session, job.chat_id)}
-    _update(engine, job.chat_id, changed=tuple(numbers[i] for i in ids))
+    statuses.update(job.chat_id, changed=tuple(numbers[i] for i in ids))
     if not outcome.changed:
-        _update(
-            engine,
+        statuses.update(
             job.chat_id,
             status="done",
             current="",
@@ -442,18 +448,17 @@ def _change(engine: Engine, job: _Job, ends: list[int]) -> list[int] | None:
 
 
 def _recap(services: Services, job: _Job, ids: list[int]) -> None:
-    engine = services.engine
-    run = rescan_status(engine, job.chat_id)
+    statuses = services.rescan_statuses
+    run = rescan_status(services, job.chat_id)
     changed = run.changed if run else ()
-    _update(engine, job.chat_id, stage="recapping", total=len(ids), done=0)
+    statuses.update(job.chat_id, stage="recapping", total=len(ids), done=0)
     written = 0
     for k, scene_id in enumerate(ids):
         label = f"scene {changed[k]}" if k < len(changed) else "a scene"
-        _update(engine, job.chat_id, current=f"Writing recap {k + 1} of {len(ids)}")
+        statuses.update(job.chat_id, current=f"Writing recap {k + 1} of {len(ids)}")
         outcome = write_recap(services, scene_id)
         if outcome.startswith("failed"):
-            _update(
-                engine,
+            statuses.update(
                 job.chat_id,
                 status="failed",
                 current="",
@@ -462,8 +467,7 @@ def _recap(services: Services, job: _Job, ids: list[int]) -> None:
             )
             return
         if outcome == "skipped: paused":
-            _update(
-                engine,
+            statuses.update(
                 job.chat_id,
                 status="done",
                 current="",
@@ -471,9 +475,8 @@ def _recap(services: Services, job: _Job, ids: list[int]) -> None:
             )
             return
         written += outcome in ("written", "skipped: already being written", "skipped: already written")
-        _update(engine, job.chat_id, done=k + 1)
-    _update(
-        engine,
+        statuses.update(job.chat_id, done=k + 1)
+    statuses.update(
         job.chat_id,
         status="done",
         current="",

@@ -29,7 +29,7 @@ from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
 # What a restart leaves is settled at start in this order (app/platform/jobs.py): the recaps it cut short go back to
 # waiting first, so Prepare (resumed next) and the sweep find them; Fix and Re-scan are closed with a sentence.
 RUNS = (
-    RunKind("Scene recaps", "scene", RESUME, lambda services: release_stale(services.engine)),
+    RunKind("Scene recaps", "scene", RESUME, release_stale),
     RunKind("Prepare existing history", "scene_run", RESUME, prepare.resume_cut_short),
     RunKind("Fix", "scene_run", CLOSE, fix.close_cut_short, reason=fix.RESTARTED),
     RunKind("Re-scan scenes", "scene_run", CLOSE, rescans.close_cut_short, reason=rescans.RESTARTED),

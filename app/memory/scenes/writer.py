@@ -6,15 +6,16 @@ reading decisions); this module does the I/O.
   "failed: <reason>", "skipped: <why>").
 - `write_waiting_recaps(services, chat_id, limit=…)` writes the chat's scenes still waiting (and the
   failed ones whose retry time has come), oldest first.
-- `release_stale(engine)` puts back to "waiting" the scenes a crash or restart left in "writing".
+- `release_stale(services)` puts back to "waiting" the scenes a crash or restart left in "writing".
 
 Decisions:
 - One writer per scene: it is claimed by ONE conditional UPDATE ("waiting"/"failed" and not manual →
   "writing"). A second writer (another thread, the same scene asked again after a swipe or a restart)
   claims nothing and is skipped, so a scene is never recapped twice at once nor written twice. Which
-  scenes this process is writing is also kept in memory (per engine), so `release_stale` can tell a
-  claim a crash left behind from one a thread holds now; `write_waiting_recaps` calls it first, the
-  app's start should too.
+  scenes this app is writing is also kept in memory (`Services.held_scenes`, one HeldScenes per app), so
+  `release_stale` can tell a claim a crash left behind from one a thread holds now: an app started again
+  on the same data folder holds none of the stopped app's scenes. `write_waiting_recaps` calls it first,
+  the app's start does too.
 - The recap is stored with one more conditional UPDATE (still "writing", still not manual): a recap
   the user edited while the helper wrote is kept, and the helper's is dropped ("skipped").
 - Input budget: INPUT_BUDGET_TOKENS (12,000) of transcript per request. Helper models are often small
@@ -53,7 +54,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from sqlalchemy import update
@@ -87,35 +89,52 @@ NOTHING_TO_READ = (
     "Every message of this scene is hidden from the AI, failed or deleted: there is nothing to recap."
 )
 
-# (engine, scene id) this process is writing now. By the engine object: not its URL (an app started again on
-# the same data folder must not see the stopped app's writes as its own), nor id(engine) (handed out again
-# once its engine is gone).
-_held: set[tuple[Engine, int]] = set()
-_held_lock = threading.Lock()
+
+class HeldScenes:
+    """The scenes a recap writer of this app is writing now (`Services.held_scenes`), by scene id."""
+
+    def __init__(self) -> None:
+        self._scenes: set[int] = set()
+        self._lock = threading.Lock()
+
+    def hold(self, scene_id: int) -> bool:
+        """Take the scene; False when a writer of this app holds it."""
+        with self._lock:
+            if scene_id in self._scenes:
+                return False
+            self._scenes.add(scene_id)
+            return True
+
+    def let_go(self, scene_id: int) -> None:
+        with self._lock:
+            self._scenes.discard(scene_id)
+
+    @contextmanager
+    def held(self) -> Iterator[list[int]]:
+        """The scenes held now; no writer takes or lets go of one until the block ends (release_stale
+        puts the others back in it)."""
+        with self._lock:
+            yield sorted(self._scenes)
 
 
 # Claims --------------------------------------------------------------------------------------------
 
 
-def release_stale(engine: Engine) -> int:
-    """Put back to "waiting" the scenes left in "writing" that no thread of this process holds (a crash
+def release_stale(services: Services) -> int:
+    """Put back to "waiting" the scenes left in "writing" that no writer of this app holds (a crash
     or a restart cut their writer short); how many."""
-    with _held_lock:
-        held = [sid for key, sid in _held if key is engine]
-        with Session(engine) as session:
-            stmt = update(Scene).where(col(Scene.state) == "writing", col(Scene.id).not_in(held))
-            result = session.exec(stmt.values(state="waiting", updated_at=utcnow()))  # type: ignore[call-overload]
-            session.commit()
-            return int(result.rowcount or 0)
+    with services.held_scenes.held() as held, Session(services.engine) as session:
+        stmt = update(Scene).where(col(Scene.state) == "writing", col(Scene.id).not_in(held))
+        result = session.exec(stmt.values(state="waiting", updated_at=utcnow()))  # type: ignore[call-overload]
+        session.commit()
+        return int(result.rowcount or 0)
 
 
-def _claim(engine: Engine, scene_id: int, states: tuple[str, ...] = ("waiting", "failed")) -> str | None:
+def _claim(services: Services, scene_id: int, states: tuple[str, ...] = ("waiting", "failed")) -> str | None:
     """Claim the scene for this writer: None, or why it cannot be claimed (the outcome to return)."""
-    key = (engine, scene_id)
-    with _held_lock:
-        if key in _held:
-            return "skipped: already being written"
-        _held.add(key)  # before the UPDATE: release_stale never sees our claim as stale
+    engine, held = services.engine, services.held_scenes
+    if not held.hold(scene_id):  # before the UPDATE: release_stale never sees our claim as stale
+        return "skipped: already being written"
     try:
         with Session(engine) as session:
             stmt = update(Scene).where(
@@ -127,17 +146,12 @@ def _claim(engine: Engine, scene_id: int, states: tuple[str, ...] = ("waiting", 
             session.commit()
             claimed = result.rowcount == 1
     except BaseException:
-        _unhold(engine, scene_id)
+        held.let_go(scene_id)
         raise
     if claimed:
         return None
-    _unhold(engine, scene_id)
+    held.let_go(scene_id)
     return _why_not_claimed(engine, scene_id)
-
-
-def _unhold(engine: Engine, scene_id: int) -> None:
-    with _held_lock:
-        _held.discard((engine, scene_id))
 
 
 def _why_not_claimed(engine: Engine, scene_id: int) -> str:
@@ -426,7 +440,9 @@ def write_recap(services: Services, scene_id: int, *, rewrite: bool = False) -> 
             and state.paused
         ):
             return "skipped: paused"
-    if (skipped := _claim(engine, scene_id, ("written",) if rewrite else ("waiting", "failed"))) is not None:
+    if (
+        skipped := _claim(services, scene_id, ("written",) if rewrite else ("waiting", "failed"))
+    ) is not None:
         return skipped
     back = "written" if rewrite else "failed"
     try:
@@ -446,7 +462,7 @@ def write_recap(services: Services, scene_id: int, *, rewrite: bool = False) -> 
         log.exception("writing the recap of scene %s failed", scene_id)
         return _fail(engine, scene_id, INTERNAL, back)
     finally:
-        _unhold(engine, scene_id)
+        services.held_scenes.let_go(scene_id)
 
 
 def _anchored_timeframe(messages: Sequence[rc.SceneMessage]) -> str:
@@ -513,7 +529,7 @@ def write_waiting_recaps(services: Services, chat_id: int, *, limit: int = MAX_R
     """Write the chat's waiting recaps, and the failed ones whose retry time has come, oldest scene first
     (at most `limit`); how many were written. Stops at the first failure; does nothing while paused."""
     engine = services.engine
-    release_stale(engine)
+    release_stale(services)
     with Session(engine) as session:
         state = session.get(SceneState, chat_id)
         if state is not None and state.paused:
