@@ -7,13 +7,16 @@ scheduler.
 and jobs and services receive it (or the part they need) as an argument. Nothing of this lives in
 module globals, so two apps in one process (two data folders) share nothing.
 
-This module sits at the bottom of the layers: it names the types of its parts for the reader and
-the type checker only, and imports none of them at run time."""
+This module sits at the bottom of the layers: it names the types of the domains' parts for the reader
+and the type checker only, and imports none of them at run time (its own folder's it imports)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from app.platform.claims import RunClaims
+from app.platform.settings import Settings
 
 if TYPE_CHECKING:
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -27,8 +30,6 @@ if TYPE_CHECKING:
     from app.memory.recall.runtime import RecallRuntime
     from app.memory.scenes.rescans import RescanStatuses
     from app.memory.scenes.writer import HeldScenes
-    from app.platform.claims import RunClaims
-    from app.platform.settings import Settings
     from app.prompt.sources import PromptSources
     from app.web.auth import LoginThrottle, SessionSigner
 
