@@ -213,7 +213,7 @@ async def stop_generation(chat_id: int, services: ServicesDep) -> dict:
 def peek_prompt(chat_id: int, session: SessionDep, services: ServicesDep) -> PromptRead:
     """Peek Prompt: the exact messages the next reply would be asked with, block by block."""
     prompt, _ = build_chat_prompt(session, service.get_chat(session, chat_id), services=services)
-    return prompt_read(prompt)
+    return prompt_read(prompt, timings=services.settings.debug_timings)
 
 
 @router.get("/{chat_id}/context")

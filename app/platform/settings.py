@@ -85,6 +85,8 @@ class Settings:
     # How long Sugo waits for a model's answer (replies, summaries): slow CPU-only local models
     # may need more than the five minutes, a test wants a second.
     model_timeout_s: float = 300.0
+    # SUGO_DEBUG_TIMINGS=1: Peek Prompt shows what each prompt source cost to build that prompt.
+    debug_timings: bool = False
 
     @property
     def database_path(self) -> Path:
@@ -118,4 +120,5 @@ def load_settings() -> Settings:
         stream_flush_interval_s=float(os.environ.get("SUGO_STREAM_FLUSH_S", "0.5")),
         start_scheduler=_env_bool("SUGO_SCHEDULER", True),
         model_timeout_s=_env_seconds("SUGO_MODEL_TIMEOUT_S", 300.0),
+        debug_timings=_env_bool("SUGO_DEBUG_TIMINGS", False),
     )

@@ -34,9 +34,11 @@ class PromptRead(BaseModel):
     history_total: int = 0
     notes: list[str]
     warnings: list[str] = []
+    # Milliseconds per prompt source, only with SUGO_DEBUG_TIMINGS=1 (null otherwise).
+    source_ms: dict[str, float] | None = None
 
 
-def prompt_read(prompt: Prompt) -> PromptRead:
+def prompt_read(prompt: Prompt, *, timings: bool = False) -> PromptRead:
     return PromptRead(
         blocks=[
             PromptBlockRead(
@@ -63,4 +65,5 @@ def prompt_read(prompt: Prompt) -> PromptRead:
         history_total=prompt.history_total,
         notes=list(prompt.notes),
         warnings=list(prompt.warnings),
+        source_ms={name: round(ms, 3) for name, ms in prompt.source_ms} if timings else None,
     )

@@ -3,7 +3,7 @@ build."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlmodel import Session
 
@@ -93,7 +93,11 @@ def build_chat_prompt(
         persona = chats.chat_persona(session, chat)
     effective = effective_params(chat, chats.chat_connection(session, chat))
     settings = chats.chat_settings(chat)
-    limit = services.sources.history_limit(session, chat, settings) or settings.recent_message_limit
+    timings: dict[str, float] = {}
+    limit = (
+        services.sources.history_limit(session, chat, settings, timings=timings)
+        or settings.recent_message_limit
+    )
     history = history_window(session, chat.id, before_id=before_id, limit=limit)
     user_name = persona.name if persona else chats.FALLBACK_USER_NAME
     seed = seed if seed is not None else generation_seed(chat.id, before_id, 0)
@@ -114,6 +118,7 @@ def build_chat_prompt(
         seed=seed,
         variables=variables,
         for_reply=for_reply,
+        timings=timings,
     )
     gathered = services.sources.gather(turn)
     ctx = PromptContext(
@@ -138,7 +143,7 @@ def build_chat_prompt(
         recent_limit=settings.recent_message_limit,
         purpose=purpose,
     )
-    prompt = build(ctx)
+    prompt = replace(build(ctx), source_ms=gathered.timings)
     if for_reply and variables != (chat.variables or {}):
         chat.variables = variables
         session.add(chat)

@@ -34,6 +34,7 @@ Hooks, each optional (the base class does nothing):
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -79,6 +80,9 @@ class Turn:
     # What the sources that contributed before this one gave (a source contributing last, its `begin`
     # having said True, sees all the others': e.g. to count the tokens the rest of the prompt takes).
     contributed: list[Contribution] = field(default_factory=list)
+    # Milliseconds each source took on this turn (its history_limit, begin, contribute and
+    # history_filter together), by name: the price of a source, for Peek Prompt and the bench.
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -190,6 +194,7 @@ class Gathered:
     warnings: tuple[str, ...] = ()  # the sources that failed
     left_out: frozenset[int] = frozenset()  # history messages the sources took out
     receipt: tuple[str, ...] = ()  # lines for under the reply
+    timings: tuple[tuple[str, float], ...] = ()  # (source name, ms) in registry order
 
 
 class PromptSources:
@@ -220,17 +225,23 @@ class PromptSources:
         prompt."""
         failed: dict[str, str] = {}
         running: set[str] = set()
+        spent = turn.timings
         for source in self:
+            started = time.perf_counter()
             try:
                 if source.begin(turn):
                     running.add(source.name)
             except Exception as err:
                 failed[source.name] = _failure(source, turn, err)
+            _add_ms(spent, source.name, started)
         parts: dict[str, Contribution | None] = {}
         taken: dict[str, Collection[int]] = {}
         for source in sorted(self, key=lambda s: s.name in running):  # stable: registry order otherwise
             if source.name in failed:
                 continue
+            # A source whose `begin` started work on a thread pays here for the wait on it, not for
+            # the others' work it overlapped with.
+            started = time.perf_counter()
             try:
                 parts[source.name] = source.contribute(turn)
                 taken[source.name] = source.history_filter(turn)
@@ -238,6 +249,7 @@ class PromptSources:
                     turn.contributed.append(parts[source.name])
             except Exception as err:
                 failed[source.name] = _failure(source, turn, err)
+            _add_ms(spent, source.name, started)
         fixed: list[DynamicBlock] = []
         dynamic: list[DynamicBlock] = []
         depth_notes: list[DepthNote] = []
@@ -267,17 +279,25 @@ class PromptSources:
             tuple(warnings),
             frozenset(left_out),
             tuple(receipt),
+            tuple((source.name, spent.get(source.name, 0.0)) for source in self),
         )
 
-    def history_limit(self, session: Session, chat: Chat, settings: ChatSettings) -> int | None:
-        """The largest number of newest messages a source asks to read (None: none asks)."""
+    def history_limit(
+        self, session: Session, chat: Chat, settings: ChatSettings, *, timings: dict[str, float] | None = None
+    ) -> int | None:
+        """The largest number of newest messages a source asks to read (None: none asks). Each
+        source's time is added to `timings` when given (the turn's price list)."""
         asked = []
         for source in self:
+            started = time.perf_counter()
             try:
                 limit = source.history_limit(session, chat, settings)
             except Exception:  # the chat's own limit still gives a prompt
                 log.exception("%s: history limit failed in chat %s", source.name, chat.id)
                 continue
+            finally:
+                if timings is not None:
+                    _add_ms(timings, source.name, started)
             if limit is not None:
                 asked.append(limit)
         return max(asked, default=None)
@@ -345,6 +365,10 @@ class PromptSources:
         for source in self:
             values.update(source.read_settings_form(session, chat, form))
         return values
+
+
+def _add_ms(timings: dict[str, float], name: str, started: float) -> None:
+    timings[name] = timings.get(name, 0.0) + (time.perf_counter() - started) * 1000
 
 
 def _failure(source: PromptSource, turn: Turn, err: Exception) -> str:

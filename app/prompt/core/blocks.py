@@ -41,6 +41,9 @@ class Prompt:
     # while notes only inform.
     warnings: tuple[str, ...] = field(default_factory=tuple)
     receipt: tuple[str, ...] = ()  # lines the sources want under the reply (the memory receipt)
+    # Milliseconds each prompt source took to build this prompt, (name, ms) in registry order:
+    # measured by the seam (app/prompt/sources.py), shown by Peek Prompt with SUGO_DEBUG_TIMINGS=1.
+    source_ms: tuple[tuple[str, float], ...] = ()
 
     @property
     def history_total(self) -> int:
