@@ -219,8 +219,9 @@ def get_message(session: Session, chat_id: int, message_id: int, *, fresh: bool 
 
 
 def last_message(session: Session, chat_id: int) -> Message | None:
+    # limit(1): the ORM fetches every row a statement returns, .first() only keeps one of them.
     return session.exec(
-        select(Message).where(Message.chat_id == chat_id).order_by(col(Message.id).desc())
+        select(Message).where(Message.chat_id == chat_id).order_by(col(Message.id).desc()).limit(1)
     ).first()
 
 

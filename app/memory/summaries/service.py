@@ -14,7 +14,7 @@ from app.memory.summaries.core.coverage import (
     DEFAULT_BATCH,
     ChatMessage,
     SummaryRange,
-    select_messages,
+    summarised_on_page,
     uncovered_batches,
 )
 from app.memory.summaries.core.rules import live_positions, range_label, scope_coverage
@@ -29,6 +29,15 @@ MAX_ENTRIES = 1_000
 _IDS_SQL = "SELECT id FROM message WHERE chat_id = ? AND kind = 'message' ORDER BY id"
 _ALL_IDS_SQL = "SELECT id FROM message WHERE chat_id = ? ORDER BY id"  # refresh marks too: a file's lines
 _FLAGS_SQL = "SELECT id, hidden FROM message WHERE chat_id = ? AND kind = 'message' ORDER BY id"
+# The active entries over a page of the chat view, and the readable messages after it (on the
+# (chat_id, kind, id, status, hidden) index): what the view's fold needs.
+_OVER_SQL = (
+    "SELECT first_message_id, last_message_id FROM summary_entry WHERE chat_id = ? AND active = 1"
+    " AND awaiting_review = 0 AND first_message_id <= ? AND last_message_id >= ?"
+)
+_READABLE_AFTER_SQL = (
+    "SELECT count(*) FROM message WHERE chat_id = ? AND kind = 'message' AND hidden = 0 AND id > ?"
+)
 # "Summarise them" takes the oldest uncovered stretch, at most this many messages per summary (Marinara's
 # summaryContextSize), so one request stays a size a model summarises well; the panel says what remains.
 UNCOVERED_BATCH = DEFAULT_BATCH
@@ -96,22 +105,21 @@ def uncovered(session: Session, chat_id: int, entries: Sequence[SummaryEntry], *
     return Uncovered(count, (ids.index(first) + 1, ids.index(last) + 1), readable)
 
 
-def summarised_ids(session: Session, chat_id: int, *, hide: bool, tail: int) -> frozenset[int]:
-    """The messages the prompt leaves out because an active entry covers them and they are older than
-    the recent tail (none when the chat does not hide summarised messages): the chat view folds them."""
-    if not hide:
+def summarised_ids(
+    session: Session, chat_id: int, page: Sequence[ChatMessage], *, hide: bool, tail: int
+) -> frozenset[int]:
+    """Which of `page` (consecutive messages in chat order, refresh marks left out) the prompt leaves out
+    because an active entry covers them and they are older than the recent tail (none when the chat does
+    not hide summarised messages): the chat view folds them. Reads the entries over the page and one
+    indexed count of the readable messages after it, never the whole chat."""
+    if not hide or not page:
         return frozenset()
-    rows = session.connection().exec_driver_sql(_FLAGS_SQL, (chat_id,)).all()
-    ranges = [
-        SummaryRange(e.first_message_id, e.last_message_id, e.active and not e.awaiting_review)
-        for e in list_entries(session, chat_id)
-    ]
+    rows = session.connection().exec_driver_sql(_OVER_SQL, (chat_id, page[-1].id, page[0].id)).all()
+    ranges = [SummaryRange(first, last) for first, last in rows]
     if not ranges:
         return frozenset()
-    chosen = select_messages(
-        [ChatMessage(r[0], bool(r[1])) for r in rows], ranges, tail=tail, hide_summarised=True
-    )
-    return frozenset(chosen.summarised_ids)
+    after = session.connection().exec_driver_sql(_READABLE_AFTER_SQL, (chat_id, page[-1].id)).scalar_one()
+    return frozenset(summarised_on_page(page, ranges, readable_after=int(after), tail=tail))
 
 
 def entry_views(session: Session, chat_id: int) -> list[EntryView]:

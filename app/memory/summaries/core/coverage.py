@@ -117,6 +117,31 @@ def select_messages(
     return Selection(tuple(sent) + tail_ids, tuple(summarised), tuple(uncovered), tail_ids)
 
 
+def summarised_on_page(
+    page: Sequence[ChatMessage],
+    entries: Sequence[SummaryRange],
+    *,
+    readable_after: int,
+    tail: int = DEFAULT_TAIL,
+) -> tuple[int, ...]:
+    """select_messages(chat, entries, hide_summarised=True).summarised_ids among `page` alone: the chat
+    view folds them. `page` is a run of consecutive messages of the chat in chat order (refresh marks
+    left out), `readable_after` how many messages not hidden from the AI come after it. A page needs only
+    that count: whether a message is in the Recent message tail is how many readable ones follow it, so
+    a 10,000-message chat's page reads its own messages and one indexed count, never the whole chat."""
+    check_tail(tail)
+    active_ids = _covered_ids(page, entries)
+    out: list[int] = []
+    later = readable_after
+    for m in reversed(page):
+        if m.hidden:
+            continue
+        if later >= tail and m.id in active_ids:
+            out.append(m.id)
+        later += 1
+    return tuple(reversed(out))
+
+
 def _check_count(count: int, what: str) -> None:
     if count > MAX_SCOPE_MESSAGES:
         raise ScopeError(
