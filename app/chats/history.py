@@ -10,6 +10,8 @@ builder skips empty messages."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sqlmodel import Session
@@ -80,3 +82,29 @@ def message_count(session: Session, chat_id: int, before_id: int | None) -> int:
     if before_id is not None:
         sql, params = sql + " AND id < ?", (chat_id, before_id)
     return int(session.connection().exec_driver_sql(sql, params).scalar_one())
+
+
+# Message numbers of a few ids at once: messages are counted span by span between consecutive ids
+# (on the (chat_id, kind, id, ...) index) and summed, so the index is walked once however many ids
+# are asked for, and one row comes back per id. A number is the position among the chat's messages
+# (refresh marks aside), counted when asked: a stored number would shift with every deletion.
+_NUMBERS_SQL = (
+    "WITH asked(id) AS (SELECT DISTINCT value FROM json_each(?)),"
+    " steps AS (SELECT id, lag(id, 1, -1) OVER (ORDER BY id) AS prev FROM asked)"
+    " SELECT id, (SELECT count(*) FROM message WHERE chat_id = ? AND kind = 'message'"
+    " AND id > steps.prev AND id <= steps.id) FROM steps ORDER BY id"
+)
+
+
+def message_numbers(session: Session, chat_id: int, ids: Iterable[int]) -> dict[int, int]:
+    """For each id, how many of the chat's messages have an id up to it: the message's number as the
+    chat view shows it when the id is a message of the chat (the count before it, plus one, when not)."""
+    asked = sorted(set(ids))
+    if not asked:
+        return {}
+    rows = session.connection().exec_driver_sql(_NUMBERS_SQL, (json.dumps(asked), chat_id)).all()
+    numbers, total = {}, 0
+    for message_id, count in rows:
+        total += count
+        numbers[message_id] = total
+    return numbers

@@ -20,6 +20,7 @@ from app.connections.discovery import find_local_servers
 from app.connections.service import default_connection, list_connections
 from app.lore.chat_files import ChatImport, import_chat_file
 from app.memory.scenes.prompt import window_start
+from app.memory.summaries.core.coverage import ChatMessage
 from app.memory.summaries.service import summarised_ids
 from app.personas.service import default_persona, list_personas
 from app.platform import forms
@@ -37,7 +38,8 @@ router = APIRouter(include_in_schema=False)
 PAGE_SIZE = 60
 
 
-def _message_ctx(session: Session, request: Request, chat: Chat) -> dict:
+def _message_ctx(session: Session, request: Request, chat: Chat, shown: list[Message]) -> dict:
+    """What rendering `shown` (consecutive messages of the chat, in order) needs besides them."""
     characters = service.chat_characters(session, chat.id)
     persona = service.chat_persona(session, chat)
     last = service.last_message(session, chat.id)
@@ -50,7 +52,7 @@ def _message_ctx(session: Session, request: Request, chat: Chat) -> dict:
         "chat_char_name": characters[0].name if characters else "",
         "last_id": last.id if last else None,
         "generating": request.app.state.services.generations.get(chat.id) is not None,
-        "summarised": _summarised(session, chat),
+        "summarised": _summarised(session, chat, shown),
         # Collapse hidden messages off: summarised messages stay in view, dimmed and marked.
         "summary_collapse": service.chat_settings(chat).summary_collapse_hidden,
         # Advanced Memory's "new start": where the prompt's current window begins.
@@ -60,16 +62,17 @@ def _message_ctx(session: Session, request: Request, chat: Chat) -> dict:
     }
 
 
-def _summarised(session: Session, chat: Chat) -> frozenset[int]:
-    """Chat Summary with "Hide summarised messages": the messages the chat view folds into one line."""
+def _summarised(session: Session, chat: Chat, shown: list[Message]) -> frozenset[int]:
+    """Chat Summary with "Hide summarised messages": which of the shown messages the chat view folds."""
     s = service.chat_settings(chat)
     if chat.mode != "roleplay":
         return frozenset()
-    return summarised_ids(session, chat.id, hide=s.summary_hide_messages, tail=s.summary_recent_tail)
+    page = [ChatMessage(m.id, m.hidden) for m in shown if m.kind == "message" and m.id is not None]
+    return summarised_ids(session, chat.id, page, hide=s.summary_hide_messages, tail=s.summary_recent_tail)
 
 
 def _render_message(request: Request, session: Session, chat: Chat, msg: Message) -> HTMLResponse:
-    return render(request, "chats/_message.html", {**_message_ctx(session, request, chat), "m": msg})
+    return render(request, "chats/_message.html", {**_message_ctx(session, request, chat, [msg]), "m": msg})
 
 
 @router.get("/")
@@ -199,7 +202,7 @@ def show_chat_page(chat_id: int, request: Request, session: SessionDep) -> HTMLR
     """The chat: newest messages, the composer, Chat Settings and Peek Prompt."""
     chat = service.get_chat(session, chat_id)
     messages, earlier = _page_of_messages(session, chat_id, before=None)
-    ctx = _message_ctx(session, request, chat)
+    ctx = _message_ctx(session, request, chat, messages)
     return render(
         request,
         "chats/detail.html",
@@ -236,6 +239,7 @@ def list_messages_fragment(
                 select(Message)
                 .where(Message.chat_id == chat_id, col(Message.id) <= after)
                 .order_by(col(Message.id).desc())
+                .limit(1)
             ).first()
     else:
         messages, earlier = _page_of_messages(session, chat_id, before=before)
@@ -243,7 +247,7 @@ def list_messages_fragment(
         request,
         "chats/_messages.html",
         {
-            **_message_ctx(session, request, chat),
+            **_message_ctx(session, request, chat, ([previous] if previous else []) + messages),
             "messages": messages,
             "earlier_before": earlier,
             "previous": previous,
@@ -314,7 +318,9 @@ def message_action_page(
         # The message now last gets its "new version" arrow and Regenerate: sent out of band, while
         # the deleted one's place gets the empty rest of the answer.
         return render(
-            request, "chats/_message.html", {**_message_ctx(session, request, chat), "m": last, "oob": True}
+            request,
+            "chats/_message.html",
+            {**_message_ctx(session, request, chat, [last]), "m": last, "oob": True},
         )
     if action == "branch":
         branch = service.branch_chat(session, chat_id, message_id)

@@ -16,6 +16,7 @@ from app.memory.summaries.core.coverage import (
     scope_last,
     scope_range,
     select_messages,
+    summarised_on_page,
     summary_input_ids,
     uncovered_batches,
 )
@@ -228,3 +229,43 @@ def test_automatic_scope_takes_what_came_after_the_newest_entry():
     assert automatic_scope(chat(120), [], batch=50) == (101, 150)
     with pytest.raises(ScopeError, match="batch"):
         automatic_scope(chat(3), [], batch=0)
+
+
+def _folded_by_pages(messages, entries, tail, page_size):
+    """What the chat view folds, page by page, each page knowing only its messages and a count."""
+    out = []
+    for start in range(0, len(messages), page_size):
+        page = messages[start : start + page_size]
+        after = sum(1 for m in messages[start + page_size :] if not m.hidden)
+        out.extend(summarised_on_page(page, entries, readable_after=after, tail=tail))
+    return tuple(out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    flags=st.lists(st.booleans(), max_size=60),
+    spans=st.lists(
+        st.tuples(st.integers(0, 62), st.integers(0, 62), st.booleans()).map(
+            lambda t: SummaryRange(101 + t[0], 101 + t[1], t[2])
+        ),
+        max_size=6,
+    ),
+    tail=st.integers(0, 70),
+    page_size=st.integers(1, 61),
+)
+def test_a_page_folds_what_the_whole_chat_fold_folds(flags, spans, tail, page_size):
+    """Computing the fold from a page and a count of the messages after it gives what select_messages
+    gives over the whole chat, for any cut into pages (one message alone included)."""
+    messages = [ChatMessage(101 + i, hidden=h) for i, h in enumerate(flags)]
+    whole = select_messages(messages, spans, tail=tail, hide_summarised=True).summarised_ids
+    assert _folded_by_pages(messages, spans, tail, page_size) == whole
+
+
+def test_a_page_folds_only_what_lies_before_the_tail():
+    # 20 messages, the tail 10, an entry over 1–15: 1–10 fold; the page 6–12 folds 6–10.
+    page = chat(20)[5:12]
+    assert summarised_on_page(page, [SummaryRange(101, 115)], readable_after=8, tail=10) == ids(
+        6, 7, 8, 9, 10
+    )
+    hidden = [dataclasses.replace(m, hidden=m.id == 110) for m in page]
+    assert summarised_on_page(hidden, [SummaryRange(101, 115)], readable_after=8, tail=10) == ids(6, 7, 8, 9)

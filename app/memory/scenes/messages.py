@@ -32,6 +32,25 @@ def readable_messages(session: Session, chat_id: int) -> list[ReadableMessage]:
     return messages_and_streaming(session, chat_id)[0]
 
 
+# Readable as readable_messages says, but for the strip(): SQL trims ASCII white space only, so the few
+# rows it lets through are checked in Python.
+_MAYBE_READABLE_SQL = (
+    "SELECT id, content FROM message WHERE chat_id = ? AND kind = 'message' AND hidden = 0"
+    " AND status NOT IN ('error', 'streaming') AND trim(content, ' ' || char(9, 10, 11, 12, 13)) != ''"
+    " AND id > ? ORDER BY id LIMIT 1"
+)
+
+
+def has_readable_message(session: Session, chat_id: int) -> bool:
+    """Whether readable_messages would give any, reading the first readable message alone."""
+    after = -1
+    while row := session.connection().exec_driver_sql(_MAYBE_READABLE_SQL, (chat_id, after)).first():
+        if (row[1] or "").strip():
+            return True
+        after = row[0]
+    return False
+
+
 def messages_and_streaming(session: Session, chat_id: int) -> tuple[list[ReadableMessage], frozenset[int]]:
     """`readable_messages`, and the ids of the messages being written now (a reply, a new version of one,
     a Continue), read in ONE query: a recap must not be written from a scene whose message is streaming

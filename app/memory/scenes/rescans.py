@@ -42,6 +42,7 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, delete, select
 
+from app.chats.history import message_count, message_numbers
 from app.chats.models import Chat
 from app.chats.service import get_chat
 from app.chats.settings import read_settings
@@ -174,23 +175,24 @@ def _record_end(services: Services, job: _Job) -> None:
 
 def default_range(session: Session, chat_id: int) -> tuple[int, int] | None:
     """The open scene (the messages after the newest closed scene) as message numbers; the newest closed
-    scene when no message follows it; None for a chat without messages."""
-    messages = chat_messages(session, chat_id)
-    if not messages:
+    scene when no message follows it; None for a chat without messages. Counted on the index: the
+    panel shows on Chat Settings, whose cost must not grow with the chat."""
+    total = message_count(session, chat_id, None)
+    if not total:
         return None
     end = last_scene_end(session, chat_id)
-    after = [m.number for m in messages if end is None or m.id > end]
-    if after:
-        return after[0], messages[-1].number
+    before = 0 if end is None else message_numbers(session, chat_id, [end])[end]
+    if before < total:
+        return before + 1, total
     newest = session.exec(
-        select(Scene).where(Scene.chat_id == chat_id).order_by(col(Scene.first_message_id).desc())
+        select(Scene).where(Scene.chat_id == chat_id).order_by(col(Scene.first_message_id).desc()).limit(1)
     ).first()
-    numbers = [
-        m.number
-        for m in messages
-        if newest is not None and newest.first_message_id <= m.id <= newest.last_message_id
-    ]
-    return (numbers[0], numbers[-1]) if numbers else (messages[-1].number, messages[-1].number)
+    if newest is not None:
+        first, last = newest.first_message_id - 1, newest.last_message_id
+        upto = message_numbers(session, chat_id, [first, last])
+        if upto[last] > upto[first]:
+            return upto[first] + 1, upto[last]
+    return total, total
 
 
 MAX_DIGITS = 9
@@ -225,7 +227,7 @@ def rescan_context(session: Session, services: Services, chat: Chat) -> dict[str
         "enabled": read_settings(chat.settings).advanced_memory,
         "preparing": preparing(session, chat.id or 0),
         "max_range": rescan.MAX_RANGE,
-        "total": len(chat_messages(session, chat.id or 0)),
+        "total": message_count(session, chat.id or 0, None),
         "closed": last_scene_end(session, chat.id or 0) is not None,
     }
 

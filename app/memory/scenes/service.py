@@ -34,6 +34,7 @@ from datetime import datetime
 
 from sqlmodel import Session, col, delete, select
 
+from app.chats.history import message_numbers
 from app.chats.models import Message
 from app.chats.service import get_chat
 from app.memory.scenes import prompt
@@ -97,17 +98,54 @@ def _scenes(session: Session, chat_id: int) -> list[Scene]:
     )
 
 
+# Each scene's first and last message still in the chat: two index seeks per scene, not the chat read.
+_ENDS_SQL = (
+    "SELECT s.id, (SELECT min(m.id) FROM message m WHERE m.chat_id = s.chat_id AND m.kind = 'message'"
+    " AND m.id BETWEEN s.first_message_id AND s.last_message_id),"
+    " (SELECT max(m.id) FROM message m WHERE m.chat_id = s.chat_id AND m.kind = 'message'"
+    " AND m.id BETWEEN s.first_message_id AND s.last_message_id) FROM scene s WHERE s.chat_id = ?"
+)
+
+
+def _numbered(session: Session, chat_id: int, where) -> list[ChatMessage]:
+    """The chat's messages `where` selects, oldest first, numbered as the chat view numbers them (from
+    indexed counts, so a page of them costs what it shows)."""
+    rows = session.exec(
+        select(
+            Message.id,
+            Message.role,
+            Message.name,
+            Message.content,
+            Message.hidden,
+            Message.status,
+            Message.created_at,
+        )
+        .where(Message.chat_id == chat_id, Message.kind == "message", where)
+        .order_by(col(Message.id))
+    ).all()
+    numbers = message_numbers(session, chat_id, [row[0] for row in rows])
+    return [
+        ChatMessage(mid, numbers[mid], role, name or role, content or "", hidden, status, created)
+        for mid, role, name, content, hidden, status, created in rows
+    ]
+
+
 def scene_views(session: Session, chat_id: int, q: str | None = None) -> list[SceneView]:
-    """The chat's scenes oldest first, numbered; only those whose summary holds `q` when it is given."""
+    """The chat's scenes oldest first, numbered; only those whose summary holds `q` when it is given.
+    Reads the scenes and their end messages, never the chat's every message."""
     get_chat(session, chat_id)
-    messages = chat_messages(session, chat_id)
-    ids = [m.id for m in messages]
+    ends = {sid: (lo, hi) for sid, lo, hi in session.connection().exec_driver_sql(_ENDS_SQL, (chat_id,))}
+    scenes = [
+        (number, scene)
+        for number, scene in enumerate(_scenes(session, chat_id), 1)
+        if not q or transfer.matches(scene.summary, q)
+    ]
+    wanted = {i for _, scene in scenes for i in ends.get(scene.id, (None, None)) if i is not None}
+    shown = {m.id: m for m in _numbered(session, chat_id, col(Message.id).in_(wanted))} if wanted else {}
     views = []
-    for number, scene in enumerate(_scenes(session, chat_id), 1):
-        if q and not transfer.matches(scene.summary, q):
-            continue
-        inside = _within(messages, ids, scene)
-        views.append(SceneView(scene, number, inside[0] if inside else None, inside[-1] if inside else None))
+    for number, scene in scenes:
+        lo, hi = ends.get(scene.id, (None, None))
+        views.append(SceneView(scene, number, shown.get(lo or 0), shown.get(hi or 0)))
     return views
 
 
@@ -132,8 +170,7 @@ def scene_view(session: Session, chat_id: int, scene_id: int) -> SceneView:
 def source_messages(session: Session, chat_id: int, scene_id: int) -> list[ChatMessage]:
     """Inspect source messages: the scene's messages still in the chat, hidden ones included."""
     scene = get_scene(session, chat_id, scene_id)
-    messages = chat_messages(session, chat_id)
-    return _within(messages, [m.id for m in messages], scene)
+    return _numbered(session, chat_id, col(Message.id).between(scene.first_message_id, scene.last_message_id))
 
 
 def edit_scene(

@@ -28,7 +28,7 @@ from app.chats.settings import read_settings
 from app.connections.service import list_connections
 from app.memory.scenes import prepare, rescans
 from app.memory.scenes.continuity import updating
-from app.memory.scenes.messages import helper_config, helper_connection, readable_messages
+from app.memory.scenes.messages import has_readable_message, helper_config, helper_connection
 from app.memory.scenes.models import Scene, SceneState
 from app.platform import forms
 from app.platform.core.errors import UserError
@@ -98,7 +98,7 @@ def prepare_context(session: Session, services: Services, chat: Chat) -> dict[st
         "working": prepare.working(services, chat.id),
         "helper": helper_connection(session, chat),
         "helper_problem": problem,
-        "has_messages": bool(readable_messages(session, chat.id)),
+        "has_messages": has_readable_message(session, chat.id),
         "enabled": read_settings(chat.settings).advanced_memory,
         "scenes": sum(n for state, n in counts.items() if state != "deleted"),
         "written": counts.get("written", 0),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,10 +15,11 @@ from app.memory.summaries.core.coverage import (
     DEFAULT_BATCH,
     ChatMessage,
     SummaryRange,
-    select_messages,
-    uncovered_batches,
+    merged_spans,
+    summarised_on_page,
+    uncovered_gaps,
 )
-from app.memory.summaries.core.rules import live_positions, range_label, scope_coverage
+from app.memory.summaries.core.rules import live_positions_upto, range_label, scope_coverage
 from app.memory.summaries.models import SummaryEntry
 from app.platform.core.errors import NotFound, UserError
 from app.platform.timeutil import utcnow
@@ -29,6 +31,44 @@ MAX_ENTRIES = 1_000
 _IDS_SQL = "SELECT id FROM message WHERE chat_id = ? AND kind = 'message' ORDER BY id"
 _ALL_IDS_SQL = "SELECT id FROM message WHERE chat_id = ? ORDER BY id"  # refresh marks too: a file's lines
 _FLAGS_SQL = "SELECT id, hidden FROM message WHERE chat_id = ? AND kind = 'message' ORDER BY id"
+# The active entries over a page of the chat view, and the readable messages after it (on the
+# (chat_id, kind, id, status, hidden) index): what the view's fold needs.
+_OVER_SQL = (
+    "SELECT first_message_id, last_message_id FROM summary_entry WHERE chat_id = ? AND active = 1"
+    " AND awaiting_review = 0 AND first_message_id <= ? AND last_message_id >= ?"
+)
+_COUNT_SQL = "SELECT count(*) FROM message WHERE chat_id = ? AND kind = 'message'"
+# Messages up to each entry bound (an entry's first id minus one, its last id), counted span by span
+# between consecutive bounds so the index is walked once however many entries there are.
+_BOUND_COUNTS_SQL = (
+    "WITH bounds(id) AS (SELECT first_message_id - 1 FROM summary_entry WHERE chat_id = ?"
+    " UNION SELECT last_message_id FROM summary_entry WHERE chat_id = ?),"
+    " steps AS (SELECT id, lag(id, 1, -1) OVER (ORDER BY id) AS prev FROM bounds)"
+    " SELECT id, (SELECT count(*) FROM message WHERE chat_id = ? AND kind = 'message'"
+    " AND id > steps.prev AND id <= steps.id) FROM steps ORDER BY id"
+)
+_READABLE = "chat_id = ? AND kind = 'message' AND hidden = 0"
+_OLDER_THAN_TAIL_SQL = f"SELECT id FROM message WHERE {_READABLE} ORDER BY id DESC LIMIT 1 OFFSET ?"
+_READABLE_UPTO_SQL = f"SELECT count(*) FROM message WHERE {_READABLE} AND id <= ?"
+_SPANS = "(SELECT json_extract(value, '$[0]') AS lo, json_extract(value, '$[1]') AS hi FROM json_each(?))"
+_READABLE_IN_SPANS_SQL = (
+    f"SELECT lo, hi, (SELECT count(*) FROM message WHERE {_READABLE} AND id BETWEEN lo AND hi)"
+    f" FROM {_SPANS} ORDER BY lo"
+)
+_FIRST_UNCOVERED_SQL = (
+    f"SELECT min((SELECT min(id) FROM message WHERE {_READABLE} AND id BETWEEN lo AND hi)) FROM {_SPANS}"
+)
+_BATCH_SQL = (
+    "SELECT min(id), max(id), count(*) FROM (SELECT id FROM message WHERE"
+    f" {_READABLE} AND id BETWEEN ? AND ? ORDER BY id LIMIT ?)"
+)
+_POSITIONS_SQL = (
+    "SELECT (SELECT count(*) FROM message WHERE chat_id = ? AND kind = 'message' AND id < ?),"
+    " (SELECT count(*) FROM message WHERE chat_id = ? AND kind = 'message' AND id <= ?)"
+)
+_READABLE_AFTER_SQL = (
+    "SELECT count(*) FROM message WHERE chat_id = ? AND kind = 'message' AND hidden = 0 AND id > ?"
+)
 # "Summarise them" takes the oldest uncovered stretch, at most this many messages per summary (Marinara's
 # summaryContextSize), so one request stays a size a model summarises well; the panel says what remains.
 UNCOVERED_BATCH = DEFAULT_BATCH
@@ -79,47 +119,70 @@ class Uncovered:
 
 def uncovered(session: Session, chat_id: int, entries: Sequence[SummaryEntry], *, tail: int) -> Uncovered:
     """What no summary covers yet; an entry held for review counts as covering (it is a summary the
-    user has not decided on, not a gap)."""
-    rows = session.connection().exec_driver_sql(_FLAGS_SQL, (chat_id,)).all()
-    messages = [ChatMessage(row[0], bool(row[1])) for row in rows]
-    ranges = [SummaryRange(e.first_message_id, e.last_message_id) for e in entries]
-    batches = uncovered_batches(messages, ranges, tail=tail, batch=UNCOVERED_BATCH)
-    if not batches:
+    user has not decided on, not a gap). uncovered_batches' first batch and count, read as ranges and
+    indexed counts: the newest readable message older than the tail, the readable messages each covered
+    span holds, the oldest uncovered one and its batch, never the chat's messages one by one."""
+    conn = session.connection()
+    cut = conn.exec_driver_sql(_OLDER_THAN_TAIL_SQL, (chat_id, tail)).scalar()
+    if cut is None:
         return Uncovered(0, None, 0)
-    hidden = {m.id for m in messages if m.hidden}
-    count = sum(
-        1 for first, last in batches for m in messages if first <= m.id <= last and m.id not in hidden
-    )
-    ids = [m.id for m in messages]
-    first, last = batches[0]
-    readable = sum(1 for m in messages if first <= m.id <= last and m.id not in hidden)
-    return Uncovered(count, (ids.index(first) + 1, ids.index(last) + 1), readable)
+    spans = merged_spans([SummaryRange(e.first_message_id, e.last_message_id) for e in entries], upto=cut)
+    older = conn.exec_driver_sql(_READABLE_UPTO_SQL, (chat_id, cut)).scalar_one()
+    inside = conn.exec_driver_sql(_READABLE_IN_SPANS_SQL, (chat_id, json.dumps(spans))).all() if spans else []
+    count = older - sum(n for _, _, n in inside)
+    if count <= 0:
+        return Uncovered(0, None, 0)
+    gaps = uncovered_gaps([(first, last) for first, last, n in inside if n], upto=cut)
+    start = conn.exec_driver_sql(_FIRST_UNCOVERED_SQL, (chat_id, json.dumps(gaps))).scalar_one()
+    if start is None:  # the counts said a message is uncovered and none is: changed between the reads
+        return Uncovered(0, None, 0)
+    end = next(last for first, last in gaps if first <= start <= last)
+    first, last, readable = conn.exec_driver_sql(_BATCH_SQL, (chat_id, start, end, UNCOVERED_BATCH)).one()
+    before, through = conn.exec_driver_sql(_POSITIONS_SQL, (chat_id, first, chat_id, last)).one()
+    return Uncovered(count, (before + 1, through), readable)
 
 
-def summarised_ids(session: Session, chat_id: int, *, hide: bool, tail: int) -> frozenset[int]:
-    """The messages the prompt leaves out because an active entry covers them and they are older than
-    the recent tail (none when the chat does not hide summarised messages): the chat view folds them."""
-    if not hide:
+def summarised_ids(
+    session: Session, chat_id: int, page: Sequence[ChatMessage], *, hide: bool, tail: int
+) -> frozenset[int]:
+    """Which of `page` (consecutive messages in chat order, refresh marks left out) the prompt leaves out
+    because an active entry covers them and they are older than the recent tail (none when the chat does
+    not hide summarised messages): the chat view folds them. Reads the entries over the page and one
+    indexed count of the readable messages after it, never the whole chat."""
+    if not hide or not page:
         return frozenset()
-    rows = session.connection().exec_driver_sql(_FLAGS_SQL, (chat_id,)).all()
-    ranges = [
-        SummaryRange(e.first_message_id, e.last_message_id, e.active and not e.awaiting_review)
-        for e in list_entries(session, chat_id)
-    ]
+    rows = session.connection().exec_driver_sql(_OVER_SQL, (chat_id, page[-1].id, page[0].id)).all()
+    ranges = [SummaryRange(first, last) for first, last in rows]
     if not ranges:
         return frozenset()
-    chosen = select_messages(
-        [ChatMessage(r[0], bool(r[1])) for r in rows], ranges, tail=tail, hide_summarised=True
-    )
-    return frozenset(chosen.summarised_ids)
+    after = session.connection().exec_driver_sql(_READABLE_AFTER_SQL, (chat_id, page[-1].id)).scalar_one()
+    return frozenset(summarised_on_page(page, ranges, readable_after=int(after), tail=tail))
 
 
 def entry_views(session: Session, chat_id: int) -> list[EntryView]:
-    ids = message_ids(session, chat_id)
+    """The entries with the message numbers they cover now, from one indexed count per span between the
+    entries' bounds (a running sum gives the messages up to each bound)."""
+    entries = list_entries(session, chat_id)
+    upto = dict(
+        _running(session.connection().exec_driver_sql(_BOUND_COUNTS_SQL, (chat_id, chat_id, chat_id)))
+    )
     return [
-        EntryView(e, live_positions(ids, SummaryRange(e.first_message_id, e.last_message_id)))
-        for e in list_entries(session, chat_id)
+        EntryView(e, live_positions_upto(upto, SummaryRange(e.first_message_id, e.last_message_id)))
+        for e in entries
     ]
+
+
+def _running(rows) -> list[tuple[int, int]]:
+    total, out = 0, []
+    for bound, count in rows:
+        total += count
+        out.append((bound, total))
+    return out
+
+
+def message_count(session: Session, chat_id: int) -> int:
+    """The chat's messages (refresh marks aside): the highest message number."""
+    return session.connection().exec_driver_sql(_COUNT_SQL, (chat_id,)).scalar_one()
 
 
 def get_entry(session: Session, chat_id: int, entry_id: int) -> SummaryEntry:

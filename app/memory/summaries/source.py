@@ -211,7 +211,6 @@ def panel_context(
     """What the Chat Summary panel shows."""
     views = service.entry_views(session, chat.id)
     inactive = sum(1 for v in views if not v.entry.active)
-    ids = service.message_ids(session, chat.id)
     tail = read_settings(chat.settings).summary_recent_tail
     gap = service.uncovered(session, chat.id, [v.entry for v in views], tail=tail)
     return {
@@ -219,7 +218,7 @@ def panel_context(
         "total": len(views),
         "inactive": inactive,
         "show_inactive": show_inactive,
-        "message_count": len(ids),
+        "message_count": service.message_count(session, chat.id),
         "uncovered": gap.count,
         "gap": gap,
         "uncovered_batch": service.UNCOVERED_BATCH,

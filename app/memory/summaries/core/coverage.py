@@ -117,6 +117,58 @@ def select_messages(
     return Selection(tuple(sent) + tail_ids, tuple(summarised), tuple(uncovered), tail_ids)
 
 
+def summarised_on_page(
+    page: Sequence[ChatMessage],
+    entries: Sequence[SummaryRange],
+    *,
+    readable_after: int,
+    tail: int = DEFAULT_TAIL,
+) -> tuple[int, ...]:
+    """select_messages(chat, entries, hide_summarised=True).summarised_ids among `page` alone: the chat
+    view folds them. `page` is a run of consecutive messages of the chat in chat order (refresh marks
+    left out), `readable_after` how many messages not hidden from the AI come after it. A page needs only
+    that count: whether a message is in the Recent message tail is how many readable ones follow it, so
+    a 10,000-message chat's page reads its own messages and one indexed count, never the whole chat."""
+    check_tail(tail)
+    active_ids = _covered_ids(page, entries)
+    out: list[int] = []
+    later = readable_after
+    for m in reversed(page):
+        if m.hidden:
+            continue
+        if later >= tail and m.id in active_ids:
+            out.append(m.id)
+        later += 1
+    return tuple(reversed(out))
+
+
+def merged_spans(entries: Sequence[SummaryRange], *, upto: int) -> list[tuple[int, int]]:
+    """The id ranges any entry covers (active or not), overlapping ones merged, cut at `upto`, in order:
+    what the panel counts covered messages over, as ranges rather than message by message."""
+    spans = sorted((e.first_id, min(e.last_id, upto)) for e in entries if e.first_id <= min(e.last_id, upto))
+    out: list[tuple[int, int]] = []
+    for first, last in spans:
+        if out and first <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], last))
+        else:
+            out.append((first, last))
+    return out
+
+
+def uncovered_gaps(breaks: Sequence[tuple[int, int]], *, upto: int) -> list[tuple[int, int]]:
+    """The id ranges up to `upto` outside `breaks` (merged spans that cover a readable message, in order):
+    each holds one run of uncovered readable messages, if any. A span covering only hidden messages is
+    no break: uncovered_batches walks readable messages alone, so a run goes on across it."""
+    out, start = [], 0
+    for first, last in breaks:
+        if first > start:
+            out.append((start, first - 1))
+        start = max(start, last + 1)
+    if start <= upto:
+        out.append((start, upto))
+    return out
+
+
 def _check_count(count: int, what: str) -> None:
     if count > MAX_SCOPE_MESSAGES:
         raise ScopeError(

@@ -5,7 +5,7 @@ leaves out is coverage.py's). No I/O here."""
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from app.memory.summaries.core.coverage import SummaryRange
@@ -70,6 +70,13 @@ def live_positions(ids: Sequence[int], span: SummaryRange) -> tuple[int, int] | 
     message it covered was deleted. `ids` sorted, oldest first."""
     lo = bisect_left(ids, span.first_id)
     hi = bisect_right(ids, span.last_id)
+    return (lo + 1, hi) if hi > lo else None
+
+
+def live_positions_upto(upto: Mapping[int, int], span: SummaryRange) -> tuple[int, int] | None:
+    """live_positions from counts: `upto` gives, for the id just before the span and its last id, how
+    many messages the chat has up to that id (a page reads counts, not the chat's every id)."""
+    lo, hi = upto[span.first_id - 1], upto[span.last_id]
     return (lo + 1, hi) if hi > lo else None
 
 
