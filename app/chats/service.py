@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import String, cast, func, or_
+from sqlalchemy import String, bindparam, cast, func, or_
 from sqlmodel import Session, col, delete, select
 
 from app.characters.models import Character
@@ -37,14 +37,18 @@ def get_chat(session: Session, chat_id: int) -> Chat:
     return chat
 
 
+# Built once: every prompt build reads the chat's characters, and building the statement each time
+# cost more than running it.
+_CHAT_CHARACTERS = (
+    select(Character)
+    .join(ChatCharacter, col(ChatCharacter.character_id) == col(Character.id))
+    .where(ChatCharacter.chat_id == bindparam("chat_id"))
+    .order_by(ChatCharacter.position)
+)
+
+
 def chat_characters(session: Session, chat_id: int) -> list[Character]:
-    stmt = (
-        select(Character)
-        .join(ChatCharacter, col(ChatCharacter.character_id) == col(Character.id))
-        .where(ChatCharacter.chat_id == chat_id)
-        .order_by(ChatCharacter.position)
-    )
-    return list(session.exec(stmt))
+    return list(session.exec(_CHAT_CHARACTERS, params={"chat_id": chat_id}))
 
 
 def chat_persona(session: Session, chat: Chat) -> Persona | None:

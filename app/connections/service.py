@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from app.connections.crypto import KeyBox, is_sealed
 from app.connections.models import Connection
@@ -52,9 +52,14 @@ def get_connection(session: Session, connection_id: int) -> Connection:
     return conn
 
 
+# Built once (every prompt build asks): the one marked default, else the oldest.
+_DEFAULT_CONNECTION = (
+    select(Connection).order_by(col(Connection.is_default).desc(), col(Connection.id)).limit(1)
+)
+
+
 def default_connection(session: Session) -> Connection | None:
-    conn = session.exec(select(Connection).where(Connection.is_default == True)).first()  # noqa: E712
-    return conn or session.exec(select(Connection).order_by(Connection.id)).first()
+    return session.exec(_DEFAULT_CONNECTION).first()
 
 
 SECRETS_NOT_SENT_ELSEWHERE = (

@@ -304,19 +304,21 @@ def book_versions_for_chat(
     session: Session, chat_id: int, character_ids: Sequence[int], persona_id: int | None
 ) -> list[tuple[int, int]]:
     """(id, version) of the lorebooks `books_for_chat` gives, in the same order. It runs before
-    every reply: one statement of columns (no row objects), which the compiled-book cache needs."""
-    conditions = [LorebookLink.chat_id == chat_id]
+    every reply: one statement of columns (no row objects), in plain SQL (building the ORM
+    statement cost more than running it), which the compiled-book cache needs."""
+    links = ["chat_id = ?"]
+    params: list = [chat_id]
     if character_ids:
-        conditions.append(col(LorebookLink.character_id).in_(list(character_ids)))
+        links.append(f"character_id IN ({','.join('?' * len(character_ids))})")
+        params.extend(character_ids)
     if persona_id is not None:
-        conditions.append(LorebookLink.persona_id == persona_id)
-    linked = select(LorebookLink.lorebook_id).where(or_(*conditions))
-    query = (
-        select(Lorebook.id, Lorebook.version)
-        .where(Lorebook.enabled == True, or_(Lorebook.is_global == True, col(Lorebook.id).in_(linked)))  # noqa: E712
-        .order_by(Lorebook.id)
+        links.append("persona_id = ?")
+        params.append(persona_id)
+    sql = (
+        "SELECT id, version FROM lorebook WHERE enabled = 1 AND (is_global = 1 OR id IN "
+        f"(SELECT lorebook_id FROM lorebook_link WHERE {' OR '.join(links)})) ORDER BY id"
     )
-    return [(int(i), int(v)) for i, v in session.connection().execute(query).all()]
+    return [(int(i), int(v)) for i, v in session.connection().exec_driver_sql(sql, tuple(params)).all()]
 
 
 def books_by_id(session: Session, book_ids: Sequence[int]) -> list[Lorebook]:

@@ -34,8 +34,11 @@ def get_persona(session: Session, persona_id: int) -> Persona:
     return persona
 
 
+_DEFAULT_PERSONA = select(Persona).where(Persona.is_default == True).limit(1)  # noqa: E712  (built once)
+
+
 def default_persona(session: Session) -> Persona | None:
-    return session.exec(select(Persona).where(Persona.is_default == True)).first()  # noqa: E712
+    return session.exec(_DEFAULT_PERSONA).first()
 
 
 def _make_default(session: Session, persona: Persona) -> None:

@@ -23,6 +23,7 @@ from datetime import date, datetime
 import numpy as np
 from sqlmodel import Session
 
+from app.memory.recall.core.chunking import MessageText
 from app.memory.recall.core.lexical import match_expression
 from app.platform.timeutil import as_utc
 
@@ -258,8 +259,9 @@ def chunk_count(session: Session) -> int:
 
 
 def chat_chunk_count(session: Session, chat_id: int) -> int:
-    """How many chunks the chat has."""
-    return int(one_row(session, "SELECT count(*) FROM memory_chunk WHERE chat_id = ?", (chat_id,)) or 0)
+    """How many chunks the chat has: one row that triggers keep (counting a 100,000-memory chat's
+    index took 1.5 ms of every reply)."""
+    return int(one_row(session, "SELECT chunks FROM memory_chunk_count WHERE chat_id = ?", (chat_id,)) or 0)
 
 
 def lexical_candidates(session: Session, weights: Mapping[str, float], *, limit: int) -> dict[int, float]:
@@ -375,6 +377,21 @@ def chunk_rows(session: Session, chunk_ids: Sequence[int]) -> dict[int, ChunkRow
         )
         for row in session.connection().exec_driver_sql(sql, tuple(chunk_ids)).all()
     }
+
+
+def message_texts(session: Session, chat_id: int, ids: Sequence[int]) -> list[MessageText]:
+    """The messages among `ids` the AI could read (visible, not failed, not streaming), with their
+    active text, oldest first. Plain SQL: it runs on every reply (checking the recalled memories are
+    still current), and building the ORM statement cost six times the query."""
+    if not ids:
+        return []
+    sql = (
+        "SELECT id, name, content, created_at FROM message WHERE chat_id = ? AND kind = 'message' "
+        "AND hidden = 0 AND status NOT IN ('error', 'streaming') "
+        f"AND id IN ({','.join('?' * len(ids))}) ORDER BY id"
+    )
+    rows = session.connection().exec_driver_sql(sql, (chat_id, *ids)).all()
+    return [MessageText(i, name, content, _stored_datetime(at)) for i, name, content, at in rows]
 
 
 def _stored_datetime(value: str | datetime) -> datetime:

@@ -520,7 +520,8 @@ def current_rows(session: Session, chat_id: int, rows: list[ChunkRow]) -> list[C
     linked = [r for r in rows if r.message_ids]
     if not linked:
         return rows
-    current = {m.id: m for m in _texts(session, chat_id, sorted({i for r in linked for i in r.message_ids}))}
+    ids = sorted({i for r in linked for i in r.message_ids})
+    current = {m.id: m for m in index.message_texts(session, chat_id, ids)}
     stale = set(
         stale_chunks([StoredChunk(r.id, tuple(r.message_ids), r.fingerprint) for r in linked], current)
     )
