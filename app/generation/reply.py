@@ -59,8 +59,6 @@ from app.prompt.service import build_chat_prompt
 log = logging.getLogger(__name__)
 
 Action = Literal["send", "regenerate", "swipe", "continue", "impersonate"]
-# Longest the reply waits for a browser to receive its `start` event (API clients may not read).
-START_WAIT_S = 0.05
 # What the user reads when something inside Sugo failed; the details (SQL, a stack) go to the log.
 INTERNAL_PROMPT_ERROR = (
     "The prompt could not be built because of an internal error; the server log has the details."
@@ -78,9 +76,6 @@ class Generation:
     changed: asyncio.Condition = field(default_factory=asyncio.Condition)
     finished: bool = False
     task: asyncio.Task | None = None
-    # Set once a browser has been sent the `start` event: the page shows the stored message and a
-    # typing indicator while the prompt is built.
-    start_sent: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class Generations:
@@ -142,8 +137,6 @@ async def subscribe(gen: Generation) -> AsyncIterator[str]:
             done = gen.finished and seen >= len(gen.events)
         for event, data in batch:
             yield f"event: {event}\ndata: {json.dumps(data)}\n\n"
-            if event == "start":
-                gen.start_sent.set()
         if done:
             return
 
@@ -354,12 +347,11 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
     model: str | None = None
     reading: ReplyReading | None = None
     try:
-        with contextlib.suppress(TimeoutError):
-            # Let the response carry the `start` event out before the event loop is busy building.
-            await asyncio.wait_for(gen.start_sent.wait(), timeout=START_WAIT_S)
         # On a thread: building waits for the query's embedding (a remote server may take seconds,
         # up to its timeout), for SQLite, and scans lorebooks; meanwhile every other request
-        # (another chat, /healthz) must still be answered.
+        # (another chat, /healthz) must still be answered. It starts at once: the `start` event is
+        # queued already and goes out while the build waits for the embedding (waiting for it to be
+        # sent first cost the first token ~5 ms, bench/prompt_build.py).
         reply = await run_in_threadpool(_prepare, turn, services)
         if reply.problem:
             raise ProviderError("connection", reply.problem)
