@@ -29,7 +29,7 @@ def test_running_sources_contribute_last_but_keep_their_place():
     sources = PromptSources(
         [Recorder("recall", log, running=True), Recorder("lore", log), Recorder("notes", log)]
     )
-    gathered = sources.gather(SimpleNamespace(chat=SimpleNamespace(id=1), contributed=[]))
+    gathered = sources.gather(SimpleNamespace(chat=SimpleNamespace(id=1), contributed=[], timings={}))
     # The source contributing last sees what the others gave (Advanced Memory counts their tokens).
     assert log == [
         "begin recall",
@@ -46,7 +46,7 @@ def test_running_sources_contribute_last_but_keep_their_place():
 def test_a_failing_running_source_is_named_in_its_place():
     log: list = []
     sources = PromptSources([Recorder("recall", log, running=True, fails=True), Recorder("lore", log)])
-    gathered = sources.gather(SimpleNamespace(chat=SimpleNamespace(id=1), contributed=[]))
+    gathered = sources.gather(SimpleNamespace(chat=SimpleNamespace(id=1), contributed=[], timings={}))
     assert [b.kind for b in gathered.dynamic] == ["lore"]
     assert gathered.warnings[0].startswith("Recall failed") and gathered.notes == ("lore",)
 
@@ -67,6 +67,16 @@ def test_sources_take_messages_out_and_a_failing_filter_takes_none():
     sources = PromptSources(
         [Taker("summaries", {3, 4}), Taker("other", {9}), Taker("broken", {5}, fails=True)]
     )
-    gathered = sources.gather(SimpleNamespace(chat=SimpleNamespace(id=1), contributed=[]))
+    gathered = sources.gather(SimpleNamespace(chat=SimpleNamespace(id=1), contributed=[], timings={}))
     assert gathered.left_out == frozenset({3, 4, 9})
     assert gathered.warnings[0].startswith("Broken failed")
+
+
+def test_every_source_is_priced_in_registry_order_even_when_it_fails():
+    log: list = []
+    sources = PromptSources(
+        [Recorder("recall", log, running=True), Recorder("lore", log, fails=True), Recorder("notes", log)]
+    )
+    gathered = sources.gather(SimpleNamespace(chat=SimpleNamespace(id=1), contributed=[], timings={}))
+    assert [name for name, _ in gathered.timings] == ["recall", "lore", "notes"]
+    assert all(ms >= 0 for _, ms in gathered.timings)
