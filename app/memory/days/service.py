@@ -107,7 +107,7 @@ def _day_sql(session: Session, chat: Chat, tz: tzinfo | None) -> tuple[str, tupl
     if len(stretches) == 1:
         return "date(substr(created_at, 1, 19), ?)", (mods[0],)
     params: list = []
-    for s, mod in zip(stretches[1:], mods, strict=True):
+    for s, mod in zip(stretches[1:], mods[:-1], strict=True):  # before each change, the shift till then
         assert s.since is not None
         params += [s.since.strftime("%Y-%m-%d %H:%M:%S"), mod]
     whens = " ".join("WHEN created_at < ? THEN ?" for _ in stretches[1:])
