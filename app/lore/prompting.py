@@ -178,7 +178,7 @@ def lore_for_prompt(
     *,
     compiled_books: CompiledBooks,
     messages: Sequence[str],
-    message_count: int,
+    message_count: Callable[[], int],
     character_ids: Sequence[int],
     persona_id: int | None,
     char: str,
@@ -189,7 +189,8 @@ def lore_for_prompt(
     variables: dict,
 ) -> LoreOutcome | None:
     """The scan for the next reply, as prompt blocks. None when the chat uses no lorebook.
-    `variables` are the chat's macro variables, changed in place by the entries' macros."""
+    `variables` are the chat's macro variables, changed in place by the entries' macros;
+    `message_count` counts the chat's messages (the timed effects' clock), asked only when a book is used."""
     versions = service.book_versions_for_chat(session, chat.id, character_ids, persona_id)
     books, entries, compiled = compiled_books.load(session, versions, char=char, user=user)
     if not books:
@@ -201,7 +202,7 @@ def lore_for_prompt(
         entries=entries,
         chat_token_budget=chat_budget,
         timed=timed,
-        message_count=message_count,
+        message_count=message_count(),
         seed=seed,
     )
     result = scan(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterable, Sequence
 
 from sqlalchemy import String, cast
@@ -300,23 +301,23 @@ def books_for_chat(
     return list(books)
 
 
+# Asked before every reply, lorebooks or not: plain SQL through the driver, so a chat that uses none
+# pays one quick statement (the ORM's compiling cost more than the query).
+_BOOK_VERSIONS_SQL = (
+    "SELECT id, version FROM lorebook WHERE enabled = 1 AND (is_global = 1 OR id IN ("
+    "SELECT lorebook_id FROM lorebook_link WHERE chat_id = ?"
+    " OR character_id IN (SELECT value FROM json_each(?)) OR persona_id = ?)) ORDER BY id"
+)
+
+
 def book_versions_for_chat(
     session: Session, chat_id: int, character_ids: Sequence[int], persona_id: int | None
 ) -> list[tuple[int, int]]:
     """(id, version) of the lorebooks `books_for_chat` gives, in the same order. It runs before
     every reply: one statement of columns (no row objects), which the compiled-book cache needs."""
-    conditions = [LorebookLink.chat_id == chat_id]
-    if character_ids:
-        conditions.append(col(LorebookLink.character_id).in_(list(character_ids)))
-    if persona_id is not None:
-        conditions.append(LorebookLink.persona_id == persona_id)
-    linked = select(LorebookLink.lorebook_id).where(or_(*conditions))
-    query = (
-        select(Lorebook.id, Lorebook.version)
-        .where(Lorebook.enabled == True, or_(Lorebook.is_global == True, col(Lorebook.id).in_(linked)))  # noqa: E712
-        .order_by(Lorebook.id)
-    )
-    return [(int(i), int(v)) for i, v in session.connection().execute(query).all()]
+    params = (chat_id, json.dumps([int(i) for i in character_ids]), persona_id)  # NULL matches no link
+    rows = session.connection().exec_driver_sql(_BOOK_VERSIONS_SQL, params).all()
+    return [(int(i), int(v)) for i, v in rows]
 
 
 def books_by_id(session: Session, book_ids: Sequence[int]) -> list[Lorebook]:

@@ -31,7 +31,7 @@ class LoreSource(PromptSource):
             turn.chat,
             compiled_books=turn.services.lorebooks,
             messages=[f"{m.name}: {m.content}" for m in visible],
-            message_count=message_count(turn.session, turn.chat.id, turn.before_id),
+            message_count=lambda: message_count(turn.session, turn.chat.id, turn.before_id),
             character_ids=[c.id for c in turn.characters],
             persona_id=turn.persona.id if turn.persona else None,
             char=turn.speaker.name,
