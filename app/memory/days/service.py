@@ -95,8 +95,9 @@ _HAS_SUMMARIES_SQL = (
 )
 
 
-def _day_sql(session: Session, chat: Chat, tz: tzinfo | None) -> tuple[str, tuple]:
-    """An SQL expression for a message row's summary day (an ISO date), with its parameters in order."""
+def _day_sql(session: Session, chat: Chat, tz: tzinfo | None) -> tuple[str, tuple, tuple[shifts.Shift, ...]]:
+    """An SQL expression for a message row's summary day (an ISO date), its parameters in order, and the
+    stretches it was made from."""
     tz = tz or local_zone()
     first = last = None
     if tz.utcoffset(None) is None:  # a zone whose offset changes: the stretches of the chat's span
@@ -105,13 +106,22 @@ def _day_sql(session: Session, chat: Chat, tz: tzinfo | None) -> tuple[str, tupl
     stretches = shifts.day_shifts(tz, _rollover(chat), first, last)
     mods = [f"{s.seconds:+d} seconds" for s in stretches]
     if len(stretches) == 1:
-        return "date(substr(created_at, 1, 19), ?)", (mods[0],)
+        return "date(substr(created_at, 1, 19), ?)", (mods[0],), stretches
     params: list = []
     for s, mod in zip(stretches[1:], mods[:-1], strict=True):  # before each change, the shift till then
         assert s.since is not None
         params += [s.since.strftime("%Y-%m-%d %H:%M:%S"), mod]
     whens = " ".join("WHEN created_at < ? THEN ?" for _ in stretches[1:])
-    return f"date(substr(created_at, 1, 19), CASE {whens} ELSE ? END)", (*params, mods[-1])
+    return f"date(substr(created_at, 1, 19), CASE {whens} ELSE ? END)", (*params, mods[-1]), stretches
+
+
+def _between(stretches: Sequence[shifts.Shift], first: date, last: date) -> tuple[str, str]:
+    """UTC bounds (as stored) holding every moment whose summary day lies from `first` to `last`: a
+    range the (chat, kind, hidden, created_at) index reads instead of the whole chat."""
+    seconds = [s.seconds for s in stretches]
+    low = datetime.combine(first, datetime.min.time()) - timedelta(seconds=max(seconds))
+    high = datetime.combine(last, datetime.min.time()) + timedelta(days=1, seconds=1 - min(seconds))
+    return low.strftime("%Y-%m-%d %H:%M:%S"), high.strftime("%Y-%m-%d %H:%M:%S")
 
 
 def has_summaries(session: Session, chat_id: int) -> bool:
@@ -123,8 +133,8 @@ def has_summaries(session: Session, chat_id: int) -> bool:
 
 def message_days(session: Session, chat: Chat, *, tz: tzinfo | None = None) -> list[days.DayCount]:
     """The chat's days with messages the AI reads (hidden ones are never summarised), oldest first, with
-    how many: the days `chat_days` groups, counted by the database."""
-    day, params = _day_sql(session, chat, tz)
+    how many: the days `chat_days` groups, counted by the database on the index."""
+    day, params, _ = _day_sql(session, chat, tz)
     sql = f"SELECT {day} AS day, count(*) FROM message WHERE {_READ} GROUP BY day ORDER BY day"
     rows = session.connection().exec_driver_sql(sql, (*params, chat.id)).all()
     return [days.DayCount(date.fromisoformat(d), n) for d, n in rows]
@@ -132,9 +142,13 @@ def message_days(session: Session, chat: Chat, *, tz: tzinfo | None = None) -> l
 
 def day_message_ids(session: Session, chat: Chat, day: date, *, tz: tzinfo | None = None) -> list[int]:
     """The ids of one day's messages the AI reads, in time order (`chat_days`' order)."""
-    expr, params = _day_sql(session, chat, tz)
-    sql = f"SELECT id FROM message WHERE {_READ} AND {expr} = ? ORDER BY created_at, id"
-    rows = session.connection().exec_driver_sql(sql, (chat.id, *params, day.isoformat())).all()
+    expr, params, stretches = _day_sql(session, chat, tz)
+    sql = (
+        f"SELECT id FROM message WHERE {_READ} AND created_at >= ? AND created_at < ? AND {expr} = ?"
+        " ORDER BY created_at, id"
+    )
+    bounds = _between(stretches, day, day)
+    rows = session.connection().exec_driver_sql(sql, (chat.id, *bounds, *params, day.isoformat())).all()
     return [i for (i,) in rows]
 
 
@@ -142,24 +156,27 @@ def newest_ids(
     session: Session, chat: Chat, taken: Sequence[tuple[date, int]], *, tz: tzinfo | None = None
 ) -> list[int]:
     """The ids of the newest messages of the given days (newest first, each with how many), as
-    `summary_plan` gives the Recent Message Tail."""
+    `summary_plan` gives the Recent Message Tail: read from those days' stretch of the index."""
     if not taken:
         return []
-    expr, params = _day_sql(session, chat, tz)
+    expr, params, stretches = _day_sql(session, chat, tz)
     sql = (
-        f"SELECT id FROM (SELECT id, created_at, {expr} AS day FROM message WHERE {_READ})"
+        f"SELECT id FROM (SELECT id, created_at, {expr} AS day FROM message"
+        f" WHERE {_READ} AND created_at >= ? AND created_at < ?)"
         " WHERE day IN (SELECT value FROM json_each(?)) ORDER BY day DESC, created_at DESC, id DESC LIMIT ?"
     )
+    bounds = _between(stretches, min(d for d, _ in taken), max(d for d, _ in taken))
     wanted = json.dumps([d.isoformat() for d, _ in taken])
-    rows = session.connection().exec_driver_sql(sql, (*params, chat.id, wanted, sum(n for _, n in taken)))
-    return [i for (i,) in rows.all()]
+    limit = sum(n for _, n in taken)
+    rows = session.connection().exec_driver_sql(sql, (*params, chat.id, *bounds, wanted, limit)).all()
+    return [i for (i,) in rows]
 
 
 def days_of(session: Session, chat: Chat, ids: Sequence[int], *, tz: tzinfo | None = None) -> dict[int, date]:
     """The summary day of each of the given messages the AI reads (a prompt's window)."""
     if not ids:
         return {}
-    expr, params = _day_sql(session, chat, tz)
+    expr, params, _ = _day_sql(session, chat, tz)
     sql = f"SELECT id, {expr} FROM message WHERE {_READ} AND id IN (SELECT value FROM json_each(?))"
     rows = session.connection().exec_driver_sql(sql, (*params, chat.id, json.dumps(list(ids)))).all()
     return {i: date.fromisoformat(d) for i, d in rows}
