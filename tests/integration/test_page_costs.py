@@ -149,6 +149,7 @@ def test_a_page_costs_the_same_for_200_and_4000_messages(costs, page: str) -> No
 # Conversation chats: Chat Settings' day summaries section, the Edit Summaries window, the Missing
 # Summaries panel and the prompt (Peek Prompt), with day and week summaries.
 DAY_PAGES = (
+    "/chats/{chat}",
     "/chats/{chat}/settings",
     "/chats/{chat}/days/edit",
     "/chats/{chat}/days/missing",
@@ -210,7 +211,7 @@ def day_costs(tmp_path_factory) -> dict[str, dict[int, tuple[int, int, list[list
 
 
 @pytest.mark.parametrize("page", DAY_PAGES)
-def test_a_conversation_page_costs_the_same_for_200_and_4000_messages(day_costs, page: str) -> None:
+def test_a_conversation_page_costs_the_same_for_200_and_4016_messages(day_costs, page: str) -> None:
     by_size = day_costs[page]
     (small_statements, small_rows, _), (large_statements, large_rows, _) = (by_size[s] for s in DAY_SIZES)
     assert (small_statements, small_rows) == (large_statements, large_rows), _explain(by_size)

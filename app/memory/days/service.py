@@ -3,7 +3,10 @@ edits of Chat Settings' Edit Summaries window and the JSON API. day_runs.py has 
 
 Decisions:
 - The day a message belongs to is read in the server's local timezone (the one Time Awareness tells
-  the model), with the chat's Day Rollover Hour (days.py has the rules).
+  the model), with the chat's Day Rollover Hour (days.py has the rules). The database computes it
+  (core/shifts.py) and counts a chat's days on the (chat, kind, hidden, created_at) index: the pages and
+  the prompt fetch one row per day, and only the messages they show (`chat_days`, every message grouped
+  in Python, is left to branching).
 - An edited summary is marked as the user's ("origin"); a save that changes nothing changes nothing (it
   stays the model's), as Marinara saves only what changed. A summary needs text; line breaks are kept as LF
   whatever the browser sent (CRLF), so a multi-line Key Detail (one form field each) saves back as it was.
