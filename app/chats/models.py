@@ -52,10 +52,11 @@ class Message(SQLModel, table=True):
     version, never in `content` (app/generation/reasoning.py)."""
 
     # The second index covers the prompt's window count, so a long chat is counted from the index
-    # alone (app/prompt/service.py).
+    # alone (app/prompt/service.py); the third a Conversation chat's days (app/memory/days/service.py).
     __table_args__ = (
         Index("ix_message_chat_id_id", "chat_id", "id"),
         Index("ix_message_chat_window", "chat_id", "kind", "id", "status", "hidden"),
+        Index("ix_message_chat_days", "chat_id", "kind", "hidden", "created_at"),
     )
 
     id: int | None = Field(default=None, primary_key=True)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from sqlmodel import Session, col, select
+from sqlalchemy import event
+from sqlmodel import Session, select
 
 from app.connections.crypto import KeyBox, is_sealed
 from app.connections.models import Connection
@@ -41,8 +42,19 @@ def to_read(conn: Connection) -> ConnectionRead:
     )
 
 
+# The connections are read once per session (a request's): Chat Settings alone asks for them, the chat's
+# and the default one from half a dozen sections. The list is kept in `session.info` and dropped when a
+# flush writes a connection, and at every commit and rollback (which expire what was read).
+_LISTED = "connections.listed"
+
+
 def list_connections(session: Session) -> list[Connection]:
-    return list(session.exec(select(Connection).order_by(Connection.is_default.desc(), Connection.name)))
+    listed = session.info.get(_LISTED)
+    if listed is None or _pending(session):
+        listed = session.info[_LISTED] = list(
+            session.exec(select(Connection).order_by(Connection.is_default.desc(), Connection.name))
+        )
+    return list(listed)
 
 
 def get_connection(session: Session, connection_id: int) -> Connection:
@@ -52,14 +64,29 @@ def get_connection(session: Session, connection_id: int) -> Connection:
     return conn
 
 
-# Built once (every prompt build asks): the one marked default, else the oldest.
-_DEFAULT_CONNECTION = (
-    select(Connection).order_by(col(Connection.is_default).desc(), col(Connection.id)).limit(1)
-)
-
-
 def default_connection(session: Session) -> Connection | None:
-    return session.exec(_DEFAULT_CONNECTION).first()
+    """The one marked default, else the oldest."""
+    listed = list_connections(session)
+    if listed and listed[0].is_default:
+        return listed[0]
+    return min(listed, key=lambda c: c.id or 0, default=None)
+
+
+def _pending(session: Session) -> bool:
+    """A connection added, changed or deleted and not flushed yet (a query would flush it first)."""
+    return any(isinstance(o, Connection) for o in (*session.new, *session.dirty, *session.deleted))
+
+
+@event.listens_for(Session, "after_flush")
+def _flushed(session: Session, _context) -> None:
+    if _pending(session):  # still listed as pending during after_flush
+        session.info.pop(_LISTED, None)
+
+
+@event.listens_for(Session, "after_commit")
+@event.listens_for(Session, "after_rollback")
+def _ended(session: Session) -> None:
+    session.info.pop(_LISTED, None)
 
 
 SECRETS_NOT_SENT_ELSEWHERE = (

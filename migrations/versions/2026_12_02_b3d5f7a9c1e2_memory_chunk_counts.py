@@ -2,7 +2,7 @@
 reply's recall reads one row instead of counting a 100,000-memory chat's index (issue 23)
 
 Revision ID: b3d5f7a9c1e2
-Revises: 6f8b0d2e4a3c
+Revises: 7a9c1e3b5d0f
 Create Date: 2026-12-02 14:30:00
 
 The count weighs a word by how rare it is among the chat's memories (recall/core/lexical.py
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "b3d5f7a9c1e2"
-down_revision: str | None = "6f8b0d2e4a3c"
+down_revision: str | None = "7a9c1e3b5d0f"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

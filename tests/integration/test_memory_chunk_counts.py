@@ -60,7 +60,7 @@ def test_the_upgrade_counts_the_memories_already_there(tmp_path):
     cfg = alembic_config()
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "6f8b0d2e4a3c")
+        command.upgrade(cfg, "7a9c1e3b5d0f")
         for chat_id in (7, 8):
             conn.execute(
                 text(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import event
@@ -17,8 +18,12 @@ from sqlmodel import select
 
 from app.chats.models import Message
 from app.chats.service import new_message
+from app.memory.days.core.days import chat_day, week_start
+from app.memory.days.models import DaySummary, WeekSummary
+from app.memory.days.service import local_zone
 from app.memory.scenes.models import Scene
 from app.memory.summaries.models import SummaryEntry
+from app.platform.timeutil import utcnow
 from tests.support.live import LiveSugo
 
 PAGES = (
@@ -116,7 +121,7 @@ def costs(tmp_path_factory) -> dict[str, dict[int, tuple[int, int, list[list]]]]
 
 def _explain(costs_by_size: dict[int, tuple[int, int, list[list]]]) -> str:
     """The statements whose count or rows differ between the sizes: what reads the whole chat."""
-    small, large = (_rows_by_statement(costs_by_size[size][2]) for size in SIZES)
+    small, large = (_rows_by_statement(c[2]) for c in costs_by_size.values())
     changed = [
         f"  {small.get(s, (0, 0))} -> {large.get(s, (0, 0))} (runs, rows)  {s[:220]}"
         for s in small | large
@@ -138,4 +143,75 @@ def _rows_by_statement(statements: list[list]) -> dict[str, tuple[int, int]]:
 def test_a_page_costs_the_same_for_200_and_4000_messages(costs, page: str) -> None:
     by_size = costs[page]
     (small_statements, small_rows, _), (large_statements, large_rows, _) = (by_size[s] for s in SIZES)
+    assert (small_statements, small_rows) == (large_statements, large_rows), _explain(by_size)
+
+
+# Conversation chats: Chat Settings' day summaries section, the Edit Summaries window, the Missing
+# Summaries panel and the prompt (Peek Prompt), with day and week summaries.
+DAY_PAGES = (
+    "/chats/{chat}",
+    "/chats/{chat}/settings",
+    "/chats/{chat}/days/edit",
+    "/chats/{chat}/days/missing",
+    "/chats/{chat}/prompt",
+)
+DAYS = 40  # both sizes spread over the same days: a page shows days, so its cost may follow them
+# The prompt's window drops the oldest messages in whole batches (24 at the default limit of 80): sizes
+# equal modulo 24 give it the same messages to read.
+DAY_SIZES = (200, 4016)
+
+
+def _conversation_chat(live: LiveSugo, size: int) -> int:
+    """A conversation chat of `size` messages spread evenly over the last DAYS days (today's included),
+    with day summaries for a few days of the last weeks and a week summary for an older week."""
+    with live.client() as api:
+        conn = {"name": "Local", "kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m"}
+        api.post("/api/connections", json=conn).raise_for_status()
+        char = api.post("/api/characters", json={"name": "Aria", "description": "A bard."}).json()
+        chat = api.post("/api/chats", json={"character_ids": [char["id"]], "mode": "conversation"}).json()
+    chat_id = chat["id"]
+    now = utcnow()
+    step = timedelta(days=DAYS) / size
+    with live.session() as s:
+        messages = []
+        for i in range(size):
+            m = new_message(
+                chat_id,
+                *(("user", "You") if i % 2 else ("assistant", "Aria")),
+                ["a line of talk " * 20],  # one length: the window is cut by tokens
+            )
+            m.created_at = now - timedelta(days=DAYS) + step * (i + 1)
+            messages.append(m)
+        s.add_all(messages)
+        today = chat_day(now, local_zone())
+        for n in (2, 3, 5, 9):
+            s.add(
+                DaySummary(
+                    chat_id=chat_id, day=today - timedelta(days=n), summary=f"Day {n}.", key_details=["a"]
+                )
+            )
+        s.add(WeekSummary(chat_id=chat_id, week=week_start(today) - timedelta(days=21), summary="A week."))
+        s.commit()
+    return chat_id
+
+
+@pytest.fixture(scope="module")
+def day_costs(tmp_path_factory) -> dict[str, dict[int, tuple[int, int, list[list]]]]:
+    out = {}
+    for size in DAY_SIZES:
+        with LiveSugo(tmp_path_factory.mktemp(f"days{size}") / "data", start_scheduler=False) as live:
+            chat_id = _conversation_chat(live, size)
+            counter = SqlCounter(live.engine)
+            with live.client() as api:
+                for page in DAY_PAGES:
+                    path = page.format(chat=chat_id)
+                    api.get(path)
+                    out.setdefault(page, {})[size] = counter.measure(api, path)
+    return out
+
+
+@pytest.mark.parametrize("page", DAY_PAGES)
+def test_a_conversation_page_costs_the_same_for_200_and_4016_messages(day_costs, page: str) -> None:
+    by_size = day_costs[page]
+    (small_statements, small_rows, _), (large_statements, large_rows, _) = (by_size[s] for s in DAY_SIZES)
     assert (small_statements, small_rows) == (large_statements, large_rows), _explain(by_size)

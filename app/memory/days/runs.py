@@ -49,9 +49,10 @@ from app.connections.service import provider_config
 from app.memory.days.core import days
 from app.memory.days.models import DayFailure, DaySummary, WeekSummary
 from app.memory.days.service import (
-    chat_days,
     conversation_chat,
+    day_message_ids,
     day_rows,
+    message_days,
     overview,
     today_of,
     week_rows,
@@ -149,14 +150,14 @@ def _plan(session: Session, chat: Chat, limit: int) -> tuple[list[date], int]:
     done_days = {r.day for r in day_rows(session, chat.id)}
     done_weeks = {r.week for r in week_rows(session, chat.id)}
     found = days.missing_days(
-        [d.day for d in chat_days(session, chat)], done_days, done_weeks, today_of(chat), limit=limit
+        [d.day for d in message_days(session, chat)], done_days, done_weeks, today_of(chat), limit=limit
     )
     return list(found.days), found.total
 
 
 def _day_parts(session: Session, chat: Chat, day: date) -> list[str]:
     """The day's transcript (active swipes, hidden messages left out), in parts when it is long."""
-    ids = next((d.message_ids for d in chat_days(session, chat) if d.day == day), ())
+    ids = day_message_ids(session, chat, day)
     rows = {m.id: m for m in session.exec(select(Message).where(col(Message.id).in_(ids)))}
     return transcript_parts(
         [TranscriptLine(rows[i].name or rows[i].role, _active_text(rows[i])) for i in ids if i in rows]
@@ -342,7 +343,7 @@ def _consolidate(
             return
         dayrows = {r.day: r for r in day_rows(session, chat_id)}
         ready = days.weeks_ready(
-            [d.day for d in chat_days(session, chat)],
+            [d.day for d in message_days(session, chat)],
             dayrows,
             {r.week for r in week_rows(session, chat_id)},
             today_of(chat),

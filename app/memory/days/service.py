@@ -3,7 +3,10 @@ edits of Chat Settings' Edit Summaries window and the JSON API. day_runs.py has 
 
 Decisions:
 - The day a message belongs to is read in the server's local timezone (the one Time Awareness tells
-  the model), with the chat's Day Rollover Hour (days.py has the rules).
+  the model), with the chat's Day Rollover Hour (days.py has the rules). The database computes it
+  (core/shifts.py) and counts a chat's days on the (chat, kind, hidden, created_at) index: the pages and
+  the prompt fetch one row per day, and only the messages they show (`chat_days`, every message grouped
+  in Python, is left to branching).
 - An edited summary is marked as the user's ("origin"); a save that changes nothing changes nothing (it
   stays the model's), as Marinara saves only what changed. A summary needs text; line breaks are kept as LF
   whatever the browser sent (CRLF), so a multi-line Key Detail (one form field each) saves back as it was.
@@ -17,6 +20,7 @@ Decisions:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
@@ -27,7 +31,7 @@ from sqlmodel import Session, col, select
 from app.chats.models import Chat, Message
 from app.chats.service import get_chat
 from app.chats.settings import read_settings
-from app.memory.days.core import days
+from app.memory.days.core import days, shifts
 from app.memory.days.core import transfer as day_transfer
 from app.memory.days.models import DayFailure, DaySummary, WeekSummary
 from app.memory.summaries.core import answers
@@ -82,6 +86,103 @@ def chat_days(session: Session, chat: Chat) -> list[days.ChatDay]:
     ).all()
     timed = [days.TimedMessage(i, as_utc(at)) for i, at in rows]
     return days.group_days(timed, local_zone(), _rollover(chat))
+
+
+# A chat's days, counted by the database: each message's summary day is computed in SQL
+# (core/shifts.py says how), so a page or a prompt fetches one row per day, never one per message.
+_READ = "chat_id = ? AND kind = 'message' AND hidden = 0"
+_SPAN_SQL = f"SELECT min(created_at), max(created_at) FROM message WHERE {_READ}"
+_HAS_SUMMARIES_SQL = (
+    "SELECT EXISTS (SELECT 1 FROM summary_day WHERE chat_id = ?)"
+    " OR EXISTS (SELECT 1 FROM summary_week WHERE chat_id = ?)"
+)
+
+
+def _day_sql(session: Session, chat: Chat, tz: tzinfo | None) -> tuple[str, tuple, tuple[shifts.Shift, ...]]:
+    """An SQL expression for a message row's summary day (an ISO date), its parameters in order, and the
+    stretches it was made from."""
+    tz = tz or local_zone()
+    first = last = None
+    if tz.utcoffset(None) is None:  # a zone whose offset changes: the stretches of the chat's span
+        low, high = session.connection().exec_driver_sql(_SPAN_SQL, (chat.id,)).one()
+        first, last = (datetime.fromisoformat(at) if at else utcnow() for at in (low, high))
+    stretches = shifts.day_shifts(tz, _rollover(chat), first, last)
+    mods = [f"{s.seconds:+d} seconds" for s in stretches]
+    if len(stretches) == 1:
+        return "date(substr(created_at, 1, 19), ?)", (mods[0],), stretches
+    params: list = []
+    for s, mod in zip(stretches[1:], mods[:-1], strict=True):  # before each change, the shift till then
+        assert s.since is not None
+        params += [s.since.strftime("%Y-%m-%d %H:%M:%S"), mod]
+    whens = " ".join("WHEN created_at < ? THEN ?" for _ in stretches[1:])
+    return f"date(substr(created_at, 1, 19), CASE {whens} ELSE ? END)", (*params, mods[-1]), stretches
+
+
+def _between(stretches: Sequence[shifts.Shift], first: date, last: date) -> tuple[str, str]:
+    """UTC bounds (as stored) holding every moment whose summary day lies from `first` to `last`: a
+    range the (chat, kind, hidden, created_at) index reads instead of the whole chat."""
+    seconds = [s.seconds for s in stretches]
+    low = datetime.combine(first, datetime.min.time()) - timedelta(seconds=max(seconds))
+    high = datetime.combine(last, datetime.min.time()) + timedelta(days=1, seconds=1 - min(seconds))
+    return low.strftime("%Y-%m-%d %H:%M:%S"), high.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def has_summaries(session: Session, chat_id: int) -> bool:
+    """Whether the chat has a day or week summary: one index seek each, in plain SQL, as the prompt
+    source asks it on every turn of every Conversation chat."""
+    sql, params = _HAS_SUMMARIES_SQL, (chat_id, chat_id)
+    return bool(session.connection().exec_driver_sql(sql, params).scalar_one())
+
+
+def message_days(session: Session, chat: Chat, *, tz: tzinfo | None = None) -> list[days.DayCount]:
+    """The chat's days with messages the AI reads (hidden ones are never summarised), oldest first, with
+    how many: the days `chat_days` groups, counted by the database on the index."""
+    day, params, _ = _day_sql(session, chat, tz)
+    sql = f"SELECT {day} AS day, count(*) FROM message WHERE {_READ} GROUP BY day ORDER BY day"
+    rows = session.connection().exec_driver_sql(sql, (*params, chat.id)).all()
+    return [days.DayCount(date.fromisoformat(d), n) for d, n in rows]
+
+
+def day_message_ids(session: Session, chat: Chat, day: date, *, tz: tzinfo | None = None) -> list[int]:
+    """The ids of one day's messages the AI reads, in time order (`chat_days`' order)."""
+    expr, params, stretches = _day_sql(session, chat, tz)
+    sql = (
+        f"SELECT id FROM message WHERE {_READ} AND created_at >= ? AND created_at < ? AND {expr} = ?"
+        " ORDER BY created_at, id"
+    )
+    bounds = _between(stretches, day, day)
+    rows = session.connection().exec_driver_sql(sql, (chat.id, *bounds, *params, day.isoformat())).all()
+    return [i for (i,) in rows]
+
+
+def newest_ids(
+    session: Session, chat: Chat, taken: Sequence[tuple[date, int]], *, tz: tzinfo | None = None
+) -> list[int]:
+    """The ids of the newest messages of the given days (newest first, each with how many), as
+    `summary_plan` gives the Recent Message Tail: read from those days' stretch of the index."""
+    if not taken:
+        return []
+    expr, params, stretches = _day_sql(session, chat, tz)
+    sql = (
+        f"SELECT id FROM (SELECT id, created_at, {expr} AS day FROM message"
+        f" WHERE {_READ} AND created_at >= ? AND created_at < ?)"
+        " WHERE day IN (SELECT value FROM json_each(?)) ORDER BY day DESC, created_at DESC, id DESC LIMIT ?"
+    )
+    bounds = _between(stretches, min(d for d, _ in taken), max(d for d, _ in taken))
+    wanted = json.dumps([d.isoformat() for d, _ in taken])
+    limit = sum(n for _, n in taken)
+    rows = session.connection().exec_driver_sql(sql, (*params, chat.id, *bounds, wanted, limit)).all()
+    return [i for (i,) in rows]
+
+
+def days_of(session: Session, chat: Chat, ids: Sequence[int], *, tz: tzinfo | None = None) -> dict[int, date]:
+    """The summary day of each of the given messages the AI reads (a prompt's window)."""
+    if not ids:
+        return {}
+    expr, params, _ = _day_sql(session, chat, tz)
+    sql = f"SELECT id, {expr} FROM message WHERE {_READ} AND id IN (SELECT value FROM json_each(?))"
+    rows = session.connection().exec_driver_sql(sql, (*params, chat.id, json.dumps(list(ids)))).all()
+    return {i: date.fromisoformat(d) for i, d in rows}
 
 
 def day_rows(session: Session, chat_id: int) -> list[DaySummary]:
@@ -242,7 +343,7 @@ def overview(session: Session, chat: Chat) -> Overview:
     done_days = {r.day for r in day_rows(session, chat.id)}
     done_weeks = {r.week for r in week_rows(session, chat.id)}
     found = days.missing_days(
-        [d.day for d in chat_days(session, chat)], done_days, done_weeks, today_of(chat)
+        [d.day for d in message_days(session, chat)], done_days, done_weeks, today_of(chat)
     )
     return Overview(found.total, failures(session, chat.id), bool(done_days or done_weeks))
 
@@ -297,7 +398,7 @@ def week_items(session: Session, chat: Chat, *, only: date | None = None) -> lis
     dayrows = {r.day: r for r in day_rows(session, chat.id)}
     weekrows = {r.week: r for r in week_rows(session, chat.id)}
     failed = {(f.kind, f.day): f for f in failures(session, chat.id)}
-    groups = days.edit_groups([d.day for d in chat_days(session, chat)], dayrows, weekrows, today_of(chat))
+    groups = days.edit_groups([d.day for d in message_days(session, chat)], dayrows, weekrows, today_of(chat))
     return [
         WeekItem(
             g.monday,

@@ -45,19 +45,24 @@ class DaySummarySource(PromptSource):
             return None
         chat_id = turn.chat.id
         assert chat_id is not None
+        if not conversation.has_summaries(turn.session, chat_id):  # off for this chat: one cheap check
+            return None
         dayrows = {r.day: r for r in conversation.day_rows(turn.session, chat_id)}
         weekrows = {r.week: r for r in conversation.week_rows(turn.session, chat_id)}
-        if not dayrows and not weekrows:
-            return None
-        grouped = conversation.chat_days(turn.session, turn.chat)
+        # The days counted by the database, and the messages of only those the prompt reads: the tail's
+        # and the window's (the builder takes out only history messages, so the window is all to filter).
+        counts = conversation.message_days(turn.session, turn.chat)
         tail = min(turn.settings.summary_recent_tail, days.MAX_TAIL)
-        plan = days.conversation_plan(grouped, dayrows, weekrows, conversation.today_of(turn.chat), tail=tail)
+        plan = days.summary_plan(counts, dayrows, weekrows, conversation.today_of(turn.chat), tail=tail)
         if not plan.weeks and not plan.days:
             return None
-        covered = {d.day for d in grouped if d.day in plan.days or days.week_start(d.day) in plan.weeks}
-        kept = set(plan.tail_ids)
-        turn.scratch[self.name] = {
-            i for d in grouped if d.day in covered for i in d.message_ids if i not in kept
+        tail_ids = set(conversation.newest_ids(turn.session, turn.chat, plan.tail))
+        window = [m.id for m in turn.history.messages]
+        day_of = conversation.days_of(turn.session, turn.chat, window)
+        # Counted among the messages the prompt reads (the window): those the window dropped are
+        # counted as dropped, so Peek Prompt's numbers add up to the chat, each message once.
+        turn.scratch[self.name] = left_out = {
+            i for i in window if day_of.get(i) in plan.covered and i not in tail_ids
         }
         parts = [week_block(w, weekrows[w].summary) for w in plan.weeks]
         parts += [day_block(d, dayrows[d].summary) for d in plan.days]
@@ -66,15 +71,11 @@ class DaySummarySource(PromptSource):
             [(d, dayrows[d].key_details) for d in plan.days],
         )
         text = "\n\n".join(parts + ([memories] if memories else []))
-        # Counted among the messages the prompt reads (the window): those the window dropped are
-        # counted as dropped, so Peek Prompt's numbers add up to the chat, each message once.
-        window = {m.id for m in turn.history.messages}
-        left_out = len(turn.scratch[self.name] & window)
-        tail = sum(i in window for i in plan.tail_ids)
+        kept = sum(i in tail_ids for i in window)
         return Contribution(
             fixed=(DynamicBlock("older_short_term_memory", "Day summaries", text),),
             note=f"Day summaries: {len(plan.weeks)} week and {len(plan.days)} day summaries sent; "
-            f"{left_out} summarised messages left out, {tail} kept as the recent tail.",
+            f"{len(left_out)} summarised messages left out, {kept} kept as the recent tail.",
         )
 
     def history_filter(self, turn: Turn) -> Collection[int]:

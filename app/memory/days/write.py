@@ -33,10 +33,10 @@ from app.connections.providers.base import ProviderConfig
 from app.memory.days import runs as day_runs
 from app.memory.days.core import days
 from app.memory.days.service import (
-    chat_days,
     conversation_chat,
     day_rows,
     item_key,
+    message_days,
     today_of,
     week_rows,
 )
@@ -99,7 +99,7 @@ def _plan(session: Session, chat: Chat, kind: str, on: date) -> tuple[date, ...]
     assert chat.id is not None
     item_key(kind, on)
     today = today_of(chat)
-    with_messages = {d.day for d in chat_days(session, chat)}
+    with_messages = {d.day for d in message_days(session, chat)}
     summarised = {r.day for r in day_rows(session, chat.id)}
     if kind == "days":
         if on >= today:

@@ -48,6 +48,8 @@ class SummarySource(PromptSource):
     def contribute(self, turn: Turn) -> Contribution | None:
         if turn.chat.mode != "roleplay" or turn.settings.advanced_memory_on(turn.chat.mode):
             return None  # with Advanced Memory on, its planner sends the entries that fit (as constants)
+        if not service.has_entries(turn.session, turn.chat.id):  # off for this chat: one cheap check
+            return None
         every = service.list_entries(turn.session, turn.chat.id)
         entries = [e for e in every if e.active and not e.awaiting_review]
         if not entries:

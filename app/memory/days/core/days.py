@@ -213,6 +213,58 @@ def conversation_plan(
     )
 
 
+@dataclass(frozen=True)
+class DayCount:
+    """A day with messages the AI reads, and how many (the database counts them)."""
+
+    day: date
+    messages: int
+
+
+@dataclass(frozen=True)
+class SummaryPlan:
+    """`conversation_plan` as the prompt source needs it, from counts rather than every message id."""
+
+    weeks: tuple[date, ...]  # Mondays whose week summary goes in, oldest first
+    days: tuple[date, ...]  # days whose day summary goes in, oldest first
+    covered: frozenset[date]  # days whose messages leave the history (but for the tail)
+    tail: tuple[tuple[date, int], ...]  # the days the Recent Message Tail comes from, newest first,
+    # each with how many of its newest messages it keeps
+
+
+def summary_plan(
+    counts: Sequence[DayCount],
+    summarised_days: Iterable[date],
+    summarised_weeks: Iterable[date],
+    today: date,
+    *,
+    tail: int = DEFAULT_TAIL,
+) -> SummaryPlan:
+    """The summaries that go in and the days they speak for, as `conversation_plan` decides them (the
+    same weeks and days; `covered` holds the days of the messages it leaves out, `tail` the days of its
+    tail_ids)."""
+    if isinstance(tail, bool) or not isinstance(tail, int) or not 0 <= tail <= MAX_TAIL:
+        raise ValueError(f"The Recent Message Tail must be a whole number from 0 to {MAX_TAIL}.")
+    done_days, done_weeks = set(summarised_days), set(summarised_weeks)
+    ordered = sorted(counts, key=lambda c: c.day)
+    past = [c for c in ordered if c.day < today]
+    weeks = tuple(sorted({week_start(c.day) for c in past if week_start(c.day) in done_weeks}))
+    day_summaries = tuple(c.day for c in past if week_start(c.day) not in done_weeks and c.day in done_days)
+    summarised = [c for c in past if week_start(c.day) in done_weeks or c.day in done_days]
+    # As the source always read it: a day whose week summary goes in is covered even if it is today.
+    speaking = set(day_summaries)
+    covered = frozenset(c.day for c in ordered if c.day in speaking or week_start(c.day) in weeks)
+    kept: list[tuple[date, int]] = []
+    left = tail
+    for c in reversed(summarised):
+        if not left:
+            break
+        take = min(left, c.messages)
+        kept.append((c.day, take))
+        left -= take
+    return SummaryPlan(weeks, day_summaries, covered, tuple(kept))
+
+
 def kept_by_branch(
     days: Sequence[ChatDay],
     last_id: int | None,
