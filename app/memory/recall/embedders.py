@@ -253,7 +253,9 @@ def background_threads(cores: int) -> int:
     Why (issue 23, bench/pages.py): passages are embedded by the memory job, in the background, while
     the user reads and writes; with every core (torch's default) it took them all, and on two cores the
     chat page of a 2,000-message import answered in ~3x its idle time while its memories were built.
-    One core left free keeps the pages near their idle time; the job takes longer (see the bench)."""
+    One core left free keeps the pages nearer their idle time, and the job was no slower there (61-86 s
+    against 76-111 for the import's memories on a busy machine: two torch threads thrash beside the
+    app's own work)."""
     return max(1, cores - 1)
 
 
