@@ -39,6 +39,7 @@ from app.memory.summaries.api import templates_router as summary_templates_api
 from app.personas.api import router as personas_api
 from app.platform.claims import RunClaims
 from app.platform.db import check_data_folder, make_engine
+from app.platform.foreground import Foreground
 from app.platform.jobs import make_scheduler, register_jobs, settle_runs
 from app.platform.migrate import upgrade_database
 from app.platform.services import Services
@@ -76,6 +77,7 @@ def build_services(settings: Settings, *, sources: PromptSources | None = None) 
         recall=RecallRuntime(),
         sources=sources if sources is not None else default_sources(),
         generations=Generations(),
+        foreground=Foreground(),
         claims=RunClaims(),
         day_backfills=DayBackfills(),
         rescan_statuses=RescanStatuses(),

@@ -521,7 +521,9 @@ async def start(
 
     async def runner() -> None:
         try:
-            await run_generation(gen, turn, services=services)
+            # Background work that takes the CPU waits while the reply is written (app/platform/foreground.py).
+            with services.foreground.reply():
+                await run_generation(gen, turn, services=services)
         finally:
             registry.remove(gen)
 

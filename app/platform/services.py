@@ -1,7 +1,7 @@
 """The one object holding what lives as long as the app: the engine, the key box, the caches, the
-recall index, the thread pools, the prompt sources, the replies being written, the chats each kind of
-background run works, Backfill and Re-scan progress, the scenes whose recap is being written and the
-scheduler.
+recall index, the thread pools, the prompt sources, the replies being written (and the background work
+waiting for them to end), the chats each kind of background run works, Backfill and Re-scan progress,
+the scenes whose recap is being written and the scheduler.
 
 `create_app` builds it and keeps it on `app.state.services`; routes take it through `ServicesDep`,
 and jobs and services receive it (or the part they need) as an argument. Nothing of this lives in
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from app.platform.claims import RunClaims
+from app.platform.foreground import Foreground
 from app.platform.settings import Settings
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ class Services:
     recall: RecallRuntime  # the sign-bit index, the query threads, the running rebuilds
     sources: PromptSources
     generations: Generations  # the replies being written now
+    foreground: Foreground  # whether a reply is being written: background work waits for it to end
     claims: RunClaims  # the chats a thread of this app works, per kind of run (summaries, Prepare, Fix, ...)
     day_backfills: DayBackfills  # each Conversation chat's latest day Backfill, its progress
     rescan_statuses: RescanStatuses  # each chat's last Re-scan scenes, its progress or outcome

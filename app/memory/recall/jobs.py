@@ -97,13 +97,19 @@ def _embed_chat(services: Services, chat_id: int) -> tuple[int, int, int]:
         if session.get(Chat, chat_id) is None:
             return 0, 0, 0
         added, removed = sync_chunks(session, chat_id)
-        session.commit()
         embedder = embedder_for_chat(session, chat_id, services.keybox, sizes=services.recall.sizes)
-        embedded = 0
-        while done := embed_pending(session, chat_id, embedder, limit=BATCH):
-            session.commit()
-            embedded += done
         session.commit()
+        embedded = 0
+        while True:
+            # Each batch waits while a reply is being written: the built-in model would take the CPU the
+            # reply's prompt and stream need (app/platform/foreground.py). Committed first, so no
+            # transaction stays open meanwhile.
+            services.foreground.wait_for_quiet()
+            done = embed_pending(session, chat_id, embedder, limit=BATCH)
+            session.commit()
+            if not done:
+                break
+            embedded += done
     if added or removed or embedded:
         log.info(
             "memory for chat %s: %d chunk(s) added, %d removed, %d embedded",
@@ -218,6 +224,7 @@ def _rebuild(services: Services, chat_id: int, ids: list[int], state: Rebuild) -
                 if state.stop.is_set():
                     state.stopped = True
                     break
+                services.foreground.wait_for_quiet()  # as the memory job's batches do
                 batch = ids[start : start + REBUILD_BATCH]
                 chunks = list(session.exec(select(MemoryChunk).where(col(MemoryChunk.id).in_(batch))))
                 done, error = embed_chunks(session, chat_id, chunks, embedder)
@@ -259,6 +266,7 @@ def _make_now(services: Services, chat_id: int, state: Rebuild) -> None:
             session, chat_id, services.keybox, sizes=services.recall.sizes, new_size=True
         )
         while not state.stop.is_set():
+            services.foreground.wait_for_quiet()  # as the memory job's batches do
             done = embed_pending(session, chat_id, embedder, limit=REBUILD_BATCH)
             session.commit()
             if not done:
