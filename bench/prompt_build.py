@@ -2,6 +2,11 @@
 Conversation chat with Memory Recall on over 100,000 stored memories (500,000 embedded windows),
 two attached lorebooks of 1,000 entries each (3 keys each), a context note and a character's note;
 Sugo runs with its scheduler on (SUGO_SCHEDULER=1), so every reply schedules the memory job.
+Every built-in prompt source is registered (app/sources.py). Then the same chat in two variants
+(bench/prompt_variants.py says how each is set up): `_summaries`, Roleplay with Chat Summary on
+(400 active entries covering the chat, "Hide summarised messages" on, a recent tail of 10) and
+Memory Recall kept on; `_adv`, Roleplay with Advanced Memory on over the chat prepared (99 scenes
+recapped, the window's new start stored, continuity entries before it), which takes over recall.
 Prints name=value lines; never asserts on time.
 
 - prompt_build_ms_p50: `build_chat_prompt` for that chat, in the bench's own process (reading the
@@ -10,6 +15,10 @@ Prints name=value lines; never asserts on time.
   query vectors (as when Peek Prompt or the context grid ask for the same turn again), so the
   figure is the work around the embedding. Nothing else is cached that a new query would not
   find cached too (the sign bits and the compiled lorebooks stay in memory for every turn).
+- source_ms_p50_<name>: for each registered source, in registry order, its share of those cached
+  builds as the seam times it (Prompt.source_ms: its history limit, begin, contribute and history
+  filter; a source whose `begin` started work on a thread pays for the wait on it, not for the work
+  the others did meanwhile); a source that is off for the chat shows what asking it costs.
 - query_embed_ms_p50: the built-in model (all-MiniLM-L6-v2, CPU) embedding that query, uncached,
   timed alone and interleaved with the builds.
 - prompt_build_uncached_ms_p50: the same build with that cache emptied each time: the embedding
@@ -20,6 +29,14 @@ Prints name=value lines; never asserts on time.
   (storing the message, embedding it, recall, lore, the build, the provider call, SSE).
 - ttfb_overhead_ms: the same up to the first byte of the answer (Sugo's `start` event, sent once
   the user's message is stored, before the prompt is built).
+- The same figures with `_summaries` (Memory Recall, the lore and the notes as above, plus Chat
+  Summary's 400 entries in the prompt and the summarised messages taken out of the history) and
+  with `_adv` (Advanced Memory: its window from the stored start, its ranking of the chat's
+  memories for the scenes, 3 recalled scenes with excerpts, the continuity entries; the lore and
+  the notes; standard recall off, as Advanced Memory turns it off). The variants run fewer builds
+  (40) and replies (30). The `_adv` replies ask the helper model nothing (no scene check due: the
+  interval is 100 messages; every recap written; the archived messages covered): the bench
+  refuses the figures if a failure, a scene or an entry appeared meanwhile.
 
 Sugo and the test model server each run in their own process, as they do for a user (in one
 process their threads would fight over the GIL and blur the figure). The client opens one fresh
@@ -32,10 +49,12 @@ memory job does; 100,000 more are imported memories (Memory Recall → Import) w
 the database, with random unit vectors and text from a chat-like vocabulary (bench/recall.py):
 embedding 500,000 windows for real would take hours and change nothing in the timing. Queries
 share words with them, so both the vector and the word passes do real work. The setup fails unless
-Peek Prompt shows recalled memories, keyword-matched lore and both notes.
+Peek Prompt shows recalled memories (recalled scenes or a scene summary block for `_adv`),
+keyword-matched lore and both notes, and for `_summaries` all 400 entries.
 
-Run: .venv/bin/python bench/prompt_build.py  [--keep DIR]  (preparing the chat takes minutes;
---keep keeps the prepared data folder in DIR and reuses it next time)
+Run: .venv/bin/python bench/prompt_build.py  [--keep DIR]  [--only main|summaries|adv]
+(preparing the chat takes minutes; --keep keeps the prepared data folder in DIR/data and each
+variant's in DIR/summaries and DIR/adv, and reuses them next time; each run measures a fresh copy)
 """
 
 from __future__ import annotations
@@ -73,7 +92,7 @@ from app.memory.scenes.core.continuity import COMBINED_TITLE  # noqa: E402
 from app.platform.settings import Settings  # noqa: E402
 from app.prompt.service import build_chat_prompt  # noqa: E402
 from bench.lore_scan import invented_names  # noqa: E402
-from bench.prompt_variants import SUMMARY_ENTRIES, set_up_adv, set_up_summaries  # noqa: E402
+from bench.prompt_variants import SUMMARY_ENTRIES, check_adv_quiet, set_up_adv, set_up_summaries  # noqa: E402
 from bench.recall import Text, fill_chunks  # noqa: E402
 from bench.sugo_process import free_port, wait_for  # noqa: E402
 
@@ -372,8 +391,11 @@ def sugo_on(data_dir: Path) -> Iterator[tuple[httpx.Client, int]]:
         sugo.wait(10)
 
 
-def measure(variant: str, data_dir: Path, chat_id: int, model_port: int, story: Story) -> dict[str, object]:
-    """One variant's figures, as name → value, on a Sugo process over `data_dir`."""
+def measure(
+    variant: str, data_dir: Path, chat_id: int, model_port: int, story: Story, setup: dict
+) -> dict[str, object]:
+    """One variant's figures, as name → value, on a Sugo process over `data_dir` (`setup`: what its
+    set-up wrote)."""
     model_url = f"http://127.0.0.1:{model_port}"
     with sugo_on(data_dir) as (client, sugo_port):
         for conn in client.get("/api/connections").json():  # a kept folder knew another port
@@ -405,12 +427,18 @@ def measure(variant: str, data_dir: Path, chat_id: int, model_port: int, story: 
             time.sleep(PAUSE_S)
         after, _ = peek(client, chat_id)
         check_path(after, "Peek Prompt after the replies", variant)
+        if variant == "adv":
+            check_adv_quiet(data_dir, chat_id, setup)
     med = {key: statistics.median(values) for key, values in times.items()}
     suffix = SUFFIX[variant]
     out: dict[str, object] = {"prompt_messages_included": prompt.history_included}
     out.update(in_prompt)
-    note_of = {"main": "Memory Recall", "summaries": "Chat Summary", "adv": "Advanced Memory"}[variant]
-    out["prompt_note"] = repr(next((n for n in notes if n.startswith(note_of)), ""))
+    note_name, note_of = {
+        "main": ("recall_note", "Memory Recall"),
+        "summaries": ("summary_note", "Chat Summary"),
+        "adv": ("adv_note", "Advanced Memory"),
+    }[variant]
+    out[note_name] = repr(next((n for n in notes if n.startswith(note_of)), ""))
     out["prompt_build_ms_p50"] = f"{statistics.median(built.cached):.2f}"
     out["prompt_build_ms_p90"] = f"{p(built.cached, 0.9):.2f}"
     out["query_embed_ms_p50"] = f"{statistics.median(built.embed):.2f}"
@@ -499,7 +527,7 @@ def main() -> None:
                     print(f"{key}={value}", flush=True)
             for variant in [args.only] if args.only else VARIANTS:
                 data_dir, variant_setup = variant_folder(variant, base, args.keep, tmp, chat_id)
-                figures = measure(variant, data_dir, chat_id, model_port, story)
+                figures = measure(variant, data_dir, chat_id, model_port, story, variant_setup)
                 shutil.rmtree(data_dir)
                 for key, value in {**variant_setup, **figures}.items():
                     print(f"{key}={value}", flush=True)

@@ -31,6 +31,7 @@ its other settings (the context note), its books, its character's note and its m
 from __future__ import annotations
 
 import random
+import sqlite3
 from pathlib import Path
 
 from sqlalchemy import delete
@@ -207,3 +208,28 @@ def _continuity(session: Session, chat_id: int, archived: int, text: Text) -> in
 def _checkpoint(services) -> None:
     with services.engine.connect() as conn:
         conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def check_adv_quiet(data_dir: Path, chat_id: int, setup: dict[str, int]) -> None:
+    """After the timed replies: no scene check, recap or continuity call asked the helper (a test model's
+    answer would have left a failure, a new scene or entry, or a reason behind); refuse the figures if
+    one did, as they would include the helper's work."""
+    with sqlite3.connect(data_dir / "sugo.db") as db:
+        failures, reason, continuity_reason = db.execute(
+            "SELECT failures, reason, continuity_reason FROM scene_state WHERE chat_id = ?", (chat_id,)
+        ).fetchone()
+        scenes = db.execute(
+            "SELECT count(*) FROM scene WHERE chat_id = ? AND state = 'written'", (chat_id,)
+        ).fetchone()[0]
+        entries = db.execute("SELECT count(*) FROM summary_entry WHERE chat_id = ?", (chat_id,)).fetchone()[0]
+    if (failures, reason, continuity_reason, scenes, entries) != (
+        0,
+        "",
+        "",
+        setup["adv_scenes"],
+        setup["adv_continuity_entries"],
+    ):
+        raise RuntimeError(
+            "the helper was asked during the timed replies: "
+            f"{failures=} {reason=} {continuity_reason=} {scenes=} {entries=} (set up: {setup})"
+        )
