@@ -32,7 +32,7 @@ Prints name=value lines; never asserts on time.
 - The same figures with `_summaries` (Memory Recall, the lore and the notes as above, plus Chat
   Summary's 400 entries in the prompt and the summarised messages taken out of the history) and
   with `_adv` (Advanced Memory: its window from the stored start, its ranking of the chat's
-  memories for the scenes, 3 recalled scenes with excerpts, the continuity entries; the lore and
+  memories for the scenes, up to 3 recalled scenes (its default), the continuity entries; the lore and
   the notes; standard recall off, as Advanced Memory turns it off). The variants run fewer builds
   (40) and replies (30). The `_adv` replies ask the helper model nothing (no scene check due: the
   interval is 100 messages; every recap written; the archived messages covered): the bench
