@@ -61,3 +61,19 @@ def test_failures_are_not_kept_and_the_oldest_texts_go_first():
     cache.clear()
     cache.embed(embedder, "c")
     assert embedder.calls == ["a", "b", "c", "a", "c"]
+
+
+def test_ready_says_a_vector_is_known_only_once_it_is_done():
+    cache, embedder = QueryVectors(), Counting(delay_s=0.2)
+    assert not cache.ready("where is the map")
+    worker = threading.Thread(target=cache.embed, args=(embedder, "where is the map"))
+    worker.start()
+    while not embedder.calls:
+        time.sleep(0.005)
+    assert not cache.ready("where is the map")  # being embedded: the prompt does not wait for it
+    worker.join()
+    assert cache.ready("where is the map") and not cache.ready("another text")
+    failing = Counting(fail=True)
+    with pytest.raises(EmbeddingError):
+        cache.embed(failing, "broken")
+    assert not cache.ready("broken")

@@ -460,6 +460,11 @@ class QueryVectors:
         mine.set_result(tuple(vector))
         return vector
 
+    def ready(self, text: str) -> bool:
+        """This text's vector is known already (in any space: a chat searches one)."""
+        with self._lock:
+            return any(key[1] == text and item.done() for key, item in self._items.items())
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()

@@ -54,12 +54,13 @@ class RecallSource(PromptSource):
             return False
         services = turn.services
         recent = turn.history.recent
+        query = recall_query(turn.history.messages)
         # The embedder is picked on the vector pass's thread, so the word pass starts at once. Memories
         # are made whatever the window: those of messages the prompt holds already are left out.
         pending = turn.scratch[self.name] = start_recall(
             turn.session.get_bind(),
             turn.chat.id,
-            recall_query(turn.history.messages),
+            query,
             None,
             bits=services.recall.index,
             threads=services.recall.queries,
@@ -69,10 +70,13 @@ class RecallSource(PromptSource):
             ),
             window_start_id=recent[0].id if recent else None,
         )
-        if pending is not None:
-            # The embedding and the sign-bit scan are steps that each need the GIL back: beside
-            # the other sources' Python work they would crawl, so they run now, while this thread
-            # waits (the word pass runs meanwhile); the SQLite work left overlaps with theirs.
+        if pending is not None and services.recall.query_vectors.ready(query):
+            # The sign-bit scan is numpy steps that each need the GIL back: beside the other sources'
+            # Python work it would crawl, so with the query's vector known it runs now, while this
+            # thread waits (the word pass runs meanwhile); the SQLite work left overlaps with theirs.
+            # A query still being embedded (a new message: 15-20 ms of the model, which lets go of the
+            # GIL for its whole pass) is not waited for: the other sources do their work meanwhile,
+            # and the scan comes after it.
             pending.scanned.result()
         return True
 
