@@ -13,7 +13,9 @@ from sqlmodel import select
 
 from app.chats.models import Message
 from app.chats.service import new_message
+from app.memory.summaries import service
 from app.memory.summaries.models import SummaryEntry
+from app.memory.summaries.runs import run_automatic
 from tests.integration.test_page_costs import SqlCounter, _explain
 from tests.support.live import LiveSugo
 
@@ -80,3 +82,55 @@ def test_peek_prompt_costs_the_same_for_40_and_400_summary_entries(prompt_costs)
         prompt_costs[n] for n in ENTRY_COUNTS
     )
     assert (small_statements, small_rows) == (large_statements, large_rows), _explain(prompt_costs)
+
+
+# After a reply: whether an automatic summary is due reads the newest entry and the messages after it.
+AUTO_SIZES = (200, 4000)
+
+
+def _automatic_chat(live: LiveSugo, size: int) -> int:
+    """A Roleplay chat of `size` messages with automatic summaries on, every 5 user messages, and one
+    entry ending 4 messages before the end: the next reply is not due one."""
+    with live.client() as api:
+        char = api.post("/api/characters", json={"name": "Aria", "description": "A bard."}).json()
+        chat = api.post("/api/chats", json={"character_ids": [char["id"]], "mode": "roleplay"}).json()
+        settings = {"summary_auto": True, "summary_every": 5}
+        api.put(f"/api/chats/{chat['id']}/options", json={"settings": settings}).raise_for_status()
+    with live.session() as s:
+        s.add_all(
+            new_message(chat["id"], *(("user", "You") if i % 2 else ("assistant", "Aria")), [f"line {i}"])
+            for i in range(size)
+        )
+        s.flush()
+        ids = list(s.exec(select(Message.id).where(Message.chat_id == chat["id"]).order_by(Message.id)))
+        s.add(
+            SummaryEntry(
+                chat_id=chat["id"],
+                content="They talked.",
+                first_message_id=ids[0],
+                last_message_id=ids[-5],
+                first_position=1,
+                last_position=size - 4,
+            )
+        )
+        s.commit()
+    return chat["id"]
+
+
+def test_a_reply_not_due_an_automatic_summary_reads_the_same_for_200_and_4000_messages(tmp_path) -> None:
+    costs = {}
+    for size in AUTO_SIZES:
+        with LiveSugo(tmp_path / f"auto{size}" / "data", start_scheduler=False) as live:
+            chat_id = _automatic_chat(live, size)
+            counter = SqlCounter(live.engine)
+            counter.statements, counter.counting = [], True
+            try:
+                run_automatic(live.services, chat_id)
+            finally:
+                counter.counting = False
+            with live.session() as s:
+                assert service.entry_count(s, chat_id) == 1  # not due: nothing was written
+            statements = counter.statements
+            costs[size] = (len(statements), sum(rows for _, rows in statements), statements)
+    (small_statements, small_rows, _), (large_statements, large_rows, _) = (costs[n] for n in AUTO_SIZES)
+    assert (small_statements, small_rows) == (large_statements, large_rows), _explain(costs)
