@@ -36,6 +36,7 @@ from app.memory.scenes.web.prepare import router as scenes_prepare_api
 from app.memory.scenes.writer import HeldScenes
 from app.memory.summaries.api import router as summaries_api
 from app.memory.summaries.api import templates_router as summary_templates_api
+from app.memory.summaries.prompting import SummaryBlocks
 from app.personas.api import router as personas_api
 from app.platform.claims import RunClaims
 from app.platform.db import check_data_folder, make_engine
@@ -74,6 +75,7 @@ def build_services(settings: Settings, *, sources: PromptSources | None = None) 
         engine=engine,
         keybox=keybox,
         lorebooks=CompiledBooks(),
+        summary_blocks=SummaryBlocks(),
         recall=RecallRuntime(),
         sources=sources if sources is not None else default_sources(),
         generations=Generations(),

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from app.memory.recall.runtime import RecallRuntime
     from app.memory.scenes.rescans import RescanStatuses
     from app.memory.scenes.writer import HeldScenes
+    from app.memory.summaries.prompting import SummaryBlocks
     from app.prompt.sources import PromptSources
     from app.web.auth import LoginThrottle, SessionSigner
 
@@ -41,6 +42,7 @@ class Services:
     engine: Engine
     keybox: KeyBox
     lorebooks: CompiledBooks  # lorebooks' entries and compiled matchers, per book version
+    summary_blocks: SummaryBlocks  # each chat's Chat Summary entries as the prompt sends them, per change
     recall: RecallRuntime  # the sign-bit index, the query threads, the running rebuilds
     sources: PromptSources
     generations: Generations  # the replies being written now

@@ -74,7 +74,13 @@ BATCH = DEFAULT_BATCH  # messages per Backfill call: Marinara's summaryContextSi
 MAX_AUTO_ATTEMPTS = 4  # the first try and three retries (after 1, 5 and 30 minutes)
 SWEEP_MINUTES = 1  # how often due retries are looked for: the shortest retry delay
 BUSY = "A summary is already being written for this chat; wait for it to finish or Stop it."
-_MESSAGES_SQL = "SELECT id, hidden, role FROM message WHERE chat_id = ? AND kind = 'message' ORDER BY id"
+_MESSAGES_SQL = (
+    "SELECT id, hidden, role FROM message WHERE chat_id = ? AND kind = 'message' AND id > ? ORDER BY id"
+)
+_NEWEST_ENTRY_SQL = (
+    "SELECT first_message_id, last_message_id FROM summary_entry WHERE chat_id = ?"
+    " ORDER BY last_message_id DESC LIMIT 1"
+)
 _REACHED_SQL = (
     "SELECT 1 FROM summary_entry WHERE chat_id = ? AND first_message_id <= ? AND last_message_id >= ? LIMIT 1"
 )
@@ -89,8 +95,11 @@ def user_messages_after(messages: Sequence[tuple[int, bool, str]], after_id: int
     )
 
 
-def _messages(session: Session, chat_id: int) -> list[tuple[int, bool, str]]:
-    rows = session.connection().exec_driver_sql(_MESSAGES_SQL, (chat_id,)).all()
+def _messages(session: Session, chat_id: int, *, after: int | None = None) -> list[tuple[int, bool, str]]:
+    """The chat's messages (id, hidden, role) in order; with `after`, only those with a greater id."""
+    rows = (
+        session.connection().exec_driver_sql(_MESSAGES_SQL, (chat_id, -1 if after is None else after)).all()
+    )
     return [(int(r[0]), bool(r[1]), str(r[2])) for r in rows]
 
 
@@ -102,6 +111,12 @@ def _entry_ranges(session: Session, chat_id: int) -> list[SummaryRange]:
         )
         .all()
     )
+    return [SummaryRange(int(a), int(b)) for a, b in rows]
+
+
+def _newest_entry(session: Session, chat_id: int) -> list[SummaryRange]:
+    """The entry that ends last (active or not), as a one-range list; empty when the chat has none."""
+    rows = session.connection().exec_driver_sql(_NEWEST_ENTRY_SQL, (chat_id,)).all()
     return [SummaryRange(int(a), int(b)) for a, b in rows]
 
 
@@ -331,9 +346,11 @@ def run_automatic(services: Services, chat_id: int, *, retry: bool = False) -> N
             session.commit()
         if not settings.summary_auto or waiting != retry:
             return
-        msgs = _messages(session, chat_id)
-        entries = _entry_ranges(session, chat_id)
+        # Only the newest entry and the messages after its end: what the rule counts and what a run
+        # covers; a reply that is not due reads a few rows, however long the chat.
+        entries = _newest_entry(session, chat_id)
         after = max((e.last_id for e in entries), default=None)
+        msgs = _messages(session, chat_id, after=after)
         if not retry and not automatic_due(user_messages_after(msgs, after), settings.summary_every):
             return
         scope = automatic_scope([ChatMessage(mid, hidden) for mid, hidden, _ in msgs], entries, batch=BATCH)

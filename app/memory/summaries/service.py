@@ -95,13 +95,12 @@ def message_ids(session: Session, chat_id: int) -> list[int]:
     return [row[0] for row in session.connection().exec_driver_sql(_IDS_SQL, (chat_id,)).all()]
 
 
-_HAS_ENTRIES_SQL = "SELECT EXISTS (SELECT 1 FROM summary_entry WHERE chat_id = ?)"
+_ENTRY_COUNT_SQL = "SELECT count(*) FROM summary_entry WHERE chat_id = ?"
 
 
-def has_entries(session: Session, chat_id: int) -> bool:
-    """Whether the chat has a Chat Summary entry: one index seek in plain SQL, as the prompt source asks
-    it on every turn of every Roleplay chat, most of which have none."""
-    return bool(session.connection().exec_driver_sql(_HAS_ENTRIES_SQL, (chat_id,)).scalar_one())
+def entry_count(session: Session, chat_id: int) -> int:
+    """How many entries the chat has (held for review and switched off ones too)."""
+    return session.connection().exec_driver_sql(_ENTRY_COUNT_SQL, (chat_id,)).scalar_one()
 
 
 def list_entries(session: Session, chat_id: int, *, active_only: bool = False) -> list[SummaryEntry]:

@@ -23,12 +23,9 @@ from app.memory.summaries import generate, runs, service, templates
 from app.memory.summaries.core.coverage import (
     ChatMessage,
     ScopeError,
-    SummaryRange,
     check_every,
     select_messages,
 )
-from app.memory.summaries.core.prompts import has_conditions, visible_to
-from app.memory.summaries.core.rules import EntryText, summary_block
 from app.memory.summaries.core.transfer import ENTRIES_KEY, HIDE_KEY, read_hide
 from app.platform import forms
 from app.platform.core.errors import UserError
@@ -48,19 +45,14 @@ class SummarySource(PromptSource):
     def contribute(self, turn: Turn) -> Contribution | None:
         if turn.chat.mode != "roleplay" or turn.settings.advanced_memory_on(turn.chat.mode):
             return None  # with Advanced Memory on, its planner sends the entries that fit (as constants)
-        if not service.has_entries(turn.session, turn.chat.id):  # off for this chat: one cheap check
+        # One aggregate over the chat's entries; their text is read again only when they changed.
+        part = turn.services.summary_blocks.part(turn.session, turn.chat.id, turn.speaker.name)
+        if part is None:  # off for this chat (no active entry)
             return None
-        every = service.list_entries(turn.session, turn.chat.id)
-        entries = [e for e in every if e.active and not e.awaiting_review]
-        if not entries:
-            return None
-        reader = turn.speaker.name
-        block = summary_block(
-            [EntryText(visible_to(e.title, reader), visible_to(e.content, reader)) for e in entries]
-        )
-        count = f"{len(entries)} active summary {'entry' if len(entries) == 1 else 'entries'}"
-        if any(has_conditions(e.title) or has_conditions(e.content) for e in entries):
-            count += f" (as {reader} may read them: parts meant for others left out)"
+        block = part.block
+        count = f"{part.count} active summary {'entry' if part.count == 1 else 'entries'}"
+        if part.conditional:
+            count += f" (as {turn.speaker.name} may read them: parts meant for others left out)"
         if not turn.settings.summary_hide_messages:
             return Contribution(
                 fixed=(DynamicBlock("older_short_term_memory", "Chat Summary", block),),
@@ -68,7 +60,7 @@ class SummarySource(PromptSource):
             )
         chosen = select_messages(
             [ChatMessage(m.id, m.hidden) for m in turn.history.messages],
-            _ranges(every),
+            part.ranges,
             tail=turn.settings.summary_recent_tail,
             hide_summarised=True,
         )
@@ -143,7 +135,7 @@ class SummarySource(PromptSource):
         return service.import_file_entries(session, chat.id, metadata, line_ids)
 
     def summary_count(self, session: Session, chat: Chat) -> int:
-        return len(service.list_entries(session, chat.id))
+        return service.entry_count(session, chat.id)
 
     def chat_branched(self, session: Session, source: Chat, branch: Chat) -> None:
         service.copy_to_branch(session, source.id, branch.id)
@@ -197,14 +189,6 @@ def prompt_context(
         "max_output": MAX_OUTPUT,
         "default_text": templates.ROLEPLAY_ENTRY_PROMPT,
     }
-
-
-def _ranges(entries) -> list[SummaryRange]:
-    """Entries as coverage.py reads them: one held for review covers nothing yet."""
-    return [
-        SummaryRange(e.first_message_id, e.last_message_id, e.active and not e.awaiting_review)
-        for e in entries
-    ]
 
 
 def panel_context(
