@@ -282,21 +282,6 @@ def plan_prompt(turn: Turn, pending: PendingSearch | None) -> Planned:
     ]
     spans = [recalled.SceneSpan(sc.id, sc.first_message_id, sc.last_message_id) for sc in scenes]
     anchor = next((m.id for m in reversed(turn.history.messages) if m.content), None)
-    kept = _kept(session, chat.id, anchor)
-    if kept is not None:
-        if pending is not None:
-            finish_search(turn.session, pending, k=1)  # let the search's threads end; its ranking is not used
-        quotable = _quotable(
-            session, chat.id, [sc for sc in scenes if sc.id in {item["id"] for item in kept}]
-        )
-        candidates = _kept_candidates(kept, quotable)
-    else:
-        hits = _hits(turn, pending)
-        hit_scenes = {recalled.scene_of(h.message_ids, spans) for h in hits}
-        quotable = _quotable(session, chat.id, [sc for sc in scenes if sc.id in hit_scenes])
-        candidates = recalled.scene_candidates(
-            hits, spans, {sid: [(m, t) for m, t, _, _ in items] for sid, items in quotable.items()}
-        )
     # Numbers for what is shown only: the window and the scenes' bounds (their headers) now, the
     # messages quoted once the plan has picked them.
     numbers = _numbers(
@@ -333,15 +318,50 @@ def plan_prompt(turn: Turn, pending: PendingSearch | None) -> Planned:
                 has_summary=written,
             )
         )
-    plan = window.plan_memory(
-        history,
-        closed,
-        mark_id=window_start(session, chat.id),
-        other_tokens=_other_tokens(turn),
-        settings=memory_settings(turn.settings),
-        constants=constants,
-        candidates=candidates,
+    mark_id, other_tokens, settings = (
+        window_start(session, chat.id),
+        _other_tokens(turn),
+        memory_settings(turn.settings),
     )
+
+    def planned(candidates: Sequence[window.Candidate]) -> window.MemoryPlan:
+        return window.plan_memory(
+            history,
+            closed,
+            mark_id=mark_id,
+            other_tokens=other_tokens,
+            settings=settings,
+            constants=constants,
+            candidates=candidates,
+        )
+
+    kept = _kept(session, chat.id, anchor)
+    if kept is not None:
+        if pending is not None:
+            finish_search(turn.session, pending, k=1)  # let the search's threads end; its ranking is not used
+        quotable = _quotable(
+            session, chat.id, [sc for sc in scenes if sc.id in {item["id"] for item in kept}]
+        )
+        plan = planned(_kept_candidates(kept, quotable))
+    else:
+        hits = _hits(turn, pending)
+        # The plan picks its scenes by their recaps' sizes alone, and only then their excerpts: a first
+        # plan without excerpts tells which scenes' messages to read. Also read: a hit scene holding a
+        # message a source excerpt quotes (it is quoted as that scene's message reads, as it always was).
+        picked = planned(recalled.scene_candidates(hits, spans, {}))
+        sourced = {i for source in picked.source_excerpts for i in source.message_ids}
+        hit_scenes = {recalled.scene_of(h.message_ids, spans) for h in hits}
+        wanted = {r.id for r in picked.scenes} | {
+            sc.id
+            for sc in scenes
+            if sc.id in hit_scenes and any(sc.first_message_id <= i <= sc.last_message_id for i in sourced)
+        }
+        quotable = _quotable(session, chat.id, [sc for sc in scenes if sc.id in wanted])
+        plan = planned(
+            recalled.scene_candidates(
+                hits, spans, {sid: [(m, t) for m, t, _, _ in items] for sid, items in quotable.items()}
+            )
+        )
     if turn.for_reply and plan.restarted:
         store_window_start(session, chat.id, plan.mark_id)
     if turn.for_reply and anchor is not None and kept is None:
