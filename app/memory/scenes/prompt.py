@@ -15,6 +15,9 @@ Decisions (where the issue is silent):
   (then they recall afresh, and that becomes the kept one). Memory Recall's chunks being rebuilt between
   a reply and its swipe does not count as a change. A hidden or deleted message drops out of a kept
   excerpt at once.
+- A turn costs what it shows, not the chat's length (issue 23): message numbers are counted on the index
+  for the window's messages, the scenes' bounds and the quoted messages only; the scenes are read whole
+  (their recaps' sizes are planned with), their messages only for the scenes the plan picks.
 """
 
 from __future__ import annotations
@@ -318,11 +321,9 @@ def plan_prompt(turn: Turn, pending: PendingSearch | None) -> Planned:
                 has_summary=written,
             )
         )
-    mark_id, other_tokens, settings = (
-        window_start(session, chat.id),
-        _other_tokens(turn),
-        memory_settings(turn.settings),
-    )
+    mark_id = window_start(session, chat.id)
+    other_tokens = _other_tokens(turn)
+    settings = memory_settings(turn.settings)
 
     def planned(candidates: Sequence[window.Candidate]) -> window.MemoryPlan:
         return window.plan_memory(
