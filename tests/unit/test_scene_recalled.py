@@ -58,6 +58,14 @@ def test_a_chunk_belongs_to_the_scene_holding_most_of_its_messages():
     assert scene_of([10, 11, 12], scenes) == 2
     assert scene_of([10, 11], scenes) == 1  # a tie: the earlier scene
     assert scene_of([30, 31], scenes) is None
+    assert scene_of([], scenes) is None
+
+
+def test_a_chunk_whose_messages_straddle_a_scene_belongs_to_one_holding_them():
+    scenes = [SceneSpan(1, 1, 10), SceneSpan(2, 11, 20), SceneSpan(3, 21, 30)]
+    assert scene_of([5, 25], scenes) == 1  # the scene between holds neither; a tie: the earlier
+    assert scene_of([5, 25, 26], scenes) == 3
+    assert scene_of([25, 5, 15, 16], scenes) == 2  # in any order
 
 
 def test_candidates_follow_the_hits_once_per_scene_with_the_excerpt_centred_on_the_hit():

@@ -39,6 +39,7 @@ from app.memory.scenes.core.check import (
     check_due,
     check_request,
     check_window,
+    clamp_interval,
     read_scene_ends,
     unreadable,
 )
@@ -79,8 +80,10 @@ def check_scenes(services: Services, chat_id: int) -> CheckOutcome:
             return CheckOutcome("preparing")
         if state is not None and state.next_check_at is not None and as_utc(state.next_check_at) > utcnow():
             return CheckOutcome("waiting", reason=state.reason)
-        messages = readable_messages(session, chat_id)
         checked = state.checked_through_id if state is not None else None
+        if not _may_be_due(session, chat_id, checked, settings.adv_check_interval):
+            return CheckOutcome("not_due")
+        messages = readable_messages(session, chat_id)
         new = [m for m in messages if checked is None or m.id > checked]
         if not check_due(len(new), settings.adv_check_interval):
             return CheckOutcome("not_due")
@@ -124,6 +127,24 @@ def check_scenes(services: Services, chat_id: int) -> CheckOutcome:
             return CheckOutcome("checked", tuple(s.id for s in closed if s.id is not None))
     finally:
         services.claims.scene_checks.release(chat_id)
+
+
+# At most `interval` of the messages after the last checked one that readable_messages might keep
+# (its strip() aside): fewer than the interval and no check is due, read on an index, without the
+# chat's messages. Only then is every message read.
+_MAYBE_NEW_SQL = (
+    "SELECT count(*) FROM (SELECT 1 FROM message WHERE chat_id = ? AND kind = 'message' AND hidden = 0"
+    " AND status NOT IN ('error', 'streaming') AND id > ? LIMIT ?)"
+)
+
+
+def _may_be_due(session: Session, chat_id: int, checked: int | None, interval: int) -> bool:
+    """False when too few messages arrived since the last check for one to be due (the after-reply
+    check then reads nothing more); True when the readable ones must be counted."""
+    limit = clamp_interval(interval)
+    params = (chat_id, checked if checked is not None else -1, limit)
+    maybe = int(session.connection().exec_driver_sql(_MAYBE_NEW_SQL, params).scalar_one())
+    return check_due(maybe, interval)
 
 
 def _prepare_status(session: Session, chat_id: int) -> str | None:

@@ -15,17 +15,22 @@ Decisions (where the issue is silent):
   (then they recall afresh, and that becomes the kept one). Memory Recall's chunks being rebuilt between
   a reply and its swipe does not count as a change. A hidden or deleted message drops out of a kept
   excerpt at once.
+- A turn costs what it shows, not the chat's length (issue 23): message numbers are counted on the index
+  for the window's messages, the scenes' bounds and the quoted messages only; the scenes are read whole
+  (their recaps' sizes are planned with), their messages only for the scenes the plan picks.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, func, select
 
-from app.chats.models import Chat, Message
+from app.chats.history import message_numbers
+from app.chats.models import Chat
 from app.chats.settings import ChatSettings
 from app.memory.recall.service import PendingSearch, finish_search
 from app.memory.scenes.core import recalled, window
@@ -44,6 +49,35 @@ MAX_WINDOW_MESSAGES = 3000
 OTHER_OVERHEAD_TOKENS = 300
 SEARCH_DEPTH = 32  # recall hits read to rank the scenes
 MAX_SNAPSHOTS = 128  # per chat: the newest replies' recalled scenes, for their swipes
+
+
+@dataclass(frozen=True)
+class SceneRow:
+    """What a turn reads of a scene: the columns the plan and the blocks use."""
+
+    id: int
+    first_message_id: int
+    last_message_id: int
+    state: str
+    summary: str
+    timeframe: str
+    enabled: bool
+
+
+# The chat's scenes are read on every turn (their recaps' sizes are planned with): plain SQL, as the
+# ORM's per-row overhead was most of the cost at a hundred scenes.
+_SCENES_SQL = (
+    "SELECT id, first_message_id, last_message_id, state, summary, timeframe, enabled FROM scene"
+    " WHERE chat_id = ? ORDER BY first_message_id"
+)
+
+
+def _scenes(session: Session, chat_id: int) -> list[SceneRow]:
+    rows = session.connection().exec_driver_sql(_SCENES_SQL, (chat_id,))
+    return [
+        SceneRow(i, first, last, state, summary, timeframe, bool(on))
+        for i, first, last, state, summary, timeframe, on in rows
+    ]
 
 
 @dataclass(frozen=True)
@@ -90,16 +124,28 @@ def store_window_start(session: Session, chat_id: int, message_id: int | None) -
     session.add(state)
 
 
-def _numbers(session: Session, chat_id: int) -> dict[int, int]:
-    """Every message's number as the chat view shows it."""
-    rows = (
-        session.connection()
-        .exec_driver_sql(
-            "SELECT id FROM message WHERE chat_id = ? AND kind = 'message' ORDER BY id", (chat_id,)
+# Which of the given ids are messages of the chat (a scene's bound may be a message deleted since):
+# the others have no number (0), as a chat view would give them none.
+_MESSAGES_AMONG_SQL = (
+    "SELECT id FROM message WHERE chat_id = ? AND kind = 'message' AND id IN (SELECT value FROM json_each(?))"
+)
+
+
+def _numbers(
+    session: Session, chat_id: int, messages: Collection[int], bounds: Collection[int]
+) -> dict[int, int]:
+    """The numbers (as the chat view shows them) of `messages`, ids of the chat's messages, and of
+    those of `bounds` that are messages of the chat still: one statement for the numbers, one for
+    which bounds are messages; nothing reads the messages between them."""
+    bounds = set(bounds) - set(messages)
+    existing = set()
+    if bounds:
+        rows = session.connection().exec_driver_sql(
+            _MESSAGES_AMONG_SQL, (chat_id, json.dumps(sorted(bounds)))
         )
-        .all()
-    )
-    return {row[0]: n for n, row in enumerate(rows, 1)}
+        existing = {row[0] for row in rows}
+    numbers = message_numbers(session, chat_id, {*messages, *existing})
+    return {i: n for i, n in numbers.items() if i not in bounds or i in existing}
 
 
 def _other_tokens(turn: Turn) -> int:
@@ -138,36 +184,34 @@ def _hits(turn: Turn, pending: PendingSearch | None) -> list[recalled.ChunkHit]:
     return [recalled.ChunkHit(tuple(h.chunk.message_ids or ())) for h in relevant if h.chunk.message_ids]
 
 
+# One branch per scene, each its own LIMIT on the (chat_id, id) index: the rows of every scene at
+# once, and no more of a long scene than an excerpt can use.
+_QUOTABLE_BRANCH = (
+    "SELECT * FROM (SELECT ? AS scene_id, id, name, role, content FROM message"
+    " WHERE chat_id = ? AND kind = 'message' AND hidden = 0 AND status != 'error' AND status != 'streaming'"
+    " AND id >= ? AND id <= ? ORDER BY id LIMIT ?)"
+)
+
+
 def _quotable(
-    session: Session, chat_id: int, scenes: Sequence[Scene]
+    session: Session, chat_id: int, scenes: Sequence[SceneRow]
 ) -> dict[int, list[tuple[int, int, str, str]]]:
     """The given scenes' messages that may be quoted (visible, not failed, not empty), per scene:
-    (id, tokens, name, text). Only the scenes the recall hits point to are read."""
+    (id, tokens, name, text). Only the scenes the recall hits point to are read, in one statement."""
     out: dict[int, list[tuple[int, int, str, str]]] = {sc.id: [] for sc in scenes}
+    if not scenes:
+        return out
+    sql = "SELECT * FROM (" + " UNION ALL ".join([_QUOTABLE_BRANCH] * len(scenes)) + ") ORDER BY id"
+    params: list = []
     for sc in scenes:
-        rows = session.exec(
-            select(Message.id, Message.name, Message.role, Message.content)
-            .where(
-                Message.chat_id == chat_id,
-                Message.kind == "message",
-                Message.hidden == False,  # noqa: E712
-                Message.status != "error",
-                Message.status != "streaming",
-                col(Message.id) >= sc.first_message_id,
-                col(Message.id) <= sc.last_message_id,
-            )
-            .order_by(col(Message.id))
-            .limit(window.MAX_RUN_MESSAGES * 8)
-        ).all()
-        out[sc.id] = [
-            (mid, count_message_tokens(content), name or role, content)
-            for mid, name, role, content in rows
-            if (content or "").strip()
-        ]
+        params += [sc.id, chat_id, sc.first_message_id, sc.last_message_id, window.MAX_RUN_MESSAGES * 8]
+    for scene_id, mid, name, role, content in session.connection().exec_driver_sql(sql, tuple(params)):
+        if (content or "").strip():
+            out[scene_id].append((mid, count_message_tokens(content), name or role, content))
     return out
 
 
-def _kept(session: Session, chat_id: int, anchor: int | None, scenes: Sequence[Scene]) -> list[dict] | None:
+def _kept(session: Session, chat_id: int, anchor: int | None) -> list[dict] | None:
     """The recalled scenes kept for a reply to `anchor`, when no scene changed since they were kept."""
     if anchor is None:
         return None
@@ -175,7 +219,10 @@ def _kept(session: Session, chat_id: int, anchor: int | None, scenes: Sequence[S
     if snap is None:
         return None
     kept_at = as_utc(snap.created_at)
-    if any(as_utc(sc.updated_at) > kept_at or as_utc(sc.created_at) > kept_at for sc in scenes):
+    newest = session.exec(
+        select(func.max(Scene.updated_at), func.max(Scene.created_at)).where(Scene.chat_id == chat_id)
+    ).one()
+    if any(when is not None and as_utc(when) > kept_at for when in newest):
         return None
     return [item for item in snap.scenes if isinstance(item, dict) and isinstance(item.get("id"), int)]
 
@@ -214,16 +261,43 @@ def _keep(session: Session, chat_id: int, anchor: int, plan: window.MemoryPlan) 
 def plan_prompt(turn: Turn, pending: PendingSearch | None) -> Planned:
     """The plan for this turn and its blocks."""
     session, chat = turn.session, turn.chat
-    numbers = _numbers(session, chat.id)
+    scenes = _scenes(session, chat.id)
+    reader = turn.speaker.name
+    entries = list(
+        session.exec(
+            select(SummaryEntry)
+            .where(
+                SummaryEntry.chat_id == chat.id,
+                SummaryEntry.active == True,  # noqa: E712
+                SummaryEntry.awaiting_review == False,  # noqa: E712
+            )
+            .order_by(col(SummaryEntry.first_message_id), col(SummaryEntry.id))
+        )
+    )
+    entry_texts = {
+        e.id: EntryText(visible_to(e.title, reader), visible_to(e.content, reader)) for e in entries
+    }
+    constants = [
+        window.Constant(
+            e.id, count_tokens(summary_block([entry_texts[e.id]])), e.first_message_id, e.last_message_id
+        )
+        for e in entries
+    ]
+    spans = [recalled.SceneSpan(sc.id, sc.first_message_id, sc.last_message_id) for sc in scenes]
+    anchor = next((m.id for m in reversed(turn.history.messages) if m.content), None)
+    # Numbers for what is shown only: the window and the scenes' bounds (their headers) now, the
+    # messages quoted once the plan has picked them.
+    numbers = _numbers(
+        session,
+        chat.id,
+        {m.id for m in turn.history.messages},
+        {i for sc in scenes for i in (sc.first_message_id, sc.last_message_id)},
+    )
     history = [
         window.HistoryMessage(m.id, numbers.get(m.id, 0), count_message_tokens(m.content))
         for m in turn.history.messages
         if m.content
     ]
-    scenes = list(
-        session.exec(select(Scene).where(Scene.chat_id == chat.id).order_by(col(Scene.first_message_id)))
-    )
-    reader = turn.speaker.name
     scene_texts: dict[int, recalled.RecalledText] = {}
     closed: list[window.ClosedScene] = []
     for n, sc in enumerate(scenes, 1):
@@ -247,58 +321,61 @@ def plan_prompt(turn: Turn, pending: PendingSearch | None) -> Planned:
                 has_summary=written,
             )
         )
-    entries = list(
-        session.exec(
-            select(SummaryEntry)
-            .where(
-                SummaryEntry.chat_id == chat.id,
-                SummaryEntry.active == True,  # noqa: E712
-                SummaryEntry.awaiting_review == False,  # noqa: E712
-            )
-            .order_by(col(SummaryEntry.first_message_id), col(SummaryEntry.id))
+    mark_id = window_start(session, chat.id)
+    other_tokens = _other_tokens(turn)
+    settings = memory_settings(turn.settings)
+
+    def planned(candidates: Sequence[window.Candidate]) -> window.MemoryPlan:
+        return window.plan_memory(
+            history,
+            closed,
+            mark_id=mark_id,
+            other_tokens=other_tokens,
+            settings=settings,
+            constants=constants,
+            candidates=candidates,
         )
-    )
-    entry_texts = {
-        e.id: EntryText(visible_to(e.title, reader), visible_to(e.content, reader)) for e in entries
-    }
-    constants = [
-        window.Constant(
-            e.id, count_tokens(summary_block([entry_texts[e.id]])), e.first_message_id, e.last_message_id
-        )
-        for e in entries
-    ]
-    spans = [recalled.SceneSpan(sc.id, sc.first_message_id, sc.last_message_id) for sc in scenes]
-    anchor = next((m.id for m in reversed(turn.history.messages) if m.content), None)
-    kept = _kept(session, chat.id, anchor, scenes)
+
+    kept = _kept(session, chat.id, anchor)
     if kept is not None:
         if pending is not None:
             finish_search(turn.session, pending, k=1)  # let the search's threads end; its ranking is not used
         quotable = _quotable(
             session, chat.id, [sc for sc in scenes if sc.id in {item["id"] for item in kept}]
         )
-        candidates = _kept_candidates(kept, quotable)
+        plan = planned(_kept_candidates(kept, quotable))
     else:
         hits = _hits(turn, pending)
+        # The plan picks its scenes by their recaps' sizes alone, and only then their excerpts: a first
+        # plan without excerpts tells which scenes' messages to read. Also read: a hit scene holding a
+        # message a source excerpt quotes (it is quoted as that scene's message reads, as it always was).
+        picked = planned(recalled.scene_candidates(hits, spans, {}))
+        sourced = {i for source in picked.source_excerpts for i in source.message_ids}
         hit_scenes = {recalled.scene_of(h.message_ids, spans) for h in hits}
-        quotable = _quotable(session, chat.id, [sc for sc in scenes if sc.id in hit_scenes])
-        candidates = recalled.scene_candidates(
-            hits, spans, {sid: [(m, t) for m, t, _, _ in items] for sid, items in quotable.items()}
+        wanted = {r.id for r in picked.scenes} | {
+            sc.id
+            for sc in scenes
+            if sc.id in hit_scenes and any(sc.first_message_id <= i <= sc.last_message_id for i in sourced)
+        }
+        quotable = _quotable(session, chat.id, [sc for sc in scenes if sc.id in wanted])
+        plan = planned(
+            recalled.scene_candidates(
+                hits, spans, {sid: [(m, t) for m, t, _, _ in items] for sid, items in quotable.items()}
+            )
         )
-    plan = window.plan_memory(
-        history,
-        closed,
-        mark_id=window_start(session, chat.id),
-        other_tokens=_other_tokens(turn),
-        settings=memory_settings(turn.settings),
-        constants=constants,
-        candidates=candidates,
-    )
     if turn.for_reply and plan.restarted:
         store_window_start(session, chat.id, plan.mark_id)
     if turn.for_reply and anchor is not None and kept is None:
         _keep(session, chat.id, anchor, plan)
+    quoted_ids = {i for r in plan.scenes for i in r.excerpt} | {
+        i for source in plan.source_excerpts for i in source.message_ids
+    }
+    numbers.update(message_numbers(session, chat.id, quoted_ids - numbers.keys()))
     by_message = {
-        m: (numbers.get(m, 0), name, text) for items in quotable.values() for m, _, name, text in items
+        m: (numbers.get(m, 0), name, text)
+        for items in quotable.values()
+        for m, _, name, text in items
+        if m in quoted_ids
     }
     for m in turn.history.messages:
         by_message.setdefault(m.id, (numbers.get(m.id, 0), m.name or m.role, m.content))

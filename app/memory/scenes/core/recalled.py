@@ -78,8 +78,13 @@ class ChunkHit:
 
 def scene_of(message_ids: Sequence[int], scenes: Sequence[SceneSpan]) -> int | None:
     """The scene holding most of these messages (the earlier one on a tie), or None."""
+    if not message_ids:
+        return None
+    low, high = min(message_ids), max(message_ids)
     best, count = None, 0
     for sc in scenes:
+        if sc.last_message_id < low or sc.first_message_id > high:
+            continue  # holds none of them: most scenes, for a hit's few neighbouring messages
         n = sum(1 for i in message_ids if sc.first_message_id <= i <= sc.last_message_id)
         if n > count:
             best, count = sc.id, n
@@ -104,7 +109,8 @@ def scene_candidates(
         if not items:
             out.append(Candidate(sid, ()))
             continue
-        inside = sorted(i for i in hit.message_ids if any(i == m for m, _ in items))
+        quotable_ids = {m for m, _ in items}
+        inside = sorted(i for i in hit.message_ids if i in quotable_ids)
         middle = inside[len(inside) // 2] if inside else hit.message_ids[len(hit.message_ids) // 2]
         best = min(range(len(items)), key=lambda k: abs(items[k][0] - middle))
         half = MAX_RUN_MESSAGES // 2
