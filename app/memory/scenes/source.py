@@ -51,7 +51,7 @@ class AdvancedMemorySource(PromptSource):
             ignore=(turn.speaker.name, turn.user_name),
         )
         services = turn.services
-        turn.scratch[self.name] = start_search(
+        pending = turn.scratch[self.name] = start_search(
             turn.session.get_bind(),
             turn.chat.id,
             query,
@@ -68,6 +68,10 @@ class AdvancedMemorySource(PromptSource):
             # take no place of an older scene's.
             window_start_id=prompt.window_start(turn.session, turn.chat.id),
         )
+        if pending is not None and services.recall.query_vectors.ready(query):
+            # As Memory Recall does (its source says why): with the query's vector known, the sign-bit
+            # scan runs now, alone; a query still being embedded lets the other sources work meanwhile.
+            pending.scanned.result()
         return True
 
     def contribute(self, turn: Turn) -> Contribution | None:
