@@ -17,10 +17,11 @@ from app.memory.recall.core.sources import (
     builtins_in_use,
     choose_embedding_source,
 )
-from app.memory.recall.embedders import BUILTINS, Embedder, OpenAICompatible, VectorSizes
+from app.memory.recall.embedders import BUILTINS, Embedder, OpenAICompatible, VectorSizes, still_loading
 from app.memory.recall.models import MemoryChunk
 from app.platform.core.errors import UserError
 from app.platform.modelbase import parse_row_id
+from app.platform.services import Services
 
 DEFAULT_EMBEDDING_KEY = "embeddings"
 
@@ -101,6 +102,16 @@ def embedder_for_chat(
 ) -> Embedder:
     choice = embedding_choice(session, session.get(Chat, chat_id), keybox=keybox)
     return build_embedder(choice, sizes=sizes, new_size=new_size)
+
+
+def embed_query_early(services: Services, session: Session, chat_id: int, text: str) -> None:
+    """Start embedding a query the turn about to be built will search with, on the recall threads,
+    into the app's cache of query vectors: the build then finds it embedded, or being embedded. Not
+    while the built-in model loads (the turn ranks by words meanwhile, and this starts the load)."""
+    embedder = embedder_for_chat(session, chat_id, services.keybox, sizes=services.recall.sizes)
+    if embedder is None or still_loading(embedder):
+        return
+    services.recall.queries.submit(services.recall.query_vectors.embed, embedder, text)
 
 
 def builtin_models_in_use(session: Session) -> set[str]:

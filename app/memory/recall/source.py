@@ -14,8 +14,7 @@ from app.chats.models import Chat
 from app.chats.settings import read_settings
 from app.memory.recall.core.lexical import DENSE_WEIGHT, NEIGHBOUR_SHARE
 from app.memory.recall.core.sources import BUILTIN_MODELS
-from app.memory.recall.embedders import still_loading
-from app.memory.recall.embedding import embedder_for_chat, embedding_choice
+from app.memory.recall.embedding import embed_query_early, embedder_for_chat, embedding_choice
 from app.memory.recall.jobs import JOBS, schedule_embed_chat
 from app.memory.recall.service import finish_recall, start_recall
 from app.platform import forms
@@ -108,10 +107,7 @@ class RecallSource(PromptSource):
             or len(text.split()) < SHORT_QUERY_WORDS
         ):
             return
-        embedder = embedder_for_chat(session, chat.id, services.keybox, sizes=services.recall.sizes)
-        if still_loading(embedder):
-            return  # the turn ranks by words while the model loads (and starts loading it)
-        services.recall.queries.submit(services.recall.query_vectors.embed, embedder, text)
+        embed_query_early(services, session, chat.id, text)
 
     def after_reply(self, services: Services, chat_id: int) -> None:
         # Memories are kept whether or not recall is on for the chat: turning it on later finds them.

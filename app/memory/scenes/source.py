@@ -14,8 +14,9 @@ from typing import Any
 from sqlmodel import Session
 
 from app.chats.models import Chat
-from app.chats.settings import ChatSettings
-from app.memory.recall.embedding import embedder_for_chat
+from app.chats.service import chat_characters, user_name
+from app.chats.settings import ChatSettings, read_settings
+from app.memory.recall.embedding import embed_query_early, embedder_for_chat
 from app.memory.recall.service import start_search
 from app.memory.scenes import fix, prepare, prompt, rescans, service, settings_form
 from app.memory.scenes.core import recalled
@@ -73,6 +74,23 @@ class AdvancedMemorySource(PromptSource):
             # scan runs now, alone; a query still being embedded lets the other sources work meanwhile.
             pending.scanned.result()
         return True
+
+    def expect(self, services: Services, session: Session, chat: Chat, text: str) -> None:
+        """Embed the scene query the new message will make, while it is stored: the user's words since
+        the character last spoke, which after the character's reply are the new message alone. Only
+        for one character (a group's next speaker is chosen with the turn); when the guess misses (two
+        messages in a row), the turn embeds its own query as before."""
+        if not read_settings(chat.settings).advanced_memory_on(chat.mode):
+            return
+        characters = chat_characters(session, chat.id)
+        if len(characters) != 1:
+            return
+        speaker, user = characters[0].name, user_name(session, chat)
+        query = recalled.scene_query(
+            [recalled.QueryMessage("user", user, text)], speaker, ignore=(speaker, user)
+        )
+        if query:
+            embed_query_early(services, session, chat.id, query)
 
     def contribute(self, turn: Turn) -> Contribution | None:
         if not turn.settings.advanced_memory_on(turn.chat.mode):
