@@ -21,6 +21,9 @@ Rebuild) ends with its process as Stop ends it: nothing of it is left to settle.
 from __future__ import annotations
 
 import logging
+import os
+import sys
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -41,6 +44,26 @@ class Job:
     func: Callable[[Any], None]
     every_minutes: float
     at_start: bool = False
+
+
+# The OS priority ("nice") of the threads doing background work that takes the CPU (embedding a chat's
+# memories): when a page or a reply wants the same core, the system gives it to them first.
+BACKGROUND_NICE = 10
+
+
+def lower_this_threads_priority(nice: int = BACKGROUND_NICE) -> None:
+    """Give the calling thread a lower OS priority, for good (raising it again would need privileges):
+    call it only on threads that do nothing but background work (the scheduler's workers, a rebuild's
+    own thread). Linux only, where a thread has its own nice value; elsewhere setpriority would lower
+    the whole process, so nothing is done."""
+    if not sys.platform.startswith("linux"):
+        return
+    tid = threading.get_native_id()
+    try:
+        if os.getpriority(os.PRIO_PROCESS, tid) < nice:
+            os.setpriority(os.PRIO_PROCESS, tid, nice)
+    except OSError:  # a container that forbids it: the work runs at the usual priority
+        log.debug("could not lower the priority of thread %s", tid)
 
 
 def make_scheduler() -> AsyncIOScheduler:

@@ -19,7 +19,7 @@ from app.memory.recall.embedding import embedder_for_chat
 from app.memory.recall.index import prune_tombstones
 from app.memory.recall.models import MemoryChunk
 from app.memory.recall.service import embed_chunks, embed_pending, list_chunk_ids, sync_chunks, waiting_count
-from app.platform.jobs import Job, job_pending, run_soon
+from app.platform.jobs import Job, job_pending, lower_this_threads_priority, run_soon
 from app.platform.services import Services
 from app.platform.timeutil import utcnow
 
@@ -89,6 +89,7 @@ def sync_chat(services: Services, chat_id: int) -> None:
     """ "memory.embed_chat": `embed_chat` in the background, after every reply and every change to
     a message, whether or not recall is on for the chat. When the chat's sync is running already,
     that one goes once more instead."""
+    lower_this_threads_priority()  # a scheduler worker: background work only
     services.recall.syncs.run(chat_id, partial(_embed_chat, services, chat_id))
 
 
