@@ -65,7 +65,7 @@ def test_a_page_on_another_local_port_cannot_change_sugo(page: Page, live, attac
 <script>
 fetch("{sugo}/connections", {{method: "POST", mode: "no-cors",
   body: new URLSearchParams({{name: "Attacker", kind: "openai", base_url: "{attacker.url}/v1", model: "x"}})}})
-  .finally(() => fetch("/done").then(() => document.getElementById("f").submit()));
+  .finally(() => fetch("/done"));
 </script>"""
     seen: list[tuple[str, int, str | None, str | None]] = []
     page.on(
@@ -78,8 +78,15 @@ fetch("{sugo}/connections", {{method: "POST", mode: "no-cors",
             else None
         ),
     )
-    page.goto(attacker.url)
+    # The fetch's response is awaited before the page posts its form: Playwright reports a request's
+    # response once Chromium has sent all it knows of it, and a page that navigated away at once (the
+    # form used to be posted from the fetch's own callback) could leave that report behind with the
+    # old document; the test then saw one response of two.
+    with page.expect_response(f"{sugo}/connections") as fetched:
+        page.goto(attacker.url)
+    assert fetched.value.status == 403
     wait_for(attacker.fetched.is_set, timeout=15, what="the attacker's fetch to come back")
+    page.evaluate("document.getElementById('f').submit()")  # the attacker's own page posts it
     expect(page.locator("body")).to_contain_text("Refused: this change came from " + attacker.url)
     # Both requests were refused; the form's carried what a cross-port page's do (Playwright cannot
     # read an opaque no-cors fetch's request headers).
