@@ -29,8 +29,7 @@ if TYPE_CHECKING:
     from app.memory.days.runs import DayBackfills
     from app.memory.days.write import WriteRun
     from app.memory.recall.runtime import RecallRuntime
-    from app.memory.scenes.rescans import RescanStatuses
-    from app.memory.scenes.writer import HeldScenes
+    from app.memory.scenes import rescans, writer
     from app.memory.summaries.prompting import SummaryBlocks
     from app.prompt.sources import PromptSources
     from app.web.auth import LoginThrottle, SessionSigner
@@ -49,8 +48,8 @@ class Services:
     foreground: Foreground  # whether a reply is being written: background work waits for it to end
     claims: RunClaims  # the chats a thread of this app works, per kind of run (summaries, Prepare, Fix, ...)
     day_backfills: DayBackfills  # each Conversation chat's latest day Backfill, its progress
-    rescan_statuses: RescanStatuses  # each chat's last Re-scan scenes, its progress or outcome
-    held_scenes: HeldScenes  # the scenes whose recap a thread of this app is writing now
+    rescan_statuses: rescans.RescanStatuses  # each chat's last Re-scan scenes, its progress or outcome
+    held_scenes: writer.HeldScenes  # the scenes whose recap a thread of this app is writing now
     session_signer: SessionSigner | None = None  # login sessions, with SUGO_PASSWORD
     login_throttle: LoginThrottle | None = None  # wrong passwords per client, with SUGO_PASSWORD
     scheduler: AsyncIOScheduler | None = None  # set while the app runs (its lifespan)
