@@ -194,7 +194,13 @@ def prompt_context(
 def panel_context(
     session: Session, chat: Chat, *, engine: Engine, show_inactive: bool = True
 ) -> dict[str, Any]:
-    """What the Chat Summary panel shows."""
+    """What the Chat Summary panel shows. The runs are read before the entries: a run that ends between
+    the two reads has committed its entry with its status, so a panel that shows a run done shows its
+    entry too (read the other way round, a run ending in between left a "done" panel, which polls no
+    more, without the entry it wrote)."""
+    job = generate.latest_job(session, engine, chat.id)
+    backfill = runs.latest_run(session, chat.id, "backfill")
+    auto = runs.latest_run(session, chat.id, "automatic")
     views = service.entry_views(session, chat.id)
     inactive = sum(1 for v in views if not v.entry.active)
     tail = read_settings(chat.settings).summary_recent_tail
@@ -209,13 +215,13 @@ def panel_context(
         "gap": gap,
         "uncovered_batch": service.UNCOVERED_BATCH,
         "tail": tail,
-        "job": (job := generate.latest_job(session, engine, chat.id)),
+        "job": job,
         "review": read_settings(chat.settings).summary_review,
         "waiting_for": generate.waiting_for(session, chat.id)
         if job is not None and job.status == "waiting"
         else "",
         "prompt": prompt_context(session, chat),
-        "backfill": runs.latest_run(session, chat.id, "backfill"),
-        "auto": runs.latest_run(session, chat.id, "automatic"),
+        "backfill": backfill,
+        "auto": auto,
         "batch": runs.BATCH,
     }
