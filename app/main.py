@@ -47,6 +47,8 @@ from app.platform.services import Services
 from app.platform.settings import Settings, load_settings
 from app.prompt.sources import PromptSources
 from app.sources import default_sources
+from app.tools.builtin import builtin_tools
+from app.tools.registry import ToolRegistry
 from app.web.api_common import ids_in_range, install_error_handlers
 from app.web.auth import LoginThrottle, ProtectionMiddleware, SessionSigner, allowed_host_names
 from app.web.bodylimit import BodyLimit
@@ -84,6 +86,7 @@ def build_services(settings: Settings, *, sources: PromptSources | None = None) 
         day_backfills=DayBackfills(),
         rescan_statuses=RescanStatuses(),
         held_scenes=HeldScenes(),
+        tools=ToolRegistry(builtin_tools()),
         session_signer=signer,
         login_throttle=LoginThrottle() if settings.password else None,
     )

@@ -87,6 +87,9 @@ class Settings:
     model_timeout_s: float = 300.0
     # SUGO_DEBUG_TIMINGS=1: Peek Prompt shows what each prompt source cost to build that prompt.
     debug_timings: bool = False
+    # SUGO_FETCH_ALLOW: hosts (names or addresses, comma-separated) that tools may fetch from although
+    # they are loopback or private (a SearXNG or an MCP server on this machine); app/tools/net/address.py.
+    fetch_allow: tuple[str, ...] = ()
 
     @property
     def database_path(self) -> Path:
@@ -121,4 +124,7 @@ def load_settings() -> Settings:
         start_scheduler=_env_bool("SUGO_SCHEDULER", True),
         model_timeout_s=_env_seconds("SUGO_MODEL_TIMEOUT_S", 300.0),
         debug_timings=_env_bool("SUGO_DEBUG_TIMINGS", False),
+        fetch_allow=tuple(
+            h.strip().lower() for h in os.environ.get("SUGO_FETCH_ALLOW", "").split(",") if h.strip()
+        ),
     )

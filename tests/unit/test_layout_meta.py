@@ -119,15 +119,15 @@ def test_the_app_root_holds_domains_infrastructure_and_the_wiring_only():
 
 
 def test_every_core_folder_is_named_in_the_pure_core_contract():
-    # The contracts name `app.*.core` and `app.memory.*.core`: a core folder deeper than that would
-    # escape both.
+    # The contracts name `app.*.core`, `app.memory.*.core` and `app.tools.*.core`: a core folder deeper
+    # than that would escape them.
     text = (ROOT / "pyproject.toml").read_text()
     patterns = set(re.findall(r'"(app(?:\.[\w*]+)*\.core)"', text))
-    assert patterns == {"app.*.core", "app.memory.*.core"}
+    assert patterns == {"app.*.core", "app.memory.*.core", "app.tools.*.core"}
     for folder in _folders():
         if folder.name == "core":
             parts = folder.relative_to(ROOT).parts
-            assert len(parts) == 3 or (len(parts) == 4 and parts[1] == "memory"), (
+            assert len(parts) == 3 or (len(parts) == 4 and parts[1] in ("memory", "tools")), (
                 f"{folder} is outside the patterns"
             )
 

@@ -1,0 +1,1 @@
+"""Tools: what a character can do besides talking (app/tools/registry.py is the one list)."""
