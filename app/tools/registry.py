@@ -14,7 +14,7 @@ as "the tool failed". Either way the reply goes on.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -63,6 +63,10 @@ class ToolContext:
     now: datetime  # aware, UTC; tests move it
     # Tools the turn must not run even if asked (a reminder's own turn leaves the task tools out).
     excluded: frozenset[str] = frozenset()
+    # What this turn can do (for the capabilities tool): the tool names declared, and for each tool
+    # left out, why ("Web search is off in Settings → Permissions").
+    declared: tuple[str, ...] = ()
+    missing: Mapping[str, str] = field(default_factory=dict)
 
 
 Handler = Callable[[ToolContext, Any], "ToolResult | str | Awaitable[ToolResult | str]"]
