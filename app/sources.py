@@ -10,11 +10,13 @@ from app.memory.scenes.source import AdvancedMemorySource
 from app.memory.summaries.source import SummarySource
 from app.prompt.notes_and_time import CharacterNoteSource, ContextNoteSource, TimeAwarenessSource
 from app.prompt.sources import PromptSources
+from app.tools.source import ToolsSource
 
 
 def default_sources() -> PromptSources:
     return PromptSources(
         [
+            ToolsSource(),
             RecallSource(),
             LoreSource(),
             SummarySource(),

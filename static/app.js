@@ -421,6 +421,7 @@
         textEl = item?.querySelector(".msg-text");
         // Every event is sent again to a page that follows the reply after a reload: the fold is rebuilt.
         if (action !== "continue") item?.querySelector(".reasoning")?.remove();
+        item?.querySelector(".tool-live")?.remove();
         if (action === "continue" && textEl) {
           // The reply stays as it is; the new words stream after its last paragraph.
           const host = textEl.lastElementChild?.tagName === "P" ? textEl.lastElementChild : textEl;
@@ -450,6 +451,22 @@
         }
         thoughtEl.textContent = thought;
         if (thoughtEl.closest("details").open) scrollToEnd(false);
+      } else if (event === "tool_call" || event === "tool_result") {
+        // A tool round: one live line per call ("Using web_search…", then its outcome); the server's
+        // render replaces them with the folded calls at the end. Text only: the names are the model's.
+        if (!item) return;
+        let live = item.querySelector(".tool-live");
+        if (!live) {
+          live = document.createElement("div");
+          live.className = "tool-live";
+          live.setAttribute("aria-live", "polite");
+          item.querySelector(".msg-text")?.after(live);
+        }
+        let line = [...live.children].find((el) => el.dataset.call === data.id);
+        if (!line) { line = live.appendChild(document.createElement("div")); line.dataset.call = data.id; }
+        line.textContent = event === "tool_call" ? `Using ${data.name}…`
+          : (data.notice || `${data.label || data.name}: ${data.error ? "failed" : "done"} (${data.ms} ms)`);
+        scrollToEnd(false);
       } else if (event === "thought") {
         const fold = item?.querySelector(".reasoning");
         if (fold) { fold.classList.remove("is-thinking"); fold.querySelector(".reasoning-label").textContent = data.label; }

@@ -28,12 +28,9 @@ _LAST_REFRESH_SQL = (
     "SELECT coalesce(max(id), 0) FROM message WHERE chat_id = ? AND kind = 'refresh' AND id < ?"
 )
 _COUNT_SQL = f"SELECT count(*), coalesce(sum(hidden), 0) FROM message WHERE {_SENDABLE}"
-_FIRST_SQL = (
-    f"SELECT id, role, name, content FROM message WHERE {_SENDABLE} AND hidden = 0 ORDER BY id LIMIT 1"
-)
-_NEWEST_SQL = (
-    f"SELECT id, role, name, content FROM message WHERE {_SENDABLE} AND hidden = 0 ORDER BY id DESC LIMIT ?"
-)
+_COLUMNS = "id, role, name, content, tool_calls"
+_FIRST_SQL = f"SELECT {_COLUMNS} FROM message WHERE {_SENDABLE} AND hidden = 0 ORDER BY id LIMIT 1"
+_NEWEST_SQL = f"SELECT {_COLUMNS} FROM message WHERE {_SENDABLE} AND hidden = 0 ORDER BY id DESC LIMIT ?"
 _NO_UPPER_BOUND = 2**62
 
 
@@ -67,12 +64,28 @@ def history_window(session: Session, chat_id: int, *, before_id: int | None, lim
     if plan.recent:
         rows.extend(reversed(conn.exec_driver_sql(_NEWEST_SQL, (*span, plan.recent)).all()))
     messages = [
-        HistoryMessage(i, role, name, without_reasoning(text) if role == "assistant" else text)
-        for i, role, name, text in rows
+        HistoryMessage(
+            i,
+            role,
+            name,
+            without_reasoning(text) if role == "assistant" else text,
+            tool_calls=_tool_calls(calls),
+        )
+        for i, role, name, text, calls in rows
     ]
     # Every hidden message, the window's or not: Peek Prompt's counts then cover each message once
     # (hidden, dropped by the window, taken out by a source, or sent).
     return History(messages, plan, int(hidden_total), refreshed=bool(lower))
+
+
+def _tool_calls(raw: str | None) -> tuple[dict, ...]:
+    if not raw:
+        return ()
+    try:
+        calls = json.loads(raw)
+    except ValueError:
+        return ()
+    return tuple(c for c in calls if isinstance(c, dict)) if isinstance(calls, list) else ()
 
 
 def message_count(session: Session, chat_id: int, before_id: int | None) -> int:

@@ -1,6 +1,6 @@
 from datetime import datetime
 
-from sqlalchemy import Index
+from sqlalchemy import JSON, Column, Index
 from sqlmodel import Field, SQLModel
 
 from app.platform.modelbase import json_field
@@ -75,5 +75,9 @@ class Message(SQLModel, table=True):
     error: str | None = None
     # The SillyTavern line this message was imported from, minus what has columns, for export.
     st_extra: dict = json_field()
+    # The tool calls of the active version, mirrored from it like content (NULL for the many messages
+    # without any, so the prompt's history read stays one narrow row each): [{id, name, arguments,
+    # result, error, ms, at, notice}] (app/generation/tool_loop.py).
+    tool_calls: list | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)

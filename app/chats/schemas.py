@@ -56,6 +56,9 @@ class SwipeRead(BaseModel):
     model: str | None = None
     reasoning: str = ""  # the model's reasoning, kept apart from the text and never sent back to it
     reasoning_ms: int | None = None  # how long it thought, when known
+    # The tools this version called: {id, name, arguments, result, error, ms, round, at, notice?}.
+    tool_calls: list[dict] = []
+    tool_notice: str | None = None  # a reply that hit the round cap, or whose model refused tools
 
 
 class MessageRead(BaseModel):

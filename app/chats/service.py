@@ -267,6 +267,7 @@ def _sync_active(msg: Message) -> None:
     msg.content = active.get("content", "")
     msg.status = active.get("status", "ok")
     msg.error = active.get("error")
+    msg.tool_calls = active.get("tool_calls") or None
     msg.updated_at = utcnow()
 
 

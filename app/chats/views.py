@@ -37,6 +37,8 @@ def message_read(msg: Message) -> MessageRead:
                 error=s.get("error"),
                 model=s.get("model"),
                 **_reasoning(s),
+                tool_calls=[c for c in s.get("tool_calls") or [] if isinstance(c, dict)],
+                tool_notice=s.get("tool_notice") if isinstance(s.get("tool_notice"), str) else None,
             )
             for s in msg.swipes
         ],

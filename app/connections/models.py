@@ -33,6 +33,10 @@ class Connection(SQLModel, table=True):
     embedding_model: str = ""
     embedding_url: str = ""
     embedding_connection_id: int | None = None
+    # Tools: "auto" offers them until the provider refuses them once (then `tools_refused` says why and
+    # they are no longer offered), "on" always, "off" never.
+    tools_mode: str = Field(default="auto", sa_column_kwargs={"server_default": "auto"})
+    tools_refused: str = Field(default="", sa_column_kwargs={"server_default": ""})
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
 

@@ -30,7 +30,7 @@ import json
 import logging
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from sqlmodel import Session
@@ -41,10 +41,10 @@ from app.chats import service as chats
 from app.chats.core.limits import message_too_long
 from app.chats.models import Chat
 from app.connections.core.answers import Piece
-from app.connections.providers import get_provider
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError, Usage
 from app.connections.service import provider_config
 from app.generation.reasoning import REASONING_FIELDS, ReplyReading, thought_label
+from app.generation.tool_loop import CAP_NOTE, RoundHooks, ToolRounds, stream_with_tools
 from app.generation.writer import Draft, ReplyWriter
 from app.memory.scenes.split import split_stored_reply, splits_replies
 from app.personas.models import Persona
@@ -55,6 +55,9 @@ from app.prompt.core.blocks import Prompt
 from app.prompt.core.builder import Purpose
 from app.prompt.core.macros import generation_seed
 from app.prompt.service import build_chat_prompt
+from app.tools.registry import Tool, ToolContext
+from app.tools.service import declared_runners, now_utc
+from app.tools.settings import DEFAULT_ROUND_CAP, load_tool_settings
 
 log = logging.getLogger(__name__)
 
@@ -160,6 +163,8 @@ class StoredTurn:
     kept_reasoning: dict = field(default_factory=dict)  # the version's reasoning fields before
     # A new reply (a send): with Advanced Memory on it is split at its scene breaks once it ends.
     new_reply: bool = False
+    # Tools this turn must not offer (a reminder's own turn sets no new reminders).
+    excluded_tools: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -169,6 +174,9 @@ class PreparedReply:
     config: ProviderConfig | None = None
     kind: str | None = None
     problem: str | None = None  # why the reply cannot be asked for (no connection, unreadable key)
+    runners: dict[str, Tool] = field(default_factory=dict)  # the declared tools, by name
+    round_cap: int = DEFAULT_ROUND_CAP
+    connection_id: int | None = None
 
 
 def store_turn(
@@ -219,6 +227,7 @@ def store_turn(
         target.swipes = swipes
         target.active_swipe = len(swipes) - 1
         target.content, target.status, target.error = "", "streaming", None
+        target.tool_calls = None
         session.add(target)
         speaker = next((c for c in characters if c.id == target.character_id), None)
     session.flush()
@@ -301,7 +310,11 @@ def prepare_request(session: Session, turn: StoredTurn, *, services: Services) -
             for_reply=turn.purpose != "impersonate",
             seed=generation_seed(turn.chat.id, turn.message_id, turn.swipe_index),
             purpose=turn.purpose,
+            excluded_tools=turn.excluded_tools,
         )
+        if prompt.tools:
+            reply.runners = declared_runners(session, services, [t["name"] for t in prompt.tools])
+            reply.round_cap = load_tool_settings(session).round_cap
         session.commit()  # what the sources keep (the lorebook scan) and the macro variables
     except UserError as err:
         session.rollback()
@@ -325,6 +338,7 @@ def prepare_request(session: Session, turn: StoredTurn, *, services: Services) -
         reply.problem = str(err)
         return reply
     reply.kind = effective.connection.kind
+    reply.connection_id = effective.connection.id
     return reply
 
 
@@ -355,27 +369,19 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
         reply = await run_in_threadpool(_prepare, turn, services)
         if reply.problem:
             raise ProviderError("connection", reply.problem)
-        stream = get_provider(reply.kind).stream_chat(reply.config, list(reply.prompt.messages), reply.params)
         reading = ReplyReading()
         if isinstance(writer, ReplyWriter):
             writer.reading = reading
-        try:
-            async for event in stream:
-                if gen.stop.is_set():
-                    break
-                if event.text or event.reasoning:
-                    await _show(gen, writer, reading, reading.feed(event.text, event.reasoning))
-                if event.usage:
-                    usage = event.usage
-                if event.model:
-                    model = event.model
-        finally:
-            await stream.aclose()
+        rounds = await _stream_reply(gen, turn, reply, writer, reading, services)
+        usage, model = rounds.usage, rounds.model
         await _show(gen, writer, reading, reading.finish())  # what was held for a tag that never closed
         extra = _swipe_meta(started, model, usage)
         if reply.prompt.receipt:
             extra["receipt"] = list(reply.prompt.receipt)
-        silence = None if gen.stop.is_set() else reading.silence(writer.text)
+        if notice := _rounds_notice(rounds, reply.round_cap):
+            extra["tool_notice"] = notice
+        # A reply that only called tools said something by acting: not an empty reply.
+        silence = None if gen.stop.is_set() or rounds.calls else reading.silence(writer.text)
         if gen.stop.is_set():
             status = "partial" if writer.text else "error"
             await writer.finish(status, error="Stopped before the reply was finished.", **extra)
@@ -423,6 +429,71 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
         async with gen.changed:
             gen.finished = True
             gen.changed.notify_all()
+
+
+async def _stream_reply(
+    gen: Generation,
+    turn: StoredTurn,
+    reply: PreparedReply,
+    writer: ReplyWriter | Draft,
+    reading: ReplyReading,
+    services: Services,
+) -> ToolRounds:
+    """The reply streamed to the page, with its tool rounds when tools are declared."""
+
+    async def on_event(event) -> None:
+        await _show(gen, writer, reading, reading.feed(event.text, event.reasoning))
+
+    async def on_call_started(call, index: int) -> None:
+        await _publish(gen, "tool_call", {"message_id": gen.message_id, "id": call.id, "name": call.name})
+
+    async def on_call_done(record: dict) -> None:
+        if isinstance(writer, ReplyWriter):
+            writer.tool_calls.append(record)
+            await writer.tick(force=True)
+        await _publish(gen, "tool_result", {"message_id": gen.message_id, **_shown_call(record)})
+
+    ctx = ToolContext(
+        services=services,
+        chat_id=turn.chat.id,
+        character_id=turn.speaker.id if turn.speaker else None,
+        persona_id=turn.persona.id if turn.persona else None,
+        message_id=gen.message_id,
+        now=now_utc(),
+        excluded=turn.excluded_tools,
+        declared=tuple(reply.runners),
+        missing=dict(reply.prompt.tools_missing),
+    )
+    params = replace(reply.params, tools=reply.prompt.tools) if reply.prompt.tools else reply.params
+    return await stream_with_tools(
+        services=services,
+        config=reply.config,
+        kind=reply.kind,
+        messages=list(reply.prompt.messages),
+        params=params,
+        runners=reply.runners,
+        cap=reply.round_cap,
+        ctx=ctx,
+        connection_id=reply.connection_id,
+        hooks=RoundHooks(on_event, on_call_started, on_call_done, lambda: writer.text, gen.stop),
+    )
+
+
+def _shown_call(record: dict) -> dict:
+    """What the page shows of a call while the reply streams (the whole record is rendered at the end)."""
+    return {k: record.get(k) for k in ("id", "name", "label", "error", "ms", "notice")}
+
+
+def _rounds_notice(rounds: ToolRounds, cap: int) -> str | None:
+    parts = []
+    if rounds.refused:
+        parts.append(
+            "The model refused tools, so it was asked again without them; this connection will not be "
+            "offered tools again until its Tools field is set to On."
+        )
+    if rounds.cap_hit:
+        parts.append(CAP_NOTE.format(cap=cap))
+    return " ".join(parts) or None
 
 
 async def _show(

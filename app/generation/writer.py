@@ -68,6 +68,8 @@ class ReplyWriter:
         self.kept_reasoning = kept_reasoning or {}
         self.reading: ReplyReading | None = None  # the stream's reasoning, once the provider is asked
         self.text = ""
+        # The reply's tool calls as they finish (app/generation/tool_loop.py), stored with the version.
+        self.tool_calls: list[dict] = []
         self._last_flush = time.monotonic()
 
     async def append(self, delta: str) -> str:
@@ -78,9 +80,9 @@ class ReplyWriter:
         await self.tick()
         return delta
 
-    async def tick(self) -> None:
-        """Save what arrived (text and reasoning) when the flush interval has passed."""
-        if time.monotonic() - self._last_flush >= self.flush_interval_s:
+    async def tick(self, *, force: bool = False) -> None:
+        """Save what arrived (text, reasoning, tool calls) when the flush interval has passed, or now."""
+        if force or time.monotonic() - self._last_flush >= self.flush_interval_s:
             try:
                 await self.store("streaming")
             except OperationalError:
@@ -131,9 +133,12 @@ class ReplyWriter:
                 **swipe_extra,
                 **thought,
             }
+            if self.tool_calls:
+                swipes[at]["tool_calls"] = list(self.tool_calls)
             msg.swipes = swipes
             if msg.active_swipe == at:
                 msg.content, msg.status, msg.error = text, status, error
+                msg.tool_calls = swipes[at].get("tool_calls") or None
             msg.updated_at = utcnow()
             session.add(msg)
             session.commit()

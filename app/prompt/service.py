@@ -78,6 +78,7 @@ def build_chat_prompt(
     seed: int | None = None,
     for_reply: bool = False,
     purpose: Purpose = "reply",
+    excluded_tools: frozenset[str] = frozenset(),
 ) -> tuple[Prompt, Effective]:
     """The prompt for the next reply in `chat` (or for regenerating the message `before_id`): the
     chat's card and history, plus what every registered prompt source contributes, in order.
@@ -119,6 +120,9 @@ def build_chat_prompt(
         variables=variables,
         for_reply=for_reply,
         timings=timings,
+        connection=effective.connection,
+        purpose=purpose,
+        excluded_tools=excluded_tools,
     )
     gathered = services.sources.gather(turn)
     ctx = PromptContext(
@@ -142,8 +146,9 @@ def build_chat_prompt(
         reply_reserve=effective.params.max_tokens or FALLBACK_MAX_TOKENS,
         recent_limit=settings.recent_message_limit,
         purpose=purpose,
+        tools=turn.tool_declarations,
     )
-    prompt = replace(build(ctx), source_ms=gathered.timings)
+    prompt = replace(build(ctx), source_ms=gathered.timings, tools_missing=tuple(turn.tools_missing.items()))
     if for_reply and variables != (chat.variables or {}):
         chat.variables = variables
         session.add(chat)

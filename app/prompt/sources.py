@@ -45,10 +45,11 @@ from app.characters.models import Character
 from app.chats.history import History
 from app.chats.models import Chat
 from app.chats.settings import ChatSettings
+from app.connections.models import Connection
 from app.personas.models import Persona
 from app.platform.jobs import Job, RunKind
 from app.platform.services import Services
-from app.prompt.core.builder import DepthNote, DynamicBlock
+from app.prompt.core.builder import DepthNote, DynamicBlock, Purpose
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,17 @@ class Turn:
     # Milliseconds each source took on this turn (its history_limit, begin, contribute and
     # history_filter together), by name: the price of a source, for Peek Prompt and the bench.
     timings: dict[str, float] = field(default_factory=dict)
+    # The reply's connection (None: none set up), what the prompt is for, and tools this turn must
+    # leave out (a reminder's own turn sets no new reminders).
+    connection: Connection | None = None
+    purpose: Purpose = "reply"
+    excluded_tools: frozenset[str] = frozenset()
+    # Set by the tools source in its `begin`, before any source contributes: the tools declared to the
+    # model this turn ({name, description, parameters}), why each other tool is missing, and what the
+    # `{…_tool}` macros and `{{if tool:…}}` blocks read (app/prompt/core/macros.py).
+    tool_declarations: tuple[dict, ...] = ()
+    tools_missing: dict[str, str] = field(default_factory=dict)
+    tool_view: Any = None
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ blocks) for HTMX."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -118,3 +119,17 @@ def _macros(text: str, char: str, user: str) -> str:
 
 
 env.filters["macros"] = _macros
+
+
+def _pretty_json(text: str | None, limit: int = 4000) -> str:
+    """A tool call's arguments (JSON text as the model wrote it) indented for reading; kept as written
+    when it is not JSON. Cut at `limit` characters (the page shows a call, it does not archive it)."""
+    raw = text or ""
+    try:
+        raw = json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
+    except ValueError:
+        pass
+    return raw if len(raw) <= limit else raw[:limit] + f"\n… ({len(raw) - limit:,} more characters)"
+
+
+env.filters["pretty_json"] = _pretty_json

@@ -284,6 +284,9 @@ class ModelServer:
         # The size of the vectors /embeddings gives (None: EMBEDDING_DIM), whatever the model's name:
         # a server that swapped the model behind a name.
         self.embedding_dim: int | None = None
+        # While True, a request declaring tools is refused with a 400 naming them (a model or server
+        # without tool support).
+        self.refuse_tools = False
         self.requests: list[RecordedRequest] = []
         self._requested_port = port
         self._lock = threading.Lock()
@@ -407,6 +410,7 @@ class ModelServer:
             self.embedding_gate.set()
             self.embedding_gate = None
         self.embedding_dim = None
+        self.refuse_tools = False
 
     @property
     def pending_replies(self) -> int:
@@ -509,6 +513,10 @@ class ModelServer:
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             return _openai_error(400, "'messages' must be a non-empty list.")
+        if body.get("tools") and self.refuse_tools:
+            return _openai_error(400, "This model does not support tools (the 'tools' parameter).")
+        if problem := _openai_tool_problem(messages):
+            return _openai_error(400, problem)
         reply = self._next_reply(messages)
         if reply.gate is not None:
             await asyncio.to_thread(reply.gate.wait, 600)
@@ -585,7 +593,14 @@ class ModelServer:
                 return
             raise _DropConnection
         for index, call in enumerate(reply.tool_calls or []):
-            yield chunk({"tool_calls": [{"index": index, **call}]})
+            # As real servers do: the id and name first, then the arguments in pieces.
+            function = call.get("function") or {}
+            head = {"index": index, "id": call.get("id"), "type": "function"}
+            yield chunk(
+                {"tool_calls": [{**head, "function": {"name": function.get("name"), "arguments": ""}}]}
+            )
+            for piece in _chunks(function.get("arguments") or "", reply.chunk_size):
+                yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
         yield chunk({}, "tool_calls" if reply.tool_calls else "stop")
         if include_usage:
             yield _sse(
@@ -629,6 +644,10 @@ class ModelServer:
             return _anthropic_error(400, "messages: at least one message is required")
         if not isinstance(body.get("max_tokens"), int):
             return _anthropic_error(400, "max_tokens: Field required")
+        if body.get("tools") and self.refuse_tools:
+            return _anthropic_error(400, "tools: this model does not support tool use")
+        if problem := _anthropic_tool_problem(messages, bool(body.get("tools"))):
+            return _anthropic_error(400, problem)
         reply = self._next_reply(messages)
         if reply.gate is not None:
             await asyncio.to_thread(reply.gate.wait, 600)
@@ -735,10 +754,12 @@ class ModelServer:
                 {"type": "content_block_start", "index": offset, "content_block": tool_block},
                 "content_block_start",
             )
-            tool_delta = {"type": "input_json_delta", "partial_json": arguments}
-            yield _sse(
-                {"type": "content_block_delta", "index": offset, "delta": tool_delta}, "content_block_delta"
-            )
+            for piece in _chunks(arguments, reply.chunk_size):
+                tool_delta = {"type": "input_json_delta", "partial_json": piece}
+                yield _sse(
+                    {"type": "content_block_delta", "index": offset, "delta": tool_delta},
+                    "content_block_delta",
+                )
             yield _sse({"type": "content_block_stop", "index": offset}, "content_block_stop")
         message_delta = {
             "type": "message_delta",
@@ -747,6 +768,42 @@ class ModelServer:
         }
         yield _sse(message_delta, "message_delta")
         yield _sse({"type": "message_stop"}, "message_stop")
+
+
+def _openai_tool_problem(messages: list[Any]) -> str | None:
+    """What OpenAI refuses in tool messages: a tool result whose id no earlier assistant call has,
+    or an assistant call left without its result."""
+    open_ids: set[str] = set()
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        if message.get("role") == "tool":
+            if message.get("tool_call_id") not in open_ids:
+                return "Invalid parameter: messages with role 'tool' must be a response to a preceding message with 'tool_calls'."
+            open_ids.discard(message["tool_call_id"])
+        else:
+            if open_ids:
+                return "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'."
+            if message.get("role") == "assistant":
+                open_ids = {c.get("id") for c in message.get("tool_calls") or [] if isinstance(c, dict)}
+    return None
+
+
+def _anthropic_tool_problem(messages: list[Any], tools_declared: bool) -> str | None:
+    """What Anthropic refuses: tool blocks without tools declared, and a tool_result whose tool_use is
+    not in the assistant turn right before it."""
+    previous_uses: set[str] = set()
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+        uses = {b.get("id") for b in blocks if b.get("type") == "tool_use"}
+        results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+        if (uses or results) and not tools_declared:
+            return "Requests which include `tool_use` or `tool_result` blocks must define tools."
+        if any(r not in previous_uses for r in results):
+            return "messages: `tool_result` block(s) provided when previous message does not have matching `tool_use`."
+        previous_uses = uses
+    return None
 
 
 async def _held(reply: Reply) -> None:

@@ -32,6 +32,8 @@ class HistoryMessage:
     name: str
     content: str
     hidden: bool = False
+    # The tool calls of the shown version ({id, name, arguments, result, error, at, ...}), for replay.
+    tool_calls: tuple[dict, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from app.connections.providers.base import (
     ProviderConfig,
     ProviderError,
     StreamEvent,
+    ToolCall,
     Usage,
 )
 
@@ -41,6 +42,7 @@ class ReplyEnd:
     model: str | None = None
     usage: Usage | None = None
     finish_reason: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 def sampling_fields(params: GenerationParams) -> dict[str, float]:
@@ -127,7 +129,10 @@ class ProviderApi(abc.ABC):
                     if completion.text or completion.reasoning:
                         yield StreamEvent(text=completion.text, reasoning=completion.reasoning)
                     yield StreamEvent(
-                        usage=completion.usage, finish_reason=completion.finish_reason, model=completion.model
+                        usage=completion.usage,
+                        finish_reason=completion.finish_reason,
+                        model=completion.model,
+                        tool_calls=completion.tool_calls,
                     )
                     return
                 events = _CountedEvents(_http.iter_sse_json(response, state))
@@ -142,7 +147,9 @@ class ProviderApi(abc.ABC):
                         "bad_response", f"The server at {base} answered, but sent no streamed events."
                     )
         # After the response is closed: a consumer that stops at the closing event holds no connection.
-        yield StreamEvent(usage=end.usage, finish_reason=end.finish_reason, model=end.model)
+        yield StreamEvent(
+            usage=end.usage, finish_reason=end.finish_reason, model=end.model, tool_calls=end.tool_calls
+        )
 
     async def complete_chat(
         self, config: ProviderConfig, messages: Messages, params: GenerationParams

@@ -7,9 +7,11 @@ only the uncached rest, so the three numbers it sends are added up here.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+from app.connections.core.toolcalls import ToolCallAssembler
 from app.connections.providers import _calls, _http
 from app.connections.providers.base import (
     Completion,
@@ -37,12 +39,27 @@ def _text_block(text: str, cache: bool) -> dict[str, Any]:
     return block
 
 
+def _tool_use(call: dict[str, Any]) -> dict[str, Any]:
+    try:
+        arguments = json.loads(call["arguments"] or "{}")
+    except ValueError:
+        arguments = {}  # the loop answered the bad JSON with an error result; the call itself stays
+    return {
+        "type": "tool_use",
+        "id": call["id"],
+        "name": call["name"],
+        "input": arguments if isinstance(arguments, dict) else {},
+    }
+
+
 def convert_messages(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Provider-neutral messages -> (system blocks, Anthropic turns).
 
     Anthropic wants the system prompt outside the turns, strictly user-first turns, and no empty text.
     A "cache" marker becomes a cache breakpoint on that message's own block, so a marked message is
     never merged with what follows it: the cached prefix must end exactly where the caller said.
+    Tool calls become tool_use blocks of the assistant's turn, and their results tool_result blocks of
+    the user turn after it (all of a round's results in that one turn, as the API requires).
     """
     system: list[dict[str, Any]] = []
     turns: list[dict[str, Any]] = []
@@ -59,36 +76,59 @@ def convert_messages(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any
                 system[-1]["cache_control"] = dict(_EPHEMERAL)
             continue
         leading = False
+        if role == "tool":
+            block = {
+                "type": "tool_result",
+                "tool_use_id": message["tool_call_id"],
+                "content": text or "[empty]",
+            }
+            if message.get("is_error"):
+                block["is_error"] = True
+            if (
+                turns
+                and turns[-1]["role"] == "user"
+                and turns[-1]["content"][-1].get("type") == "tool_result"
+            ):
+                turns[-1]["content"].append(block)
+            else:
+                turns.append({"role": "user", "content": [block]})
+            continue
+        calls = [_tool_use(c) for c in message.get("tool_calls") or ()] if role == "assistant" else []
         if role == "system":
             role, text = "user", (SYSTEM_NOTE_PREFIX + text if text.strip() else "")
         elif role != "assistant":
             role = "user"
-        if not text.strip():
+        if not text.strip() and not calls:
             # Anthropic rejects blank text blocks; keep a requested breakpoint on the previous block.
             if cache:
                 previous = turns[-1]["content"][-1] if turns else (system[-1] if system else None)
                 if previous is not None:
                     previous["cache_control"] = dict(_EPHEMERAL)
             continue
+        blocks = ([_text_block(text, cache and not calls)] if text.strip() else []) + calls
         if turns and turns[-1]["role"] == role:
             last_block = turns[-1]["content"][-1]
-            if "cache_control" in last_block:
-                turns[-1]["content"].append(_text_block(text, cache))
-            else:
-                last_block["text"] += "\n\n" + text
-                if cache:
+            if (
+                blocks[0]["type"] == "text"
+                and last_block.get("type") == "text"
+                and "cache_control" not in last_block
+            ):
+                last_block["text"] += "\n\n" + blocks[0]["text"]
+                if "cache_control" in blocks[0]:
                     last_block["cache_control"] = dict(_EPHEMERAL)
+                blocks = blocks[1:]
+            turns[-1]["content"].extend(blocks)
         else:
-            turns.append({"role": role, "content": [_text_block(text, cache)]})
+            turns.append({"role": role, "content": blocks})
     if not turns or turns[0]["role"] != "user":
         turns.insert(0, {"role": "user", "content": [_text_block(CONTINUE_TEXT, False)]})
-    if turns[-1]["role"] == "assistant":
+    if turns[-1]["role"] == "assistant" and turns[-1]["content"][-1].get("type") == "text":
         # A trailing assistant turn is a prefill, and Anthropic rejects prefills ending in whitespace.
         last_block = turns[-1]["content"][-1]
         last_block["text"] = last_block["text"].rstrip()
     for turn in turns:
         blocks = turn["content"]
-        if len(blocks) == 1 and "cache_control" not in blocks[0]:
+        if len(blocks) == 1 and blocks[0].get("type") == "text" and "cache_control" not in blocks[0]:
             turn["content"] = blocks[0]["text"]
     return system, turns
 
@@ -164,6 +204,11 @@ class MessagesApi(_calls.ProviderApi):
         }
         if system:
             body["system"] = system
+        if params.tools:
+            body["tools"] = [
+                {"name": t["name"], "description": t.get("description", ""), "input_schema": t["parameters"]}
+                for t in params.tools
+            ]
         body.update(_calls.sampling_fields(params))
         if params.stop:
             body["stop_sequences"] = list(params.stop)
@@ -185,19 +230,31 @@ class MessagesApi(_calls.ProviderApi):
         )
         tally = _UsageTally()
         tally.update(data.get("usage"))
+        calls = ToolCallAssembler()
+        for index, block in enumerate(blocks):
+            if block.get("type") == "tool_use":
+                raw = block.get("input")
+                calls.add(
+                    index,
+                    id=block.get("id") if isinstance(block.get("id"), str) else None,
+                    name=block.get("name") if isinstance(block.get("name"), str) else None,
+                    arguments=json.dumps(raw if isinstance(raw, dict) else {}),
+                )
         return Completion(
             text=text,
             model=data.get("model") or None,
             usage=tally.usage(),
             finish_reason=data.get("stop_reason"),
             reasoning=reasoning,
+            tool_calls=calls.calls(),
         )
 
     async def read_events(
         self, events: AsyncIterator[tuple[str, Any]], state: _http.CallState, end: _calls.ReplyEnd
     ) -> AsyncIterator[StreamEvent]:
-        """Text and thinking deltas; model, stop reason and usage go into `end`."""
+        """Text and thinking deltas; model, stop reason, usage and the assembled tool calls go into `end`."""
         tally = _UsageTally()
+        calls = ToolCallAssembler()
         async for event, payload in events:
             if not isinstance(payload, dict):
                 continue
@@ -206,14 +263,31 @@ class MessagesApi(_calls.ProviderApi):
                 message = payload.get("message") if isinstance(payload.get("message"), dict) else {}
                 end.model = message.get("model") or end.model
                 tally.update(message.get("usage"))
+            elif kind == "content_block_start":
+                block = payload.get("content_block") if isinstance(payload.get("content_block"), dict) else {}
+                index = payload.get("index")
+                if block.get("type") == "tool_use" and isinstance(index, int):
+                    raw = block.get("input")
+                    calls.add(
+                        index,
+                        id=block.get("id") if isinstance(block.get("id"), str) else None,
+                        name=block.get("name") if isinstance(block.get("name"), str) else None,
+                        # The input arrives as input_json_delta pieces; a non-empty one here is whole.
+                        arguments=json.dumps(raw) if isinstance(raw, dict) and raw else "",
+                    )
             elif kind == "content_block_delta":
                 delta = payload.get("delta") if isinstance(payload.get("delta"), dict) else {}
                 text = delta.get("text")
                 thinking = delta.get("thinking")
+                partial = delta.get("partial_json")
                 if delta.get("type") == "text_delta" and isinstance(text, str) and text:
                     yield StreamEvent(text=text)
                 elif delta.get("type") == "thinking_delta" and isinstance(thinking, str) and thinking:
                     yield StreamEvent(reasoning=thinking)
+                elif delta.get("type") == "input_json_delta" and isinstance(partial, str):
+                    index = payload.get("index")
+                    if isinstance(index, int):
+                        calls.add(index, arguments=partial)
             elif kind == "message_delta":
                 delta = payload.get("delta") if isinstance(payload.get("delta"), dict) else {}
                 end.finish_reason = delta.get("stop_reason") or end.finish_reason
@@ -223,6 +297,7 @@ class MessagesApi(_calls.ProviderApi):
             elif kind == "error":
                 raise _http.error_from_stream_payload(payload.get("error"), state)
         end.usage = tally.usage()
+        end.tool_calls = calls.calls()
 
     def model_names(self, data: dict[str, Any]) -> list[str] | None:
         entries = data.get("data")

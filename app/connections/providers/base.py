@@ -9,6 +9,10 @@ A provider module exposes three coroutines with these signatures:
 `messages` is the provider-neutral list built by the prompt builder:
 [{"role": "system" | "user" | "assistant", "content": str}, ...], optionally with
 "cache": True on the last message of the stable prefix (Anthropic marks a cache breakpoint there).
+Tool rounds add two shapes: an assistant message with "tool_calls": [{"id", "name", "arguments"
+(a JSON string)}] (its content may be ""), and {"role": "tool", "tool_call_id", "name", "content",
+"is_error"} for each result; each provider writes them as its API expects. `params.tools` declares
+the tools ({name, description, parameters (JSON schema)}); none declared, none are sent.
 """
 
 from __future__ import annotations
@@ -16,6 +20,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+
+# Re-exported: the providers' contract names it.
+from app.connections.core.toolcalls import ToolCall as ToolCall
 
 ProviderKind = Literal["openai", "anthropic"]
 
@@ -51,6 +58,8 @@ class GenerationParams:
     top_p: float | None = None
     max_tokens: int | None = None
     stop: tuple[str, ...] = ()
+    # Tool declarations offered to the model, provider-neutral: {name, description, parameters}.
+    tools: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -72,6 +81,8 @@ class StreamEvent:
     finish_reason: str | None = None
     model: str | None = None
     reasoning: str = ""
+    # On the closing event only: the tool calls the answer asked for, in order.
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -81,6 +92,7 @@ class Completion:
     usage: Usage | None = None
     finish_reason: str | None = None
     reasoning: str = ""  # the provider's own reasoning field, as in StreamEvent
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 @dataclass(frozen=True)

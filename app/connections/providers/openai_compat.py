@@ -5,9 +5,11 @@ All of them take `POST {base_url}/chat/completions`; `base_url` already ends in 
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+from app.connections.core.toolcalls import ToolCallAssembler
 from app.connections.providers import _calls, _http
 from app.connections.providers.base import (
     Completion,
@@ -15,6 +17,7 @@ from app.connections.providers.base import (
     ProviderConfig,
     ProviderError,
     StreamEvent,
+    ToolCall,
     Usage,
 )
 
@@ -42,6 +45,46 @@ def _reasoning(part: Any) -> str:
         if isinstance(value, str) and value:
             return value
     return ""
+
+
+def _wire_message(message: dict[str, Any]) -> dict[str, Any]:
+    """A provider-neutral message as chat completions take it: only the keys the API knows (strict
+    servers reject unknown ones such as our "cache" marker); tool calls and results in OpenAI's shape."""
+    role = message["role"]
+    if role == "tool":
+        return {"role": "tool", "tool_call_id": message["tool_call_id"], "content": message["content"] or ""}
+    wire = {"role": role, "content": message["content"]}
+    if role == "assistant" and message.get("tool_calls"):
+        wire["content"] = message["content"] or None
+        wire["tool_calls"] = [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for c in message["tool_calls"]
+        ]
+    return wire
+
+
+def _calls_of(raw: Any) -> tuple[ToolCall, ...]:
+    """The tool calls of a whole (not streamed) message."""
+    assembler = ToolCallAssembler()
+    for index, call in enumerate(raw if isinstance(raw, list) else []):
+        _add_piece(assembler, call, index)
+    return assembler.calls()
+
+
+def _add_piece(assembler: ToolCallAssembler, piece: Any, default_index: int) -> None:
+    if not isinstance(piece, dict):
+        return
+    function = piece.get("function") if isinstance(piece.get("function"), dict) else {}
+    index = piece.get("index")
+    arguments = function.get("arguments")
+    if isinstance(arguments, dict):  # a few local servers send an object, not its JSON text
+        arguments = json.dumps(arguments)
+    assembler.add(
+        index if isinstance(index, int) else default_index,
+        id=piece.get("id") if isinstance(piece.get("id"), str) else None,
+        name=function.get("name") if isinstance(function.get("name"), str) else None,
+        arguments=arguments if isinstance(arguments, str) else "",
+    )
 
 
 class ChatCompletionsApi(_calls.ProviderApi):
@@ -72,10 +115,11 @@ class ChatCompletionsApi(_calls.ProviderApi):
         """The request body; `config.extra_body` goes on top so users can pass server-specific options."""
         body: dict[str, Any] = {
             "model": config.model,
-            # Only role and content: strict servers reject unknown keys such as our "cache" marker.
-            "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+            "messages": [_wire_message(m) for m in messages],
             "stream": stream,
         }
+        if params.tools:
+            body["tools"] = [{"type": "function", "function": dict(t)} for t in params.tools]
         if stream:
             body["stream_options"] = {"include_usage": True}
         body.update(_calls.sampling_fields(params))
@@ -103,12 +147,15 @@ class ChatCompletionsApi(_calls.ProviderApi):
             usage=_usage(data.get("usage")),
             finish_reason=choice.get("finish_reason"),
             reasoning=_reasoning(message),
+            tool_calls=_calls_of(message.get("tool_calls")),
         )
 
     async def read_events(
         self, events: AsyncIterator[tuple[str, Any]], state: _http.CallState, end: _calls.ReplyEnd
     ) -> AsyncIterator[StreamEvent]:
-        """Text and reasoning deltas from the streamed chunks; model, usage and finish reason go into `end`."""
+        """Text and reasoning deltas from the streamed chunks; model, usage, finish reason and the
+        assembled tool calls go into `end`."""
+        calls = ToolCallAssembler()
         async for _event, payload in events:
             if payload == _http.SSE_DONE:
                 break
@@ -131,7 +178,11 @@ class ChatCompletionsApi(_calls.ProviderApi):
             reasoning = _reasoning(delta)
             if text or reasoning:
                 yield StreamEvent(text=text, reasoning=reasoning)
+            pieces = delta.get("tool_calls") if isinstance(delta, dict) else None
+            for n, piece in enumerate(pieces if isinstance(pieces, list) else []):
+                _add_piece(calls, piece, n)
             end.finish_reason = choice.get("finish_reason") or end.finish_reason
+        end.tool_calls = calls.calls()
 
     def model_names(self, data: dict[str, Any]) -> list[str] | None:
         """Model ids in the server's order."""

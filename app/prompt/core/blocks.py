@@ -19,6 +19,9 @@ class PromptBlock:
     message_id: int | None = None  # set for history blocks
     depth: int | None = None  # for at_depth blocks: how many messages from the end
     kind: str = ""  # the layout slot (app/prompt/core/layout.py)
+    # A reply's tool rounds, sent back as the provider expects ({id, name, arguments, result, error,
+    # at}: `at` is where in `text` that round's call was made).
+    tool_calls: tuple[dict, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,11 @@ class Prompt:
     # Milliseconds each prompt source took to build this prompt, (name, ms) in registry order:
     # measured by the seam (app/prompt/sources.py), shown by Peek Prompt with SUGO_DEBUG_TIMINGS=1.
     source_ms: tuple[tuple[str, float], ...] = ()
+    # The tools declared to the model with this prompt ({name, description, parameters}) and what
+    # their declarations cost in tokens (the context grid shows them as their own group).
+    tools: tuple[dict, ...] = ()
+    tool_tokens: int = 0
+    tools_missing: tuple[tuple[str, str], ...] = ()  # (tool name, why it was not offered)
 
     @property
     def history_total(self) -> int:

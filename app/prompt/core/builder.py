@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -98,6 +99,9 @@ class PromptContext:
     # Messages the prompt sources took out (e.g. those a summary stands in for): never sent.
     left_out: frozenset[int] = frozenset()
     purpose: Purpose = "reply"
+    # Tools declared this turn ({name, description, parameters}); with none, earlier replies' tool
+    # calls are not sent back (Anthropic refuses tool blocks in a request that declares no tools).
+    tools: tuple[dict, ...] = ()
 
 
 def _examples_text(raw: str) -> str:
@@ -228,24 +232,44 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
             skipped_empty += 1
             continue
         pinned += index < plan.pinned
-        text = ex_chat(msg.content)
+        role = "user" if msg.role == "user" else ("system" if msg.role == "system" else "assistant")
+        calls = msg.tool_calls if ctx.tools and role == "assistant" else ()
+        if calls:
+            # Each round's text is expanded on its own so the rounds' offsets stay true.
+            calls = _expanded_rounds(msg.content, calls, ex_chat)
+            text = "".join(c["text_before"] for c in calls) + calls[-1]["text_after"]
+        else:
+            text = ex_chat(msg.content)
         if group and msg.role != "system":
             text = f"{msg.name}: {text}"
-        role = "user" if msg.role == "user" else ("system" if msg.role == "system" else "assistant")
-        rendered.append((msg, role, text, count(text)))
+            if calls:
+                calls = (
+                    {**calls[0], "text_before": f"{msg.name}: {calls[0]['text_before']}"},
+                    *calls[1:],
+                )
+        tokens = count(text) + sum(_call_tokens(c, count) for c in calls)
+        rendered.append((msg, role, text, tokens, calls))
 
     fixed_tokens = sum(
         b.tokens + MESSAGE_OVERHEAD_TOKENS for b in (*fixed_before, *dynamic, *notes_at_depth, *fixed_after)
     )
     budget = ctx.context_size - ctx.reply_reserve - fixed_tokens
-    sizes = [tokens + MESSAGE_OVERHEAD_TOKENS for _, _, _, tokens in rendered]
+    sizes = [tokens + MESSAGE_OVERHEAD_TOKENS for _, _, _, tokens, _ in rendered]
     drop_recent, drop_pinned = fit_window(sizes, budget, pinned=pinned, batch=batch_size(ctx.recent_limit))
     kept = rendered[drop_pinned:pinned] + rendered[pinned + drop_recent :]
     history = [
         PromptBlock(
-            f"message_{m.id}", m.name, "conversation", role, text, tokens, message_id=m.id, kind="message"
+            f"message_{m.id}",
+            m.name,
+            "conversation",
+            role,
+            text,
+            tokens,
+            message_id=m.id,
+            kind="message",
+            tool_calls=calls,
         )
-        for m, role, text, tokens in kept
+        for m, role, text, tokens, calls in kept
     ]
     conversation = _place_among_history(history, [m.name for m, *_ in kept], dynamic, notes_at_depth)
     candidates = rendered
@@ -258,7 +282,8 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
         )
     blocks = (*fixed_before, *conversation, *fixed_after)
     messages = _provider_messages(blocks)
-    total = sum(b.tokens for b in blocks) + MESSAGE_OVERHEAD_TOKENS * len(messages)
+    tool_tokens = sum(count(json.dumps(t, ensure_ascii=False, sort_keys=True)) for t in ctx.tools)
+    total = sum(b.tokens for b in blocks) + MESSAGE_OVERHEAD_TOKENS * len(messages) + tool_tokens
     return Prompt(
         blocks=tuple(blocks),
         messages=tuple(messages),
@@ -274,6 +299,29 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
         notes=ctx.extra_notes,
         warnings=tuple(warnings),
         receipt=ctx.receipt,
+        tools=ctx.tools,
+        tool_tokens=tool_tokens,
+    )
+
+
+def _expanded_rounds(content: str, calls: Sequence[dict], ex: Callable[[str], str]) -> tuple[dict, ...]:
+    """The calls with the reply's text cut at each round: `text_before` is what the model wrote before
+    that call (empty for a second call of the same round), `text_after` on the last what it wrote after."""
+    out = []
+    at = 0
+    for call in calls:
+        end = min(max(at, int(call.get("at") or 0)), len(content))
+        out.append({**call, "text_before": ex(content[at:end])})
+        at = end
+    out[-1]["text_after"] = ex(content[at:])
+    return tuple(out)
+
+
+def _call_tokens(call: dict, count: Callable[[str], int]) -> int:
+    return (
+        count(str(call.get("name", "")))
+        + count(str(call.get("arguments", "")))
+        + count(str(call.get("result", "")))
     )
 
 
@@ -307,5 +355,49 @@ def _provider_messages(blocks: Sequence[PromptBlock]) -> list[dict]:
     if head:
         messages.append({"role": "system", "content": "\n\n".join(head), "cache": True})
     for block in blocks[i:]:
-        messages.append({"role": block.role, "content": block.text})
+        if block.tool_calls:
+            messages.extend(_replayed(block))
+        else:
+            messages.append({"role": block.role, "content": block.text})
     return messages
+
+
+def _replayed(block: PromptBlock) -> list[dict]:
+    """A reply with tool rounds as the model made it: for each round, the text it wrote and its calls,
+    then their results; then the rest of its text."""
+    out: list[dict] = []
+    pending: list[dict] = []
+
+    def flush() -> None:
+        if pending:
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": pending[0]["text_before"],
+                    "tool_calls": [
+                        {"id": c["id"], "name": c["name"], "arguments": c.get("arguments") or "{}"}
+                        for c in pending
+                    ],
+                }
+            )
+            for c in pending:
+                out.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": c["id"],
+                        "name": c["name"],
+                        "content": str(c.get("result") or ""),
+                        "is_error": bool(c.get("error")),
+                    }
+                )
+            pending.clear()
+
+    for call in block.tool_calls:
+        if pending and call.get("round") != pending[0].get("round"):
+            flush()
+        pending.append(call)
+    flush()
+    rest = block.tool_calls[-1]["text_after"]
+    if rest.strip():
+        out.append({"role": "assistant", "content": rest})
+    return out

@@ -58,6 +58,8 @@ def group_totals(prompt: Prompt) -> dict[str, int]:
     head = next((b.group for b in prompt.blocks if b.group in stable), None)
     if head:
         totals[head] += MESSAGE_OVERHEAD_TOKENS
+    if prompt.tool_tokens:
+        totals["tools"] = prompt.tool_tokens
     return totals
 
 

@@ -11,8 +11,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-GROUPS: tuple[str, ...] = ("system", "above_conversation", "examples", "conversation", "dynamic", "at_depth")
+# "tools" holds no block: it is the tool declarations sent beside the messages (Prompt.tool_tokens).
+GROUPS: tuple[str, ...] = (
+    "tools",
+    "system",
+    "above_conversation",
+    "examples",
+    "conversation",
+    "dynamic",
+    "at_depth",
+)
 GROUP_LABELS = {
+    "tools": "Tool declarations",
     "system": "System",
     "above_conversation": "Above the conversation",
     "examples": "Example dialogue",

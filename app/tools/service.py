@@ -1,0 +1,192 @@
+"""A turn's tools and running one call.
+
+`turn_tools` decides what a reply may call: the connection must allow tools (its "Tools" field; in
+"auto" a provider that refused them once is not asked again), the purpose must be a reply (Continue,
+Impersonate and helper calls never get tools), each tool's permission must be on, and the turn's
+exclusions (a reminder's own turn) apply. Deliberate Tool Mode then narrows the list to what the user's
+message asks for.
+
+`run_call` runs one call the model made: arguments parsed and validated before anything runs, the
+handler on a worker thread (sync) or the loop (async) within its time limit, the result capped before
+it reaches the model. Whatever goes wrong becomes an error result for the model and a calm notice for
+the user; it never raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from app.connections.core.toolcalls import ToolCall
+from app.connections.models import Connection
+from app.tools.registry import MAX_RESULT_CHARS, PERMISSIONS, Tool, ToolContext, ToolError, ToolResult
+from app.tools.settings import ToolSettings
+
+log = logging.getLogger(__name__)
+
+MAX_NOTICE_CHARS = 300
+TOOLS_MODES = ("auto", "on", "off")
+
+
+@dataclass
+class TurnTools:
+    """What one turn may call, and why the rest is missing."""
+
+    available: list[Tool] = field(default_factory=list)  # before Deliberate Tool Mode
+    declared: list[Tool] = field(default_factory=list)
+    missing: dict[str, str] = field(default_factory=dict)  # tool name -> why it is not offered
+    off_reason: str | None = None  # no tools at all this turn, and why
+    notes: list[str] = field(default_factory=list)  # for Peek Prompt (Deliberate Tool Mode's triggers)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.declared)
+
+
+def connection_off_reason(connection: Connection | None) -> str | None:
+    if connection is None:
+        return "No connection is set up."
+    mode = connection.tools_mode if connection.tools_mode in TOOLS_MODES else "auto"
+    if mode == "off":
+        return f"Tools are off for the connection {connection.name}."
+    if mode == "auto" and connection.tools_refused:
+        return f"The connection {connection.name} refused tools: {connection.tools_refused}"
+    return None
+
+
+def available_tools(
+    tools: Sequence[Tool],
+    settings: ToolSettings,
+    *,
+    connection: Connection | None,
+    purpose: str,
+    excluded: frozenset[str] = frozenset(),
+) -> TurnTools:
+    """The tools this turn may offer before Deliberate Tool Mode narrows them (pure over its inputs)."""
+    out = TurnTools()
+    if purpose != "reply":
+        out.off_reason = "Tools are offered to replies only (not to Continue or Impersonate)."
+    else:
+        out.off_reason = connection_off_reason(connection)
+    for tool in tools:
+        if out.off_reason:
+            out.missing[tool.name] = out.off_reason
+        elif tool.name in excluded:
+            out.missing[tool.name] = "Left out of this turn (a reminder's own turn sets no new reminders)."
+        elif not settings.allowed(tool.permission):
+            label = PERMISSIONS.get(tool.permission or "", (tool.permission or "",))[0]
+            out.missing[tool.name] = f"{label} is off in Tools & Permissions."
+        else:
+            out.available.append(tool)
+    out.declared = list(out.available)
+    return out
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """One call as stored with the reply and shown under it."""
+
+    id: str
+    name: str
+    arguments: str
+    result: str
+    error: bool
+    ms: int
+    notice: str | None = None
+
+    def record(self, *, round_: int, at: int, label: str = "") -> dict:
+        record = {
+            "id": self.id,
+            "name": self.name,
+            "arguments": self.arguments,
+            "result": self.result,
+            "error": self.error,
+            "ms": self.ms,
+            "round": round_,
+            "at": at,
+        }
+        if label:
+            record["label"] = label
+        if self.notice:
+            record["notice"] = self.notice
+        return record
+
+
+def _capped(text: str) -> str:
+    if len(text) <= MAX_RESULT_CHARS:
+        return text
+    return text[:MAX_RESULT_CHARS] + f"\n[… cut at {MAX_RESULT_CHARS:,} characters]"
+
+
+async def run_call(tool: Tool | None, call: ToolCall, ctx: ToolContext) -> CallOutcome:
+    started = time.perf_counter()
+
+    def done(result: str, *, error: bool, notice: str | None = None) -> CallOutcome:
+        ms = int((time.perf_counter() - started) * 1000)
+        notice = notice[:MAX_NOTICE_CHARS] if notice else None
+        return CallOutcome(call.id, call.name, call.arguments, _capped(result), error, ms, notice)
+
+    if tool is None or call.name in ctx.excluded:
+        return done(f"There is no tool named {call.name!r} on this turn.", error=True)
+    try:
+        raw = json.loads(call.arguments) if call.arguments.strip() else {}
+    except ValueError:
+        return done("The arguments are not valid JSON; nothing was done.", error=True)
+    if not isinstance(raw, dict):
+        return done("The arguments must be a JSON object; nothing was done.", error=True)
+    try:
+        args = tool.args.model_validate(raw)
+    except ValidationError as err:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in err.errors()[:5]
+        )
+        return done(f"The arguments were refused ({problems}); nothing was done.", error=True)
+    label = tool.label or tool.name
+    try:
+        if inspect.iscoroutinefunction(tool.run):
+            result = await asyncio.wait_for(tool.run(ctx, args), timeout=tool.timeout_s)
+        else:
+            # A sync handler that overruns keeps its thread until it returns; the reply does not wait.
+            result = await asyncio.wait_for(run_in_threadpool(tool.run, ctx, args), timeout=tool.timeout_s)
+    except TimeoutError:
+        return done(
+            f"The tool did not answer within {tool.timeout_s:g} s and was cut off.",
+            error=True,
+            notice=f"{label} took too long and was cut off after {tool.timeout_s:g} s.",
+        )
+    except ToolError as err:
+        return done(str(err), error=True, notice=f"{label}: {err}")
+    except Exception:
+        log.exception("the tool %s failed in chat %s", call.name, ctx.chat_id)
+        return done(
+            "The tool failed with an internal error; nothing more is known.",
+            error=True,
+            notice=f"{label} failed (the server log has the details).",
+        )
+    if isinstance(result, ToolResult):
+        return done(result.text, error=False, notice=result.notice)
+    return done(str(result), error=False)
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)
+
+
+def declared_runners(session, services, names: Sequence[str]) -> dict[str, Tool]:
+    """The tools a prompt declared, by name, to run the model's calls. A name no longer known (an MCP
+    server removed meanwhile) is left out: a call to it gets an error result."""
+    found = {}
+    for name in names:
+        tool = services.tools.get(name)
+        if tool is not None:
+            found[name] = tool
+    return found
