@@ -119,6 +119,7 @@ def test_a_registered_source_reaches_peek_prompt_grid_snapshot_and_the_request(p
 def test_the_registry_keeps_the_declared_order_and_refuses_a_second_name():
     sources = default_sources()
     assert sources.names() == [
+        "tools",
         "recall",
         "lore",
         "summaries",
@@ -129,7 +130,7 @@ def test_the_registry_keeps_the_declared_order_and_refuses_a_second_name():
         "time_awareness",
     ]
     sources.register(Probe(), before="lore")
-    assert sources.names()[:3] == ["recall", "probe", "lore"]
+    assert sources.names()[1:4] == ["recall", "probe", "lore"]
     with pytest.raises(ValueError):
         sources.register(Probe())
     with pytest.raises(ValueError):
