@@ -68,6 +68,7 @@ def _form_input(form, *, testing: bool = False) -> ConnectionIn:
             embedding_model=forms.text(form, "embedding_model"),
             embedding_url=forms.text(form, "embedding_url"),
             embedding_connection_id=forms.optional_number(form, "embedding_connection_id", int),
+            tools_mode=forms.text(form, "tools_mode", "auto"),
         )
     except ValidationError as err:
         raise forms.invalid(err) from err

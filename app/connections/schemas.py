@@ -35,6 +35,15 @@ class ConnectionIn(BaseModel):
     embedding_model: str = Field(default="", max_length=200)
     embedding_url: str = Field(default="", max_length=500)
     embedding_connection_id: RowId | None = None
+    # Tools: "auto" offers them until the provider refuses them once, "on" always, "off" never.
+    tools_mode: str = "auto"
+
+    @field_validator("tools_mode")
+    @classmethod
+    def _tools_mode(cls, v: str) -> str:
+        if v not in {"auto", "on", "off"}:
+            raise ValueError("tools_mode must be 'auto', 'on' or 'off'")
+        return v
 
     @field_validator("kind")
     @classmethod
@@ -84,6 +93,8 @@ class ConnectionRead(BaseModel):
     embedding_model: str
     embedding_url: str
     embedding_connection_id: int | None
+    tools_mode: str = "auto"
+    tools_refused: str = ""  # why tools are no longer offered in "auto" (the provider's words)
     created_at: datetime
     updated_at: datetime
 

@@ -36,6 +36,8 @@ def to_read(conn: Connection) -> ConnectionRead:
         price_cached_input_per_m=conn.price_cached_input_per_m,
         embedding_model=conn.embedding_model,
         embedding_url=conn.embedding_url,
+        tools_mode=conn.tools_mode,
+        tools_refused=conn.tools_refused,
         embedding_connection_id=conn.embedding_connection_id,
         created_at=conn.created_at,
         updated_at=conn.updated_at,
@@ -162,6 +164,9 @@ def _apply(conn: Connection, data: ConnectionIn, keybox: KeyBox) -> None:
         "embedding_connection_id",
     ):
         setattr(conn, field, getattr(data, field))
+    if data.tools_mode != conn.tools_mode:
+        # A new choice starts afresh: "auto" asks the provider again, "on"/"off" need no reason.
+        conn.tools_mode, conn.tools_refused = data.tools_mode, ""
     conn.name = conn.name.strip()
     conn.model = conn.model.strip()
     conn.embedding_model = conn.embedding_model.strip()

@@ -107,6 +107,7 @@ async def stream_with_tools(
     provider = get_provider(kind)
     messages = list(messages)
     asked_without = False
+    gap = False  # the text after a tool round starts a new paragraph when the text before did not end one
     while True:
         round_start = len(hooks.text())
         calls: tuple[ToolCall, ...] = ()
@@ -118,6 +119,8 @@ async def stream_with_tools(
                     break
                 if event.text or event.reasoning:
                     seen = True
+                    if gap and event.text:
+                        event, gap = replace(event, text="\n\n" + event.text.lstrip()), False
                     await hooks.on_event(event)
                 if event.usage:
                     out.usage = event.usage
@@ -145,6 +148,7 @@ async def stream_with_tools(
             return out
         out.rounds += 1
         at = len(hooks.text())
+        gap = bool(hooks.text()) and not hooks.text()[-1].isspace()
         outcomes = await _run_round(calls, runners, ctx, hooks)
         if outcomes is None:  # stopped mid-round
             return out

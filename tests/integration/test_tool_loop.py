@@ -94,7 +94,7 @@ def test_a_call_runs_its_result_goes_back_and_the_reply_streams_on(api, models, 
     events = _send(api, chat)
     names = [e for e, _ in events]
     assert "tool_call" in names and "tool_result" in names and names[-1] == "done"
-    assert "".join(d["text"] for e, d in events if e == "token") == "Let me echo that.It said hello back."
+    assert "".join(d["text"] for e, d in events if e == "token") == "Let me echo that.\n\nIt said hello back."
     # The second request carries the call and its result as the provider expects.
     second = models.requests[-1].json
     assert second["tools"], "tools are declared on every round"
@@ -110,7 +110,7 @@ def test_a_call_runs_its_result_goes_back_and_the_reply_streams_on(api, models, 
         assert roles[-2:] == ["assistant", "tool"]
         assert second["messages"][-2]["tool_calls"][0]["function"]["name"] == "echo"
     last = _last(api, chat)
-    assert last["content"] == "Let me echo that.It said hello back." and last["status"] == "ok"
+    assert last["content"] == "Let me echo that.\n\nIt said hello back." and last["status"] == "ok"
     (call,) = last["swipes"][0]["tool_calls"]
     assert call["name"] == "echo" and call["result"] == "echoed: hello" and not call["error"]
     assert call["at"] == len("Let me echo that.") and call["notice"] == "Echoed 'hello'"

@@ -48,10 +48,14 @@ async def save_tool_settings_page(
     request: Request, session: SessionDep, services: ServicesDep, hx: HxRequest
 ) -> HTMLResponse:
     form = await request.form()
+    round_cap = forms.optional_number(form, "round_cap", int)
+    low, high = ROUND_CAP_RANGE
+    if round_cap is not None and not low <= round_cap <= high:
+        raise UserError(f"Tool rounds per reply must be between {low} and {high} (got {round_cap}).")
     try:
         data = ToolSettingsIn(
             permissions={key: forms.checkbox(form, f"perm_{key}") for key in PERMISSIONS},
-            round_cap=forms.optional_number(form, "round_cap", int),
+            round_cap=round_cap,
             deliberate=forms.checkbox(form, "deliberate"),
             custom_triggers={
                 family: forms.text(form, f"triggers_{family}").splitlines()
@@ -59,7 +63,7 @@ async def save_tool_settings_page(
             },
         )
     except ValidationError as err:
-        raise forms.refused(err, "These settings could not be saved.") from err
+        raise forms.invalid(err) from err
     try:
         update_tool_settings(session, data, services.tools)
     except UserError:
