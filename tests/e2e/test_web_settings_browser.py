@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.test_accessibility_browser import _violations
 from tests.support.live import LiveSugo
 from tests.support.sight import expect_in_sight
 
@@ -41,6 +42,7 @@ def test_save_a_key_and_a_searxng_url_then_remove_the_key(page: Page, live_web, 
     expect(page.locator("#searxng-url")).to_have_value("http://searx.lan:8888")
     expect(page.locator("#duckduckgo")).not_to_be_checked()
     assert KEY not in page.content()
+    assert _violations(page) == set()
     shot("saved")
     assert _saved(live_web) == {
         "has_brave_key": True,
@@ -76,6 +78,7 @@ def test_a_bad_searxng_url_is_refused_in_sight_and_nothing_is_saved(page: Page, 
     expect(page.locator("#searxng-url")).to_have_value("ftp://searx.lan/")
     expect(page.locator("#brave-key")).to_have_value(KEY)
     shot("refused")
+    assert _violations(page) == set()
     assert _saved(live_web) == {
         "has_brave_key": False,
         "searxng_url": "",

@@ -186,3 +186,40 @@ def test_nothing_listening_is_a_sentence(site):
         port = closed.port
     with pytest.raises(FetchError, match=f"http://127.0.0.2:{port}/ could not be reached"):
         asyncio.run(fetch(f"http://127.0.0.2:{port}/", allow=("127.0.0.2",), max_bytes=100, timeout_s=5))
+
+
+def test_a_page_in_another_charset_is_read(run, site):
+    page = (
+        '<html><head><meta charset="iso-8859-1"><title>Café crème</title></head><body><article>'
+        + "<p>Le café est très bon à Paris, et la crème aussi. Voilà pourquoi.</p>" * 10
+        + "</article></body></html>"
+    )
+    site.page("/cafe", page.encode("latin-1"), "text/html")
+    text = run(f"{site.url}/cafe", ("127.0.0.2",)).text
+    assert text.startswith("Title: Café crème\n") and "Le café est très bon à Paris" in text
+
+
+def test_the_host_is_resolved_once_and_the_connection_pinned(monkeypatch):
+    """The name is looked up once, by the check; the connection goes to that answer. A second lookup
+    (what a client resolving by itself would do, and where a rebinding DNS would answer 127.0.0.1)
+    fails here, so the fetch succeeding shows there was none."""
+    loop_class = type(asyncio.new_event_loop())
+    real = loop_class.getaddrinfo
+    answers = []
+
+    async def one_answer(self, host, *args, **kwargs):
+        if host == "pinned.test":
+            answers.append(host)
+            if len(answers) > 1:
+                raise OSError("pinned.test was resolved a second time")
+            return await real(self, "127.0.0.1", *args, **kwargs)
+        return await real(self, host, *args, **kwargs)
+
+    monkeypatch.setattr(loop_class, "getaddrinfo", one_answer)
+    with FakeWeb(host="127.0.0.1") as local:
+        local.page("/p", "pinned")
+        got = asyncio.run(
+            fetch(f"http://pinned.test:{local.port}/p", allow=("pinned.test",), max_bytes=100, timeout_s=5)
+        )
+    assert got.body == b"pinned" and answers == ["pinned.test"]
+    assert local.seen[0].headers["host"] == f"pinned.test:{local.port}"

@@ -70,7 +70,8 @@ def _decode(got: Fetched) -> str:
 
 def _readable(got: Fetched) -> tuple[str, str]:
     """(title, text) of an HTML page: trafilatura's main text, else the plain text of it all."""
-    html = _decode(got)
+    # Without a charset in the header, trafilatura reads the bytes itself (a <meta charset>, or a guess).
+    html: str | bytes = _decode(got) if got.charset else got.body
     doc = trafilatura.bare_extraction(html, url=got.url, with_metadata=True, include_comments=False)
     title = (getattr(doc, "title", None) or "").strip()
     text = (getattr(doc, "text", None) or "").strip()
