@@ -42,20 +42,29 @@ def inner():
         yield web
 
 
-def _services(tmp_path, allow: tuple[str, ...]):
-    return LiveSugo(tmp_path / "data", fetch_allow=allow, start_scheduler=False).services
+@pytest.fixture(scope="module")
+def services_for(tmp_path_factory):
+    """A real Sugo's services per SUGO_FETCH_ALLOW, made once for the module (each runs the migrations)."""
+    made = {}
+
+    def get(allow: tuple[str, ...]):
+        if allow not in made:
+            data = tmp_path_factory.mktemp("fetch") / "data"
+            made[allow] = LiveSugo(data, fetch_allow=allow, start_scheduler=False).services
+        return made[allow]
+
+    yield get
+    for services in made.values():
+        services.close()
 
 
 @pytest.fixture
-def run(tmp_path):
+def run(services_for):
     """run(url, allow=...) -> the tool's result, through a real Sugo's services."""
-    opened = []
 
     def call(url: str, allow: tuple[str, ...] = ()):
-        services = _services(tmp_path / str(len(opened)), allow)
-        opened.append(services)
         ctx = ToolContext(
-            services=services,
+            services=services_for(allow),
             chat_id=1,
             character_id=None,
             persona_id=None,
@@ -64,9 +73,7 @@ def run(tmp_path):
         )
         return asyncio.run(FETCH_URL.run(ctx, FETCH_URL.args.model_validate({"url": url})))
 
-    yield call
-    for services in opened:
-        services.close()
+    return call
 
 
 @pytest.mark.parametrize(
@@ -203,7 +210,9 @@ def test_the_host_is_resolved_once_and_the_connection_pinned(monkeypatch):
     """The name is looked up once, by the check; the connection goes to that answer. A second lookup
     (what a client resolving by itself would do, and where a rebinding DNS would answer 127.0.0.1)
     fails here, so the fetch succeeding shows there was none."""
-    loop_class = type(asyncio.new_event_loop())
+    probe = asyncio.new_event_loop()
+    loop_class = type(probe)  # the class asyncio.run's loops are
+    probe.close()
     real = loop_class.getaddrinfo
     answers = []
 
