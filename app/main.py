@@ -50,6 +50,7 @@ from app.sources import default_sources
 from app.tools.builtin import builtin_tools
 from app.tools.permissions.api import router as tool_settings_api
 from app.tools.registry import ToolRegistry
+from app.tools.web.api import router as web_search_api
 from app.web.api_common import ids_in_range, install_error_handlers
 from app.web.auth import LoginThrottle, ProtectionMiddleware, SessionSigner, allowed_host_names
 from app.web.bodylimit import BodyLimit
@@ -167,6 +168,7 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
         chat_lore_api,
         tool_settings_api,
         images_routes,
+        web_search_api,
         *pages.routers,
     ):
         app.include_router(router, dependencies=[Depends(ids_in_range)])

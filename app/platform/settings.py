@@ -90,6 +90,8 @@ class Settings:
     # SUGO_FETCH_ALLOW: hosts (names or addresses, comma-separated) that tools may fetch from although
     # they are loopback or private (a SearXNG or an MCP server on this machine); app/tools/net/address.py.
     fetch_allow: tuple[str, ...] = ()
+    # SUGO_BRAVE_URL: the Brave Search API's base (tests point it at a fake on loopback); app/tools/web/engines.py.
+    brave_url: str = "https://api.search.brave.com/res/v1"
 
     @property
     def database_path(self) -> Path:
@@ -127,4 +129,5 @@ def load_settings() -> Settings:
         fetch_allow=tuple(
             h.strip().lower() for h in os.environ.get("SUGO_FETCH_ALLOW", "").split(",") if h.strip()
         ),
+        brave_url=os.environ.get("SUGO_BRAVE_URL", "").strip() or "https://api.search.brave.com/res/v1",
     )

@@ -30,6 +30,7 @@ class ToolSettings:
     # Web search engines: Brave with a key (sealed), a SearXNG URL; DuckDuckGo needs neither.
     brave_key_sealed: str = ""
     searxng_url: str = ""
+    duckduckgo: bool = True  # the last engine, no key (off: the chain ends with SearXNG)
 
     def allowed(self, permission: str | None) -> bool:
         if permission is None:
