@@ -36,6 +36,11 @@ class PromptRead(BaseModel):
     warnings: list[str] = []
     # Milliseconds per prompt source, only with SUGO_DEBUG_TIMINGS=1 (null otherwise).
     source_ms: dict[str, float] | None = None
+    # The tools declared with this prompt ({name, description, parameters}), what they cost in tokens
+    # (counted in total_tokens), and why each other tool was not offered.
+    tools: list[dict] = []
+    tool_tokens: int = 0
+    tools_missing: dict[str, str] = {}
 
 
 def prompt_read(prompt: Prompt, *, timings: bool = False) -> PromptRead:
@@ -66,4 +71,7 @@ def prompt_read(prompt: Prompt, *, timings: bool = False) -> PromptRead:
         notes=list(prompt.notes),
         warnings=list(prompt.warnings),
         source_ms={name: round(ms, 3) for name, ms in prompt.source_ms} if timings else None,
+        tools=[dict(t) for t in prompt.tools],
+        tool_tokens=prompt.tool_tokens,
+        tools_missing=dict(prompt.tools_missing),
     )

@@ -24,7 +24,10 @@ class ToolSettings:
     # Permission switches by PERMISSIONS key; a missing key takes its default.
     permissions: dict[str, bool] = field(default_factory=dict)
     round_cap: int = DEFAULT_ROUND_CAP  # tool rounds per reply (1–20)
-    deliberate: bool = False  # Deliberate Tool Mode, app-wide (a persona may override it)
+    # Deliberate Tool Mode, app-wide (a persona may override it). On by default: a plain message then
+    # declares no tools, so a plain turn's prompt is what it was before tools existed (same tokens, same
+    # cached prefix), and a message that asks for a reminder, a search or a memory gets those tools.
+    deliberate: bool = True
     # Custom trigger phrases per tool family (Deliberate Tool Mode): {"task": ["remind*", "alarm"]}.
     custom_triggers: dict[str, list[str]] = field(default_factory=dict)
     # Web search engines: Brave with a key (sealed), a SearXNG URL; DuckDuckGo needs neither.
