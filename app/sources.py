@@ -11,6 +11,7 @@ from app.memory.summaries.source import SummarySource
 from app.prompt.notes_and_time import CharacterNoteSource, ContextNoteSource, TimeAwarenessSource
 from app.prompt.sources import PromptSources
 from app.tools.source import ToolsSource
+from app.tools.user_info.source import ParticipantInfoSource
 
 
 def default_sources() -> PromptSources:
@@ -25,5 +26,6 @@ def default_sources() -> PromptSources:
             CharacterNoteSource(),
             ContextNoteSource(),
             TimeAwarenessSource(),
+            ParticipantInfoSource(),
         ]
     )

@@ -13,5 +13,9 @@ class Persona(SQLModel, table=True):
     description: str = ""
     avatar_id: int | None = Field(default=None, foreign_key="image.id", ondelete="SET NULL")
     is_default: bool = False
+    # Read by every character (the user_info tool and the Personas page set them): "she/her", and how
+    # formally the characters should speak to the user ("formal", "informal", free text). ≤ 60 each.
+    pronouns: str | None = None
+    form_of_address: str | None = None
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)

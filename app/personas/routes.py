@@ -15,7 +15,12 @@ router = APIRouter(include_in_schema=False)
 
 def _page(request: Request, session, *, hx: bool = False, oob: tuple[str, ...] = (), **extra) -> HTMLResponse:
     """The page; for HTMX, the persona list (a default badge may move to another card) and `oob`."""
-    ctx = {"personas": service.list_personas(session), **extra}
+    ctx = {
+        "personas": service.list_personas(session),
+        "time_zones": sorted(service.known_time_zones()) if service.keeps_time_zone() else None,
+        "time_zone_of": service.persona_time_zone,
+        **extra,
+    }
     if hx:
         return render_blocks(request, "personas/list.html", ctx, ["persona_list"], oob=oob)
     return render(request, "personas/list.html", ctx)
@@ -27,6 +32,9 @@ def _form_input(form) -> PersonaIn:
             name=forms.text(form, "name"),
             description=forms.text(form, "description"),
             is_default=forms.checkbox(form, "is_default"),
+            pronouns=forms.text(form, "pronouns"),
+            form_of_address=forms.text(form, "form_of_address"),
+            time_zone=forms.text(form, "time_zone"),
         )
     except ValidationError as err:
         raise forms.refused(err, "A persona needs a name.") from err

@@ -1,16 +1,58 @@
 from __future__ import annotations
 
+import zoneinfo
+from functools import cache
+
 from sqlmodel import Session, select
 
 from app.characters.service import avatar_url
 from app.images.service import store_image
+from app.personas.core.details import read_time_zone
 from app.personas.models import Persona
 from app.personas.schemas import PersonaIn, PersonaRead
-from app.platform.core.errors import NotFound
+from app.platform.core.errors import NotFound, UserError
 from app.platform.timeutil import utcnow
 
 # Who {{user}} is when no persona exists yet: SillyTavern's default name.
 FALLBACK_USER_NAME = "User"
+# The persona's time zone is the tasks feature's column; until it is there, a time zone is read as
+# unset and refused with this sentence when given.
+TIME_ZONES_MISSING = "Time zones arrive with tasks; this Sugo cannot keep one yet."
+DETAIL_FIELDS = ("pronouns", "form_of_address", "time_zone")
+
+
+@cache
+def known_time_zones() -> frozenset[str]:
+    """The IANA zone names this machine knows (read once: listing them walks the tz database)."""
+    return frozenset(zoneinfo.available_timezones())
+
+
+def keeps_time_zone() -> bool:
+    return hasattr(Persona, "time_zone")
+
+
+def persona_time_zone(persona: Persona | None) -> str:
+    return (getattr(persona, "time_zone", None) or "") if persona is not None else ""
+
+
+def checked_details(values: dict[str, str | None]) -> dict[str, str | None]:
+    """The persona details given (None: not given), checked whole: a known time zone in its stored
+    spelling, "" for a field to clear; UserError when one is wrong."""
+    checked = dict(values)
+    zone = (values.get("time_zone") or "").strip()
+    if zone:
+        if not keeps_time_zone():
+            raise UserError(TIME_ZONES_MISSING)
+        checked["time_zone"] = read_time_zone(zone, known_time_zones())
+    return checked
+
+
+def set_details(persona: Persona, values: dict[str, str | None]) -> None:
+    """Write checked details (None: leave; "" clears) to the persona; nothing to a missing column."""
+    for name, value in values.items():
+        if value is None or (name == "time_zone" and not keeps_time_zone()):
+            continue
+        setattr(persona, name, value or None)
 
 
 def to_read(persona: Persona) -> PersonaRead:
@@ -19,6 +61,9 @@ def to_read(persona: Persona) -> PersonaRead:
         name=persona.name,
         description=persona.description,
         is_default=persona.is_default,
+        pronouns=persona.pronouns,
+        form_of_address=persona.form_of_address,
+        time_zone=persona_time_zone(persona) or None,
         avatar_url=avatar_url(persona.avatar_id),
     )
 
@@ -51,7 +96,9 @@ def _make_default(session: Session, persona: Persona) -> None:
 
 def create_persona(session: Session, data: PersonaIn, *, avatar: bytes | None = None) -> Persona:
     first = session.exec(select(Persona.id)).first() is None
+    details = checked_details(_details_of(data))
     persona = Persona(name=data.name.strip(), description=data.description)
+    set_details(persona, details)
     if avatar:
         persona.avatar_id = store_image(session, avatar).id
     session.add(persona)
@@ -66,8 +113,10 @@ def update_persona(
     session: Session, persona_id: int, data: PersonaIn, *, avatar: bytes | None = None
 ) -> Persona:
     persona = get_persona(session, persona_id)
+    details = checked_details(_details_of(data))
     persona.name = data.name.strip()
     persona.description = data.description
+    set_details(persona, details)
     if avatar:
         persona.avatar_id = store_image(session, avatar).id
     if data.is_default:
@@ -76,6 +125,10 @@ def update_persona(
     session.add(persona)
     session.flush()
     return persona
+
+
+def _details_of(data: PersonaIn) -> dict[str, str | None]:
+    return {name: getattr(data, name, None) for name in DETAIL_FIELDS}
 
 
 def delete_persona(session: Session, persona_id: int) -> None:

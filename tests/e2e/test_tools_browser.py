@@ -31,6 +31,7 @@ def _setup(page: Page, live, models, release: threading.Event) -> None:
         Tool("weather", "The weather at a place.", _Args, _forecast(release), None, label="Weather")
     )
     with live.client() as c:
+        c.post("/api/settings/tools", json={"deliberate": False}).raise_for_status()
         c.post(
             "/api/connections",
             json={"name": "Local", "base_url": models.base_url, "model": "test-model", "max_tokens": 200},
@@ -116,6 +117,7 @@ def test_a_connection_says_why_tools_stopped_being_offered(page: Page, live, mod
         Tool("weather", "The weather at a place.", _Args, _forecast(threading.Event()), None)
     )
     with live.client() as c:
+        c.post("/api/settings/tools", json={"deliberate": False}).raise_for_status()
         conn = c.post(
             "/api/connections",
             json={"name": "Old local", "base_url": models.base_url, "model": "test-model", "max_tokens": 50},

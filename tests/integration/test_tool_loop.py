@@ -67,6 +67,8 @@ def chat(sugo, api, models, request):
     kind = getattr(request, "param", "openai")
     for tool in _tools(getattr(sugo, "release", None)):
         sugo.app.state.services.tools.add(tool)
+    # Every tool declared on every turn (Deliberate Tool Mode has tests of its own).
+    api.post("/api/settings/tools", json={"deliberate": False}).raise_for_status()
     if kind == "anthropic":
         add_connection(api, models, kind="anthropic", base_url=models.anthropic_base_url)
     else:

@@ -53,6 +53,7 @@ LAYOUT: tuple[Slot, ...] = (
     Slot("constant_lore", "system", "Constant lorebook entries"),
     # above the conversation
     Slot("persona", "above_conversation", "Participant profiles"),
+    Slot("participant_info", "above_conversation", "Participant names and details"),
     Slot("personal_memories", "above_conversation", "Personal memories"),
     Slot("reminders", "above_conversation", "Reminders and tasks"),
     Slot("older_short_term_memory", "above_conversation", "Older short-term memory"),

@@ -1,0 +1,32 @@
+"""Participant info: what the speaking character knows of how to address the user (its nickname,
+prefix and suffix for them) and the persona's pronouns, form of address and time zone, above the
+conversation right after the persona. Nothing when all are empty. One indexed read per turn."""
+
+from __future__ import annotations
+
+from app.personas.service import persona_time_zone
+from app.prompt.core.builder import DynamicBlock
+from app.prompt.sources import Contribution, PromptSource, Turn
+from app.tools.user_info.core.details import details_text
+from app.tools.user_info.service import naming_of, user_address
+
+
+class ParticipantInfoSource(PromptSource):
+    name = "participant_info"
+    label = "Participant info"
+
+    def contribute(self, turn: Turn) -> Contribution | None:
+        persona = turn.persona
+        persona_id = persona.id if persona is not None else None
+        address = user_address(turn.session, turn.speaker.id, persona_id) if turn.speaker.id else None
+        text = details_text(
+            character_name=turn.speaker.name,
+            user_name=turn.user_name,
+            naming=naming_of(address),
+            pronouns=(persona.pronouns or "") if persona is not None else "",
+            form_of_address=(persona.form_of_address or "") if persona is not None else "",
+            time_zone=persona_time_zone(persona),
+        )
+        if not text:
+            return None
+        return Contribution(fixed=(DynamicBlock("participant_info", "Participant info", text),))
