@@ -323,3 +323,10 @@ def test_hostile_messages_and_phrases_stay_linear():
     assert declared(long) == FAMILY_TOOLS["task"]
     assert declared("a" * 500_000, custom={"task": ["a" * 99 + "b"]}) == set()
     assert declared("(" * 100_000 + "https://x.y " * 1000) == set()
+
+
+def test_a_long_message_is_read_at_its_start_and_its_end():
+    filler = "The caravan moved on through the valley. " * 2_000
+    assert declared("remind me tomorrow. " + filler) == FAMILY_TOOLS["task"]
+    assert declared(filler + " search the web for this") == FAMILY_TOOLS["web_search"]
+    assert declared(filler + " search the web for this " + filler) == set()  # the middle is not read

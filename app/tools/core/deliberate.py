@@ -24,12 +24,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from app.tools.core.triggers import BARE_FOLLOW_UP, FAMILIES_OF, FOLLOW_UP, TRIGGERS
+from app.tools.core.triggers import BARE_FOLLOW_UP, FAMILIES_OF, FOLLOW_UP, TRIGGERS, Rule
 
 RECENT_TURNS = 3  # a tool used this many turns back or fewer stays declared
 # A longer message is read at its start and its end, where requests sit, so a pasted book costs
-# the same as a page.
-MAX_SCAN_CHARS = 20_000
+# the same as a few pages (the ~80 patterns take some 10 ms per 1,000 characters at worst).
+MAX_SCAN_CHARS = 10_000
 # Custom trigger phrases: the settings page refuses more (phrase_problem); past these, more are ignored.
 MAX_PHRASE_CHARS = 100
 MAX_PHRASES_PER_KEY = 50
@@ -78,8 +78,9 @@ def declare(
             if name in available and name not in found:
                 found[name] = Match(name, available[name], _shown(trigger), source)
 
+    needs: dict[re.Pattern[str], re.Match[str] | None] = {}  # a time or a link, searched once
     for trigger_name, rules in TRIGGERS.items():
-        words = _first_match(rules, text)
+        words = _first_match(rules, text, needs)
         if words is not None:
             add(_of_families(FAMILIES_OF[trigger_name], available), words, "built-in")
     for name in available:
@@ -168,14 +169,18 @@ def _scanned(message: str) -> str:
     return message[:half] + "\n" + message[-half:]
 
 
-def _first_match(rules, text: str) -> str | None:
+def _first_match(
+    rules: Sequence[Rule], text: str, needs: dict[re.Pattern[str], re.Match[str] | None]
+) -> str | None:
     for rule in rules:
         m = rule.pattern.search(text)
         if m is None:
             continue
         if rule.needs is None:
             return m.group().strip()
-        n = rule.needs.search(text)
+        if rule.needs not in needs:
+            needs[rule.needs] = rule.needs.search(text)
+        n = needs[rule.needs]
         if n is not None:
             return f"{m.group().strip()} … {n.group().strip()}"
     return None

@@ -148,7 +148,7 @@ TRIGGERS: dict[str, tuple[Rule, ...]] = {
     ),
     "url_fetch": (Rule(URL, _READ_WORDS),),
     "memory": _rules(
-        r"(?:^|[.!?\n]\s*|\b(?:please|pls|plz|can\s+you|could\s+you|will\s+you|would\s+you|you\s+should|"
+        r"(?:^|[.!?\n][^\S\n]*|\b(?:please|pls|plz|can\s+you|could\s+you|will\s+you|would\s+you|you\s+should|"
         r"make\s+sure\s+(?:to|you)|try\s+to|i\s+want\s+you\s+to|and)\s+)(?:remember|memori[sz]e)\b(?!\s+when\b)",
         r"\bdon'?t\s+forget\s+(?:that|this|my|about|i)\b",
         r"\b(?:forget|delete|erase)\s+(?:what\s+i\s+(?:said|told\s+you)|that\s+i\b|(?:that|this)\s+(?:memory|fact))",
