@@ -350,3 +350,34 @@ def test_chat_messages_and_tool_results_stay_literal_while_the_card_is_evaluated
     assert any(c == "Result: " + template for c in contents)
     without = build(PromptContext(**{**ctx.__dict__, "macros": MacroContext({}, tools=NOTHING)})).messages
     assert without[0]["content"].startswith("Main. No memory.")
+
+
+SOUP = [
+    *TAGS,
+    "{{#if x}}",
+    "{{/each}}",
+    "{{#each y}}",
+    "{{// c",
+    "}}",
+    "{{",
+    "{{char}}",
+    "{{setvar::v::1}}",
+    "{{getvar::v}}",
+    "{memory_tool}",
+    "{web_search_tool}",
+    "{",
+    "}",
+    "x",
+    "\n\n",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(SOUP), max_size=40))
+def test_any_mix_of_tags_comments_and_macros_expands_without_error(tokens):
+    text = "".join(tokens)
+    rendered = render_conditionals(text, MEMORY, warn=lambda _: None)
+    assert len(rendered) <= len(text)  # blocks only ever take text away
+    if "{{if" not in text and "{{else" not in text and "{{/if" not in text:
+        assert rendered == text
+    assert isinstance(ex(text), str)
