@@ -5,6 +5,19 @@ Without a MacroContext this knows only {{char}} and {{user}} (and their SillyTav
 not start rolling dice. With a context it follows SillyTavern's macro set: {{random}}, {{pick}}, {{roll}},
 {{time}}, {{date}}, {{setvar}}/{{getvar}}/{{addvar}} on the chat's variables, and {{// comments}}.
 
+With a context it also reads the turn's tools (`MacroContext.tools`, a ToolView):
+- conditional blocks, evaluated first, before any other macro: `{{if capability:NAME}}…{{else}}…{{/if}}`,
+  `{{if tool:function_name}}`, `{{if tool_family:url_fetch}}`, `!` to negate, nesting, one `{{else}}`
+  per block, no and/or. TomoriBot's rules: an unknown name is false even when negated; a malformed
+  block is left out with the text around it kept; an unclosed one drops everything from its opening
+  tag on; a block that renders nothing takes one blank-line separator with it; a chosen branch keeps
+  its whitespace exactly; Handlebars' `{{#if x}}…{{/if}}` (story strings) is left as written.
+- tool macros in single braces, `{memory_tool}`, `{web_search_tool}`…: the function name this turn
+  declares (an MCP replacement included), or calm words when that tool is not there, so a prompt
+  never names a function the model was not given.
+Chat messages, model output and tool results are expanded without a context, so none of this runs
+in them: they stay literal.
+
 Names are case-insensitive. Nested macros expand inside-out, once: a macro's output is never scanned
 again, so a variable holding "{{user}}" prints that literally. Macros run left to right, so a {{getvar}}
 sees a {{setvar}} earlier in the same text. Unknown or malformed macros stay as written.
@@ -13,11 +26,18 @@ sees a {{setvar}} earlier in the same text. Unknown or malformed macros stay as 
 from __future__ import annotations
 
 import hashlib
+import logging
 import random
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal, localcontext
+
+from app.prompt.core.conditionals import ToolView, render_conditionals, tool_view
+
+__all__ = ["MacroContext", "ToolView", "expand_macros", "generation_seed", "tool_view"]
+
+log = logging.getLogger(__name__)
 
 
 def generation_seed(chat_id: int, message_id: int | None, swipe_index: int) -> int:
@@ -37,8 +57,31 @@ MAX_VALUE_CHARS = 100_000
 MAX_DICE = 100
 MAX_SIDES = 1_000_000
 
-# "{{" followed by another "{" is not an opener, so "{{{user}}}" reads as "{" + {{user}} + "}".
-_TOKEN = re.compile(r"\{\{(?!\{)|\}\}|<(?:BOT|CHAR|USER)>", re.IGNORECASE)
+# The tool macros, and the words a prompt reads when that tool is not declared this turn (calm, and
+# naming no function, so the model is never pointed at a tool it was not given).
+TOOL_MACROS: dict[str, str] = {
+    "memory_tool": "long-term memory (not available now)",
+    "memory_update_tool": "changing long-term memories (not available now)",
+    "short_term_memory_tool": "short-term memory (not available now)",
+    "task_tool": "reminders (not available now)",
+    "task_update_tool": "changing reminders (not available now)",
+    "document_tool": "reading attached documents (not available now)",
+    "message_metadata_tool": "message times and ids (not available now)",
+    "manage_message_tool": "editing messages (not available now)",
+    "web_search_tool": "a web search (not available now)",
+    "url_fetch_tool": "reading web pages (not available now)",
+    "capabilities_tool": "a capabilities check (not available now)",
+}
+# TomoriBot's older names, kept so prompts written for it still work.
+TOOL_MACRO_ALIASES = {"pin_tool": "manage_message_tool", "timestamp_refresh_tool": "message_metadata_tool"}
+# Distinct unknown-condition warnings logged per MacroContext; past it they go to debug only.
+MAX_CONDITION_WARNINGS = 20
+
+# "{{" followed by another "{" is not an opener, so "{{{user}}}" reads as "{" + {{user}} + "}". The
+# single-brace tool macros are matched by their known names only, so JSON-looking text and any other
+# {word} stay exactly as they were.
+_TOOL_MACRO_NAMES = "|".join(sorted((*TOOL_MACROS, *TOOL_MACRO_ALIASES), key=len, reverse=True))
+_TOKEN = re.compile(r"\{\{(?!\{)|\}\}|<(?:BOT|CHAR|USER)>|\{(?:" + _TOOL_MACRO_NAMES + r")\}", re.IGNORECASE)
 _COMMENT = re.compile(r"\s*//")
 _HEAD = re.compile(r"\s*([A-Za-z]+)")
 _UNESCAPED_COMMA = re.compile(r"(?<!\\),")
@@ -68,10 +111,19 @@ class MacroContext:
     pick_seed: str = ""  # e.g. the chat id: {{pick}} repeats its choice for the same seed, text and place
     random_seed: int | None = None  # fixes {{random}} and {{roll}} for tests and reproducible swipes
     now: datetime | None = None  # for {{time}} and {{date}}; None reads the local clock
+    # The turn's tools for conditional blocks and tool macros. None (no tool information at all, e.g. a
+    # connection without tools): every tool:/tool_family: condition is false, every known capability
+    # false, every {…_tool} reads as its "not available" words.
+    tools: ToolView | None = None
+    # Problems with conditional blocks met while expanding with this context (unknown names, malformed
+    # or unclosed blocks), for Peek Prompt. Each is logged once per context (a context lives for one
+    # prompt build), at warning, and again only at debug: a module-level "seen" set would be hidden
+    # process state, and a card with a typo must not fill the log on every turn's every field.
+    condition_warnings: set[str] = field(default_factory=set)
 
 
 def expand_macros(text: str, *, char: str, user: str, context: MacroContext | None = None) -> str:
-    if not text or ("{{" not in text and "<" not in text):
+    if not text or ("{" not in text and "<" not in text):
         return text
     if context is None:
 
@@ -80,7 +132,10 @@ def expand_macros(text: str, *, char: str, user: str, context: MacroContext | No
             return user if name == "user" else char
 
         return _MACRO.sub(sub, text)
-    return _expand(text, _Run(context, char, user))
+    run = _Run(context, char, user)
+    if "{{" in text:
+        text = render_conditionals(text, context.tools, warn=lambda message: _warn(context, message))
+    return _expand(text, run)
 
 
 @dataclass
@@ -140,6 +195,9 @@ def _expand(text: str, run: _Run) -> str:
                 (stack[-1][1] if stack else out).append("{{" + body + "}}" if value is None else value)
             else:
                 parts.append(token)
+        elif token[0] == "{":
+            value = _spend(run, _tool_macro(token[1:-1], run.ctx.tools))
+            parts.append(token if value is None else value)
         else:
             value = _spend(run, run.user if token[1] in "uU" else run.char)
             parts.append(token if value is None else value)
@@ -149,6 +207,24 @@ def _expand(text: str, run: _Run) -> str:
         _, inner = stack.pop()
         (stack[-1][1] if stack else out).append("{{" + "".join(inner))
     return "".join(out)
+
+
+def _tool_macro(name: str, view: ToolView | None) -> str | None:
+    name = name.lower()
+    name = TOOL_MACRO_ALIASES.get(name, name)
+    if name not in TOOL_MACROS:
+        return None
+    declared = view.macros.get(name) if view is not None else None
+    return declared or TOOL_MACROS[name]
+
+
+def _warn(ctx: MacroContext, message: str) -> None:
+    seen = ctx.condition_warnings
+    if message in seen or len(seen) >= MAX_CONDITION_WARNINGS:
+        log.debug("%s", message)
+        return
+    seen.add(message)
+    log.warning("%s", message)
 
 
 def _spend(run: _Run, value: str | None) -> str | None:
