@@ -29,7 +29,7 @@ from app.lore.core.activation import (
 from app.lore.report import inspector_note, snapshot
 from app.platform.timeutil import utcnow
 from app.prompt.core.builder import DepthNote, DynamicBlock
-from app.prompt.core.macros import MacroContext, expand_macros
+from app.prompt.core.macros import MacroContext, ToolView, expand_macros
 
 # Constant entries stay in the stable, cached part of the prompt, placed by their position;
 # entries found by keys change from turn to turn, so they go just above the newest turns.
@@ -158,14 +158,18 @@ def _has_key_macros(entry: LoreEntry) -> bool:
 
 
 def _renderer(
-    pick_prefix: str, *, char: str, user: str, seed: int, variables: dict
+    pick_prefix: str, *, char: str, user: str, seed: int, variables: dict, tools: ToolView | None = None
 ) -> Callable[[LoreEntry], str]:
     """Entry text through the macros: {{pick}} stays put per chat and entry, {{random}} and dice
-    follow the reply's seed, {{setvar}} writes into `variables`."""
+    follow the reply's seed, {{setvar}} writes into `variables`; {{if tool:…}} blocks and {…_tool}
+    macros read the turn's tools."""
 
     def render(entry: LoreEntry) -> str:
         context = MacroContext(
-            variables=variables, pick_seed=f"{pick_prefix}:{entry.id}", random_seed=seed ^ entry.id
+            variables=variables,
+            pick_seed=f"{pick_prefix}:{entry.id}",
+            random_seed=seed ^ entry.id,
+            tools=tools,
         )
         return expand_macros(entry.content, char=char, user=user, context=context).strip()
 
@@ -187,6 +191,7 @@ def lore_for_prompt(
     chat_budget: int,
     count: Callable[[str], int],
     variables: dict,
+    tools: ToolView | None = None,
 ) -> LoreOutcome | None:
     """The scan for the next reply, as prompt blocks. None when the chat uses no lorebook.
     `variables` are the chat's macro variables, changed in place by the entries' macros.
@@ -209,7 +214,9 @@ def lore_for_prompt(
     result = scan(
         request,
         count=count,
-        render=_renderer(f"{chat.id}:lore", char=char, user=user, seed=seed, variables=variables),
+        render=_renderer(
+            f"{chat.id}:lore", char=char, user=user, seed=seed, variables=variables, tools=tools
+        ),
         compiled=compiled,
     )
     outcome = _blocks(result)

@@ -40,6 +40,7 @@ class LoreSource(PromptSource):
             chat_budget=turn.settings.lore_token_budget,
             count=count_tokens,
             variables=turn.variables,
+            tools=turn.tool_view,
         )
         if turn.for_reply:
             record_scan(turn.session, turn.chat, outcome)

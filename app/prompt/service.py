@@ -137,7 +137,9 @@ def build_chat_prompt(
         depth_notes=gathered.depth_notes,
         fixed=gathered.fixed,
         dynamic=gathered.dynamic,
-        macros=MacroContext(variables=variables, pick_seed=f"chat:{chat.id}", random_seed=seed),
+        macros=MacroContext(
+            variables=variables, pick_seed=f"chat:{chat.id}", random_seed=seed, tools=turn.tool_view
+        ),
         extra_notes=((REFRESH_NOTE,) if history.refreshed else ()) + gathered.notes,
         extra_warnings=gathered.warnings,
         receipt=gathered.receipt,

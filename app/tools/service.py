@@ -190,3 +190,10 @@ def declared_runners(session, services, names: Sequence[str]) -> dict[str, Tool]
         if tool is not None:
             found[name] = tool
     return found
+
+
+def turn_registry(session, services, settings: ToolSettings) -> list[Tool]:
+    """Every tool this app knows for a turn: the built-in ones, then those of the enabled MCP servers
+    (from their saved discoveries; no server is asked). A server typed as a web search or URL reader
+    takes the built-in one's place."""
+    return list(services.tools)
