@@ -80,6 +80,7 @@ bench: install-test
 	$(BIN)/python bench/advanced_memory.py
 	$(BIN)/python bench/memory_use.py
 	$(BIN)/python bench/pages.py
+	$(BIN)/python bench/tools.py
 
 # Retake the README's screenshots (docs/screens/) after changing a page the tour shows.
 screens: install-test chromium
