@@ -416,6 +416,7 @@ def peek_prompt_page(
             "counts": message_counts(prompt),
             "source_ms": prompt.source_ms if services.settings.debug_timings else (),
             "messages_json": json.dumps(list(prompt.messages), indent=2, ensure_ascii=False),
+            "tools_json": json.dumps(list(prompt.tools), indent=2, ensure_ascii=False),
         },
         block=block,
     )
