@@ -7,6 +7,7 @@ from __future__ import annotations
 from playwright.sync_api import Page, expect
 
 from tests.conftest import add_character, add_connection, new_chat
+from tests.e2e.test_accessibility_browser import _violations
 from tests.support.pdfs import make_pdf
 from tests.support.sight import expect_in_sight
 from tests.support.waiting import wait_for
@@ -51,6 +52,7 @@ def test_attach_send_show_and_download(page: Page, live, models, shot, tmp_path)
     page.fill("#composer-input", "Here is the log and the script.")
     expect_in_sight(page, "#composer-files")
     shot("composer")
+    assert _violations(page) == set()  # axe: the paperclip, the chips and their Remove buttons
 
     page.click("#send-button")
     sent = page.locator("article.msg-user").last
@@ -67,6 +69,7 @@ def test_attach_send_show_and_download(page: Page, live, models, shot, tmp_path)
     assert sorted(f["name"] for f in files) == ["greet.py", "lighthouse log.pdf"]
     assert all(f["message_id"] == int(sent.get_attribute("data-id")) for f in files)
     shot("message")
+    assert _violations(page) == set()
 
     # The chip downloads the file as it was sent.
     with page.expect_download() as download:
