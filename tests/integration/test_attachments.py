@@ -177,6 +177,23 @@ class TestSend:
         assert r.status_code == 400
 
 
+class TestPages:
+    def test_waiting_uploads_and_sent_files_show_on_the_chat_page(self, api, models):
+        chat = _chat(api, models)
+        waiting = _upload(api, chat["id"], "draft.md", b"# Draft\n").json()
+        page = api.get(f"/chats/{chat['id']}").text
+        # After a reload the composer still holds the upload, ready to send.
+        assert f'data-attachment-id="{waiting["id"]}"' in page and "Remove draft.md" in page
+        read_sse(_send(api, chat["id"], "The draft", [waiting["id"]]))
+        user = [m for m in api.get(f"/api/chats/{chat['id']}/messages").json() if m["role"] == "user"][-1]
+        fragment = api.get(f"/chats/{chat['id']}/messages/{user['id']}", headers={"HX-Request": "true"}).text
+        assert "<html" not in fragment
+        assert (
+            f'href="/chats/{chat["id"]}/attachments/{waiting["id"]}"' in fragment and "draft.md" in fragment
+        )
+        assert 'id="composer-files" aria-label="Files to send" hidden' in api.get(f"/chats/{chat['id']}").text
+
+
 class TestDownload:
     def test_the_file_downloads_as_an_attachment(self, api, models):
         chat = _chat(api, models)
