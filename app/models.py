@@ -3,6 +3,7 @@
 from sqlmodel import SQLModel
 
 from app.characters.models import Character
+from app.chats.attachments import Attachment
 from app.chats.models import Chat, ChatCharacter, Message
 from app.connections.models import AppDefault, Connection
 from app.images.models import Image
@@ -19,6 +20,7 @@ metadata = SQLModel.metadata
 
 __all__ = [
     "AppDefault",
+    "Attachment",
     "Character",
     "Chat",
     "ChatCharacter",

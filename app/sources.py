@@ -10,6 +10,7 @@ from app.memory.scenes.source import AdvancedMemorySource
 from app.memory.summaries.source import SummarySource
 from app.prompt.notes_and_time import CharacterNoteSource, ContextNoteSource, TimeAwarenessSource
 from app.prompt.sources import PromptSources
+from app.tools.documents.source import DocumentsSource
 from app.tools.source import ToolsSource
 from app.tools.user_info.source import ParticipantInfoSource
 
@@ -27,5 +28,6 @@ def default_sources() -> PromptSources:
             ContextNoteSource(),
             TimeAwarenessSource(),
             ParticipantInfoSource(),
+            DocumentsSource(),
         ]
     )

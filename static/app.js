@@ -489,7 +489,12 @@
     });
   }
 
+  // Whether the last generate() was refused before anything was stored (the composer then gets back
+  // what it sent: the text and the files).
+  let startRefused = false;
+
   async function generate(payload) {
+    startRefused = false;
     if (streaming) { toast("A reply is already being written. Stop it first.", "error"); return false; }
     const controller = new AbortController();
     streaming = { controller, messageId: null };
@@ -503,6 +508,7 @@
         signal: controller.signal,
       });
       if (!r.ok) {
+        startRefused = true;
         let msg = "The reply could not start (HTTP " + r.status + ").";
         try { const j = await r.json(); msg = typeof j.detail === "string" ? j.detail : JSON.stringify(j.detail); } catch (_) {}
         toast(msg, "error");
@@ -547,10 +553,95 @@
       return;
     }
     const payload = speakerPayload({ action: "send", content: content.trim() ? content : null });
+    const files = document.getElementById("composer-files");
+    const chips = files ? [...files.querySelectorAll(".file-chip")] : [];
+    if (chips.length) {
+      if (chips.some((c) => !c.dataset.attachmentId)) { toast("Wait a moment: a file is still uploading.", "error"); return; }
+      if (!content.trim()) { toast("Write a few words to go with the file: what should happen with it?", "error"); input.focus(); return; }
+      if (streaming) { toast("A reply is already being written. Stop it first.", "error"); return; }
+      payload.attachment_ids = chips.map((c) => Number(c.dataset.attachmentId));
+      chips.forEach((c) => c.remove());
+      files.hidden = true;
+    }
     input.value = "";
     autosize(input);
     const ok = await generate(payload);
     if (!ok && content && !document.querySelector(".msg-user:last-of-type")) input.value = content;
+    if (!ok && startRefused && chips.length) {
+      // Nothing was stored: the files wait in the composer again.
+      chips.forEach((c) => files.appendChild(c));
+      files.hidden = false;
+      input.value = content;
+      autosize(input);
+    }
+  });
+
+  // Files for the next message: each is uploaded as soon as it is picked (a chip shows it), and its id
+  // goes with the message when it is sent. The server checks the type and the size; its sentence is
+  // the toast.
+  const MAX_FILES = 10;
+  const MAX_FILE_BYTES = 20 * 1024 * 1024;
+
+  function fileSize(bytes) {
+    if (bytes < 1024) return bytes + " bytes";
+    if (bytes < 1024 * 1024) return Math.round(bytes / 1024) + " KB";
+    return (bytes / (1024 * 1024)).toFixed(1) + " MB";
+  }
+
+  async function attachFile(file) {
+    const files = document.getElementById("composer-files");
+    const tpl = document.getElementById("file-chip-template");
+    if (!files || !tpl) return;
+    if (files.querySelectorAll(".file-chip").length >= MAX_FILES) {
+      toast(`A message takes at most ${MAX_FILES} files.`, "error");
+      return;
+    }
+    if (file.size > MAX_FILE_BYTES) {
+      toast(`${file.name} is larger than 20 MB; Sugo takes files up to 20 MB.`, "error");
+      return;
+    }
+    const chip = tpl.content.firstElementChild.cloneNode(true);
+    chip.querySelector(".file-name").textContent = file.name;
+    chip.querySelector(".file-meta").textContent = "uploading…";
+    chip.classList.add("is-uploading");
+    chip.querySelector(".file-remove").setAttribute("aria-label", "Remove " + file.name);
+    files.appendChild(chip);
+    files.hidden = false;
+    const body = new FormData();
+    body.append("file", file, file.name);
+    try {
+      const r = await fetch(`/api/chats/${chatId()}/attachments`, { method: "POST", headers: { "X-CSRF-Token": csrf() }, body });
+      const j = await r.json().catch(() => ({}));
+      if (!r.ok) throw new Error(typeof j.detail === "string" ? j.detail : `The file could not be uploaded (HTTP ${r.status}).`);
+      chip.dataset.attachmentId = j.id;
+      chip.querySelector(".file-name").textContent = j.name;
+      chip.querySelector(".file-meta").textContent = fileSize(j.size) + (j.pages ? ` · ${j.pages} page${j.pages === 1 ? "" : "s"}` : "");
+      chip.classList.remove("is-uploading");
+    } catch (err) {
+      chip.remove();
+      files.hidden = !files.querySelector(".file-chip");
+      toast(`${file.name}: ${err.message === "Failed to fetch" ? "Sugo's server did not answer." : err.message}`, "error");
+    }
+  }
+
+  document.addEventListener("click", (e) => {
+    if (e.target.closest("#attach-button")) document.getElementById("attach-input")?.click();
+    const remove = e.target.closest(".file-remove");
+    if (!remove) return;
+    const chip = remove.closest(".file-chip");
+    const files = document.getElementById("composer-files");
+    const id = chip.dataset.attachmentId;
+    chip.remove();
+    if (files) files.hidden = !files.querySelector(".file-chip");
+    document.getElementById("composer-input")?.focus();
+    if (id) fetch(`/api/chats/${chatId()}/attachments/${id}`, { method: "DELETE", headers: { "X-CSRF-Token": csrf() } });
+  });
+
+  document.addEventListener("change", (e) => {
+    if (e.target.id !== "attach-input") return;
+    const picked = [...e.target.files];
+    e.target.value = "";  // the same file may be picked again after a removal
+    picked.forEach(attachFile);
   });
 
   // Reply, Continue, Impersonate: the server refuses what does not fit the chat (a toast says why).

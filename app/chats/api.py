@@ -3,9 +3,10 @@ from typing import Literal
 from fastapi import APIRouter, File, Form, UploadFile
 from fastapi.responses import Response, StreamingResponse
 
-from app.chats import service, views
+from app.chats import attachments, service, views
 from app.chats.changes import chat_added, messages_changed
 from app.chats.schemas import (
+    AttachmentRead,
     ChatCreate,
     ChatImported,
     ChatOptionsIn,
@@ -116,7 +117,9 @@ def list_messages(chat_id: int, session: SessionDep) -> list[MessageRead]:
 def post_message(chat_id: int, data: MessageIn, session: SessionDep) -> MessageRead:
     """Add the user's message without asking for a reply."""
     return views.message_read(
-        service.add_user_message(session, service.get_chat(session, chat_id), data.content)
+        service.add_user_message(
+            session, service.get_chat(session, chat_id), data.content, attachment_ids=data.attachment_ids
+        )
     )
 
 
@@ -186,12 +189,42 @@ async def generate_reply(chat_id: int, data: GenerateIn, services: ServicesDep) 
         content=data.content,
         speaker_id=data.speaker_id,
         message_id=data.message_id,
+        attachment_ids=data.attachment_ids,
     )
     return StreamingResponse(
         reply.subscribe(gen),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "X-Message-Id": str(gen.message_id)},
     )
+
+
+@router.post("/{chat_id}/attachments", response_model=AttachmentRead, status_code=201)
+def upload_attachment(
+    chat_id: int, session: SessionDep, services: ServicesDep, file: UploadFile = File(...)
+) -> AttachmentRead:
+    """Upload one file (a PDF or UTF-8 text, ≤ 20 MB) to send with the next message: pass its id in
+    `attachment_ids` when sending. Unsent uploads are removed after a day."""
+    attachment = attachments.store_upload(
+        session, services.settings.data_dir, chat_id, name=file.filename, stream=file.file
+    )
+    return AttachmentRead.model_validate(attachment, from_attributes=True)
+
+
+@router.get("/{chat_id}/attachments", response_model=list[AttachmentRead])
+def list_attachments(chat_id: int, session: SessionDep) -> list[AttachmentRead]:
+    """The chat's files: those sent with messages, and those waiting (`message_id` null). The file
+    itself downloads from /chats/{chat_id}/attachments/{id}."""
+    service.get_chat(session, chat_id)
+    return [
+        AttachmentRead.model_validate(a, from_attributes=True)
+        for a in attachments.chat_attachments(session, chat_id)
+    ]
+
+
+@router.delete("/{chat_id}/attachments/{attachment_id}", status_code=204)
+def remove_waiting_attachment(chat_id: int, attachment_id: int, session: SessionDep) -> None:
+    """Take back an upload not sent yet (a sent file goes with its message)."""
+    attachments.remove_waiting(session, chat_id, attachment_id)
 
 
 @router.get("/{chat_id}/generate")

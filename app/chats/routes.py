@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, Response
 from sqlmodel import Session, col, select
 from starlette.concurrency import run_in_threadpool
 
 from app.characters.service import list_characters
-from app.chats import service
+from app.chats import attachments, service
 from app.chats.changes import chat_added, messages_changed
 from app.chats.history import message_count
 from app.chats.models import Chat, Message
@@ -24,7 +24,8 @@ from app.memory.summaries.core.coverage import ChatMessage
 from app.memory.summaries.service import summarised_ids
 from app.personas.service import default_persona, list_personas
 from app.platform import forms
-from app.platform.core.errors import UserError
+from app.platform.core.downloads import content_disposition
+from app.platform.core.errors import NotFound, UserError
 from app.platform.core.names import refuse_control_characters
 from app.platform.modelbase import parse_row_id
 from app.prompt.core.blocks import GROUP_LABELS
@@ -53,6 +54,7 @@ def _message_ctx(session: Session, request: Request, chat: Chat, shown: list[Mes
         "last_id": last.id if last else None,
         "generating": request.app.state.services.generations.get(chat.id) is not None,
         "summarised": _summarised(session, chat, shown),
+        "attachments": attachments.message_attachments(session, (m.id for m in shown)),
         # Collapse hidden messages off: summarised messages stay in view, dimmed and marked.
         "summary_collapse": service.chat_settings(chat).summary_collapse_hidden,
         # Advanced Memory's "new start": where the prompt's current window begins.
@@ -213,6 +215,7 @@ def show_chat_page(chat_id: int, request: Request, session: SessionDep) -> HTMLR
             "settings": service.chat_settings(chat),
             "numbered_from": _numbered_from(session, chat_id, messages),
             "has_connection": service.chat_connection(session, chat) is not None,
+            "waiting": attachments.waiting_attachments(session, chat_id),  # uploads not sent yet
         },
     )
 
@@ -328,6 +331,26 @@ def message_action_page(
         chat_added(session, services, branch.id)
         return Response(status_code=204, headers={"HX-Redirect": f"/chats/{branch.id}"})
     raise UserError(f"Unknown message action “{action}”.")
+
+
+@router.get("/chats/{chat_id}/attachments/{attachment_id}")
+def download_attachment(
+    chat_id: int, attachment_id: int, session: SessionDep, settings: SettingsDep
+) -> Response:
+    """A file attached in the chat, as a download (text always as text/plain: never shown as a page)."""
+    attachment = attachments.get_attachment(session, chat_id, attachment_id)
+    path = attachments.file_path(settings.data_dir, attachment)
+    if not path.is_file():
+        raise NotFound("This file is no longer on disk.")
+    media = "application/pdf" if attachment.kind == "pdf" else "text/plain; charset=utf-8"
+    return FileResponse(
+        path,
+        media_type=media,
+        headers={
+            "Content-Disposition": content_disposition(attachment.name, fallback="attachment"),
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
 
 
 def _settings_ctx(session: Session, chat: Chat, services, **extra) -> dict:

@@ -78,6 +78,7 @@ class MessageRead(BaseModel):
 
 class MessageIn(BaseModel):
     content: str = Field(min_length=1)
+    attachment_ids: list[RowId] = Field(default_factory=list, max_length=10)
 
 
 class MessagePatch(BaseModel):
@@ -99,3 +100,17 @@ class GenerateIn(BaseModel):
     content: str | None = None
     speaker_id: RowId | None = None
     message_id: RowId | None = None
+    # Uploads waiting in this chat (POST /api/chats/{id}/attachments), attached to the message sent.
+    attachment_ids: list[RowId] = Field(default_factory=list, max_length=10)
+
+
+class AttachmentRead(BaseModel):
+    """A file attached to a message (`message_id` null while it waits in the composer)."""
+
+    id: int
+    name: str
+    size: int
+    media_type: str
+    pages: int | None
+    message_id: int | None
+    created_at: datetime

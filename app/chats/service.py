@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import String, bindparam, cast, func, or_
@@ -9,6 +10,7 @@ from sqlmodel import Session, col, delete, select
 
 from app.characters.models import Character
 from app.characters.service import greetings
+from app.chats.attachments import link_attachments
 from app.chats.core.limits import message_too_long
 from app.chats.models import CHAT_MODES, Chat, ChatCharacter, Message
 from app.chats.settings import ChatSettings, read_settings
@@ -243,15 +245,29 @@ def last_message(session: Session, chat_id: int) -> Message | None:
 
 
 def add_user_message(
-    session: Session, chat: Chat, content: str, *, name: str | None = None, flush: bool = True
+    session: Session,
+    chat: Chat,
+    content: str,
+    *,
+    name: str | None = None,
+    flush: bool = True,
+    attachment_ids: Sequence[int] = (),
 ) -> Message:
+    """The user's message; `attachment_ids` are uploads waiting in this chat, linked to it here, in
+    the same transaction (app/chats/attachments.py)."""
     if not content.strip():
+        if attachment_ids:
+            # Files alone would leave the model without the user's turn (empty messages are not sent).
+            raise UserError("Write a few words to go with the file: what should happen with it?")
         raise UserError("The message is empty.")
     if problem := message_too_long(content):
         raise UserError(problem)
     msg = new_message(chat.id, "user", name or user_name(session, chat), [content])
     session.add(msg)
     touch_chat(session, chat)
+    if attachment_ids:
+        session.flush()
+        link_attachments(session, chat.id, msg.id, attachment_ids)
     if flush:
         session.flush()
     return msg

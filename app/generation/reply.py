@@ -29,7 +29,7 @@ import contextlib
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -187,6 +187,7 @@ def store_turn(
     content: str | None = None,
     speaker_id: int | None = None,
     message_id: int | None = None,
+    attachment_ids: Sequence[int] = (),
 ) -> StoredTurn:
     """Store the user's message and the reply's placeholder, and commit: the user's words are safe
     on disk before the provider hears of them, and the page can show both at once."""
@@ -203,9 +204,11 @@ def store_turn(
     if action == "continue":
         return _store_continue(session, chat, characters, persona, message_id=message_id, swipe_id=swipe_id)
     if action == "send":
-        if content and content.strip():
+        if (content and content.strip()) or attachment_ids:
             name = persona.name if persona else chats.FALLBACK_USER_NAME
-            chats.add_user_message(session, chat, content, name=name, flush=False)
+            chats.add_user_message(
+                session, chat, content or "", name=name, flush=False, attachment_ids=attachment_ids
+            )
         speaker = chats.next_speaker(session, chat, characters, speaker_id)
         target = chats.new_message(chat.id, "assistant", speaker.name, [""], character_id=speaker.id)
         target.swipes = [chats.swipe_record("", status="streaming", id=swipe_id)]
@@ -550,6 +553,7 @@ def _store(
     content: str | None,
     speaker_id: int | None,
     message_id: int | None,
+    attachment_ids: Sequence[int] = (),
 ) -> StoredTurn:
     with Session(services.engine, expire_on_commit=False) as session:
         try:
@@ -558,7 +562,13 @@ def _store(
                 # beside storing it and sending the `start` event, not once the prompt is built.
                 services.sources.expect(services, session, chats.get_chat(session, chat_id), content)
             return store_turn(
-                session, chat_id, action=action, content=content, speaker_id=speaker_id, message_id=message_id
+                session,
+                chat_id,
+                action=action,
+                content=content,
+                speaker_id=speaker_id,
+                message_id=message_id,
+                attachment_ids=attachment_ids,
             )
         except Exception:
             session.rollback()
@@ -573,6 +583,7 @@ async def start(
     content: str | None,
     speaker_id: int | None,
     message_id: int | None,
+    attachment_ids: Sequence[int] = (),
 ) -> Generation:
     """Store the turn (on a thread: SQLite may make it wait), then hand the rest to a task; the
     `start` event (the reply's id) is the first thing streamed, before the prompt is even built."""
@@ -581,7 +592,9 @@ async def start(
         raise UserError(problem)  # before its text is embedded by `expect`
     registry.reserve(chat_id)
     try:
-        turn = await run_in_threadpool(_store, services, chat_id, action, content, speaker_id, message_id)
+        turn = await run_in_threadpool(
+            _store, services, chat_id, action, content, speaker_id, message_id, attachment_ids
+        )
         gen = Generation(chat_id=chat_id, message_id=turn.message_id, swipe_index=turn.swipe_index)
         gen.events.append(
             ("start", {"message_id": turn.message_id, "swipe_index": turn.swipe_index, "action": action})
