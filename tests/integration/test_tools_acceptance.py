@@ -1,0 +1,75 @@
+"""Issue 24's acceptance through the whole loop: the test model server issues the tool calls (OpenAI
+and Anthropic shapes, streamed), Sugo runs the real built-in tools, and the results reach the model
+and the page. Deliberate Tool Mode stays on (the default): each message asks for its tool in words."""
+
+import json
+
+import pytest
+
+from tests.conftest import add_character, add_connection, new_chat, read_sse
+from tests.support.model_server import Reply
+from tests.support.pdfs import make_pdf
+
+
+def _call(name: str, arguments: dict, call_id: str = "call_1") -> dict:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+
+
+@pytest.fixture(params=["openai", "anthropic"])
+def chat(request, api, models):
+    if request.param == "anthropic":
+        add_connection(api, models, kind="anthropic", base_url=models.anthropic_base_url)
+    else:
+        add_connection(api, models)
+    char = add_character(api)
+    return new_chat(api, [char["id"]])["id"]
+
+
+def _send(api, chat_id, content, **extra):
+    r = api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": content, **extra})
+    assert r.status_code == 200, r.text
+    events = read_sse(r)
+    assert events[-1][0] == "done", events[-1]
+    return events
+
+
+def _tool_results(models) -> list[str]:
+    """The tool results the model was sent in the last request, in either API's shape."""
+    out = []
+    for message in models.last_request.json["messages"]:
+        if message.get("role") == "tool":
+            out.append(message["content"])
+        elif isinstance(message.get("content"), list):
+            out.extend(str(b.get("content")) for b in message["content"] if b.get("type") == "tool_result")
+    return out
+
+
+def _upload(api, chat_id, name, data):
+    r = api.post(
+        f"/api/chats/{chat_id}/attachments", files={"file": (name, data, "application/octet-stream")}
+    )
+    assert r.status_code in (200, 201), r.text
+    return r.json()["id"]
+
+
+def test_a_pdf_and_a_text_file_are_read_by_the_model(api, models, chat):
+    pdf = _upload(api, chat, "ledger.pdf", make_pdf(["The toll at the north bridge is three silver."]))
+    code = _upload(api, chat, "notes.json", b'{"gate": "opens at dawn"}')
+    models.script(
+        Reply(
+            text="Let me read them.",
+            tool_calls=[
+                _call("read_document", {"attachment_id": pdf}, "c1"),
+                _call("read_document", {"attachment_id": code}, "c2"),
+            ],
+        ),
+        Reply(text="Three silver at the bridge, and the gate opens at dawn."),
+    )
+    _send(api, chat, "Please read the attached files and summarise them.", attachment_ids=[pdf, code])
+    assert "read_document" in [t.get("function", t).get("name") for t in models.requests[0].json["tools"]]
+    results = _tool_results(models)
+    assert any("three silver" in r for r in results)
+    assert any("opens at dawn" in r for r in results)
+    last = api.get(f"/api/chats/{chat}/messages").json()[-1]
+    assert last["content"].endswith("the gate opens at dawn.")
+    assert [c["name"] for c in last["swipes"][0]["tool_calls"]] == ["read_document", "read_document"]
