@@ -3,6 +3,7 @@ what a source may provide). A new one is its own folder plus one line here."""
 
 from __future__ import annotations
 
+from app.generation.reply import start as start_reply
 from app.lore.source import LoreSource
 from app.memory.days.source import DaySummarySource
 from app.memory.recall.source import RecallSource
@@ -10,6 +11,7 @@ from app.memory.scenes.source import AdvancedMemorySource
 from app.memory.summaries.source import SummarySource
 from app.prompt.notes_and_time import CharacterNoteSource, ContextNoteSource, TimeAwarenessSource
 from app.prompt.sources import PromptSources
+from app.tools.tasks.source import TaskSource
 
 
 def default_sources() -> PromptSources:
@@ -23,5 +25,6 @@ def default_sources() -> PromptSources:
             CharacterNoteSource(),
             ContextNoteSource(),
             TimeAwarenessSource(),
+            TaskSource(start_reply),
         ]
     )

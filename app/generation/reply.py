@@ -160,6 +160,9 @@ class StoredTurn:
     kept_reasoning: dict = field(default_factory=dict)  # the version's reasoning fields before
     # A new reply (a send): with Advanced Memory on it is split at its scene breaks once it ends.
     new_reply: bool = False
+    # A reminder's own turn (app/tools/tasks/firing.py): its system line, and the tools it leaves out.
+    reminder: str | None = None
+    excluded_tools: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -301,6 +304,7 @@ def prepare_request(session: Session, turn: StoredTurn, *, services: Services) -
             for_reply=turn.purpose != "impersonate",
             seed=generation_seed(turn.chat.id, turn.message_id, turn.swipe_index),
             purpose=turn.purpose,
+            system_line=turn.reminder,
         )
         session.commit()  # what the sources keep (the lorebook scan) and the macro variables
     except UserError as err:
@@ -502,6 +506,8 @@ async def start(
     content: str | None,
     speaker_id: int | None,
     message_id: int | None,
+    reminder: str | None = None,
+    excluded_tools: frozenset[str] = frozenset(),
 ) -> Generation:
     """Store the turn (on a thread: SQLite may make it wait), then hand the rest to a task; the
     `start` event (the reply's id) is the first thing streamed, before the prompt is even built."""
@@ -511,6 +517,7 @@ async def start(
     registry.reserve(chat_id)
     try:
         turn = await run_in_threadpool(_store, services, chat_id, action, content, speaker_id, message_id)
+        turn.reminder, turn.excluded_tools = reminder, excluded_tools
         gen = Generation(chat_id=chat_id, message_id=turn.message_id, swipe_index=turn.swipe_index)
         gen.events.append(
             ("start", {"message_id": turn.message_id, "swipe_index": turn.swipe_index, "action": action})

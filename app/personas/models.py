@@ -13,5 +13,7 @@ class Persona(SQLModel, table=True):
     description: str = ""
     avatar_id: int | None = Field(default=None, foreign_key="image.id", ondelete="SET NULL")
     is_default: bool = False
+    # The user's IANA time zone ("Europe/Lisbon"): reminders' times are read and shown in it; None: the server's.
+    time_zone: str | None = None
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
