@@ -55,9 +55,21 @@ def test_tasks_page_lists_edits_and_cancels(page, live, shot):
         hours_from_now=3,
         interval_hours=24,
     )
+    with live.session() as session:  # two that fired already: one late, one whose reply failed
+        when = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
+        common = {"chat_id": chat["id"], "character_id": char["id"], "persona_id": persona_id, "due_at": when}
+        session.add(Task(purpose="Water the basil.", status="done", late=True, fired_at=when, **common))
+        session.add(
+            Task(
+                purpose="Feed the cat.", status="failed", last_error="No connection is set up yet.", **common
+            )
+        )
+        session.commit()
     page.goto(f"{live.url}/tasks")
     cards = page.locator(".task-card")
-    expect(cards).to_have_count(2)
+    expect(cards).to_have_count(4)
+    expect(cards.filter(has_text="Water the basil").locator(".badge")).to_have_text("fired late")
+    expect(cards.filter(has_text="Feed the cat")).to_contain_text("No connection is set up yet.")
     bakery = cards.filter(has_text="bakery")
     expect(bakery).to_contain_text("Fri 4 Dec, 09:00 (Europe/Lisbon)")
     expect(bakery.get_by_role("link", name="Writing desk")).to_have_attribute("href", f"/chats/{chat['id']}")
@@ -88,4 +100,4 @@ def test_tasks_page_lists_edits_and_cancels(page, live, shot):
     shot("cancelled")
     with live.session() as session:
         statuses = {t.purpose[:20]: t.status for t in session.exec(select(Task))}
-    assert sorted(statuses.values()) == ["cancelled", "open"]
+    assert sorted(statuses.values()) == ["cancelled", "done", "failed", "open"]

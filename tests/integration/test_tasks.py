@@ -44,6 +44,14 @@ def _run(sugo: LiveSugo, name: str, ctx: ToolContext, args: dict):
     return tool.run(ctx, tool.args.model_validate(args))
 
 
+def _ticks_by_hand(sugo: LiveSugo) -> LiveSugo:
+    """Leave the firing to the test's own ticks: the 15-second one is taken off the running app's
+    scheduler (the one at start has run: it is dispatched as the app starts, before any task is due)."""
+    sugo.services.scheduler.remove_job("tasks.fire")
+    wait_for(lambda: sugo.services.scheduler.get_job("tasks.fire_at_start") is None, what="the tick at start")
+    return sugo
+
+
 def _tick(sugo: LiveSugo, racing: int = 1) -> int:
     """Run the firing tick on the app's own event loop (where replies run), `racing` at once; how many
     reminders they started."""
@@ -92,6 +100,7 @@ def _set_reminder(sugo: LiveSugo, chat_id: int, char_id: int, **args) -> int:
 
 def test_a_reminder_one_minute_ahead_fires_once_when_the_clock_gets_there(tmp_path, models):
     with LiveSugo(tmp_path / "data") as sugo:
+        _ticks_by_hand(sugo)
         chat_id, char_id = _setup(sugo, models)
         task_id = _set_reminder(sugo, chat_id, char_id, minutes_from_now=1)
         models.script("Sam! Up you get, time to stretch.")
@@ -114,6 +123,7 @@ def test_a_reminder_fires_once_after_a_restart_in_between(tmp_path, models):
         task_id = _set_reminder(first, chat_id, char_id, minutes_from_now=1)
     second = LiveSugo(data)
     with second:
+        _ticks_by_hand(second)
         assert _task(second, task_id).status == "open"
         models.script("Stretch time, Sam.")
         second.services.clock.advance(timedelta(seconds=61))
@@ -180,6 +190,7 @@ def test_a_storm_of_reminders_stops_at_fifty_open_per_chat(sugo, models):
 
 
 def test_a_recurring_task_moves_to_its_next_slot_skipping_those_missed(sugo, models):
+    _ticks_by_hand(sugo)
     chat_id, char_id = _setup(sugo, models)
     task_id = _set_reminder(sugo, chat_id, char_id, minutes_from_now=1, interval_hours=24)
     first_due = as_utc(_task(sugo, task_id).due_at)
