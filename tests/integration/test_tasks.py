@@ -6,6 +6,7 @@ moves on to its next slot. Real Sugo, real SQLite, the test model server over HT
 from __future__ import annotations
 
 import asyncio
+import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -20,6 +21,7 @@ from app.tools.tasks.firing import claim, fire_due_tasks
 from app.tools.tasks.models import Task
 from tests.conftest import add_character, add_connection, new_chat
 from tests.support.live import LiveSugo
+from tests.support.model_server import Reply
 from tests.support.waiting import wait_for
 
 PURPOSE = "Remind Sam to stretch after the long writing session. Sam asked for it and hates sitting still."
@@ -52,13 +54,12 @@ def _ticks_by_hand(sugo: LiveSugo) -> LiveSugo:
     return sugo
 
 
-def _tick(sugo: LiveSugo, racing: int = 1) -> int:
+def _tick(sugo: LiveSugo, racing: int = 1, start=start_reply) -> int:
     """Run the firing tick on the app's own event loop (where replies run), `racing` at once; how many
     reminders they started."""
     loop = sugo.services.scheduler._eventloop  # the loop the app's scheduler and replies run on
     futures = [
-        asyncio.run_coroutine_threadsafe(fire_due_tasks(sugo.services, start_reply), loop)
-        for _ in range(racing)
+        asyncio.run_coroutine_threadsafe(fire_due_tasks(sugo.services, start), loop) for _ in range(racing)
     ]
     return sum(f.result(timeout=60) for f in futures)
 
@@ -106,7 +107,18 @@ def test_a_reminder_one_minute_ahead_fires_once_when_the_clock_gets_there(tmp_pa
         models.script("Sam! Up you get, time to stretch.")
         assert _tick(sugo) == 0, "not due yet"
         sugo.services.clock.advance(timedelta(seconds=61))
-        assert _tick(sugo, racing=2) == 1  # two ticks racing: the database gives it to one
+        asked = []
+
+        async def recording_start(services, **kwargs):
+            asked.append(kwargs)
+            return await start_reply(services, **kwargs)
+
+        assert (
+            _tick(sugo, racing=2, start=recording_start) == 1
+        )  # two ticks racing: the database gives it to one
+        [turn] = asked
+        assert turn["content"] is None and turn["speaker_id"] == char_id
+        assert turn["excluded_tools"] == {"create_task", "update_task", "cancel_task"}
         task = _delivered(sugo, chat_id, task_id, "time to stretch")
         assert task.status == "done" and not task.late and task.fired_at is not None
         assert _tick(sugo, racing=2) == 0
@@ -265,3 +277,29 @@ def test_a_claim_is_won_once_even_by_a_tick_that_read_the_task_as_open(sugo, mod
         assert claim(first, task_id, now=now, late=False)
         assert not claim(second, task_id, now=now, late=False)
     assert _task(sugo, task_id).status == "firing"
+
+
+def test_a_reminder_waits_for_a_reply_being_written_in_its_chat(sugo, models):
+    _ticks_by_hand(sugo)
+    chat_id, char_id = _setup(sugo, models)
+    task_id = _set_reminder(sugo, chat_id, char_id, minutes_from_now=1)
+    gate = threading.Event()
+    models.script(Reply("A long answer, held.", gate=gate), "Now, about that stretch.")
+
+    def send() -> None:
+        with sugo.client() as api:
+            api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "Tell me a story."})
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    try:
+        wait_for(lambda: models.pending_replies == 1, what="the user's reply reaching the model")
+        sugo.services.clock.advance(timedelta(seconds=61))
+        assert _tick(sugo) == 0
+        assert _task(sugo, task_id).status == "open"  # back to open, for the next tick
+    finally:
+        gate.set()
+        sender.join(timeout=30)
+    wait_for(lambda: sugo.services.generations.get(chat_id) is None, what="the user's reply to end")
+    assert _tick(sugo) == 1
+    assert _delivered(sugo, chat_id, task_id, "about that stretch").status == "done"
