@@ -55,6 +55,9 @@ def test_list_edit_and_cancel_through_the_api(sugo, api):
     assert r.status_code == 400 and "cancelled already" in r.json()["detail"]
     listed = api.get("/api/tasks").json()
     assert listed["open"] == [] and listed["recent"][0]["status"] == "cancelled"
+    # A chat's tasks go with it.
+    assert api.delete(f"/api/chats/{chat_id}").status_code == 204
+    assert api.get("/api/tasks").json() == {"open": [], "recent": []}
 
 
 def test_the_page_answers_htmx_with_the_list_only(sugo, api):

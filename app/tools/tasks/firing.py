@@ -55,6 +55,8 @@ class Claimed:
     chat_id: int
     speaker_id: int | None  # None: the character left the chat; its next speaker answers
     reminder: str  # the system line
+    fired_at: datetime
+    late: bool
 
 
 def claim_due(services: Any) -> list[Claimed]:
@@ -71,7 +73,7 @@ def claim_due(services: Any) -> list[Claimed]:
         for task in due:
             late_by = now - as_utc(task.due_at)
             late = schedule.is_late(as_utc(task.due_at), now)
-            if not claim(session, task.id, now=now, late=late):
+            if not claim(session, task.id, now=now):
                 continue  # another tick has it
             in_chat = (
                 task.character_id is not None
@@ -82,41 +84,42 @@ def claim_due(services: Any) -> list[Claimed]:
                 ).first()
             )
             line = schedule.reminder_line(schedule.literal(task.purpose), late_by=late_by if late else None)
-            claimed.append(Claimed(task.id, task.chat_id, task.character_id if in_chat else None, line))
+            speaker = task.character_id if in_chat else None
+            claimed.append(Claimed(task.id, task.chat_id, speaker, line, fired_at=now, late=late))
     return claimed
 
 
-def claim(session: Session, task_id: int, *, now: datetime, late: bool) -> bool:
+def claim(session: Session, task_id: int, *, now: datetime) -> bool:
     """Mark an open task as firing and commit; False when it was open no more (another tick, or a
     cancel, got there first since it was read)."""
     won = session.connection().execute(
         update(Task)
         .where(col(Task.id) == task_id, col(Task.status) == "open")
-        .values(status="firing", fired_at=now, late=late, updated_at=now)
+        .values(status="firing", updated_at=now)
     )
     session.commit()
     return won.rowcount == 1
 
 
 def reopen(services: Any, task_id: int) -> None:
-    """A claimed task whose chat was busy: open again for the next tick, as it was."""
+    """A claimed task whose chat was busy: open again for the next tick, as it was (only its status
+    changed)."""
     with Session(services.engine) as session:
         session.connection().execute(
-            update(Task)
-            .where(col(Task.id) == task_id, col(Task.status) == "firing")
-            .values(status="open", late=False)
+            update(Task).where(col(Task.id) == task_id, col(Task.status) == "firing").values(status="open")
         )
         session.commit()
 
 
-def settle(services: Any, task_id: int, error: str | None) -> None:
-    """The reminder's reply ended (`error`: why it failed): next slot, done or failed."""
+def settle(services: Any, item: Claimed, error: str | None) -> None:
+    """The reminder's reply ended (`error`: why it failed): next slot, done or failed; when it fired,
+    and whether late, kept for the Tasks page."""
     now = services.clock.now()
     with Session(services.engine) as session:
-        task = session.get(Task, task_id)
+        task = session.get(Task, item.task_id)
         if task is None or task.status != "firing":
             return  # deleted with its chat meanwhile
-        task.last_error = error
+        task.last_error, task.fired_at, task.late = error, item.fired_at, item.late
         if task.interval_hours:
             task.due_at = schedule.next_slot(as_utc(task.due_at), task.interval_hours, now)
             task.status = "open"
@@ -161,31 +164,31 @@ async def fire_due_tasks(services: Any, start_reply: StartReply) -> int:
             if services.generations.get(item.chat_id) is not None or "already being written" in str(err):
                 await run_in_threadpool(reopen, services, item.task_id)
             else:
-                await run_in_threadpool(settle, services, item.task_id, str(err))
+                await run_in_threadpool(settle, services, item, str(err))
             continue
         except Exception:
             log.exception("starting the reply for task %s failed", item.task_id)
-            await run_in_threadpool(settle, services, item.task_id, "The reply could not be started.")
+            await run_in_threadpool(settle, services, item, "The reply could not be started.")
             continue
         started += 1
-        gen.task.add_done_callback(_settle_when_done(services, loop, item.task_id, gen))
+        gen.task.add_done_callback(_settle_when_done(services, loop, item, gen))
     return started
 
 
-def _settle_when_done(services: Any, loop: asyncio.AbstractEventLoop, task_id: int, gen: Any):
+def _settle_when_done(services: Any, loop: asyncio.AbstractEventLoop, item: Claimed, gen: Any):
     def done(future: asyncio.Future) -> None:
         if future.cancelled():
             return  # the server is stopping: the task stays "firing" and reopens at the next start
-        loop.run_in_executor(None, _settle_logged, services, task_id, _outcome(gen))
+        loop.run_in_executor(None, _settle_logged, services, item, _outcome(gen))
 
     return done
 
 
-def _settle_logged(services: Any, task_id: int, error: str | None) -> None:
+def _settle_logged(services: Any, item: Claimed, error: str | None) -> None:
     try:
-        settle(services, task_id, error)
+        settle(services, item, error)
     except Exception:
-        log.exception("settling task %s after its reply failed; it is settled at the next start", task_id)
+        log.exception("settling task %s after its reply failed; it fires again after a restart", item.task_id)
 
 
 def reopen_cut_short(services: Any) -> int:
