@@ -39,6 +39,7 @@ from app.memory.summaries.api import templates_router as summary_templates_api
 from app.memory.summaries.prompting import SummaryBlocks
 from app.personas.api import router as personas_api
 from app.platform.claims import RunClaims
+from app.platform.clock import Clock
 from app.platform.db import check_data_folder, make_engine
 from app.platform.foreground import Foreground
 from app.platform.jobs import make_scheduler, register_jobs, settle_runs
@@ -50,6 +51,7 @@ from app.sources import default_sources
 from app.tools.builtin import builtin_tools
 from app.tools.permissions.api import router as tool_settings_api
 from app.tools.registry import ToolRegistry
+from app.tools.tasks.api import router as tasks_api
 from app.tools.web.api import router as web_search_api
 from app.web.api_common import ids_in_range, install_error_handlers
 from app.web.auth import LoginThrottle, ProtectionMiddleware, SessionSigner, allowed_host_names
@@ -89,6 +91,7 @@ def build_services(settings: Settings, *, sources: PromptSources | None = None) 
         rescan_statuses=RescanStatuses(),
         held_scenes=HeldScenes(),
         tools=ToolRegistry(builtin_tools()),
+        clock=Clock(),
         session_signer=signer,
         login_throttle=LoginThrottle() if settings.password else None,
     )
@@ -169,6 +172,7 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
         tool_settings_api,
         images_routes,
         web_search_api,
+        tasks_api,
         *pages.routers,
     ):
         app.include_router(router, dependencies=[Depends(ids_in_range)])

@@ -14,6 +14,7 @@ from app.memory.scenes.models import Scene, SceneRecapPart, SceneState
 from app.memory.summaries.models import SummaryEntry, SummaryJob, SummaryRun, SummaryTemplate
 from app.personas.models import Persona
 from app.platform import modelbase as _modelbase  # noqa: F401  (naming convention first)
+from app.tools.tasks.models import Task
 from app.tools.user_info.models import UserAddress
 
 metadata = SQLModel.metadata
@@ -44,5 +45,6 @@ __all__ = [
     "SceneRecapPart",
     "SceneState",
     "UserAddress",
+    "Task",
     "metadata",
 ]

@@ -10,6 +10,7 @@ from app.memory.scenes.web.routes import router as scene_prepare
 from app.memory.summaries.routes import router as summaries
 from app.personas.routes import router as personas
 from app.tools.permissions.routes import router as tool_settings
+from app.tools.tasks.routes import router as tasks
 from app.tools.web.routes import router as web_search_settings
 from app.web.install import router as install
 from app.web.login import router as home
@@ -29,4 +30,5 @@ routers = (
     lorebooks,
     tool_settings,
     web_search_settings,
+    tasks,
 )

@@ -3,6 +3,7 @@ what a source may provide). A new one is its own folder plus one line here."""
 
 from __future__ import annotations
 
+from app.generation.reply import start as start_reply
 from app.lore.source import LoreSource
 from app.memory.days.source import DaySummarySource
 from app.memory.recall.source import RecallSource
@@ -12,6 +13,7 @@ from app.prompt.notes_and_time import CharacterNoteSource, ContextNoteSource, Ti
 from app.prompt.sources import PromptSources
 from app.tools.documents.source import DocumentsSource
 from app.tools.source import ToolsSource
+from app.tools.tasks.source import TaskSource
 from app.tools.user_info.source import ParticipantInfoSource
 
 
@@ -29,5 +31,6 @@ def default_sources() -> PromptSources:
             TimeAwarenessSource(),
             ParticipantInfoSource(),
             DocumentsSource(),
+            TaskSource(start_reply),
         ]
     )

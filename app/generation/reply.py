@@ -163,7 +163,8 @@ class StoredTurn:
     kept_reasoning: dict = field(default_factory=dict)  # the version's reasoning fields before
     # A new reply (a send): with Advanced Memory on it is split at its scene breaks once it ends.
     new_reply: bool = False
-    # Tools this turn must not offer (a reminder's own turn sets no new reminders).
+    # A reminder's own turn (app/tools/tasks/firing.py): its system line, and the tools it leaves out.
+    reminder: str | None = None
     excluded_tools: frozenset[str] = frozenset()
 
 
@@ -314,6 +315,7 @@ def prepare_request(session: Session, turn: StoredTurn, *, services: Services) -
             seed=generation_seed(turn.chat.id, turn.message_id, turn.swipe_index),
             purpose=turn.purpose,
             excluded_tools=turn.excluded_tools,
+            system_line=turn.reminder,
         )
         if prompt.tools:
             reply.runners = declared_runners(session, services, [t["name"] for t in prompt.tools])
@@ -584,6 +586,8 @@ async def start(
     speaker_id: int | None,
     message_id: int | None,
     attachment_ids: Sequence[int] = (),
+    reminder: str | None = None,
+    excluded_tools: frozenset[str] = frozenset(),
 ) -> Generation:
     """Store the turn (on a thread: SQLite may make it wait), then hand the rest to a task; the
     `start` event (the reply's id) is the first thing streamed, before the prompt is even built."""
@@ -595,6 +599,7 @@ async def start(
         turn = await run_in_threadpool(
             _store, services, chat_id, action, content, speaker_id, message_id, attachment_ids
         )
+        turn.reminder, turn.excluded_tools = reminder, excluded_tools
         gen = Generation(chat_id=chat_id, message_id=turn.message_id, swipe_index=turn.swipe_index)
         gen.events.append(
             ("start", {"message_id": turn.message_id, "swipe_index": turn.swipe_index, "action": action})

@@ -17,5 +17,7 @@ class Persona(SQLModel, table=True):
     # formally the characters should speak to the user ("formal", "informal", free text). ≤ 60 each.
     pronouns: str | None = None
     form_of_address: str | None = None
+    # The user's IANA time zone ("Europe/Lisbon"): reminders' times are read and shown in it; None: the server's.
+    time_zone: str | None = None
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)

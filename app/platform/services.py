@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from app.platform.claims import RunClaims
+from app.platform.clock import Clock
 from app.platform.foreground import Foreground
 from app.platform.settings import Settings
 
@@ -52,6 +53,7 @@ class Services:
     rescan_statuses: rescans.RescanStatuses  # each chat's last Re-scan scenes, its progress or outcome
     held_scenes: writer.HeldScenes  # the scenes whose recap a thread of this app is writing now
     tools: ToolRegistry  # the built-in tools; MCP tools join per turn from their servers' saved discoveries
+    clock: Clock = field(default_factory=Clock)  # "now" for tasks and reminders; tests move it
     session_signer: SessionSigner | None = None  # login sessions, with SUGO_PASSWORD
     login_throttle: LoginThrottle | None = None  # wrong passwords per client, with SUGO_PASSWORD
     scheduler: AsyncIOScheduler | None = None  # set while the app runs (its lifespan)

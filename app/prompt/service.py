@@ -17,7 +17,7 @@ from app.personas.models import Persona
 from app.platform.core.errors import UserError
 from app.platform.services import Services
 from app.prompt.core.blocks import Prompt
-from app.prompt.core.builder import CardSnapshot, PromptContext, Purpose, build
+from app.prompt.core.builder import CardSnapshot, DepthNote, PromptContext, Purpose, build
 from app.prompt.core.macros import MacroContext, generation_seed
 from app.prompt.sources import Turn
 
@@ -79,13 +79,15 @@ def build_chat_prompt(
     for_reply: bool = False,
     purpose: Purpose = "reply",
     excluded_tools: frozenset[str] = frozenset(),
+    system_line: str | None = None,
 ) -> tuple[Prompt, Effective]:
     """The prompt for the next reply in `chat` (or for regenerating the message `before_id`): the
     chat's card and history, plus what every registered prompt source contributes, in order.
     Callers that already loaded the chat's characters and persona pass them in (the reply path
     counts milliseconds). `for_reply` keeps what the turn leaves (macro variables, the lorebook
     scan) in the session, to be committed with the reply. `purpose` asks for Continue's or
-    Impersonate's instruction at the end."""
+    Impersonate's instruction at the end. `system_line` (a reminder come due) goes after the newest
+    message."""
     characters = characters if characters is not None else chats.chat_characters(session, chat.id)
     if not characters:
         raise UserError("This chat has no characters.")
@@ -134,7 +136,12 @@ def build_chat_prompt(
         messages=tuple(history.messages),
         hidden_elsewhere=history.hidden,
         window=history.plan,
-        depth_notes=gathered.depth_notes,
+        depth_notes=gathered.depth_notes
+        + (
+            (DepthNote(system_line, 0, "system", kind="tool_reminders", label="Reminder"),)
+            if system_line
+            else ()
+        ),
         fixed=gathered.fixed,
         dynamic=gathered.dynamic,
         macros=MacroContext(

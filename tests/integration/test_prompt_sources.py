@@ -130,6 +130,7 @@ def test_the_registry_keeps_the_declared_order_and_refuses_a_second_name():
         "time_awareness",
         "participant_info",
         "documents",
+        "tasks",
     ]
     sources.register(Probe(), before="lore")
     assert sources.names()[1:4] == ["recall", "probe", "lore"]
