@@ -48,6 +48,7 @@ from app.platform.settings import Settings, load_settings
 from app.prompt.sources import PromptSources
 from app.sources import default_sources
 from app.tools.builtin import builtin_tools
+from app.tools.mcp.api import router as mcp_api
 from app.tools.registry import ToolRegistry
 from app.web.api_common import ids_in_range, install_error_handlers
 from app.web.auth import LoginThrottle, ProtectionMiddleware, SessionSigner, allowed_host_names
@@ -165,6 +166,7 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
         lore_api,
         chat_lore_api,
         images_routes,
+        mcp_api,
         *pages.routers,
     ):
         app.include_router(router, dependencies=[Depends(ids_in_range)])
