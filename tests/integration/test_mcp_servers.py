@@ -305,3 +305,26 @@ def test_the_pinned_transport_sends_nothing_to_another_host():
 
     with pytest.raises(httpx2.ConnectError, match="only a.example was checked"):
         asyncio.run(send())
+
+
+def test_a_server_that_never_answers_a_discovery_is_cut_at_the_limit_and_keeps_its_tools(sugo, api, mcp):
+    import socket
+
+    server = add(api, mcp.url)
+    assert api.post(f"/api/mcp-servers/{server['id']}/discover").json()["ok"] is True
+    # A port that takes connections (the kernel's backlog) and never answers one.
+    silent = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    try:
+        with sugo.session() as session:
+            row = session.get(McpServer, server["id"])
+            row.url = f"http://127.0.0.1:{silent.getsockname()[1]}/mcp"
+            session.add(row)
+            session.commit()
+        outcome = asyncio.run(service.discover(sugo.services, server["id"], timeout_s=0.5))
+    finally:
+        silent.close()
+    assert outcome.ok is False and "did not answer within 0.5 s" in outcome.message
+    saved = api.get(f"/api/mcp-servers/{server['id']}").json()
+    assert [t["name"] for t in saved["tools"]] == ALL_TOOLS and "0.5 s" in saved["last_error"]

@@ -106,7 +106,8 @@ async def with_session(
                 ) as client:
                     return await work(client)
     except AddressRefused as err:
-        raise McpFailure(f"{endpoint.name}: {err}") from None
+        hint = " A server on this machine or your own network needs its host listed in SUGO_FETCH_ALLOW."
+        raise McpFailure(f"{endpoint.name}: {err}{hint if 'not fetched' in str(err) else ''}") from None
     except TimeoutError:
         raise McpFailure(
             f"{what} timed out: {endpoint.name} did not answer within {timeout_s:g} s."

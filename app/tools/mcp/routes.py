@@ -45,7 +45,7 @@ def show_mcp_servers(request: Request, session: SessionDep) -> HTMLResponse:
 def add_mcp_server_page(
     request: Request, form: FormDep, session: SessionDep, keybox: KeyBoxDep, hx: HxRequest
 ) -> HTMLResponse:
-    """Add a server; the list comes back with the form emptied and a line saying what was added."""
+    """Add a server; the form comes back emptied with a line saying what was added, and the list with it."""
     data = forms.parse(
         service.McpServerIn,
         name=forms.text(form, "name"),
@@ -57,7 +57,7 @@ def add_mcp_server_page(
     ctx = _page_context(session, added=server.name)
     if not hx:
         return render(request, PAGE, ctx)
-    return render_blocks(request, PAGE, ctx, ("server_list",), oob=("add_form",))
+    return render_blocks(request, PAGE, ctx, ("add_form",), oob=("server_list",))
 
 
 @router.get("/settings/mcp/{server_id}")
