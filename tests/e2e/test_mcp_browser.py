@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Page, expect
 
 from tests.support.live import LiveSugo
@@ -14,6 +15,15 @@ from tests.support.mcp_server import McpTestServer
 from tests.support.sight import expect_in_sight
 
 TOKEN = "sk-secret-XYZ"
+AXE = Axe().axe_script
+
+
+def axe_violations(page: Page) -> list[str]:
+    """axe-core's violations on the page, every rule: "rule: target"."""
+    if not page.evaluate("() => typeof axe !== 'undefined'"):
+        page.evaluate(AXE)
+    result = page.evaluate("() => axe.run(document, {resultTypes: ['violations']})")
+    return [f"{v['id']}: {' '.join(map(str, n['target']))}" for v in result["violations"] for n in v["nodes"]]
 
 
 @pytest.fixture
@@ -56,6 +66,7 @@ def test_add_discover_disable_and_remove_an_mcp_server(page: Page, live, mcp, sh
     expect_in_sight(page, f"#{row_id} [role=status]")
     expect(row.locator(".mcp-tools")).to_have_text("Tools: echo, add, fail, hang — discovered just now")
     shot("discovered")
+    assert axe_violations(page) == []
 
     row.get_by_role("button", name="Disable").click()
     expect(row.locator(".mcp-state")).to_have_text("disabled")
@@ -68,6 +79,7 @@ def test_add_discover_disable_and_remove_an_mcp_server(page: Page, live, mcp, sh
     expect(confirm).to_contain_text("Remove helper?")
     expect_in_sight(page, f"#{row_id} [role=alert]")
     shot("confirm-remove")
+    assert axe_violations(page) == []
     # "Keep it" leaves it there.
     confirm.get_by_role("button", name="Keep it").click()
     expect(page.locator(f"#{row_id} .mcp-name")).to_have_text("helper")

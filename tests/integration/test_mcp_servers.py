@@ -6,6 +6,8 @@ reported and keep what was known."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import warnings
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -130,7 +132,12 @@ def test_a_hanging_call_is_cut_at_its_limit_and_leaves_nothing_running(sugo, api
         # The session's tasks went with the connection: only this task is left.
         return [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
 
-    assert asyncio.run(call_then_look_around()) == []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        assert asyncio.run(call_then_look_around()) == []
+        gc.collect()
+    # No socket to the server was left open (an unclosed one warns when it is collected).
+    assert [str(w.message) for w in caught if f"{mcp.port}" in str(w.message)] == []
     # The server is still fine for the next call.
     assert run(sugo, registry_tools(sugo)["mcp_test__echo"], {"text": "still here"}).text == "still here"
 

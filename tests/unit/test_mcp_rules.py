@@ -70,14 +70,26 @@ def test_a_discovery_keeps_at_most_100_tools_and_leaves_out_oversized_or_odd_sch
     listed[3] = ("big", "d", {"type": "object", "description": "x" * MAX_SCHEMA_CHARS})
     listed[4] = ("odd", "d", ["not", "an", "object"])
     listed[5] = ("t0", "repeated", OBJ)
+    listed[6] = ("notobj", "d", {"type": "array"})
+    listed[7] = ("invalid", "d", {"type": "object", "required": "query"})
     snapshot = keep_tools(listed)
-    assert len(snapshot.tools) == MAX_TOOLS  # 110 listed, 3 refused, 107 good: the first 100 kept
-    assert snapshot.tools[-1].name == "t102"
-    assert snapshot.left_out[-7:] == [f"t{n} (more than {MAX_TOOLS} tools)" for n in range(103, 110)]
-    assert [t.name for t in snapshot.tools][:4] == ["t0", "t1", "t2", "t6"]
+    assert len(snapshot.tools) == MAX_TOOLS  # 110 listed, 5 refused, 105 good: the first 100 kept
+    assert snapshot.tools[-1].name == "t104"
+    assert snapshot.left_out[-5:] == [f"t{n} (more than {MAX_TOOLS} tools)" for n in range(105, 110)]
+    assert [t.name for t in snapshot.tools][:4] == ["t0", "t1", "t2", "t8"]
+    assert 'notobj (its argument schema is not of type "object")' in snapshot.left_out
+    assert any(
+        s.startswith("invalid (its argument schema is not valid JSON Schema") for s in snapshot.left_out
+    )
     assert any(s.startswith("big (its argument schema is over 20 kB") for s in snapshot.left_out)
     assert "odd (its argument schema is not a JSON object)" in snapshot.left_out
     assert "t0 (no name or a repeated one)" in snapshot.left_out
+
+
+def test_a_tool_name_over_128_characters_is_left_out():
+    snapshot = keep_tools([("n" * 129, "d", OBJ), ("n" * 128, "d", OBJ)])
+    assert [len(t.name) for t in snapshot.tools] == [128]
+    assert snapshot.left_out == ["n" * 80 + "… (a name over 128 characters)"]
 
 
 def test_descriptions_are_cut_and_a_missing_one_is_empty():

@@ -6,8 +6,8 @@ Decisions:
 - A server's name is its namespace in tool names (`mcp_<server>__<tool>`), so it is kept to letters,
   digits and hyphens and compared without case: "Search" and "search" would make the same tool names.
 - A discovery keeps at most MAX_TOOLS tools; a tool whose input schema is larger than
-  MAX_SCHEMA_CHARS, or is not a JSON object, is left out and named, never cut (a cut schema would
-  validate the wrong thing). Descriptions are cut: they only inform the model.
+  MAX_SCHEMA_CHARS, is not an object schema or is not valid JSON Schema is left out and named, never
+  cut or mended (a cut schema would validate the wrong thing). Descriptions are cut: they only inform the model.
 - Tool names are what providers accept (`[A-Za-z0-9_-]`, ≤ 64 characters) and unique: a name that
   clashes after cleaning gets `_2`, `_3`… inside the 64.
 """
@@ -22,6 +22,9 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from jsonschema import exceptions as schema_errors
+from jsonschema import validators
+
 from app.platform.core.errors import UserError
 
 MAX_SERVERS = 20
@@ -32,6 +35,7 @@ MAX_TOOLS = 100
 MAX_SCHEMA_CHARS = 20_000
 MAX_DESCRIPTION_CHARS = 2_000
 MAX_TOOL_NAME_CHARS = 64
+MAX_SERVER_TOOL_NAME_CHARS = 128  # what the MCP specification allows a tool's name
 MAX_ERROR_CHARS = 500
 SERVER_TYPES = {
     "general": "General purpose",
@@ -124,6 +128,9 @@ def keep_tools(listed: Iterable[tuple[str, str | None, Any]]) -> Snapshot:
         if not name or name in seen:
             left_out.append(f"{shown or '(no name)'} (no name or a repeated one)")
             continue
+        if len(name) > MAX_SERVER_TOOL_NAME_CHARS:
+            left_out.append(f"{shown}… (a name over {MAX_SERVER_TOOL_NAME_CHARS} characters)")
+            continue
         if len(tools) >= MAX_TOOLS:
             left_out.append(f"{shown} (more than {MAX_TOOLS} tools)")
             continue
@@ -133,9 +140,24 @@ def keep_tools(listed: Iterable[tuple[str, str | None, Any]]) -> Snapshot:
         if len(json.dumps(schema, ensure_ascii=False)) > MAX_SCHEMA_CHARS:
             left_out.append(f"{shown} (its argument schema is over {MAX_SCHEMA_CHARS // 1000} kB)")
             continue
+        if why := schema_problem(schema):
+            left_out.append(f"{shown} ({why})")
+            continue
         seen.add(name)
         tools.append(DiscoveredTool(name, (description or "").strip()[:MAX_DESCRIPTION_CHARS], schema))
     return Snapshot(tools, left_out)
+
+
+def schema_problem(schema: dict[str, Any]) -> str | None:
+    """Why a tool's input schema cannot be offered to a model, or None: providers take an object schema,
+    and a schema that is not valid JSON Schema could not check the model's arguments."""
+    if schema.get("type") != "object":
+        return 'its argument schema is not of type "object"'
+    try:
+        validators.validator_for(schema).check_schema(schema)
+    except schema_errors.SchemaError as err:
+        return f"its argument schema is not valid JSON Schema: {err.message[:120]}"
+    return None
 
 
 def tool_function_name(server: str, tool: str, taken: set[str]) -> str:
