@@ -46,10 +46,17 @@ def test_add_discover_disable_and_remove_an_mcp_server(page: Page, live, mcp, sh
     expect(page.locator("#mcp-servers")).to_contain_text("No MCP server yet")
     shot("empty")
 
-    page.fill("input[name=name]", "helper")
+    # A refused name: the sentence shows, and what was typed stays.
+    page.fill("input[name=name]", "my helper")
     page.fill("input[name=url]", mcp.url)
     page.fill("input[name=token]", TOKEN)
     page.select_option("select[name=server_type]", "general")
+    page.get_by_role("button", name="Add server").click()
+    expect(page.locator(".toast")).to_contain_text("letters (a–z, A–Z), digits and hyphens")
+    expect_in_sight(page, ".toast")
+    expect(page.locator("input[name=url]")).to_have_value(mcp.url)
+
+    page.fill("input[name=name]", "helper")
     page.get_by_role("button", name="Add server").click()
     expect_in_sight(page, "#mcp-added")
     expect(page.locator("#mcp-added")).to_contain_text("Added helper")
