@@ -57,7 +57,7 @@ def add_mcp_server_page(
     ctx = _page_context(session, added=server.name)
     if not hx:
         return render(request, PAGE, ctx)
-    return render_blocks(request, PAGE, ctx, ("add_form",), oob=("server_list",))
+    return render_blocks(request, PAGE, ctx, ("mcp_add",), oob=("mcp_servers",))
 
 
 @router.get("/settings/mcp/{server_id}")
