@@ -190,6 +190,10 @@ def test_the_token_never_appears_in_any_page_or_api_answer(sugo, api, mcp):
         r = api.get(path)
         assert r.status_code == 200, (path, r.text)
         answers.append(r.text)
+    for path in (f"/settings/mcp/{sid}", f"/settings/mcp/{sid}/discovering", f"/settings/mcp/{sid}/remove"):
+        r = api.get(path, headers={"HX-Request": "true"})
+        assert r.status_code == 200 and "<html" not in r.text and f'id="mcp-server-{sid}"' in r.text
+        answers.append(r.text)
     answers.append(api.post(f"/settings/mcp/{sid}/disable", headers={"HX-Request": "true"}).text)
     answers.append(api.post(f"/api/mcp-servers/{sid}/enable").text)
     assert all(TOKEN not in text for text in answers)

@@ -31,6 +31,10 @@ def _page_context(session, **extra) -> dict:
 
 
 def _row(request: Request, server: service.McpServerRead, **extra) -> HTMLResponse:
+    """The row for HTMX; a plain request (a link opened in a new tab, no script) gets the whole page."""
+    if request.headers.get("HX-Request") != "true":
+        with Session(request.app.state.services.engine) as session:
+            return render(request, PAGE, _page_context(session))
     ctx = {"s": server, "now": utcnow(), "discovered_line": service.discovered_line, **extra}
     return render(request, ROW, ctx)
 
@@ -107,4 +111,6 @@ def remove_mcp_server_page(server_id: int, request: Request, session: SessionDep
     """Remove the server (after the confirmation step); its row becomes a line saying so."""
     name = service.get_server(session, server_id).name
     service.remove_server(session, server_id)
+    if request.headers.get("HX-Request") != "true":
+        return render(request, PAGE, _page_context(session))
     return render(request, ROW, {"removed": name, "removed_id": server_id})
