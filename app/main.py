@@ -49,6 +49,7 @@ from app.platform.settings import Settings, load_settings
 from app.prompt.sources import PromptSources
 from app.sources import default_sources
 from app.tools.builtin import builtin_tools
+from app.tools.mcp.api import router as mcp_api
 from app.tools.permissions.api import router as tool_settings_api
 from app.tools.registry import ToolRegistry
 from app.tools.tasks.api import router as tasks_api
@@ -173,6 +174,7 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
         images_routes,
         web_search_api,
         tasks_api,
+        mcp_api,
         *pages.routers,
     ):
         app.include_router(router, dependencies=[Depends(ids_in_range)])

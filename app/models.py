@@ -14,6 +14,7 @@ from app.memory.scenes.models import Scene, SceneRecapPart, SceneState
 from app.memory.summaries.models import SummaryEntry, SummaryJob, SummaryRun, SummaryTemplate
 from app.personas.models import Persona
 from app.platform import modelbase as _modelbase  # noqa: F401  (naming convention first)
+from app.tools.mcp.models import McpServer
 from app.tools.tasks.models import Task
 from app.tools.user_info.models import UserAddress
 
@@ -30,6 +31,7 @@ __all__ = [
     "Lorebook",
     "LorebookEntry",
     "LorebookLink",
+    "McpServer",
     "MemoryChunk",
     "MemoryVector",
     "Message",

@@ -9,6 +9,7 @@ from app.memory.scenes.web.pages import router as scene_pages
 from app.memory.scenes.web.routes import router as scene_prepare
 from app.memory.summaries.routes import router as summaries
 from app.personas.routes import router as personas
+from app.tools.mcp.routes import router as mcp_servers
 from app.tools.permissions.routes import router as tool_settings
 from app.tools.tasks.routes import router as tasks
 from app.tools.web.routes import router as web_search_settings
@@ -31,4 +32,5 @@ routers = (
     tool_settings,
     web_search_settings,
     tasks,
+    mcp_servers,
 )

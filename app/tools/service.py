@@ -20,7 +20,7 @@ import json
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from pydantic import ValidationError
@@ -28,6 +28,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.connections.core.toolcalls import ToolCall
 from app.connections.models import Connection
+from app.tools.mcp.tools import mcp_tools
 from app.tools.registry import MAX_RESULT_CHARS, PERMISSIONS, Tool, ToolContext, ToolError, ToolResult
 from app.tools.settings import ToolSettings
 
@@ -184,16 +185,35 @@ def now_utc() -> datetime:
 def declared_runners(session, services, names: Sequence[str]) -> dict[str, Tool]:
     """The tools a prompt declared, by name, to run the model's calls. A name no longer known (an MCP
     server removed meanwhile) is left out: a call to it gets an error result."""
-    found = {}
-    for name in names:
-        tool = services.tools.get(name)
-        if tool is not None:
-            found[name] = tool
-    return found
+    wanted = set(names)
+    known = {t.name: t for t in turn_registry(session, services, None) if t.name in wanted}
+    return {name: known[name] for name in names if name in known}
 
 
-def turn_registry(session, services, settings: ToolSettings) -> list[Tool]:
+# An MCP server typed as a web search or a URL reader takes the place of the built-in tool of that
+# family, and of its macro, so {web_search_tool} names the server's tool.
+_REPLACED_MACROS = {"web_search": "web_search_tool", "url_fetch": "url_fetch_tool"}
+
+
+def turn_registry(session, services, settings: ToolSettings | None) -> list[Tool]:
     """Every tool this app knows for a turn: the built-in ones, then those of the enabled MCP servers
-    (from their saved discoveries; no server is asked). A server typed as a web search or URL reader
-    takes the built-in one's place."""
-    return list(services.tools)
+    (from their saved discoveries; no server is asked). A replacement server's tools follow the
+    permission of the family they replace (Web search, Read web pages)."""
+    builtin = list(services.tools)
+    if not _has_enabled_servers(session):
+        return builtin
+    served = mcp_tools(session, services)
+    replaced = {t.family for t in served if t.family in _REPLACED_MACROS}
+    served = [
+        replace(t, macro=_REPLACED_MACROS[t.family], permission=t.family)
+        if t.family in _REPLACED_MACROS
+        else t
+        for t in served
+    ]
+    return [t for t in builtin if t.family not in replaced] + served
+
+
+def _has_enabled_servers(session) -> bool:
+    return bool(
+        session.connection().exec_driver_sql("SELECT 1 FROM mcp_server WHERE enabled = 1 LIMIT 1").first()
+    )

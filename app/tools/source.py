@@ -12,7 +12,7 @@ from __future__ import annotations
 from app.prompt.core.builder import DynamicBlock
 from app.prompt.core.macros import tool_view
 from app.prompt.sources import Contribution, PromptSource, Turn
-from app.tools.core.deliberate import RecentToolTurn, declare
+from app.tools.core.deliberate import RecentToolTurn, declare, fold, normalise_phrase, phrase_matches
 from app.tools.registry import Tool
 from app.tools.service import TurnTools, available_tools, turn_registry
 from app.tools.settings import ToolSettings, load_tool_settings
@@ -65,6 +65,18 @@ def _capabilities(turn: Turn, settings: ToolSettings, declared: list[Tool], off:
     return caps
 
 
+def _servers_named(message: str, tools: list[Tool], declared: tuple[str, ...]) -> dict[str, str]:
+    """MCP tools whose server the message names as a word ("ask youtube for…"): no built-in trigger
+    knows what a user's own server does, its name does."""
+    text = " ".join(fold(message).split())
+    named: dict[str, str] = {}
+    for tool in tools:
+        server = tool.source.removeprefix("mcp:") if tool.source.startswith("mcp:") else ""
+        if server and tool.name not in declared and phrase_matches(normalise_phrase(server), text):
+            named[tool.name] = server
+    return named
+
+
 class ToolsSource(PromptSource):
     name = "tools"
     label = "Tools"
@@ -86,12 +98,16 @@ class ToolsSource(PromptSource):
                 custom=settings.custom_triggers,
                 available={t.name: t.family for t in chosen.available},
             )
-            chosen.declared = [t for t in chosen.available if t.name in picked.names]
+            named = _servers_named(said, chosen.available, picked.names)
+            chosen.declared = [t for t in chosen.available if t.name in picked.names or t.name in named]
             for tool in chosen.available:
                 if tool.name not in picked.names:
                     chosen.missing[tool.name] = "Deliberate Tool Mode: the message did not ask for it."
-            if picked.matches:
-                why = "; ".join(f"{m.name} ← {m.trigger} ({m.source})" for m in picked.matches)
+            if picked.matches or named:
+                why = "; ".join(
+                    [f"{m.name} ← {m.trigger} ({m.source})" for m in picked.matches]
+                    + [f"{name} ← {server} (its MCP server named)" for name, server in named.items()]
+                )
                 chosen.notes.append(f"Deliberate Tool Mode: {why}.")
             else:
                 chosen.notes.append("Deliberate Tool Mode: the message asked for no tool.")

@@ -49,7 +49,7 @@ FIXED_ON_OTHER_BRANCHES: dict[tuple[str, str], str] = {}
 
 # Fields the server dials out to: always pointed at the test model server, so no fuzzed host name is
 # ever looked up or contacted (the tests may reach 127.0.0.1 only).
-URL_FIELDS = ("base_url", "embedding_url")
+URL_FIELDS = ("base_url", "embedding_url", "url")
 
 
 class Seeds:

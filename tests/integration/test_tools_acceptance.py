@@ -73,3 +73,40 @@ def test_a_pdf_and_a_text_file_are_read_by_the_model(api, models, chat):
     last = api.get(f"/api/chats/{chat}/messages").json()[-1]
     assert last["content"].endswith("the gate opens at dawn.")
     assert [c["name"] for c in last["swipes"][0]["tool_calls"]] == ["read_document", "read_document"]
+
+
+def test_an_mcp_servers_tool_is_called_by_the_model_and_its_result_shown(tmp_path, models):
+    from tests.support.live import LiveSugo
+    from tests.support.mcp_server import McpTestServer
+
+    token = "sk-mcp-secret-123"
+    with (
+        McpTestServer(token=token) as mcp,
+        LiveSugo(tmp_path / "data", fetch_allow=("127.0.0.1",), start_scheduler=False) as sugo,
+        sugo.client() as api,
+    ):
+        server = api.post("/api/mcp-servers", json={"name": "helper", "url": mcp.url, "token": token})
+        assert server.status_code == 201, server.text
+        found = api.post(f"/api/mcp-servers/{server.json()['id']}/discover")
+        assert found.status_code == 200, found.text
+        add_connection(api, models)
+        chat_id = new_chat(api, [add_character(api)["id"]])["id"]
+        # Deliberate Tool Mode declares a server's tools when the message names the server.
+        models.script(
+            Reply(text="Asking.", tool_calls=[_call("mcp_helper__echo", {"text": "over the hills"})]),
+            Reply(text="The helper said it back."),
+        )
+        _send(api, chat_id, "Ask the helper to echo 'over the hills'")
+        declared = [t["function"]["name"] for t in models.requests[0].json["tools"]]
+        assert "mcp_helper__echo" in declared
+        assert any("over the hills" in r for r in _tool_results(models))
+        page = api.get(f"/chats/{chat_id}").text
+        assert "mcp_helper__echo" in page and "over the hills" in page
+        for path in (
+            f"/chats/{chat_id}",
+            "/settings/mcp",
+            "/api/mcp-servers",
+            f"/api/chats/{chat_id}/messages",
+        ):
+            assert token not in api.get(path).text
+        assert token not in json.dumps(models.requests[0].json)

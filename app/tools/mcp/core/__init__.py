@@ -1,0 +1,1 @@
+"""MCP servers' pure rules (app/tools/mcp/core/rules.py)."""
