@@ -22,11 +22,8 @@ def _task_tools() -> list[Tool]:
     def run(ctx, args):
         return "Reminder set."
 
-    return [
-        Tool("create_task", "Set a reminder.", _Args, run, None, macro="task_tool", family="task"),
-        Tool("update_task", "Change a reminder.", _Args, run, None, macro="task_update_tool", family="task"),
-        Tool("look_up", "Look something up.", _Args, run, None, family="web_search"),
-    ]
+    # The task tools are the real, built-in ones.
+    return [Tool("look_up", "Look something up.", _Args, run, None, family="web_search")]
 
 
 @pytest.fixture
@@ -72,7 +69,11 @@ def test_a_reminder_request_declares_the_task_tools_only(api, models, chat, mess
     models.script(Reply(text="Sure."))
     _send(api, chat, message)
     body = models.last_request.json
-    assert sorted(t["function"]["name"] for t in body["tools"]) == ["create_task", "update_task"]
+    assert sorted(t["function"]["name"] for t in body["tools"]) == [
+        "cancel_task",
+        "create_task",
+        "update_task",
+    ]
     assert "Use create_task for reminders." in body["messages"][0]["content"]
     prompt = api.get(f"/api/chats/{chat}/prompt").json()
     assert prompt["tool_tokens"] > 0
@@ -80,7 +81,8 @@ def test_a_reminder_request_declares_the_task_tools_only(api, models, chat, mess
 
 
 def test_a_tool_used_in_the_last_replies_stays_declared(api, models, chat):
-    call = {"id": "c1", "type": "function", "function": {"name": "create_task", "arguments": "{}"}}
+    arguments = '{"purpose": "Call mum about the weekend.", "minutes_from_now": 60}'
+    call = {"id": "c1", "type": "function", "function": {"name": "create_task", "arguments": arguments}}
     models.script(Reply(text="Done.", tool_calls=[call]), Reply(text="Set."), Reply(text="Fine."))
     _send(api, chat, "remind me tomorrow at 9")
     _send(api, chat, "Thanks, and how are you?")
@@ -103,4 +105,4 @@ def test_with_the_mode_off_every_permitted_tool_is_declared(api, models, chat):
     models.script(Reply(text="Hello!"))
     _send(api, chat, "How was your day?")
     names = sorted(t["function"]["name"] for t in models.last_request.json["tools"])
-    assert {"create_task", "update_task", "look_up"} <= set(names)
+    assert {"create_task", "update_task", "cancel_task", "look_up"} <= set(names)
