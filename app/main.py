@@ -48,6 +48,7 @@ from app.platform.settings import Settings, load_settings
 from app.prompt.sources import PromptSources
 from app.sources import default_sources
 from app.tools.builtin import builtin_tools
+from app.tools.memories.api import router as tool_memories_api
 from app.tools.registry import ToolRegistry
 from app.web.api_common import ids_in_range, install_error_handlers
 from app.web.auth import LoginThrottle, ProtectionMiddleware, SessionSigner, allowed_host_names
@@ -164,6 +165,7 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
         summary_templates_api,
         lore_api,
         chat_lore_api,
+        tool_memories_api,
         images_routes,
         *pages.routers,
     ):

@@ -13,6 +13,7 @@ from app.memory.scenes.models import Scene, SceneRecapPart, SceneState
 from app.memory.summaries.models import SummaryEntry, SummaryJob, SummaryRun, SummaryTemplate
 from app.personas.models import Persona
 from app.platform import modelbase as _modelbase  # noqa: F401  (naming convention first)
+from app.tools.memories.models import LongTermMemory, ShortTermMemory
 
 metadata = SQLModel.metadata
 
@@ -40,5 +41,7 @@ __all__ = [
     "Scene",
     "SceneRecapPart",
     "SceneState",
+    "LongTermMemory",
+    "ShortTermMemory",
     "metadata",
 ]

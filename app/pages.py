@@ -9,6 +9,7 @@ from app.memory.scenes.web.pages import router as scene_pages
 from app.memory.scenes.web.routes import router as scene_prepare
 from app.memory.summaries.routes import router as summaries
 from app.personas.routes import router as personas
+from app.tools.memories.routes import router as tool_memories
 from app.web.install import router as install
 from app.web.login import router as home
 
@@ -25,4 +26,5 @@ routers = (
     personas,
     connections,
     lorebooks,
+    tool_memories,
 )

@@ -10,6 +10,7 @@ from app.memory.scenes.source import AdvancedMemorySource
 from app.memory.summaries.source import SummarySource
 from app.prompt.notes_and_time import CharacterNoteSource, ContextNoteSource, TimeAwarenessSource
 from app.prompt.sources import PromptSources
+from app.tools.memories.source import LongTermMemorySource, ShortTermMemorySource
 
 
 def default_sources() -> PromptSources:
@@ -23,5 +24,7 @@ def default_sources() -> PromptSources:
             CharacterNoteSource(),
             ContextNoteSource(),
             TimeAwarenessSource(),
+            LongTermMemorySource(),
+            ShortTermMemorySource(),
         ]
     )

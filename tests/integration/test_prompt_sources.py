@@ -127,6 +127,8 @@ def test_the_registry_keeps_the_declared_order_and_refuses_a_second_name():
         "character_note",
         "context_note",
         "time_awareness",
+        "long_term_memory",
+        "short_term_memory",
     ]
     sources.register(Probe(), before="lore")
     assert sources.names()[:3] == ["recall", "probe", "lore"]

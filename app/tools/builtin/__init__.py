@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from app.tools.builtin import memories
 from app.tools.registry import Tool
 
 
 def builtin_tools() -> list[Tool]:
     # Each module exposes TOOLS (a list of Tool); adding a tool is one line here.
-    modules: list = []
+    modules: list = [memories]
     return [tool for module in modules for tool in module.TOOLS]
