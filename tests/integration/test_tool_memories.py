@@ -301,3 +301,30 @@ def test_chat_settings_lists_short_term_memory_with_delete_and_clear(sugo, api, 
     assert "Cleared 1 item." in r.text and "Nothing kept for this chat." in r.text
     assert api.get(f"/api/chats/{chat_id}/short-term-memory").json() == []
     assert "Short-term memory" not in blocks(api, chat_id)
+
+
+def test_out_of_range_filters_and_owners_are_refused_calmly(api, setup):
+    huge = str(2**70)
+    assert api.get("/api/memories", params={"show": huge}).status_code == 400
+    assert api.get("/api/memories", params={"offset": 2**62}).json()["memories"] == []
+    r = api.get("/memories", params={"show": "nobody"}, headers={"HX-Request": "true"})
+    assert r.status_code == 400 and "Show: choose all, global, or a character." in r.text
+    r = api.post("/memories", data={"content": "x", "scope": huge}, headers={"HX-Request": "true"})
+    assert r.status_code == 400 and "Choose who keeps the memory" in r.text
+    r = api.post("/memories", data={"content": "x", "scope": "999"}, headers={"HX-Request": "true"})
+    assert r.status_code == 404 and "Character 999 does not exist." in r.text
+
+
+def test_deleting_a_character_or_a_chat_takes_its_memories_along(sugo, api, setup):
+    ctx, chat_id = setup["ctx"], setup["chat"]["id"]
+    call(ctx, "create_long_term_memory", content="Aria's own fact.")
+    call(ctx, "create_long_term_memory", content="A fact for everyone.", scope="global")
+    call(ctx, "update_short_term_memory", add=[{"content": "A note of this chat."}])
+    assert api.delete(f"/api/chats/{chat_id}").status_code in (200, 204)
+    with Session(sugo.engine) as session:
+        assert session.exec(select(ShortTermMemory)).all() == []
+        kept = session.exec(select(LongTermMemory)).all()
+    assert {m.content for m in kept} == {"Aria's own fact.", "A fact for everyone."}
+    assert {m.created_in_chat_id for m in kept} == {None}  # the chat is gone; the memories stay
+    assert api.delete(f"/api/characters/{setup['aria']['id']}").status_code in (200, 204)
+    assert [m["content"] for m in api.get("/api/memories").json()["memories"]] == ["A fact for everyone."]

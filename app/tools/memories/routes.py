@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse
 from app.chats import service as chats
 from app.platform import forms
 from app.platform.core.errors import UserError
+from app.platform.modelbase import parse_row_id
 from app.tools.memories import service
 from app.tools.memories.core.rules import MAX_LONG_TERM_CHARS
 from app.tools.memories.source import short_term_context
@@ -29,9 +30,18 @@ def _owner(form) -> int | None:
     scope = forms.text(form, "scope")
     if scope == "global":
         return None
-    if not scope.isdigit():
+    character_id = parse_row_id(scope)
+    if character_id is None:
         raise UserError("Choose who keeps the memory: all characters, or one character.")
-    return int(scope)
+    return character_id
+
+
+def _moment(text: str) -> datetime | None:
+    """The deleted memory's date sent back by Undo; a date that does not read leaves it new."""
+    try:
+        return datetime.fromisoformat(text) if text else None
+    except ValueError:
+        return None
 
 
 def _page_ctx(session, show: str, offset: int, **extra) -> dict:
@@ -65,12 +75,11 @@ def add_memory_page(request: Request, form: FormDep, session: SessionDep, hx: Hx
 @router.post("/memories/restore")
 def restore_memory_page(request: Request, form: FormDep, session: SessionDep) -> HTMLResponse:
     """Undo a delete: the memory back in its place."""
-    created = forms.text(form, "created_at")
     memory = service.restore_long_term(
         session,
         content=forms.text(form, "content"),
         character_id=_owner(form),
-        created_at=datetime.fromisoformat(created) if created else None,
+        created_at=_moment(forms.text(form, "created_at")),
     )
     return render(
         request, CARD, {"m": memory, "names": service.character_names(session), "status": "Restored."}

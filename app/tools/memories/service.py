@@ -22,6 +22,7 @@ from app.characters.models import Character
 from app.chats.models import Chat
 from app.platform.core.errors import NotFound, UserError
 from app.platform.db import lock_for_write
+from app.platform.modelbase import MAX_ROW_ID, parse_row_id
 from app.platform.timeutil import utcnow
 from app.tools.memories.core.rules import (
     MAX_EXPIRY_REPLIES,
@@ -76,18 +77,20 @@ def list_long_term(
     if scope == "global":
         where.append(col(LongTermMemory.character_id).is_(None))
     elif scope != "all":
-        if not scope.isdigit():
+        character_id = parse_row_id(scope)
+        if character_id is None:
             raise UserError("Show: choose all, global, or a character.")
-        where.append(col(LongTermMemory.character_id) == int(scope))
+        where.append(col(LongTermMemory.character_id) == character_id)
+    offset = min(max(0, offset), MAX_ROW_ID)
     total = session.exec(select(func.count()).select_from(LongTermMemory).where(*where)).one()
     rows = session.exec(
         select(LongTermMemory)
         .where(*where)
         .order_by(col(LongTermMemory.id).desc())
-        .offset(max(0, offset))
+        .offset(offset)
         .limit(limit)
     ).all()
-    return MemoryPage(list(rows), total, max(0, offset), limit)
+    return MemoryPage(list(rows), total, offset, limit)
 
 
 def count_long_term(session: Session, character_id: int | None) -> int:
@@ -149,11 +152,12 @@ def restore_long_term(
     return memory
 
 
-def prompt_long_term(session: Session, character_id: int) -> list[LongTermMemory]:
-    """The global memories and the character's own, oldest first (a stable prompt prefix): one query."""
+def prompt_long_term(session: Session, character_id: int) -> list[tuple[int, int | None, str]]:
+    """(id, character_id, content) of the global memories and the character's own, oldest first (a
+    stable prompt prefix): one query, plain rows (no objects to build for 400 memories)."""
     return list(
         session.exec(
-            select(LongTermMemory)
+            select(LongTermMemory.id, LongTermMemory.character_id, LongTermMemory.content)
             .where(
                 or_(
                     col(LongTermMemory.character_id).is_(None),

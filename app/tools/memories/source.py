@@ -38,8 +38,8 @@ class LongTermMemorySource(PromptSource):
         memories = service.prompt_long_term(turn.session, turn.speaker.id)
         if not memories:
             return None
-        shared = [MemoryLine(m.id, m.content) for m in memories if m.character_id is None]
-        own = [MemoryLine(m.id, m.content) for m in memories if m.character_id is not None]
+        shared = [MemoryLine(id_, content) for id_, owner, content in memories if owner is None]
+        own = [MemoryLine(id_, content) for id_, owner, content in memories if owner is not None]
         blocks = []
         if shared:
             blocks.append(DynamicBlock("long_term_memory", "Memories (all characters)", global_block(shared)))
