@@ -76,10 +76,12 @@ def test_add_filter_edit_delete_and_undo(page: Page, live, shot):
     expect(status).to_contain_text("Deleted memory #")
     expect_in_sight(page, "#memory-list .memory-card:first-of-type [role=status]")
     shot("deleted")
+    expect(page.locator("#memory-count")).to_contain_text("1 memory;")
     with live.client() as c:
         assert c.get("/api/memories").json()["total"] == 1
     page.locator("#memory-list .memory-card:first-of-type button", has_text="Undo").click()
     expect(page.locator("#memory-list .memory-card:first-of-type [role=status]")).to_have_text("Restored.")
+    expect(page.locator("#memory-count")).to_contain_text("2 memories")
     with live.client() as c:
         restored = c.get("/api/memories").json()["memories"]
     assert {(m["content"], m["character_id"]) for m in restored} == {

@@ -81,23 +81,33 @@ def restore_memory_page(request: Request, form: FormDep, session: SessionDep) ->
         character_id=_owner(form),
         created_at=_moment(forms.text(form, "created_at")),
     )
-    return render(
-        request, CARD, {"m": memory, "names": service.character_names(session), "status": "Restored."}
-    )
+    return _card(request, session, form, memory, recount=True, status="Restored.")
 
 
 @router.post("/memories/{memory_id}")
 def update_memory_page(memory_id: int, request: Request, form: FormDep, session: SessionDep) -> HTMLResponse:
     """Save a memory's text; the card says Saved."""
     memory = service.update_long_term(session, memory_id, forms.text(form, "content"))
-    return render(request, CARD, {"m": memory, "names": service.character_names(session), "status": "Saved."})
+    return _card(request, session, form, memory, status="Saved.")
 
 
 @router.post("/memories/{memory_id}/delete")
-def delete_memory_page(memory_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+def delete_memory_page(memory_id: int, request: Request, form: FormDep, session: SessionDep) -> HTMLResponse:
     """Delete a memory; its card becomes a line with Undo."""
-    memory = service.delete_long_term(session, memory_id)
-    return render(request, CARD, {"m": memory, "names": service.character_names(session), "deleted": True})
+    return _card(
+        request, session, form, service.delete_long_term(session, memory_id), recount=True, deleted=True
+    )
+
+
+def _card(request: Request, session, form, memory, *, recount: bool = False, **extra) -> HTMLResponse:
+    """One memory's card; when the count changed (a delete, an Undo), the page's count line too, out
+    of band, for the filter and page the card was shown in."""
+    show = forms.text(form, "show") or "all"
+    offset = forms.optional_number(form, "offset", int) or 0
+    ctx = {"m": memory, "names": service.character_names(session), "show": show, "offset": offset, **extra}
+    if recount:
+        ctx["recount"] = service.list_long_term(session, scope=show, offset=offset)
+    return render(request, CARD, ctx)
 
 
 def _short_term_section(request: Request, session, chat_id: int, status: str) -> HTMLResponse:
