@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Page, expect
 from sqlmodel import Session
 
@@ -14,6 +15,14 @@ from app.tools.builtin import builtin_tools
 from app.tools.memories.models import LongTermMemory
 from app.tools.registry import ToolContext, ToolRegistry
 from tests.support.sight import expect_in_sight
+
+
+def _violations(page: Page, within: str | None = None) -> list[str]:
+    """axe-core's findings (every rule) on the page or within one part of it, one line each."""
+    if not page.evaluate("() => typeof axe !== 'undefined'"):
+        page.evaluate(Axe().axe_script)
+    result = page.evaluate("within => axe.run(within || document, {resultTypes: ['violations']})", within)
+    return [f"{v['id']} {n['target']}" for v in result["violations"] for n in v["nodes"]]
 
 
 def _characters(live) -> tuple[dict, dict]:
@@ -48,6 +57,7 @@ def test_add_filter_edit_delete_and_undo(page: Page, live, shot):
     expect(cards.first).to_contain_text("Aria")
     expect(page.locator("#memory-count")).to_contain_text("2 memories")
     shot("two-memories")
+    assert _violations(page) == []
 
     # Filter by character, then back to all.
     page.locator("#memory-filter").select_option(label="Kaito")
@@ -140,6 +150,8 @@ def test_chat_settings_short_term_memory(page: Page, live, shot):
     expect(section.locator("li")).to_have_count(2)
     expect(section).to_contain_text("3 more replies")
     shot("short-term")
+    # The section only: the standalone Chat Settings page's own headings are not this part's.
+    assert _violations(page, "#short-term-memory-section") == []
     section.locator("li", has_text="The door is locked.").locator("button").click()
     expect(section.locator("[role=status]")).to_have_text("Removed.")
     expect_in_sight(page, "#short-term-memory-section [role=status]")
