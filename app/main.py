@@ -50,6 +50,7 @@ from app.prompt.sources import PromptSources
 from app.sources import default_sources
 from app.tools.builtin import builtin_tools
 from app.tools.mcp.api import router as mcp_api
+from app.tools.memories.api import router as tool_memories_api
 from app.tools.permissions.api import router as tool_settings_api
 from app.tools.registry import ToolRegistry
 from app.tools.tasks.api import router as tasks_api
@@ -171,6 +172,7 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
         lore_api,
         chat_lore_api,
         tool_settings_api,
+        tool_memories_api,
         images_routes,
         web_search_api,
         tasks_api,

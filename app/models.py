@@ -15,6 +15,7 @@ from app.memory.summaries.models import SummaryEntry, SummaryJob, SummaryRun, Su
 from app.personas.models import Persona
 from app.platform import modelbase as _modelbase  # noqa: F401  (naming convention first)
 from app.tools.mcp.models import McpServer
+from app.tools.memories.models import LongTermMemory, ShortTermMemory
 from app.tools.tasks.models import Task
 from app.tools.user_info.models import UserAddress
 
@@ -48,5 +49,7 @@ __all__ = [
     "SceneState",
     "UserAddress",
     "Task",
+    "LongTermMemory",
+    "ShortTermMemory",
     "metadata",
 ]

@@ -10,6 +10,7 @@ from app.memory.scenes.web.routes import router as scene_prepare
 from app.memory.summaries.routes import router as summaries
 from app.personas.routes import router as personas
 from app.tools.mcp.routes import router as mcp_servers
+from app.tools.memories.routes import router as tool_memories
 from app.tools.permissions.routes import router as tool_settings
 from app.tools.tasks.routes import router as tasks
 from app.tools.web.routes import router as web_search_settings
@@ -33,4 +34,5 @@ routers = (
     web_search_settings,
     tasks,
     mcp_servers,
+    tool_memories,
 )

@@ -12,6 +12,7 @@ from app.memory.summaries.source import SummarySource
 from app.prompt.notes_and_time import CharacterNoteSource, ContextNoteSource, TimeAwarenessSource
 from app.prompt.sources import PromptSources
 from app.tools.documents.source import DocumentsSource
+from app.tools.memories.source import LongTermMemorySource, ShortTermMemorySource
 from app.tools.source import ToolsSource
 from app.tools.tasks.source import TaskSource
 from app.tools.user_info.source import ParticipantInfoSource
@@ -32,5 +33,7 @@ def default_sources() -> PromptSources:
             ParticipantInfoSource(),
             DocumentsSource(),
             TaskSource(start_reply),
+            LongTermMemorySource(),
+            ShortTermMemorySource(),
         ]
     )

@@ -56,7 +56,7 @@ from app.prompt.core.builder import Purpose
 from app.prompt.core.macros import generation_seed
 from app.prompt.service import build_chat_prompt
 from app.tools.registry import Tool, ToolContext
-from app.tools.service import declared_runners, now_utc
+from app.tools.service import declared_runners
 from app.tools.settings import DEFAULT_ROUND_CAP, load_tool_settings
 
 log = logging.getLogger(__name__)
@@ -464,7 +464,7 @@ async def _stream_reply(
         character_id=turn.speaker.id if turn.speaker else None,
         persona_id=turn.persona.id if turn.persona else None,
         message_id=gen.message_id,
-        now=now_utc(),
+        now=services.clock.now(),
         excluded=turn.excluded_tools,
         declared=tuple(reply.runners),
         missing=dict(reply.prompt.tools_missing),

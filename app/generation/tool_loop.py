@@ -20,6 +20,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from sqlmodel import Session
@@ -30,7 +31,7 @@ from app.connections.providers import get_provider
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError, ToolCall, Usage
 from app.platform.services import Services
 from app.tools.registry import Tool, ToolContext
-from app.tools.service import CallOutcome, now_utc, run_call
+from app.tools.service import CallOutcome, run_call
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +150,7 @@ async def stream_with_tools(
         out.rounds += 1
         at = len(hooks.text())
         gap = bool(hooks.text()) and not hooks.text()[-1].isspace()
-        outcomes = await _run_round(calls, runners, ctx, hooks)
+        outcomes = await _run_round(calls, runners, ctx, hooks, services.clock.now)
         if outcomes is None:  # stopped mid-round
             return out
         records = []
@@ -179,14 +180,18 @@ async def stream_with_tools(
 
 
 async def _run_round(
-    calls: Sequence[ToolCall], runners: dict[str, Tool], ctx: ToolContext, hooks: RoundHooks
+    calls: Sequence[ToolCall],
+    runners: dict[str, Tool],
+    ctx: ToolContext,
+    hooks: RoundHooks,
+    now: Callable[[], datetime],
 ) -> list[CallOutcome] | None:
     """The round's calls one after another (their order can matter: create, then update); None when
     Stop came first."""
     outcomes: list[CallOutcome] = []
     for call in calls:
         await hooks.on_call_started(call, len(outcomes))
-        task = asyncio.ensure_future(run_call(runners.get(call.name), call, replace(ctx, now=now_utc())))
+        task = asyncio.ensure_future(run_call(runners.get(call.name), call, replace(ctx, now=now())))
         stop = asyncio.ensure_future(hooks.stopped.wait())
         try:
             await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)

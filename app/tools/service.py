@@ -21,7 +21,6 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
@@ -176,10 +175,6 @@ async def run_call(tool: Tool | None, call: ToolCall, ctx: ToolContext) -> CallO
     if isinstance(result, ToolResult):
         return done(result.text, error=False, notice=result.notice)
     return done(str(result), error=False)
-
-
-def now_utc() -> datetime:
-    return datetime.now(UTC)
 
 
 def declared_runners(session, services, names: Sequence[str]) -> dict[str, Tool]:

@@ -131,6 +131,8 @@ def test_the_registry_keeps_the_declared_order_and_refuses_a_second_name():
         "participant_info",
         "documents",
         "tasks",
+        "long_term_memory",
+        "short_term_memory",
     ]
     sources.register(Probe(), before="lore")
     assert sources.names()[1:4] == ["recall", "probe", "lore"]

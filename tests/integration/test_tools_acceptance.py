@@ -110,3 +110,40 @@ def test_an_mcp_servers_tool_is_called_by_the_model_and_its_result_shown(tmp_pat
         ):
             assert token not in api.get(path).text
         assert token not in json.dumps(models.requests[0].json)
+
+
+def test_a_memory_made_by_the_model_shows_on_the_memories_page_and_in_the_next_prompts(api, models, chat):
+    fact = "The user takes green tea without sugar."
+    models.script(
+        Reply(
+            text="", tool_calls=[_call("create_long_term_memory", {"content": fact, "scope": "character"})]
+        ),
+        Reply(text="I will remember that."),
+    )
+    _send(api, chat, "Remember that I take my green tea without sugar.")
+    last = api.get(f"/api/chats/{chat}/messages").json()[-1]
+    (call,) = last["swipes"][0]["tool_calls"]
+    assert call["name"] == "create_long_term_memory" and not call["error"], call
+    assert fact in api.get("/memories").text
+    models.script(Reply(text="Tea, then?"))
+    _send(api, chat, "What should we drink?")
+    assert fact in json.dumps(models.last_request.json)
+
+
+def test_a_reminder_set_by_the_model_is_listed_and_the_chat_says_so(api, models, chat):
+    models.script(
+        Reply(
+            text="",
+            tool_calls=[
+                _call("create_task", {"purpose": "Stretch after the long ride.", "minutes_from_now": 1})
+            ],
+        ),
+        Reply(text="I will remind you."),
+    )
+    _send(api, chat, "Remind me in a minute to stretch")
+    last = api.get(f"/api/chats/{chat}/messages").json()[-1]
+    (call,) = last["swipes"][0]["tool_calls"]
+    assert call["notice"].startswith("Reminder set for"), call
+    opened = api.get("/api/tasks").json()["open"]
+    assert [t["purpose"] for t in opened] == ["Stretch after the long ride."]
+    assert "Reminder set for" in api.get(f"/chats/{chat}").text
