@@ -940,6 +940,9 @@
 
   document.addEventListener("DOMContentLoaded", () => {
     localTimes();
+    // The Tools section's tab row scrolls sideways on a phone: the page's own tab is brought into it.
+    const tab = document.querySelector('.tool-tabs [aria-current="page"]');
+    if (tab) tab.parentElement.scrollLeft = tab.offsetLeft - (tab.parentElement.clientWidth - tab.offsetWidth) / 2;
     if (chatEl()) {
       scrollToEnd(true, true);
       updateActions();

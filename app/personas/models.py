@@ -19,5 +19,8 @@ class Persona(SQLModel, table=True):
     form_of_address: str | None = None
     # The user's IANA time zone ("Europe/Lisbon"): reminders' times are read and shown in it; None: the server's.
     time_zone: str | None = None
+    # Deliberate Tool Mode for this persona: None follows Settings → Tools & Permissions, "on" / "off"
+    # override it (app/tools/source.py).
+    deliberate_tools: str | None = None
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)

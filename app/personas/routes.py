@@ -35,6 +35,7 @@ def _form_input(form) -> PersonaIn:
             pronouns=forms.text(form, "pronouns"),
             form_of_address=forms.text(form, "form_of_address"),
             time_zone=forms.text(form, "time_zone"),
+            deliberate_tools=forms.text(form, "deliberate_tools") or "",
         )
     except ValidationError as err:
         raise forms.refused(err, "A persona needs a name.") from err

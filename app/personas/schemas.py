@@ -1,5 +1,5 @@
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, Field
 
@@ -20,6 +20,8 @@ class PersonaIn(BaseModel):
     pronouns: Annotated[str | None, AfterValidator(_detail("Pronouns"))] = None
     form_of_address: Annotated[str | None, AfterValidator(_detail("Form of address"))] = None
     time_zone: Annotated[str | None, AfterValidator(_detail("Time zone"))] = None
+    # Deliberate Tool Mode: "" follows the app-wide setting, "on" / "off" override it; None keeps.
+    deliberate_tools: Literal["", "on", "off"] | None = None
 
 
 class PersonaRead(PersonaIn):
@@ -27,5 +29,6 @@ class PersonaRead(PersonaIn):
     pronouns: str | None = None
     form_of_address: str | None = None
     time_zone: str | None = None
+    deliberate_tools: str | None = None
     id: int
     avatar_url: str | None

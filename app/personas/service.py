@@ -18,7 +18,7 @@ FALLBACK_USER_NAME = "User"
 # The persona's time zone is the tasks feature's column; until it is there, a time zone is read as
 # unset and refused with this sentence when given.
 TIME_ZONES_MISSING = "Time zones arrive with tasks; this Sugo cannot keep one yet."
-DETAIL_FIELDS = ("pronouns", "form_of_address", "time_zone")
+DETAIL_FIELDS = ("pronouns", "form_of_address", "time_zone", "deliberate_tools")
 
 
 @cache
@@ -64,6 +64,7 @@ def to_read(persona: Persona) -> PersonaRead:
         pronouns=persona.pronouns,
         form_of_address=persona.form_of_address,
         time_zone=persona_time_zone(persona) or None,
+        deliberate_tools=persona.deliberate_tools,
         avatar_url=avatar_url(persona.avatar_id),
     )
 

@@ -106,3 +106,18 @@ def test_with_the_mode_off_every_permitted_tool_is_declared(api, models, chat):
     _send(api, chat, "How was your day?")
     names = sorted(t["function"]["name"] for t in models.last_request.json["tools"])
     assert {"create_task", "update_task", "cancel_task", "look_up"} <= set(names)
+
+
+def test_a_persona_overrides_the_mode_both_ways(api, models, chat):
+    persona = api.post("/api/personas", json={"name": "Mara", "is_default": True, "deliberate_tools": "off"})
+    assert persona.status_code == 201, persona.text
+    assert persona.json()["deliberate_tools"] == "off"
+    chat_id = new_chat(api, [add_character(api, name="Bea")["id"]])["id"]
+    models.script(Reply(text="Hello!"), Reply(text="Hi!"))
+    _send(api, chat_id, "How was your day?")
+    assert models.last_request.json.get("tools"), "the persona turned the mode off: every permitted tool"
+    api.post("/api/settings/tools", json={"deliberate": False}).raise_for_status()
+    r = api.put(f"/api/personas/{persona.json()['id']}", json={"name": "Mara", "deliberate_tools": "on"})
+    assert r.status_code == 200, r.text
+    _send(api, chat_id, "And yours?")
+    assert "tools" not in models.last_request.json
