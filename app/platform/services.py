@@ -27,8 +27,7 @@ if TYPE_CHECKING:
     from app.connections.crypto import KeyBox
     from app.generation.reply import Generations
     from app.lore.prompting import CompiledBooks
-    from app.memory.days import runs as day_runs
-    from app.memory.days import write as day_write
+    from app.memory.days import runs, write
     from app.memory.recall.runtime import RecallRuntime
     from app.memory.scenes import rescans, writer
     from app.memory.summaries.prompting import SummaryBlocks
@@ -49,7 +48,7 @@ class Services:
     generations: Generations  # the replies being written now
     foreground: Foreground  # whether a reply is being written: background work waits for it to end
     claims: RunClaims  # the chats a thread of this app works, per kind of run (summaries, Prepare, Fix, ...)
-    day_backfills: day_runs.DayBackfills  # each Conversation chat's latest day Backfill, its progress
+    day_backfills: runs.DayBackfills  # each Conversation chat's latest day Backfill, its progress
     rescan_statuses: rescans.RescanStatuses  # each chat's last Re-scan scenes, its progress or outcome
     held_scenes: writer.HeldScenes  # the scenes whose recap a thread of this app is writing now
     tools: ToolRegistry  # the built-in tools; MCP tools join per turn from their servers' saved discoveries
@@ -58,7 +57,7 @@ class Services:
     login_throttle: LoginThrottle | None = None  # wrong passwords per client, with SUGO_PASSWORD
     scheduler: AsyncIOScheduler | None = None  # set while the app runs (its lifespan)
     # Conversation chats' Write now runs, the latest per chat (app/memory/days/write.py).
-    summary_writes: dict[int, day_write.WriteRun] = field(default_factory=dict)
+    summary_writes: dict[int, write.WriteRun] = field(default_factory=dict)
 
     def close(self) -> None:
         """Let go of the threads and connections (the app's lifespan ends)."""

@@ -17,12 +17,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
-if TYPE_CHECKING:
-    from app.platform.services import Services
+from app.platform.services import Services
 
 # Permission switches (Settings → Permissions), with their defaults: the capability a tool needs.
 PERMISSIONS: dict[str, tuple[str, bool]] = {

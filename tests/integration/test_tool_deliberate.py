@@ -121,3 +121,13 @@ def test_a_persona_overrides_the_mode_both_ways(api, models, chat):
     assert r.status_code == 200, r.text
     _send(api, chat_id, "And yours?")
     assert "tools" not in models.last_request.json
+
+
+def test_the_context_grid_counts_the_tool_declarations_as_their_own_group(api, models, chat):
+    models.script(Reply(text="Sure."))
+    _send(api, chat, "remind me tomorrow at 9 to water the plants")
+    page = api.get(f"/chats/{chat}/context").text
+    assert "Tool declarations" in page
+    models.script(Reply(text="Fine."))
+    _send(api, chat, "How was your day?")
+    assert "Tool declarations" not in api.get(f"/chats/{chat}/context").text
