@@ -57,13 +57,22 @@ def files_text(lines: Sequence[str], *, tool_on: bool) -> str:
     return "Files attached in this chat:\n" + "\n".join(lines) + f"\nThe user attached these files; {how}"
 
 
+# Most chats have no files: one probe on the chat's index tells, before any row is built (a plain
+# turn's price stays what it was before files existed).
+_ANY_SENT_FILE = "SELECT 1 FROM attachment WHERE chat_id = ? AND message_id IS NOT NULL LIMIT 1"
+
+
+def _has_sent_files(session, chat_id: int) -> bool:
+    return session.connection().exec_driver_sql(_ANY_SENT_FILE, (chat_id,)).first() is not None
+
+
 class DocumentsSource(PromptSource):
     name = "documents"
     label = "Attached files"
 
     def contribute(self, turn: Turn) -> Contribution | None:
         messages = {m.id: m for m in turn.history.messages}
-        if not messages:
+        if not messages or not _has_sent_files(turn.session, turn.chat.id):
             return None
         stmt = (
             select(Attachment)

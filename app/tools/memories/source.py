@@ -30,11 +30,19 @@ from app.tools.memories.core.rules import (
 _replies = itertools.count()
 
 
+# Most chats have no short-term notes: one probe on the chat's index tells, before any object is built.
+_ANY_SHORT_TERM = "SELECT 1 FROM short_term_memory WHERE chat_id = ? LIMIT 1"
+_ANY_LONG_TERM = "SELECT 1 FROM long_term_memory WHERE character_id IS NULL OR character_id = ? LIMIT 1"
+
+
 class LongTermMemorySource(PromptSource):
     name = "long_term_memory"
     label = "Long-term memories"
 
     def contribute(self, turn: Turn) -> Contribution | None:
+        probe = turn.session.connection().exec_driver_sql(_ANY_LONG_TERM, (turn.speaker.id,))
+        if probe.first() is None:
+            return None
         memories = service.prompt_long_term(turn.session, turn.speaker.id)
         if not memories:
             return None
@@ -57,6 +65,8 @@ class ShortTermMemorySource(PromptSource):
     label = "Short-term memory"
 
     def contribute(self, turn: Turn) -> Contribution | None:
+        if turn.session.connection().exec_driver_sql(_ANY_SHORT_TERM, (turn.chat.id,)).first() is None:
+            return None
         live = service.live_short_term(turn.session, turn.chat.id, datetime.now(UTC))
         if not live:
             return None

@@ -13,6 +13,8 @@ from app.prompt.sources import Contribution, PromptSource, Turn
 from app.tools.tasks import firing, service
 from app.tools.tasks.core import schedule
 
+_ANY_OPEN = "SELECT 1 FROM task WHERE chat_id = ? AND status = 'open' LIMIT 1"
+
 
 class TaskSource(PromptSource):
     name = "tasks"
@@ -22,6 +24,10 @@ class TaskSource(PromptSource):
         self._start_reply = start_reply
 
     def contribute(self, turn: Turn) -> Contribution | None:
+        # Most chats have no open reminder: one probe on the (chat_id, status) index tells, before any
+        # object is built.
+        if turn.session.connection().exec_driver_sql(_ANY_OPEN, (turn.chat.id,)).first() is None:
+            return None
         tasks = service.open_tasks(turn.session, turn.chat.id, turn.speaker.id)
         if not tasks:
             return None
