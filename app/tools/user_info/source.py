@@ -10,6 +10,8 @@ from app.prompt.sources import Contribution, PromptSource, Turn
 from app.tools.user_info.core.details import details_text
 from app.tools.user_info.service import naming_of, user_address
 
+_ANY_ADDRESS = "SELECT 1 FROM user_address WHERE character_id = ? LIMIT 1"
+
 
 class ParticipantInfoSource(PromptSource):
     name = "participant_info"
@@ -18,7 +20,13 @@ class ParticipantInfoSource(PromptSource):
     def contribute(self, turn: Turn) -> Contribution | None:
         persona = turn.persona
         persona_id = persona.id if persona is not None else None
-        address = user_address(turn.session, turn.speaker.id, persona_id) if turn.speaker.id else None
+        # Most characters never got a name for the user: one probe on the (character_id, persona_id)
+        # index tells, before an object is built.
+        named = (
+            turn.speaker.id
+            and turn.session.connection().exec_driver_sql(_ANY_ADDRESS, (turn.speaker.id,)).first()
+        )
+        address = user_address(turn.session, turn.speaker.id, persona_id) if named else None
         text = details_text(
             character_name=turn.speaker.name,
             user_name=turn.user_name,
