@@ -68,3 +68,4 @@ def save_tool_settings(session: Session, settings: ToolSettings) -> None:
     row = session.get(AppDefault, TOOLS_KEY) or AppDefault(key=TOOLS_KEY)
     row.value = json.dumps(asdict(settings), sort_keys=True)
     session.add(row)
+    session.flush()  # a read after it in this transaction (plain SQL, not the ORM) sees it
