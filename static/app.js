@@ -529,10 +529,35 @@
   async function follow() {
     // A reply was being written when the page loaded (e.g. after a reload): watch it finish.
     const r = await fetch(`/api/chats/${chatId()}/generate`);
-    if (r.status !== 200) return;
-    streaming = { controller: new AbortController(), messageId: null };
-    setBusy(true);
-    try { await consume(r, lastMessageId() - 1); } finally { streaming = null; setBusy(false); }
+    await followAnswer(r);
+  }
+
+  async function followAnswer(r) {
+    if (r.status === 200) {
+      if (streaming) { r.body?.cancel(); return; }  // the user's own reply started meanwhile
+      streaming = { controller: new AbortController(), messageId: null };
+      setBusy(true);
+      // The reply may be on the page already (after a reload) or not yet (Sugo started it by itself).
+      try { await consume(r, lastMessageId()); } finally { streaming = null; setBusy(false); }
+    } else if (r.status === 204 && Number(r.headers.get("X-Last-Message-Id") || 0) > lastMessageId()) {
+      await appendNewMessages(lastMessageId());
+      scrollToEnd(false);
+    }
+  }
+
+  // Replies Sugo starts by itself (a reminder coming due) and messages written elsewhere (another tab)
+  // appear without a reload: while the chat is open, idle and in sight, it asks now and then whether a
+  // reply is being written or a newer message is there (a 204 with the newest id is all it costs).
+  function watchChat() {
+    const every = Number(chatEl()?.dataset.watchMs || 0);
+    if (!every) return;
+    let asking = false;
+    setInterval(async () => {
+      if (asking || streaming || document.hidden || !chatId()) return;
+      asking = true;
+      try { await followAnswer(await fetch(`/api/chats/${chatId()}/generate`)); } catch (_) { /* next time */ }
+      finally { asking = false; }
+    }, every);
   }
 
   async function stop() {
@@ -954,6 +979,7 @@
       // A fold inserted here calls this once more, which then changes nothing.
       new MutationObserver(() => { numberMessages(); foldSummarised(); roveAll(); }).observe(list(), { childList: true });
       if (chatEl().dataset.generating === "true") follow();
+      watchChat();
       // Desktop: the message box has focus when a chat opens, ready to type. Not on a phone, where
       // focus opens the on-screen keyboard over half the chat.
       const input = document.getElementById("composer-input");

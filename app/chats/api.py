@@ -2,6 +2,8 @@ from typing import Literal
 
 from fastapi import APIRouter, File, Form, UploadFile
 from fastapi.responses import Response, StreamingResponse
+from sqlmodel import Session
+from starlette.concurrency import run_in_threadpool
 
 from app.chats import attachments, service, views
 from app.chats.changes import chat_added, messages_changed
@@ -229,11 +231,21 @@ def remove_waiting_attachment(chat_id: int, attachment_id: int, session: Session
 
 @router.get("/{chat_id}/generate")
 async def follow_generation(chat_id: int, services: ServicesDep) -> Response:
-    """Follow the reply being written now (204 when none is)."""
+    """Follow the reply being written now (204 when none is, saying in `X-Last-Message-Id` the chat's
+    newest message: an open page that has not got it yet fetches it)."""
     gen = services.generations.get(chat_id)
     if gen is None:
-        return Response(status_code=204)
+        newest = await run_in_threadpool(_newest_message_id, services, chat_id)
+        return Response(status_code=204, headers={"X-Last-Message-Id": str(newest)})
     return StreamingResponse(reply.subscribe(gen), media_type="text/event-stream")
+
+
+_NEWEST_SQL = "SELECT coalesce(max(id), 0) FROM message WHERE chat_id = ?"
+
+
+def _newest_message_id(services, chat_id: int) -> int:
+    with Session(services.engine) as session:
+        return int(session.connection().exec_driver_sql(_NEWEST_SQL, (chat_id,)).scalar_one())
 
 
 @router.post("/{chat_id}/stop")

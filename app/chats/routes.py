@@ -53,6 +53,7 @@ def _message_ctx(session: Session, request: Request, chat: Chat, shown: list[Mes
         "chat_char_name": characters[0].name if characters else "",
         "last_id": last.id if last else None,
         "generating": request.app.state.services.generations.get(chat.id) is not None,
+        "watch_ms": int(request.app.state.services.settings.chat_watch_s * 1000),
         "summarised": _summarised(session, chat, shown),
         "attachments": attachments.message_attachments(session, (m.id for m in shown)),
         # Collapse hidden messages off: summarised messages stay in view, dimmed and marked.

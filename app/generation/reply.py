@@ -385,6 +385,8 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
             extra["receipt"] = list(reply.prompt.receipt)
         if notice := _rounds_notice(rounds, reply.round_cap):
             extra["tool_notice"] = notice
+        if turn.reminder:
+            extra["reminder"] = True  # the page says this reply was written for a reminder
         # A reply that only called tools said something by acting: not an empty reply.
         silence = None if gen.stop.is_set() or rounds.calls else reading.silence(writer.text)
         if gen.stop.is_set():

@@ -90,6 +90,9 @@ class Settings:
     # SUGO_FETCH_ALLOW: hosts (names or addresses, comma-separated) that tools may fetch from although
     # they are loopback or private (a SearXNG or an MCP server on this machine); app/tools/net/address.py.
     fetch_allow: tuple[str, ...] = ()
+    # How often an open, idle chat page asks whether Sugo started a reply by itself (a reminder came
+    # due) or a message arrived from elsewhere: SUGO_CHAT_WATCH_S, seconds.
+    chat_watch_s: float = 15.0
     # SUGO_BRAVE_URL: the Brave Search API's base (tests point it at a fake on loopback); app/tools/web/engines.py.
     brave_url: str = "https://api.search.brave.com/res/v1"
 
@@ -126,6 +129,7 @@ def load_settings() -> Settings:
         start_scheduler=_env_bool("SUGO_SCHEDULER", True),
         model_timeout_s=_env_seconds("SUGO_MODEL_TIMEOUT_S", 300.0),
         debug_timings=_env_bool("SUGO_DEBUG_TIMINGS", False),
+        chat_watch_s=_env_seconds("SUGO_CHAT_WATCH_S", 15.0),
         fetch_allow=tuple(
             h.strip().lower() for h in os.environ.get("SUGO_FETCH_ALLOW", "").split(",") if h.strip()
         ),

@@ -28,6 +28,9 @@ class LiveSugo:
         **settings,
     ) -> None:
         settings.setdefault("start_scheduler", True)
+        # An open chat page asks now and then for replies Sugo started by itself; off unless a test
+        # is about that, so no page changes under a test that did not ask for it.
+        settings.setdefault("chat_watch_s", 0)
         self.settings = Settings(
             data_dir=data_dir,
             password=password,
