@@ -68,7 +68,7 @@ def add_memory_page(request: Request, form: FormDep, session: SessionDep, hx: Hx
     memory = service.add_long_term(session, content=forms.text(form, "content"), character_id=_owner(form))
     ctx = _page_ctx(session, forms.text(form, "show") or "all", 0, added=memory.id)
     if hx:
-        return render_blocks(request, PAGE, ctx, ["memory_list"], oob=["add_form"])
+        return render_blocks(request, PAGE, ctx, ["memory_list"], oob=["add_memory_form"])
     return render(request, PAGE, ctx)
 
 
