@@ -17,7 +17,7 @@ def _page(request: Request, session, *, hx: bool = False, oob: tuple[str, ...] =
     """The page; for HTMX, the persona list (a default badge may move to another card) and `oob`."""
     ctx = {
         "personas": service.list_personas(session),
-        "time_zones": sorted(service.known_time_zones()) if service.keeps_time_zone() else None,
+        "time_zones": sorted(service.known_time_zones()),
         "time_zone_of": service.persona_time_zone,
         **extra,
     }

@@ -10,14 +10,11 @@ from app.images.service import store_image
 from app.personas.core.details import read_time_zone
 from app.personas.models import Persona
 from app.personas.schemas import PersonaIn, PersonaRead
-from app.platform.core.errors import NotFound, UserError
+from app.platform.core.errors import NotFound
 from app.platform.timeutil import utcnow
 
 # Who {{user}} is when no persona exists yet: SillyTavern's default name.
 FALLBACK_USER_NAME = "User"
-# The persona's time zone is the tasks feature's column; until it is there, a time zone is read as
-# unset and refused with this sentence when given.
-TIME_ZONES_MISSING = "Time zones arrive with tasks; this Sugo cannot keep one yet."
 DETAIL_FIELDS = ("pronouns", "form_of_address", "time_zone", "deliberate_tools")
 
 
@@ -27,12 +24,8 @@ def known_time_zones() -> frozenset[str]:
     return frozenset(zoneinfo.available_timezones())
 
 
-def keeps_time_zone() -> bool:
-    return hasattr(Persona, "time_zone")
-
-
 def persona_time_zone(persona: Persona | None) -> str:
-    return (getattr(persona, "time_zone", None) or "") if persona is not None else ""
+    return (persona.time_zone or "") if persona is not None else ""
 
 
 def checked_details(values: dict[str, str | None]) -> dict[str, str | None]:
@@ -41,8 +34,6 @@ def checked_details(values: dict[str, str | None]) -> dict[str, str | None]:
     checked = dict(values)
     zone = (values.get("time_zone") or "").strip()
     if zone:
-        if not keeps_time_zone():
-            raise UserError(TIME_ZONES_MISSING)
         checked["time_zone"] = read_time_zone(zone, known_time_zones())
     return checked
 
@@ -50,7 +41,7 @@ def checked_details(values: dict[str, str | None]) -> dict[str, str | None]:
 def set_details(persona: Persona, values: dict[str, str | None]) -> None:
     """Write checked details (None: leave; "" clears) to the persona; nothing to a missing column."""
     for name, value in values.items():
-        if value is None or (name == "time_zone" and not keeps_time_zone()):
+        if value is None:
             continue
         setattr(persona, name, value or None)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from app.personas.service import keeps_time_zone
 from tests.e2e.test_feedback_browser import seen
 
 
@@ -22,8 +21,7 @@ def test_persona_details_are_set_by_hand_and_a_bad_one_is_refused_in_sight(page:
     card = page.locator(".persona-card").first
     card.get_by_label("Pronouns").fill("she/her")
     card.get_by_label("Form of address").fill("formal")
-    if keeps_time_zone():
-        card.get_by_label("Time zone").fill("Europe/Lisbon")
+    card.get_by_label("Time zone").fill("Europe/Lisbon")
     card.get_by_role("button", name="Save").click()
     status = page.locator("#persona-list").get_by_role("status")
     expect(status).to_have_text("Saved.")

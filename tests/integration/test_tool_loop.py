@@ -42,18 +42,20 @@ async def _hang(ctx, args: NoArgs) -> str:
     return "never"
 
 
-def _tools(release: threading.Event | None = None) -> list[Tool]:
+def _waiting_tool(release: threading.Event) -> Tool:
     def wait(ctx, args: NoArgs) -> str:
-        assert release is not None
         release.wait(30)
         return "waited"
 
+    return Tool("wait_for_release", "Waits for the test.", NoArgs, wait, None)
+
+
+def _tools() -> list[Tool]:
     return [
         Tool("echo", "Echo a text back.", EchoArgs, _echo, None, label="Echo"),
         Tool("boom", "Always fails.", NoArgs, _boom, None),
         Tool("refuse", "Refuses calmly.", NoArgs, _refuse, None),
         Tool("hang", "Never answers.", NoArgs, _hang, None, timeout_s=0.5),
-        Tool("wait_for_release", "Waits for the test.", NoArgs, wait, None),
     ]
 
 
@@ -65,7 +67,7 @@ def _call(name: str, arguments: dict | str, call_id: str = "call_1") -> dict:
 @pytest.fixture
 def chat(sugo, api, models, request):
     kind = getattr(request, "param", "openai")
-    for tool in _tools(getattr(sugo, "release", None)):
+    for tool in _tools():
         sugo.app.state.services.tools.add(tool)
     # Every tool declared on every turn (Deliberate Tool Mode has tests of its own).
     api.post("/api/settings/tools", json={"deliberate": False}).raise_for_status()
@@ -195,8 +197,7 @@ def test_the_round_cap_holds_and_the_reply_says_so(sugo, api, models, chat):
 
 def test_stop_during_a_tool_round_ends_the_reply_with_what_it_has(sugo, api, models, chat):
     release = threading.Event()
-    sugo.app.state.services.tools.tools.pop("wait_for_release")
-    sugo.app.state.services.tools.add(_tools(release)[-1])
+    sugo.app.state.services.tools.add(_waiting_tool(release))
     models.script(
         Reply(text="One moment.", tool_calls=[_call("wait_for_release", {})]), Reply(text="never asked")
     )

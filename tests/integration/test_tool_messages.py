@@ -14,7 +14,6 @@ from sqlmodel import select
 from app.chats import service as chats
 from app.chats.core.limits import MAX_MESSAGE_BYTES
 from app.chats.models import Message
-from app.personas.service import keeps_time_zone
 from app.platform.timeutil import as_utc
 from app.prompt.sources import PromptSource
 from app.sources import default_sources
@@ -220,15 +219,10 @@ def test_metadata_times_are_in_the_users_time_zone_once_personas_keep_one(live):
     setup = _chat_with_turns(live, turns=1)
     with live.client() as api:
         persona = api.post("/api/personas", json={"name": "Mara", "time_zone": ""}).json()
-        if keeps_time_zone():
-            api.put(f"/api/personas/{persona['id']}", json={"name": "Mara", "time_zone": "Asia/Tokyo"})
+        api.put(f"/api/personas/{persona['id']}", json={"name": "Mara", "time_zone": "Asia/Tokyo"})
     text = run("message_metadata", _ctx(live, setup, persona_id=persona["id"]), count=1).text
     with live.session() as session:
         written = as_utc(session.get(Message, setup["ids"][-2]).created_at)
-    if keeps_time_zone():
-        assert "times in Asia/Tokyo, the user's time zone:" in text
-        shown = written.astimezone(ZoneInfo("Asia/Tokyo"))
-    else:
-        assert "times in the server's time zone" in text and "the user has set none" in text
-        shown = written.astimezone()
+    assert "times in Asia/Tokyo, the user's time zone:" in text
+    shown = written.astimezone(ZoneInfo("Asia/Tokyo"))
     assert f"written {shown:%Y-%m-%d %H:%M}" in text

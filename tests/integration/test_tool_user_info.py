@@ -10,7 +10,6 @@ from pydantic import ValidationError
 from sqlmodel import select
 
 from app.personas.models import Persona
-from app.personas.service import TIME_ZONES_MISSING, keeps_time_zone
 from app.tools.builtin import builtin_tools
 from app.tools.registry import ToolContext, ToolError, ToolResult
 from app.tools.user_info.models import UserAddress
@@ -136,12 +135,6 @@ def test_naming_is_per_character_and_the_prompt_shows_the_speakers(sugo, api, se
 
 def test_time_zone_is_checked_and_kept_once_personas_have_one(sugo, api, setup):
     ctx = _ctx(sugo, setup)
-    if not keeps_time_zone():
-        # Until the tasks feature adds the column: refused whole, with the other fields unwritten.
-        with pytest.raises(ToolError, match=TIME_ZONES_MISSING):
-            update(ctx, time_zone="Europe/Lisbon", pronouns="she/her")
-        assert _stored(sugo, setup)[1] == (None, None)
-        return
     assert "Time zone: Europe/Lisbon" in update(ctx, time_zone="europe/lisbon").text
     assert "Time zone: Etc/GMT-3" in update(ctx, time_zone="UTC+3").text
     with pytest.raises(ToolError, match="not a whole-hour offset"):

@@ -14,7 +14,7 @@ from sqlmodel import Session, select
 
 from app.chats.service import chat_persona, get_chat
 from app.personas.models import Persona
-from app.personas.service import TIME_ZONES_MISSING, keeps_time_zone, known_time_zones, set_details
+from app.personas.service import known_time_zones, set_details
 from app.platform.core.errors import UserError
 from app.platform.timeutil import utcnow
 from app.tools.user_info.core.details import PERSONA_FIELDS, DetailsUpdate, Naming, plan_update
@@ -68,8 +68,6 @@ def update_user_details(
         )
     if character_id is None and asked - set(PERSONA_FIELDS):
         refusals.append("Nickname, prefix and suffix belong to a speaking character, and none is speaking.")
-    if "time_zone" in asked and not keeps_time_zone():
-        refusals.append(TIME_ZONES_MISSING)
     if refusals:
         raise UserError(" ".join(refusals))
     persona_id = persona.id if persona is not None else None
