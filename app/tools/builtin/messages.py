@@ -72,8 +72,7 @@ def _recent(session: Session, ctx: ToolContext, limit: int) -> list[Message]:
 
 
 def _zone(session: Session, ctx: ToolContext) -> tuple[tzinfo, str]:
-    # Persona.time_zone comes with the tasks feature; until then (or when the user set none) the times
-    # are the server's, and the result says so.
+    # The persona's time zone; when the user set none, the server's, and the result says so.
     name = persona_time_zone(context_persona(session, ctx.chat_id, ctx.persona_id))
     if name:
         try:
