@@ -55,6 +55,7 @@ from app.prompt.core.blocks import Prompt
 from app.prompt.core.builder import Purpose
 from app.prompt.core.macros import generation_seed
 from app.prompt.service import build_chat_prompt
+from app.tools.builtin.tasks import TASK_TOOL_NAMES
 from app.tools.registry import Tool, ToolContext
 from app.tools.service import declared_runners
 from app.tools.settings import DEFAULT_ROUND_CAP, load_tool_settings
@@ -210,6 +211,7 @@ def store_turn(
             chats.add_user_message(
                 session, chat, content or "", name=name, flush=False, attachment_ids=attachment_ids
             )
+        reminder = None
         speaker = chats.next_speaker(session, chat, characters, speaker_id)
         target = chats.new_message(chat.id, "assistant", speaker.name, [""], character_id=speaker.id)
         target.swipes = [chats.swipe_record("", status="streaming", id=swipe_id)]
@@ -234,6 +236,8 @@ def store_turn(
         target.tool_calls = None
         session.add(target)
         speaker = next((c for c in characters if c.id == target.character_id), None)
+        # A reminder's reply gets its new versions for the same reminder, its task tools left out again.
+        reminder = next((s["reminder"] for s in swipes if isinstance(s.get("reminder"), str)), None)
     session.flush()
     session.commit()
     return StoredTurn(
@@ -245,6 +249,8 @@ def store_turn(
         persona,
         speaker,
         new_reply=action == "send",
+        reminder=reminder,
+        excluded_tools=TASK_TOOL_NAMES if reminder else frozenset(),
     )
 
 
@@ -386,7 +392,9 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
         if notice := _rounds_notice(rounds, reply.round_cap):
             extra["tool_notice"] = notice
         if turn.reminder:
-            extra["reminder"] = True  # the page says this reply was written for a reminder
+            # Kept with the version: the page says what the reply was written for, and a new version
+            # of it is asked with the same line (store_turn).
+            extra["reminder"] = turn.reminder
         # A reply that only called tools said something by acting: not an empty reply.
         silence = None if gen.stop.is_set() or rounds.calls else reading.silence(writer.text)
         if gen.stop.is_set():
@@ -601,7 +609,8 @@ async def start(
         turn = await run_in_threadpool(
             _store, services, chat_id, action, content, speaker_id, message_id, attachment_ids
         )
-        turn.reminder, turn.excluded_tools = reminder, excluded_tools
+        if reminder:
+            turn.reminder, turn.excluded_tools = reminder, excluded_tools
         gen = Generation(chat_id=chat_id, message_id=turn.message_id, swipe_index=turn.swipe_index)
         gen.events.append(
             ("start", {"message_id": turn.message_id, "swipe_index": turn.swipe_index, "action": action})

@@ -311,3 +311,27 @@ def test_a_reminder_waits_for_a_reply_being_written_in_its_chat(sugo, models):
     wait_for(lambda: sugo.services.generations.get(chat_id) is None, what="the user's reply to end")
     assert _tick(sugo) == 1
     assert _delivered(sugo, chat_id, task_id, "about that stretch").status == "done"
+
+
+def test_a_new_version_of_a_reminders_reply_is_asked_with_the_same_reminder(tmp_path, models):
+    with LiveSugo(tmp_path / "data") as sugo:
+        _ticks_by_hand(sugo)
+        chat_id, char_id = _setup(sugo, models)
+        task_id = _set_reminder(sugo, chat_id, char_id, minutes_from_now=1)
+        models.script("Sam! Up you get, time to stretch.", "Sam, stretching time!")
+        sugo.services.clock.advance(timedelta(seconds=61))
+        assert _tick(sugo) == 1
+        _delivered(sugo, chat_id, task_id, "time to stretch")
+        with sugo.client() as api:
+            r = api.post(f"/api/chats/{chat_id}/generate", json={"action": "regenerate"})
+            assert r.status_code == 200, r.text
+            r.read()
+            last = api.get(f"/api/chats/{chat_id}/messages").json()[-1]
+        assert [s["content"] for s in last["swipes"]] == [
+            "Sam! Up you get, time to stretch.",
+            "Sam, stretching time!",
+        ]
+        assert len(_reminder_prompts(models)) == 2  # both versions were asked with the reminder's line
+        assert "tools" not in models.last_request.json or not {
+            t["function"]["name"] for t in models.last_request.json["tools"]
+        } & {"create_task", "update_task", "cancel_task"}
