@@ -26,6 +26,11 @@ def test_attach_send_show_and_download(page: Page, live, models, shot, tmp_path)
     photo = tmp_path / "photo.png"
     photo.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
 
+    # Playwright turns file-chooser interception on with a message it does not wait for, when the
+    # first "filechooser" listener is added: added inside expect_file_chooser, it raced the Enter below
+    # (one phone run in many saw the chooser open before interception was on). A listener for the whole
+    # page turns it on here, long before.
+    page.on("filechooser", lambda _chooser: None)
     page.goto(f"{live.url}/chats/{chat['id']}")
     expect_in_sight(page, "#attach-button")
     # The paperclip is a button on the keyboard path: Enter on it opens the file picker.
