@@ -26,6 +26,7 @@ from app.images.routes import router as images_routes
 from app.lore.api import chat_router as chat_lore_api
 from app.lore.api import router as lore_api
 from app.lore.prompting import CompiledBooks
+from app.memory.chat_notes.api import router as chat_notes_api
 from app.memory.days.runs import DayBackfills
 from app.memory.recall.api import router as memory_api
 from app.memory.recall.runtime import RecallRuntime
@@ -169,6 +170,7 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
         scenes_api,
         summaries_api,
         summary_templates_api,
+        chat_notes_api,
         lore_api,
         chat_lore_api,
         tool_settings_api,

@@ -8,6 +8,7 @@ from app.chats.models import Chat, ChatCharacter, Message
 from app.connections.models import AppDefault, Connection
 from app.images.models import Image
 from app.lore.models import Lorebook, LorebookEntry, LorebookLink
+from app.memory.chat_notes.models import ChatMemory
 from app.memory.days.models import DayFailure, DaySummary, WeekSummary
 from app.memory.recall.models import MemoryChunk, MemoryVector
 from app.memory.scenes.models import Scene, SceneRecapPart, SceneState
@@ -26,6 +27,7 @@ __all__ = [
     "Attachment",
     "Character",
     "Chat",
+    "ChatMemory",
     "ChatCharacter",
     "Connection",
     "Image",

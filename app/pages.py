@@ -4,6 +4,7 @@ from app.characters.routes import router as characters
 from app.chats.routes import router as chats
 from app.connections.routes import router as connections
 from app.lore.routes import router as lorebooks
+from app.memory.chat_notes.routes import router as chat_notes
 from app.memory.recall.routes import router as memories
 from app.memory.scenes.web.pages import router as scene_pages
 from app.memory.scenes.web.routes import router as scene_prepare
@@ -24,6 +25,7 @@ routers = (
     scene_prepare,
     scene_pages,
     memories,
+    chat_notes,
     summaries,
     chats,
     characters,

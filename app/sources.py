@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from app.generation.reply import start as start_reply
 from app.lore.source import LoreSource
+from app.memory.chat_notes.source import ChatNotesSource
 from app.memory.days.source import DaySummarySource
 from app.memory.recall.source import RecallSource
 from app.memory.scenes.source import AdvancedMemorySource
@@ -35,5 +36,6 @@ def default_sources() -> PromptSources:
             TaskSource(start_reply),
             LongTermMemorySource(),
             ShortTermMemorySource(),
+            ChatNotesSource(),
         ]
     )

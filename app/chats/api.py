@@ -6,7 +6,7 @@ from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
 from app.chats import attachments, service, views
-from app.chats.changes import chat_added, messages_changed
+from app.chats.changes import chat_added, chat_deleted, messages_changed
 from app.chats.schemas import (
     AttachmentRead,
     ChatCreate,
@@ -22,8 +22,12 @@ from app.chats.schemas import (
 )
 from app.generation import reply
 from app.lore.chat_files import export_chat_file, import_chat_file
+from app.memory.chat_notes import service as chat_notes
+from app.memory.chat_notes.core.commands import is_memory_command
 from app.platform.core.downloads import attachment, content_disposition
+from app.platform.core.errors import UserError
 from app.platform.modelbase import RowId
+from app.platform.services import Services
 from app.prompt.report import context_report, snapshot
 from app.prompt.schemas import PromptRead, prompt_read
 from app.prompt.service import build_chat_prompt
@@ -103,9 +107,10 @@ def update_chat_options(chat_id: int, data: ChatOptionsIn, session: SessionDep) 
 
 
 @router.delete("/{chat_id}", status_code=204)
-def delete_chat(chat_id: int, session: SessionDep) -> None:
+def delete_chat(chat_id: int, session: SessionDep, services: ServicesDep) -> None:
     """Delete a chat and its messages."""
     service.delete_chat(session, chat_id)
+    chat_deleted(session, services, chat_id)
 
 
 @router.get("/{chat_id}/messages", response_model=list[MessageRead])
@@ -118,6 +123,10 @@ def list_messages(chat_id: int, session: SessionDep) -> list[MessageRead]:
 @router.post("/{chat_id}/messages", response_model=MessageRead, status_code=201)
 def post_message(chat_id: int, data: MessageIn, session: SessionDep) -> MessageRead:
     """Add the user's message without asking for a reply."""
+    if is_memory_command(data.content):
+        raise UserError(
+            f"That is a memory command, not a message: send it to POST /api/chats/{chat_id}/memory/commands."
+        )
     return views.message_read(
         service.add_user_message(
             session, service.get_chat(session, chat_id), data.content, attachment_ids=data.attachment_ids
@@ -184,6 +193,17 @@ async def generate_reply(chat_id: int, data: GenerateIn, services: ServicesDep) 
     `rewrite` {text, reasoning} (what streamed as the reply was thinking), `thought` {ms, label} (the
     thinking ended), then `done`, `stopped` or `error` {kind, message} (kind `only_thinking` or
     `empty` when the model said nothing)."""
+    refs: list[dict] = []
+    if data.action == "send" and data.content:
+        if is_memory_command(data.content):
+            # The message box runs these itself; here too they must never become a message or reach
+            # the model.
+            raise UserError(
+                "That is a memory command, not a message: send it to "
+                f"POST /api/chats/{chat_id}/memory/commands (the message box does)."
+            )
+        if data.chat_ref_ids:
+            refs = await run_in_threadpool(_references, services, chat_id, data.chat_ref_ids)
     gen = await reply.start(
         services,
         chat_id=chat_id,
@@ -192,6 +212,8 @@ async def generate_reply(chat_id: int, data: GenerateIn, services: ServicesDep) 
         speaker_id=data.speaker_id,
         message_id=data.message_id,
         attachment_ids=data.attachment_ids,
+        quote=data.quote if data.action == "send" else None,
+        chat_refs=refs,
     )
     return StreamingResponse(
         reply.subscribe(gen),
@@ -307,3 +329,9 @@ def export_chat(chat_id: int, session: SessionDep, services: ServicesDep) -> Res
         media_type="application/jsonl",
         headers={"Content-Disposition": attachment(chat.name, "jsonl", fallback="chat")},
     )
+
+
+def _references(services: Services, chat_id: int, ids: list[int]) -> list[dict]:
+    """The memories of the chats chosen with @, read as they are now (a copy goes with the message)."""
+    with Session(services.engine) as session:
+        return chat_notes.references(session, services.settings.data_dir, chat_id, ids)

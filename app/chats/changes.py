@@ -21,3 +21,10 @@ def chat_added(session: Session, services: Services, chat_id: int) -> None:
     (Memory Recall's chunks and vectors) at once: the chat may be searched before its first reply."""
     session.commit()
     services.sources.chat_added(services, chat_id)
+
+
+def chat_deleted(session: Session, services: Services, chat_id: int) -> None:
+    """Commit the deletion, then let each prompt source remove what it kept outside the database
+    (a chat's memory file)."""
+    session.commit()
+    services.sources.chat_deleted(services, chat_id)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from sqlmodel import Session
 
+from app.chats.core.quoting import message_for_model
 from app.chats.core.window import HistoryMessage, WindowPlan, plan_window
 from app.connections.core.answers import without_reasoning
 
@@ -28,7 +29,7 @@ _LAST_REFRESH_SQL = (
     "SELECT coalesce(max(id), 0) FROM message WHERE chat_id = ? AND kind = 'refresh' AND id < ?"
 )
 _COUNT_SQL = f"SELECT count(*), coalesce(sum(hidden), 0) FROM message WHERE {_SENDABLE}"
-_COLUMNS = "id, role, name, content, tool_calls"
+_COLUMNS = "id, role, name, content, tool_calls, quote, chat_refs"
 _FIRST_SQL = f"SELECT {_COLUMNS} FROM message WHERE {_SENDABLE} AND hidden = 0 ORDER BY id LIMIT 1"
 _NEWEST_SQL = f"SELECT {_COLUMNS} FROM message WHERE {_SENDABLE} AND hidden = 0 ORDER BY id DESC LIMIT ?"
 _NO_UPPER_BOUND = 2**62
@@ -68,14 +69,26 @@ def history_window(session: Session, chat_id: int, *, before_id: int | None, lim
             i,
             role,
             name,
-            without_reasoning(text) if role == "assistant" else text,
+            without_reasoning(text) if role == "assistant" else _with_extras(text, quote, refs),
             tool_calls=_tool_calls(calls),
         )
-        for i, role, name, text, calls in rows
+        for i, role, name, text, calls, quote, refs in rows
     ]
     # Every hidden message, the window's or not: Peek Prompt's counts then cover each message once
     # (hidden, dropped by the window, taken out by a source, or sent).
     return History(messages, plan, int(hidden_total), refreshed=bool(lower))
+
+
+def _with_extras(text: str, quote: str | None, refs: str | None) -> str:
+    """The user's words with the excerpt they answer and the chats' memories attached with @ (both
+    NULL for nearly every message: the text as stored)."""
+    if quote is None and refs is None:
+        return text
+    try:
+        references = json.loads(refs) if refs else None
+    except ValueError:
+        references = None
+    return message_for_model(text, quote, references if isinstance(references, list) else None)
 
 
 def _tool_calls(raw: str | None) -> tuple[dict, ...]:

@@ -1,6 +1,6 @@
 from datetime import datetime
 
-from sqlalchemy import JSON, Column, Index
+from sqlalchemy import JSON, Column, Index, Text
 from sqlmodel import Field, SQLModel
 
 from app.platform.modelbase import json_field
@@ -79,5 +79,11 @@ class Message(SQLModel, table=True):
     # without any, so the prompt's history read stays one narrow row each): [{id, name, arguments,
     # result, error, ms, at, notice}] (app/generation/tool_loop.py).
     tool_calls: list | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    # An excerpt of a reply the user answers (selected, then Reply or Alt+R): shown above the user's
+    # text and sent to the model as a quote before it (app/chats/core/quoting.py). NULL for most.
+    quote: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    # Other chats' memories attached with @ when the message was sent, as sent: [{chat_id, title,
+    # text}] (the text is a copy: the other chat may change or go; this message keeps what was read).
+    chat_refs: list | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)

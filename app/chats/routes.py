@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.characters.service import list_characters
 from app.chats import attachments, service
-from app.chats.changes import chat_added, messages_changed
+from app.chats.changes import chat_added, chat_deleted, messages_changed
 from app.chats.history import message_count
 from app.chats.models import Chat, Message
 from app.chats.settings import ChatSettings
@@ -472,7 +472,8 @@ def forgetting_help_page(request: Request) -> HTMLResponse:
 
 
 @router.post("/chats/{chat_id}/delete")
-def delete_chat_page(chat_id: int, session: SessionDep) -> Response:
+def delete_chat_page(chat_id: int, session: SessionDep, services: ServicesDep) -> Response:
     """Delete a chat."""
     service.delete_chat(session, chat_id)
+    chat_deleted(session, services, chat_id)
     return Response(status_code=204, headers={"HX-Redirect": "/"})

@@ -3,6 +3,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from app.chats.core.quoting import MAX_REFERENCES
 from app.chats.settings import ChatSettings
 from app.platform.core.names import checked
 from app.platform.modelbase import RowId
@@ -74,6 +75,10 @@ class MessageRead(BaseModel):
     status: str
     error: str | None
     created_at: datetime
+    # What the user's message carried besides its words: an excerpt it answers, and other chats'
+    # memories attached with @ ([{chat_id, title, text}], as sent).
+    quote: str | None = None
+    chat_refs: list[dict] = []
 
 
 class MessageIn(BaseModel):
@@ -102,6 +107,10 @@ class GenerateIn(BaseModel):
     message_id: RowId | None = None
     # Uploads waiting in this chat (POST /api/chats/{id}/attachments), attached to the message sent.
     attachment_ids: list[RowId] = Field(default_factory=list, max_length=10)
+    # An excerpt of a reply the message answers (sent to the model as a quote before the text; at most
+    # 2,000 characters, checked with a sentence), and other chats whose memory goes with it (@, at most 3).
+    quote: str | None = Field(default=None, max_length=20_000)
+    chat_ref_ids: list[RowId] = Field(default_factory=list, max_length=MAX_REFERENCES)
 
 
 class AttachmentRead(BaseModel):

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import String, bindparam, cast, func, or_
 from sqlmodel import Session, col, delete, select
@@ -12,6 +13,7 @@ from app.characters.models import Character
 from app.characters.service import greetings
 from app.chats.attachments import link_attachments
 from app.chats.core.limits import message_too_long
+from app.chats.core.quoting import MAX_REFERENCES, excerpt_problem
 from app.chats.models import CHAT_MODES, Chat, ChatCharacter, Message
 from app.chats.settings import ChatSettings, read_settings
 from app.connections.models import Connection
@@ -252,9 +254,12 @@ def add_user_message(
     name: str | None = None,
     flush: bool = True,
     attachment_ids: Sequence[int] = (),
+    quote: str | None = None,
+    chat_refs: Sequence[Mapping[str, Any]] = (),
 ) -> Message:
     """The user's message; `attachment_ids` are uploads waiting in this chat, linked to it here, in
-    the same transaction (app/chats/attachments.py)."""
+    the same transaction (app/chats/attachments.py); `quote` an excerpt of a reply it answers and
+    `chat_refs` other chats' memories attached with @, as sent (app/chats/core/quoting.py)."""
     if not content.strip():
         if attachment_ids:
             # Files alone would leave the model without the user's turn (empty messages are not sent).
@@ -262,7 +267,15 @@ def add_user_message(
         raise UserError("The message is empty.")
     if problem := message_too_long(content):
         raise UserError(problem)
+    if problem := excerpt_problem(quote):
+        raise UserError(problem)
+    if len(chat_refs) > MAX_REFERENCES:
+        raise UserError(f"A message takes at most {MAX_REFERENCES} other chats' memories.")
     msg = new_message(chat.id, "user", name or user_name(session, chat), [content])
+    if quote and quote.strip():
+        msg.quote = quote.strip()
+    if chat_refs:
+        msg.chat_refs = [dict(ref) for ref in chat_refs]
     session.add(msg)
     touch_chat(session, chat)
     if attachment_ids:

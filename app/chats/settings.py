@@ -70,6 +70,12 @@ class ChatSettings(BaseModel):
     adv_excerpt_max: int = Field(default=5, ge=0, le=50)
     adv_check_interval: int = Field(default=5, ge=1, le=100)
 
+    # The memory of this chat (app/memory/chat_notes): the user's notes go above the conversation; the
+    # rule-made summary is for the user and other chats, and stays out of the chat's own prompt unless
+    # asked for.
+    chat_notes_in_prompt: bool = True
+    chat_memory_in_prompt: bool = False
+
     def recall_enabled(self, mode: str) -> bool:
         """Standard Memory Recall sends memories; never while Advanced Memory takes over recall."""
         if self.advanced_memory_on(mode):

@@ -18,6 +18,7 @@ from app.characters.models import Character
 from app.chats import service as chats
 from app.chats import st_metadata
 from app.chats.core import imported, st_jsonl
+from app.chats.core.quoting import MAX_REFERENCES, REFERENCE_CHARS, excerpt_problem
 from app.chats.models import Chat, Message
 from app.chats.settings import ChatSettings
 from app.connections.core.answers import ONLY_THINKING, read_answer
@@ -93,6 +94,7 @@ def import_chat(
             created_at=created,
             updated_at=created,
         )
+        msg.quote, msg.chat_refs = _quote_and_refs(st.raw.get("extra"))
         session.add(msg)
         added.append(msg)
         last = created
@@ -149,15 +151,16 @@ def export_chat(
     header["character_name"] = characters[0].name if characters else header.get("character_name", "")
     header.setdefault("create_date", st_jsonl.format_send_date(as_utc(chat.created_at)))
     original = header.get("chat_metadata")
-    header["chat_metadata"] = st_metadata.merge_metadata(
-        original if isinstance(original, dict) else {},
-        {
-            **st_metadata.chat_metadata(
-                chats.chat_settings(chat), name=chat.name, mode=chat.mode, lorebooks=lorebooks
-            ),
-            **(extra_metadata or {}),
-        },
+    ours = st_metadata.chat_metadata(
+        chats.chat_settings(chat), name=chat.name, mode=chat.mode, lorebooks=lorebooks
     )
+    for key, value in (extra_metadata or {}).items():
+        # A source's keys under `sugo` (the chat's notes) join Sugo's own block rather than replace it.
+        if key == st_metadata.SUGO_KEY and isinstance(value, Mapping):
+            ours[key] = {**ours.get(key, {}), **value}
+        else:
+            ours[key] = value
+    header["chat_metadata"] = st_metadata.merge_metadata(original if isinstance(original, dict) else {}, ours)
     lines = []
     for msg in chats.list_messages(session, chat.id):
         base = dict(msg.st_extra)
@@ -173,6 +176,11 @@ def export_chat(
             write_swipes = []
         if msg.role == "assistant" and 0 <= msg.active_swipe < len(msg.swipes):
             base = _with_reasoning(base, msg.swipes[msg.active_swipe])
+        if msg.quote or msg.chat_refs:
+            # SillyTavern keeps unknown `extra` keys: the excerpt and the attached memories come back.
+            extra = dict(base.get("extra") or {}) if isinstance(base.get("extra"), dict) else {}
+            extra.update({"sugo_quote": msg.quote, "sugo_chat_refs": msg.chat_refs or []})
+            base = {**base, "extra": extra}
         lines.append(
             st_jsonl.message_line(
                 name=msg.name,
@@ -186,6 +194,22 @@ def export_chat(
             )
         )
     return st_jsonl.write_chat_jsonl(header, lines)
+
+
+def _quote_and_refs(extra: object) -> tuple[str | None, list | None]:
+    """A line's excerpt and attached chat memories as Sugo exported them; what does not read as
+    such (wrong types, past the limits) is left out."""
+    if not isinstance(extra, dict):
+        return None, None
+    quote = extra.get("sugo_quote")
+    quote = quote.strip() if isinstance(quote, str) and quote.strip() and not excerpt_problem(quote) else None
+    raw = extra.get("sugo_chat_refs")
+    refs = [
+        {"chat_id": r.get("chat_id"), "title": r["title"][:500], "text": r["text"][:REFERENCE_CHARS]}
+        for r in (raw if isinstance(raw, list) else [])[:MAX_REFERENCES]
+        if isinstance(r, dict) and isinstance(r.get("title"), str) and isinstance(r.get("text"), str)
+    ]
+    return quote, refs or None
 
 
 def _reasoning_apart(version: dict, raw: dict, index: int, active: int) -> dict:

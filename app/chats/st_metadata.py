@@ -47,6 +47,8 @@ _SUGO_FIELDS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("context_note", "depth"), "context_note_depth"),
     (("context_note", "role"), "context_note_role"),
     (("time_awareness",), "time_awareness"),
+    (("chat_memory", "notes_in_prompt"), "chat_notes_in_prompt"),
+    (("chat_memory", "summary_in_prompt"), "chat_memory_in_prompt"),
     (("reply_order",), "reply_order"),
     (("lore_token_budget",), "lore_token_budget"),
     (("generation", "temperature"), "temperature"),

@@ -46,6 +46,8 @@ def message_read(msg: Message) -> MessageRead:
         status=msg.status,
         error=msg.error,
         created_at=msg.created_at,
+        quote=msg.quote,
+        chat_refs=[r for r in msg.chat_refs or () if isinstance(r, dict)],
     )
 
 

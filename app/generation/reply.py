@@ -29,9 +29,9 @@ import contextlib
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
 from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
@@ -190,6 +190,8 @@ def store_turn(
     speaker_id: int | None = None,
     message_id: int | None = None,
     attachment_ids: Sequence[int] = (),
+    quote: str | None = None,
+    chat_refs: Sequence[Mapping[str, Any]] = (),
 ) -> StoredTurn:
     """Store the user's message and the reply's placeholder, and commit: the user's words are safe
     on disk before the provider hears of them, and the page can show both at once."""
@@ -209,7 +211,14 @@ def store_turn(
         if (content and content.strip()) or attachment_ids:
             name = persona.name if persona else chats.FALLBACK_USER_NAME
             chats.add_user_message(
-                session, chat, content or "", name=name, flush=False, attachment_ids=attachment_ids
+                session,
+                chat,
+                content or "",
+                name=name,
+                flush=False,
+                attachment_ids=attachment_ids,
+                quote=quote,
+                chat_refs=chat_refs,
             )
         reminder = None
         speaker = chats.next_speaker(session, chat, characters, speaker_id)
@@ -566,6 +575,8 @@ def _store(
     speaker_id: int | None,
     message_id: int | None,
     attachment_ids: Sequence[int] = (),
+    quote: str | None = None,
+    chat_refs: Sequence[Mapping[str, Any]] = (),
 ) -> StoredTurn:
     with Session(services.engine, expire_on_commit=False) as session:
         try:
@@ -581,6 +592,8 @@ def _store(
                 speaker_id=speaker_id,
                 message_id=message_id,
                 attachment_ids=attachment_ids,
+                quote=quote,
+                chat_refs=chat_refs,
             )
         except Exception:
             session.rollback()
@@ -596,6 +609,8 @@ async def start(
     speaker_id: int | None,
     message_id: int | None,
     attachment_ids: Sequence[int] = (),
+    quote: str | None = None,
+    chat_refs: Sequence[Mapping[str, Any]] = (),
     reminder: str | None = None,
     excluded_tools: frozenset[str] = frozenset(),
 ) -> Generation:
@@ -607,7 +622,16 @@ async def start(
     registry.reserve(chat_id)
     try:
         turn = await run_in_threadpool(
-            _store, services, chat_id, action, content, speaker_id, message_id, attachment_ids
+            _store,
+            services,
+            chat_id,
+            action,
+            content,
+            speaker_id,
+            message_id,
+            attachment_ids,
+            quote,
+            chat_refs,
         )
         if reminder:
             turn.reminder, turn.excluded_tools = reminder, excluded_tools

@@ -24,6 +24,8 @@ Hooks, each optional (the base class does nothing):
   deleted (and committed): bring what was built from them in step (schedule background work).
 - `chat_added(services, chat_id)`: a chat arrived with messages already written (an import or a
   branch, committed): build from them now rather than after its first reply.
+- `chat_deleted(services, chat_id)`: the chat and its rows are gone (committed): remove what the
+  source keeps outside the database for it (a file).
 - `jobs()`: background jobs to register with the scheduler when the app starts.
 - `runs()`: the kinds of runs the source keeps in the database, each resumed or closed at start
   (app/platform/jobs.py, `settle_runs`).
@@ -156,6 +158,9 @@ class PromptSource:
     def chat_added(self, services: Services, chat_id: int) -> None:
         """A chat arrived with its messages written (imported or branched): build from them
         (schedule background work); must return at once."""
+
+    def chat_deleted(self, services: Services, chat_id: int) -> None:
+        """The chat was deleted (committed): remove what the source keeps for it outside the database."""
 
     def jobs(self) -> Sequence[Job]:
         """Background jobs to register with the scheduler when the app starts."""
@@ -361,6 +366,13 @@ class PromptSources:
                 source.chat_added(services, chat_id)
             except Exception:  # the chat is saved; the sweep catches up with what failed here
                 log.exception("%s: work for a new chat failed in chat %s", source.name, chat_id)
+
+    def chat_deleted(self, services: Services, chat_id: int) -> None:
+        for source in self:
+            try:
+                source.chat_deleted(services, chat_id)
+            except Exception:  # the chat is deleted; what is left over is the start-up pass's to clear
+                log.exception("%s: clearing up after deleted chat %s failed", source.name, chat_id)
 
     def jobs(self) -> list[Job]:
         return [job for source in self for job in source.jobs()]

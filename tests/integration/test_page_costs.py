@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
-from datetime import timedelta
+from datetime import UTC, datetime, time, timedelta
 
 import pytest
 from sqlalchemy import event
@@ -18,7 +18,7 @@ from sqlmodel import select
 
 from app.chats.models import Message
 from app.chats.service import new_message
-from app.memory.days.core.days import chat_day, week_start
+from app.memory.days.core.days import DEFAULT_ROLLOVER_HOUR, chat_day, week_start
 from app.memory.days.models import DaySummary, WeekSummary
 from app.memory.days.service import local_zone
 from app.memory.scenes.models import Scene
@@ -171,7 +171,15 @@ def _conversation_chat(live: LiveSugo, size: int) -> int:
         chat = api.post("/api/chats", json={"character_ids": [char["id"]], "mode": "conversation"}).json()
     chat_id = chat["id"]
     now = utcnow()
-    step = timedelta(days=DAYS) / size
+    zone = local_zone()
+    today = chat_day(now, zone)
+    # The first message an hour into the chat-day DAYS - 1 days ago, at any hour the test runs: from
+    # DAYS days ago exactly, the 200-message chat's first message (4.8 hours in) fell on the next day
+    # when the run was within 4.8 hours after the 4 AM rollover, and the 4016-message one's did not,
+    # so the two chats had a different number of days (the test failed every night from 23:12 UTC).
+    first_day = today - timedelta(days=DAYS - 1)
+    start = datetime.combine(first_day, time(DEFAULT_ROLLOVER_HOUR + 1)).replace(tzinfo=zone).astimezone(UTC)
+    step = (now - start) / size
     with live.session() as s:
         messages = []
         for i in range(size):
@@ -180,10 +188,9 @@ def _conversation_chat(live: LiveSugo, size: int) -> int:
                 *(("user", "You") if i % 2 else ("assistant", "Aria")),
                 ["a line of talk " * 20],  # one length: the window is cut by tokens
             )
-            m.created_at = now - timedelta(days=DAYS) + step * (i + 1)
+            m.created_at = start + step * (i + 1)
             messages.append(m)
         s.add_all(messages)
-        today = chat_day(now, local_zone())
         for n in (2, 3, 5, 9):
             s.add(
                 DaySummary(

@@ -133,6 +133,7 @@ def test_the_registry_keeps_the_declared_order_and_refuses_a_second_name():
         "tasks",
         "long_term_memory",
         "short_term_memory",
+        "chat_notes",
     ]
     sources.register(Probe(), before="lore")
     assert sources.names()[1:4] == ["recall", "probe", "lore"]

@@ -57,6 +57,9 @@ LAYOUT: tuple[Slot, ...] = (
     Slot("personal_memories", "above_conversation", "Personal memories"),
     Slot("reminders", "above_conversation", "Reminders and tasks"),
     Slot("older_short_term_memory", "above_conversation", "Older short-term memory"),
+    # the memory of this chat: its rule-made summary (off by default), the user's notes
+    Slot("chat_memory", "above_conversation", "This chat's memory"),
+    Slot("chat_notes", "above_conversation", "Notes on this chat"),
     # Advanced Memory's parts, once before the history (the manual's preset markers)
     Slot("chat_summary", "above_conversation", "Chat Summary (Advanced Memory constants)"),
     Slot("current_scene_summary", "above_conversation", "Current scene: source excerpts"),
