@@ -88,7 +88,12 @@ def _with_extras(text: str, quote: str | None, refs: str | None) -> str:
         references = json.loads(refs) if refs else None
     except ValueError:
         references = None
-    return message_for_model(text, quote, references if isinstance(references, list) else None)
+    pairs = [
+        (str(r.get("title", "")), str(r.get("text", "")))
+        for r in (references if isinstance(references, list) else ())
+        if isinstance(r, dict)
+    ]
+    return message_for_model(text, quote, pairs)
 
 
 def _tool_calls(raw: str | None) -> tuple[dict, ...]:

@@ -7,6 +7,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from app.chats.core.quoting import (
+    EXCERPT_CHARS,
+    REFERENCE_CHARS,
+    excerpt_block,
+    message_for_model,
+    reference_block,
+)
 from app.memory.chat_notes.core.commands import (
     COMMAND_HELP,
     MemoryCommand,
@@ -14,13 +21,6 @@ from app.memory.chat_notes.core.commands import (
     parse_memory_command,
 )
 from app.memory.chat_notes.core.notes import NoteRefused, add_note, forget_note
-from app.memory.chat_notes.core.quoting import (
-    EXCERPT_CHARS,
-    REFERENCE_CHARS,
-    excerpt_block,
-    message_for_model,
-    reference_block,
-)
 from app.memory.chat_notes.core.rules import (
     MAX_NOTES,
     NOTE_CHARS,
