@@ -635,3 +635,20 @@ def test_good_fields_survive_beside_bad_ones():
         "result": None,
     }
     assert ChatSummary.from_json(data) == ChatSummary(requests=("a",), files=(FileMark("f", "edited"),))
+
+
+_ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(alphabet="ab -:=/@.\n", max_size=60),
+    st.text(alphabet=_ALNUM, min_size=36, max_size=36),
+    st.text(alphabet="ab -:=/@.\n", max_size=60),
+)
+def test_a_token_anywhere_in_text_never_survives(before, body, after):
+    token = "ghp_" + body
+    text = f"{before} {token} {after}"
+    once = redact(text)
+    assert token not in once and body not in once
+    assert redact(once) == once

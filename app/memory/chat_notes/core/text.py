@@ -27,16 +27,18 @@ from app.platform.core.cutting import ELLIPSIS, REDACTED, _cluster_start, cut
 
 __all__ = ["ELLIPSIS", "REDACTED", "_cluster_start", "cut", "redact"]
 
+# Every repetition that can start at many places is bounded ({0,31}, {0,300}, …): unbounded, a long
+# run like "a-a-a-…" or "sk-sk-sk-…" is rescanned from each of its words and redaction turns quadratic.
 # Each pattern's match is replaced whole by "[redacted]", unless it names a `keep` group: that part
 # (a key and its separator, "Bearer ", a URL up to the password) stays in front.
 _BOUNDARY = r"(?<![A-Za-z0-9_-])"
 _END = r"(?![A-Za-z0-9_-])"
-_HAS_DIGIT = r"(?=[A-Za-z_-]*[0-9])"
+_HAS_DIGIT = r"(?=[A-Za-z_-]{0,300}[0-9])"
 
 _PEM = re.compile(
     r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.DOTALL
 )
-_CONNECTION = re.compile(r"(?P<keep>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:)[^\s/@]+(?=@)")
+_CONNECTION = re.compile(r"(?P<keep>\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/@]{0,256}:)[^\s/@]{1,256}(?=@)")
 _TOKENS = re.compile(
     _BOUNDARY
     + "(?:"
@@ -58,9 +60,11 @@ _TOKENS = re.compile(
     + ")"
     + _END
 )
-_BEARER = re.compile(r"(?P<keep>\bbearer\s+)(?=[A-Za-z._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{16,}", re.IGNORECASE)
+_BEARER = re.compile(
+    r"(?P<keep>\bbearer\s{1,8})(?=[A-Za-z._~+/=-]{0,300}[0-9])[A-Za-z0-9._~+/=-]{16,}", re.IGNORECASE
+)
 _ASSIGNMENT = re.compile(
-    r"(?P<keep>\b(?:[A-Za-z0-9]+[_-])*(?:password|passwd|pwd|secret|api[_-]?key|apikey|token|access[_-]?key)"
+    r"(?P<keep>\b(?:[A-Za-z0-9]{1,40}[_-]){0,4}(?:password|passwd|pwd|secret|api[_-]?key|apikey|token|access[_-]?key)"
     r"[\"']?[ \t]*[:=](?!=)[ \t]*)"
     r"(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s,;&\"']+)",
     re.IGNORECASE,
