@@ -8,9 +8,7 @@ from pydantic import BaseModel, Field
 
 from app.chats import service as chats
 from app.memory.chat_notes import service
-from app.memory.chat_notes.core.notes import NoteRefused
 from app.memory.chat_notes.core.rules import NOTE_CHARS
-from app.platform.core.errors import UserError
 from app.web.deps import ServicesDep, SessionDep
 
 router = APIRouter(prefix="/api/chats", tags=["chat memory"])
@@ -82,10 +80,7 @@ def get_chat_memory(chat_id: int, session: SessionDep) -> ChatMemoryRead:
 def add_chat_note(chat_id: int, data: NoteIn, session: SessionDep, services: ServicesDep) -> ChatMemoryRead:
     """Keep a note (at most 30, of up to 500 characters)."""
     chat = chats.get_chat(session, chat_id)
-    try:
-        service.save_note(session, services.settings.data_dir, chat, data.text)
-    except NoteRefused as err:
-        raise UserError(str(err)) from None
+    service.save_note(session, services.settings.data_dir, chat, data.text)
     return _read(service.view(session, chat))
 
 
@@ -93,10 +88,7 @@ def add_chat_note(chat_id: int, data: NoteIn, session: SessionDep, services: Ser
 def delete_chat_note(chat_id: int, number: int, session: SessionDep, services: ServicesDep) -> ChatMemoryRead:
     """Forget note `number`, counted from 1."""
     chat = chats.get_chat(session, chat_id)
-    try:
-        service.forget(session, services.settings.data_dir, chat, number)
-    except NoteRefused as err:
-        raise UserError(str(err)) from None
+    service.forget(session, services.settings.data_dir, chat, number)
     return _read(service.view(session, chat))
 
 
@@ -107,10 +99,7 @@ def run_memory_command(
     """Run /remember TEXT, /memory or /forget N (and /lembrar, /memoria, /esquecer) as the message
     box does: never a message, never sent to the model."""
     chat = chats.get_chat(session, chat_id)
-    try:
-        outcome = service.run_command(session, services.settings.data_dir, chat, data.text)
-    except NoteRefused as err:
-        raise UserError(str(err)) from None
+    outcome = service.run_command(session, services.settings.data_dir, chat, data.text)
     return CommandRead(notice=outcome.sentence, memory=_read(outcome.memory))
 
 

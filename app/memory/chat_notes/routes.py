@@ -10,10 +10,8 @@ from fastapi.responses import HTMLResponse
 
 from app.chats import service as chats
 from app.memory.chat_notes import service
-from app.memory.chat_notes.core.notes import NoteRefused
 from app.memory.chat_notes.core.rules import MAX_NOTES, NOTE_CHARS
 from app.platform import forms
-from app.platform.core.errors import UserError
 from app.web.deps import FormDep, ServicesDep, SessionDep
 from app.web.templates import render
 
@@ -46,10 +44,7 @@ def save_note_page(
 ) -> HTMLResponse:
     """Save a note from the panel's field."""
     chat = chats.get_chat(session, chat_id)
-    try:
-        service.save_note(session, services.settings.data_dir, chat, forms.text(form, "text"))
-    except NoteRefused as err:
-        raise UserError(str(err)) from None
+    service.save_note(session, services.settings.data_dir, chat, forms.text(form, "text"))
     return _panel(request, session, chat)
 
 
@@ -59,10 +54,7 @@ def delete_note_page(
 ) -> HTMLResponse:
     """Delete note `number` (counted from 1, as the panel and /memory show them)."""
     chat = chats.get_chat(session, chat_id)
-    try:
-        service.forget(session, services.settings.data_dir, chat, number)
-    except NoteRefused as err:
-        raise UserError(str(err)) from None
+    service.forget(session, services.settings.data_dir, chat, number)
     return _panel(request, session, chat)
 
 
@@ -72,10 +64,7 @@ def memory_command_page(
 ) -> HTMLResponse:
     """/remember, /memory, /forget from the message box: a notice in the chat, never a message."""
     chat = chats.get_chat(session, chat_id)
-    try:
-        outcome = service.run_command(session, services.settings.data_dir, chat, forms.text(form, "text"))
-    except NoteRefused as err:
-        raise UserError(str(err)) from None
+    outcome = service.run_command(session, services.settings.data_dir, chat, forms.text(form, "text"))
     return render(
         request,
         "memory/_chat_memory_notice.html",

@@ -13,10 +13,12 @@ from collections.abc import Sequence
 
 from app.memory.chat_notes.core.limits import MAX_NOTES, NOTE_CHARS
 from app.memory.chat_notes.core.text import cut, redact
+from app.platform.core.errors import UserError
 
 
-class NoteRefused(ValueError):
-    """A note the memory does not take; its str() is the sentence shown to the user."""
+class NoteRefused(UserError):
+    """A note the memory does not take; its str() is the sentence shown to the user (a UserError: the
+    pages and the API answer it with that sentence as they answer any refusal)."""
 
 
 def add_note(notes: Sequence[str], text: str) -> tuple[str, ...]:
