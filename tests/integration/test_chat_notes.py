@@ -187,6 +187,8 @@ def test_notes_and_commands_never_become_messages_or_reach_the_model(sugo, api, 
     peek = api.get(f"/api/chats/{cid}/prompt").json()
     block = next(b for b in peek["blocks"] if b["label"] == "Notes on this chat")
     assert "the key is under the mat" in block["text"]
+    grid = json.dumps(api.get(f"/api/chats/{cid}/context").json())
+    assert "Notes on this chat" in grid  # its own row in the context grid
     m = wait_memory(api, cid, lambda m: m["result"], "the memory")
     assert m["requests"] == ["Where is the key?"] and m["commands"] == []
     # The summary stays out of the chat's own prompt unless asked for.
@@ -282,3 +284,26 @@ def test_notes_travel_in_the_chat_file(sugo, api, models):
     assert r.status_code == 201, r.text
     new_id = r.json()["id"]
     assert memory(api, new_id)["notes"] == ["she prefers tea"]
+
+
+def test_chat_settings_turn_the_notes_off_and_the_memory_on(sugo, api, models):
+    add_connection(api, models)
+    cid = new_chat(api, [add_character(api, "Aria")["id"]])["id"]
+    api.post(f"/api/chats/{cid}/memory/notes", json={"text": "the ferry leaves at dawn"})
+    send(api, cid, "When does the ferry leave?")
+    wait_memory(api, cid, lambda m: m["result"], "the memory")
+
+    def labels() -> set[str]:
+        return {b["label"] for b in api.get(f"/api/chats/{cid}/prompt").json()["blocks"]}
+
+    assert "Notes on this chat" in labels() and "This chat's memory" not in labels()
+    options = {"chat_notes_in_prompt": False, "chat_memory_in_prompt": True}
+    assert api.put(f"/api/chats/{cid}/options", json={"settings": options}).status_code == 200
+    assert "Notes on this chat" not in labels() and "This chat's memory" in labels()
+    block = next(
+        b for b in api.get(f"/api/chats/{cid}/prompt").json()["blocks"] if b["label"] == "This chat's memory"
+    )
+    assert "When does the ferry leave?" in block["text"] and "the ferry leaves at dawn" not in block["text"]
+    # The settings page shows both switches.
+    page = api.get(f"/chats/{cid}/settings").text
+    assert 'name="chat_notes_in_prompt"' in page and 'name="chat_memory_in_prompt"' in page
