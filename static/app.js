@@ -255,7 +255,7 @@
     if (!panel) return;
     // The panel's content is fetched anew on every open: until it arrives, show that it is loading
     // rather than the old form, whose edits the fresh one would silently replace.
-    const body = panel.querySelector("#panel-body");
+    const body = panel.querySelector(".panel-body");
     if (body) body.innerHTML = '<p class="muted small" role="status">Loading…</p>';
     panel.hidden = false;
     document.getElementById("scrim")?.removeAttribute("hidden");
@@ -570,6 +570,7 @@
     e.preventDefault();
     const input = document.getElementById("composer-input");
     const content = input.value;
+    closePicker();
     if (content.trim().toLowerCase() === "/refresh") {
       input.value = "";
       // An error answer lands in the toasts (the server retargets it there).
@@ -577,7 +578,27 @@
       scrollToEnd(true);
       return;
     }
+    if (MEMORY_COMMAND.test(content)) {
+      // /remember, /memory, /forget: the server answers with a notice for this page only (never a
+      // message, never the model); a refusal (a 501-character note) is an error toast.
+      input.value = "";
+      autosize(input);
+      await htmx.ajax("POST", `/chats/${chatId()}/memory/command`,
+                      { target: "#message-list", swap: "beforeend", values: { text: content } }).catch(() => {});
+      scrollToEnd(true);
+      return;
+    }
     const payload = speakerPayload({ action: "send", content: content.trim() ? content : null });
+    const quote = takenQuote();
+    const refs = refChips();
+    if ((quote !== null || refs.length) && !content.trim()) {
+      toast(quote !== null ? "Write a few words to go with the excerpt: what about it?"
+                           : "Write a few words to go with the other chat's memory: what should happen with it?", "error");
+      input.focus();
+      return;
+    }
+    if (quote !== null) payload.quote = quote;
+    if (refs.length) payload.chat_ref_ids = refs.map((c) => Number(c.dataset.chatId));
     const files = document.getElementById("composer-files");
     const chips = files ? [...files.querySelectorAll(".file-chip")] : [];
     if (chips.length) {
@@ -590,12 +611,24 @@
     }
     input.value = "";
     autosize(input);
+    if (quote !== null) setQuote(null);
+    refs.forEach((c) => c.remove());
+    showRefs();
     const ok = await generate(payload);
     if (!ok && content && !document.querySelector(".msg-user:last-of-type")) input.value = content;
     if (!ok && startRefused && chips.length) {
       // Nothing was stored: the files wait in the composer again.
       chips.forEach((c) => files.appendChild(c));
       files.hidden = false;
+      input.value = content;
+      autosize(input);
+    }
+    if (!ok && startRefused && (quote !== null || refs.length)) {
+      // Nothing was stored: the excerpt and the other chats wait in the composer again.
+      if (quote !== null) setQuote(quote);
+      const box = document.getElementById("composer-refs");
+      refs.forEach((c) => box?.appendChild(c));
+      showRefs();
       input.value = content;
       autosize(input);
     }
@@ -667,6 +700,289 @@
     const picked = [...e.target.files];
     e.target.value = "";  // the same file may be picked again after a removal
     picked.forEach(attachFile);
+  });
+
+  // ---- the memory of this chat: commands, other chats with @, a reply to an excerpt ---------------
+  // The whole message is the command (case-insensitive), in English or Portuguese.
+  const MEMORY_COMMAND = /^\s*\/(remember|lembrar|memory|memoria|memória|forget|esquecer)(\s|$)/i;
+  // A notice answering a command lives on this page only (the server never stores it): Dismiss removes it.
+  document.addEventListener("click", (e) => {
+    const close = e.target.closest(".local-notice .notice-close");
+    if (!close) return;
+    close.closest(".local-notice").remove();
+    document.getElementById("composer-input")?.focus({ preventScroll: true });
+  });
+
+  // Another chat's memory for the next message: `@` at the start or after a space opens the list of the
+  // user's other chats with a memory (the server leaves out this one and those without); the text from
+  // `@` to the caret filters it. Choosing one drops that text and adds a chip; the chips' chat ids go
+  // with the message.
+  const MAX_REFS = 3;
+  const REF_FILTER_MAX = 100;  // a longer "filter" is a sentence, not a name being looked up
+  const picker = { open: false, start: null, filter: "", items: [], active: -1, asked: 0, timer: 0 };
+  const refChips = () => [...(document.getElementById("composer-refs")?.querySelectorAll(".ref-chip") || [])];
+  function showRefs() {
+    const box = document.getElementById("composer-refs");
+    if (box) box.hidden = !box.querySelector(".ref-chip");
+  }
+  // The `@filter` just before the caret, or null: {start: where the `@` is, filter: what follows it}.
+  function atToken(input) {
+    if (input.selectionStart !== input.selectionEnd) return null;
+    const before = input.value.slice(0, input.selectionStart);
+    const m = /(^|\s)@([^\s@]*)$/.exec(before);
+    if (!m || m[2].length > REF_FILTER_MAX) return null;
+    return { start: before.length - m[2].length - 1, filter: m[2] };
+  }
+  function setPickerA11y(open) {
+    const input = document.getElementById("composer-input");
+    if (!input) return;
+    // No aria-expanded: a textarea is a textbox, which may not carry it (axe); the list it controls and
+    // the option it points at say it.
+    input.setAttribute("aria-autocomplete", "list");
+    if (open) input.setAttribute("aria-controls", "chat-ref-list"); else input.removeAttribute("aria-controls");
+    const item = open && picker.active >= 0 ? document.getElementById("chat-ref-list")?.children[picker.active] : null;
+    if (item) input.setAttribute("aria-activedescendant", item.id); else input.removeAttribute("aria-activedescendant");
+  }
+  function openPicker(start, filter) {
+    const box = document.getElementById("chat-ref-picker");
+    if (!box) return;
+    const again = picker.open && picker.filter === filter;
+    if (!picker.open) {
+      // Nothing from the last time it was open: the list fills when this answer comes.
+      picker.items = [];
+      picker.active = -1;
+      document.getElementById("chat-ref-list")?.replaceChildren();
+      document.getElementById("chat-ref-empty")?.setAttribute("hidden", "");
+    }
+    picker.open = true;
+    picker.start = start;
+    picker.filter = filter;
+    box.hidden = false;
+    setPickerA11y(true);
+    if (again) return;
+    clearTimeout(picker.timer);
+    picker.asked += 1;  // the answer for the filter before this one is stale already
+    picker.timer = setTimeout(() => askOthers(filter), 120);
+  }
+  function closePicker() {
+    clearTimeout(picker.timer);
+    picker.asked += 1;  // an answer still on its way is stale now
+    picker.open = false;
+    picker.start = null;
+    picker.filter = "";
+    picker.active = -1;
+    const box = document.getElementById("chat-ref-picker");
+    if (box) box.hidden = true;
+    setPickerA11y(false);
+  }
+  async function askOthers(filter) {
+    const asked = ++picker.asked;
+    let items;
+    try {
+      const r = await fetch(`/api/chats/${chatId()}/memory/others?q=${encodeURIComponent(filter)}`);
+      if (!r.ok) throw new Error(`HTTP ${r.status}`);
+      items = await r.json();
+    } catch (err) {
+      if (asked === picker.asked) { closePicker(); toast("The list of other chats could not be read: " + err.message, "error"); }
+      return;
+    }
+    if (asked !== picker.asked || !picker.open) return;  // a newer filter was typed meanwhile
+    picker.items = items;
+    picker.active = items.length ? 0 : -1;
+    const options = document.getElementById("chat-ref-list");
+    const empty = document.getElementById("chat-ref-empty");
+    if (!options) return;
+    options.replaceChildren(...items.map((chat, i) => {
+      const li = document.createElement("li");
+      li.id = "chat-ref-option-" + chat.id;
+      li.className = "ref-option";
+      li.setAttribute("role", "option");
+      li.dataset.index = i;
+      const title = li.appendChild(document.createElement("span"));
+      title.className = "ref-option-title";
+      title.textContent = chat.title;
+      const first = li.appendChild(document.createElement("span"));
+      first.className = "ref-option-first muted small";
+      first.textContent = chat.first_request || "";
+      return li;
+    }));
+    options.hidden = !items.length;
+    if (empty) empty.hidden = items.length > 0;
+    markActive();
+  }
+  function markActive() {
+    const options = document.getElementById("chat-ref-list");
+    [...(options?.children || [])].forEach((li, i) => li.setAttribute("aria-selected", i === picker.active ? "true" : "false"));
+    options?.children[picker.active]?.scrollIntoView({ block: "nearest" });
+    setPickerA11y(picker.open);
+  }
+  function chooseRef(index) {
+    const chat = picker.items[index];
+    const input = document.getElementById("composer-input");
+    if (!chat || !input) return;
+    const token = picker.start !== null ? atToken(input) : null;
+    if (token) {
+      // The `@filter` typed was only for finding the chat: it goes.
+      input.value = input.value.slice(0, token.start) + input.value.slice(input.selectionStart);
+      input.setSelectionRange(token.start, token.start);
+      autosize(input);
+    }
+    closePicker();
+    input.focus();
+    const box = document.getElementById("composer-refs");
+    const tpl = document.getElementById("ref-chip-template");
+    if (!box || !tpl) return;
+    const chips = refChips();
+    if (chips.some((c) => Number(c.dataset.chatId) === chat.id)) return;
+    if (chips.length >= MAX_REFS) { toast(`A message takes at most ${MAX_REFS} other chats' memories.`, "error"); return; }
+    const chip = tpl.content.firstElementChild.cloneNode(true);
+    chip.dataset.chatId = chat.id;
+    chip.querySelector(".ref-title").textContent = chat.title;
+    chip.querySelector(".ref-remove")?.setAttribute("aria-label", `Remove the memory of “${chat.title}”`);
+    box.appendChild(chip);
+    showRefs();
+  }
+  function followCaret(e) {
+    if (e.target.id !== "composer-input") return;
+    const token = atToken(e.target);
+    if (token) openPicker(token.start, token.filter);
+    else if (picker.open && (e.type === "input" || picker.start !== null)) closePicker();
+  }
+  document.addEventListener("input", followCaret);
+  // The caret moved away from the `@filter` (←/→, a click in the text): the list follows it.
+  document.addEventListener("keyup", (e) => { if (["ArrowLeft", "ArrowRight", "Home", "End"].includes(e.key)) followCaret(e); });
+  document.addEventListener("click", followCaret);
+  // Keys while the list is open belong to it: before the composer's own (Enter sends, ↑ edits the last
+  // message, Escape stops a reply or closes a panel).
+  document.addEventListener("keydown", (e) => {
+    if (!picker.open || e.target.id !== "composer-input" || e.isComposing) return;
+    const n = picker.items.length;
+    const options = document.getElementById("chat-ref-list");
+    const shown = options && !options.hidden && n;
+    let handled = true;
+    if (e.key === "Escape") closePicker();
+    else if (e.key === "ArrowDown" && shown) { picker.active = (picker.active + 1) % n; markActive(); }
+    else if (e.key === "ArrowUp" && shown) { picker.active = (picker.active + n - 1) % n; markActive(); }
+    else if ((e.key === "Enter" || e.key === "Tab") && !e.shiftKey && shown && picker.active >= 0) chooseRef(picker.active);
+    else handled = false;
+    if (handled) { e.preventDefault(); e.stopPropagation(); }
+  }, true);
+  // The mouse and a finger choose too; pressing an option leaves the focus (and the phone's keyboard) in the box.
+  document.addEventListener("mousedown", (e) => { if (e.target.closest("#chat-ref-list .ref-option")) e.preventDefault(); });
+  document.addEventListener("click", (e) => {
+    const option = e.target.closest("#chat-ref-list .ref-option");
+    if (option) { chooseRef(Number(option.dataset.index)); return; }
+    if (e.target.closest("#use-other-chat")) {
+      // The empty chat's "Use another chat": the same list, every chat in it, ready for the keyboard.
+      const input = document.getElementById("composer-input");
+      input?.focus();
+      openPicker(null, "");
+      return;
+    }
+    const remove = e.target.closest(".ref-chip .ref-remove");
+    if (remove) {
+      remove.closest(".ref-chip").remove();
+      showRefs();
+      document.getElementById("composer-input")?.focus();
+      return;
+    }
+    if (picker.open && !e.target.closest("#chat-ref-picker, #composer-input")) closePicker();
+  });
+
+  // A reply to an excerpt: text selected inside one reply shows Reply beside the selection (on a phone
+  // above it, clear of the selection handles and the browser's own menu below); Alt+R does the same.
+  // The excerpt waits above the message box and goes with the next message as its quote.
+  const MAX_QUOTE = 2000;
+  let offered = null;  // the words Reply was shown for: a tap on it may collapse the selection before its click lands
+  let pressingQuote = false;
+  function selectedExcerpt() {
+    const sel = document.getSelection();
+    if (!sel || sel.isCollapsed || !sel.rangeCount) return null;
+    const range = sel.getRangeAt(0);
+    const replyText = (n) => (n.nodeType === Node.ELEMENT_NODE ? n : n.parentElement)?.closest("article.msg-assistant .msg-text");
+    const from = replyText(range.startContainer);
+    if (!from || from !== replyText(range.endContainer) || from.closest(".is-streaming")) return null;
+    const words = sel.toString().trim();
+    return words ? { range, words } : null;
+  }
+  function placeQuoteButton() {
+    const button = document.getElementById("quote-reply-button");
+    if (!button) return;
+    const found = selectedExcerpt();
+    const rects = found ? [...found.range.getClientRects()].filter((r) => r.width && r.height) : [];
+    if (!rects.length) {
+      if (!pressingQuote) { button.hidden = true; offered = null; }
+      return;
+    }
+    offered = found.words;
+    button.hidden = false;
+    const w = button.offsetWidth, h = button.offsetHeight;
+    const bounds = list()?.getBoundingClientRect() || { top: 0, bottom: innerHeight };
+    let x, y;
+    if (coarse) {
+      // Above the selection's first line, centred on it.
+      const first = rects[0];
+      x = first.left + first.width / 2 - w / 2;
+      y = first.top - h - 10;
+    } else {
+      // Just above and to the right of where the selection ends.
+      const last = rects[rects.length - 1];
+      x = last.right + 2;
+      y = last.top - h - 2;
+    }
+    x = Math.max(8, Math.min(x, innerWidth - w - 8));
+    y = Math.max(bounds.top + 4, Math.min(y, bounds.bottom - h - 4));
+    button.style.left = Math.round(x) + "px";
+    button.style.top = Math.round(y) + "px";
+  }
+  document.addEventListener("selectionchange", placeQuoteButton);
+  document.addEventListener("scroll", (e) => { if (e.target.id === "message-list") placeQuoteButton(); }, true);
+  window.addEventListener("resize", placeQuoteButton);
+  function setQuote(text) {
+    const box = document.getElementById("composer-quote");
+    const shown = document.getElementById("composer-quote-text");
+    if (!box || !shown) return;
+    shown.textContent = text || "";
+    box.hidden = text === null;
+  }
+  // The excerpt waiting in the composer, or null.
+  function takenQuote() {
+    const box = document.getElementById("composer-quote");
+    const text = document.getElementById("composer-quote-text")?.textContent || "";
+    return box && !box.hidden && text.trim() ? text : null;
+  }
+  function quoteSelection(fromButton) {
+    const words = selectedExcerpt()?.words || (fromButton ? offered : null);
+    pressingQuote = false;
+    offered = null;
+    const button = document.getElementById("quote-reply-button");
+    if (button) button.hidden = true;
+    if (!words) return;
+    const chars = Array.from(words);  // by characters, so an emoji is never cut in half
+    if (chars.length > MAX_QUOTE) {
+      toast(`The excerpt is long: its first ${MAX_QUOTE.toLocaleString("en")} characters are quoted.`, "info");
+    }
+    setQuote(chars.length > MAX_QUOTE ? chars.slice(0, MAX_QUOTE - 1).join("") + "…" : words);
+    document.getSelection().removeAllRanges();
+    document.getElementById("composer-input")?.focus({ preventScroll: true });
+  }
+  document.addEventListener("pointerdown", (e) => {
+    if (!e.target.closest("#quote-reply-button")) return;
+    pressingQuote = true;
+    e.preventDefault();  // the selection stays until the click has taken it
+  });
+  document.addEventListener("pointerup", () => { setTimeout(() => { pressingQuote = false; }); });
+  document.addEventListener("click", (e) => {
+    if (e.target.closest("#quote-reply-button")) { quoteSelection(true); return; }
+    if (e.target.closest("#composer-quote-remove")) {
+      setQuote(null);
+      document.getElementById("composer-input")?.focus();
+    }
+  });
+  document.addEventListener("keydown", (e) => {
+    // The key's code, not its character: on a Mac, Option+R types "®".
+    if (!e.altKey || e.ctrlKey || e.metaKey || e.shiftKey || e.code !== "KeyR" || !chatId()) return;
+    if (selectedExcerpt()) { e.preventDefault(); quoteSelection(false); }
   });
 
   // Reply, Continue, Impersonate: the server refuses what does not fit the chat (a toast says why).
