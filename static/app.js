@@ -710,7 +710,8 @@
     const close = e.target.closest(".local-notice .notice-close");
     if (!close) return;
     close.closest(".local-notice").remove();
-    document.getElementById("composer-input")?.focus({ preventScroll: true });
+    // Not on a phone, where focus in the message box opens the keyboard over half the chat.
+    if (!coarse) document.getElementById("composer-input")?.focus({ preventScroll: true });
   });
 
   // Another chat's memory for the next message: `@` at the start or after a space opens the list of the
@@ -758,12 +759,24 @@
     picker.start = start;
     picker.filter = filter;
     box.hidden = false;
+    fitPicker();
     setPickerA11y(true);
     if (again) return;
     clearTimeout(picker.timer);
     picker.asked += 1;  // the answer for the filter before this one is stale already
     picker.timer = setTimeout(() => askOthers(filter), 120);
   }
+  // The list fits between the top of what is visible and the message box: on a phone the keyboard
+  // takes the bottom half of the screen (the visual viewport), and the list must not run off its top.
+  function fitPicker() {
+    const box = document.getElementById("chat-ref-picker");
+    const composer = document.getElementById("composer");
+    if (!box || box.hidden || !composer) return;
+    const top = window.visualViewport ? window.visualViewport.offsetTop : 0;
+    const room = composer.getBoundingClientRect().top - top - 16;
+    box.style.maxHeight = Math.round(Math.max(120, Math.min(352, room))) + "px";
+  }
+  window.visualViewport?.addEventListener("resize", fitPicker);
   function closePicker() {
     clearTimeout(picker.timer);
     picker.asked += 1;  // an answer still on its way is stale now
@@ -914,10 +927,11 @@
       if (!pressingQuote) { button.hidden = true; offered = null; }
       return;
     }
+    const bounds = list()?.getBoundingClientRect() || { top: 0, bottom: innerHeight };
+    if (rects.at(-1).bottom < bounds.top || rects[0].top > bounds.bottom) { button.hidden = true; return; }  // scrolled away
     offered = found.words;
     button.hidden = false;
     const w = button.offsetWidth, h = button.offsetHeight;
-    const bounds = list()?.getBoundingClientRect() || { top: 0, bottom: innerHeight };
     let x, y;
     if (coarse) {
       // Above the selection's first line, centred on it.
