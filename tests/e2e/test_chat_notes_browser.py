@@ -176,7 +176,21 @@ def test_at_brings_another_chats_memory(page: Page, live, models, shot, screen):
     expect(page.locator("#chat-ref-picker")).to_be_hidden()
     expect(box).to_have_value("")
     expect(box).to_be_focused()
-    assert market["id"] != lighthouse["id"]
+
+    # A finger or the mouse chooses too; the same chat twice is one chip; a chip can be taken back.
+    box.press_sequentially("@")
+    expect(options).to_have_count(2)
+    (options.nth(0).tap if screen == "phone" else options.nth(0).click)()
+    chips = page.locator("#composer-refs .ref-chip")
+    expect(chips).to_have_count(2)
+    expect(chips.nth(1)).to_have_attribute("data-chat-id", str(market["id"]))
+    box.press_sequentially("@light")
+    expect(options).to_have_count(1)
+    box.press("Tab")
+    expect(chips).to_have_count(2)
+    expect(box).to_have_value("")
+    chips.nth(1).get_by_role("button").click()
+    expect(chips).to_have_count(1)
 
     box.press_sequentially("What colour is the lamp?")
     shot("chip")
