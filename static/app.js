@@ -1309,6 +1309,11 @@
       // A fold inserted here calls this once more, which then changes nothing.
       new MutationObserver(() => { numberMessages(); foldSummarised(); roveAll(); }).observe(list(), { childList: true });
       if (chatEl().dataset.generating === "true") follow();
+      // Toasts sit just above the message box, however tall a quote and chips make it (they would
+      // cover the very things a refusal gave back).
+      const composer = document.getElementById("composer");
+      const room = () => document.body.style.setProperty("--composer-room", Math.round(innerHeight - composer.getBoundingClientRect().top + 8) + "px");
+      if (composer && window.ResizeObserver) { new ResizeObserver(room).observe(composer); window.addEventListener("resize", room); }
       watchChat();
       // Desktop: the message box has focus when a chat opens, ready to type. Not on a phone, where
       // focus opens the on-screen keyboard over half the chat.

@@ -310,3 +310,65 @@ def test_reply_to_an_excerpt(page: Page, live, models, shot, screen):
     assert "> green lamp at dusk" in text, json.dumps(text)
     assert text.index("> green lamp at dusk") < text.rindex("about this"), text
     shot("sent")
+
+
+def test_a_refused_message_gives_back_its_quote_and_chips(page: Page, live, models, shot, screen):
+    reply = "The keeper lit the green lamp at dusk and waited for the ship."
+    with live.client() as api:
+        add_connection(api, models)
+        aria = add_character(api, "Aria", first_mes="")["id"]
+        gone = _chat_with_reply(api, aria, "The old log", "The ship came in at dawn.")
+        chat = new_chat(api, [aria], name="Now")
+        models.script(reply)
+        r = api.post(
+            f"/api/chats/{chat['id']}/generate",
+            json={"action": "send", "content": "Tell me about the keeper."},
+        )
+        assert "event: done" in r.text, r.text
+        wait_for(
+            lambda: api.get(f"/api/chats/{chat['id']}/memory/others").json(), what="the old log's memory"
+        )
+    page.goto(f"{live.url}/chats/{chat['id']}")
+    expect(page.locator("article.msg-assistant .msg-text")).to_contain_text(reply)
+    box = page.locator("#composer-input")
+
+    page.evaluate(SELECT, "green lamp")
+    page.locator("#quote-reply-button").click()
+    expect(page.locator("#composer-quote-text")).to_have_text("green lamp")
+    box.press_sequentially("@old")
+    expect(page.locator("#chat-ref-list [role=option]")).to_have_count(1)
+    box.press("Enter")
+    chip = page.locator("#composer-refs .ref-chip")
+    expect(chip).to_have_count(1)
+
+    # A quote or another chat's memory still needs words: nothing is sent, nothing is lost.
+    page.click("#send-button")
+    expect(page.locator("#toasts .toast", has_text="Write a few words")).to_be_visible()
+    expect(page.locator("#composer-quote")).to_be_visible()
+    expect(chip).to_have_count(1)
+
+    # The chat chosen is deleted meanwhile: the server refuses the message, and the composer gets back
+    # the words, the quote and the chip.
+    with live.client() as api:
+        assert api.delete(f"/api/chats/{gone['id']}").status_code in (200, 204)
+    asked = len(models.requests)
+    box.fill("Does it fit the log?")
+    page.click("#send-button")
+    expect(page.locator("#toasts .toast-error", has_text="does not exist")).to_be_visible()
+    expect(box).to_have_value("Does it fit the log?")
+    expect(page.locator("#composer-quote-text")).to_have_text("green lamp")
+    expect(chip).to_have_count(1)
+    expect(page.locator("article.msg-user")).to_have_count(1)
+    expect_in_sight(page, "#toasts .toast-error")
+    shot("refused")
+    assert len(models.requests) == asked
+
+    # Taken back, the message goes without them.
+    page.locator("#composer-quote-remove").click()
+    chip.get_by_role("button").click()
+    expect(page.locator("#composer-quote")).to_be_hidden()
+    expect(page.locator("#composer-refs")).to_be_hidden()
+    page.click("#send-button")
+    expect(page.locator("article.msg-user")).to_have_count(2)
+    expect(page.locator("article.msg-user").last.locator(".msg-quote")).to_have_count(0)
+    expect(page.locator("article.msg-assistant").last).to_contain_text("Echo: Does it fit the log?")
