@@ -581,10 +581,14 @@
     if (MEMORY_COMMAND.test(content)) {
       // /remember, /memory, /forget: the server answers with a notice for this page only (never a
       // message, never the model); a refusal (a 501-character note) is an error toast.
+      const notices = () => list()?.querySelectorAll(".local-notice").length || 0;
+      const before = notices();
       input.value = "";
       autosize(input);
       await htmx.ajax("POST", `/chats/${chatId()}/memory/command`,
                       { target: "#message-list", swap: "beforeend", values: { text: content } }).catch(() => {});
+      // Refused (the toast says why): what was typed comes back, to be shortened rather than retyped.
+      if (notices() === before && !input.value) { input.value = content; autosize(input); }
       scrollToEnd(true);
       return;
     }
@@ -597,6 +601,7 @@
       input.focus();
       return;
     }
+    if ((quote !== null || refs.length) && streaming) { toast("A reply is already being written. Stop it first.", "error"); return; }
     if (quote !== null) payload.quote = quote;
     if (refs.length) payload.chat_ref_ids = refs.map((c) => Number(c.dataset.chatId));
     const files = document.getElementById("composer-files");

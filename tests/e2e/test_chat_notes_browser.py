@@ -77,6 +77,15 @@ def test_memory_commands_are_notices_only(page: Page, live, models, shot, screen
     expect_in_sight(page, "#message-list .local-notice:last-child")
     assert _violations(page) == set()
 
+    # A note over the limit is refused with the limit named, in sight; what was typed stays to be shortened.
+    long_note = "/lembrar " + "x" * 501
+    _send(page, long_note)
+    expect(page.locator("#toasts .toast", has_text="500")).to_be_visible()
+    expect_in_sight(page, "#toasts .toast")
+    expect(page.locator("#composer-input")).to_have_value(long_note)
+    expect(notices).to_have_count(3)
+    page.fill("#composer-input", "")
+
     # Dismiss takes a notice away; the others stay.
     notices.first.get_by_role("button", name="Dismiss").click()
     expect(notices).to_have_count(2)
