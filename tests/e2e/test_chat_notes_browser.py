@@ -381,3 +381,38 @@ def test_a_refused_message_gives_back_its_quote_and_chips(page: Page, live, mode
     expect(page.locator("article.msg-user")).to_have_count(2)
     expect(page.locator("article.msg-user").last.locator(".msg-quote")).to_have_count(0)
     expect(page.locator("article.msg-assistant").last).to_contain_text("Echo: Does it fit the log?")
+
+
+def test_a_long_excerpt_is_cut_to_the_limit(page: Page, live, models, shot, screen):
+    reply = " ".join(f"Wave {n} broke on the rocks below the lighthouse." for n in range(60))
+    assert len(reply) > 2_000
+    with live.client() as api:
+        add_connection(api, models)
+        chat = new_chat(api, [add_character(api, "Aria", first_mes="")["id"]])
+        models.script(reply)
+        r = api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "The sea?"})
+        assert "event: done" in r.text, r.text
+    page.goto(f"{live.url}/chats/{chat['id']}")
+    expect(page.locator("article.msg-assistant .msg-text")).to_contain_text("Wave 59")
+    page.evaluate(
+        """() => {
+          const range = document.createRange();
+          range.selectNodeContents([...document.querySelectorAll("article.msg-assistant .msg-text")].at(-1));
+          document.getSelection().removeAllRanges();
+          document.getSelection().addRange(range);
+        }"""
+    )
+    expect_in_sight(page, "#quote-reply-button")
+    if screen == "phone":
+        page.locator("#quote-reply-button").tap()
+    else:
+        page.keyboard.press("Alt+KeyR")
+    expect(page.locator("#toasts .toast", has_text="first 2,000 characters")).to_be_visible()
+    quoted = page.locator("#composer-quote-text").text_content()
+    assert len(quoted) == 2_000 and quoted.endswith("…") and reply.startswith(quoted[:-1]), quoted[-40:]
+
+    # The server takes it as it is.
+    page.locator("#composer-input").press_sequentially("and this")
+    page.click("#send-button")
+    expect(page.locator("article.msg-user").last.locator(".msg-quote")).to_contain_text("Wave 0 broke")
+    expect(page.locator("article.msg-assistant").last).to_contain_text("Echo:")
