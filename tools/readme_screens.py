@@ -20,6 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.support.live import LiveSugo  # noqa: E402
 from tests.support.model_server import ModelServer, Reply  # noqa: E402
+from tests.support.waiting import wait_for  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
 OUT = ROOT / "docs" / "screens"
@@ -119,6 +120,20 @@ def phone_shots(page: Page, live: LiveSugo, models: ModelServer, chat_id: int) -
         active.locator("summary").click()
     active.locator("li").last.scroll_into_view_if_needed()
     page.screenshot(path=str(OUT / "active-context-phone.png"))
+    page.get_by_role("button", name="Close Chat Settings").click()
+
+    # The memory of this chat: built by rules after the reply (in the background), and a note.
+    with live.client() as c:
+        wait_for(lambda: c.get(f"/api/chats/{chat_id}/memory").json()["requests"], what="the chat's memory")
+    if not page.locator(".local-notice").count():
+        page.fill("#composer-input", "/remember The glade is warded; the shadows cannot enter it.")
+        page.click("#send-button")
+        expect(page.locator(".local-notice")).to_be_visible()
+    page.click("#chat-memory-button")
+    expect(page.locator("#memory-panel #chat-notes")).to_be_visible()
+    # The sheet slides up: the picture waits for the slide to end.
+    page.wait_for_function("() => document.getElementById('memory-panel').getAnimations().length === 0")
+    page.screenshot(path=str(OUT / "chat-memory-phone.png"))
 
 
 def main() -> None:

@@ -363,7 +363,7 @@ def test_a_refused_message_gives_back_its_quote_and_chips(page: Page, live, mode
     asked = len(models.requests)
     box.fill("Does it fit the log?")
     page.click("#send-button")
-    expect(page.locator("#toasts .toast-error", has_text="does not exist")).to_be_visible()
+    expect(page.locator("#toasts .toast-error", has_text="was deleted")).to_be_visible()
     expect(box).to_have_value("Does it fit the log?")
     expect(page.locator("#composer-quote-text")).to_have_text("green lamp")
     expect(chip).to_have_count(1)

@@ -33,7 +33,7 @@ from app.memory.chat_notes.core.rules import (
     render_markdown,
 )
 from app.memory.chat_notes.models import ChatMemory
-from app.platform.core.errors import NotFound, UserError
+from app.platform.core.errors import UserError
 from app.platform.db import lock_for_write
 from app.platform.timeutil import utcnow
 
@@ -301,7 +301,7 @@ def references(session: Session, data_dir: Path, chat_id: int, ids: Sequence[int
             raise UserError("A chat's own memory cannot be attached to it: choose another chat after @.")
         other = session.get(Chat, ref_id)
         if other is None:
-            raise NotFound(f"Chat {ref_id} does not exist (it may have been deleted).")
+            raise UserError("A chat you chose after @ was deleted: remove its chip and send again.")
         memory = view(session, other)
         text = ensure_file(data_dir, memory)
         if not text:
