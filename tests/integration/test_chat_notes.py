@@ -268,9 +268,14 @@ def test_a_quoted_excerpt_is_sent_as_a_quote_before_the_words(sugo, api, models)
 
 
 def test_notes_travel_in_the_chat_file(sugo, api, models):
+    add_connection(api, models)
     aria = add_character(api, "Aria")["id"]
     cid = new_chat(api, [aria])["id"]
     api.post(f"/api/chats/{cid}/memory/notes", json={"text": "she prefers tea"})
+    other = new_chat(api, [aria], name="Harbour")["id"]
+    send(api, other, "The ferry leaves at dawn.")
+    wait_memory(api, other, lambda m: m["result"], "the other chat's memory")
+    send(api, cid, "about this", quote="the gulls circle", chat_ref_ids=[other])
     exported = api.get(f"/api/chats/{cid}/export")
     assert exported.status_code == 200
     header = json.loads(exported.content.decode("utf-8").splitlines()[0])
@@ -284,6 +289,13 @@ def test_notes_travel_in_the_chat_file(sugo, api, models):
     assert r.status_code == 201, r.text
     new_id = r.json()["id"]
     assert memory(api, new_id)["notes"] == ["she prefers tea"]
+    # The excerpt and the attached memory come back with their message.
+    sent = [m for m in api.get(f"/api/chats/{new_id}/messages").json() if m["role"] == "user"][-1]
+    assert sent["content"] == "about this" and sent["quote"] == "the gulls circle"
+    assert (
+        sent["chat_refs"][0]["title"] == "Harbour"
+        and "The ferry leaves at dawn." in sent["chat_refs"][0]["text"]
+    )
 
 
 def test_chat_settings_turn_the_notes_off_and_the_memory_on(sugo, api, models):
