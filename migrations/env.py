@@ -1,5 +1,6 @@
 """Alembic environment. The app passes its own engine's connection (sqlite-vec loaded) through
-config.attributes["connection"]; the command line builds one from SUGO_DATA_DIR."""
+config.attributes["connection"]; the command line builds one from SUGO_DATABASE_URL when it is set
+(PostgreSQL), else from SUGO_DATA_DIR."""
 
 from alembic import context
 
@@ -28,6 +29,7 @@ else:
     from app.platform.db import make_engine
     from app.platform.settings import load_settings
 
-    engine = make_engine(load_settings().database_path)
+    settings = load_settings()
+    engine = make_engine(settings.database_url or settings.database_path)
     with engine.connect() as conn:
         run_migrations(conn)

@@ -11,6 +11,7 @@ from hypothesis import settings
 
 from tests.support.live import LiveSugo
 from tests.support.model_server import ModelServer
+from tests.support.postgres import postgres_server, postgres_url  # noqa: F401  (fixtures)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SERAPHINA_PNG = FIXTURES / "default_Seraphina.png"

@@ -1,5 +1,6 @@
 """The engine: SQLite through pysqlite3 (it can load extensions), sqlite-vec on every connection,
-WAL and foreign keys. SQLite-specific SQL stays in this module."""
+WAL and foreign keys; or, given SUGO_DATABASE_URL, PostgreSQL through psycopg 3. SQLite-specific SQL
+stays in this module."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import sqlite_vec
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, create_engine
+
+from app.platform.settings import POSTGRES_URL_PREFIX
 
 log = logging.getLogger(__name__)
 MMAP_SIZE = 2**31 - 2**16  # SQLite's default ceiling (SQLITE_MAX_MMAP_SIZE)
@@ -79,7 +82,11 @@ def check_data_folder(data_dir: Path, database_name: str = "sugo.db") -> None:
         ) from err
 
 
-def make_engine(database_path: Path) -> Engine:
+def make_engine(database: Path | str) -> Engine:
+    """The SQLite file at a path, or the PostgreSQL database a postgresql+psycopg:// URL names."""
+    if isinstance(database, str):
+        return _postgres_engine(database)
+    database_path = database
     database_path.parent.mkdir(parents=True, exist_ok=True)
     _owner_only(database_path)
     engine = create_engine(
@@ -89,6 +96,17 @@ def make_engine(database_path: Path) -> Engine:
     )
     event.listen(engine, "connect", _on_connect)
     return engine
+
+
+def _postgres_engine(url: str) -> Engine:
+    if not url.startswith(POSTGRES_URL_PREFIX):
+        raise ValueError(
+            f"A database URL starts with {POSTGRES_URL_PREFIX}; a SQLite database is given as a path."
+        )
+    # pool_pre_ping: a connection the server closed (a restart, a failover) is replaced, not handed
+    # out. Sessions run in UTC, as SQLite stores every time: a timestamp column without a zone
+    # reads back the instant that was written whatever the server's own time zone.
+    return create_engine(url, pool_pre_ping=True, connect_args={"options": "-c timezone=UTC"})
 
 
 def session_scope(engine: Engine) -> Iterator[Session]:

@@ -63,6 +63,23 @@ def _trusted_proxies() -> tuple[str, ...]:
     return tuple(proxies)
 
 
+POSTGRES_URL_PREFIX = "postgresql+psycopg://"
+
+
+def _database_url() -> str | None:
+    raw = os.environ.get("SUGO_DATABASE_URL", "").strip()
+    if not raw:
+        return None
+    if not raw.startswith(POSTGRES_URL_PREFIX):
+        # Only the scheme is echoed: the rest of a URL may hold a password.
+        scheme = raw.split("://", 1)[0] if "://" in raw else "no scheme"
+        raise ValueError(
+            f"SUGO_DATABASE_URL takes a PostgreSQL URL that starts with {POSTGRES_URL_PREFIX} "
+            f"(not {scheme}); leave it unset to keep the SQLite file in SUGO_DATA_DIR."
+        )
+    return raw
+
+
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path
@@ -95,14 +112,13 @@ class Settings:
     chat_watch_s: float = 15.0
     # SUGO_BRAVE_URL: the Brave Search API's base (tests point it at a fake on loopback); app/tools/web/engines.py.
     brave_url: str = "https://api.search.brave.com/res/v1"
+    # SUGO_DATABASE_URL: a postgresql+psycopg://… URL to keep everything in PostgreSQL instead; None
+    # (unset) is the SQLite file sugo.db in the data folder.
+    database_url: str | None = None
 
     @property
     def database_path(self) -> Path:
         return self.data_dir / "sugo.db"
-
-    @property
-    def database_url(self) -> str:
-        return f"sqlite:///{self.database_path}"
 
     @property
     def secret_key_path(self) -> Path:
@@ -134,4 +150,5 @@ def load_settings() -> Settings:
             h.strip().lower() for h in os.environ.get("SUGO_FETCH_ALLOW", "").split(",") if h.strip()
         ),
         brave_url=os.environ.get("SUGO_BRAVE_URL", "").strip() or "https://api.search.brave.com/res/v1",
+        database_url=_database_url(),
     )

@@ -31,8 +31,8 @@ def upgrade() -> None:
         sa.Column("active", sa.Boolean(), nullable=False),
         sa.Column("origin", sa.String(), nullable=False),
         sa.Column("awaiting_review", sa.Boolean(), nullable=False),
-        sa.Column("created_at", sa.DateTime(), nullable=False),
-        sa.Column("updated_at", sa.DateTime(), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(["chat_id"], ["chat.id"], name="fk_summary_entry_chat_id_chat", ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("id", name="pk_summary_entry"),
     )

@@ -32,8 +32,8 @@ def upgrade() -> None:
         sa.Column("status", sa.String(), nullable=False),
         sa.Column("reason", sa.String(), nullable=False),
         sa.Column("entry_id", sa.Integer(), nullable=True),
-        sa.Column("created_at", sa.DateTime(), nullable=False),
-        sa.Column("updated_at", sa.DateTime(), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(["chat_id"], ["chat.id"], name="fk_summary_job_chat_id_chat", ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("id", name="pk_summary_job"),
     )

@@ -29,9 +29,9 @@ def upgrade() -> None:
         sa.Column("stop_requested", sa.Boolean(), nullable=False),
         sa.Column("reason", sa.String(), nullable=False),
         sa.Column("attempts", sa.Integer(), nullable=False),
-        sa.Column("next_attempt_at", sa.DateTime(), nullable=True),
-        sa.Column("created_at", sa.DateTime(), nullable=False),
-        sa.Column("updated_at", sa.DateTime(), nullable=False),
+        sa.Column("next_attempt_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(["chat_id"], ["chat.id"], name="fk_summary_run_chat_id_chat", ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("id", name="pk_summary_run"),
     )

@@ -24,7 +24,9 @@ def upgrade() -> None:
     op.create_index("ix_memory_chunk_chat_last_message", "memory_chunk", ["chat_id", "last_message_id"])
     # Filled in Python, not with SQLite's json_each, so the same step runs on any database.
     conn = op.get_bind()
-    rows = conn.execute(sa.text("SELECT id, message_ids FROM memory_chunk WHERE message_ids != '[]'")).all()
+    # PostgreSQL's json type has no equality: its text is compared there.
+    has_messages = "CAST(message_ids AS TEXT) != '[]'" if conn.dialect.name == "postgresql" else "message_ids != '[]'"
+    rows = conn.execute(sa.text(f"SELECT id, message_ids FROM memory_chunk WHERE {has_messages}")).all()
     updates = []
     for chunk_id, raw in rows:
         ids = [i for i in (json.loads(raw) if isinstance(raw, str) else raw or []) if isinstance(i, int)]

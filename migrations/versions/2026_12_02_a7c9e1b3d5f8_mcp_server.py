@@ -27,10 +27,10 @@ def upgrade() -> None:
         sa.Column("server_type", sa.String(), nullable=False),
         sa.Column("enabled", sa.Boolean(), nullable=False),
         sa.Column("discovered_tools", sa.JSON(), nullable=True),
-        sa.Column("discovered_at", sa.DateTime(), nullable=True),
+        sa.Column("discovered_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("last_error", sa.String(), nullable=True),
-        sa.Column("created_at", sa.DateTime(), nullable=False),
-        sa.Column("updated_at", sa.DateTime(), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("id", name="pk_mcp_server"),
         sa.UniqueConstraint("name", name="uq_mcp_server_name"),
     )

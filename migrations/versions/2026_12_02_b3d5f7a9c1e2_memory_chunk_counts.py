@@ -28,6 +28,9 @@ def upgrade() -> None:
     op.execute(
         "INSERT INTO memory_chunk_count (chat_id, chunks) SELECT chat_id, count(*) FROM memory_chunk GROUP BY chat_id"
     )
+    if op.get_bind().dialect.name == "postgresql":
+        _triggers_postgresql()
+        return
     op.execute(
         "CREATE TRIGGER memory_chunk_counted AFTER INSERT ON memory_chunk BEGIN "
         "INSERT INTO memory_chunk_count (chat_id, chunks) VALUES (NEW.chat_id, 1) "
@@ -47,7 +50,29 @@ def upgrade() -> None:
     )
 
 
+def _triggers_postgresql() -> None:
+    """The same three triggers on PostgreSQL, over one function (its triggers call functions)."""
+    op.execute(
+        "CREATE FUNCTION memory_chunk_count_follow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        "IF TG_OP IN ('DELETE', 'UPDATE') THEN "
+        "UPDATE memory_chunk_count SET chunks = chunks - 1 WHERE chat_id = OLD.chat_id; END IF; "
+        "IF TG_OP IN ('INSERT', 'UPDATE') THEN "
+        "INSERT INTO memory_chunk_count (chat_id, chunks) VALUES (NEW.chat_id, 1) "
+        "ON CONFLICT (chat_id) DO UPDATE SET chunks = memory_chunk_count.chunks + 1; END IF; "
+        "RETURN NULL; END $$"
+    )
+    op.execute("CREATE TRIGGER memory_chunk_counted AFTER INSERT ON memory_chunk "
+               "FOR EACH ROW EXECUTE FUNCTION memory_chunk_count_follow()")  # fmt: skip
+    op.execute("CREATE TRIGGER memory_chunk_uncounted AFTER DELETE ON memory_chunk "
+               "FOR EACH ROW EXECUTE FUNCTION memory_chunk_count_follow()")  # fmt: skip
+    op.execute("CREATE TRIGGER memory_chunk_recounted AFTER UPDATE OF chat_id ON memory_chunk FOR EACH ROW "
+               "WHEN (NEW.chat_id IS DISTINCT FROM OLD.chat_id) EXECUTE FUNCTION memory_chunk_count_follow()")  # fmt: skip
+
+
 def downgrade() -> None:
+    postgresql = op.get_bind().dialect.name == "postgresql"
     for trigger in ("memory_chunk_recounted", "memory_chunk_uncounted", "memory_chunk_counted"):
-        op.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+        op.execute(f"DROP TRIGGER IF EXISTS {trigger}" + (" ON memory_chunk" if postgresql else ""))
+    if postgresql:
+        op.execute("DROP FUNCTION IF EXISTS memory_chunk_count_follow()")
     op.execute("DROP TABLE IF EXISTS memory_chunk_count")

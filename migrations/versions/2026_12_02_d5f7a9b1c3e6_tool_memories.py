@@ -24,8 +24,8 @@ def upgrade() -> None:
         sa.Column("character_id", sa.Integer(), nullable=True),
         sa.Column("content", sa.String(), nullable=False),
         sa.Column("created_in_chat_id", sa.Integer(), nullable=True),
-        sa.Column("created_at", sa.DateTime(), nullable=False),
-        sa.Column("updated_at", sa.DateTime(), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["character_id"],
             ["character.id"],
@@ -48,8 +48,8 @@ def upgrade() -> None:
         sa.Column("content", sa.String(), nullable=False),
         sa.Column("expires_after_replies", sa.Integer(), nullable=True),
         sa.Column("replies_seen", sa.Integer(), nullable=False),
-        sa.Column("expires_at", sa.DateTime(), nullable=True),
-        sa.Column("created_at", sa.DateTime(), nullable=False),
+        sa.Column("expires_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["chat_id"], ["chat.id"], name="fk_short_term_memory_chat_id_chat", ondelete="CASCADE"
         ),

@@ -31,7 +31,7 @@ def upgrade() -> None:
         sa.Column("sha256", sa.String(), nullable=False),
         sa.Column("path", sa.String(), nullable=False),
         sa.Column("pages", sa.Integer(), nullable=True),
-        sa.Column("created_at", sa.DateTime(), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["chat_id"], ["chat.id"], name="fk_attachment_chat_id_chat", ondelete="CASCADE"
         ),

@@ -30,7 +30,7 @@ def upgrade() -> None:
         sa.Column("nickname", sa.String(), nullable=False),
         sa.Column("prefix", sa.String(), nullable=False),
         sa.Column("suffix", sa.String(), nullable=False),
-        sa.Column("updated_at", sa.DateTime(), nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["character_id"],
             ["character.id"],

@@ -24,14 +24,14 @@ def upgrade() -> None:
         sa.Column("character_id", sa.Integer(), nullable=True),
         sa.Column("persona_id", sa.Integer(), nullable=True),
         sa.Column("purpose", sa.String(), nullable=False),
-        sa.Column("due_at", sa.DateTime(), nullable=False),
+        sa.Column("due_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("interval_hours", sa.Integer(), nullable=True),
         sa.Column("status", sa.String(), nullable=False),
-        sa.Column("fired_at", sa.DateTime(), nullable=True),
+        sa.Column("fired_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("late", sa.Boolean(), nullable=False),
         sa.Column("last_error", sa.String(), nullable=True),
-        sa.Column("created_at", sa.DateTime(), nullable=False),
-        sa.Column("updated_at", sa.DateTime(), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(["chat_id"], ["chat.id"], name="fk_task_chat_id_chat", ondelete="CASCADE"),
         sa.ForeignKeyConstraint(
             ["character_id"], ["character.id"], name="fk_task_character_id_character", ondelete="SET NULL"

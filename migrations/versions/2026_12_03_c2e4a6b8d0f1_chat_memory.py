@@ -26,7 +26,7 @@ def upgrade() -> None:
         sa.Column("has_content", sa.Boolean(), nullable=False),
         sa.Column("first_request", sa.String(), nullable=False),
         sa.Column("version", sa.Integer(), nullable=False),
-        sa.Column("updated_at", sa.DateTime(), nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(["chat_id"], ["chat.id"], name="fk_chat_memory_chat_id_chat", ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("chat_id", name="pk_chat_memory"),
     )
