@@ -1,4 +1,5 @@
-"""`python -m app`: upgrade the database and serve (127.0.0.1 unless told otherwise)."""
+"""`python -m app`: upgrade the database and serve (127.0.0.1 unless told otherwise).
+`python -m app copy-to-postgres URL`: copy the data folder's SQLite database into an empty PostgreSQL one."""
 
 import argparse
 import logging
@@ -20,6 +21,55 @@ def proxy_options(settings: Settings) -> dict:
     return {"proxy_headers": True, "forwarded_allow_ips": list(settings.trusted_proxies)}
 
 
+def copy_to_postgres_command(settings: Settings, url: str) -> int:
+    """Print `table=rows` per table and a closing sentence; a refusal's sentence on stderr, exit 1.
+    The URL is shown without its password."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+    from app.models import metadata
+    from app.platform.copy_to_postgres import NOT_COPIED, CopyRefused, copy_to_postgres
+    from app.platform.db import make_engine
+    from app.platform.settings import POSTGRES_URL_PREFIX
+
+    if not url.startswith(POSTGRES_URL_PREFIX):
+        print(f"The target is a URL that starts with {POSTGRES_URL_PREFIX}.", file=sys.stderr)
+        return 2
+    try:
+        shown = make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        print(
+            "The PostgreSQL URL cannot be read: postgresql+psycopg://user:password@host/database",
+            file=sys.stderr,
+        )
+        return 2
+    database_path = settings.database_path
+    if not database_path.is_file():
+        print(
+            f"There is no Sugo database at {database_path}: set SUGO_DATA_DIR to the data folder.",
+            file=sys.stderr,
+        )
+        return 1
+    source = make_engine(database_path)
+    try:
+        result = copy_to_postgres(source, url, metadata)
+    except CopyRefused as err:
+        print(str(err), file=sys.stderr)
+        return 1
+    except SQLAlchemyError as err:  # PostgreSQL unreachable, a login refused: its first line, not a traceback
+        why = str(getattr(err, "orig", None) or err).strip().splitlines()[0]
+        print(f"The copy to {shown} failed and nothing was written there: {why}", file=sys.stderr)
+        return 1
+    finally:
+        source.dispose()
+    for table, rows in result.rows:  # printed once committed: a refused copy shows no rows as copied
+        print(f"{table}={rows}")
+    print(
+        f"Copied {result.total} rows in {len(result.rows)} tables from {database_path} to {shown}. {NOT_COPIED}"
+    )
+    return 0
+
+
 def main() -> None:
     try:
         settings = load_settings()
@@ -28,7 +78,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="sugo")
     parser.add_argument("--host", default=settings.host)
     parser.add_argument("--port", type=int, default=settings.port)
+    commands = parser.add_subparsers(dest="command")
+    copy = commands.add_parser(
+        "copy-to-postgres", help="copy the data folder's database into an empty PostgreSQL database"
+    )
+    copy.add_argument("url", help="postgresql+psycopg://user:password@host/database")
     args = parser.parse_args()
+    if args.command == "copy-to-postgres":
+        sys.exit(copy_to_postgres_command(settings, args.url))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("sugo")
     if refusal := open_listening_refusal(
