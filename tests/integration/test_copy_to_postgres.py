@@ -28,7 +28,7 @@ from app.platform.copy_to_postgres import copy_to_postgres
 from app.platform.db import make_engine
 from app.platform.migrate import alembic_config, upgrade_database
 from app.tools.registry import ToolContext
-from tests.conftest import add_character, add_connection, new_chat, read_sse
+from tests.conftest import SERAPHINA_PNG, add_character, add_connection, new_chat, read_sse
 from tests.integration.test_memory_recall import _fill
 from tests.support.live import LiveSugo
 
@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parents[2]
 PASSWORD = "s3cret-Pw-never-shown"
 # Tables a folder filled as below holds rows in: the comparison must not pass on empty tables.
 FILLED = {
-    "connection", "app_default", "persona", "character", "chat", "chat_character", "message", "lorebook",
+    "connection", "app_default", "image", "persona", "character", "chat", "chat_character", "message", "lorebook",
     "lorebook_entry", "lorebook_link", "memory_chunk", "memory_vector", "summary_entry", "task",
     "long_term_memory", "chat_memory",
 }  # fmt: skip
@@ -56,6 +56,8 @@ def filled_folder(tmp_path_factory, model_server) -> Path:
         assert r.status_code == 200, r.text
         r = api.post("/api/personas", json={"name": "Rowan", "description": "A walker."})
         assert r.status_code == 201, r.text
+        avatar = {"file": ("rowan.png", SERAPHINA_PNG.read_bytes())}  # an image's bytes: a blob
+        assert api.post(f"/api/personas/{r.json()['id']}/avatar", files=avatar).status_code == 200
         char = add_character(api, tags=["bard", "wanderer"])
         chat = new_chat(api, [char["id"]], name="On the road")
         model_server.script("Hello, traveller — «café» 🎻", "A second hello.")
