@@ -8,7 +8,7 @@ import sys
 import uvicorn
 
 from app.platform.db import DataFolderError, check_data_folder
-from app.platform.settings import Settings, load_settings
+from app.platform.settings import NOT_SERVED_FROM_POSTGRES, Settings, load_settings
 from app.web.auth import is_loopback, open_listening_refusal
 
 
@@ -86,6 +86,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.command == "copy-to-postgres":
         sys.exit(copy_to_postgres_command(settings, args.url))
+    if settings.database_url:
+        sys.exit(NOT_SERVED_FROM_POSTGRES)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("sugo")
     if refusal := open_listening_refusal(

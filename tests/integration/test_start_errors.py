@@ -97,3 +97,28 @@ def test_a_data_folder_under_a_file_stops_the_start_with_a_sentence(tmp_path):
     (tmp_path / "file").write_text("not a folder")
     folder = tmp_path / "file" / "data"
     _refused(_start(folder), folder, "a part of the path is a file")
+
+
+def test_a_database_url_is_refused_at_start_until_sugo_serves_from_postgresql(tmp_path):
+    """Only the copy command and the migrations use SUGO_DATABASE_URL yet: a start with it set stops
+    with a sentence rather than serving from the SQLite file while the user believes otherwise."""
+    env = {
+        **os.environ,
+        "SUGO_DATA_DIR": str(tmp_path / "data"),
+        "SUGO_DATABASE_URL": "postgresql+psycopg://sugo:secret-pw@127.0.0.1:9/sugo",
+        "SUGO_DISCOVERY_PORTS": "none=1",
+        "HF_HUB_OFFLINE": "1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "--port", "9"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode != 0
+    assert "does not serve from PostgreSQL yet" in done.stderr and "secret-pw" not in done.stderr
+    assert not (tmp_path / "data" / "sugo.db").exists()
+    with pytest.raises(ValueError, match="does not serve from PostgreSQL yet"):
+        build_services(Settings(data_dir=tmp_path / "data2", database_url="postgresql+psycopg://x@h/d"))
