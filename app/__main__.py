@@ -6,9 +6,13 @@ import logging
 import sys
 
 import uvicorn
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-from app.platform.db import DataFolderError, check_data_folder
-from app.platform.settings import NOT_SERVED_FROM_POSTGRES, Settings, load_settings
+from app.models import metadata
+from app.platform.copy_to_postgres import NOT_COPIED, CopyRefused, copy_to_postgres
+from app.platform.db import DataFolderError, check_data_folder, make_engine
+from app.platform.settings import NOT_SERVED_FROM_POSTGRES, POSTGRES_URL_PREFIX, Settings, load_settings
 from app.web.auth import is_loopback, open_listening_refusal
 
 
@@ -24,14 +28,6 @@ def proxy_options(settings: Settings) -> dict:
 def copy_to_postgres_command(settings: Settings, url: str) -> int:
     """Print `table=rows` per table and a closing sentence; a refusal's sentence on stderr, exit 1.
     The URL is shown without its password."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
-
-    from app.models import metadata
-    from app.platform.copy_to_postgres import NOT_COPIED, CopyRefused, copy_to_postgres
-    from app.platform.db import make_engine
-    from app.platform.settings import POSTGRES_URL_PREFIX
-
     if not url.startswith(POSTGRES_URL_PREFIX):
         print(f"The target is a URL that starts with {POSTGRES_URL_PREFIX}.", file=sys.stderr)
         return 2
