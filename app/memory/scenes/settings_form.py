@@ -87,6 +87,10 @@ def prepare_context(session: Session, services: Services, chat: Chat) -> dict[st
         helper_config(session, services, chat)
     except UserError as err:
         problem = str(err)
+    # The run before the counts: each read sees what is committed at that moment, and the run says
+    # "done" only after its last recap is stored; counted first, a recap stored between the two reads
+    # showed as "3 scenes, 2 recaps written" under a finished run, which the panel stops refreshing.
+    run = prepare.latest_run(session, chat.id)
     counts = dict(
         session.exec(
             select(Scene.state, func.count()).where(Scene.chat_id == chat.id).group_by(Scene.state)
@@ -94,7 +98,7 @@ def prepare_context(session: Session, services: Services, chat: Chat) -> dict[st
     )
     return {
         "chat": chat,
-        "run": prepare.latest_run(session, chat.id),
+        "run": run,
         "working": prepare.working(services, chat.id),
         "helper": helper_connection(session, chat),
         "helper_problem": problem,
