@@ -3,11 +3,14 @@ switch and its "every N user messages" are saved with the settings (a bad number
 sentence); Backfill shows its progress bar and step, Stop ends it after the call in hand, and the
 finished entries are listed. Desktop and phone."""
 
+import threading
+
 from playwright.sync_api import Page, expect
 
 from tests.conftest import read_sse
 from tests.e2e.test_summaries_browser import _chat, _connect, _entries
 from tests.support.model_server import Reply
+from tests.support.waiting import wait_for
 
 
 def test_enable_automatic_summaries_and_save(page: Page, live, shot):
@@ -72,7 +75,10 @@ def test_backfill_shows_progress_and_stop_keeps_the_finished_entries(page: Page,
 def test_an_automatic_summary_shows_while_it_is_written_then_is_listed(page: Page, live, models, shot):
     chat_id = _chat(live, 1)
     _connect(live, models)
-    models.script("A reply.", Reply("They set out at dawn and met on the road.", first_delay_s=2.5))
+    # The summary is held at the model until the page has shown it running: a page opened before the
+    # background run had started, or after it had ended, would have nothing running to show.
+    held = threading.Event()
+    models.script("A reply.", Reply("They set out at dawn and met on the road.", gate=held))
     with live.client() as c:
         assert (
             c.put(
@@ -81,12 +87,14 @@ def test_an_automatic_summary_shows_while_it_is_written_then_is_listed(page: Pag
             == 200
         )
         read_sse(c.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "Shall we go?"}))
+    wait_for(lambda: models.pending_replies == 0, timeout=30, what="the automatic summary asked of the model")
     page.goto(f"{live.url}/chats/{chat_id}/settings")
     section = page.locator("#chat-summary")
     running = section.locator("#summary-auto-running")
     running.scroll_into_view_if_needed()
     expect(running).to_have_text("Writing the automatic summary of messages 1–4…")
     shot("automatic-running")
+    held.set()
     items = section.locator(".summary-item")
     expect(items).to_have_count(1, timeout=15_000)
     expect(items.nth(0)).to_contain_text("messages 1–4")
@@ -105,6 +113,8 @@ def test_a_failed_automatic_summary_shows_its_reason_and_retry_writes_it(page: P
             == 200
         )
         read_sse(c.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "Shall we go?"}))
+    # Opened once the run has begun (a page opened before it had would have no run to show or poll).
+    wait_for(lambda: models.pending_replies == 0, timeout=30, what="the automatic summary asked of the model")
     page.goto(f"{live.url}/chats/{chat_id}/settings")
     section = page.locator("#chat-summary")
     failed = section.locator("#summary-auto-failed")
