@@ -46,7 +46,7 @@ from app.platform.foreground import Foreground
 from app.platform.jobs import make_scheduler, register_jobs, settle_runs
 from app.platform.migrate import upgrade_database
 from app.platform.services import Services
-from app.platform.settings import NOT_SERVED_FROM_POSTGRES, Settings, load_settings
+from app.platform.settings import Settings, load_settings
 from app.prompt.sources import PromptSources
 from app.sources import default_sources
 from app.tools.builtin import builtin_tools
@@ -69,11 +69,9 @@ SWAGGER_UI = "swagger-ui-5.35.0"
 def build_services(settings: Settings, *, sources: PromptSources | None = None) -> Services:
     """Everything the app keeps while it runs, for one data folder; the database is migrated first
     (a request must never meet an old schema)."""
-    if settings.database_url:
-        # Serving from PostgreSQL is being built; until then a set URL must not be silently ignored.
-        raise ValueError(NOT_SERVED_FROM_POSTGRES)
     check_data_folder(settings.data_dir, settings.database_path.name)  # made owner-only when new
-    engine = make_engine(settings.database_path)
+    # The data folder stays in use with PostgreSQL: it keeps the keys and the images.
+    engine = make_engine(settings.database_url or settings.database_path)
     upgrade_database(engine)
     keybox = KeyBox(settings.secret_key_path)
     with Session(engine) as session:

@@ -8,10 +8,13 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from sqlalchemy.engine import Engine
 
+from app.platform.db import make_engine
+from app.platform.migrate import upgrade_database
 from tests.support.live import LiveSugo
 from tests.support.model_server import ModelServer
-from tests.support.postgres import postgres_server, postgres_url  # noqa: F401  (fixtures)
+from tests.support.postgres import migrated_postgres_url, postgres_server, postgres_url  # noqa: F401  (fixtures)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SERAPHINA_PNG = FIXTURES / "default_Seraphina.png"
@@ -44,9 +47,38 @@ def models(model_server: ModelServer) -> Iterator[ModelServer]:
     model_server.new_epoch()
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database(request, tmp_path: Path) -> Iterator[Engine]:
+    """An engine on Sugo's schema at the newest migration, once on each database Sugo runs on (a
+    SQLite file, then a fresh PostgreSQL database): storage code tested with it holds on both."""
+    if request.param == "sqlite":
+        engine = make_engine(tmp_path / "sugo.db")
+        upgrade_database(engine)
+    else:
+        engine = make_engine(request.getfixturevalue("migrated_postgres_url"))
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+# The PostgreSQL pass (`make test` runs the portable part of the integration suite again this way):
+# with SUGO_TEST_DATABASE=postgres the live Sugo of the `sugo` fixture serves from a fresh PostgreSQL
+# database instead of its SQLite file.
+ON_POSTGRES = os.environ.get("SUGO_TEST_DATABASE", "sqlite") == "postgres"
+
+
 @pytest.fixture
-def sugo(tmp_path: Path) -> Iterator[LiveSugo]:
-    with LiveSugo(tmp_path / "data") as live:
+def sugo(request, tmp_path: Path) -> Iterator[LiveSugo]:
+    url = request.getfixturevalue("migrated_postgres_url") if ON_POSTGRES else None
+    with LiveSugo(tmp_path / "data", database_url=url) as live:
+        yield live
+
+
+@pytest.fixture
+def postgres_sugo(request, tmp_path: Path) -> Iterator[LiveSugo]:
+    """A live Sugo serving from a fresh PostgreSQL database (its data folder still holds keys and images)."""
+    with LiveSugo(tmp_path / "data", database_url=request.getfixturevalue("migrated_postgres_url")) as live:
         yield live
 
 

@@ -121,13 +121,22 @@ def session_scope(engine: Engine) -> Iterator[Session]:
 
 
 def lock_for_write(session: Session) -> None:
-    """Take SQLite's write lock now, before reading what this transaction will change: the driver
-    opens a transaction only at the first write, so a row read before it could change underneath
-    (a reply's version list, rewritten by the stream's writer and by the user's swipe actions). A
-    no-op when the transaction already writes."""
+    """Take the write lock now, before reading what this transaction will change: SQLite's driver
+    opens a transaction only at the first write, so a row read before it could change underneath (a
+    reply's version list, rewritten by the stream's writer and by the user's swipe actions). A no-op
+    when the transaction already writes. On PostgreSQL, the same one-writer-at-a-time rule across
+    every server: a transaction-scoped advisory lock, held until commit or rollback; its reads after
+    it see every commit made before it (read committed)."""
     conn = session.connection()
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK_KEY,))
+        return
     if not conn.connection.driver_connection.in_transaction:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+# The advisory lock key lock_for_write takes on PostgreSQL (any number; other locks use other keys).
+WRITE_LOCK_KEY = 0x5760_0001
 
 
 def vec_version(engine: Engine) -> str:
@@ -137,18 +146,26 @@ def vec_version(engine: Engine) -> str:
 
 def is_disk_full(exc: BaseException) -> bool:
     """Whether a database error means the disk (or the database's size limit) is full: SQLite's
-    SQLITE_FULL, "database or disk is full". The transaction was rolled back; nothing changed."""
+    SQLITE_FULL, "database or disk is full", or PostgreSQL's disk_full (53100). The transaction was
+    rolled back; nothing changed."""
     orig = getattr(exc, "orig", exc)
+    if getattr(orig, "sqlstate", None) == PG_DISK_FULL:
+        return True
     if not isinstance(orig, sqlite3.OperationalError):
         return False
     return getattr(orig, "sqlite_errorcode", None) == SQLITE_FULL or "disk is full" in str(orig).lower()
 
 
 SQLITE_FULL = 13
+PG_DISK_FULL = "53100"
+# PostgreSQL's "another writer was in the way": lock_not_available, deadlock_detected, serialization_failure.
+PG_BUSY = frozenset({"55P03", "40P01", "40001"})
 
 
 def is_busy(exc: BaseException) -> bool:
     """Whether a database error means only that another writer held the lock past the busy timeout
     (a long import): worth a "try again", not an internal error."""
     orig = getattr(exc, "orig", exc)
+    if getattr(orig, "sqlstate", None) in PG_BUSY:
+        return True
     return isinstance(orig, sqlite3.OperationalError) and "locked" in str(orig).lower()
