@@ -39,7 +39,7 @@ from app.memory.summaries.api import router as summaries_api
 from app.memory.summaries.api import templates_router as summary_templates_api
 from app.memory.summaries.prompting import SummaryBlocks
 from app.personas.api import router as personas_api
-from app.platform.claims import RunClaims
+from app.platform.claims import ClaimTable, RunClaims
 from app.platform.clock import Clock
 from app.platform.db import check_data_folder, make_engine
 from app.platform.foreground import Foreground
@@ -79,6 +79,9 @@ def build_services(settings: Settings, *, sources: PromptSources | None = None) 
             log.warning("Marked %d reply(s) cut off by the last shutdown as incomplete.", finished)
         seal_plain_headers(session, keybox)
         session.commit()
+    claims = RunClaims(ClaimTable(engine, server=settings.server))
+    if dropped := claims.table.forget_previous_life():
+        log.info("Dropped %d run claim(s) this server's last start left.", dropped)
     signer = SessionSigner(settings.session_key_path, settings.password) if settings.password else None
     return Services(
         settings=settings,
@@ -90,7 +93,7 @@ def build_services(settings: Settings, *, sources: PromptSources | None = None) 
         sources=sources if sources is not None else default_sources(),
         generations=Generations(),
         foreground=Foreground(),
-        claims=RunClaims(),
+        claims=claims,
         day_backfills=DayBackfills(),
         rescan_statuses=RescanStatuses(),
         held_scenes=HeldScenes(),
@@ -117,6 +120,7 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
         # the scheduler's first sweeps then find the resumed runs holding their chats, and no request ever
         # sees a run "running" with nobody at work.
         settle_runs(services)
+        services.claims.table.start_heartbeat()
         services.recall.load_models(services.engine)
         if settings.start_scheduler:
             scheduler = make_scheduler()
@@ -128,6 +132,7 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
             yield
         finally:
             await services.generations.shutdown()
+            services.claims.table.stop_heartbeat()
             await close_clients()
             if services.scheduler is not None and services.scheduler.running:
                 services.scheduler.shutdown(wait=False)

@@ -15,6 +15,7 @@ from app.memory.scenes.models import Scene, SceneRecapPart, SceneState
 from app.memory.summaries.models import SummaryEntry, SummaryJob, SummaryRun, SummaryTemplate
 from app.personas.models import Persona
 from app.platform import modelbase as _modelbase  # noqa: F401  (naming convention first)
+from app.platform.claims import RunClaim
 from app.tools.mcp.models import McpServer
 from app.tools.memories.models import LongTermMemory, ShortTermMemory
 from app.tools.tasks.models import Task
@@ -39,6 +40,7 @@ __all__ = [
     "MemoryVector",
     "Message",
     "Persona",
+    "RunClaim",
     "SummaryEntry",
     "SummaryJob",
     "SummaryRun",

@@ -1,13 +1,21 @@
-"""Which chats a thread of this app is working on, one set per kind of background work (a summary,
-Prepare, Fix, a scene check, a re-scan): the same chat never has two runs of a kind at once.
+"""Which chats are being worked on, one set per kind of background work (a summary, Prepare, Fix, a
+scene check, a re-scan): the same chat never has two runs of a kind at once, across every Sugo
+server sharing the database.
 
 Decisions:
-- A claim lives in this process, not in the database: a run that a restart cut short belongs to no one,
-  and the row it left saying "running" is the sweep's or the user's to pick up.
-- The claims belong to the app (`Services.claims`, one RunClaims per app), so a chat is named by its id
-  alone: an app started again on the same data folder (a restart in the same process, as the tests do)
-  has claims of its own and does not see the stopped app's runs as its own; two apps on two folders
-  whose chat ids collide share none.
+- A claim is a row of `run_claim` (kind, chat), taken with one INSERT … ON CONFLICT DO NOTHING: the
+  database decides between two threads, or two servers, that want the same chat at once. The same
+  code runs on SQLite and PostgreSQL.
+- A claim names the app instance that holds it (`holder`, new at every start) and the server it runs
+  on (`server`, SUGO_SERVER_NAME: stable across restarts). Each instance refreshes its claims'
+  `heartbeat_at` every HEARTBEAT_S; a claim not refreshed for STALE_AFTER belongs to a server that
+  died, and the next claim of that chat takes it over, so another server resumes the run.
+- At start an instance drops the claims its server's previous life left (on SQLite, every claim: one
+  process owns the file), so a restarted server resumes its own runs at once instead of waiting for
+  them to go stale. A run a restart cut short belongs to no one; the row it left saying "running" is
+  the sweep's or the user's to pick up.
+- The claims belong to the app (`Services.claims`), so a chat is named by its id alone: two apps on
+  two databases whose chat ids collide share none.
 - A thread started with `start` gives the claim back when its work returns or raises, and at once when
   the thread cannot start; `holding` gives it back when the block that records the run fails. Its
   `then` runs after the claim is given back, in the same thread: work that waited for the chat (a
@@ -18,43 +26,189 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+from sqlmodel import Field, SQLModel
+
+from app.platform.timeutil import utcnow
 
 log = logging.getLogger(__name__)
 
+HEARTBEAT_S = 10.0
+STALE_AFTER = timedelta(seconds=60)
+KINDS = ("summaries", "day_summaries", "prepare", "fix", "rescans", "scene_checks", "continuity")
+
+
+class RunClaim(SQLModel, table=True):
+    """One chat being worked on by one kind of run, on one server."""
+
+    __tablename__ = "run_claim"
+
+    kind: str = Field(primary_key=True)
+    chat_id: int = Field(primary_key=True)
+    token: str  # this claim's own mark: an old thread's end never releases a newer claim
+    holder: str = Field(index=True)  # the app instance holding it
+    server: str  # SUGO_SERVER_NAME of that instance
+    heartbeat_at: datetime
+
+
+class ClaimTable:
+    """The run_claim rows as one app instance reads and writes them."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        server: str,
+        now: Callable[[], datetime] = utcnow,
+        stale_after: timedelta = STALE_AFTER,
+    ) -> None:
+        self.engine = engine
+        self.server = server
+        self.holder = uuid.uuid4().hex
+        self._clock = now
+        self._stale_after = stale_after
+        self._stop = threading.Event()
+        self._beating: threading.Thread | None = None
+
+    def _now(self) -> datetime:
+        # Stored as UTC without a zone on both databases (the column's type), so times compare as written.
+        return self._clock().astimezone(UTC).replace(tzinfo=None)
+
+    def take(self, kind: str, chat_id: int) -> str | None:
+        """Claim the chat for a run of `kind`: this claim's token, or None when a live claim holds it."""
+        now = self._now()
+        token = uuid.uuid4().hex
+        with self.engine.begin() as conn:
+            conn.execute(
+                text(
+                    "DELETE FROM run_claim WHERE kind = :kind AND chat_id = :chat AND heartbeat_at < :stale"
+                ),
+                {"kind": kind, "chat": chat_id, "stale": now - self._stale_after},
+            )
+            taken = conn.execute(
+                text(
+                    "INSERT INTO run_claim (kind, chat_id, token, holder, server, heartbeat_at) "
+                    "VALUES (:kind, :chat, :token, :holder, :server, :now) ON CONFLICT (kind, chat_id) DO NOTHING"
+                ),
+                {
+                    "kind": kind,
+                    "chat": chat_id,
+                    "token": token,
+                    "holder": self.holder,
+                    "server": self.server,
+                    "now": now,
+                },
+            ).rowcount
+        return token if taken == 1 else None
+
+    def give_back(self, kind: str, chat_id: int, token: str | None = None) -> None:
+        """Release this instance's claim of the chat (only the claim `token` names, when given)."""
+        sql = "DELETE FROM run_claim WHERE kind = :kind AND chat_id = :chat AND holder = :holder"
+        params: dict[str, Any] = {"kind": kind, "chat": chat_id, "holder": self.holder}
+        if token is not None:
+            sql += " AND token = :token"
+            params["token"] = token
+        with self.engine.begin() as conn:
+            conn.execute(text(sql), params)
+
+    def token(self, kind: str, chat_id: int) -> str | None:
+        """This instance's token for the chat's claim, if it holds it."""
+        with self.engine.connect() as conn:
+            return conn.execute(
+                text(
+                    "SELECT token FROM run_claim WHERE kind = :kind AND chat_id = :chat AND holder = :holder"
+                ),
+                {"kind": kind, "chat": chat_id, "holder": self.holder},
+            ).scalar()
+
+    def chats(self, kind: str) -> list[int]:
+        """The chats a live claim of `kind` holds, on any server."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                text(
+                    "SELECT chat_id FROM run_claim WHERE kind = :kind AND heartbeat_at >= :stale ORDER BY chat_id"
+                ),
+                {"kind": kind, "stale": self._now() - self._stale_after},
+            )
+            return [row[0] for row in rows]
+
+    def held(self, kind: str, chat_id: int) -> bool:
+        with self.engine.connect() as conn:
+            return (
+                conn.execute(
+                    text(
+                        "SELECT count(*) FROM run_claim "
+                        "WHERE kind = :kind AND chat_id = :chat AND heartbeat_at >= :stale"
+                    ),
+                    {"kind": kind, "chat": chat_id, "stale": self._now() - self._stale_after},
+                ).scalar_one()
+                > 0
+            )
+
+    def beat(self) -> int:
+        """Mark this instance's claims alive now; how many it holds."""
+        with self.engine.begin() as conn:
+            return conn.execute(
+                text("UPDATE run_claim SET heartbeat_at = :now WHERE holder = :holder"),
+                {"now": self._now(), "holder": self.holder},
+            ).rowcount
+
+    def forget_previous_life(self) -> int:
+        """Drop the claims this server's earlier start left (every claim on SQLite, which one process owns)."""
+        with self.engine.begin() as conn:
+            if conn.dialect.name == "sqlite":
+                return conn.execute(text("DELETE FROM run_claim")).rowcount
+            return conn.execute(
+                text("DELETE FROM run_claim WHERE server = :server AND holder != :holder"),
+                {"server": self.server, "holder": self.holder},
+            ).rowcount
+
+    def start_heartbeat(self, every_s: float = HEARTBEAT_S) -> None:
+        def run() -> None:
+            while not self._stop.wait(every_s):
+                try:
+                    self.beat()
+                except Exception:  # a busy or unreachable database: the next beat tries again
+                    log.warning("could not refresh this server's run claims", exc_info=True)
+
+        self._stop.clear()
+        self._beating = threading.Thread(target=run, name="run-claims-heartbeat", daemon=True)
+        self._beating.start()
+
+    def stop_heartbeat(self) -> None:
+        self._stop.set()
+        if self._beating is not None:
+            self._beating.join(5)
+            self._beating = None
+
 
 class ChatClaims:
-    def __init__(self) -> None:
-        self._held: dict[int, object] = {}  # chat id -> the holder's token: see `start`
-        self._lock = threading.Lock()
+    """The claims of one kind of run."""
+
+    def __init__(self, table: ClaimTable, kind: str) -> None:
+        self._table = table
+        self.kind = kind
 
     def claim(self, chat_id: int) -> bool:
-        """Take the chat; False when a thread works it."""
-        with self._lock:
-            if chat_id in self._held:
-                return False
-            self._held[chat_id] = object()
-            return True
+        """Take the chat; False when a run of this kind works it (here or on another server)."""
+        return self._table.take(self.kind, chat_id) is not None
 
     def release(self, chat_id: int) -> None:
-        self._release(chat_id, None)
-
-    def _release(self, chat_id: int, token: object | None) -> None:
-        with self._lock:
-            if chat_id in self._held and (token is None or self._held[chat_id] is token):
-                del self._held[chat_id]
+        self._table.give_back(self.kind, chat_id)
 
     def held(self, chat_id: int) -> bool:
-        with self._lock:
-            return chat_id in self._held
+        return self._table.held(self.kind, chat_id)
 
     def chats(self) -> list[int]:
-        """The chats a thread works now."""
-        with self._lock:
-            return sorted(self._held)
+        """The chats a run of this kind works now."""
+        return self._table.chats(self.kind)
 
     @contextmanager
     def holding(self, chat_id: int) -> Iterator[None]:
@@ -77,14 +231,17 @@ class ChatClaims:
         back when the work ends; then `then()`, if given. Only that claim: if the work gave it back early
         (to let the next run start as soon as its end shows) and a new run took the chat, the new run
         keeps it."""
-        with self._lock:
-            token = self._held.get(chat_id)
+        token = self._table.token(self.kind, chat_id)
 
         def run() -> None:
             try:
                 work(*args)
             finally:
-                self._release(chat_id, token)
+                try:
+                    if token is not None:
+                        self._table.give_back(self.kind, chat_id, token)
+                except Exception:  # left to go stale; the next claim takes it over
+                    log.exception("giving back the %s claim of chat %s failed", self.kind, chat_id)
                 if then is not None:
                     try:
                         then()
@@ -95,17 +252,21 @@ class ChatClaims:
             threading.Thread(target=run, name=name, daemon=True).start()
 
 
-@dataclass
 class RunClaims:
     """One app's claims (`Services.claims`), one ChatClaims per kind of run: the Chat Summary's (Generate,
     Backfill, automatic), the Conversation days' (the job, Backfill, Write now), Prepare existing
     history's, Fix's, Re-scan scenes', the scene check's (after a reply, and skipping an unreadable
     batch) and Updating continuity's."""
 
-    summaries: ChatClaims = field(default_factory=ChatClaims)
-    day_summaries: ChatClaims = field(default_factory=ChatClaims)
-    prepare: ChatClaims = field(default_factory=ChatClaims)
-    fix: ChatClaims = field(default_factory=ChatClaims)
-    rescans: ChatClaims = field(default_factory=ChatClaims)
-    scene_checks: ChatClaims = field(default_factory=ChatClaims)
-    continuity: ChatClaims = field(default_factory=ChatClaims)
+    def __init__(self, table: ClaimTable) -> None:
+        self.table = table
+        self.summaries = ChatClaims(table, "summaries")
+        self.day_summaries = ChatClaims(table, "day_summaries")
+        self.prepare = ChatClaims(table, "prepare")
+        self.fix = ChatClaims(table, "fix")
+        self.rescans = ChatClaims(table, "rescans")
+        self.scene_checks = ChatClaims(table, "scene_checks")
+        self.continuity = ChatClaims(table, "continuity")
+
+    def kinds(self) -> list[ChatClaims]:
+        return [getattr(self, kind) for kind in KINDS]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -120,6 +121,14 @@ class Settings:
     # SUGO_DATABASE_URL: a postgresql+psycopg://… URL to keep everything in PostgreSQL instead; None
     # (unset) is the SQLite file sugo.db in the data folder.
     database_url: str | None = None
+    # SUGO_SERVER_NAME: this server's name among several sharing one database (its run claims carry it:
+    # a restarted server takes back its own at once, another's wait to go stale). Default: the machine's
+    # name and the data folder, unique for servers on one machine with folders of their own.
+    server_name: str = ""
+
+    @property
+    def server(self) -> str:
+        return self.server_name or f"{socket.gethostname()}:{self.data_dir}"
 
     @property
     def database_path(self) -> Path:
@@ -156,4 +165,5 @@ def load_settings() -> Settings:
         ),
         brave_url=os.environ.get("SUGO_BRAVE_URL", "").strip() or "https://api.search.brave.com/res/v1",
         database_url=_database_url(),
+        server_name=os.environ.get("SUGO_SERVER_NAME", "").strip(),
     )
