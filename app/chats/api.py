@@ -273,7 +273,10 @@ def _newest_message_id(services, chat_id: int) -> int:
 @router.post("/{chat_id}/stop")
 async def stop_generation(chat_id: int, services: ServicesDep) -> dict:
     """Stop the reply being written; what arrived so far is kept."""
-    return {"stopped": services.generations.stop(chat_id)}
+    if services.generations.stop(chat_id):
+        return {"stopped": True}
+    # Being written on another server sharing the database: its claim row carries the Stop there.
+    return {"stopped": await run_in_threadpool(services.generations.stop_anywhere, chat_id)}
 
 
 @router.get("/{chat_id}/prompt", response_model=PromptRead)

@@ -48,6 +48,7 @@ from app.generation.tool_loop import CAP_NOTE, RoundHooks, ToolRounds, stream_wi
 from app.generation.writer import Draft, ReplyWriter
 from app.memory.scenes.split import split_stored_reply, splits_replies
 from app.personas.models import Persona
+from app.platform.claims import REPLIES, ClaimTable
 from app.platform.core.errors import UserError
 from app.platform.services import Services
 from app.platform.timeutil import utcnow
@@ -83,9 +84,12 @@ class Generation:
 
 
 class Generations:
-    """The replies being written right now, one per chat."""
+    """The replies being written right now, one per chat: those of this server in memory (their
+    streams), and for every server a claim of kind "replies" in the database, so two servers never
+    write two replies in one chat and Stop reaches the server that writes it."""
 
-    def __init__(self) -> None:
+    def __init__(self, claims: ClaimTable) -> None:
+        self._claims = claims
         self._by_chat: dict[int, Generation] = {}
         # Chats whose turn is being stored (on a thread): a second send must not slip in meanwhile.
         self._starting: set[int] = set()
@@ -94,9 +98,22 @@ class Generations:
         return self._by_chat.get(chat_id)
 
     def reserve(self, chat_id: int) -> None:
+        """This server's own check, on the event loop; `claim` (on a thread) then asks the database."""
         if chat_id in self._by_chat or chat_id in self._starting:
-            raise UserError("A reply is already being written in this chat. Stop it first.")
+            raise UserError(ALREADY_WRITING)
         self._starting.add(chat_id)
+
+    def claim(self, chat_id: int) -> str:
+        """The chat's reply claim across servers (on a thread: a database write); its token. Called
+        after `reserve`: no reply of this server is at work in the chat, so a claim of its own still
+        in the table is a finished reply's, whose give-back may lag the end the browser saw."""
+        token = self._claims.take(REPLIES, chat_id, over_own=True)
+        if token is None:
+            raise UserError(ALREADY_WRITING)
+        return token
+
+    def give_back(self, chat_id: int, token: str) -> None:
+        self._claims.give_back(REPLIES, chat_id, token)
 
     def release(self, chat_id: int) -> None:
         self._starting.discard(chat_id)
@@ -109,11 +126,19 @@ class Generations:
             del self._by_chat[gen.chat_id]
 
     def stop(self, chat_id: int) -> bool:
+        """Stop this server's reply in the chat; False when it writes none (see `stop_anywhere`)."""
         gen = self._by_chat.get(chat_id)
         if gen is None:
             return False
         gen.stop.set()
         return True
+
+    def stop_anywhere(self, chat_id: int) -> bool:
+        """Stop the chat's reply on whichever server writes it (on a thread: a database write)."""
+        return self.stop(chat_id) or self._claims.request_stop(REPLIES, chat_id)
+
+    def stop_asked(self, chat_id: int, token: str) -> bool:
+        return self._claims.stop_requested(REPLIES, chat_id, token)
 
     async def shutdown(self) -> None:
         for gen in list(self._by_chat.values()):
@@ -121,6 +146,22 @@ class Generations:
             if gen.task:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(gen.task, timeout=5)
+
+
+ALREADY_WRITING = "A reply is already being written in this chat. Stop it first."
+# How often a reply being written looks whether Stop was asked on another server.
+REMOTE_STOP_POLL_S = 1.0
+
+
+async def _watch_remote_stop(registry: Generations, gen: Generation, token: str) -> None:
+    """Set the reply's Stop when another server asked for it (its claim row says so)."""
+    while not gen.stop.is_set():
+        await asyncio.sleep(REMOTE_STOP_POLL_S)
+        try:
+            if await run_in_threadpool(registry.stop_asked, gen.chat_id, token):
+                gen.stop.set()
+        except Exception:  # a busy database: the next look tries again
+            log.warning("could not read whether Stop was asked for chat %s", gen.chat_id, exc_info=True)
 
 
 async def _publish(gen: Generation, event: str, data: dict) -> None:
@@ -620,7 +661,9 @@ async def start(
     if content and (problem := message_too_long(content)):
         raise UserError(problem)  # before its text is embedded by `expect`
     registry.reserve(chat_id)
+    token: str | None = None
     try:
+        token = await run_in_threadpool(registry.claim, chat_id)
         turn = await run_in_threadpool(
             _store,
             services,
@@ -640,16 +683,27 @@ async def start(
             ("start", {"message_id": turn.message_id, "swipe_index": turn.swipe_index, "action": action})
         )
         registry.add(gen)
+    except BaseException:
+        if token is not None:
+            await run_in_threadpool(registry.give_back, chat_id, token)
+        raise
     finally:
         registry.release(chat_id)
+    claim_token = token
 
     async def runner() -> None:
+        watcher = asyncio.create_task(_watch_remote_stop(registry, gen, claim_token))
         try:
             # Background work that takes the CPU waits while the reply is written (app/platform/foreground.py).
             with services.foreground.reply():
                 await run_generation(gen, turn, services=services)
         finally:
+            watcher.cancel()
             registry.remove(gen)
+            try:
+                await run_in_threadpool(registry.give_back, chat_id, claim_token)
+            except Exception:  # left to go stale (a minute); the next reply in the chat waits for that
+                log.exception("giving back the reply claim of chat %s failed", chat_id)
 
     gen.task = asyncio.get_running_loop().create_task(runner())
     return gen

@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 HEARTBEAT_S = 10.0
 STALE_AFTER = timedelta(seconds=60)
 KINDS = ("summaries", "day_summaries", "prepare", "fix", "rescans", "scene_checks", "continuity")
+REPLIES = "replies"  # the reply being written in a chat (app/generation/reply.py's Generations)
 
 
 class RunClaim(SQLModel, table=True):
@@ -56,6 +57,8 @@ class RunClaim(SQLModel, table=True):
     holder: str = Field(index=True)  # the app instance holding it
     server: str  # SUGO_SERVER_NAME of that instance
     heartbeat_at: datetime
+    # Stop asked from another server for the run this claim holds (a reply being written there).
+    stop_requested: bool = False
 
 
 class ClaimTable:
@@ -81,8 +84,11 @@ class ClaimTable:
         # Stored as UTC without a zone on both databases (the column's type), so times compare as written.
         return self._clock().astimezone(UTC).replace(tzinfo=None)
 
-    def take(self, kind: str, chat_id: int) -> str | None:
-        """Claim the chat for a run of `kind`: this claim's token, or None when a live claim holds it."""
+    def take(self, kind: str, chat_id: int, *, over_own: bool = False) -> str | None:
+        """Claim the chat for a run of `kind`: this claim's token, or None when a live claim holds it.
+        With `over_own`, a claim this instance already holds is taken over with a new token: for a
+        caller that knows no run of its own is at work any more (a reply whose end the browser has
+        seen, its claim not yet given back)."""
         now = self._now()
         token = uuid.uuid4().hex
         with self.engine.begin() as conn:
@@ -94,8 +100,14 @@ class ClaimTable:
             )
             taken = conn.execute(
                 text(
-                    "INSERT INTO run_claim (kind, chat_id, token, holder, server, heartbeat_at) "
-                    "VALUES (:kind, :chat, :token, :holder, :server, :now) ON CONFLICT (kind, chat_id) DO NOTHING"
+                    "INSERT INTO run_claim (kind, chat_id, token, holder, server, heartbeat_at, stop_requested) "
+                    "VALUES (:kind, :chat, :token, :holder, :server, :now, :no) ON CONFLICT (kind, chat_id) "
+                    + (
+                        "DO UPDATE SET token = excluded.token, heartbeat_at = excluded.heartbeat_at, "
+                        "stop_requested = excluded.stop_requested WHERE run_claim.holder = excluded.holder"
+                        if over_own
+                        else "DO NOTHING"
+                    )
                 ),
                 {
                     "kind": kind,
@@ -104,6 +116,7 @@ class ClaimTable:
                     "holder": self.holder,
                     "server": self.server,
                     "now": now,
+                    "no": False,
                 },
             ).rowcount
         return token if taken == 1 else None
@@ -150,6 +163,32 @@ class ClaimTable:
                     {"kind": kind, "chat": chat_id, "stale": self._now() - self._stale_after},
                 ).scalar_one()
                 > 0
+            )
+
+    def request_stop(self, kind: str, chat_id: int) -> bool:
+        """Ask whichever server holds the chat's live claim to stop that run; False when none holds it."""
+        with self.engine.begin() as conn:
+            return (
+                conn.execute(
+                    text(
+                        "UPDATE run_claim SET stop_requested = :yes "
+                        "WHERE kind = :kind AND chat_id = :chat AND heartbeat_at >= :stale"
+                    ),
+                    {"yes": True, "kind": kind, "chat": chat_id, "stale": self._now() - self._stale_after},
+                ).rowcount
+                > 0
+            )
+
+    def stop_requested(self, kind: str, chat_id: int, token: str) -> bool:
+        """Whether Stop was asked (on any server) for the run holding this claim."""
+        with self.engine.connect() as conn:
+            return bool(
+                conn.execute(
+                    text(
+                        "SELECT stop_requested FROM run_claim WHERE kind = :kind AND chat_id = :chat AND token = :token"
+                    ),
+                    {"kind": kind, "chat": chat_id, "token": token},
+                ).scalar()
             )
 
     def beat(self) -> int:

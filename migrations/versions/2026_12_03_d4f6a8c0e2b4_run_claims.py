@@ -1,5 +1,5 @@
-"""run claims in the database: which chat each kind of background run works, per server, with a
-heartbeat (issue 26)
+"""run claims in the database: which chat each kind of background run (and the reply being written)
+works, per server, with a heartbeat and a Stop asked from another server (issue 26)
 
 Revision ID: d4f6a8c0e2b4
 Revises: c2e4a6b8d0f1
@@ -26,6 +26,7 @@ def upgrade() -> None:
         sa.Column("holder", sa.String(), nullable=False),
         sa.Column("server", sa.String(), nullable=False),
         sa.Column("heartbeat_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("stop_requested", sa.Boolean(), nullable=False),
         sa.PrimaryKeyConstraint("kind", "chat_id", name="pk_run_claim"),
     )
     op.create_index("ix_run_claim_holder", "run_claim", ["holder"])

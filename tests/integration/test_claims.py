@@ -178,3 +178,15 @@ def test_an_early_release_lets_the_next_run_keep_its_claim_when_the_old_thread_e
     finish.set()
     assert done.wait(5)
     assert claims.held(1), "the old thread's end took the new run's claim"
+
+
+def test_a_claim_of_its_own_is_taken_over_only_when_asked_and_never_anothers(database):
+    clock = _Clock()
+    mine, theirs = ClaimTable(database, server="a", now=clock), ClaimTable(database, server="b", now=clock)
+    old = mine.take("replies", 1)
+    assert old is not None and mine.take("replies", 1) is None
+    new = mine.take("replies", 1, over_own=True)
+    assert new is not None and new != old
+    mine.give_back("replies", 1, old)  # the finished reply's late give-back leaves the new claim
+    assert mine.held("replies", 1) and mine.token("replies", 1) == new
+    assert theirs.take("replies", 1, over_own=True) is None
