@@ -2,6 +2,7 @@
 for the Last messages, turn one off, shift-click a range of entries and disable them, edit one,
 delete one, hide and show the inactive ones; "Hide summarised messages" is saved with the settings. Desktop and phone."""
 
+import threading
 import time
 
 from playwright.sync_api import Page, expect
@@ -204,7 +205,9 @@ def test_generate_a_range_fail_retry_and_approve_under_review(page: Page, live, 
     section.scroll_into_view_if_needed()
     items = section.locator(".summary-item")
 
-    models.script(Reply("The travellers crossed the salt flats.", first_delay_s=1.5))
+    # Held at the model until the page has shown it being written (a quick answer could end it first).
+    held = threading.Event()
+    models.script(Reply("The travellers crossed the salt flats.", gate=held))
     section.locator("#summary-scope-range").check()
     section.locator("#summary-start").fill("2")
     section.locator("#summary-end").fill("6")
@@ -214,6 +217,7 @@ def test_generate_a_range_fail_retry_and_approve_under_review(page: Page, live, 
         section.locator("#summary-generate")
     ).to_be_enabled()  # a second Generate would wait its turn (issue 21)
     shot("generating")
+    held.set()
     expect(items).to_have_count(1)
     expect(items.nth(0)).to_contain_text("The travellers crossed the salt flats")
     expect(items.nth(0)).to_contain_text("messages 2–6")
@@ -251,7 +255,7 @@ def test_generate_a_range_fail_retry_and_approve_under_review(page: Page, live, 
         section.locator("#summary-retry").click()
     assert retried.value.ok, retried.value.text()
     run = _generate_status_once_ended(live, chat_id)
-    assert run["status"] == "done", (run, f"{models.pending_replies()} scripted replies left")
+    assert run["status"] == "done", (run, f"{models.pending_replies} scripted replies left")
     expect(items).to_have_count(2)
     held = items.nth(1)
     expect(held).to_contain_text("They found a dry well")
