@@ -69,6 +69,7 @@ class Reply:
     # A streamed reply waits for this event after its reasoning and before its first text delta: a test
     # looks at the page while the model is still thinking.
     hold: threading.Event | None = None
+    hold_after_chunks: int = 0  # the hold comes after this many text deltas: a test looks at a reply mid-way
 
 
 @dataclass
@@ -578,10 +579,13 @@ class ModelServer:
             if index and reply.delay_s:
                 await asyncio.sleep(reply.delay_s)
             yield chunk({reply.reasoning_field: piece})
-        await _held(reply)
+        if not reply.hold_after_chunks:
+            await _held(reply)
         for index, piece in enumerate(_chunks(reply.text, reply.chunk_size)):
             if reply.break_after_chunks is not None and index >= reply.break_after_chunks:
                 break
+            if index and index == reply.hold_after_chunks:
+                await _held(reply)
             if index and reply.delay_s:
                 await asyncio.sleep(reply.delay_s)
             yield chunk({"content": piece})
@@ -720,7 +724,8 @@ class ModelServer:
             yield _sse({"type": "content_block_delta", "index": 0, "delta": signature}, "content_block_delta")
             yield _sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
             text_index = 1
-        await _held(reply)
+        if not reply.hold_after_chunks:
+            await _held(reply)
         block = {
             "type": "content_block_start",
             "index": text_index,
@@ -731,6 +736,8 @@ class ModelServer:
         for index, piece in enumerate(_chunks(reply.text, reply.chunk_size)):
             if reply.break_after_chunks is not None and index >= reply.break_after_chunks:
                 break
+            if index and index == reply.hold_after_chunks:
+                await _held(reply)
             if index and reply.delay_s:
                 await asyncio.sleep(reply.delay_s)
             delta = {
