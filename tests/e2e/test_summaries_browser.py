@@ -3,11 +3,11 @@ for the Last messages, turn one off, shift-click a range of entries and disable 
 delete one, hide and show the inactive ones; "Hide summarised messages" is saved with the settings. Desktop and phone."""
 
 import threading
-import time
 
 from playwright.sync_api import Page, expect
 
 from tests.support.model_server import Reply
+from tests.support.waiting import wait_for
 
 
 def _chat(live, n: int = 12) -> int:
@@ -178,12 +178,13 @@ def test_summaries_work_in_the_chat_pages_settings_panel_and_peek_prompt_shows_t
 
 def _generate_status_once_ended(live, chat_id: int, timeout_s: float = 60) -> dict:
     """The chat's newest Generate run once it is no longer running (a loaded machine can take a while)."""
-    deadline = time.monotonic() + timeout_s
     with live.client() as c:
-        while (run := c.get(f"/api/chats/{chat_id}/summaries/generate").json())["status"] == "running":
-            assert time.monotonic() < deadline, f"the run was still going after {timeout_s} s: {run}"
-            time.sleep(0.1)
-    return run
+
+        def ended() -> dict | None:
+            run = c.get(f"/api/chats/{chat_id}/summaries/generate").json()
+            return run if run["status"] != "running" else None
+
+        return wait_for(ended, timeout=timeout_s, what="the Generate run's end")
 
 
 def _connect(live, models) -> None:
