@@ -281,7 +281,7 @@ class ModelServer:
         # While set to an Event, each /embeddings call is recorded, then waits for it: a test holds
         # background work in the middle of its embedding call.
         self.embedding_gate: threading.Event | None = None
-        self._gates: list[threading.Event] = []  # the held replies handed out (reset lets them go)
+        self._gates: list[threading.Event] = []  # the gates and holds handed out (reset lets them go)
         # The size of the vectors /embeddings gives (None: EMBEDDING_DIM), whatever the model's name:
         # a server that swapped the model behind a name.
         self.embedding_dim: int | None = None
@@ -429,8 +429,7 @@ class ModelServer:
         with self._lock:
             if self._queue:
                 reply = self._queue.popleft()
-                if reply.gate is not None:
-                    self._gates.append(reply.gate)
+                self._gates.extend(e for e in (reply.gate, reply.hold) if e is not None)
                 return reply
         return Reply(text=ECHO_PREFIX + _last_user_text(messages), delay_s=self.echo_delay_s)
 
