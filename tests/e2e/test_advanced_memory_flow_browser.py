@@ -2,6 +2,8 @@
 Prepare existing history's progress, open Access memories and edit a summary, run Fix on a scene whose
 message changed, then read the memory receipt under a new reply."""
 
+import threading
+
 from playwright.sync_api import Page, expect
 
 from tests.e2e.test_scenes_settings_browser import ENDS, SCENES, _chat, _open, _scenes
@@ -20,16 +22,20 @@ def test_enable_prepare_access_edit_fix_and_read_a_receipt(page: Page, live, mod
 
     # Prepare existing history: its steps on screen, then the scenes written.
     section = _open(page, live, chat_id)
+    # The first window and the first recap are held at the model until the page has shown their step.
+    finding, recapping = threading.Event(), threading.Event()
     models.script(
-        Reply(_ends(ENDS[0]), first_delay_s=2),
+        Reply(_ends(ENDS[0]), gate=finding),
         *[_ends(e) for e in ENDS[1:]],
-        Reply(_recap(1), first_delay_s=2),
+        Reply(_recap(1), gate=recapping),
         _recap(2),
         _recap(3),
     )
     section.locator("#scenes-prepare-start").click()
     expect(section.locator("#scenes-prepare-step")).to_have_text("Finding scenes: messages 1–10 of 30")
+    finding.set()
     expect(section.locator("#scenes-prepare-step")).to_have_text("Writing recap 1 of 3")
+    recapping.set()
     expect(section.locator("#scenes-prepare-done")).to_contain_text(
         "History prepared: 3 scenes, 3 recaps written."
     )

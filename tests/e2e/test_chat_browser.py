@@ -3,6 +3,7 @@ hide, Peek Prompt, Chat Settings."""
 
 import json
 import re
+import threading
 
 from playwright.sync_api import Page, expect
 
@@ -63,7 +64,12 @@ def test_import_card_chat_stream_swipe_edit_hide_peek_settings(page: Page, live,
     expect(page.locator("article.msg-assistant")).to_have_count(1)
 
     # Send a message and watch the reply stream in, token by token.
-    models.script(Reply(text=STREAMED, chunk_size=3, delay_s=0.03), Reply(text="A second, different reply."))
+    # The model pauses after eight deltas until the test has seen the reply half-way.
+    halfway = threading.Event()
+    models.script(
+        Reply(text=STREAMED, chunk_size=3, delay_s=0.03, hold=halfway, hold_after_chunks=8),
+        Reply(text="A second, different reply."),
+    )
     page.fill("#composer-input", "Where am I?")
     page.click("#send-button")
     reply = page.locator("article.msg-assistant").nth(1)
@@ -72,6 +78,7 @@ def test_import_card_chat_stream_swipe_edit_hide_peek_settings(page: Page, live,
     expect(partial).to_contain_text("Seraphina brushes")  # arrived before the end
     assert len(partial.inner_text()) < len(STREAMED), "the reply should still be streaming"
     shot("streaming")
+    halfway.set()
     expect(partial).to_have_text(STREAMED)
     expect(page.locator("#send-button")).to_be_visible()
     expect(page.locator("article.msg-user .msg-text")).to_have_text("Where am I?")

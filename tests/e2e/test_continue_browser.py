@@ -2,6 +2,7 @@
 and their shortcuts on desktop. Desktop and phone."""
 
 import re
+import threading
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -51,10 +52,15 @@ def test_reply_shows_once_the_last_reply_is_deleted_and_asks_for_one(page: Page,
     expect(page.locator("#reply-button")).to_be_visible()
     shot("reply-button")
 
-    models.script(Reply(text="Bram hammers the glowing steel until it sings.", chunk_size=3, delay_s=0.03))
+    # The model holds its answer until the test has seen the reply being written.
+    held = threading.Event()
+    models.script(
+        Reply(text="Bram hammers the glowing steel until it sings.", chunk_size=3, delay_s=0.03, hold=held)
+    )
     page.click("#reply-button")
     expect(page.locator("#stop-button")).to_be_visible()
     expect(page.locator("#reply-button")).to_be_hidden()
+    held.set()
     reply = page.locator("article.msg-assistant").last
     expect(reply.locator(".msg-text")).to_have_text("Bram hammers the glowing steel until it sings.")
     expect(page.locator("#reply-button")).to_be_hidden()
@@ -67,15 +73,25 @@ def test_continue_extends_the_shown_reply_and_keeps_it(page: Page, live, models,
     menu = page.locator("#composer-menu")
     expect(menu).to_be_visible()
     shot("menu")
+    # The model pauses after four deltas until the test has seen the continuation half-way.
+    halfway = threading.Event()
     models.script(
-        Reply(text="and falls, and the sparks fly across the dark forge.", chunk_size=3, delay_s=0.03)
+        Reply(
+            text="and falls, and the sparks fly across the dark forge.",
+            chunk_size=3,
+            delay_s=0.03,
+            hold=halfway,
+            hold_after_chunks=4,
+        )
     )
     menu.get_by_role("menuitem", name="Continue").click()
     expect(menu).to_be_hidden()
     reply = page.locator("article.msg-assistant").last
     expect(reply.locator(".continuation")).to_contain_text("and falls")  # streaming after the kept text
     expect(reply.locator(".msg-text")).to_contain_text("The hammer rises and falls")
+    expect(page.locator("#stop-button")).to_be_visible()  # still streaming
     shot("continuing")
+    halfway.set()
     expect(reply.locator(".msg-text")).to_have_text(
         "The hammer rises and falls, and the sparks fly across the dark forge."
     )

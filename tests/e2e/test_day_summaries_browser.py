@@ -3,6 +3,7 @@ panel runs Backfill with a progress line and says what it added, the Day Rollove
 existing summaries used the old hour, and the Edit Summaries window edits a day's Summary and Key
 Details. Desktop and phone."""
 
+import threading
 from datetime import UTC, datetime, time, timedelta
 
 from playwright.sync_api import Page, expect
@@ -57,11 +58,14 @@ def test_backfill_rollover_warning_and_edit_summaries(page: Page, live, models, 
     expect(section.locator("#rollover-warning")).to_have_count(0)  # nothing to warn about yet
     shot("missing")
 
-    models.script(*[Reply(_answer(n), first_delay_s=0.4) for n in range(1, 5)])
+    # The first day is held at the model until the page has shown Backfill at work.
+    held = threading.Event()
+    models.script(Reply(_answer(1), gate=held), *[_answer(n) for n in range(2, 5)])
     section.locator("#backfill-start").click()
     expect(section.locator("#backfill-progress")).to_contain_text("of 3 days")
     expect(section.locator("#backfill-stop")).to_be_visible()
     shot("backfill-running")
+    held.set()
     expect(section.locator("#backfill-result")).to_have_text("Added 3 summaries", timeout=20_000)
     expect(section.locator("#missing-count")).to_have_text("Every finished day has a summary.")
     shot("backfill-done")

@@ -3,6 +3,7 @@ under it, each to check and fix; saving a week unchanged keeps a Key Detail writ
 as it was; a deleted week (and a day its week speaks for) is written again by Write now, whose result
 shows beside the button pressed, in view; the Missing Summaries panel counts again after it."""
 
+import threading
 from datetime import UTC, date, datetime, time, timedelta
 
 from axe_playwright_python.sync_playwright import Axe
@@ -134,9 +135,12 @@ def test_days_under_their_week_an_unchanged_save_and_write_now(page: Page, live,
     button = dialog.locator(f"#write-now-week-{week}")
     expect(button).to_be_focused()  # where the deleted week was
     shot("week-deleted")
-    models.script(Reply(_answer(200, ["Week detail"]), first_delay_s=0.5))
+    # Held at the model until the window has shown the week being written.
+    held = threading.Event()
+    models.script(Reply(_answer(200, ["Week detail"]), gate=held))
     button.click()
     expect(dialog.locator(f"#write-progress-week-{week}")).to_contain_text("Consolidating the week of")
+    held.set()
     result = dialog.locator(f"#write-result-week-{week}")
     expect(result).to_have_text(f"Wrote the summary of the week of {monday:%d.%m.%Y} – {days[-1]:%d.%m.%Y}.")
     expect(result).to_be_in_viewport()
@@ -153,8 +157,12 @@ def test_days_under_their_week_an_unchanged_save_and_write_now(page: Page, live,
     button = dialog.locator(f"#write-now-day-{last}")
     expect(button).to_be_focused()
     expect(button).to_be_in_viewport()
-    models.script(Reply(_answer(7, ["Seventh"]), first_delay_s=0.5))
+    # Held until its progress shows, so the result comes with the progress line's poll, as a slow model's does.
+    held = threading.Event()
+    models.script(Reply(_answer(7, ["Seventh"]), gate=held))
     button.click()
+    expect(dialog.locator(f"#write-progress-day-{last}")).to_be_visible()
+    held.set()
     result = dialog.locator(f"#write-result-day-{last}")
     expect(result).to_have_text(f"Wrote the summary of {days[-1]:%d.%m.%Y}.")
     expect(result).to_be_in_viewport()

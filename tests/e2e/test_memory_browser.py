@@ -1,6 +1,7 @@
 """The memory viewer in a real browser, desktop and phone."""
 
 import re
+import threading
 
 from playwright.sync_api import Page, expect
 from sqlmodel import Session
@@ -10,6 +11,34 @@ from app.memory.recall.jobs import embed_chat
 from tests.support.sight import expect_in_sight
 
 FACT = "My sister Elowen hid the brass key inside the old clock tower."
+
+
+class _Turnstile:
+    """An embedding gate (the model server's `embedding_gate`) that lets calls through one by one as the
+    test allows them, or all of them once set."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._passes = 0
+        self._open = False
+
+    def allow(self, calls: int) -> None:
+        with self._changed:
+            self._passes += calls
+            self._changed.notify_all()
+
+    def set(self) -> None:
+        with self._changed:
+            self._open = True
+            self._changed.notify_all()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._open or self._passes > 0, timeout):
+                return False
+            if not self._open:
+                self._passes -= 1
+            return True
 
 
 def _fill_and_embed(live, chat_id: int, messages: int) -> None:
@@ -136,23 +165,31 @@ def test_switching_the_embedding_model_then_rebuild_shows_progress_and_stops(pag
         )
     polls: list[str] = []
     page.on("response", lambda r: polls.append(r.text()) if "/memories/status" in r.url else None)
-    models.embedding_delay_s = 0.5
+    # The rebuild's embedding calls pass one at a time as the test lets them: the first batch, then none
+    # until Stop has landed (a rebuild left to run could end before the click, and Stop would find none).
+    calls = _Turnstile()
     try:
         page.reload()
         page.evaluate("window.sugoMarker = 'still here'")
         expect(page.locator("#embedding-source")).to_contain_text("test-embedding")
+        models.embedding_gate = calls
         page.get_by_role("button", name="Rebuild all").click()
         expect(page.locator("#rebuild-progress")).to_contain_text(f"/ {count}")
         expect_in_sight(page, "#rebuild-progress")  # issue 21: the status by the button pressed
         expect(page.get_by_role("button", name="Rebuild all")).to_be_disabled()
         shot("rebuilding")
+        calls.allow(1)
         # A locator, not wait_for_function: that evaluates its string with eval, which the pages' policy forbids.
         expect(page.locator("#rebuild-progress progress")).not_to_have_attribute("value", "0")
-        page.locator("#rebuild-progress").get_by_role("button", name="Stop").click()
+        with page.expect_response(lambda r: r.url.endswith("/memories/rebuild/stop")) as stopped:
+            page.locator("#rebuild-progress").get_by_role("button", name="Stop").click()
+        assert stopped.value.ok, stopped.value.text()
+        calls.set()
         expect(page.locator("#rebuild-result")).to_contain_text("Rebuild stopped after", timeout=15000)
         expect_in_sight(page, "#rebuild-result")
     finally:
-        models.embedding_delay_s = 0.0
+        calls.set()
+        models.embedding_gate = None
     expect(page.locator("#space-mismatch")).to_be_visible()
     # The last poll brought the list along: what the rebuild reached has the current model's vectors.
     expect(page.locator(".memory-card").first).to_contain_text("Vectorized")

@@ -3,6 +3,8 @@
 new end closes a scene (its step while it runs, then the scene written), and a hand-edited summary that
 stops the re-scan with its sentence and nothing changed. Desktop and phone."""
 
+import threading
+
 from playwright.sync_api import Page, expect
 
 from app.memory.scenes.models import Scene, SceneState
@@ -47,11 +49,13 @@ def test_re_scan_the_open_scene_and_a_new_end_closes_a_scene(page: Page, live, m
     )
     expect(panel.locator("#scenes-rescan-start")).to_be_enabled()
     shot("defaults")
-    # Windows 19–28 and 29–30; a slow first answer keeps the step on screen for a poll or two.
-    models.script(Reply(_ends([24]), first_delay_s=2.5), _ends([]), _recap(3))
+    # Windows 19–28 and 29–30; the first answer is held at the model until the page has shown its step.
+    first = threading.Event()
+    models.script(Reply(_ends([24]), gate=first), _ends([]), _recap(3))
     panel.locator("#scenes-rescan-start").click()
     expect(page.locator("#scenes-rescan-step")).to_contain_text("Finding scenes: messages 19–28 of 19–30")
     shot("running")
+    first.set()
     done = page.locator("#scenes-rescan-done")
     expect(done).to_contain_text(
         "Re-scan of messages 19–30 finished. New scene: 3. 1 recap written.", timeout=20_000

@@ -1,6 +1,8 @@
 """A reply split at its scene breaks (issue 14, Advanced Memory on): once it ends, the page shows
 each part as its own message, as a reload does. Desktop and phone."""
 
+import threading
+
 from playwright.sync_api import Page, expect
 
 from tests.support.model_server import Reply
@@ -26,10 +28,13 @@ def test_the_parts_of_a_split_reply_show_as_messages_once_it_ends(page: Page, li
         settings = {"advanced_memory": True, "adv_check_interval": 100}
         assert c.put(f"/api/chats/{chat['id']}/options", json={"settings": settings}).status_code == 200
     page.goto(f"{live.url}/chats/{chat['id']}")
-    models.script(Reply(text=REPLY, chunk_size=3, delay_s=0.02))
+    # The model holds its answer until the test has seen the reply being written.
+    held = threading.Event()
+    models.script(Reply(text=REPLY, chunk_size=3, delay_s=0.02, hold=held))
     page.fill("#composer-input", "Forge me a blade")
     page.click("#send-button")
     expect(page.locator("#stop-button")).to_be_visible()
+    held.set()
     expect(page.locator("#send-button")).to_be_visible()  # the reply ended
     replies = page.locator("article.msg-assistant")
     expect(replies).to_have_count(3)  # the greeting and the two parts

@@ -3,6 +3,8 @@ budget over the maximum refused with its sentence (nothing saved), and Prepare e
 30-message chat with the test model server as the helper: the step and progress while it runs, the
 scenes written at the end, Cancel half-way then Resume, a failed step with Retry. Desktop and phone."""
 
+import threading
+
 from playwright.sync_api import Page, expect
 
 from tests.integration.test_scene_prepare import _checks, _ends, _recap, _recaps
@@ -154,11 +156,13 @@ def test_prepare_existing_history_shows_its_steps_and_ends_with_the_scenes_writt
     expect(panel.locator("#scenes-prepare-helper")).to_contain_text("Helper model: Local test · test-model.")
     panel.scroll_into_view_if_needed()
     shot("before")
-    # A slow first window and a slow first recap: each step stays on screen for a poll or two.
+    # The first window and the first recap are held at the model until the page has shown their step:
+    # a step that ended before the page looked would never be seen.
+    finding, recapping = threading.Event(), threading.Event()
     models.script(
-        Reply(_ends(ENDS[0]), first_delay_s=2.5),
+        Reply(_ends(ENDS[0]), gate=finding),
         *[_ends(e) for e in ENDS[1:]],
-        Reply(_recap(1), first_delay_s=2.5),
+        Reply(_recap(1), gate=recapping),
         _recap(2),
         _recap(3),
     )
@@ -167,9 +171,11 @@ def test_prepare_existing_history_shows_its_steps_and_ends_with_the_scenes_writt
     expect(step).to_have_text("Finding scenes: messages 1–10 of 30")
     expect(section.locator("#scenes-prepare-running progress")).to_have_attribute("max", "3")
     shot("finding")
+    finding.set()
     expect(step).to_have_text("Writing recap 1 of 3")
     section.locator("#scenes-prepare").scroll_into_view_if_needed()
     shot("recapping")
+    recapping.set()
     done = section.locator("#scenes-prepare-done")
     expect(done).to_have_text(
         "History prepared: 3 scenes, 3 recaps written. The newest messages stay the open scene."
@@ -184,13 +190,17 @@ def test_prepare_existing_history_shows_its_steps_and_ends_with_the_scenes_writt
 def test_cancel_half_way_then_resume_asks_nothing_twice(page: Page, live, models, shot):
     chat_id = _chat(live, models, advanced=True)
     section = _open(page, live, chat_id)
-    models.script(_ends(ENDS[0]), Reply(_ends(ENDS[1]), first_delay_s=3))
+    # The second window is held at the model until Cancel was pressed: a window that ended before the
+    # click landed would have let the third begin, and Cancel would come after it.
+    second = threading.Event()
+    models.script(_ends(ENDS[0]), Reply(_ends(ENDS[1]), gate=second))
     section.locator("#scenes-prepare-start").click()
     expect(section.locator("#scenes-prepare-step")).to_have_text("Finding scenes: messages 11–20 of 30")
     section.locator("#scenes-prepare-cancel").click()
     expect(section.locator("#scenes-prepare-step")).to_contain_text("(stopping after this step)")
     section.locator("#scenes-prepare").scroll_into_view_if_needed()
     shot("stopping")
+    second.set()
     stopped = section.locator("#scenes-prepare-stopped")
     expect(stopped).to_contain_text(
         "Prepare was cancelled. The finished work is kept (2 scenes found, 0 recaps written)."

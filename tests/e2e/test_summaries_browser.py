@@ -2,11 +2,12 @@
 for the Last messages, turn one off, shift-click a range of entries and disable them, edit one,
 delete one, hide and show the inactive ones; "Hide summarised messages" is saved with the settings. Desktop and phone."""
 
-import time
+import threading
 
 from playwright.sync_api import Page, expect
 
 from tests.support.model_server import Reply
+from tests.support.waiting import wait_for
 
 
 def _chat(live, n: int = 12) -> int:
@@ -177,12 +178,13 @@ def test_summaries_work_in_the_chat_pages_settings_panel_and_peek_prompt_shows_t
 
 def _generate_status_once_ended(live, chat_id: int, timeout_s: float = 60) -> dict:
     """The chat's newest Generate run once it is no longer running (a loaded machine can take a while)."""
-    deadline = time.monotonic() + timeout_s
     with live.client() as c:
-        while (run := c.get(f"/api/chats/{chat_id}/summaries/generate").json())["status"] == "running":
-            assert time.monotonic() < deadline, f"the run was still going after {timeout_s} s: {run}"
-            time.sleep(0.1)
-    return run
+
+        def ended() -> dict | None:
+            run = c.get(f"/api/chats/{chat_id}/summaries/generate").json()
+            return run if run["status"] != "running" else None
+
+        return wait_for(ended, timeout=timeout_s, what="the Generate run's end")
 
 
 def _connect(live, models) -> None:
@@ -204,7 +206,9 @@ def test_generate_a_range_fail_retry_and_approve_under_review(page: Page, live, 
     section.scroll_into_view_if_needed()
     items = section.locator(".summary-item")
 
-    models.script(Reply("The travellers crossed the salt flats.", first_delay_s=1.5))
+    # Held at the model until the page has shown it being written (a quick answer could end it first).
+    held = threading.Event()
+    models.script(Reply("The travellers crossed the salt flats.", gate=held))
     section.locator("#summary-scope-range").check()
     section.locator("#summary-start").fill("2")
     section.locator("#summary-end").fill("6")
@@ -214,6 +218,7 @@ def test_generate_a_range_fail_retry_and_approve_under_review(page: Page, live, 
         section.locator("#summary-generate")
     ).to_be_enabled()  # a second Generate would wait its turn (issue 21)
     shot("generating")
+    held.set()
     expect(items).to_have_count(1)
     expect(items.nth(0)).to_contain_text("The travellers crossed the salt flats")
     expect(items.nth(0)).to_contain_text("messages 2–6")
@@ -251,7 +256,7 @@ def test_generate_a_range_fail_retry_and_approve_under_review(page: Page, live, 
         section.locator("#summary-retry").click()
     assert retried.value.ok, retried.value.text()
     run = _generate_status_once_ended(live, chat_id)
-    assert run["status"] == "done", (run, f"{models.pending_replies()} scripted replies left")
+    assert run["status"] == "done", (run, f"{models.pending_replies} scripted replies left")
     expect(items).to_have_count(2)
     held = items.nth(1)
     expect(held).to_contain_text("They found a dry well")

@@ -1,6 +1,8 @@
 """Issue 12, Chat Summary display: the "Summarise" button for messages no summary covers, the panel as
 its own page on desktop, and summarised messages collapsed in the chat view. Desktop and phone."""
 
+import threading
+
 from playwright.sync_api import Page, expect
 
 from tests.e2e.test_summaries_browser import _chat, _connect, _entries
@@ -27,10 +29,13 @@ def test_summarise_the_uncovered_messages_writes_an_entry_for_the_oldest_stretch
     )
     shot("uncovered")
 
-    models.script(Reply("They argued about the map for fifty steps.", first_delay_s=1.0))
+    # Held at the model until the page has shown it being written (a quick answer could end it first).
+    held = threading.Event()
+    models.script(Reply("They argued about the map for fifty steps.", gate=held))
     gap.locator("#summary-uncovered-generate").click()
     expect(section.locator("#summary-running")).to_contain_text("Writing a summary of messages 6–55")
     expect(section.locator("#summary-uncovered-generate")).to_be_disabled()
+    held.set()
     expect(section.locator(".summary-item")).to_have_count(2)
     expect(section.locator(".summary-item").nth(1)).to_contain_text("messages 6–55")
     expect(gap).to_contain_text("5 messages older than the recent tail (10) are covered by no summary.")

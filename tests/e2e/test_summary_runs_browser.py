@@ -45,10 +45,10 @@ def test_backfill_shows_progress_and_stop_keeps_the_finished_entries(page: Page,
         "Summarises the 60 uncovered older messages, 50 per model call"
     )
 
-    models.script(
-        Reply("The first fifty steps along the road.", first_delay_s=2.0),
-        Reply("Never asked for.", first_delay_s=2.0),
-    )
+    # The first step is held at the model until Stop was pressed: a step that ended before the click
+    # landed would have let the second begin, and Stop would come after it.
+    first = threading.Event()
+    models.script(Reply("The first fifty steps along the road.", gate=first), "Never asked for.")
     start.click()
     running = section.locator("#summary-backfill-running")
     expect(running.locator("#summary-backfill-step")).to_have_text("Backfill: step 1 of 2: messages 1–50")
@@ -58,6 +58,7 @@ def test_backfill_shows_progress_and_stop_keeps_the_finished_entries(page: Page,
     shot("backfill-running")
     running.locator("#summary-backfill-stop").click()
     expect(running.locator("#summary-backfill-step")).to_contain_text("(stopping after this step)")
+    first.set()
     expect(section.locator("#summary-backfill-stopped")).to_have_text(
         "Backfill was stopped after 1 of 2 steps; the finished entries are kept.", timeout=15_000
     )

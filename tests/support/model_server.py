@@ -69,6 +69,7 @@ class Reply:
     # A streamed reply waits for this event after its reasoning and before its first text delta: a test
     # looks at the page while the model is still thinking.
     hold: threading.Event | None = None
+    hold_after_chunks: int = 0  # the hold comes after this many text deltas: a test looks at a reply mid-way
 
 
 @dataclass
@@ -280,7 +281,7 @@ class ModelServer:
         # While set to an Event, each /embeddings call is recorded, then waits for it: a test holds
         # background work in the middle of its embedding call.
         self.embedding_gate: threading.Event | None = None
-        self._gates: list[threading.Event] = []  # the held replies handed out (reset lets them go)
+        self._gates: list[threading.Event] = []  # the gates and holds handed out (reset lets them go)
         # The size of the vectors /embeddings gives (None: EMBEDDING_DIM), whatever the model's name:
         # a server that swapped the model behind a name.
         self.embedding_dim: int | None = None
@@ -428,8 +429,7 @@ class ModelServer:
         with self._lock:
             if self._queue:
                 reply = self._queue.popleft()
-                if reply.gate is not None:
-                    self._gates.append(reply.gate)
+                self._gates.extend(e for e in (reply.gate, reply.hold) if e is not None)
                 return reply
         return Reply(text=ECHO_PREFIX + _last_user_text(messages), delay_s=self.echo_delay_s)
 
@@ -578,10 +578,13 @@ class ModelServer:
             if index and reply.delay_s:
                 await asyncio.sleep(reply.delay_s)
             yield chunk({reply.reasoning_field: piece})
-        await _held(reply)
+        if not reply.hold_after_chunks:
+            await _held(reply)
         for index, piece in enumerate(_chunks(reply.text, reply.chunk_size)):
             if reply.break_after_chunks is not None and index >= reply.break_after_chunks:
                 break
+            if index and index == reply.hold_after_chunks:
+                await _held(reply)
             if index and reply.delay_s:
                 await asyncio.sleep(reply.delay_s)
             yield chunk({"content": piece})
@@ -720,7 +723,8 @@ class ModelServer:
             yield _sse({"type": "content_block_delta", "index": 0, "delta": signature}, "content_block_delta")
             yield _sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
             text_index = 1
-        await _held(reply)
+        if not reply.hold_after_chunks:
+            await _held(reply)
         block = {
             "type": "content_block_start",
             "index": text_index,
@@ -731,6 +735,8 @@ class ModelServer:
         for index, piece in enumerate(_chunks(reply.text, reply.chunk_size)):
             if reply.break_after_chunks is not None and index >= reply.break_after_chunks:
                 break
+            if index and index == reply.hold_after_chunks:
+                await _held(reply)
             if index and reply.delay_s:
                 await asyncio.sleep(reply.delay_s)
             delta = {
