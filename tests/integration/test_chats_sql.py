@@ -13,8 +13,8 @@ from app.characters.models import Character
 from app.chats.attachments import Attachment
 from app.chats.history import history_window, message_count, message_numbers
 from app.chats.models import Chat, ChatCharacter, Message
-from app.lore.models import Lorebook, LorebookLink
-from app.lore.service import book_versions_for_chat, books_for_chat
+from app.lore.models import Lorebook, LorebookEntry, LorebookLink
+from app.lore.service import book_versions_for_chat, books_for_chat, list_entries
 from app.memory.chat_notes import service as chat_notes
 from app.personas.models import Persona
 from app.tools.documents.source import _has_sent_files
@@ -124,6 +124,27 @@ class TestLorebooks:
                 books[0].id,
                 books[1].id,
             ]
+
+    def test_entries_are_found_by_title_text_or_key_in_any_case(self, database):
+        with Session(database) as session:
+            book = Lorebook(name="Places")
+            session.add(book)
+            session.flush()
+            entries = [
+                LorebookEntry(lorebook_id=book.id, title="Vellmar", content="A port."),
+                LorebookEntry(lorebook_id=book.id, content="Scales and fire.", keys=["Dragon", "wyrm"]),
+                LorebookEntry(lorebook_id=book.id, content="A 100% pure spring."),
+            ]
+            session.add_all(entries)
+            session.commit()
+
+            def found(query: str) -> list[int]:
+                return [e.id for e in list_entries(session, book.id, query=query)]
+
+            assert found("vellMAR") == [entries[0].id]
+            assert found("DRAG") == [entries[1].id]  # a key, inside the JSON list
+            assert found("100%") == [entries[2].id]
+            assert found("") == [e.id for e in entries]
 
 
 class TestChatMemory:
