@@ -186,7 +186,7 @@ class TestChatMemory:
 
             listed = chat_notes.others(session, other.id, "report")
             assert [(o.id, o.first_request) for o in listed] == [(chat.id, "Please read my report")]
-            assert listed[0].last_message_at.startswith(str(chat.last_message_at)[:19])
+            assert listed[0].last_message_at == chat.last_message_at.strftime("%Y-%m-%d %H:%M:%S.%f")
             assert chat_notes.others(session, chat.id) == []
 
 

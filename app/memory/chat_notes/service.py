@@ -12,6 +12,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from sqlalchemy import text
@@ -295,10 +296,15 @@ def others(session: Session, chat_id: int, query: str = "") -> list[OtherChat]:
     ):
         if needle and needle not in name.casefold() and needle not in (first or "").casefold():
             continue
-        found.append(OtherChat(id_, name, first or "", str(last_at)))
+        found.append(OtherChat(id_, name, first or "", _stored_time(last_at)))
         if len(found) == OTHERS_SHOWN:
             break
     return found
+
+
+def _stored_time(value: datetime | str) -> str:
+    """A time as SQLite stores it (text, to the microsecond); PostgreSQL's driver gives a datetime."""
+    return value.strftime("%Y-%m-%d %H:%M:%S.%f") if isinstance(value, datetime) else str(value)
 
 
 def references(session: Session, data_dir: Path, chat_id: int, ids: Sequence[int]) -> list[dict]:
