@@ -2,6 +2,7 @@ from typing import Literal
 
 from fastapi import APIRouter, File, Form, UploadFile
 from fastapi.responses import Response, StreamingResponse
+from sqlalchemy import text
 from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
@@ -262,12 +263,12 @@ async def follow_generation(chat_id: int, services: ServicesDep) -> Response:
     return StreamingResponse(reply.subscribe(gen), media_type="text/event-stream")
 
 
-_NEWEST_SQL = "SELECT coalesce(max(id), 0) FROM message WHERE chat_id = ?"
+_NEWEST_SQL = text("SELECT coalesce(max(id), 0) FROM message WHERE chat_id = :chat_id")
 
 
 def _newest_message_id(services, chat_id: int) -> int:
     with Session(services.engine) as session:
-        return int(session.connection().exec_driver_sql(_NEWEST_SQL, (chat_id,)).scalar_one())
+        return int(session.connection().execute(_NEWEST_SQL, {"chat_id": chat_id}).scalar_one())
 
 
 @router.post("/{chat_id}/stop")

@@ -14,24 +14,69 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from sqlalchemy.engine import Connection
 from sqlmodel import Session
 
 from app.chats.core.quoting import message_for_model
 from app.chats.core.window import HistoryMessage, WindowPlan, plan_window
 from app.connections.core.answers import without_reasoning
 
+
 # The reply path's hot queries, in plain SQL through the driver: they run before every reply and
 # the ORM's per-statement overhead was most of their cost. All use the (chat_id, id) index.
 # Messages with empty text are counted but never sent (the builder skips them); leaving
-# `content` out of the filter lets the count run on an index alone.
-_SENDABLE = "chat_id = ? AND kind = 'message' AND status != 'error' AND id > ? AND id < ?"
-_LAST_REFRESH_SQL = (
-    "SELECT coalesce(max(id), 0) FROM message WHERE chat_id = ? AND kind = 'refresh' AND id < ?"
-)
-_COUNT_SQL = f"SELECT count(*), coalesce(sum(hidden), 0) FROM message WHERE {_SENDABLE}"
-_COLUMNS = "id, role, name, content, tool_calls, quote, chat_refs"
-_FIRST_SQL = f"SELECT {_COLUMNS} FROM message WHERE {_SENDABLE} AND hidden = 0 ORDER BY id LIMIT 1"
-_NEWEST_SQL = f"SELECT {_COLUMNS} FROM message WHERE {_SENDABLE} AND hidden = 0 ORDER BY id DESC LIMIT ?"
+# `content` out of the filter lets the count run on an index alone. Each database has its own
+# spelling: the driver's placeholder, and `hidden` is an integer on SQLite, a boolean on PostgreSQL.
+@dataclass(frozen=True)
+class _Statements:
+    last_refresh: str
+    count: str
+    first: str
+    newest: str
+    messages: str
+    messages_before: str
+    numbers: str
+
+
+def _statements(p: str, not_hidden: str, hidden_count: str, asked: str) -> _Statements:
+    sendable = f"chat_id = {p} AND kind = 'message' AND status != 'error' AND id > {p} AND id < {p}"
+    columns = "id, role, name, content, tool_calls, quote, chat_refs"
+    messages = f"SELECT count(*) FROM message WHERE chat_id = {p} AND kind = 'message'"
+    return _Statements(
+        last_refresh=f"SELECT coalesce(max(id), 0) FROM message WHERE chat_id = {p} AND kind = 'refresh' AND id < {p}",
+        count=f"SELECT count(*), {hidden_count} FROM message WHERE {sendable}",
+        first=f"SELECT {columns} FROM message WHERE {sendable} AND {not_hidden} ORDER BY id LIMIT 1",
+        newest=f"SELECT {columns} FROM message WHERE {sendable} AND {not_hidden} ORDER BY id DESC LIMIT {p}",
+        messages=messages,
+        messages_before=f"{messages} AND id < {p}",
+        # Message numbers of a few ids at once: messages are counted span by span between consecutive
+        # ids (on the (chat_id, kind, id, ...) index) and summed, so the index is walked once however
+        # many ids are asked for, and one row comes back per id. A number is the position among the
+        # chat's messages (refresh marks aside), counted when asked: a stored number would shift with
+        # every deletion.
+        numbers=(
+            f"WITH asked(id) AS ({asked}),"
+            " steps AS (SELECT id, lag(id, 1, -1) OVER (ORDER BY id) AS prev FROM asked)"
+            f" SELECT id, (SELECT count(*) FROM message WHERE chat_id = {p} AND kind = 'message'"
+            " AND id > steps.prev AND id <= steps.id) FROM steps ORDER BY id"
+        ),
+    )
+
+
+_STATEMENTS = {
+    "sqlite": _statements(
+        "?", "hidden = 0", "coalesce(sum(hidden), 0)", "SELECT DISTINCT value FROM json_each(?)"
+    ),
+    "postgresql": _statements(
+        "%s", "NOT hidden", "count(*) FILTER (WHERE hidden)", "SELECT DISTINCT unnest(%s::bigint[])"
+    ),
+}
+
+
+def _sql(conn: Connection) -> _Statements:
+    return _STATEMENTS[conn.dialect.name]
+
+
 _NO_UPPER_BOUND = 2**62
 
 
@@ -55,15 +100,16 @@ def history_window(session: Session, chat_id: int, *, before_id: int | None, lim
     upper = before_id if before_id is not None else _NO_UPPER_BOUND
     # After a refresh mark the AI reads only what follows it, and the chat's first message is not
     # pinned any more: the refresh is a fresh start.
-    lower = conn.exec_driver_sql(_LAST_REFRESH_SQL, (chat_id, upper)).scalar_one()
+    sql = _sql(conn)
+    lower = conn.exec_driver_sql(sql.last_refresh, (chat_id, upper)).scalar_one()
     span = (chat_id, lower, upper)
-    total, hidden_total = conn.exec_driver_sql(_COUNT_SQL, span).one()
+    total, hidden_total = conn.exec_driver_sql(sql.count, span).one()
     plan = plan_window(total - hidden_total, limit, keep_first=not lower)
     rows = []
     if plan.pinned:
-        rows.extend(conn.exec_driver_sql(_FIRST_SQL, span).all())
+        rows.extend(conn.exec_driver_sql(sql.first, span).all())
     if plan.recent:
-        rows.extend(reversed(conn.exec_driver_sql(_NEWEST_SQL, (*span, plan.recent)).all()))
+        rows.extend(reversed(conn.exec_driver_sql(sql.newest, (*span, plan.recent)).all()))
     messages = [
         HistoryMessage(
             i,
@@ -79,15 +125,22 @@ def history_window(session: Session, chat_id: int, *, before_id: int | None, lim
     return History(messages, plan, int(hidden_total), refreshed=bool(lower))
 
 
-def _with_extras(text: str, quote: str | None, refs: str | None) -> str:
+def _json(raw: str | list | None) -> object:
+    """A JSON column as read through the driver: text on SQLite, already parsed on PostgreSQL."""
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+def _with_extras(text: str, quote: str | None, refs: str | list | None) -> str:
     """The user's words with the excerpt they answer and the chats' memories attached with @ (both
     NULL for nearly every message: the text as stored)."""
     if quote is None and refs is None:
         return text
-    try:
-        references = json.loads(refs) if refs else None
-    except ValueError:
-        references = None
+    references = _json(refs) if refs else None
     pairs = [
         (str(r.get("title", "")), str(r.get("text", "")))
         for r in (references if isinstance(references, list) else ())
@@ -96,35 +149,19 @@ def _with_extras(text: str, quote: str | None, refs: str | None) -> str:
     return message_for_model(text, quote, pairs)
 
 
-def _tool_calls(raw: str | None) -> tuple[dict, ...]:
+def _tool_calls(raw: str | list | None) -> tuple[dict, ...]:
     if not raw:
         return ()
-    try:
-        calls = json.loads(raw)
-    except ValueError:
-        return ()
+    calls = _json(raw)
     return tuple(c for c in calls if isinstance(c, dict)) if isinstance(calls, list) else ()
 
 
 def message_count(session: Session, chat_id: int, before_id: int | None) -> int:
     """Messages of the chat before the reply: the clock of lorebook sticky, cooldown and delay."""
-    sql = "SELECT count(*) FROM message WHERE chat_id = ? AND kind = 'message'"
-    params: tuple = (chat_id,)
-    if before_id is not None:
-        sql, params = sql + " AND id < ?", (chat_id, before_id)
-    return int(session.connection().exec_driver_sql(sql, params).scalar_one())
-
-
-# Message numbers of a few ids at once: messages are counted span by span between consecutive ids
-# (on the (chat_id, kind, id, ...) index) and summed, so the index is walked once however many ids
-# are asked for, and one row comes back per id. A number is the position among the chat's messages
-# (refresh marks aside), counted when asked: a stored number would shift with every deletion.
-_NUMBERS_SQL = (
-    "WITH asked(id) AS (SELECT DISTINCT value FROM json_each(?)),"
-    " steps AS (SELECT id, lag(id, 1, -1) OVER (ORDER BY id) AS prev FROM asked)"
-    " SELECT id, (SELECT count(*) FROM message WHERE chat_id = ? AND kind = 'message'"
-    " AND id > steps.prev AND id <= steps.id) FROM steps ORDER BY id"
-)
+    conn = session.connection()
+    if before_id is None:
+        return int(conn.exec_driver_sql(_sql(conn).messages, (chat_id,)).scalar_one())
+    return int(conn.exec_driver_sql(_sql(conn).messages_before, (chat_id, before_id)).scalar_one())
 
 
 def message_numbers(session: Session, chat_id: int, ids: Iterable[int]) -> dict[int, int]:
@@ -133,7 +170,10 @@ def message_numbers(session: Session, chat_id: int, ids: Iterable[int]) -> dict[
     asked = sorted(set(ids))
     if not asked:
         return {}
-    rows = session.connection().exec_driver_sql(_NUMBERS_SQL, (json.dumps(asked), chat_id)).all()
+    conn = session.connection()
+    # SQLite reads the ids from a JSON array, PostgreSQL from an array parameter.
+    ids_param = json.dumps(asked) if conn.dialect.name == "sqlite" else asked
+    rows = conn.exec_driver_sql(_sql(conn).numbers, (ids_param, chat_id)).all()
     numbers, total = {}, 0
     for message_id, count in rows:
         total += count

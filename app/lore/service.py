@@ -306,19 +306,25 @@ def book_versions_for_chat(
     """(id, version) of the lorebooks `books_for_chat` gives, in the same order. It runs before
     every reply: one statement of columns (no row objects), in plain SQL (building the ORM
     statement cost more than running it), which the compiled-book cache needs."""
-    links = ["chat_id = ?"]
+    conn = session.connection()
+    p = _PLACEHOLDER[conn.dialect.name]
+    links = [f"chat_id = {p}"]
     params: list = [chat_id]
     if character_ids:
-        links.append(f"character_id IN ({','.join('?' * len(character_ids))})")
+        links.append(f"character_id IN ({','.join([p] * len(character_ids))})")
         params.extend(character_ids)
     if persona_id is not None:
-        links.append("persona_id = ?")
+        links.append(f"persona_id = {p}")
         params.append(persona_id)
     sql = (
-        "SELECT id, version FROM lorebook WHERE enabled = 1 AND (is_global = 1 OR id IN "
+        "SELECT id, version FROM lorebook WHERE enabled = TRUE AND (is_global = TRUE OR id IN "
         f"(SELECT lorebook_id FROM lorebook_link WHERE {' OR '.join(links)})) ORDER BY id"
     )
-    return [(int(i), int(v)) for i, v in session.connection().exec_driver_sql(sql, tuple(params)).all()]
+    return [(int(i), int(v)) for i, v in conn.exec_driver_sql(sql, tuple(params)).all()]
+
+
+# The driver's placeholder on each database (SQLite's sqlite3 and PostgreSQL's psycopg).
+_PLACEHOLDER = {"sqlite": "?", "postgresql": "%s"}
 
 
 def books_by_id(session: Session, book_ids: Sequence[int]) -> list[Lorebook]:

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from pydantic import ValidationError
+from sqlalchemy import text
 from starlette.concurrency import run_in_threadpool
 
 from app.connections.core.toolcalls import ToolCall
@@ -208,7 +209,8 @@ def turn_registry(session, services, settings: ToolSettings | None) -> list[Tool
     return [t for t in builtin if t.family not in replaced] + served
 
 
+_ANY_ENABLED_SERVER = text("SELECT 1 FROM mcp_server WHERE enabled = TRUE LIMIT 1")
+
+
 def _has_enabled_servers(session) -> bool:
-    return bool(
-        session.connection().exec_driver_sql("SELECT 1 FROM mcp_server WHERE enabled = 1 LIMIT 1").first()
-    )
+    return bool(session.connection().execute(_ANY_ENABLED_SERVER).first())

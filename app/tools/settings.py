@@ -7,6 +7,7 @@ import json
 import logging
 from dataclasses import asdict, dataclass, field, fields
 
+from sqlalchemy import text
 from sqlmodel import Session
 
 from app.connections.models import AppDefault
@@ -43,11 +44,11 @@ class ToolSettings:
 
 
 # Read on every turn: plain SQL (the ORM's get of this one row cost a quarter of a millisecond).
-_VALUE_SQL = "SELECT value FROM app_default WHERE key = ?"
+_VALUE_SQL = text("SELECT value FROM app_default WHERE key = :key")
 
 
 def load_tool_settings(session: Session) -> ToolSettings:
-    value = session.connection().exec_driver_sql(_VALUE_SQL, (TOOLS_KEY,)).scalar()
+    value = session.connection().execute(_VALUE_SQL, {"key": TOOLS_KEY}).scalar()
     if not value:
         return ToolSettings()
     try:

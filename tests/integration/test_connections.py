@@ -12,6 +12,21 @@ from tests.support.model_server import ModelServer
 SECRET = "sk-test-very-secret-123"
 
 
+def _everything_stored(sugo) -> str:
+    """The database as stored: the SQLite file's bytes, or on PostgreSQL every row of every table as text."""
+    if sugo.engine.dialect.name == "sqlite":
+        return (sugo.settings.data_dir / "sugo.db").read_bytes().decode("latin-1")
+    with sugo.engine.connect() as db:
+        tables = (
+            db.execute(text("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")).scalars().all()
+        )
+        return "\n".join(
+            str(row)
+            for table in tables
+            for row in db.execute(text(f'SELECT t::text FROM "{table}" t')).scalars()
+        )
+
+
 class TestConnectionKeys:
     def test_key_is_encrypted_at_rest_and_never_returned(self, api, sugo, models):
         conn = add_connection(api, models, api_key=SECRET)
@@ -23,8 +38,7 @@ class TestConnectionKeys:
         with sugo.engine.connect() as db:
             stored = db.execute(text("select api_key_encrypted from connection")).scalar_one()
         assert stored and SECRET not in stored
-        raw = (sugo.settings.data_dir / "sugo.db").read_bytes()
-        assert SECRET.encode() not in raw
+        assert SECRET not in _everything_stored(sugo)
 
     def test_empty_key_keeps_the_saved_one_and_clear_key_removes_it(self, api, models):
         conn = add_connection(api, models, api_key=SECRET)

@@ -7,7 +7,9 @@ import time
 from pathlib import Path
 
 from sqlalchemy import text
+from sqlmodel import col, select
 
+from app.chats.models import Chat
 from tests.conftest import add_character, add_connection, new_chat, read_sse
 from tests.support.model_server import Reply
 
@@ -228,15 +230,16 @@ def test_macros_in_card_fields_run_and_messages_keep_theirs_inert(api, models, s
     )
     system = models.last_request.json["messages"][0]["content"]
     assert "In Vellmar it is rain." in system and "not for the AI" not in system
-    with sugo.engine.connect() as db:
-        stored = db.execute(text("select variables from chat where id = :c"), {"c": chat["id"]}).scalar_one()
-    assert json.loads(stored) == {"weather": "rain"}  # the message's {{addvar}} never ran
+    assert _variables(sugo, chat["id"]) == {"weather": "rain"}  # the message's {{addvar}} never ran
     # Peek Prompt builds the same prompt without keeping anything.
     api.get(f"/api/chats/{chat['id']}/prompt")
+    assert _variables(sugo, chat["id"]) == {"weather": "rain"}
+
+
+def _variables(sugo, chat_id: int) -> dict:
+    """The chat's stored macro variables (a JSON column: read through its type on either database)."""
     with sugo.engine.connect() as db:
-        assert json.loads(
-            db.execute(text("select variables from chat where id = :c"), {"c": chat["id"]}).scalar_one()
-        ) == {"weather": "rain"}
+        return db.execute(select(Chat.variables).where(col(Chat.id) == chat_id)).scalar_one()
 
 
 def test_attachments_from_the_book_page_and_the_api(api):

@@ -9,11 +9,13 @@ import time
 from pathlib import Path
 
 import pysqlite3.dbapi2 as sqlite3
+from sqlalchemy import select, text
 from sqlmodel import Session
 
 from app.chats.models import Message
 from app.chats.service import INTERRUPTED
-from app.platform.db import lock_for_write
+from app.models import metadata
+from app.platform.db import lock_for_write, make_engine
 from tests.conftest import add_character, add_connection, new_chat, read_sse
 from tests.support.live import LiveSugo
 from tests.support.model_server import Reply
@@ -94,20 +96,49 @@ def test_a_version_deleted_while_the_writer_holds_the_message_is_deleted_from_wh
     assert [s["content"] for s in last["swipes"]] == ["Second answer, continued"]
 
 
-def _crash_copy(live: LiveSugo, to: Path) -> None:
+def _crash_copy(live: LiveSugo, to: Path, request) -> str | None:
     """The data folder as a crash at this moment would leave it: what the database has committed
-    (SQLite's online backup reads one consistent snapshot), and the key files."""
+    (SQLite's online backup reads one consistent snapshot), and the key files. On PostgreSQL the
+    committed rows go to a new database (one repeatable-read snapshot), whose URL is returned."""
     shutil.copytree(live.settings.data_dir, to, ignore=shutil.ignore_patterns("sugo.db*"))
+    if live.engine.dialect.name == "postgresql":
+        server = request.getfixturevalue("postgres_server")
+        name = server.create_database(template=server.migrated_template())
+        request.addfinalizer(lambda: server.drop_database(name))
+        return _postgres_crash_copy(live, server.url(name))
     source, copy = sqlite3.connect(live.settings.database_path), sqlite3.connect(to / "sugo.db")
     try:
         source.backup(copy)
     finally:
         source.close()
         copy.close()
+    return None
+
+
+def _postgres_crash_copy(live: LiveSugo, url: str) -> str:
+    target = make_engine(url)
+    try:
+        with live.engine.connect() as source, target.begin() as copy:
+            source = source.execution_options(isolation_level="REPEATABLE READ")
+            for table in metadata.sorted_tables:
+                rows = [dict(row._mapping) for row in source.execute(select(table))]
+                if rows:
+                    copy.execute(table.insert(), rows)
+            for table in metadata.sorted_tables:  # the next row gets a new id, as after a real restart
+                if "id" in table.c and table.c.id.primary_key and table.c.id.autoincrement:
+                    copy.execute(
+                        text(
+                            f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), "
+                            f'COALESCE((SELECT max(id) FROM "{table.name}"), 0) + 1, false)'
+                        )
+                    )
+    finally:
+        target.dispose()
+    return url
 
 
 def test_a_version_cut_off_by_a_crash_after_switching_away_from_it_is_marked_at_start(
-    tmp_path, api, sugo, models
+    tmp_path, api, sugo, models, request
 ):
     chat, reply = _chat_with_a_reply(api, models)
     thread, _ = _start_new_version(sugo, chat["id"], reply["id"])
@@ -119,12 +150,15 @@ def test_a_version_cut_off_by_a_crash_after_switching_away_from_it_is_marked_at_
     wait_for(
         lambda: len(_second_version(api, chat["id"])["content"]) > written, what="more of the new version"
     )
-    _crash_copy(sugo, tmp_path / "after-crash")
+    copied_url = _crash_copy(sugo, tmp_path / "after-crash", request)
     assert _second_version(api, chat["id"])["status"] == "streaming"
     api.post(f"/api/chats/{chat['id']}/stop")
     thread.join(20)
 
-    with LiveSugo(tmp_path / "after-crash") as restarted, restarted.client() as client:
+    with (
+        LiveSugo(tmp_path / "after-crash", database_url=copied_url) as restarted,
+        restarted.client() as client,
+    ):
         last = client.get(f"/api/chats/{chat['id']}/messages").json()[-1]
     assert last["active_swipe"] == 0 and last["content"] == "First answer" and last["status"] == "ok"
     cut = last["swipes"][1]

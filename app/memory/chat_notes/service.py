@@ -12,8 +12,10 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
+from sqlalchemy import text
 from sqlmodel import Session
 
 from app.chats.core.quoting import REFERENCE_CHARS
@@ -40,45 +42,49 @@ from app.platform.timeutil import utcnow
 log = logging.getLogger(__name__)
 
 # The user's requests: their messages the AI can read (hidden ones and failed sends left out).
+# Plain SQL that both databases read alike (booleans compared with TRUE and FALSE, named binds).
 _REQUESTS = (
-    "FROM message WHERE chat_id = ? AND role = 'user' AND kind = 'message' AND hidden = 0 "
+    "FROM message WHERE chat_id = :chat_id AND role = 'user' AND kind = 'message' AND hidden = FALSE "
     "AND status != 'error' AND trim(content) != ''"
 )
-_REQUEST_COUNT = f"SELECT count(*) {_REQUESTS}"
-_FIRST_REQUESTS = f"SELECT content {_REQUESTS} ORDER BY id LIMIT ?"
-_LAST_REQUESTS = f"SELECT content {_REQUESTS} ORDER BY id DESC LIMIT ?"
+_REQUEST_COUNT = text(f"SELECT count(*) {_REQUESTS}")
+_FIRST_REQUESTS = text(f"SELECT content {_REQUESTS} ORDER BY id LIMIT :n")
+_LAST_REQUESTS = text(f"SELECT content {_REQUESTS} ORDER BY id DESC LIMIT :n")
 # A few of the newest replies: one may be only thinking (empty once its reasoning is taken out).
-_LAST_REPLIES = (
-    "SELECT content FROM message WHERE chat_id = ? AND role = 'assistant' AND kind = 'message' "
-    "AND hidden = 0 AND status IN ('ok', 'partial') ORDER BY id DESC LIMIT 5"
+_LAST_REPLIES = text(
+    "SELECT content FROM message WHERE chat_id = :chat_id AND role = 'assistant' AND kind = 'message' "
+    "AND hidden = FALSE AND status IN ('ok', 'partial') ORDER BY id DESC LIMIT 5"
 )
-_ATTACHED = (
-    "SELECT message_id, id, name, sha256 FROM attachment WHERE chat_id = ? AND message_id IS NOT NULL "
+_ATTACHED = text(
+    "SELECT message_id, id, name, sha256 FROM attachment WHERE chat_id = :chat_id AND message_id IS NOT NULL "
     "ORDER BY message_id, id"
 )
-_READS = (
-    "SELECT id, tool_calls FROM message WHERE chat_id = ? AND tool_calls IS NOT NULL "
-    "AND tool_calls LIKE '%read_document%' ORDER BY id"
+# tool_calls is a JSON column (text on SQLite, json on PostgreSQL): matched as its text.
+_READS = text(
+    "SELECT id, tool_calls FROM message WHERE chat_id = :chat_id AND tool_calls IS NOT NULL "
+    "AND CAST(tool_calls AS TEXT) LIKE '%read_document%' ORDER BY id"
 )
-_COMMANDS = "SELECT created_at FROM message WHERE chat_id = ? AND kind = 'refresh' ORDER BY id DESC LIMIT ?"
-_LAST_ENTRY = (
-    "SELECT last_message_id, title, content FROM summary_entry WHERE chat_id = ? AND active = 1 "
-    "AND awaiting_review = 0 ORDER BY last_message_id DESC, id DESC LIMIT 1"
+_COMMANDS = text(
+    "SELECT created_at FROM message WHERE chat_id = :chat_id AND kind = 'refresh' ORDER BY id DESC LIMIT :n"
 )
-_LAST_RECAP = (
-    "SELECT last_message_id, summary FROM scene WHERE chat_id = ? AND state = 'written' AND enabled = 1 "
-    "AND summary != '' ORDER BY last_message_id DESC LIMIT 1"
+_LAST_ENTRY = text(
+    "SELECT last_message_id, title, content FROM summary_entry WHERE chat_id = :chat_id AND active = TRUE "
+    "AND awaiting_review = FALSE ORDER BY last_message_id DESC, id DESC LIMIT 1"
+)
+_LAST_RECAP = text(
+    "SELECT last_message_id, summary FROM scene WHERE chat_id = :chat_id AND state = 'written' "
+    "AND enabled = TRUE AND summary != '' ORDER BY last_message_id DESC LIMIT 1"
 )
 # Chats older than this feature: no row yet.
-_WITHOUT_MEMORY = (
+_WITHOUT_MEMORY = text(
     "SELECT chat.id FROM chat LEFT JOIN chat_memory ON chat_memory.chat_id = chat.id "
     "WHERE chat_memory.chat_id IS NULL ORDER BY chat.id"
 )
-_WITH_CONTENT = "SELECT chat_id FROM chat_memory WHERE has_content = 1 ORDER BY chat_id"
-_OTHERS = (
+_WITH_CONTENT = text("SELECT chat_id FROM chat_memory WHERE has_content = TRUE ORDER BY chat_id")
+_OTHERS = text(
     "SELECT chat.id, chat.name, chat_memory.first_request, chat.last_message_at FROM chat_memory "
-    "JOIN chat ON chat.id = chat_memory.chat_id WHERE chat_memory.has_content = 1 AND chat.id != ? "
-    "ORDER BY chat.last_message_at DESC, chat.id DESC LIMIT ?"
+    "JOIN chat ON chat.id = chat_memory.chat_id WHERE chat_memory.has_content = TRUE AND chat.id != :chat_id "
+    "ORDER BY chat.last_message_at DESC, chat.id DESC LIMIT :n"
 )
 # The @ list filters at most this many of the most recent chats with memory.
 OTHERS_SCANNED = 500
@@ -126,12 +132,13 @@ def view(session: Session, chat: Chat) -> ChatMemoryView:
 
 def _gather(session: Session, chat_id: int) -> ChatSummary:
     conn = session.connection()
-    total = conn.exec_driver_sql(_REQUEST_COUNT, (chat_id,)).scalar_one()
-    first = [r[0] for r in conn.exec_driver_sql(_FIRST_REQUESTS, (chat_id, LONG_CHAT_REQUESTS))]
-    last = [r[0] for r in conn.exec_driver_sql(_LAST_REQUESTS, (chat_id, LAST_KEPT))][::-1]
+    chat = {"chat_id": chat_id}
+    total = conn.execute(_REQUEST_COUNT, chat).scalar_one()
+    first = [r[0] for r in conn.execute(_FIRST_REQUESTS, {**chat, "n": LONG_CHAT_REQUESTS})]
+    last = [r[0] for r in conn.execute(_LAST_REQUESTS, {**chat, "n": LAST_KEPT})][::-1]
     reply = ""
     # A greeting alone is no result: the memory starts with the user's first request and its reply.
-    for (content,) in conn.exec_driver_sql(_LAST_REPLIES, (chat_id,)) if total else ():
+    for (content,) in conn.execute(_LAST_REPLIES, chat) if total else ():
         reply = without_reasoning(content or "").strip()
         if reply:
             break
@@ -143,7 +150,7 @@ def _gather(session: Session, chat_id: int) -> ChatSummary:
         files=_file_events(session, chat_id),
         commands=[
             f"/refresh ({str(at)[:10]})"
-            for (at,) in reversed(conn.exec_driver_sql(_COMMANDS, (chat_id, MAX_COMMANDS)).all())
+            for (at,) in reversed(conn.execute(_COMMANDS, {**chat, "n": MAX_COMMANDS}).all())
         ],
         previous=_previous_summary(session, chat_id),
     )
@@ -155,10 +162,10 @@ def _file_events(session: Session, chat_id: int) -> list[FileEvent]:
     conn = session.connection()
     names: dict[int, str] = {}
     events: list[tuple[int, int, FileEvent]] = []
-    for message_id, attachment_id, name, digest in conn.exec_driver_sql(_ATTACHED, (chat_id,)):
+    for message_id, attachment_id, name, digest in conn.execute(_ATTACHED, {"chat_id": chat_id}):
         names[attachment_id] = name
         events.append((message_id, 0, FileEvent(name, "attached", digest)))
-    for message_id, raw in conn.exec_driver_sql(_READS, (chat_id,)):
+    for message_id, raw in conn.execute(_READS, {"chat_id": chat_id}):
         try:
             calls = json.loads(raw) if isinstance(raw, str) else raw
         except ValueError:
@@ -180,8 +187,8 @@ def _previous_summary(session: Session, chat_id: int) -> str:
     """The newest Chat Summary entry or scene recap standing in for older history, whichever reaches
     further into the chat."""
     conn = session.connection()
-    entry = conn.exec_driver_sql(_LAST_ENTRY, (chat_id,)).first()
-    recap = conn.exec_driver_sql(_LAST_RECAP, (chat_id,)).first()
+    entry = conn.execute(_LAST_ENTRY, {"chat_id": chat_id}).first()
+    recap = conn.execute(_LAST_RECAP, {"chat_id": chat_id}).first()
     if entry is not None and (recap is None or entry[0] >= recap[0]):
         return f"{entry[1]}: {entry[2]}" if entry[1] else entry[2]
     return recap[1] if recap is not None else ""
@@ -284,13 +291,20 @@ def others(session: Session, chat_id: int, query: str = "") -> list[OtherChat]:
     """The user's other chats that have a memory, most recent first, filtered by title or first request."""
     needle = " ".join(query[:QUERY_CHARS].split()).casefold()
     found = []
-    for id_, name, first, last_at in session.connection().exec_driver_sql(_OTHERS, (chat_id, OTHERS_SCANNED)):
+    for id_, name, first, last_at in session.connection().execute(
+        _OTHERS, {"chat_id": chat_id, "n": OTHERS_SCANNED}
+    ):
         if needle and needle not in name.casefold() and needle not in (first or "").casefold():
             continue
-        found.append(OtherChat(id_, name, first or "", str(last_at)))
+        found.append(OtherChat(id_, name, first or "", _stored_time(last_at)))
         if len(found) == OTHERS_SHOWN:
             break
     return found
+
+
+def _stored_time(value: datetime | str) -> str:
+    """A time as SQLite stores it (text, to the microsecond); PostgreSQL's driver gives a datetime."""
+    return value.strftime("%Y-%m-%d %H:%M:%S.%f") if isinstance(value, datetime) else str(value)
 
 
 def references(session: Session, data_dir: Path, chat_id: int, ids: Sequence[int]) -> list[dict]:
@@ -311,11 +325,11 @@ def references(session: Session, data_dir: Path, chat_id: int, ids: Sequence[int
 
 
 def chats_without_memory(session: Session) -> list[int]:
-    return [r[0] for r in session.connection().exec_driver_sql(_WITHOUT_MEMORY)]
+    return [r[0] for r in session.connection().execute(_WITHOUT_MEMORY)]
 
 
 def chats_with_memory(session: Session) -> list[int]:
-    return [r[0] for r in session.connection().exec_driver_sql(_WITH_CONTENT)]
+    return [r[0] for r in session.connection().execute(_WITH_CONTENT)]
 
 
 def has_memory(session: Session, chat_id: int) -> bool:

@@ -16,6 +16,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sqlalchemy import text
 from sqlmodel import Session
 
 from app.chats.models import Chat
@@ -30,7 +31,7 @@ from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
 log = logging.getLogger(__name__)
 
 # One primary-key read: most chats have no notes and the summary is off.
-_READ = "SELECT notes, summary FROM chat_memory WHERE chat_id = ?"
+_READ = text("SELECT notes, summary FROM chat_memory WHERE chat_id = :chat_id")
 EXPORT_KEY = "chat_notes"  # under chat_metadata.sugo
 
 
@@ -47,7 +48,7 @@ class ChatNotesSource(PromptSource):
         notes_on, memory_on = turn.settings.chat_notes_in_prompt, turn.settings.chat_memory_in_prompt
         if not (notes_on or memory_on):
             return None
-        row = turn.session.connection().exec_driver_sql(_READ, (turn.chat.id,)).first()
+        row = turn.session.connection().execute(_READ, {"chat_id": turn.chat.id}).first()
         if row is None:
             return None
         notes = [str(n) for n in (json.loads(row[0]) if isinstance(row[0], str) else row[0]) or ()]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from sqlalchemy import text
 from sqlmodel import Session, col, select
 
 from app.chats import attachments
@@ -59,11 +60,11 @@ def files_text(lines: Sequence[str], *, tool_on: bool) -> str:
 
 # Most chats have no files: one probe on the chat's index tells, before any row is built (a plain
 # turn's price stays what it was before files existed).
-_ANY_SENT_FILE = "SELECT 1 FROM attachment WHERE chat_id = ? AND message_id IS NOT NULL LIMIT 1"
+_ANY_SENT_FILE = text("SELECT 1 FROM attachment WHERE chat_id = :chat_id AND message_id IS NOT NULL LIMIT 1")
 
 
 def _has_sent_files(session, chat_id: int) -> bool:
-    return session.connection().exec_driver_sql(_ANY_SENT_FILE, (chat_id,)).first() is not None
+    return session.connection().execute(_ANY_SENT_FILE, {"chat_id": chat_id}).first() is not None
 
 
 class DocumentsSource(PromptSource):

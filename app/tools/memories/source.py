@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 from datetime import UTC, datetime
 
+from sqlalchemy import text
 from sqlmodel import Session
 
 from app.chats.models import Chat
@@ -31,8 +32,10 @@ _replies = itertools.count()
 
 
 # Most chats have no short-term notes: one probe on the chat's index tells, before any object is built.
-_ANY_SHORT_TERM = "SELECT 1 FROM short_term_memory WHERE chat_id = ? LIMIT 1"
-_ANY_LONG_TERM = "SELECT 1 FROM long_term_memory WHERE character_id IS NULL OR character_id = ? LIMIT 1"
+_ANY_SHORT_TERM = text("SELECT 1 FROM short_term_memory WHERE chat_id = :chat_id LIMIT 1")
+_ANY_LONG_TERM = text(
+    "SELECT 1 FROM long_term_memory WHERE character_id IS NULL OR character_id = :character_id LIMIT 1"
+)
 
 
 class LongTermMemorySource(PromptSource):
@@ -40,7 +43,7 @@ class LongTermMemorySource(PromptSource):
     label = "Long-term memories"
 
     def contribute(self, turn: Turn) -> Contribution | None:
-        probe = turn.session.connection().exec_driver_sql(_ANY_LONG_TERM, (turn.speaker.id,))
+        probe = turn.session.connection().execute(_ANY_LONG_TERM, {"character_id": turn.speaker.id})
         if probe.first() is None:
             return None
         memories = service.prompt_long_term(turn.session, turn.speaker.id)
@@ -65,7 +68,7 @@ class ShortTermMemorySource(PromptSource):
     label = "Short-term memory"
 
     def contribute(self, turn: Turn) -> Contribution | None:
-        if turn.session.connection().exec_driver_sql(_ANY_SHORT_TERM, (turn.chat.id,)).first() is None:
+        if turn.session.connection().execute(_ANY_SHORT_TERM, {"chat_id": turn.chat.id}).first() is None:
             return None
         live = service.live_short_term(turn.session, turn.chat.id, datetime.now(UTC))
         if not live:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from sqlalchemy import text
+
 from app.platform.jobs import Job, RunKind
 from app.platform.timeutil import as_utc
 from app.prompt.core.builder import DynamicBlock
@@ -13,7 +15,7 @@ from app.prompt.sources import Contribution, PromptSource, Turn
 from app.tools.tasks import firing, service
 from app.tools.tasks.core import schedule
 
-_ANY_OPEN = "SELECT 1 FROM task WHERE chat_id = ? AND status = 'open' LIMIT 1"
+_ANY_OPEN = text("SELECT 1 FROM task WHERE chat_id = :chat_id AND status = 'open' LIMIT 1")
 
 
 class TaskSource(PromptSource):
@@ -26,7 +28,7 @@ class TaskSource(PromptSource):
     def contribute(self, turn: Turn) -> Contribution | None:
         # Most chats have no open reminder: one probe on the (chat_id, status) index tells, before any
         # object is built.
-        if turn.session.connection().exec_driver_sql(_ANY_OPEN, (turn.chat.id,)).first() is None:
+        if turn.session.connection().execute(_ANY_OPEN, {"chat_id": turn.chat.id}).first() is None:
             return None
         tasks = service.open_tasks(turn.session, turn.chat.id, turn.speaker.id)
         if not tasks:

@@ -4,13 +4,15 @@ conversation right after the persona. Nothing when all are empty. One indexed re
 
 from __future__ import annotations
 
+from sqlalchemy import text
+
 from app.personas.service import persona_time_zone
 from app.prompt.core.builder import DynamicBlock
 from app.prompt.sources import Contribution, PromptSource, Turn
 from app.tools.user_info.core.details import details_text
 from app.tools.user_info.service import naming_of, user_address
 
-_ANY_ADDRESS = "SELECT 1 FROM user_address WHERE character_id = ? LIMIT 1"
+_ANY_ADDRESS = text("SELECT 1 FROM user_address WHERE character_id = :character_id LIMIT 1")
 
 
 class ParticipantInfoSource(PromptSource):
@@ -24,7 +26,7 @@ class ParticipantInfoSource(PromptSource):
         # index tells, before an object is built.
         named = (
             turn.speaker.id
-            and turn.session.connection().exec_driver_sql(_ANY_ADDRESS, (turn.speaker.id,)).first()
+            and turn.session.connection().execute(_ANY_ADDRESS, {"character_id": turn.speaker.id}).first()
         )
         address = user_address(turn.session, turn.speaker.id, persona_id) if named else None
         text = details_text(
