@@ -110,8 +110,12 @@ EDGES = [  # UTC moments a breath either side of days' starts and of offset chan
 ]
 
 
+UTC_MINUS_4 = timezone(timedelta(hours=-4))  # one offset for all time: its days start at 04:00 UTC too
+
+
+@pytest.mark.parametrize("tz", [LISBON, UTC_MINUS_4], ids=["lisbon", "utc-4"])
 @pytest.mark.parametrize("rollover", [0, 1, 2, 4, 11])
-def test_moments_at_the_edges_fall_on_their_chat_day(engine, rollover):
+def test_moments_at_the_edges_fall_on_their_chat_day(engine, rollover, tz):
     with Session(engine) as s:
         chat = Chat(name="c", mode="conversation", settings={"summary_rollover_hour": rollover})
         s.add(chat)
@@ -122,6 +126,11 @@ def test_moments_at_the_edges_fall_on_their_chat_day(engine, rollover):
             s.add(m)
             s.flush()
             timed.append(TimedMessage(m.id, at.replace(tzinfo=UTC)))
-        expected = {i: d.day for d in group_days(timed, LISBON, rollover) for i in d.message_ids}
-        assert service.days_of(s, chat, list(expected), tz=LISBON) == expected
+        grouped = group_days(timed, tz, rollover)
+        expected = {i: d.day for d in grouped for i in d.message_ids}
+        assert service.days_of(s, chat, list(expected), tz=tz) == expected
+        counted = service.message_days(s, chat, tz=tz)
+        assert [(c.day, c.messages) for c in counted] == [(d.day, len(d.message_ids)) for d in grouped]
+        for d in grouped:
+            assert service.day_message_ids(s, chat, d.day, tz=tz) == list(d.message_ids)
         s.rollback()
