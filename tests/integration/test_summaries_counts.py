@@ -1,6 +1,6 @@
 """The Chat Summary panel reads its numbers as ranges and indexed counts (issue 23): for any chat, its
 message numbers per entry and its uncovered stretch are what the message-by-message rules give
-(rules.live_positions, coverage.uncovered_batches), on a real SQLite database."""
+(rules.live_positions, coverage.uncovered_batches), on a real SQLite database and on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -14,15 +14,11 @@ from app.memory.summaries import service
 from app.memory.summaries.core.coverage import ChatMessage, SummaryRange, uncovered_batches
 from app.memory.summaries.core.rules import live_positions
 from app.memory.summaries.models import SummaryEntry
-from app.platform.db import make_engine
-from app.platform.migrate import upgrade_database
 
 
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory):
-    engine = make_engine(tmp_path_factory.mktemp("counts") / "sugo.db")
-    upgrade_database(engine)
-    return engine
+@pytest.fixture
+def engine(database):
+    return database  # each test once on SQLite, once on PostgreSQL (tests/conftest.py)
 
 
 def _expected(kinds, spans, tail):

@@ -1,11 +1,11 @@
 """A Conversation chat's days as the database counts them (issue 23) are the days `group_days` makes of
 every message: the same days, counts and messages in the same order, the same Recent Message Tail and
 the same day for each message of a window; for timestamps around DST changes and every rollover hour,
-with hidden messages and refresh marks left out, on a real SQLite database."""
+with hidden messages and refresh marks left out, on a real SQLite database and on PostgreSQL."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -16,19 +16,22 @@ from sqlmodel import Session
 from app.chats.models import Chat, Message
 from app.memory.days import service
 from app.memory.days.core.days import TimedMessage, conversation_plan, group_days, summary_plan
-from app.platform.db import make_engine
-from app.platform.migrate import upgrade_database
 
-ZONES = [ZoneInfo("Europe/Lisbon"), ZoneInfo("America/New_York"), ZoneInfo("Australia/Lord_Howe")]
+ZONES = [
+    ZoneInfo("Europe/Lisbon"),
+    ZoneInfo("America/New_York"),
+    ZoneInfo("Australia/Lord_Howe"),
+    timezone(
+        timedelta(hours=5, minutes=30)
+    ),  # one offset for all time: the one-stretch SQL (the server's zone)
+]
 # Around the changes of 2024 in the zones drawn (March, April, October, November).
 STARTS = [datetime(2024, 3, 9), datetime(2024, 3, 30), datetime(2024, 4, 6), datetime(2024, 10, 5)]
 
 
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory):
-    engine = make_engine(tmp_path_factory.mktemp("days") / "sugo.db")
-    upgrade_database(engine)
-    return engine
+@pytest.fixture
+def engine(database):
+    return database  # each test once on SQLite, once on PostgreSQL (tests/conftest.py)
 
 
 # A moment past the start: day, hour and minute drawn apart (so moments spread over the days), and now and
@@ -107,8 +110,12 @@ EDGES = [  # UTC moments a breath either side of days' starts and of offset chan
 ]
 
 
+UTC_MINUS_4 = timezone(timedelta(hours=-4))  # one offset for all time: its days start at 04:00 UTC too
+
+
+@pytest.mark.parametrize("tz", [LISBON, UTC_MINUS_4], ids=["lisbon", "utc-4"])
 @pytest.mark.parametrize("rollover", [0, 1, 2, 4, 11])
-def test_moments_at_the_edges_fall_on_their_chat_day(engine, rollover):
+def test_moments_at_the_edges_fall_on_their_chat_day(engine, rollover, tz):
     with Session(engine) as s:
         chat = Chat(name="c", mode="conversation", settings={"summary_rollover_hour": rollover})
         s.add(chat)
@@ -119,6 +126,11 @@ def test_moments_at_the_edges_fall_on_their_chat_day(engine, rollover):
             s.add(m)
             s.flush()
             timed.append(TimedMessage(m.id, at.replace(tzinfo=UTC)))
-        expected = {i: d.day for d in group_days(timed, LISBON, rollover) for i in d.message_ids}
-        assert service.days_of(s, chat, list(expected), tz=LISBON) == expected
+        grouped = group_days(timed, tz, rollover)
+        expected = {i: d.day for d in grouped for i in d.message_ids}
+        assert service.days_of(s, chat, list(expected), tz=tz) == expected
+        counted = service.message_days(s, chat, tz=tz)
+        assert [(c.day, c.messages) for c in counted] == [(d.day, len(d.message_ids)) for d in grouped]
+        for d in grouped:
+            assert service.day_message_ids(s, chat, d.day, tz=tz) == list(d.message_ids)
         s.rollback()

@@ -2,7 +2,7 @@
 chat, its entries (switched off, held for review, with parts for some characters), a speaker, a window
 and a tail, the block, the count, the "parts meant for others" flag and the messages left out are the
 same, and stay the same after every kind of edit the app makes (the cache is never read stale). On a real
-SQLite database; the reference is the code the source ran before, over the entries' rows."""
+SQLite database and on PostgreSQL; the reference is the code the source ran before, over the entries' rows."""
 
 from __future__ import annotations
 
@@ -18,8 +18,6 @@ from app.memory.summaries.core.prompts import has_conditions, visible_to
 from app.memory.summaries.core.rules import EntryText, summary_block
 from app.memory.summaries.models import SummaryEntry
 from app.memory.summaries.prompting import SummaryBlocks
-from app.platform.db import make_engine
-from app.platform.migrate import upgrade_database
 
 READERS = ("Aria", "Kaito", "kaito ")
 TEXTS = st.sampled_from(
@@ -45,15 +43,13 @@ EDIT = st.one_of(
 )
 
 
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory):
-    engine = make_engine(tmp_path_factory.mktemp("part") / "sugo.db")
-    upgrade_database(engine)
-    return engine
+@pytest.fixture
+def engine(database):
+    return database  # the test once on SQLite, once on PostgreSQL (tests/conftest.py)
 
 
-@pytest.fixture(scope="module")
-def blocks() -> SummaryBlocks:
+@pytest.fixture
+def blocks(engine) -> SummaryBlocks:
     return SummaryBlocks()  # one for every example: chats and edits follow each other as in an app
 
 

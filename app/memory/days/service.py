@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
 from typing import Any
 
+from sqlalchemy import text
 from sqlmodel import Session, col, select
 
 from app.chats.models import Chat, Message
@@ -90,69 +91,96 @@ def chat_days(session: Session, chat: Chat) -> list[days.ChatDay]:
 
 # A chat's days, counted by the database: each message's summary day is computed in SQL
 # (core/shifts.py says how), so a page or a prompt fetches one row per day, never one per message.
-_READ = "chat_id = ? AND kind = 'message' AND hidden = 0"
-_SPAN_SQL = f"SELECT min(created_at), max(created_at) FROM message WHERE {_READ}"
-_HAS_SUMMARIES_SQL = (
-    "SELECT EXISTS (SELECT 1 FROM summary_day WHERE chat_id = ?)"
-    " OR EXISTS (SELECT 1 FROM summary_week WHERE chat_id = ?)"
+# SQLite stores a time as text and computes the day with date(); PostgreSQL stores a timestamp (UTC)
+# and adds an interval: each spelling beside the other in _DAY, both answering an ISO date as text,
+# so the statements around them and the Python reading them are the same on both.
+_READ = "chat_id = :chat_id AND kind = 'message' AND hidden = false"
+_SPAN_SQL = text(f"SELECT min(created_at), max(created_at) FROM message WHERE {_READ}")
+_HAS_SUMMARIES_SQL = text(
+    "SELECT EXISTS (SELECT 1 FROM summary_day WHERE chat_id = :chat_id)"
+    " OR EXISTS (SELECT 1 FROM summary_week WHERE chat_id = :chat_id)"
 )
+_DAY = {  # a row's summary day given its shift (an SQL expression); the form the shift is bound in
+    "sqlite": ("date(substr(created_at, 1, 19), {shift})", lambda seconds: f"{seconds:+d} seconds"),
+    "postgresql": ("to_char(created_at + make_interval(secs => {shift}), 'YYYY-MM-DD')", int),
+}
+# A JSON list of ids or ISO dates, unpacked as rows of a subquery.
+_IDS_IN = {
+    "sqlite": "SELECT value FROM json_each(:ids)",
+    "postgresql": "SELECT CAST(value AS bigint) FROM json_array_elements_text(CAST(:ids AS json))",
+}
+_DAYS_IN = {
+    "sqlite": "SELECT value FROM json_each(:days)",
+    "postgresql": "SELECT value FROM json_array_elements_text(CAST(:days AS json))",
+}
 
 
-def _day_sql(session: Session, chat: Chat, tz: tzinfo | None) -> tuple[str, tuple, tuple[shifts.Shift, ...]]:
-    """An SQL expression for a message row's summary day (an ISO date), its parameters in order, and the
-    stretches it was made from."""
+def _stored_time(session: Session, at: datetime) -> datetime | str:
+    """A naive UTC moment as the database compares it with created_at: SQLite's stored text, or the
+    timestamp itself."""
+    if session.connection().dialect.name == "sqlite":
+        return at.strftime("%Y-%m-%d %H:%M:%S")
+    return at
+
+
+def _read_time(at: datetime | str) -> datetime:
+    return at if isinstance(at, datetime) else datetime.fromisoformat(at)
+
+
+def _day_sql(session: Session, chat: Chat, tz: tzinfo | None) -> tuple[str, dict, tuple[shifts.Shift, ...]]:
+    """An SQL expression for a message row's summary day (an ISO date as text), its named parameters,
+    and the stretches it was made from."""
     tz = tz or local_zone()
     first = last = None
     if tz.utcoffset(None) is None:  # a zone whose offset changes: the stretches of the chat's span
-        low, high = session.connection().exec_driver_sql(_SPAN_SQL, (chat.id,)).one()
-        first, last = (datetime.fromisoformat(at) if at else utcnow() for at in (low, high))
+        low, high = session.connection().execute(_SPAN_SQL, {"chat_id": chat.id}).one()
+        first, last = (_read_time(at) if at else utcnow() for at in (low, high))
     stretches = shifts.day_shifts(tz, _rollover(chat), first, last)
-    mods = [f"{s.seconds:+d} seconds" for s in stretches]
+    expr, bound = _DAY[session.connection().dialect.name]
+    params: dict = {f"shift{n}": bound(s.seconds) for n, s in enumerate(stretches)}
     if len(stretches) == 1:
-        return "date(substr(created_at, 1, 19), ?)", (mods[0],), stretches
-    params: list = []
-    for s, mod in zip(stretches[1:], mods[:-1], strict=True):  # before each change, the shift till then
+        return expr.format(shift=":shift0"), params, stretches
+    for n, s in enumerate(stretches[1:], start=1):  # before each change, the shift till then
         assert s.since is not None
-        params += [s.since.strftime("%Y-%m-%d %H:%M:%S"), mod]
-    whens = " ".join("WHEN created_at < ? THEN ?" for _ in stretches[1:])
-    return f"date(substr(created_at, 1, 19), CASE {whens} ELSE ? END)", (*params, mods[-1]), stretches
+        params[f"since{n}"] = _stored_time(session, s.since)
+    whens = " ".join(f"WHEN created_at < :since{n} THEN :shift{n - 1}" for n in range(1, len(stretches)))
+    return expr.format(shift=f"CASE {whens} ELSE :shift{len(stretches) - 1} END"), params, stretches
 
 
-def _between(stretches: Sequence[shifts.Shift], first: date, last: date) -> tuple[str, str]:
+def _between(session: Session, stretches: Sequence[shifts.Shift], first: date, last: date) -> dict:
     """UTC bounds (as stored) holding every moment whose summary day lies from `first` to `last`: a
     range the (chat, kind, hidden, created_at) index reads instead of the whole chat."""
     seconds = [s.seconds for s in stretches]
     low = datetime.combine(first, datetime.min.time()) - timedelta(seconds=max(seconds))
     high = datetime.combine(last, datetime.min.time()) + timedelta(days=1, seconds=1 - min(seconds))
-    return low.strftime("%Y-%m-%d %H:%M:%S"), high.strftime("%Y-%m-%d %H:%M:%S")
+    return {"low": _stored_time(session, low), "high": _stored_time(session, high)}
 
 
 def has_summaries(session: Session, chat_id: int) -> bool:
     """Whether the chat has a day or week summary: one index seek each, in plain SQL, as the prompt
     source asks it on every turn of every Conversation chat."""
-    sql, params = _HAS_SUMMARIES_SQL, (chat_id, chat_id)
-    return bool(session.connection().exec_driver_sql(sql, params).scalar_one())
+    return bool(session.connection().execute(_HAS_SUMMARIES_SQL, {"chat_id": chat_id}).scalar_one())
 
 
 def message_days(session: Session, chat: Chat, *, tz: tzinfo | None = None) -> list[days.DayCount]:
     """The chat's days with messages the AI reads (hidden ones are never summarised), oldest first, with
     how many: the days `chat_days` groups, counted by the database on the index."""
     day, params, _ = _day_sql(session, chat, tz)
-    sql = f"SELECT {day} AS day, count(*) FROM message WHERE {_READ} GROUP BY day ORDER BY day"
-    rows = session.connection().exec_driver_sql(sql, (*params, chat.id)).all()
+    sql = text(f"SELECT {day} AS day, count(*) FROM message WHERE {_READ} GROUP BY day ORDER BY day")
+    rows = session.connection().execute(sql, {**params, "chat_id": chat.id}).all()
     return [days.DayCount(date.fromisoformat(d), n) for d, n in rows]
 
 
 def day_message_ids(session: Session, chat: Chat, day: date, *, tz: tzinfo | None = None) -> list[int]:
     """The ids of one day's messages the AI reads, in time order (`chat_days`' order)."""
     expr, params, stretches = _day_sql(session, chat, tz)
-    sql = (
-        f"SELECT id FROM message WHERE {_READ} AND created_at >= ? AND created_at < ? AND {expr} = ?"
+    sql = text(
+        f"SELECT id FROM message WHERE {_READ} AND created_at >= :low AND created_at < :high AND {expr} = :day"
         " ORDER BY created_at, id"
     )
-    bounds = _between(stretches, day, day)
-    rows = session.connection().exec_driver_sql(sql, (chat.id, *bounds, *params, day.isoformat())).all()
-    return [i for (i,) in rows]
+    bounds = _between(session, stretches, day, day)
+    params = {**params, **bounds, "chat_id": chat.id, "day": day.isoformat()}
+    return [i for (i,) in session.connection().execute(sql, params).all()]
 
 
 def newest_ids(
@@ -163,16 +191,17 @@ def newest_ids(
     if not taken:
         return []
     expr, params, stretches = _day_sql(session, chat, tz)
-    sql = (
+    sql = text(
         f"SELECT id FROM (SELECT id, created_at, {expr} AS day FROM message"
-        f" WHERE {_READ} AND created_at >= ? AND created_at < ?)"
-        " WHERE day IN (SELECT value FROM json_each(?)) ORDER BY day DESC, created_at DESC, id DESC LIMIT ?"
+        f" WHERE {_READ} AND created_at >= :low AND created_at < :high) AS shifted"
+        f" WHERE day IN ({_DAYS_IN[session.connection().dialect.name]})"
+        " ORDER BY day DESC, created_at DESC, id DESC LIMIT :limit"
     )
-    bounds = _between(stretches, min(d for d, _ in taken), max(d for d, _ in taken))
+    bounds = _between(session, stretches, min(d for d, _ in taken), max(d for d, _ in taken))
     wanted = json.dumps([d.isoformat() for d, _ in taken])
     limit = sum(n for _, n in taken)
-    rows = session.connection().exec_driver_sql(sql, (*params, chat.id, *bounds, wanted, limit)).all()
-    return [i for (i,) in rows]
+    params = {**params, **bounds, "chat_id": chat.id, "days": wanted, "limit": limit}
+    return [i for (i,) in session.connection().execute(sql, params).all()]
 
 
 def days_of(session: Session, chat: Chat, ids: Sequence[int], *, tz: tzinfo | None = None) -> dict[int, date]:
@@ -180,9 +209,10 @@ def days_of(session: Session, chat: Chat, ids: Sequence[int], *, tz: tzinfo | No
     if not ids:
         return {}
     expr, params, _ = _day_sql(session, chat, tz)
-    sql = f"SELECT id, {expr} FROM message WHERE {_READ} AND id IN (SELECT value FROM json_each(?))"
-    rows = session.connection().exec_driver_sql(sql, (*params, chat.id, json.dumps(list(ids)))).all()
-    return {i: date.fromisoformat(d) for i, d in rows}
+    ids_in = _IDS_IN[session.connection().dialect.name]
+    sql = text(f"SELECT id, {expr} FROM message WHERE {_READ} AND id IN ({ids_in})")
+    params = {**params, "chat_id": chat.id, "ids": json.dumps(list(ids))}
+    return {i: date.fromisoformat(d) for i, d in session.connection().execute(sql, params).all()}
 
 
 def day_rows(session: Session, chat_id: int) -> list[DaySummary]:

@@ -47,7 +47,14 @@ from app.memory.summaries.core import answers, overlap
 from app.memory.summaries.core.prompts import TranscriptLine, transcript
 from app.memory.summaries.core.rules import scope_coverage
 from app.memory.summaries.models import SummaryEntry, SummaryJob, SummaryRun
-from app.memory.summaries.service import MAX_ENTRIES, MAX_TITLE, list_entries, message_ids, uncovered
+from app.memory.summaries.service import (
+    MAX_ENTRIES,
+    MAX_TITLE,
+    entry_count,
+    list_entries,
+    message_ids,
+    uncovered,
+)
 from app.platform.core.errors import Conflict, NotFound, UserError
 from app.platform.services import Services
 from app.platform.timeutil import utcnow
@@ -443,11 +450,7 @@ def write_model_entry(
     chat asks (Review outputs) and when it mentions nothing of the messages it covers (a refusal, an
     answer about something else: overlap.py), then with that reason."""
     chat = get_chat(session, chat_id)
-    count = (
-        session.connection()
-        .exec_driver_sql("SELECT count(*) FROM summary_entry WHERE chat_id = ?", (chat_id,))
-        .scalar_one()
-    )
+    count = entry_count(session, chat_id)
     if count >= MAX_ENTRIES:
         return f"This chat already has {MAX_ENTRIES} summary entries, the limit."
     reason = overlap.unrelated(text, scope_transcript(session, chat_id, first_id, last_id)) or ""

@@ -18,6 +18,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from sqlalchemy import text
 from sqlmodel import Session
 
 from app.memory.summaries.core.coverage import SummaryRange, merged_spans
@@ -27,18 +28,27 @@ from app.memory.summaries.core.rules import EntryText, summary_block
 MAX_HELD_CHATS = 256
 
 # Changes with any insert, delete or edit of the chat's entries: an edit sets updated_at, and the sums
-# move with a new id, a moved bound, a switched flag or a text of another length.
-_STAMP_SQL = (
-    "SELECT count(*), max(updated_at), total(id), total(first_message_id), total(last_message_id),"
-    " total(active), total(awaiting_review), total(length(title)), total(length(content))"
-    " FROM summary_entry WHERE chat_id = ?"
-)
+# move with a new id, a moved bound, a switched flag or a text of another length. SQLite's total() and
+# its 0/1 flags; PostgreSQL sums its booleans as integers (a stamp is only ever compared with another
+# read from the same database).
+_STAMP_SQL = {
+    "sqlite": text(
+        "SELECT count(*), max(updated_at), total(id), total(first_message_id), total(last_message_id),"
+        " total(active), total(awaiting_review), total(length(title)), total(length(content))"
+        " FROM summary_entry WHERE chat_id = :chat_id"
+    ),
+    "postgresql": text(
+        "SELECT count(*), max(updated_at), sum(id), sum(first_message_id), sum(last_message_id),"
+        " sum(CAST(active AS integer)), sum(CAST(awaiting_review AS integer)), sum(length(title)),"
+        " sum(length(content)) FROM summary_entry WHERE chat_id = :chat_id"
+    ),
+}
 # Every entry's range, in message order; the text of the active ones only (the others are not sent).
-_ENTRIES_SQL = (
+_ENTRIES_SQL = text(
     "SELECT first_message_id, last_message_id, active AND NOT awaiting_review,"
     " CASE WHEN active AND NOT awaiting_review THEN title END,"
     " CASE WHEN active AND NOT awaiting_review THEN content END"
-    " FROM summary_entry WHERE chat_id = ? ORDER BY first_message_id, id"
+    " FROM summary_entry WHERE chat_id = :chat_id ORDER BY first_message_id, id"
 )
 
 
@@ -71,7 +81,7 @@ class SummaryBlocks:
     def part(self, session: Session, chat_id: int, reader: str) -> SummaryPart | None:
         """The chat's active entries as `reader` may read them; None when it has none."""
         conn = session.connection()
-        stamp = tuple(conn.exec_driver_sql(_STAMP_SQL, (chat_id,)).one())
+        stamp = tuple(conn.execute(_STAMP_SQL[conn.dialect.name], {"chat_id": chat_id}).one())
         if not stamp[0]:
             return None  # no entries: the cheap answer for most Roleplay chats
         with self._lock:
@@ -79,7 +89,7 @@ class SummaryBlocks:
             if held is not None and held.stamp == stamp:
                 self._chats.move_to_end(chat_id)
         if held is None or held.stamp != stamp:
-            held = _read(conn.exec_driver_sql(_ENTRIES_SQL, (chat_id,)).all(), stamp)
+            held = _read(conn.execute(_ENTRIES_SQL, {"chat_id": chat_id}).all(), stamp)
             with self._lock:
                 self._chats[chat_id] = held
                 self._chats.move_to_end(chat_id)

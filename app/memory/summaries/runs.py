@@ -32,6 +32,7 @@ import threading
 from collections.abc import Sequence
 from functools import partial
 
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -74,15 +75,20 @@ BATCH = DEFAULT_BATCH  # messages per Backfill call: Marinara's summaryContextSi
 MAX_AUTO_ATTEMPTS = 4  # the first try and three retries (after 1, 5 and 30 minutes)
 SWEEP_MINUTES = 1  # how often due retries are looked for: the shortest retry delay
 BUSY = "A summary is already being written for this chat; wait for it to finish or Stop it."
-_MESSAGES_SQL = (
-    "SELECT id, hidden, role FROM message WHERE chat_id = ? AND kind = 'message' AND id > ? ORDER BY id"
+_MESSAGES_SQL = text(
+    "SELECT id, hidden, role FROM message WHERE chat_id = :chat_id AND kind = 'message' AND id > :after"
+    " ORDER BY id"
 )
-_NEWEST_ENTRY_SQL = (
-    "SELECT first_message_id, last_message_id FROM summary_entry WHERE chat_id = ?"
+_ENTRY_RANGES_SQL = text(
+    "SELECT first_message_id, last_message_id FROM summary_entry WHERE chat_id = :chat_id"
+)
+_NEWEST_ENTRY_SQL = text(
+    "SELECT first_message_id, last_message_id FROM summary_entry WHERE chat_id = :chat_id"
     " ORDER BY last_message_id DESC LIMIT 1"
 )
-_REACHED_SQL = (
-    "SELECT 1 FROM summary_entry WHERE chat_id = ? AND first_message_id <= ? AND last_message_id >= ? LIMIT 1"
+_REACHED_SQL = text(
+    "SELECT 1 FROM summary_entry WHERE chat_id = :chat_id AND first_message_id <= :last_id"
+    " AND last_message_id >= :first_id LIMIT 1"
 )
 
 
@@ -97,34 +103,26 @@ def user_messages_after(messages: Sequence[tuple[int, bool, str]], after_id: int
 
 def _messages(session: Session, chat_id: int, *, after: int | None = None) -> list[tuple[int, bool, str]]:
     """The chat's messages (id, hidden, role) in order; with `after`, only those with a greater id."""
-    rows = (
-        session.connection().exec_driver_sql(_MESSAGES_SQL, (chat_id, -1 if after is None else after)).all()
-    )
+    params = {"chat_id": chat_id, "after": -1 if after is None else after}
+    rows = session.connection().execute(_MESSAGES_SQL, params).all()
     return [(int(r[0]), bool(r[1]), str(r[2])) for r in rows]
 
 
 def _entry_ranges(session: Session, chat_id: int) -> list[SummaryRange]:
-    rows = (
-        session.connection()
-        .exec_driver_sql(
-            "SELECT first_message_id, last_message_id FROM summary_entry WHERE chat_id = ?", (chat_id,)
-        )
-        .all()
-    )
+    rows = session.connection().execute(_ENTRY_RANGES_SQL, {"chat_id": chat_id}).all()
     return [SummaryRange(int(a), int(b)) for a, b in rows]
 
 
 def _newest_entry(session: Session, chat_id: int) -> list[SummaryRange]:
     """The entry that ends last (active or not), as a one-range list; empty when the chat has none."""
-    rows = session.connection().exec_driver_sql(_NEWEST_ENTRY_SQL, (chat_id,)).all()
+    rows = session.connection().execute(_NEWEST_ENTRY_SQL, {"chat_id": chat_id}).all()
     return [SummaryRange(int(a), int(b)) for a, b in rows]
 
 
 def _reached(session: Session, chat_id: int, first_id: int, last_id: int) -> bool:
     """Whether an entry already covers any message of first_id..last_id."""
-    return (
-        session.connection().exec_driver_sql(_REACHED_SQL, (chat_id, last_id, first_id)).first() is not None
-    )
+    params = {"chat_id": chat_id, "first_id": first_id, "last_id": last_id}
+    return session.connection().execute(_REACHED_SQL, params).first() is not None
 
 
 def latest_run(session: Session, chat_id: int, kind: str) -> SummaryRun | None:

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import text
 from sqlmodel import Session, select
 
 from app.chats.service import get_chat
@@ -28,47 +29,63 @@ from app.prompt.core.tokens import count_tokens
 MAX_TITLE = 200
 MAX_CONTENT = 20_000
 MAX_ENTRIES = 1_000
-_IDS_SQL = "SELECT id FROM message WHERE chat_id = ? AND kind = 'message' ORDER BY id"
-_ALL_IDS_SQL = "SELECT id FROM message WHERE chat_id = ? ORDER BY id"  # refresh marks too: a file's lines
-_FLAGS_SQL = "SELECT id, hidden FROM message WHERE chat_id = ? AND kind = 'message' ORDER BY id"
+# Named binds and SQL both databases read (a boolean compared with true/false: SQLite reads them as
+# 1/0, on the same index), except the covered spans: a JSON list of [lo, hi] pairs each database
+# unpacks its own way, kept side by side in _SPANS.
+_IDS_SQL = text("SELECT id FROM message WHERE chat_id = :chat_id AND kind = 'message' ORDER BY id")
+_ALL_IDS_SQL = text(
+    "SELECT id FROM message WHERE chat_id = :chat_id ORDER BY id"
+)  # refresh marks too: a file's lines
 # The active entries over a page of the chat view, and the readable messages after it (on the
 # (chat_id, kind, id, status, hidden) index): what the view's fold needs.
-_OVER_SQL = (
-    "SELECT first_message_id, last_message_id FROM summary_entry WHERE chat_id = ? AND active = 1"
-    " AND awaiting_review = 0 AND first_message_id <= ? AND last_message_id >= ?"
+_OVER_SQL = text(
+    "SELECT first_message_id, last_message_id FROM summary_entry WHERE chat_id = :chat_id AND active = true"
+    " AND awaiting_review = false AND first_message_id <= :last_id AND last_message_id >= :first_id"
 )
-_COUNT_SQL = "SELECT count(*) FROM message WHERE chat_id = ? AND kind = 'message'"
+_COUNT_SQL = text("SELECT count(*) FROM message WHERE chat_id = :chat_id AND kind = 'message'")
 # Messages up to each entry bound (an entry's first id minus one, its last id), counted span by span
 # between consecutive bounds so the index is walked once however many entries there are.
-_BOUND_COUNTS_SQL = (
-    "WITH bounds(id) AS (SELECT first_message_id - 1 FROM summary_entry WHERE chat_id = ?"
-    " UNION SELECT last_message_id FROM summary_entry WHERE chat_id = ?),"
+_BOUND_COUNTS_SQL = text(
+    "WITH bounds(id) AS (SELECT first_message_id - 1 FROM summary_entry WHERE chat_id = :chat_id"
+    " UNION SELECT last_message_id FROM summary_entry WHERE chat_id = :chat_id),"
     " steps AS (SELECT id, lag(id, 1, -1) OVER (ORDER BY id) AS prev FROM bounds)"
-    " SELECT id, (SELECT count(*) FROM message WHERE chat_id = ? AND kind = 'message'"
+    " SELECT id, (SELECT count(*) FROM message WHERE chat_id = :chat_id AND kind = 'message'"
     " AND id > steps.prev AND id <= steps.id) FROM steps ORDER BY id"
 )
-_READABLE = "chat_id = ? AND kind = 'message' AND hidden = 0"
-_OLDER_THAN_TAIL_SQL = f"SELECT id FROM message WHERE {_READABLE} ORDER BY id DESC LIMIT 1 OFFSET ?"
-_READABLE_UPTO_SQL = f"SELECT count(*) FROM message WHERE {_READABLE} AND id <= ?"
-_SPANS = "(SELECT json_extract(value, '$[0]') AS lo, json_extract(value, '$[1]') AS hi FROM json_each(?))"
-_READABLE_IN_SPANS_SQL = (
-    f"SELECT lo, hi, (SELECT count(*) FROM message WHERE {_READABLE} AND id BETWEEN lo AND hi)"
-    f" FROM {_SPANS} ORDER BY lo"
-)
-_FIRST_UNCOVERED_SQL = (
-    f"SELECT min((SELECT min(id) FROM message WHERE {_READABLE} AND id BETWEEN lo AND hi)) FROM {_SPANS}"
-)
-_BATCH_SQL = (
+_READABLE = "chat_id = :chat_id AND kind = 'message' AND hidden = false"
+_OLDER_THAN_TAIL_SQL = text(f"SELECT id FROM message WHERE {_READABLE} ORDER BY id DESC LIMIT 1 OFFSET :tail")
+_READABLE_UPTO_SQL = text(f"SELECT count(*) FROM message WHERE {_READABLE} AND id <= :upto")
+_SPANS = {
+    "sqlite": "(SELECT json_extract(value, '$[0]') AS lo, json_extract(value, '$[1]') AS hi FROM json_each(:spans))",
+    "postgresql": (
+        "(SELECT CAST(value->>0 AS bigint) AS lo, CAST(value->>1 AS bigint) AS hi"
+        " FROM json_array_elements(CAST(:spans AS json)))"
+    ),
+}
+_READABLE_IN_SPANS_SQL = {
+    dialect: text(
+        f"SELECT lo, hi, (SELECT count(*) FROM message WHERE {_READABLE} AND id BETWEEN lo AND hi)"
+        f" FROM {spans} AS spans ORDER BY lo"
+    )
+    for dialect, spans in _SPANS.items()
+}
+_FIRST_UNCOVERED_SQL = {
+    dialect: text(
+        f"SELECT min((SELECT min(id) FROM message WHERE {_READABLE} AND id BETWEEN lo AND hi))"
+        f" FROM {spans} AS spans"
+    )
+    for dialect, spans in _SPANS.items()
+}
+_BATCH_SQL = text(
     "SELECT min(id), max(id), count(*) FROM (SELECT id FROM message WHERE"
-    f" {_READABLE} AND id BETWEEN ? AND ? ORDER BY id LIMIT ?)"
+    f" {_READABLE} AND id BETWEEN :start AND :end ORDER BY id LIMIT :batch) AS batch"
 )
-_POSITIONS_SQL = (
-    "SELECT (SELECT count(*) FROM message WHERE chat_id = ? AND kind = 'message' AND id < ?),"
-    " (SELECT count(*) FROM message WHERE chat_id = ? AND kind = 'message' AND id <= ?)"
+_POSITIONS_SQL = text(
+    "SELECT (SELECT count(*) FROM message WHERE chat_id = :chat_id AND kind = 'message' AND id < :first_id),"
+    " (SELECT count(*) FROM message WHERE chat_id = :chat_id AND kind = 'message' AND id <= :last_id)"
 )
-_READABLE_AFTER_SQL = (
-    "SELECT count(*) FROM message WHERE chat_id = ? AND kind = 'message' AND hidden = 0 AND id > ?"
-)
+_READABLE_AFTER_SQL = text(f"SELECT count(*) FROM message WHERE {_READABLE} AND id > :after")
+_ENTRY_COUNT_SQL = text("SELECT count(*) FROM summary_entry WHERE chat_id = :chat_id")
 # "Summarise them" takes the oldest uncovered stretch, at most this many messages per summary (Marinara's
 # summaryContextSize), so one request stays a size a model summarises well; the panel says what remains.
 UNCOVERED_BATCH = DEFAULT_BATCH
@@ -92,15 +109,12 @@ class EntryView:
 
 def message_ids(session: Session, chat_id: int) -> list[int]:
     """The chat's message ids, oldest first: message number n is the n-th (refresh marks aside)."""
-    return [row[0] for row in session.connection().exec_driver_sql(_IDS_SQL, (chat_id,)).all()]
-
-
-_ENTRY_COUNT_SQL = "SELECT count(*) FROM summary_entry WHERE chat_id = ?"
+    return [row[0] for row in session.connection().execute(_IDS_SQL, {"chat_id": chat_id}).all()]
 
 
 def entry_count(session: Session, chat_id: int) -> int:
     """How many entries the chat has (held for review and switched off ones too)."""
-    return session.connection().exec_driver_sql(_ENTRY_COUNT_SQL, (chat_id,)).scalar_one()
+    return session.connection().execute(_ENTRY_COUNT_SQL, {"chat_id": chat_id}).scalar_one()
 
 
 def list_entries(session: Session, chat_id: int, *, active_only: bool = False) -> list[SummaryEntry]:
@@ -131,22 +145,29 @@ def uncovered(session: Session, chat_id: int, entries: Sequence[SummaryEntry], *
     indexed counts: the newest readable message older than the tail, the readable messages each covered
     span holds, the oldest uncovered one and its batch, never the chat's messages one by one."""
     conn = session.connection()
-    cut = conn.exec_driver_sql(_OLDER_THAN_TAIL_SQL, (chat_id, tail)).scalar()
+    dialect = conn.dialect.name
+    cut = conn.execute(_OLDER_THAN_TAIL_SQL, {"chat_id": chat_id, "tail": tail}).scalar()
     if cut is None:
         return Uncovered(0, None, 0)
     spans = merged_spans([SummaryRange(e.first_message_id, e.last_message_id) for e in entries], upto=cut)
-    older = conn.exec_driver_sql(_READABLE_UPTO_SQL, (chat_id, cut)).scalar_one()
-    inside = conn.exec_driver_sql(_READABLE_IN_SPANS_SQL, (chat_id, json.dumps(spans))).all() if spans else []
+    older = conn.execute(_READABLE_UPTO_SQL, {"chat_id": chat_id, "upto": cut}).scalar_one()
+    in_spans = _READABLE_IN_SPANS_SQL[dialect]
+    inside = conn.execute(in_spans, {"chat_id": chat_id, "spans": json.dumps(spans)}).all() if spans else []
     count = older - sum(n for _, _, n in inside)
     if count <= 0:
         return Uncovered(0, None, 0)
     gaps = uncovered_gaps([(first, last) for first, last, n in inside if n], upto=cut)
-    start = conn.exec_driver_sql(_FIRST_UNCOVERED_SQL, (chat_id, json.dumps(gaps))).scalar_one()
+    start = conn.execute(
+        _FIRST_UNCOVERED_SQL[dialect], {"chat_id": chat_id, "spans": json.dumps(gaps)}
+    ).scalar_one()
     if start is None:  # the counts said a message is uncovered and none is: changed between the reads
         return Uncovered(0, None, 0)
     end = next(last for first, last in gaps if first <= start <= last)
-    first, last, readable = conn.exec_driver_sql(_BATCH_SQL, (chat_id, start, end, UNCOVERED_BATCH)).one()
-    before, through = conn.exec_driver_sql(_POSITIONS_SQL, (chat_id, first, chat_id, last)).one()
+    batch = {"chat_id": chat_id, "start": start, "end": end, "batch": UNCOVERED_BATCH}
+    first, last, readable = conn.execute(_BATCH_SQL, batch).one()
+    before, through = conn.execute(
+        _POSITIONS_SQL, {"chat_id": chat_id, "first_id": first, "last_id": last}
+    ).one()
     return Uncovered(count, (before + 1, through), readable)
 
 
@@ -159,11 +180,19 @@ def summarised_ids(
     indexed count of the readable messages after it, never the whole chat."""
     if not hide or not page:
         return frozenset()
-    rows = session.connection().exec_driver_sql(_OVER_SQL, (chat_id, page[-1].id, page[0].id)).all()
+    rows = (
+        session.connection()
+        .execute(_OVER_SQL, {"chat_id": chat_id, "last_id": page[-1].id, "first_id": page[0].id})
+        .all()
+    )
     ranges = [SummaryRange(first, last) for first, last in rows]
     if not ranges:
         return frozenset()
-    after = session.connection().exec_driver_sql(_READABLE_AFTER_SQL, (chat_id, page[-1].id)).scalar_one()
+    after = (
+        session.connection()
+        .execute(_READABLE_AFTER_SQL, {"chat_id": chat_id, "after": page[-1].id})
+        .scalar_one()
+    )
     return frozenset(summarised_on_page(page, ranges, readable_after=int(after), tail=tail))
 
 
@@ -171,9 +200,7 @@ def entry_views(session: Session, chat_id: int) -> list[EntryView]:
     """The entries with the message numbers they cover now, from one indexed count per span between the
     entries' bounds (a running sum gives the messages up to each bound)."""
     entries = list_entries(session, chat_id)
-    upto = dict(
-        _running(session.connection().exec_driver_sql(_BOUND_COUNTS_SQL, (chat_id, chat_id, chat_id)))
-    )
+    upto = dict(_running(session.connection().execute(_BOUND_COUNTS_SQL, {"chat_id": chat_id})))
     return [
         EntryView(e, live_positions_upto(upto, SummaryRange(e.first_message_id, e.last_message_id)))
         for e in entries
@@ -190,7 +217,7 @@ def _running(rows) -> list[tuple[int, int]]:
 
 def message_count(session: Session, chat_id: int) -> int:
     """The chat's messages (refresh marks aside): the highest message number."""
-    return session.connection().exec_driver_sql(_COUNT_SQL, (chat_id,)).scalar_one()
+    return session.connection().execute(_COUNT_SQL, {"chat_id": chat_id}).scalar_one()
 
 
 def get_entry(session: Session, chat_id: int, entry_id: int) -> SummaryEntry:
@@ -239,11 +266,7 @@ def write_entry(
         covered = scope_coverage(message_ids(session, chat_id), scope, last=last, start=start, end=end)
     except ValueError as err:
         raise UserError(str(err)) from None
-    count = (
-        session.connection()
-        .exec_driver_sql("SELECT count(*) FROM summary_entry WHERE chat_id = ?", (chat_id,))
-        .scalar_one()
-    )
+    count = entry_count(session, chat_id)
     if count >= MAX_ENTRIES:
         raise UserError(f"This chat already has {MAX_ENTRIES} summary entries, the limit: delete some first.")
     entry = SummaryEntry(
@@ -328,7 +351,7 @@ def set_review(session: Session, chat_id: int, review: bool) -> None:
 
 
 def _line_ids(session: Session, chat_id: int) -> list[int]:
-    return [row[0] for row in session.connection().exec_driver_sql(_ALL_IDS_SQL, (chat_id,)).all()]
+    return [row[0] for row in session.connection().execute(_ALL_IDS_SQL, {"chat_id": chat_id}).all()]
 
 
 def file_entries(session: Session, chat_id: int) -> list[dict[str, Any]]:

@@ -3,8 +3,9 @@
 `days.chat_day` reads a moment's local wall-clock time minus the Day Rollover Hour. Between two changes
 of the zone's UTC offset that is the UTC time plus one fixed number of seconds (the offset less the
 rollover), so the day of every message is `date(utc + shift)` with the shift of the stretch the moment
-falls in: SQLite groups a chat's messages by day with one `date(..., '+N seconds')` and a CASE over
-the stretches (app/memory/days/service.py), and fetches one row per day instead of one per message.
+falls in: the database groups a chat's messages by day with one `date(..., '+N seconds')` (SQLite) or
+`created_at + make_interval(secs => N)` (PostgreSQL) and a CASE over the stretches
+(app/memory/days/service.py), and fetches one row per day instead of one per message.
 
 Decisions:
 - A zone with one offset for all time (`tz.utcoffset(None)` answers: the server's local zone as
