@@ -24,6 +24,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
 
@@ -132,9 +133,9 @@ def check_scenes(services: Services, chat_id: int) -> CheckOutcome:
 # At most `interval` of the messages after the last checked one that readable_messages might keep
 # (its strip() aside): fewer than the interval and no check is due, read on an index, without the
 # chat's messages. Only then is every message read.
-_MAYBE_NEW_SQL = (
-    "SELECT count(*) FROM (SELECT 1 FROM message WHERE chat_id = ? AND kind = 'message' AND hidden = 0"
-    " AND status NOT IN ('error', 'streaming') AND id > ? LIMIT ?)"
+_MAYBE_NEW_SQL = text(
+    "SELECT count(*) FROM (SELECT 1 FROM message WHERE chat_id = :chat_id AND kind = 'message'"
+    " AND hidden = false AND status NOT IN ('error', 'streaming') AND id > :after LIMIT :most) AS arrived"
 )
 
 
@@ -142,8 +143,8 @@ def _may_be_due(session: Session, chat_id: int, checked: int | None, interval: i
     """False when too few messages arrived since the last check for one to be due (the after-reply
     check then reads nothing more); True when the readable ones must be counted."""
     limit = clamp_interval(interval)
-    params = (chat_id, checked if checked is not None else -1, limit)
-    maybe = int(session.connection().exec_driver_sql(_MAYBE_NEW_SQL, params).scalar_one())
+    params = {"chat_id": chat_id, "after": checked if checked is not None else -1, "most": limit}
+    maybe = int(session.connection().execute(_MAYBE_NEW_SQL, params).scalar_one())
     return check_due(maybe, interval)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 
+from sqlalchemy import text
 from sqlmodel import Session, col, select
 
 from app.chats.models import Chat
@@ -84,6 +85,13 @@ def _note(services: Services, chat_id: int, reason: str, set_key: str | None = N
         session.commit()
 
 
+# The chat's messages from the window's start on, and all its messages' ids (their positions).
+_TAIL_SQL = text(
+    "SELECT count(*) FROM message WHERE chat_id = :chat_id AND kind = 'message' AND id >= :start"
+)
+_MESSAGE_IDS_SQL = text("SELECT id FROM message WHERE chat_id = :chat_id AND kind = 'message' ORDER BY id")
+
+
 def _archive(services: Services, chat_id: int, config: ProviderConfig) -> bool:
     """Entries for the archived messages no entry covers; False when a call failed (reason noted)."""
     for _ in range(ARCHIVE_BATCHES_PER_RUN):
@@ -93,24 +101,14 @@ def _archive(services: Services, chat_id: int, config: ProviderConfig) -> bool:
                 return True
             tail = int(
                 session.connection()
-                .exec_driver_sql(
-                    "SELECT count(*) FROM message WHERE chat_id = ? AND kind = 'message' AND id >= ?",
-                    (chat_id, state.window_start_id),
-                )
+                .execute(_TAIL_SQL, {"chat_id": chat_id, "start": state.window_start_id})
                 .scalar_one()
             )
             entries = list(session.exec(select(SummaryEntry).where(SummaryEntry.chat_id == chat_id)))
             gap = uncovered(session, chat_id, entries, tail=tail)
             if gap.next_positions is None:
                 return True
-            ids = [
-                row[0]
-                for row in session.connection()
-                .exec_driver_sql(
-                    "SELECT id FROM message WHERE chat_id = ? AND kind = 'message' ORDER BY id", (chat_id,)
-                )
-                .all()
-            ]
+            ids = list(session.connection().execute(_MESSAGE_IDS_SQL, {"chat_id": chat_id}).scalars())
             first, last = gap.next_positions
             job = SummaryJob(
                 chat_id=chat_id,

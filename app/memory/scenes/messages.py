@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sqlalchemy import text
 from sqlmodel import Session, col, select
 
 from app.chats.models import Chat, Message
@@ -33,18 +34,28 @@ def readable_messages(session: Session, chat_id: int) -> list[ReadableMessage]:
 
 
 # Readable as readable_messages says, but for the strip(): SQL trims ASCII white space only, so the few
-# rows it lets through are checked in Python.
-_MAYBE_READABLE_SQL = (
-    "SELECT id, content FROM message WHERE chat_id = ? AND kind = 'message' AND hidden = 0"
-    " AND status NOT IN ('error', 'streaming') AND trim(content, ' ' || char(9, 10, 11, 12, 13)) != ''"
-    " AND id > ? ORDER BY id LIMIT 1"
+# rows it lets through are checked in Python. Trimming is spelled apart (SQLite's char() is PostgreSQL's
+# chr(), and PostgreSQL trims a set of characters with btrim).
+_MAYBE_READABLE = (
+    "SELECT id, content FROM message WHERE chat_id = :chat_id AND kind = 'message' AND hidden = false"
+    " AND status NOT IN ('error', 'streaming') AND {trimmed} != '' AND id > :after ORDER BY id LIMIT 1"
 )
+_MAYBE_READABLE_SQL = {
+    "sqlite": text(_MAYBE_READABLE.format(trimmed="trim(content, ' ' || char(9, 10, 11, 12, 13))")),
+    "postgresql": text(
+        _MAYBE_READABLE.format(
+            trimmed="btrim(content, ' ' || chr(9) || chr(10) || chr(11) || chr(12) || chr(13))"
+        )
+    ),
+}
 
 
 def has_readable_message(session: Session, chat_id: int) -> bool:
     """Whether readable_messages would give any, reading the first readable message alone."""
+    conn = session.connection()
+    sql = _MAYBE_READABLE_SQL[conn.dialect.name]
     after = -1
-    while row := session.connection().exec_driver_sql(_MAYBE_READABLE_SQL, (chat_id, after)).first():
+    while row := conn.execute(sql, {"chat_id": chat_id, "after": after}).first():
         if (row[1] or "").strip():
             return True
         after = row[0]

@@ -22,11 +22,13 @@ Decisions (where the issue is silent):
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from sqlalchemy import TextClause, text
 from sqlmodel import Session, col, func, select
 
 from app.chats.history import message_numbers
@@ -66,14 +68,14 @@ class SceneRow:
 
 # The chat's scenes are read on every turn (their recaps' sizes are planned with): plain SQL, as the
 # ORM's per-row overhead was most of the cost at a hundred scenes.
-_SCENES_SQL = (
+_SCENES_SQL = text(
     "SELECT id, first_message_id, last_message_id, state, summary, timeframe, enabled FROM scene"
-    " WHERE chat_id = ? ORDER BY first_message_id"
+    " WHERE chat_id = :chat_id ORDER BY first_message_id"
 )
 
 
 def _scenes(session: Session, chat_id: int) -> list[SceneRow]:
-    rows = session.connection().exec_driver_sql(_SCENES_SQL, (chat_id,))
+    rows = session.connection().execute(_SCENES_SQL, {"chat_id": chat_id})
     return [
         SceneRow(i, first, last, state, summary, timeframe, bool(on))
         for i, first, last, state, summary, timeframe, on in rows
@@ -103,14 +105,23 @@ def window_start(session: Session, chat_id: int) -> int | None:
     return state.window_start_id if state is not None else None
 
 
+# The window's messages (from the stored start on, when there is one), counted on the index.
+_WINDOW_COUNT = (
+    "SELECT count(*) FROM message WHERE chat_id = :chat_id AND kind = 'message' AND status != 'error'"
+    " AND hidden = false"
+)
+_WINDOW_COUNT_SQL = text(_WINDOW_COUNT)
+_WINDOW_COUNT_FROM_SQL = text(_WINDOW_COUNT + " AND id >= :mark")
+
+
 def window_limit(session: Session, chat: Chat) -> int:
     """How many newest messages the window needs read: those from the stored start on."""
     mark = window_start(session, chat.id)
-    sql = "SELECT count(*) FROM message WHERE chat_id = ? AND kind = 'message' AND status != 'error' AND hidden = 0"
-    params: tuple = (chat.id,)
-    if mark is not None:
-        sql, params = sql + " AND id >= ?", (chat.id, mark)
-    count = int(session.connection().exec_driver_sql(sql, params).scalar_one())
+    conn = session.connection()
+    if mark is None:
+        count = int(conn.execute(_WINDOW_COUNT_SQL, {"chat_id": chat.id}).scalar_one())
+    else:
+        count = int(conn.execute(_WINDOW_COUNT_FROM_SQL, {"chat_id": chat.id, "mark": mark}).scalar_one())
     # The recent-message window drops old messages in batches of 30% of its limit, so it may drop up to
     # a batch more than asked: ask for 1/0.7 as many, and the planner starts at the stored start anyway.
     return min(MAX_WINDOW_MESSAGES, -(-(count + 2) * 10 // 7) + 2)
@@ -125,10 +136,28 @@ def store_window_start(session: Session, chat_id: int, message_id: int | None) -
 
 
 # Which of the given ids are messages of the chat (a scene's bound may be a message deleted since):
-# the others have no number (0), as a chat view would give them none.
-_MESSAGES_AMONG_SQL = (
-    "SELECT id FROM message WHERE chat_id = ? AND kind = 'message' AND id IN (SELECT value FROM json_each(?))"
-)
+# the others have no number (0), as a chat view would give them none. The ids travel as one value, so
+# the statement is the same whatever their count: a JSON array on SQLite, an array on PostgreSQL.
+_MESSAGES_AMONG_SQL = {
+    "sqlite": text(
+        "SELECT id FROM message WHERE chat_id = :chat_id AND kind = 'message'"
+        " AND id IN (SELECT value FROM json_each(:ids))"
+    ),
+    "postgresql": text(
+        "SELECT id FROM message WHERE chat_id = :chat_id AND kind = 'message' AND id = ANY(:ids)"
+    ),
+}
+
+
+def messages_among(session: Session, chat_id: int, ids: Collection[int]) -> set[int]:
+    """Those of `ids` that are messages (not notes) of the chat."""
+    if not ids:
+        return set()
+    conn = session.connection()
+    wanted = sorted(ids)
+    value = json.dumps(wanted) if conn.dialect.name == "sqlite" else wanted
+    rows = conn.execute(_MESSAGES_AMONG_SQL[conn.dialect.name], {"chat_id": chat_id, "ids": value})
+    return {row[0] for row in rows}
 
 
 def _numbers(
@@ -138,12 +167,7 @@ def _numbers(
     those of `bounds` that are messages of the chat still: one statement for the numbers, one for
     which bounds are messages; nothing reads the messages between them."""
     bounds = set(bounds) - set(messages)
-    existing = set()
-    if bounds:
-        rows = session.connection().exec_driver_sql(
-            _MESSAGES_AMONG_SQL, (chat_id, json.dumps(sorted(bounds)))
-        )
-        existing = {row[0] for row in rows}
+    existing = messages_among(session, chat_id, bounds)
     numbers = message_numbers(session, chat_id, {*messages, *existing})
     return {i: n for i, n in numbers.items() if i not in bounds or i in existing}
 
@@ -185,12 +209,20 @@ def _hits(turn: Turn, pending: PendingSearch | None) -> list[recalled.ChunkHit]:
 
 
 # One branch per scene, each its own LIMIT on the (chat_id, id) index: the rows of every scene at
-# once, and no more of a long scene than an excerpt can use.
+# once, and no more of a long scene than an excerpt can use. (Each subquery is named: PostgreSQL
+# wants a name for a subquery in FROM.)
 _QUOTABLE_BRANCH = (
-    "SELECT * FROM (SELECT ? AS scene_id, id, name, role, content FROM message"
-    " WHERE chat_id = ? AND kind = 'message' AND hidden = 0 AND status != 'error' AND status != 'streaming'"
-    " AND id >= ? AND id <= ? ORDER BY id LIMIT ?)"
+    "SELECT * FROM (SELECT :scene_{n} AS scene_id, id, name, role, content FROM message"
+    " WHERE chat_id = :chat_id AND kind = 'message' AND hidden = false AND status != 'error'"
+    " AND status != 'streaming' AND id >= :first_{n} AND id <= :last_{n} ORDER BY id LIMIT :per_scene) AS s{n}"
 )
+
+
+@functools.lru_cache(maxsize=64)
+def _quotable_sql(scenes: int) -> TextClause:
+    """The statement reading `scenes` scenes' quotable messages (one per count, made once)."""
+    branches = " UNION ALL ".join(_QUOTABLE_BRANCH.format(n=n) for n in range(scenes))
+    return text(f"SELECT * FROM ({branches}) AS quotable ORDER BY id")
 
 
 def _quotable(
@@ -201,11 +233,12 @@ def _quotable(
     out: dict[int, list[tuple[int, int, str, str]]] = {sc.id: [] for sc in scenes}
     if not scenes:
         return out
-    sql = "SELECT * FROM (" + " UNION ALL ".join([_QUOTABLE_BRANCH] * len(scenes)) + ") ORDER BY id"
-    params: list = []
-    for sc in scenes:
-        params += [sc.id, chat_id, sc.first_message_id, sc.last_message_id, window.MAX_RUN_MESSAGES * 8]
-    for scene_id, mid, name, role, content in session.connection().exec_driver_sql(sql, tuple(params)):
+    params: dict[str, int] = {"chat_id": chat_id, "per_scene": window.MAX_RUN_MESSAGES * 8}
+    for n, sc in enumerate(scenes):
+        params |= {f"scene_{n}": sc.id, f"first_{n}": sc.first_message_id, f"last_{n}": sc.last_message_id}
+    for scene_id, mid, name, role, content in session.connection().execute(
+        _quotable_sql(len(scenes)), params
+    ):
         if (content or "").strip():
             out[scene_id].append((mid, count_message_tokens(content), name or role, content))
     return out

@@ -32,6 +32,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from datetime import datetime
 
+from sqlalchemy import text
 from sqlmodel import Session, col, delete, select
 
 from app.chats.history import message_numbers
@@ -99,11 +100,11 @@ def _scenes(session: Session, chat_id: int) -> list[Scene]:
 
 
 # Each scene's first and last message still in the chat: two index seeks per scene, not the chat read.
-_ENDS_SQL = (
+_ENDS_SQL = text(
     "SELECT s.id, (SELECT min(m.id) FROM message m WHERE m.chat_id = s.chat_id AND m.kind = 'message'"
     " AND m.id BETWEEN s.first_message_id AND s.last_message_id),"
     " (SELECT max(m.id) FROM message m WHERE m.chat_id = s.chat_id AND m.kind = 'message'"
-    " AND m.id BETWEEN s.first_message_id AND s.last_message_id) FROM scene s WHERE s.chat_id = ?"
+    " AND m.id BETWEEN s.first_message_id AND s.last_message_id) FROM scene s WHERE s.chat_id = :chat_id"
 )
 
 
@@ -134,7 +135,7 @@ def scene_views(session: Session, chat_id: int, q: str | None = None) -> list[Sc
     """The chat's scenes oldest first, numbered; only those whose summary holds `q` when it is given.
     Reads the scenes and their end messages, never the chat's every message."""
     get_chat(session, chat_id)
-    ends = {sid: (lo, hi) for sid, lo, hi in session.connection().exec_driver_sql(_ENDS_SQL, (chat_id,))}
+    ends = {sid: (lo, hi) for sid, lo, hi in session.connection().execute(_ENDS_SQL, {"chat_id": chat_id})}
     scenes = [
         (number, scene)
         for number, scene in enumerate(_scenes(session, chat_id), 1)
@@ -330,7 +331,7 @@ def undo_new_start(session: Session, chat_id: int) -> bool:
     return had
 
 
-_LINE_IDS_SQL = "SELECT id FROM message WHERE chat_id = ? ORDER BY id"
+_LINE_IDS_SQL = text("SELECT id FROM message WHERE chat_id = :chat_id ORDER BY id")
 
 
 def copy_to_branch(session: Session, source_id: int, branch_id: int) -> None:
@@ -340,8 +341,8 @@ def copy_to_branch(session: Session, source_id: int, branch_id: int) -> None:
     ends there (the manual's "reabre essa cena"). The scene check's mark and the new start follow when
     they lie within the branch."""
     conn = session.connection()
-    old = [row[0] for row in conn.exec_driver_sql(_LINE_IDS_SQL, (source_id,)).all()]
-    new = [row[0] for row in conn.exec_driver_sql(_LINE_IDS_SQL, (branch_id,)).all()]
+    old = list(conn.execute(_LINE_IDS_SQL, {"chat_id": source_id}).scalars())
+    new = list(conn.execute(_LINE_IDS_SQL, {"chat_id": branch_id}).scalars())
     if not new:
         return
     mapped = dict(zip(old[: len(new)], new, strict=True))
