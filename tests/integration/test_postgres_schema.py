@@ -55,7 +55,9 @@ def _trigger_functions(engine) -> list[str]:
         return list(
             conn.execute(
                 text(
-                    "SELECT proname FROM pg_proc WHERE pronamespace = 'public'::regnamespace ORDER BY proname"
+                    # Sugo's own: pgvector's functions (an extension's members) are not.
+                    "SELECT proname FROM pg_proc p WHERE pronamespace = 'public'::regnamespace AND NOT EXISTS "
+                    "(SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e') ORDER BY proname"
                 )
             ).scalars()
         )
