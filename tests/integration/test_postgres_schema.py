@@ -74,7 +74,7 @@ def test_migrations_go_up_down_and_up_again(engine):
         "memory_embedding_follow",
         "memory_float32_vector",
         "memory_vector_deleted",
-        "memory_word_total_follow",
+        "memory_words_follow",
     ]
 
     _migrate(engine, "base", down=True)
