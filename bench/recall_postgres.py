@@ -108,7 +108,7 @@ def main() -> None:
         copy_to_postgres(sqlite, postgres_url, metadata)
         postgres = make_engine(postgres_url)
         with postgres.begin() as conn:
-            index.fill_postgres_index(conn)
+            index.fill_postgres_index(conn, spaces=True)
             for name, (chat_id, _, _) in chats.items():
                 windows = conn.execute(
                     text("SELECT count(*) FROM memory_embedding WHERE chat_id = :c"), {"c": chat_id}

@@ -108,7 +108,7 @@ def upgrade() -> None:
     )
     from app.memory.recall.index import fill_postgres_index
 
-    fill_postgres_index(bind)
+    fill_postgres_index(bind, spaces=True)
 
 
 def downgrade() -> None:

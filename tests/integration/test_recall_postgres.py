@@ -262,3 +262,36 @@ def test_the_upgrade_indexes_memories_already_stored(postgres_url):
         assert conn.execute(text("SELECT to_regclass(:n)"), {"n": name}).scalar() is not None
         assert conn.execute(text("SELECT count(*) FROM memory_embedding")).scalar() == 1
     engine.dispose()
+
+
+@pytest.mark.postgres
+def test_memories_copied_in_by_plain_inserts_get_their_words_and_index(migrated_postgres_url):
+    """As copy-to-postgres writes them (no app hook runs): the memory sweep's fill finds them."""
+    engine = make_engine(migrated_postgres_url)
+    with Session(engine) as s:
+        chat = Chat(name="Copied")
+        s.add(chat)
+        s.commit()
+        chat_id = chat.id
+    content = "Rowan buried the silver compass beneath the old oak."
+    with engine.begin() as conn:
+        chunk_id = conn.execute(
+            MemoryChunk.__table__.insert().returning(MemoryChunk.__table__.c.id),
+            {"chat_id": chat_id, "content": content, "message_ids": [], "first_message_at": WHEN,
+             "last_message_at": WHEN, "created_at": WHEN, "status": "vectorized", "fingerprint": "",
+             "message_count": 1, "embedding_space_id": BagOfWords.space.id},
+        ).scalar()  # fmt: skip
+        conn.execute(
+            MemoryVector.__table__.insert(),
+            {"chat_id": chat_id, "chunk_id": chunk_id, "space_id": BagOfWords.space.id, "window": 0,
+             "embedding": pack(BagOfWords().embed_query(content)), "code": b"\0" * 8},
+        )  # fmt: skip
+    assert _word_scores(engine, chat_id, "compass") == {}
+    with engine.begin() as conn:
+        assert index.fill_postgres_index(conn) == 1
+        assert index.fill_postgres_index(conn) == 0  # once only
+        name = index.space_index_name(BagOfWords.space.id, DIMS)
+        assert conn.execute(text("SELECT to_regclass(:n)"), {"n": name}).scalar() is not None
+    assert list(_word_scores(engine, chat_id, "compass")) == [chunk_id]
+    assert [c for c, _ in _search(engine, chat_id, "the silver compass")] == [chunk_id]
+    engine.dispose()

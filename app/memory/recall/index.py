@@ -480,11 +480,14 @@ def write_words_postgres(connection: Connection, chunk_id: int, chat_id: int, co
     connection.execute(_WORDS_INSERT, _word_row(chunk_id, chat_id, content))
 
 
-def fill_postgres_index(connection: Connection, *, batch: int = 2_000) -> None:
+def fill_postgres_index(connection: Connection, *, spaces: bool = False, batch: int = 2_000) -> int:
     """Give every chunk without its words in memory_words its row, and every space with vectors its
-    HNSW index: after a migration, or rows copied in by plain inserts (copy-to-postgres), which no
-    app hook sees; the memory sweep calls it (at start, then every few minutes). Idempotent."""
-    last = 0
+    HNSW index: after a migration (`spaces=True`), or rows copied in by plain inserts
+    (copy-to-postgres), which no app hook sees; the memory sweep calls it (at start, then every few
+    minutes), and looks for spaces without their index only when it found chunks without words (a
+    copy brings both; reading every vector each sweep would cost more than the rest of it).
+    Idempotent; returns how many chunks it gave their words."""
+    last = filled = 0
     while True:
         rows = connection.execute(
             text(
@@ -500,15 +503,17 @@ def fill_postgres_index(connection: Connection, *, batch: int = 2_000) -> None:
             text(_WORDS_INSERT.text + " ON CONFLICT (chunk_id) DO NOTHING"),
             [_word_row(i, chat_id, content) for i, chat_id, content in rows],
         )
-        last = rows[-1][0]
-    spaces = connection.execute(
-        text(
-            "SELECT DISTINCT space_id, vector_dims(embedding) FROM memory_embedding "
-            "WHERE embedding IS NOT NULL"
-        )
-    ).all()
-    for space_id, dims in spaces:
-        ensure_space_index(connection, space_id, dims)
+        last, filled = rows[-1][0], filled + len(rows)
+    if spaces or filled:
+        found = connection.execute(
+            text(
+                "SELECT DISTINCT space_id, vector_dims(embedding) FROM memory_embedding "
+                "WHERE embedding IS NOT NULL"
+            )
+        ).all()
+        for space_id, dims in found:
+            ensure_space_index(connection, space_id, dims)
+    return filled
 
 
 def _literal(value: str) -> str:

@@ -311,7 +311,8 @@ def _vector_pass(
     window_start_id: int | None = None,
 ) -> Side | None:
     """Embed the query (or find it embedded), take the windows nearest to it by sign bits, score
-    them exactly, then the neighbours of the best chunks; on a connection of its own. Says when the
+    them exactly (on PostgreSQL: the nearest by pgvector's HNSW index, scored as found), then the
+    neighbours of the best chunks; on a connection of its own. Says when the
     query is embedded (the word pass waits for it) and when the sign bits are scanned (numpy
     needs the GIL between its steps, so this part is best run while the caller waits).
     `choose_embedder`, when given, picks the embedder here, on this pass's connection."""
