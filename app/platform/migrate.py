@@ -12,9 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # Tables kept by triggers only, with no model: made by hand in their revision.
 HAND_MADE_TABLES = frozenset({"memory_tombstone", "memory_tombstone_floor", "memory_chunk_count"})
 # PostgreSQL's alone: Memory Recall's word index and pgvector vectors (revision e7b9d1f3a5c8).
-POSTGRES_HAND_MADE_TABLES = frozenset(
-    {"memory_words", "memory_word_total", "memory_word_count", "memory_embedding"}
-)
+POSTGRES_HAND_MADE_TABLES = frozenset({"memory_words", "memory_word_total", "memory_embedding"})
 
 
 def include_name(name, type_, parent_names) -> bool:

@@ -33,6 +33,7 @@ from sqlmodel import Session
 
 from app.memory.recall.core.chunking import MessageText
 from app.memory.recall.core.lexical import (
+    CANDIDATE_POSTINGS,
     MAX_INDEXED_WORD_BYTES,
     fts5_idf,
     index_text,
@@ -259,7 +260,8 @@ def one_row(session: Session, sql: str, params: Sequence) -> str:
 
 
 def doc_freq(session: Session, terms: Sequence[str]) -> dict[str, int]:
-    """How many chunks hold each (chat-prefixed) term: the chat's own counts."""
+    """How many chunks hold each (chat-prefixed) term: the chat's own counts (on PostgreSQL, up to
+    CANDIDATE_POSTINGS + 1: past that a word is never searched)."""
     if on_postgres(session):
         return _doc_freq_postgres(session, terms)
     found = one_row(
@@ -603,13 +605,25 @@ def _indexable(term: str) -> bool:
 
 
 def _doc_freq_postgres(session: Session, terms: Sequence[str]) -> dict[str, int]:
-    """From memory_word_count, which a trigger keeps (fts5vocab's counts): a common word's count is
-    one row, where counting its chunks through the GIN index read all of them."""
-    rows = session.connection().execute(
-        text("SELECT term, chunks FROM memory_word_count WHERE term = ANY(CAST(:terms AS text[]))"),
-        {"terms": list(terms)},
-    )
-    counts = {term: int(n) for term, n in rows}
+    """Counted through the GIN index, each up to CANDIDATE_POSTINGS + 1: a word in more chunks than
+    that is never searched (lexical.candidate_terms), so counting its chunks further would only cost
+    time (a common word of a 100,000-memory chat is tens of thousands of rows)."""
+    held = [t for t in terms if _indexable(t)]
+    counts: dict[str, int] = {}
+    if held:
+        rows = (
+            session.connection()
+            .execute(
+                text(
+                    "SELECT q.term, (SELECT count(*) FROM (SELECT 1 FROM memory_words w "
+                    "WHERE w.words @@ q.query LIMIT :cap) AS found) "
+                    "FROM unnest(CAST(:terms AS text[]), CAST(:queries AS tsquery[])) AS q(term, query)"
+                ),
+                {"terms": held, "queries": [_tsquery(t) for t in held], "cap": CANDIDATE_POSTINGS + 1},
+            )
+            .all()
+        )
+        counts = {term: int(n) for term, n in rows}
     return {t: counts.get(t, 0) for t in terms}
 
 
