@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from alembic import command
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlmodel import Session, col, delete, select
 
 from app.chats.models import Chat
@@ -294,4 +294,37 @@ def test_memories_copied_in_by_plain_inserts_get_their_words_and_index(migrated_
         assert conn.execute(text("SELECT to_regclass(:n)"), {"n": name}).scalar() is not None
     assert list(_word_scores(engine, chat_id, "compass")) == [chunk_id]
     assert [c for c, _ in _search(engine, chat_id, "the silver compass")] == [chunk_id]
+    engine.dispose()
+
+
+@pytest.mark.postgres
+def test_a_large_chats_first_pass_goes_through_the_spaces_hnsw_index(migrated_postgres_url, monkeypatch):
+    engine = make_engine(migrated_postgres_url)
+    texts = _corpus(40)
+    chat_id = _fill(engine, texts, chats=1)[0]
+    query = BagOfWords().embed_query(texts[7])
+    with Session(engine) as s:
+        exact = index.nearest_postgres(s, chat_id, BagOfWords.space.id, query, limit=5)
+    monkeypatch.setattr(index, "EXACT_SCAN_CHUNKS", 10)  # the chat's 40 memories count as many now
+    statements: list[str] = []
+
+    def sent(conn, cursor, statement, *_):
+        statements.append(statement)
+
+    with Session(engine) as s:
+        s.connection().execute(text("SET LOCAL enable_seqscan = off"))  # a table this small is read whole
+        event.listen(engine, "before_cursor_execute", sent)
+        try:
+            through_index = index.nearest_postgres(s, chat_id, BagOfWords.space.id, query, limit=5)
+        finally:
+            event.remove(engine, "before_cursor_execute", sent)
+        # The statement as sent, explained with the same values.
+        search = statements[-1].replace("%(", ":").replace(")s", "")
+        values = {"query": index.vector_text(query), "chat_id": chat_id, "limit": 5}
+        plan = "\n".join(s.connection().execute(text("EXPLAIN " + search), values).scalars())
+    assert index.space_index_name(BagOfWords.space.id, DIMS) in plan
+    # The nearest window (the one holding the query's very words) and its similarity, as exactly found.
+    best = max(exact, key=lambda v: exact[v][1])
+    assert max(through_index, key=lambda v: through_index[v][1]) == best
+    assert through_index[best] == exact[best] and exact[best][1] == pytest.approx(1.0)
     engine.dispose()

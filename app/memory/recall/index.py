@@ -453,6 +453,10 @@ BM25_B = 0.75
 # HNSW's candidate list per search (pgvector's hnsw.ef_search): at least the windows asked for, up
 # to pgvector's most; past that its iterative scan goes on finding more.
 MAX_EF_SEARCH = 1000
+# A chat of up to this many memories (some 10,000 windows) has its first pass scored exactly: a few
+# milliseconds, and HNSW may miss a window among many near-identical ones (a long chat's repeated
+# filler: a test's fact at the end of five such messages was found once in two through the index).
+EXACT_SCAN_CHUNKS = 2_000
 
 
 def on_postgres(session: Session) -> bool:
@@ -556,26 +560,31 @@ def nearest_postgres(
 ) -> dict[int, tuple[int, float]]:
     """The first pass on PostgreSQL: the chat's `limit` windows (of the space, of the query's size)
     nearest to the query by cosine, with their exact similarity: {vector id: (chunk id, similarity)}.
-    Through the space's HNSW index when the planner finds the chat large enough to want it (iterative
-    scan: the index spans every chat, and enough of this chat's windows must come back), else by
-    scoring all the chat's windows (exact, as SQLite does for a chat smaller than its first cut)."""
-    dims = len(query)
+    A chat of up to EXACT_SCAN_CHUNKS memories has every window scored (exact, as SQLite scores a
+    chat smaller than its first cut); a larger one goes through the space's HNSW index (iterative
+    scan: the index spans every chat, and enough of this chat's windows must come back)."""
+    dims = int(len(query))
     conn = session.connection()
-    conn.execute(
-        text(
-            "SELECT set_config('hnsw.ef_search', :ef, true), "
-            "set_config('hnsw.iterative_scan', 'relaxed_order', true)"
-        ),
-        {"ef": str(min(MAX_EF_SEARCH, max(40, limit)))},
-    )
-    typed = f"embedding::vector({int(dims)})"
-    distance = f"{typed} <=> CAST(:query AS vector({int(dims)}))"
+    params = {"query": vector_text(query), "chat_id": chat_id, "limit": limit}
+    where = f"WHERE {_space_filter(space_id, dims)} AND chat_id = :chat_id"
+    if _chat_chunk_count_postgres(session, chat_id) <= EXACT_SCAN_CHUNKS:
+        # The untyped column's distance: no index has that expression, so none is used.
+        distance = "embedding <=> CAST(:query AS vector)"
+    else:
+        conn.execute(
+            text(
+                "SELECT set_config('hnsw.ef_search', :ef, true), "
+                "set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+            ),
+            {"ef": str(min(MAX_EF_SEARCH, max(40, limit)))},
+        )
+        distance = f"embedding::vector({dims}) <=> CAST(:query AS vector({dims}))"
     rows = conn.execute(
         text(
-            f"SELECT vector_id, chunk_id, 1 - ({distance}) FROM memory_embedding "
-            f"WHERE {_space_filter(space_id, dims)} AND chat_id = :chat_id ORDER BY {distance} LIMIT :limit"
+            f"SELECT vector_id, chunk_id, 1 - ({distance}) FROM memory_embedding {where} "
+            f"ORDER BY {distance} LIMIT :limit"
         ),
-        {"query": vector_text(query), "chat_id": chat_id, "limit": limit},
+        params,
     ).all()
     # In id order, as SQLite gives the windows it scores: chunks of equal similarity then rank alike.
     return {vector_id: (chunk_id, float(similarity)) for vector_id, chunk_id, similarity in sorted(rows)}
