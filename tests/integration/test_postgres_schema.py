@@ -20,7 +20,13 @@ from app.chats.models import Chat, ChatCharacter, Message
 from app.memory.recall.vectors import pack, sign_code
 from app.models import metadata
 from app.platform.db import make_engine
-from app.platform.migrate import HAND_MADE_TABLES, alembic_config, include_name, upgrade_database
+from app.platform.migrate import (
+    HAND_MADE_TABLES,
+    POSTGRES_HAND_MADE_TABLES,
+    alembic_config,
+    include_name,
+    upgrade_database,
+)
 from app.platform.settings import load_settings
 
 pytestmark = pytest.mark.postgres
@@ -49,7 +55,9 @@ def _trigger_functions(engine) -> list[str]:
         return list(
             conn.execute(
                 text(
-                    "SELECT proname FROM pg_proc WHERE pronamespace = 'public'::regnamespace ORDER BY proname"
+                    # Sugo's own: pgvector's functions (an extension's members) are not.
+                    "SELECT proname FROM pg_proc p WHERE pronamespace = 'public'::regnamespace AND NOT EXISTS "
+                    "(SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e') ORDER BY proname"
                 )
             ).scalars()
         )
@@ -60,8 +68,14 @@ def test_migrations_go_up_down_and_up_again(engine):
     upgrade_database(engine)
     first = _tables(engine)
     # Every model's table and the hand-made ones; FTS5's tables are SQLite's alone.
-    assert first == set(metadata.tables) | HAND_MADE_TABLES | {"alembic_version"}
-    assert _trigger_functions(engine) == ["memory_chunk_count_follow", "memory_vector_deleted"]
+    assert first == set(metadata.tables) | HAND_MADE_TABLES | POSTGRES_HAND_MADE_TABLES | {"alembic_version"}
+    assert _trigger_functions(engine) == [
+        "memory_chunk_count_follow",
+        "memory_embedding_follow",
+        "memory_float32_vector",
+        "memory_vector_deleted",
+        "memory_words_follow",
+    ]
 
     _migrate(engine, "base", down=True)
     assert _tables(engine) == {"alembic_version"}

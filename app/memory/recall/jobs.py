@@ -16,7 +16,7 @@ from sqlmodel import Session, col, select, update
 
 from app.chats.models import Chat
 from app.memory.recall.embedding import embedder_for_chat
-from app.memory.recall.index import prune_tombstones
+from app.memory.recall.index import fill_postgres_index, on_postgres, prune_tombstones
 from app.memory.recall.models import MemoryChunk
 from app.memory.recall.service import embed_chunks, embed_pending, list_chunk_ids, sync_chunks, waiting_count
 from app.platform.jobs import Job, job_pending, lower_this_threads_priority, run_soon
@@ -134,6 +134,8 @@ def sweep(services: Services) -> None:
             .values(status="waiting", error=None)
         )
         prune_tombstones(session)
+        if on_postgres(session):  # memories copied in by plain inserts get their words and indexes
+            fill_postgres_index(session.connection())
         session.commit()
         ids = list(session.exec(select(Chat.id)))
     for chat_id in ids:

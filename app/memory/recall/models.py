@@ -4,6 +4,7 @@ from sqlalchemy import Column, Index, LargeBinary, event
 from sqlmodel import Field, SQLModel
 
 from app.memory.recall.core.lexical import index_text
+from app.memory.recall.index import write_words_postgres
 from app.platform.modelbase import json_field
 from app.platform.timeutil import utcnow
 
@@ -65,7 +66,11 @@ class MemoryVector(SQLModel, table=True):
 @event.listens_for(MemoryChunk, "after_insert")
 def _index_words(mapper, connection, chunk: MemoryChunk) -> None:
     """Every new chunk's words go into the full-text index (fts_memory_chunk, see index.py); SQLite
-    cannot stem them itself, so no trigger can. Deletion is a trigger."""
+    cannot stem them itself, so no trigger can. Deletion is a trigger. On PostgreSQL they go into
+    memory_words (see index.py; its foreign key removes them)."""
+    if connection.dialect.name == "postgresql":
+        write_words_postgres(connection, chunk.id, chunk.chat_id, chunk.content)
+        return
     connection.exec_driver_sql(
         "INSERT INTO fts_memory_chunk (rowid, body) VALUES (?, ?)",
         (chunk.id, index_text(chunk.content, chunk.chat_id)),

@@ -311,7 +311,8 @@ def _vector_pass(
     window_start_id: int | None = None,
 ) -> Side | None:
     """Embed the query (or find it embedded), take the windows nearest to it by sign bits, score
-    them exactly, then the neighbours of the best chunks; on a connection of its own. Says when the
+    them exactly (on PostgreSQL: the nearest by pgvector's HNSW index, scored as found), then the
+    neighbours of the best chunks; on a connection of its own. Says when the
     query is embedded (the word pass waits for it) and when the sign bits are scanned (numpy
     needs the GIL between its steps, so this part is best run while the caller waits).
     `choose_embedder`, when given, picks the embedder here, on this pass's connection."""
@@ -325,17 +326,19 @@ def _vector_pass(
                 return None
             # A remote model's size, part of its space, is known once it has answered.
             space_id = got.embedder.space.id
-            code = sign_code(got.vector)
             excluded, their_windows = index.reaching(session, chat_id, window_start_id)
             # As many windows outside the left-out memories as a search of all of them would weigh.
-            vector_ids, _ = bits.nearest_windows(
-                session, chat_id, space_id, code, limit=NEAREST_WINDOWS + their_windows
-            )
-            scanned.set_result(None)
+            limit = NEAREST_WINDOWS + their_windows
+            if index.on_postgres(session):  # pgvector's HNSW index, shared by every server
+                nearest = index.nearest_postgres(session, chat_id, space_id, got.vector, limit=limit)
+                scanned.set_result(None)
+            else:
+                code = sign_code(got.vector)
+                vector_ids, _ = bits.nearest_windows(session, chat_id, space_id, code, limit=limit)
+                scanned.set_result(None)
+                nearest = similarities_by_vector(session, vector_ids.tolist(), got.vector)
             dense: dict[int, float] = {}
-            for chunk_id, similarity in similarities_by_vector(
-                session, vector_ids.tolist(), got.vector
-            ).values():
+            for chunk_id, similarity in nearest.values():
                 if chunk_id not in excluded:
                     dense[chunk_id] = max(similarity, dense.get(chunk_id, -1.0))
             best = sorted(dense, key=dense.__getitem__, reverse=True)[:CANDIDATES_PER_RANKING]
@@ -370,7 +373,9 @@ def _word_pass(
         if searched:
             chat_chunks = index.chat_chunk_count(session, chat_id)
             weights = chat_weights(searched, chat_chunks=chat_chunks, all_chunks=index.chunk_count(session))
-            scores = index.lexical_candidates(session, weights, limit=LEXICAL_DEPTH + len(excluded))
+            scores = index.lexical_candidates(
+                session, weights, limit=LEXICAL_DEPTH + len(excluded), doc_freq=searched
+            )
             scores = {c: s for c, s in scores.items() if c not in excluded}
             unit = word_weight(1, chat_chunks)
         best = list(scores)[:CANDIDATES_PER_RANKING]

@@ -1,5 +1,7 @@
 """Vector storage for Memory Recall: float32 blobs with their sign bits, compared with sqlite-vec's
-cosine distance. The SQLite-specific SQL of recall lives here, in index.py and in app/platform/db.py."""
+cosine distance. The SQLite-specific SQL of recall lives here, in index.py and in app/platform/db.py.
+On PostgreSQL a trigger copies each blob into memory_embedding as a pgvector `vector`, compared
+with pgvector's cosine distance (`<=>`) in SQL (the *_postgres functions)."""
 
 from __future__ import annotations
 
@@ -7,9 +9,11 @@ from array import array
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+from sqlalchemy import text
 from sqlmodel import Session
 
 from app.memory.recall.core.formats import space_dims
+from app.memory.recall.index import ensure_space_index, on_postgres, vector_text
 from app.memory.recall.models import MemoryVector
 
 _PLACEHOLDERS = "?"
@@ -43,6 +47,8 @@ def store_vectors(
         raise ValueError(
             f"vectors of {sorted({len(v) for v in vectors})} numbers cannot go in space {space_id}"
         )
+    if vectors and on_postgres(session):
+        ensure_space_index(session.connection(), space_id, len(vectors[0]))
     for window, vector in enumerate(vectors):
         session.add(
             MemoryVector(
@@ -68,6 +74,8 @@ def similarities_by_vector(
     marks, ids = _in(vector_ids)
     if not ids:
         return {}
+    if on_postgres(session):
+        return _similarities_by_vector_postgres(session, ids, query)
     found = _one_row(
         session,
         "SELECT group_concat(id || ' ' || chunk_id || ' ' || "
@@ -85,6 +93,8 @@ def similarities_by_chunk(
     marks, ids = _in(chunk_ids)
     if not ids:
         return {}
+    if on_postgres(session):
+        return _similarities_by_chunk_postgres(session, ids, space_id, query)
     found = _one_row(
         session,
         "SELECT group_concat(chunk_id || ' ' || printf('%!.17g', sim), ' ') FROM ("
@@ -102,3 +112,31 @@ def similarities_by_chunk(
 def _one_row(session: Session, sql: str, params: tuple) -> list[str]:
     # One text row, not one row per vector: see index.one_row.
     return (session.connection().exec_driver_sql(sql, params).scalar() or "").split()
+
+
+def _similarities_by_vector_postgres(
+    session: Session, ids: list[int], query: Sequence[float]
+) -> dict[int, tuple[int, float]]:
+    rows = session.connection().execute(
+        text(
+            "SELECT vector_id, chunk_id, 1 - (embedding <=> CAST(:query AS vector)) FROM memory_embedding "
+            "WHERE vector_id = ANY(CAST(:ids AS integer[])) AND vector_dims(embedding) = :dims "
+            "ORDER BY vector_id"  # id order, as SQLite gives them
+        ),
+        {"query": vector_text(query), "ids": ids, "dims": len(query)},
+    )
+    return {vector_id: (chunk_id, float(similarity)) for vector_id, chunk_id, similarity in rows}
+
+
+def _similarities_by_chunk_postgres(
+    session: Session, ids: list[int], space_id: str, query: Sequence[float]
+) -> dict[int, float]:
+    rows = session.connection().execute(
+        text(
+            "SELECT chunk_id, max(1 - (embedding <=> CAST(:query AS vector))) FROM memory_embedding "
+            "WHERE space_id = :space_id AND chunk_id = ANY(CAST(:ids AS integer[])) "
+            "AND vector_dims(embedding) = :dims GROUP BY chunk_id ORDER BY chunk_id"
+        ),
+        {"query": vector_text(query), "space_id": space_id, "ids": ids, "dims": len(query)},
+    )
+    return {chunk_id: float(similarity) for chunk_id, similarity in rows}

@@ -108,6 +108,42 @@ def index_text(content: str, chat_id: int) -> str:
     return " ".join(chat_term(chat_id, t) for t in tokenize(content))
 
 
+# PostgreSQL keeps a word of at most this many bytes in a tsvector: a longer one (a pasted blob read
+# as one word) still counts in its chunk's length, but no search finds it there.
+MAX_INDEXED_WORD_BYTES = 2046
+
+
+def word_counts(indexed: str) -> tuple[dict[str, int], int]:
+    """What PostgreSQL's word index holds for a chunk, from its `index_text`: how many times each
+    word occurs (those PostgreSQL can hold) and how many words it has in all, as FTS5 counts them
+    for its BM25 (the text's space-separated words)."""
+    words = indexed.split()
+    counts: dict[str, int] = {}
+    for word in words:
+        if len(word.encode()) <= MAX_INDEXED_WORD_BYTES:
+            counts[word] = counts.get(word, 0) + 1
+    return counts, len(words)
+
+
+def fts5_idf(chunks_with_it: int, chunks: int) -> float:
+    """The weight FTS5's bm25() gives a word held by `chunks_with_it` of the index's `chunks`, in
+    the same steps as its C code (`log((nRow - nHit + 0.5) / (nHit + 0.5))`, 1e-6 when not above 0):
+    PostgreSQL's BM25 reproduces FTS5's to the last bit where it can."""
+    idf = math.log((chunks - chunks_with_it + 0.5) / (chunks_with_it + 0.5))
+    return idf if idf > 0.0 else 1e-6
+
+
+def sqlite_sum(values: Sequence[float]) -> float:
+    """A sum as SQLite's sum() gives it (Kahan-Babuska-Neumaier compensated, since 3.43): the word
+    pass's per-word BM25 scores summed on PostgreSQL come to the same last bit as SQLite's."""
+    total, error = values[0], 0.0
+    for value in values[1:]:
+        step = total + value
+        error += (total - step) + value if abs(total) > abs(value) else (value - step) + total
+        total = step
+    return total + error if math.isfinite(error) else total
+
+
 MAX_QUERY_TERMS = 32
 # Candidate search reads at most about this many postings: the commonest words of a query are left
 # out of it (they still count in the scores), so a 100,000-chunk chat answers as fast as a small one.
