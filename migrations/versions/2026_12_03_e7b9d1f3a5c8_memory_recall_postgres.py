@@ -1,7 +1,7 @@
 """memory recall on PostgreSQL: a word index for BM25 beside FTS5's, and pgvector vectors
 
 Revision ID: e7b9d1f3a5c8
-Revises: c2e4a6b8d0f1
+Revises: d4f6a8c0e2b4
 Create Date: 2026-12-03 03:20:00
 
 SQLite keeps FTS5 and its sign-bit index (nothing changes there). PostgreSQL gets:
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "e7b9d1f3a5c8"
-down_revision: str | None = "c2e4a6b8d0f1"
+down_revision: str | None = "d4f6a8c0e2b4"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -228,7 +228,7 @@ def test_the_upgrade_indexes_memories_already_stored(postgres_url):
     cfg = alembic_config()
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "c2e4a6b8d0f1")
+        command.upgrade(cfg, "d4f6a8c0e2b4")
     # Written as the older Sugo wrote them (its model had no word index to fill on PostgreSQL).
     content = "Aria hid the lantern under the stairs."
     with Session(engine) as s:
