@@ -135,6 +135,19 @@ def lock_for_write(session: Session) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+@contextlib.contextmanager
+def contained(session: Session) -> Iterator[None]:
+    """Work whose failure is caught and passed over (a prompt source that fails is left out of the
+    prompt) keeps the rest of the transaction usable: on PostgreSQL a failed statement aborts the
+    whole transaction, so the work runs in a savepoint, rolled back on error. SQLite fails only the
+    statement, and the savepoint would open a transaction its driver does not expect: nothing there."""
+    if session.get_bind().dialect.name != "postgresql":
+        yield
+        return
+    with session.begin_nested():
+        yield
+
+
 # The advisory lock key lock_for_write takes on PostgreSQL (any number; other locks use other keys).
 WRITE_LOCK_KEY = 0x5760_0001
 

@@ -49,6 +49,7 @@ from app.chats.models import Chat
 from app.chats.settings import ChatSettings
 from app.connections.models import Connection
 from app.personas.models import Persona
+from app.platform.db import contained
 from app.platform.jobs import Job, RunKind
 from app.platform.services import Services
 from app.prompt.core.builder import DepthNote, DynamicBlock, Purpose
@@ -246,8 +247,9 @@ class PromptSources:
         for source in self:
             started = time.perf_counter()
             try:
-                if source.begin(turn):
-                    running.add(source.name)
+                with contained(turn.session):
+                    if source.begin(turn):
+                        running.add(source.name)
             except Exception as err:
                 failed[source.name] = _failure(source, turn, err)
             _add_ms(spent, source.name, started)
@@ -260,8 +262,9 @@ class PromptSources:
             # the others' work it overlapped with.
             started = time.perf_counter()
             try:
-                parts[source.name] = source.contribute(turn)
-                taken[source.name] = source.history_filter(turn)
+                with contained(turn.session):
+                    parts[source.name] = source.contribute(turn)
+                    taken[source.name] = source.history_filter(turn)
                 if parts[source.name] is not None:
                     turn.contributed.append(parts[source.name])
             except Exception as err:
@@ -308,7 +311,8 @@ class PromptSources:
         for source in self:
             started = time.perf_counter()
             try:
-                limit = source.history_limit(session, chat, settings)
+                with contained(session):
+                    limit = source.history_limit(session, chat, settings)
             except Exception:  # the chat's own limit still gives a prompt
                 log.exception("%s: history limit failed in chat %s", source.name, chat.id)
                 continue

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from sqlalchemy import text
 
 from app.generation.reply import INTERNAL_PROMPT_ERROR
 from app.memory.recall.models import MemoryChunk
@@ -157,6 +158,50 @@ def test_a_failing_source_is_left_out_and_named_and_the_reply_still_comes(tmp_pa
         r = api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Still there?"})
         assert read_sse(r)[-1][0] == "done"
         assert models.last_request.json["messages"][-1]["content"] == "Still there?"
+
+
+class BadQuery(PromptSource):
+    """A source whose SQL fails mid-turn, as a source reading a table another version dropped could."""
+
+    name = "bad_query"
+    label = "Bad query source"
+
+    def history_limit(self, session, chat, settings) -> int | None:
+        session.execute(text("SELECT no_such_column FROM chat"))
+        return None
+
+    def contribute(self, turn: Turn) -> Contribution:
+        turn.session.execute(text("SELECT no_such_column FROM chat"))
+        return Contribution()
+
+
+@pytest.mark.parametrize("on", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_source_whose_sql_fails_leaves_the_other_sources_and_the_reply_whole(on, request, tmp_path, models):
+    """On PostgreSQL a failed statement aborts the transaction: without a savepoint per source, every
+    source after it (and the reply's own writes) failed too."""
+    sources = default_sources()
+    sources.register(BadQuery(), before="recall")
+    url = request.getfixturevalue("migrated_postgres_url") if on == "postgres" else None
+    with LiveSugo(tmp_path / "data", sources=sources, database_url=url) as live, live.client() as api:
+        chat = _chat(api, models)
+        assert (
+            api.post(
+                f"/api/chats/{chat['id']}/memory/notes", json={"text": "Aria hates the rain."}
+            ).status_code
+            == 201
+        )
+        peek = api.get(f"/api/chats/{chat['id']}/prompt").json()
+        assert [w for w in peek["warnings"] if "failed" in w] == [
+            "Bad query source failed and was left out of this prompt (the server log has the details)."
+        ]
+        r = api.post(f"/api/chats/{chat['id']}/generate", json={"action": "send", "content": "Still there?"})
+        assert read_sse(r)[-1][0] == "done"
+        sent = str(models.last_request.json["messages"])
+        assert "Aria hates the rain." in sent  # a source after the failing one still contributed
+        assert [m["role"] for m in api.get(f"/api/chats/{chat['id']}/messages").json()][-2:] == [
+            "user",
+            "assistant",
+        ]
 
 
 class Poisoning(PromptSource):
