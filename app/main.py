@@ -18,7 +18,7 @@ from app.characters.api import router as characters_api
 from app.chats.api import router as chats_api
 from app.chats.service import finish_interrupted_replies
 from app.connections.api import router as connections_api
-from app.connections.crypto import KeyBox
+from app.connections.crypto import KeyBox, check_key_file
 from app.connections.providers._http import close_clients
 from app.connections.service import seal_plain_headers
 from app.generation.reply import Generations
@@ -57,10 +57,11 @@ from app.tools.registry import ToolRegistry
 from app.tools.tasks.api import router as tasks_api
 from app.tools.web.api import router as web_search_api
 from app.web.api_common import ids_in_range, install_error_handlers
-from app.web.auth import LoginThrottle, ProtectionMiddleware, SessionSigner, allowed_host_names
+from app.web.auth import ProtectionMiddleware, SessionSigner, allowed_host_names
 from app.web.bodylimit import BodyLimit
 from app.web.headers import SecurityHeaders, content_security_policy, inline_script_hashes
 from app.web.templates import STATIC_DIR, TEMPLATES_DIR
+from app.web.throttle import LoginThrottle
 
 log = logging.getLogger(__name__)
 SWAGGER_UI = "swagger-ui-5.35.0"
@@ -74,6 +75,7 @@ def build_services(settings: Settings, *, sources: PromptSources | None = None) 
     engine = make_engine(settings.database_url or settings.database_path)
     upgrade_database(engine)
     keybox = KeyBox(settings.secret_key_path)
+    check_key_file(engine, keybox, settings.secret_key_path, shared=settings.database_url is not None)
     with Session(engine) as session:
         if finished := finish_interrupted_replies(session):
             log.warning("Marked %d reply(s) cut off by the last shutdown as incomplete.", finished)
@@ -82,7 +84,11 @@ def build_services(settings: Settings, *, sources: PromptSources | None = None) 
     claims = RunClaims(ClaimTable(engine, server=settings.server))
     if dropped := claims.table.forget_previous_life():
         log.info("Dropped %d run claim(s) this server's last start left.", dropped)
-    signer = SessionSigner(settings.session_key_path, settings.password) if settings.password else None
+    signer = (
+        SessionSigner(engine, settings.password, carried_over=settings.session_key_path)
+        if settings.password
+        else None
+    )
     return Services(
         settings=settings,
         engine=engine,
@@ -100,7 +106,7 @@ def build_services(settings: Settings, *, sources: PromptSources | None = None) 
         tools=ToolRegistry(builtin_tools()),
         clock=Clock(),
         session_signer=signer,
-        login_throttle=LoginThrottle() if settings.password else None,
+        login_throttle=LoginThrottle(engine) if settings.password else None,
     )
 
 

@@ -16,10 +16,12 @@ from app.memory.summaries.models import SummaryEntry, SummaryJob, SummaryRun, Su
 from app.personas.models import Persona
 from app.platform import modelbase as _modelbase  # noqa: F401  (naming convention first)
 from app.platform.claims import RunClaim
+from app.platform.shared_secrets import SharedSecret
 from app.tools.mcp.models import McpServer
 from app.tools.memories.models import LongTermMemory, ShortTermMemory
 from app.tools.tasks.models import Task
 from app.tools.user_info.models import UserAddress
+from app.web.throttle import LoginFailure
 
 metadata = SQLModel.metadata
 
@@ -35,12 +37,14 @@ __all__ = [
     "Lorebook",
     "LorebookEntry",
     "LorebookLink",
+    "LoginFailure",
     "McpServer",
     "MemoryChunk",
     "MemoryVector",
     "Message",
     "Persona",
     "RunClaim",
+    "SharedSecret",
     "SummaryEntry",
     "SummaryJob",
     "SummaryRun",

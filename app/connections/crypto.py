@@ -10,6 +10,9 @@ import os
 from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken
+from sqlalchemy.engine import Engine
+
+from app.platform.shared_secrets import API_KEY_CHECK, ensure_secret, replace_secret
 
 # Marks a sealed (encrypted) value among plain ones: extra header values saved before they were
 # encrypted are still read as they are.
@@ -39,6 +42,34 @@ class KeyBox:
     def unseal(self, value: str) -> str:
         """A value `seal` made, decrypted; an unmarked value is plain text and comes back as is."""
         return self.decrypt(value.removeprefix(SEALED)) if is_sealed(value) else value
+
+
+class KeyFileMismatch(ValueError):
+    """This server's key file is not the one the database's API keys were sealed with."""
+
+
+_CHECK_TEXT = "sugo api key check"
+
+
+def check_key_file(engine: Engine, keybox: KeyBox, key_path: Path, *, shared: bool) -> None:
+    """Make sure this server seals API keys with the key the database's were sealed with: the first
+    server leaves a text sealed with its key in the database, every later start opens it. On a
+    database several servers share (PostgreSQL), another key refuses the start: it would seal keys the
+    other servers cannot open. A single server (SQLite) whose key file was replaced carries on with
+    the new key, as before: its saved keys ask to be entered again."""
+    sealed = ensure_secret(engine, API_KEY_CHECK, lambda: keybox.seal(_CHECK_TEXT))
+    try:
+        if keybox.unseal(sealed) == _CHECK_TEXT:
+            return
+    except ValueError:
+        pass
+    if shared:
+        raise KeyFileMismatch(
+            f"This server's key file {key_path} is not the one the API keys in this database were saved "
+            "with. Every Sugo server sharing a database needs the same key: copy the first server's "
+            "secret.key here, or point SUGO_SECRET_KEY_FILE at a copy of it."
+        )
+    replace_secret(engine, API_KEY_CHECK, keybox.seal(_CHECK_TEXT))
 
 
 def is_sealed(value: str) -> bool:

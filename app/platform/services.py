@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from app.memory.summaries.prompting import SummaryBlocks
     from app.prompt.sources import PromptSources
     from app.tools.registry import ToolRegistry
-    from app.web.auth import LoginThrottle, SessionSigner
+    from app.web.auth import LoginThrottle, SessionSigner  # LoginThrottle lives in app.web.throttle
 
 
 @dataclass

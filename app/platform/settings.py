@@ -86,6 +86,10 @@ def _database_url() -> str | None:
     return raw
 
 
+def _path_or_none(raw: str) -> Path | None:
+    return Path(raw.strip()).expanduser().resolve() if raw.strip() else None
+
+
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path
@@ -125,6 +129,9 @@ class Settings:
     # a restarted server takes back its own at once, another's wait to go stale). Default: the machine's
     # name and the data folder, unique for servers on one machine with folders of their own.
     server_name: str = ""
+    # SUGO_SECRET_KEY_FILE: the file holding the key that encrypts saved API keys (default: secret.key in
+    # the data folder). Servers sharing one database need the same key: point each at a copy.
+    secret_key_file: Path | None = None
 
     @property
     def server(self) -> str:
@@ -136,10 +143,11 @@ class Settings:
 
     @property
     def secret_key_path(self) -> Path:
-        return self.data_dir / "secret.key"
+        return self.secret_key_file or self.data_dir / "secret.key"
 
     @property
     def session_key_path(self) -> Path:
+        """Where Sugo kept the session secret before it moved into the database (carried over once)."""
         return self.data_dir / "session.key"
 
 
@@ -166,4 +174,5 @@ def load_settings() -> Settings:
         brave_url=os.environ.get("SUGO_BRAVE_URL", "").strip() or "https://api.search.brave.com/res/v1",
         database_url=_database_url(),
         server_name=os.environ.get("SUGO_SERVER_NAME", "").strip(),
+        secret_key_file=_path_or_none(os.environ.get("SUGO_SECRET_KEY_FILE", "")),
     )

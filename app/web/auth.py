@@ -24,19 +24,21 @@ import hmac
 import ipaddress
 import json
 import logging
-import os
 import re
 import secrets
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from http.cookies import SimpleCookie
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from itsdangerous import BadSignature, URLSafeTimedSerializer
+from sqlalchemy.engine import Engine
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.platform.shared_secrets import SESSION, ensure_secret, read_secret, replace_secret
+from app.web.throttle import LoginThrottle, too_many_tries_message
 
 log = logging.getLogger(__name__)
 
@@ -92,25 +94,10 @@ def open_listening_refusal(host: str, *, password: str | None, allow_open: bool)
     )
 
 
-def _write_private(path: Path, data: str) -> None:
-    # Created with owner-only permissions from the start (no moment where others could read it),
-    # then moved into place, so a crash never leaves half a key.
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".new")
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
-
-
-def load_session_secret(path: Path) -> str:
-    if path.exists():
-        path.chmod(0o600)
-        return path.read_text().strip()
-    secret = secrets.token_urlsafe(48)
-    _write_private(path, secret)
-    return secret
+def _read_file(path: Path | None) -> str | None:
+    if path is None or not path.exists():
+        return None
+    return path.read_text().strip() or None
 
 
 def password_matches(given: str, expected: str) -> bool:
@@ -118,23 +105,55 @@ def password_matches(given: str, expected: str) -> bool:
 
 
 class SessionSigner:
-    """Signs the login cookie with a key derived from the data folder's session.key and the
-    password: a new password ends every session, and so does logging out, which replaces
-    session.key (every device logs in again)."""
+    """Signs the login cookie with a key derived from the database's session secret and the
+    password: a new password ends every session, and so does logging out, which replaces the secret
+    (every device logs in again, on every server: each reads the secret again at most every
+    `refresh_s`, off the event loop, see ProtectionMiddleware)."""
 
-    def __init__(self, key_path: Path, password: str) -> None:
-        self._path = key_path
+    def __init__(
+        self,
+        engine: Engine,
+        password: str,
+        *,
+        carried_over: Path | None = None,
+        refresh_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._engine = engine
         self._password = password
-        self._use(load_session_secret(key_path))
+        self._refresh_s = refresh_s
+        self._clock = clock
+        # The session.key file of a Sugo before the secret moved into the database: its cookies keep
+        # working. The file goes once the database holds the secret (one place, not two).
+        secret = ensure_secret(engine, SESSION, lambda: _read_file(carried_over) or secrets.token_urlsafe(48))
+        if carried_over is not None:
+            carried_over.unlink(missing_ok=True)
+        self._use(secret)
 
     def _use(self, secret: str) -> None:
+        self._secret = secret
+        self._read_at = self._clock()
         key = hmac.new(secret.encode(), self._password.encode(), hashlib.sha256).hexdigest()
         self._s = URLSafeTimedSerializer(key, salt="sugo-session")
 
+    def stale(self) -> bool:
+        """Time to read the secret again (another server may have replaced it)."""
+        return self._clock() - self._read_at >= self._refresh_s
+
+    def refresh(self) -> None:
+        found = read_secret(self._engine, SESSION)
+        if found is None:  # cannot happen once made; keep the one in hand rather than fail requests
+            self._read_at = self._clock()
+            return
+        if found[0] != self._secret:
+            self._use(found[0])
+        else:
+            self._read_at = self._clock()
+
     def rotate(self) -> None:
-        """End every session: a new session.key."""
+        """End every session, on every server: a new secret."""
         secret = secrets.token_urlsafe(48)
-        _write_private(self._path, secret)
+        replace_secret(self._engine, SESSION, secret)
         self._use(secret)
 
     def dumps(self, data: dict) -> str:
@@ -145,68 +164,6 @@ class SessionSigner:
             return self._s.loads(token, max_age=SESSION_MAX_AGE_S)
         except BadSignature:
             return None
-
-
-def backoff_s(failures: int, *, free: int, first_wait_s: float, max_wait_s: float) -> float:
-    """How long a client waits after `failures` wrong passwords in a row: nothing for the first
-    `free` ones (typos), then a wait that doubles with each further one."""
-    if failures < free:
-        return 0.0
-    return min(max_wait_s, first_wait_s * 2 ** (failures - free))
-
-
-class LoginThrottle:
-    """Wrong passwords per client address (login form and Bearer tokens alike). One per app; it
-    remembers at most `max_clients` addresses, the least recently wrong forgotten first."""
-
-    def __init__(
-        self,
-        *,
-        free: int = 5,
-        first_wait_s: float = 30.0,
-        max_wait_s: float = 900.0,
-        forget_after_s: float = 3600.0,
-        max_clients: int = 10_000,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.free, self.first_wait_s, self.max_wait_s = free, first_wait_s, max_wait_s
-        self.forget_after_s, self.max_clients, self._clock = forget_after_s, max_clients, clock
-        self._failures: OrderedDict[str, tuple[int, float]] = OrderedDict()  # client -> (count, last time)
-        self._lock = threading.Lock()
-
-    def _current(self, client: str, now: float) -> tuple[int, float]:
-        count, last = self._failures.get(client, (0, now))
-        if count and now - last > max(self.forget_after_s, self._wait(count)):
-            del self._failures[client]
-            return 0, now
-        return count, last
-
-    def _wait(self, count: int) -> float:
-        return backoff_s(count, free=self.free, first_wait_s=self.first_wait_s, max_wait_s=self.max_wait_s)
-
-    def wait_s(self, client: str) -> float:
-        """Seconds before `client` may try a password again (0: now)."""
-        with self._lock:
-            now = self._clock()
-            count, last = self._current(client, now)
-            return max(0.0, last + self._wait(count) - now) if count else 0.0
-
-    def failed(self, client: str) -> None:
-        with self._lock:
-            now = self._clock()
-            count, _ = self._current(client, now)
-            self._failures[client] = (count + 1, now)
-            self._failures.move_to_end(client)
-            while len(self._failures) > self.max_clients:
-                self._failures.popitem(last=False)
-
-    def succeeded(self, client: str) -> None:
-        with self._lock:
-            self._failures.pop(client, None)
-
-
-def too_many_tries_message(wait_s: float) -> str:
-    return f"Too many wrong passwords from your address. Try again in {int(wait_s) + 1} seconds."
 
 
 def client_address(scope: Scope) -> str:
@@ -329,17 +286,20 @@ class ProtectionMiddleware:
         bearer = _header(scope, b"authorization") or ""
         if bearer.lower().startswith("bearer "):
             client = client_address(scope)
-            if self.throttle and (wait := self.throttle.wait_s(client)):
+            # The throttle is counted in the database: off the event loop.
+            if self.throttle and (wait := await run_in_threadpool(self.throttle.wait_s, client)):
                 await _deny(scope, send, 429, too_many_tries_message(wait), retry_after=wait)
                 return
             if password_matches(bearer[7:].strip(), self.password):
                 if self.throttle:
-                    self.throttle.succeeded(client)
+                    await run_in_threadpool(self.throttle.succeeded, client)
                 await self.app(scope, receive, send)
                 return
             if self.throttle:
-                self.throttle.failed(client)
+                await run_in_threadpool(self.throttle.failed, client)
 
+        if self.signer and self.signer.stale():
+            await run_in_threadpool(self.signer.refresh)
         session = self._read_session(scope)
         scope["sugo.session"] = session
         if session.get("auth"):

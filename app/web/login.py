@@ -4,15 +4,11 @@ import secrets
 
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
 
-from app.web.auth import (
-    SESSION_COOKIE,
-    SESSION_MAX_AGE_S,
-    client_address,
-    password_matches,
-    too_many_tries_message,
-)
+from app.web.auth import SESSION_COOKIE, SESSION_MAX_AGE_S, client_address, password_matches
 from app.web.templates import HxRequest, render
+from app.web.throttle import too_many_tries_message
 
 router = APIRouter(include_in_schema=False)
 
@@ -39,7 +35,7 @@ async def log_in(request: Request) -> Response:
     if not services.settings.password:
         return RedirectResponse("/", status_code=303)
     client = client_address(request.scope)
-    if wait := services.login_throttle.wait_s(client):
+    if wait := await run_in_threadpool(services.login_throttle.wait_s, client):
         return render(
             request,
             "login.html",
@@ -48,9 +44,9 @@ async def log_in(request: Request) -> Response:
             headers={"Retry-After": str(int(wait) + 1)},
         )
     if not password_matches(str(form.get("password") or ""), services.settings.password):
-        services.login_throttle.failed(client)
+        await run_in_threadpool(services.login_throttle.failed, client)
         return render(request, "login.html", {"next": target, "error": "Wrong password."}, status_code=401)
-    services.login_throttle.succeeded(client)
+    await run_in_threadpool(services.login_throttle.succeeded, client)
     token = services.session_signer.dumps({"auth": True, "csrf": secrets.token_urlsafe(32)})
     response = RedirectResponse(target, status_code=303)
     response.set_cookie(

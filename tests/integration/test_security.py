@@ -384,12 +384,12 @@ def test_secret_files_are_owner_only(tmp_path):
     (data / "sugo.db").chmod(0o644)  # an old database, made before this rule
     with LiveSugo(data, password="pw") as live, live.client() as c:
         assert c.get("/api/chats", headers={"Authorization": "Bearer pw"}).status_code == 200
-        for name in ("sugo.db", "sugo.db-wal", "sugo.db-shm", "secret.key", "session.key"):
+        for name in ("sugo.db", "sugo.db-wal", "sugo.db-shm", "secret.key"):
             assert (data / name).stat().st_mode & 0o777 == 0o600, name
     fresh = tmp_path / "fresh"
     with LiveSugo(fresh, password="pw"):
         assert fresh.stat().st_mode & 0o777 == 0o700
-        for name in ("sugo.db", "secret.key", "session.key"):
+        for name in ("sugo.db", "secret.key"):
             assert (fresh / name).stat().st_mode & 0o777 == 0o600, name
 
 
