@@ -33,6 +33,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from sqlalchemy.engine import Connection
 from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
@@ -103,17 +104,23 @@ class Generations:
             raise UserError(ALREADY_WRITING)
         self._starting.add(chat_id)
 
-    def claim(self, chat_id: int) -> str:
-        """The chat's reply claim across servers (on a thread: a database write); its token. Called
-        after `reserve`: no reply of this server is at work in the chat, so a claim of its own still
-        in the table is a finished reply's, whose give-back may lag the end the browser saw."""
-        token = self._claims.take(REPLIES, chat_id, over_own=True)
+    def claim(self, conn: Connection, chat_id: int) -> str:
+        """The chat's reply claim across servers, in the transaction that stores the turn (a refused
+        turn leaves no claim behind); its token. Called after `reserve`: no reply of this server is at
+        work in the chat, so a claim of its own still in the table is a finished reply's, whose
+        give-back may lag the end the browser saw."""
+        token = self._claims.take_in(conn, REPLIES, chat_id, over_own=True)
         if token is None:
             raise UserError(ALREADY_WRITING)
         return token
 
     def give_back(self, chat_id: int, token: str) -> None:
         self._claims.give_back(REPLIES, chat_id, token)
+
+    def give_back_if_held(self, chat_id: int, token: str) -> None:
+        """`give_back` when the claim is in the table (looked at first: a refused request writes nothing)."""
+        if self._claims.holds(REPLIES, chat_id, token):
+            self._claims.give_back(REPLIES, chat_id, token)
 
     def release(self, chat_id: int) -> None:
         self._starting.discard(chat_id)
@@ -618,14 +625,17 @@ def _store(
     attachment_ids: Sequence[int] = (),
     quote: str | None = None,
     chat_refs: Sequence[Mapping[str, Any]] = (),
-) -> StoredTurn:
+) -> tuple[StoredTurn, str]:
+    """The turn stored, and the chat's reply claim taken in the same transaction."""
+    token: str | None = None
     with Session(services.engine, expire_on_commit=False) as session:
         try:
+            token = services.generations.claim(session.connection(), chat_id)
             if action == "send" and content and content.strip():
                 # Work that needs only the new message (embedding it for Memory Recall) starts now,
                 # beside storing it and sending the `start` event, not once the prompt is built.
                 services.sources.expect(services, session, chats.get_chat(session, chat_id), content)
-            return store_turn(
+            turn = store_turn(
                 session,
                 chat_id,
                 action=action,
@@ -636,8 +646,13 @@ def _store(
                 quote=quote,
                 chat_refs=chat_refs,
             )
+            return turn, token
         except Exception:
             session.rollback()
+            # Refused before the turn's first commit, the claim went with the rollback; a failure after
+            # it leaves the committed claim, given back here rather than left to go stale.
+            if token is not None:
+                services.generations.give_back_if_held(chat_id, token)
             raise
 
 
@@ -661,10 +676,8 @@ async def start(
     if content and (problem := message_too_long(content)):
         raise UserError(problem)  # before its text is embedded by `expect`
     registry.reserve(chat_id)
-    token: str | None = None
     try:
-        token = await run_in_threadpool(registry.claim, chat_id)
-        turn = await run_in_threadpool(
+        turn, token = await run_in_threadpool(
             _store,
             services,
             chat_id,
@@ -676,19 +689,16 @@ async def start(
             quote,
             chat_refs,
         )
-        if reminder:
-            turn.reminder, turn.excluded_tools = reminder, excluded_tools
-        gen = Generation(chat_id=chat_id, message_id=turn.message_id, swipe_index=turn.swipe_index)
-        gen.events.append(
-            ("start", {"message_id": turn.message_id, "swipe_index": turn.swipe_index, "action": action})
-        )
-        registry.add(gen)
-    except BaseException:
-        if token is not None:
-            await run_in_threadpool(registry.give_back, chat_id, token)
-        raise
     finally:
         registry.release(chat_id)
+    # Nothing between the turn's store and here can fail: the claim is the runner's to give back.
+    if reminder:
+        turn.reminder, turn.excluded_tools = reminder, excluded_tools
+    gen = Generation(chat_id=chat_id, message_id=turn.message_id, swipe_index=turn.swipe_index)
+    gen.events.append(
+        ("start", {"message_id": turn.message_id, "swipe_index": turn.swipe_index, "action": action})
+    )
+    registry.add(gen)
     claim_token = token
 
     async def runner() -> None:

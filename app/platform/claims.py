@@ -33,7 +33,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import text
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Field, SQLModel
 
 from app.platform.timeutil import utcnow
@@ -89,36 +89,41 @@ class ClaimTable:
         With `over_own`, a claim this instance already holds is taken over with a new token: for a
         caller that knows no run of its own is at work any more (a reply whose end the browser has
         seen, its claim not yet given back)."""
+        with self.engine.begin() as conn:
+            return self.take_in(conn, kind, chat_id, over_own=over_own)
+
+    def take_in(self, conn: Connection, kind: str, chat_id: int, *, over_own: bool = False) -> str | None:
+        """`take` inside the caller's transaction: the claim commits with the work that needs it and
+        goes with it when that work is refused (a reply's turn for a chat that does not exist leaves
+        the database as it found it). On PostgreSQL a second server's claim of the same chat waits
+        for this transaction, then finds the row."""
         now = self._now()
         token = uuid.uuid4().hex
-        with self.engine.begin() as conn:
-            conn.execute(
-                text(
-                    "DELETE FROM run_claim WHERE kind = :kind AND chat_id = :chat AND heartbeat_at < :stale"
-                ),
-                {"kind": kind, "chat": chat_id, "stale": now - self._stale_after},
-            )
-            taken = conn.execute(
-                text(
-                    "INSERT INTO run_claim (kind, chat_id, token, holder, server, heartbeat_at, stop_requested) "
-                    "VALUES (:kind, :chat, :token, :holder, :server, :now, :no) ON CONFLICT (kind, chat_id) "
-                    + (
-                        "DO UPDATE SET token = excluded.token, heartbeat_at = excluded.heartbeat_at, "
-                        "stop_requested = excluded.stop_requested WHERE run_claim.holder = excluded.holder"
-                        if over_own
-                        else "DO NOTHING"
-                    )
-                ),
-                {
-                    "kind": kind,
-                    "chat": chat_id,
-                    "token": token,
-                    "holder": self.holder,
-                    "server": self.server,
-                    "now": now,
-                    "no": False,
-                },
-            ).rowcount
+        conn.execute(
+            text("DELETE FROM run_claim WHERE kind = :kind AND chat_id = :chat AND heartbeat_at < :stale"),
+            {"kind": kind, "chat": chat_id, "stale": now - self._stale_after},
+        )
+        taken = conn.execute(
+            text(
+                "INSERT INTO run_claim (kind, chat_id, token, holder, server, heartbeat_at, stop_requested) "
+                "VALUES (:kind, :chat, :token, :holder, :server, :now, :no) ON CONFLICT (kind, chat_id) "
+                + (
+                    "DO UPDATE SET token = excluded.token, heartbeat_at = excluded.heartbeat_at, "
+                    "stop_requested = excluded.stop_requested WHERE run_claim.holder = excluded.holder"
+                    if over_own
+                    else "DO NOTHING"
+                )
+            ),
+            {
+                "kind": kind,
+                "chat": chat_id,
+                "token": token,
+                "holder": self.holder,
+                "server": self.server,
+                "now": now,
+                "no": False,
+            },
+        ).rowcount
         return token if taken == 1 else None
 
     def give_back(self, kind: str, chat_id: int, token: str | None = None) -> None:
@@ -164,6 +169,15 @@ class ClaimTable:
                 ).scalar_one()
                 > 0
             )
+
+    def holds(self, kind: str, chat_id: int, token: str) -> bool:
+        """Whether the claim `token` names is in the table (a read: nothing written to find out)."""
+        with self.engine.connect() as conn:
+            found = conn.execute(
+                text("SELECT 1 FROM run_claim WHERE kind = :kind AND chat_id = :chat AND token = :token"),
+                {"kind": kind, "chat": chat_id, "token": token},
+            ).first()
+        return found is not None
 
     def request_stop(self, kind: str, chat_id: int) -> bool:
         """Ask whichever server holds the chat's live claim to stop that run; False when none holds it."""
