@@ -25,6 +25,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
+from sqlalchemy import text
 from sqlmodel import Session, create_engine
 
 from app.lore import service as lore
@@ -203,10 +204,44 @@ def test_a_memory_written_through_one_server_is_found_through_the_other_within_a
         assert two.services.recall.index.held_chats() == []
 
 
-def _entry(api, chat_id: int, first: int, last: int, content: str) -> dict:
+def _summary(api, chat_id: int, start: int, end: int, content: str) -> dict:
     r = api.post(
         f"/api/chats/{chat_id}/summaries",
-        json={"first_message_id": first, "last_message_id": last, "content": content},
+        json={"scope": "range", "start": start, "end": end, "content": content},
     )
     assert r.status_code == 201, r.text
     return r.json()
+
+
+def test_a_summary_edited_through_one_server_is_sent_by_the_next_reply_through_the_other(servers, models):
+    """Even when the editing server's clock runs behind the one that wrote the chat's newest entry,
+    and the new text has the old one's length (the summaries' stamp sums the edit times)."""
+    one, two = servers
+    with one.client() as api_one, two.client() as api_two:
+        add_connection(api_one, models)
+        chat_id = new_chat(api_one, [add_character(api_one)["id"]])["id"]
+        _reply(api_one, models, chat_id, "We meet at the inn.")
+        _reply(api_one, models, chat_id, "We cross the marsh.")
+        first = _summary(api_one, chat_id, 1, 2, "Aria met Rowan at the inn by the sea.")
+        second = _summary(api_one, chat_id, 3, 4, "Rowan lost his lantern in the marsh.")
+        # The first was last edited by a server whose clock runs an hour ahead of server one's.
+        with one.engine.begin() as db:
+            db.execute(
+                text("UPDATE summary_entry SET updated_at = updated_at + interval '1 hour' WHERE id = :id"),
+                {"id": first["id"]},
+            )
+        sent = _reply(api_two, models, chat_id, "Onwards.")  # two holds the chat's entries now
+        assert (
+            "Aria met Rowan at the inn by the sea." in sent and "Rowan lost his lantern in the marsh." in sent
+        )
+
+        edited = "Rowan kept his lantern in the marsh."
+        assert len(edited) == len(second["content"])
+        r = api_one.patch(f"/api/chats/{chat_id}/summaries/{second['id']}", json={"content": edited})
+        assert r.status_code == 200, r.text
+        sent = _reply(api_two, models, chat_id, "Onwards again.")
+        assert edited in sent and "Rowan lost his lantern" not in sent
+
+        # Deleted through one: gone from two's next reply.
+        assert api_one.delete(f"/api/chats/{chat_id}/summaries/{second['id']}").status_code in (200, 204)
+        assert edited not in _reply(api_two, models, chat_id, "And on.")
