@@ -12,11 +12,18 @@ The caches that hold data across requests, and why each is right across servers:
   the edit times summed, so an edit is seen whatever the writing server's clock says).
 - SignIndex (app/memory/recall/index.py), sign bits by chat and space: SQLite's only; on PostgreSQL
   recall reads memory_words and memory_embedding (pgvector) in SQL and holds nothing.
+  SQLite's copy follows the database every search too (new vector ids above the highest held, a
+  trigger's tombstones, the sweep's floor).
 - By content, never stale: QueryVectors (embedding space, text), RenderCache (Markdown text), the
   stemmer's lru_cache (word), scenes' statement per scene count, VectorSizes (address, model: what
-  the server answered, not stored data), time zones, the SSL context, the service worker's text.
-- Request-scoped: the connections list in session.info (dropped at commit and rollback).
-- Not caches of stored data (run state, claims, the login throttle): other parts of issue 26.
+  the embedding server answered, not stored data), time zones, the SSL context, the service worker.
+- Request-scoped: the connections list in session.info (dropped at a flush that writes one, at
+  commit and at rollback). Read every turn, never held: lorebook links, MCP servers' saved
+  discoveries, a connection's tools_refused, chat settings, the chat memory (its Markdown mirror is
+  written from the database in the writing transaction, in the shared data folder).
+- Not caches of stored data but state of this server's own work (Generations, RunClaims, Rebuilds,
+  ChatSyncs, DayBackfills, RescanStatuses, HeldScenes, summary_writes) and the login throttle:
+  other parts of issue 26 (claims, jobs, shared secrets).
 """
 
 from __future__ import annotations
