@@ -59,7 +59,9 @@ def _reply(api, models, chat_id: int, content: str) -> str:
     models.script("Noted.")
     events = read_sse(api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": content}))
     assert events[-1][0] == "done", events[-1]
-    return "\n".join(str(m["content"]) for m in models.last_request.json["messages"])
+    # The newest chat request (a memory job's embedding requests may have come after it).
+    sent = next(r.json for r in reversed(list(models.requests)) if r.json and "messages" in r.json)
+    return "\n".join(str(m["content"]) for m in sent["messages"])
 
 
 def test_a_lorebook_edited_through_one_server_is_used_by_the_next_reply_through_the_other(servers, models):
@@ -252,3 +254,33 @@ def test_a_summary_edited_through_one_server_is_sent_by_the_next_reply_through_t
         # Deleted through one: gone from two's next reply.
         assert api_one.delete(f"/api/chats/{chat_id}/summaries/{second['id']}").status_code in (200, 204)
         assert edited not in _reply(api_two, models, chat_id, "And on.")
+
+
+def test_a_memory_made_after_a_reply_through_one_server_is_found_through_the_other(servers, models):
+    """The way most memories are written: the memory job after a reply on server one chunks the
+    chat; server two's search finds the new memory within a second of its being stored."""
+    one, two = servers
+    with one.client() as api_one, two.client() as api_two:
+        add_connection(api_one, models, embedding_model="test-embedding")
+        chat_id = new_chat(api_one, [add_character(api_one)["id"]], mode="conversation")["id"]
+        for day in range(6):
+            _reply(api_one, models, chat_id, f"We walk the coast road, day {day}.")
+        _reply(api_one, models, chat_id, FACT)
+        for day in range(2):  # a memory is five messages: the fact's is made once these are in
+            _reply(api_one, models, chat_id, f"We rest at the lighthouse, night {day}.")
+        stored = wait_for(
+            lambda: [c for c in api_one.get(f"/api/chats/{chat_id}/memories").json() if FACT in c["content"]],
+            timeout=30,
+            what="server one's memory job storing the fact",
+        )
+        assert stored
+        wait_for(
+            lambda: any(
+                FACT in hit["content"]
+                for hit in api_two.get(
+                    f"/api/chats/{chat_id}/memories/search", params={"q": "brass key"}
+                ).json()["results"]
+            ),
+            timeout=1.0,
+            what="the memory found through server two",
+        )
