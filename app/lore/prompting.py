@@ -51,7 +51,8 @@ MAX_HELD_ENTRIES = 20_000
 
 class CompiledBooks:
     """The lorebooks' settings, entries and compiled matchers, read and compiled again only when a
-    book's version changed: a big book costs its scan, not its loading. One per app (its database)."""
+    book's stamp changed: a big book costs its scan, not its loading. One per app; the stamps are read
+    every turn, so a book another server changed is read again on the next (issue 26)."""
 
     def __init__(self) -> None:
         # book id -> (stamp, the book, its entries, compiled matchers, whether keys hold macros), least

@@ -7,8 +7,8 @@ Decisions:
   The edit times are summed, not only their newest taken: a server whose clock runs behind another's
   edits an entry at a time older than the newest, and a text of the same length would leave the rest
   of the stamp as it was. The stamp is read before the entries, so a write landing between the two is
-  read again next turn. A turn then runs one statement that fetches
-  one row, however many entries the chat has; the block is the cost of what is sent, not of reading it.
+  read again next turn. A turn then runs one statement that fetches one row, however many entries the
+  chat has; the block is the cost of what is sent, not of reading it.
 - What is held is plain values: the active entries' text in message order, whether any has a part for
   some characters only, and the covered ranges merged (active ones, and all), which select_messages reads
   exactly as it reads the entries (its coverage is the union of their ranges). The block as each speaker
