@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 from sqlmodel import Session
@@ -51,25 +51,30 @@ MAX_HELD_ENTRIES = 20_000
 
 class CompiledBooks:
     """The lorebooks' settings, entries and compiled matchers, read and compiled again only when a
-    book's version changed: a big book costs its scan, not its loading. One per app (its database)."""
+    book's stamp changed: a big book costs its scan, not its loading. One per app; the stamps are read
+    every turn, so a book another server changed is read again on the next (issue 26)."""
 
     def __init__(self) -> None:
-        # book id -> (version, the book, its entries, compiled matchers, whether keys hold macros), least
+        # book id -> (stamp, the book, its entries, compiled matchers, whether keys hold macros), least
         # recently used first
-        self._books: OrderedDict[int, tuple[int, LoreBook, list[LoreEntry], CompiledBook, bool]] = (
+        self._books: OrderedDict[int, tuple[Hashable, LoreBook, list[LoreEntry], CompiledBook, bool]] = (
             OrderedDict()
         )
         # (book id, speaker, persona) -> the same, for books whose keys hold {{char}} / {{user}}
-        self._named: dict[tuple[int, str, str], tuple[int, list[LoreEntry], CompiledBook]] = {}
+        self._named: dict[tuple[int, str, str], tuple[Hashable, list[LoreEntry], CompiledBook]] = {}
         self._lock = threading.Lock()
 
-    def load(self, session: Session, versions: Sequence[tuple[int, int]], *, char: str, user: str):
-        """(books, entries, compiled matchers by book id) for these (lorebook id, version) pairs; a
-        book whose keys hold macros is compiled once per speaker and persona name as well."""
+    def load(self, session: Session, versions: Sequence[tuple[int, Hashable]], *, char: str, user: str):
+        """(books, entries, compiled matchers by book id) for these (lorebook id, stamp) pairs, the
+        stamp being what `service.book_versions_for_chat` read (the book's version and creation time);
+        a book whose keys hold macros is compiled once per speaker and persona name as well.
+
+        What is read is held under the stamp read before it, never the one on the row read after:
+        another server's edit committed between the reads is then read again next turn, where the
+        row's newer version would hold the older entries for good."""
         with self._lock:
-            stale = [
-                book_id for book_id, version in versions if self._books.get(book_id, (None,))[0] != version
-            ]
+            stamps = dict(versions)
+            stale = [book_id for book_id, stamp in versions if self._books.get(book_id, (None,))[0] != stamp]
             if stale:
                 fresh: dict[int, list[LoreEntry]] = {book_id: [] for book_id in stale}
                 for entry in service.entries_of(session, stale):
@@ -79,7 +84,7 @@ class CompiledBooks:
                 for row in service.books_by_id(session, stale):
                     data, book_entries = service.book_data(row), fresh[row.id]
                     self._books[row.id] = (
-                        row.version,
+                        stamps[row.id],
                         data,
                         book_entries,
                         compile_book(data, book_entries),
@@ -112,7 +117,14 @@ class CompiledBooks:
                     del self._named[key]
 
     def _named_for(
-        self, book_id: int, version: int, data: LoreBook, entries: list[LoreEntry], *, char: str, user: str
+        self,
+        book_id: int,
+        version: Hashable,
+        data: LoreBook,
+        entries: list[LoreEntry],
+        *,
+        char: str,
+        user: str,
     ):
         named = self._named.get((book_id, char, user))
         if named is None or named[0] != version:

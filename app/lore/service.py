@@ -70,7 +70,11 @@ def get_book(session: Session, book_id: int) -> Lorebook:
 
 
 def touch(session: Session, book: Lorebook) -> None:
-    book.version += 1
+    """Mark the book changed: its version goes up by one in SQL (`version = version + 1`), so two
+    servers saving the same book at once give it two versions, never one version twice (each
+    server's compiled-book cache holds a book per version: a version written twice would keep one
+    server on the first save's entries). The attribute reads back from the row after the flush."""
+    book.version = Lorebook.version + 1  # type: ignore[assignment]
     book.updated_at = utcnow()
     session.add(book)
 
@@ -302,10 +306,13 @@ def books_for_chat(
 
 def book_versions_for_chat(
     session: Session, chat_id: int, character_ids: Sequence[int], persona_id: int | None
-) -> list[tuple[int, int]]:
-    """(id, version) of the lorebooks `books_for_chat` gives, in the same order. It runs before
-    every reply: one statement of columns (no row objects), in plain SQL (building the ORM
-    statement cost more than running it), which the compiled-book cache needs."""
+) -> list[tuple[int, tuple]]:
+    """(id, stamp) of the lorebooks `books_for_chat` gives, in the same order, the stamp being the
+    book's (version, created_at). It runs before every reply: one statement of columns (no row
+    objects), in plain SQL (building the ORM statement cost more than running it), which the
+    compiled-book cache checks its books against (app/lore/prompting.py), whichever server wrote
+    them. The creation time tells a new book from a deleted one with its id: SQLite gives a deleted
+    last row's id to the next book, which starts at version 0 again."""
     conn = session.connection()
     p = _PLACEHOLDER[conn.dialect.name]
     links = [f"chat_id = {p}"]
@@ -317,10 +324,10 @@ def book_versions_for_chat(
         links.append(f"persona_id = {p}")
         params.append(persona_id)
     sql = (
-        "SELECT id, version FROM lorebook WHERE enabled = TRUE AND (is_global = TRUE OR id IN "
+        "SELECT id, version, created_at FROM lorebook WHERE enabled = TRUE AND (is_global = TRUE OR id IN "
         f"(SELECT lorebook_id FROM lorebook_link WHERE {' OR '.join(links)})) ORDER BY id"
     )
-    return [(int(i), int(v)) for i, v in conn.exec_driver_sql(sql, tuple(params)).all()]
+    return [(int(i), (int(v), made)) for i, v, made in conn.exec_driver_sql(sql, tuple(params)).all()]
 
 
 # The driver's placeholder on each database (SQLite's sqlite3 and PostgreSQL's psycopg).

@@ -2,9 +2,13 @@
 
 Decisions:
 - A chat's entries are read again only when their stamp changes: one aggregate over the chat's entries
-  (count, newest updated_at, and sums of ids, bounds, flags and text lengths) that any write through
-  service.py, generate.py, runs.py or an import changes. A turn then runs one statement that fetches
-  one row, however many entries the chat has; the block is the cost of what is sent, not of reading it.
+  (count, newest updated_at, and sums of ids, bounds, flags, text lengths and edit times) that any write
+  through service.py, generate.py, runs.py or an import changes, whichever server made it (issue 26).
+  The edit times are summed, not only their newest taken: a server whose clock runs behind another's
+  edits an entry at a time older than the newest, and a text of the same length would leave the rest
+  of the stamp as it was. The stamp is read before the entries, so a write landing between the two is
+  read again next turn. A turn then runs one statement that fetches one row, however many entries the
+  chat has; the block is the cost of what is sent, not of reading it.
 - What is held is plain values: the active entries' text in message order, whether any has a part for
   some characters only, and the covered ranges merged (active ones, and all), which select_messages reads
   exactly as it reads the entries (its coverage is the union of their ranges). The block as each speaker
@@ -28,19 +32,22 @@ from app.memory.summaries.core.rules import EntryText, summary_block
 MAX_HELD_CHATS = 256
 
 # Changes with any insert, delete or edit of the chat's entries: an edit sets updated_at, and the sums
-# move with a new id, a moved bound, a switched flag or a text of another length. SQLite's total() and
-# its 0/1 flags; PostgreSQL sums its booleans as integers (a stamp is only ever compared with another
-# read from the same database).
+# move with a new id, a moved bound, a switched flag, a text of another length or a new edit time (in
+# whole milliseconds since 1970, summed as integers: exact, where summing days as floats would round a
+# chat's total). SQLite's total() and its 0/1 flags; PostgreSQL sums its booleans as integers (a stamp
+# is only ever compared with another read from the same database).
 _STAMP_SQL = {
     "sqlite": text(
         "SELECT count(*), max(updated_at), total(id), total(first_message_id), total(last_message_id),"
-        " total(active), total(awaiting_review), total(length(title)), total(length(content))"
+        " total(active), total(awaiting_review), total(length(title)), total(length(content)),"
+        " sum(CAST(round((julianday(updated_at) - 2440587.5) * 86400000) AS INTEGER))"
         " FROM summary_entry WHERE chat_id = :chat_id"
     ),
     "postgresql": text(
         "SELECT count(*), max(updated_at), sum(id), sum(first_message_id), sum(last_message_id),"
         " sum(CAST(active AS integer)), sum(CAST(awaiting_review AS integer)), sum(length(title)),"
-        " sum(length(content)) FROM summary_entry WHERE chat_id = :chat_id"
+        " sum(length(content)), sum(CAST(round(extract(epoch FROM updated_at) * 1000) AS bigint))"
+        " FROM summary_entry WHERE chat_id = :chat_id"
     ),
 }
 # Every entry's range, in message order; the text of the active ones only (the others are not sent).
