@@ -138,6 +138,14 @@ def read_sse(response) -> list[tuple[str, dict]]:
 
 
 def pytest_collection_modifyitems(config, items):
+    if ON_POSTGRES:
+        # The PostgreSQL pass runs again what the database can change: the tests whose live Sugo (the
+        # `sugo` fixture) now serves from PostgreSQL. The rest already ran (storage tests on both
+        # databases through the `database` fixture); tests about SQLite itself (sqlite_only) have
+        # their PostgreSQL counterparts among the tests marked postgres.
+        again = [i for i in items if "sugo" in i.fixturenames and not i.get_closest_marker("sqlite_only")]
+        config.hook.pytest_deselected(items=[i for i in items if i not in set(again)])
+        items[:] = again
     # Browser tests last: Playwright's sync API keeps an event loop running in the main thread for
     # the rest of the session, and the async provider tests need to start their own.
     items.sort(key=lambda item: "/e2e/" in str(item.fspath))

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import logging
+import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pysqlite3.dbapi2 as sqlite3
 import sqlite_vec
@@ -82,6 +85,26 @@ def check_data_folder(data_dir: Path, database_name: str = "sugo.db") -> None:
         ) from err
 
 
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def json_text(value: Any) -> str:
+    """JSON columns' text on both databases. JSON has no Infinity or NaN: PostgreSQL refuses them and
+    SQLite's JSON functions cannot read them, yet an imported file may carry one in a field kept for
+    the round trip (a SillyTavern swipe_id of 1e999): such a number is stored as null."""
+    try:
+        return json.dumps(value, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(value), allow_nan=False)
+
+
 def make_engine(database: Path | str) -> Engine:
     """The SQLite file at a path, or the PostgreSQL database a postgresql+psycopg:// URL names."""
     if isinstance(database, str):
@@ -93,6 +116,7 @@ def make_engine(database: Path | str) -> Engine:
         f"sqlite:///{database_path}",
         module=sqlite3,
         connect_args={"check_same_thread": False, "timeout": 30},
+        json_serializer=json_text,
     )
     event.listen(engine, "connect", _on_connect)
     return engine
@@ -106,7 +130,9 @@ def _postgres_engine(url: str) -> Engine:
     # pool_pre_ping: a connection the server closed (a restart, a failover) is replaced, not handed
     # out. Sessions run in UTC, as SQLite stores every time: a timestamp column without a zone
     # reads back the instant that was written whatever the server's own time zone.
-    return create_engine(url, pool_pre_ping=True, connect_args={"options": "-c timezone=UTC"})
+    return create_engine(
+        url, pool_pre_ping=True, connect_args={"options": "-c timezone=UTC"}, json_serializer=json_text
+    )
 
 
 def session_scope(engine: Engine) -> Iterator[Session]:

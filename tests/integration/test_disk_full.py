@@ -7,6 +7,7 @@ write is rolled back, and the same request works once there is room again."""
 import html
 from contextlib import contextmanager
 
+import pytest
 from sqlalchemy import event, text
 
 MESSAGE = "The disk is full; nothing was changed."
@@ -37,6 +38,7 @@ def _characters(sugo) -> int:
         return conn.execute(text("select count(*) from character")).scalar_one()
 
 
+@pytest.mark.sqlite_only
 def test_a_full_disk_answers_507_with_a_sentence_and_changes_nothing(api, sugo):
     before = _characters(sugo)
     with full_disk(sugo):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from sqlalchemy import text
 from sqlmodel import Session
 
@@ -71,6 +72,7 @@ def _vectors(sugo, chats: int, windows: int) -> None:
         conn.exec_driver_sql("PRAGMA foreign_keys=ON")
 
 
+@pytest.mark.sqlite_only
 def test_the_sign_bit_index_stays_within_its_window_budget(sugo, monkeypatch):
     monkeypatch.setattr(sign_index, "MAX_HELD_WINDOWS", 3_000, raising=False)
     _vectors(sugo, chats=10, windows=1_000)  # room for 1,024 windows each

@@ -3,6 +3,7 @@
 import json
 import struct
 
+import pytest
 from sqlalchemy import text
 
 
@@ -11,6 +12,7 @@ def test_healthz(api):
     assert health["status"] == "ok" and health["embedder"] in ("loading", "ready")
 
 
+@pytest.mark.sqlite_only
 def test_sqlite_vec_runs_a_vec0_query_through_the_apps_engine(sugo):
     with sugo.engine.begin() as conn:
         conn.execute(text("create virtual table vec_probe using vec0(embedding float[4])"))
@@ -28,12 +30,14 @@ def test_sqlite_vec_runs_a_vec0_query_through_the_apps_engine(sugo):
     assert [r[0] for r in rows] == [1, 3]
 
 
+@pytest.mark.sqlite_only
 def test_wal_and_foreign_keys_are_on_for_every_connection(sugo):
     with sugo.engine.connect() as conn:
         assert conn.exec_driver_sql("pragma journal_mode").scalar() == "wal"
         assert conn.exec_driver_sql("pragma foreign_keys").scalar() == 1
 
 
+@pytest.mark.sqlite_only
 def test_migrations_are_applied_at_start(sugo):
     with sugo.engine.connect() as conn:
         version = conn.exec_driver_sql("select version_num from alembic_version").scalar()
@@ -42,6 +46,7 @@ def test_migrations_are_applied_at_start(sugo):
     assert {"chat", "message", "character", "persona", "connection", "image", "chat_character"} <= tables
 
 
+@pytest.mark.sqlite_only
 def test_data_folder_is_where_settings_say(sugo):
     assert (sugo.settings.data_dir / "sugo.db").exists()
     assert (sugo.settings.data_dir / "secret.key").exists()

@@ -72,7 +72,7 @@ def test_export_then_import_keeps_entries_ranges_and_active_flags(api, sugo):
     # One held for review, as Generate leaves it under Review outputs.
     with sugo.engine.begin() as db:
         db.exec_driver_sql(
-            "UPDATE summary_entry SET origin = 'model', awaiting_review = 1, active = 0 WHERE title = 'Now'"
+            "UPDATE summary_entry SET origin = 'model', awaiting_review = TRUE, active = FALSE WHERE title = 'Now'"
         )
     r = api.put(
         f"/api/chats/{chat_id}/options",
