@@ -4,7 +4,9 @@ The user's message is committed before the provider is called. The reply is writ
 that belongs to the server, not to the browser's connection: a phone that locks its screen
 mid-reply finds the finished reply when it comes back. The browser subscribes to the task's
 events over SSE; Stop sets the task's stop flag. What arrived before an error or a stop is kept,
-and the message is marked with the cause.
+and the message is marked with the cause. With several servers on one database, a page served by
+another server follows the reply through the stored version (app/generation/following.py), and its
+Stop reaches this one through the reply's claim.
 
 A new reply in a Roleplay chat with Advanced Memory on is split at its scene breaks once it has ended
 normally (app/memory/scenes/split.py); a stopped or broken one stays one message. The `done` event

@@ -247,3 +247,27 @@ def test_a_reply_whose_server_died_is_marked_interrupted_once_its_claim_is_stale
                 assert 'data-generating="false"' in api_three.get(f"/chats/{chat_id}").text
         held.set()
         writer.join(30)
+
+
+def test_a_restarted_server_finishes_the_reply_its_last_life_was_writing_at_once(
+    servers, models, tmp_path, migrated_postgres_url
+):
+    """Its own claims are dropped before the replies are looked at: no wait for them to go stale."""
+    one, _ = servers
+    with one.client() as api_one:
+        add_connection(api_one, models)
+        chat_id = new_chat(api_one, [add_character(api_one)["id"]])["id"]
+        held = threading.Event()
+        models.script(
+            Reply(text="Cut short by a restart. " * 3, chunk_size=5, hold=held, hold_after_chunks=3)
+        )
+        writer, _ = _write_in_thread(api_one, chat_id, "Go")
+        wait_for(lambda: _partly_stored(api_one, chat_id), what="one's partial reply stored")
+        # Server "one" starts again (its last life stands for one that was killed mid-reply).
+        with LiveSugo(tmp_path / "data", database_url=migrated_postgres_url, server_name="one") as again:
+            with again.client() as api_again:
+                last = _last(api_again, chat_id)
+                assert (last["status"], last["error"]) == ("partial", INTERRUPTED)
+                assert api_again.get(f"/api/chats/{chat_id}/generate").status_code == 204
+        held.set()
+        writer.join(30)
