@@ -71,9 +71,8 @@ INTERNAL_PROMPT_ERROR = (
     "The prompt could not be built because of an internal error; the server log has the details."
 )
 INTERNAL_REPLY_ERROR = "The reply stopped because of an internal error; the server log has the details."
-STOPPED = (
-    "Stopped before the reply was finished."  # a stopped reply's error (a follower reads it as `stopped`)
-)
+# A stopped reply's error: a page following it from another server reads it as `stopped`.
+STOPPED = "Stopped before the reply was finished."
 
 
 @dataclass
