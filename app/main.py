@@ -39,7 +39,7 @@ from app.memory.summaries.api import router as summaries_api
 from app.memory.summaries.api import templates_router as summary_templates_api
 from app.memory.summaries.prompting import SummaryBlocks
 from app.personas.api import router as personas_api
-from app.platform.claims import ClaimTable, RunClaims
+from app.platform.claims import REPLIES, ClaimTable, RunClaims
 from app.platform.clock import Clock
 from app.platform.db import check_data_folder, make_engine
 from app.platform.foreground import Foreground
@@ -76,14 +76,15 @@ def build_services(settings: Settings, *, sources: PromptSources | None = None) 
     upgrade_database(engine)
     keybox = KeyBox(settings.secret_key_path)
     check_key_file(engine, keybox, settings.secret_key_path, shared=settings.database_url is not None)
-    with Session(engine) as session:
-        if finished := finish_interrupted_replies(session):
-            log.warning("Marked %d reply(s) cut off by the last shutdown as incomplete.", finished)
-        seal_plain_headers(session, keybox)
-        session.commit()
     claims = RunClaims(ClaimTable(engine, server=settings.server))
     if dropped := claims.table.forget_previous_life():
         log.info("Dropped %d run claim(s) this server's last start left.", dropped)
+    with Session(engine) as session:
+        # After the claims of this server's last life are dropped: a reply another server writes now keeps its live claim.
+        if finished := finish_interrupted_replies(session, writing=lambda: claims.table.chats(REPLIES)):
+            log.warning("Marked %d reply(s) cut off by the last shutdown as incomplete.", finished)
+        seal_plain_headers(session, keybox)
+        session.commit()
     signer = (
         SessionSigner(engine, settings.password, carried_over=settings.session_key_path)
         if settings.password
@@ -127,6 +128,7 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
         # sees a run "running" with nobody at work.
         settle_runs(services)
         services.claims.table.start_heartbeat()
+        services.generations.start_finishing_abandoned()  # replies of a server that died (PostgreSQL)
         services.recall.load_models(services.engine)
         if settings.start_scheduler:
             scheduler = make_scheduler()

@@ -1,6 +1,6 @@
 from typing import Literal
 
-from fastapi import APIRouter, File, Form, UploadFile
+from fastapi import APIRouter, File, Form, Request, UploadFile
 from fastapi.responses import Response, StreamingResponse
 from sqlalchemy import text
 from sqlmodel import Session
@@ -21,7 +21,7 @@ from app.chats.schemas import (
     MessageRead,
     SwipeIn,
 )
-from app.generation import reply
+from app.generation import following, reply
 from app.lore.chat_files import export_chat_file, import_chat_file
 from app.memory.chat_notes import service as chat_notes
 from app.memory.chat_notes.core.commands import is_memory_command
@@ -253,14 +253,24 @@ def remove_waiting_attachment(chat_id: int, attachment_id: int, session: Session
 
 
 @router.get("/{chat_id}/generate")
-async def follow_generation(chat_id: int, services: ServicesDep) -> Response:
-    """Follow the reply being written now (204 when none is, saying in `X-Last-Message-Id` the chat's
-    newest message: an open page that has not got it yet fetches it)."""
+async def follow_generation(chat_id: int, request: Request, services: ServicesDep) -> Response:
+    """Follow the reply being written now, by this server or by another sharing the database (the same
+    events as POST's, from `start`; 204 when none is, saying in `X-Last-Message-Id` the chat's newest
+    message: an open page that has not got it yet fetches it)."""
     gen = services.generations.get(chat_id)
-    if gen is None:
-        newest = await run_in_threadpool(_newest_message_id, services, chat_id)
-        return Response(status_code=204, headers={"X-Last-Message-Id": str(newest)})
-    return StreamingResponse(reply.subscribe(gen), media_type="text/event-stream")
+    if gen is not None:
+        return StreamingResponse(reply.subscribe(gen), media_type="text/event-stream")
+    token = await run_in_threadpool(services.generations.written_elsewhere, chat_id)
+    if token is not None:
+        return StreamingResponse(
+            following.follow_stored(
+                services.generations, chat_id, token, disconnected=request.is_disconnected
+            ),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+    newest = await run_in_threadpool(_newest_message_id, services, chat_id)
+    return Response(status_code=204, headers={"X-Last-Message-Id": str(newest)})
 
 
 _NEWEST_SQL = text("SELECT coalesce(max(id), 0) FROM message WHERE chat_id = :chat_id")

@@ -52,7 +52,6 @@ def _message_ctx(session: Session, request: Request, chat: Chat, shown: list[Mes
         "user_name": persona.name if persona else service.FALLBACK_USER_NAME,
         "chat_char_name": characters[0].name if characters else "",
         "last_id": last.id if last else None,
-        "generating": request.app.state.services.generations.get(chat.id) is not None,
         "watch_ms": int(request.app.state.services.settings.chat_watch_s * 1000),
         "summarised": _summarised(session, chat, shown),
         "attachments": attachments.message_attachments(session, (m.id for m in shown)),
@@ -217,6 +216,8 @@ def show_chat_page(chat_id: int, request: Request, session: SessionDep) -> HTMLR
             "numbered_from": _numbered_from(session, chat_id, messages),
             "has_connection": service.chat_connection(session, chat) is not None,
             "waiting": attachments.waiting_attachments(session, chat_id),  # uploads not sent yet
+            # Here or on another server sharing the database: the page follows it either way.
+            "generating": request.app.state.services.generations.writing(chat_id),
         },
     )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -419,26 +419,48 @@ def next_speaker(
 INTERRUPTED = "Sugo stopped before this reply was finished."
 
 
-def finish_interrupted_replies(session: Session) -> int:
-    """At start: replies still marked "streaming" were cut off by a stop or crash of the server.
-    Keep what was written and mark them, so no message waits forever for a stream that is gone."""
+def finish_interrupted_replies(session: Session, *, writing: Callable[[], Collection[int]] = tuple) -> int:
+    """Replies still marked "streaming" whose writer is gone (a stop or crash of the server; on
+    PostgreSQL, another server that died): keep what was written and mark them, so no message waits
+    forever for a stream that is gone. At start, and now and then with several servers.
+
+    `writing()` names the chats whose reply a live server writes now (their live reply claims): those
+    are left alone. It is asked after the replies are read, under the write lock: a reply is stored
+    "streaming" only after its claim is taken, so a reply read here whose claim is not in that answer
+    has no writer (given back, its reply would have been finished first). The caller commits."""
+    candidates = [msg.id for msg in _streaming_replies(session)]
+    if not candidates:
+        return 0  # the usual case: no write lock taken
+    lock_for_write(session)
+    fresh = select(Message).where(col(Message.id).in_(candidates)).execution_options(populate_existing=True)
+    cut_off = [msg for msg in session.exec(fresh) if _is_streaming(msg)]
+    live = set(writing()) if cut_off else set()
     count = 0
-    # A reply may be streaming into a version that is not the one shown (the user switched away
-    # meanwhile): the message's own status is then "ok", so its versions are looked at too.
-    maybe = or_(col(Message.status) == "streaming", cast(Message.swipes, String).contains('"streaming"'))
-    for msg in session.exec(select(Message).where(maybe)):
+    for msg in cut_off:
+        if msg.chat_id in live:
+            continue
         swipes = [dict(s) for s in msg.swipes]
-        cut = [s for s in swipes if s.get("status") == "streaming"]
-        if not cut and msg.status != "streaming":
-            continue  # "streaming" was only a word in a message's text
-        for swipe in cut:
-            swipe["status"] = "partial" if swipe.get("content") else "error"
-            swipe["error"] = INTERRUPTED
+        for swipe in swipes:
+            if swipe.get("status") == "streaming":
+                swipe["status"] = "partial" if swipe.get("content") else "error"
+                swipe["error"] = INTERRUPTED
         msg.swipes = swipes
         _sync_active(msg)
         session.add(msg)
         count += 1
     return count
+
+
+def _streaming_replies(session: Session) -> list[Message]:
+    # A reply may be streaming into a version that is not the one shown (the user switched away
+    # meanwhile): the message's own status is then "ok", so its versions are looked at too.
+    maybe = or_(col(Message.status) == "streaming", cast(Message.swipes, String).contains('"streaming"'))
+    return [msg for msg in session.exec(select(Message).where(maybe)) if _is_streaming(msg)]
+
+
+def _is_streaming(msg: Message) -> bool:
+    """False when "streaming" was only a word in a message's text."""
+    return msg.status == "streaming" or any(s.get("status") == "streaming" for s in msg.swipes)
 
 
 REFRESH_TEXT = "Refresh: the AI reads nothing above this line."

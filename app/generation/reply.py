@@ -4,7 +4,9 @@ The user's message is committed before the provider is called. The reply is writ
 that belongs to the server, not to the browser's connection: a phone that locks its screen
 mid-reply finds the finished reply when it comes back. The browser subscribes to the task's
 events over SSE; Stop sets the task's stop flag. What arrived before an error or a stop is kept,
-and the message is marked with the cause.
+and the message is marked with the cause. With several servers on one database, a page served by
+another server follows the reply through the stored version (app/generation/following.py), and its
+Stop reaches this one through the reply's claim.
 
 A new reply in a Roleplay chat with Advanced Memory on is split at its scene breaks once it has ended
 normally (app/memory/scenes/split.py); a stopped or broken one stays one message. The `done` event
@@ -70,6 +72,8 @@ INTERNAL_PROMPT_ERROR = (
     "The prompt could not be built because of an internal error; the server log has the details."
 )
 INTERNAL_REPLY_ERROR = "The reply stopped because of an internal error; the server log has the details."
+# A stopped reply's error: a page following it from another server reads it as `stopped`.
+STOPPED = "Stopped before the reply was finished."
 
 
 @dataclass
@@ -94,6 +98,11 @@ class Generations:
         self._by_chat: dict[int, Generation] = {}
         # Chats whose turn is being stored (on a thread): a second send must not slip in meanwhile.
         self._starting: set[int] = set()
+        self._finishing: asyncio.Task | None = None  # the look for replies of servers that died
+
+    @property
+    def claims(self) -> ClaimTable:
+        return self._claims
 
     def get(self, chat_id: int) -> Generation | None:
         return self._by_chat.get(chat_id)
@@ -147,7 +156,45 @@ class Generations:
     def stop_asked(self, chat_id: int, token: str) -> bool:
         return self._claims.stop_requested(REPLIES, chat_id, token)
 
+    def writing(self, chat_id: int) -> bool:
+        """Whether a reply is being written in the chat, here or on another server (on a thread when
+        this server writes none: a database read)."""
+        return chat_id in self._by_chat or self._claims.held_elsewhere(REPLIES, chat_id)
+
+    def written_elsewhere(self, chat_id: int) -> str | None:
+        """The claim token of the chat's reply when another server writes it (a database read)."""
+        claim = self._claims.live_claim(REPLIES, chat_id)
+        return claim[1] if claim is not None and claim[0] != self._claims.holder else None
+
+    def finish_abandoned(self) -> int:
+        """Mark the replies whose server died (no live claim any more) interrupted; how many."""
+        with Session(self._claims.engine) as session:
+            count = chats.finish_interrupted_replies(session, writing=lambda: self._claims.chats(REPLIES))
+            session.commit()
+        return count
+
+    def start_finishing_abandoned(self) -> None:
+        """With several servers on PostgreSQL, one that dies leaves its reply "streaming": every server
+        looks now and then (ABANDONED_CHECK_S) and finishes those whose claim went stale. On SQLite one
+        process owns the file, and the start finishes them all."""
+        if self._claims.engine.dialect.name == "postgresql":
+            self._finishing = asyncio.get_running_loop().create_task(self._finish_abandoned_now_and_then())
+
+    async def _finish_abandoned_now_and_then(self) -> None:
+        while True:
+            await asyncio.sleep(ABANDONED_CHECK_S)
+            try:
+                if finished := await run_in_threadpool(self.finish_abandoned):
+                    log.warning(
+                        "Marked %d reply(s) whose server stopped writing them as incomplete.", finished
+                    )
+            except Exception:  # a busy or unreachable database: the next look tries again
+                log.warning("could not look for replies whose server stopped", exc_info=True)
+
     async def shutdown(self) -> None:
+        if self._finishing is not None:
+            self._finishing.cancel()
+            self._finishing = None
         for gen in list(self._by_chat.values()):
             gen.stop.set()
             if gen.task:
@@ -158,6 +205,8 @@ class Generations:
 ALREADY_WRITING = "A reply is already being written in this chat. Stop it first."
 # How often a reply being written looks whether Stop was asked on another server.
 REMOTE_STOP_POLL_S = 1.0
+# How often each server looks for replies a dead server left "streaming" (read at every look: a test shortens it).
+ABANDONED_CHECK_S = 60.0
 
 
 async def _watch_remote_stop(registry: Generations, gen: Generation, token: str) -> None:
@@ -456,7 +505,7 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
         silence = None if gen.stop.is_set() or rounds.calls else reading.silence(writer.text)
         if gen.stop.is_set():
             status = "partial" if writer.text else "error"
-            await writer.finish(status, error="Stopped before the reply was finished.", **extra)
+            await writer.finish(status, error=STOPPED, **extra)
             await _publish(gen, "stopped", {"message_id": gen.message_id, "text_kept": bool(writer.text)})
         elif silence:
             # Nothing said: a failed version (a Continue leaves the reply as it was).
@@ -523,7 +572,7 @@ async def _stream_reply(
         if isinstance(writer, ReplyWriter):
             writer.tool_calls.append(record)
             await writer.tick(force=True)
-        await _publish(gen, "tool_result", {"message_id": gen.message_id, **_shown_call(record)})
+        await _publish(gen, "tool_result", {"message_id": gen.message_id, **shown_call(record)})
 
     ctx = ToolContext(
         services=services,
@@ -551,7 +600,7 @@ async def _stream_reply(
     )
 
 
-def _shown_call(record: dict) -> dict:
+def shown_call(record: dict) -> dict:
     """What the page shows of a call while the reply streams (the whole record is rendered at the end)."""
     return {k: record.get(k) for k in ("id", "name", "label", "error", "ms", "notice")}
 

@@ -3,6 +3,7 @@ grows and once more at its end (`ReplyWriter`); or nowhere, for Impersonate's dr
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
@@ -71,6 +72,14 @@ class ReplyWriter:
         # The reply's tool calls as they finish (app/generation/tool_loop.py), stored with the version.
         self.tool_calls: list[dict] = []
         self._last_flush = time.monotonic()
+        # What arrived since the last write is written once the interval has passed even if nothing
+        # more arrives (the model pauses mid-reply): a page following the reply from another server
+        # reads the stored version, and would otherwise miss the words before a pause for as long
+        # as it lasts.
+        self._later: asyncio.TimerHandle | None = None
+        self._later_task: asyncio.Task | None = None
+        self._storing = asyncio.Lock()  # one write at a time: the last one is the last stored
+        self._ended = False  # the final write started: a late "streaming" write must not follow it
 
     async def append(self, delta: str) -> str:
         """Add the delta; returns the text added (a continuation's first one may gain a space)."""
@@ -82,20 +91,50 @@ class ReplyWriter:
 
     async def tick(self, *, force: bool = False) -> None:
         """Save what arrived (text, reasoning, tool calls) when the flush interval has passed, or now."""
-        if force or time.monotonic() - self._last_flush >= self.flush_interval_s:
+        waited = time.monotonic() - self._last_flush
+        if force or waited >= self.flush_interval_s:
+            self._cancel_later()
+            await self._store_streaming()
+        elif self._later is None:
+            self._later = asyncio.get_running_loop().call_later(
+                self.flush_interval_s - waited, self._store_later
+            )
+
+    def _store_later(self) -> None:
+        self._later = None
+        self._later_task = asyncio.ensure_future(self._store_in_passing())
+
+    async def _store_in_passing(self) -> None:
+        try:
+            await self._store_streaming()
+        except Exception:  # nobody awaits this write: the next one (or the final one) tries again
+            log.exception("saving the reply in message %s as it grows failed", self.message_id)
+
+    def _cancel_later(self) -> None:
+        if self._later is not None:
+            self._later.cancel()
+            self._later = None
+
+    async def _store_streaming(self) -> None:
+        async with self._storing:
+            if self._ended:
+                return
             try:
-                await self.store("streaming")
+                await run_in_threadpool(self.write, "streaming")
             except OperationalError:
                 # SQLite stayed locked (a long import writes in one transaction): the text is kept
                 # here and goes out with the next write.
                 log.warning("the reply in message %s could not be saved yet; trying again", self.message_id)
 
     async def store(self, status: str, *, error: str | None = None, **swipe_extra) -> None:
-        await run_in_threadpool(self.write, status, error=error, **swipe_extra)
+        async with self._storing:
+            await run_in_threadpool(self.write, status, error=error, **swipe_extra)
 
     async def finish(self, status: str, *, error: str | None = None, **swipe_extra) -> None:
         """The last write, tried again while SQLite stays locked (each try waits out the busy
         timeout), so a reply that ended is not left "streaming" by a long import."""
+        self._ended = True
+        self._cancel_later()
         for attempt in range(1, FINAL_WRITE_ATTEMPTS + 1):
             try:
                 await self.store(status, error=error, **swipe_extra)
@@ -109,6 +148,8 @@ class ReplyWriter:
 
     def write(self, status: str, *, error: str | None = None, **swipe_extra) -> None:
         self._last_flush = time.monotonic()
+        if status != "streaming":
+            self._ended = True  # written last (the server stopping mid-reply writes here directly)
         unchanged = self.kept_state is not None and not self.text
         if unchanged:
             # A Continue that added nothing leaves the reply as it was (its reasoning too).

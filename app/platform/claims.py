@@ -70,13 +70,14 @@ class ClaimTable:
         *,
         server: str,
         now: Callable[[], datetime] = utcnow,
-        stale_after: timedelta = STALE_AFTER,
+        stale_after: timedelta | None = None,
     ) -> None:
         self.engine = engine
         self.server = server
         self.holder = uuid.uuid4().hex
         self._clock = now
-        self._stale_after = stale_after
+        # Read when the table is made (not when this module is): a test shortens it for one server.
+        self._stale_after = stale_after if stale_after is not None else STALE_AFTER
         self._stop = threading.Event()
         self._beating: threading.Thread | None = None
 
@@ -178,6 +179,23 @@ class ClaimTable:
                 {"kind": kind, "chat": chat_id, "token": token},
             ).first()
         return found is not None
+
+    def live_claim(self, kind: str, chat_id: int) -> tuple[str, str] | None:
+        """The holder and token of the chat's live claim of `kind`, on any server; None when none holds it."""
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                text(
+                    "SELECT holder, token FROM run_claim "
+                    "WHERE kind = :kind AND chat_id = :chat AND heartbeat_at >= :stale"
+                ),
+                {"kind": kind, "chat": chat_id, "stale": self._now() - self._stale_after},
+            ).first()
+        return (row[0], row[1]) if row is not None else None
+
+    def held_elsewhere(self, kind: str, chat_id: int) -> bool:
+        """Whether another app instance (another server) holds the chat's live claim of `kind`."""
+        claim = self.live_claim(kind, chat_id)
+        return claim is not None and claim[0] != self.holder
 
     def request_stop(self, kind: str, chat_id: int) -> bool:
         """Ask whichever server holds the chat's live claim to stop that run; False when none holds it."""

@@ -156,7 +156,10 @@ def test_a_version_cut_off_by_a_crash_after_switching_away_from_it_is_marked_at_
     thread.join(20)
 
     with (
-        LiveSugo(tmp_path / "after-crash", database_url=copied_url) as restarted,
+        # The same server started again (its name: its claims copied with the database are its own).
+        LiveSugo(
+            tmp_path / "after-crash", database_url=copied_url, server_name=sugo.settings.server
+        ) as restarted,
         restarted.client() as client,
     ):
         last = client.get(f"/api/chats/{chat['id']}/messages").json()[-1]
