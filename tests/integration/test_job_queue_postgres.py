@@ -235,3 +235,61 @@ def test_a_job_whose_worker_is_killed_mid_way_is_run_again_by_another(
         ("doomed", 7, False),
         ("rescuer", 7, True),
     ]
+
+
+def test_python_m_app_worker_runs_the_apps_jobs_until_told_to_stop(
+    queues, migrated_postgres_url, engine, tmp_path
+):
+    """`python -m app worker`: no HTTP, the app's own jobs from the queue, a clean stop on SIGTERM."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SUGO_")}
+    log_path = tmp_path / "worker.log"
+    with open(log_path, "wb") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "app", "worker"],
+            cwd=REPO,
+            env={**env, "SUGO_DATA_DIR": str(tmp_path / "data"), "SUGO_DATABASE_URL": migrated_postgres_url},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        wait_for(
+            lambda: _count(engine, "SELECT count(*) FROM procrastinate_workers") == 1,
+            timeout=240,
+            interval=0.1,
+            what=f"the worker to register (log: {log_path})",
+        )
+        # A server that runs no worker of its own asks for a chat's memory sync (a chat that is gone:
+        # the job finds nothing to do); the worker process runs it.
+        web = _start(
+            queues, migrated_postgres_url, engine, "web", [Job("memory.embed_chat", work, None)], worker=False
+        )
+        assert web.defer("memory.embed_chat", chat_id=12345)
+        wait_for(
+            lambda: (
+                _count(
+                    engine, "SELECT count(*) FROM procrastinate_jobs WHERE task_name = 'memory.embed_chat'"
+                )
+                == 0
+            ),
+            timeout=60,
+            what=f"the worker to run the job (log: {log_path})",
+        )
+        assert _count(engine, "SELECT count(*) FROM probe_run") == 0  # run by the worker's app, not here
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        code = worker.wait(60)
+    assert code == 0, log_path.read_text()
+    assert _count(engine, "SELECT count(*) FROM procrastinate_workers") == 0  # it left the queue
+
+
+def test_python_m_app_worker_needs_the_postgresql_url(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SUGO_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "worker"],
+        cwd=REPO,
+        env={**env, "SUGO_DATA_DIR": str(tmp_path / "data")},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 2 and "SUGO_DATABASE_URL" in done.stderr
