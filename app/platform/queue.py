@@ -93,6 +93,11 @@ class JobQueue(Protocol):
 
     def stop(self) -> None: ...
 
+    def pause(self) -> None:
+        """Take no more jobs here until `resume` (deferred ones wait; a test holds background work so)."""
+
+    def resume(self) -> None: ...
+
     def defer(self, name: str, **args: Any) -> bool:
         """Run the on-demand job `name` with `args` soon; False when nothing runs jobs (not started)."""
         ...
@@ -100,6 +105,9 @@ class JobQueue(Protocol):
     def pending(self, name: str, **args: Any) -> bool:
         """A deferred run of the job with these arguments waits to start."""
         ...
+
+    def cancel(self, name: str, **args: Any) -> None:
+        """Drop the deferred run of the job with these arguments that waits to start, if any."""
 
 
 class InProcessQueue:
@@ -123,12 +131,25 @@ class InProcessQueue:
         if self.scheduler is not None and self.scheduler.running:
             self.scheduler.shutdown(wait=False)
 
+    def pause(self) -> None:
+        if self.scheduler is not None and self.scheduler.running:
+            self.scheduler.pause()
+
+    def resume(self) -> None:
+        if self.scheduler is not None and self.scheduler.running:
+            self.scheduler.resume()
+
     def defer(self, name: str, **args: Any) -> bool:
         job = self._jobs[name]
         return run_soon(self.scheduler, partial(job.func, self._services, **args), job_id=job_key(name, args))
 
     def pending(self, name: str, **args: Any) -> bool:
         return job_pending(self.scheduler, job_key(name, args))
+
+    def cancel(self, name: str, **args: Any) -> None:
+        if job_pending(self.scheduler, key := job_key(name, args)):
+            assert self.scheduler is not None
+            self.scheduler.remove_job(key)
 
 
 class PostgresQueue:
@@ -258,14 +279,18 @@ class PostgresQueue:
             for job in self._jobs.values():  # as the in-process queue does: cut-off work resumes at once
                 if job.at_start:
                     self._defer(job.id, {}, queueing_lock=job.id, lock=job.id)
-            app = self._worker_app()
-            self._thread = threading.Thread(
-                target=self._run_worker, args=(app,), name="job-queue-worker", daemon=True
-            )
-            self._thread.start()
-            self._worker_ready.wait(30)
+            self._start_worker()
 
-    def stop(self) -> None:
+    def _start_worker(self) -> None:
+        self._worker_ready.clear()
+        self._loop = self._worker_task = None
+        self._thread = threading.Thread(
+            target=self._run_worker, args=(self._worker_app(),), name="job-queue-worker", daemon=True
+        )
+        self._thread.start()
+        self._worker_ready.wait(30)
+
+    def _stop_worker(self) -> None:
         if self._loop is not None and self._worker_task is not None:
             try:
                 self._loop.call_soon_threadsafe(self._worker_task.cancel)
@@ -274,6 +299,22 @@ class PostgresQueue:
         if self._thread is not None:
             self._thread.join(15)
             self._thread = None
+
+    def pause(self) -> None:
+        """This server stops taking jobs (those running end first); deferring goes on. Other
+        servers' workers, if any, still take them."""
+        self._stop_worker()
+        if self.scheduler is not None and self.scheduler.running:
+            self.scheduler.pause()
+
+    def resume(self) -> None:
+        if self._thread is None and self._deferrer is not None:
+            self._start_worker()
+        if self.scheduler is not None and self.scheduler.running:
+            self.scheduler.resume()
+
+    def stop(self) -> None:
+        self._stop_worker()
         if self.scheduler is not None and self.scheduler.running:
             self.scheduler.shutdown(wait=False)
         if self._deferrer is not None:
@@ -301,8 +342,15 @@ class PostgresQueue:
         if self._deferrer is None:
             return False
         key = job_key(name, args)
-        jobs = self._deferrer.job_manager.list_jobs(queueing_lock=key, status="todo")
-        return any(True for _ in jobs)
+        return bool(self._deferrer.job_manager.list_jobs(queueing_lock=key, status="todo"))
+
+    def cancel(self, name: str, **args: Any) -> None:
+        if self._deferrer is None:
+            return
+        manager = self._deferrer.job_manager
+        for job in manager.list_jobs(queueing_lock=job_key(name, args), status="todo"):
+            assert job.id is not None
+            manager.cancel_job_by_id(job.id, delete_job=True)
 
 
 def _run_job(job: Job, services: Any, timestamp: int | None = None, **args: Any) -> None:

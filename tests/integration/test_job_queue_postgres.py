@@ -129,7 +129,7 @@ def test_the_same_chats_work_deferred_twice_is_queued_once(queues, migrated_post
         ("probe.work:2", "probe.work:2", 1),
     ]
     assert deferring.pending("probe.work", chat_id=1) and not deferring.pending("probe.work", chat_id=3)
-    _start(queues, migrated_postgres_url, engine, "worker", jobs)
+    worker = _start(queues, migrated_postgres_url, engine, "worker", jobs)
     wait_for(
         lambda: (
             _count(
@@ -143,8 +143,11 @@ def test_the_same_chats_work_deferred_twice_is_queued_once(queues, migrated_post
     )
     assert sorted(_rows(engine, "SELECT arg, worker FROM probe_run")) == [(1, "worker"), (2, "worker")]
     assert not deferring.pending("probe.work", chat_id=1)
-    # Once the first ran, the chat's work may be queued again.
+    # Once the first ran, the chat's work may be queued again; a paused worker leaves it waiting.
+    worker.pause()
     assert deferring.defer("probe.work", chat_id=1)
+    assert worker.pending("probe.work", chat_id=1)
+    worker.resume()
     wait_for(
         lambda: _count(engine, "SELECT count(*) FROM probe_run WHERE arg = 1") == 2,
         timeout=30,
