@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
-from app.platform.jobs import Job, job_pending, make_scheduler, register_jobs, run_soon
+from app.platform.jobs import Job, job_pending, make_scheduler, register_jobs, run_later, run_soon
 
 if TYPE_CHECKING:
     import procrastinate
@@ -102,6 +102,11 @@ class JobQueue(Protocol):
         """Run the on-demand job `name` with `args` soon; False when nothing runs jobs (not started)."""
         ...
 
+    def defer_later(self, name: str, delay_s: float, **args: Any) -> bool:
+        """Run the job `delay_s` seconds from now; asked again before then, the waiting run is replaced
+        and the wait starts over (work that follows a burst of changes once they settle)."""
+        ...
+
     def pending(self, name: str, **args: Any) -> bool:
         """A deferred run of the job with these arguments waits to start."""
         ...
@@ -142,6 +147,11 @@ class InProcessQueue:
     def defer(self, name: str, **args: Any) -> bool:
         job = self._jobs[name]
         return run_soon(self.scheduler, partial(job.func, self._services, **args), job_id=job_key(name, args))
+
+    def defer_later(self, name: str, delay_s: float, **args: Any) -> bool:
+        job = self._jobs[name]
+        work = partial(job.func, self._services, **args)
+        return run_later(self.scheduler, work, job_id=job_key(name, args), delay_s=delay_s)
 
     def pending(self, name: str, **args: Any) -> bool:
         return job_pending(self.scheduler, job_key(name, args))
@@ -321,13 +331,22 @@ class PostgresQueue:
             self._deferrer.close()
             self._deferrer = None
 
-    def _defer(self, name: str, args: dict[str, Any], *, queueing_lock: str, lock: str | None) -> bool:
+    def _defer(
+        self,
+        name: str,
+        args: dict[str, Any],
+        *,
+        queueing_lock: str,
+        lock: str | None,
+        delay_s: float | None = None,
+    ) -> bool:
         import procrastinate
 
         if self._deferrer is None:
             return False
+        later = {"schedule_in": {"seconds": delay_s}} if delay_s is not None else {}
         try:
-            self._deferrer.configure_task(name, queueing_lock=queueing_lock, lock=lock).defer(**args)
+            self._deferrer.configure_task(name, queueing_lock=queueing_lock, lock=lock, **later).defer(**args)
         except procrastinate.exceptions.AlreadyEnqueued:
             pass  # one waits already: it will see everything this one would have
         return True
@@ -337,6 +356,13 @@ class PostgresQueue:
             raise KeyError(f"no job {name!r} is declared")
         key = job_key(name, args)
         return self._defer(name, args, queueing_lock=key, lock=key)
+
+    def defer_later(self, name: str, delay_s: float, **args: Any) -> bool:
+        if name not in self._jobs:
+            raise KeyError(f"no job {name!r} is declared")
+        self.cancel(name, **args)  # the wait starts over (two servers at once: one of them queues it)
+        key = job_key(name, args)
+        return self._defer(name, args, queueing_lock=key, lock=key, delay_s=max(delay_s, 0))
 
     def pending(self, name: str, **args: Any) -> bool:
         if self._deferrer is None:

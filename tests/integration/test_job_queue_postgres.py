@@ -296,3 +296,25 @@ def test_python_m_app_worker_needs_the_postgresql_url(tmp_path):
         timeout=240,
     )
     assert done.returncode == 2 and "SUGO_DATABASE_URL" in done.stderr
+
+
+def test_work_deferred_to_later_waits_once_and_asking_again_starts_the_wait_over(
+    queues, migrated_postgres_url, engine
+):
+    jobs = [Job("probe.work", work, every_minutes=None)]
+    deferring = _start(queues, migrated_postgres_url, engine, "web", jobs, worker=False)
+
+    def waiting() -> list:
+        return _rows(
+            engine,
+            "SELECT id, scheduled_at FROM procrastinate_jobs WHERE task_name = 'probe.work' AND status = 'todo'",
+        )
+
+    assert deferring.defer_later("probe.work", 3600, chat_id=5)
+    [(first_id, first_at)] = waiting()
+    assert deferring.pending("probe.work", chat_id=5)
+    assert deferring.defer_later("probe.work", 3600, chat_id=5)
+    [(second_id, second_at)] = waiting()  # the first was replaced
+    assert second_id != first_id and second_at >= first_at
+    deferring.cancel("probe.work", chat_id=5)
+    assert waiting() == [] and not deferring.pending("probe.work", chat_id=5)
