@@ -1,8 +1,11 @@
 """`python -m app`: upgrade the database and serve (127.0.0.1 unless told otherwise).
-`python -m app copy-to-postgres URL`: copy the data folder's SQLite database into an empty PostgreSQL one."""
+`python -m app copy-to-postgres URL`: copy the data folder's SQLite database into an empty PostgreSQL one.
+`python -m app worker`: run background jobs from the PostgreSQL job queue, serving nothing."""
 
 import argparse
+import asyncio
 import logging
+import signal
 import sys
 
 import uvicorn
@@ -66,6 +69,49 @@ def copy_to_postgres_command(settings: Settings, url: str) -> int:
     return 0
 
 
+WORKER_NEEDS_POSTGRES = (
+    "`python -m app worker` runs jobs from the PostgreSQL job queue: set SUGO_DATABASE_URL to the "
+    "postgresql+psycopg://… URL the Sugo servers use. With SQLite each server runs its own jobs."
+)
+
+
+def worker_command(settings: Settings) -> int:
+    """Run the queue's jobs (the periodic ones included) until SIGINT or SIGTERM: one more worker
+    beside the servers' own, for a machine that only does background work."""
+    if not settings.database_url:
+        print(WORKER_NEEDS_POSTGRES, file=sys.stderr)
+        return 2
+    from app.main import build_services  # the whole app, only for this command
+    from app.platform.queue import make_queue
+
+    try:
+        services = build_services(settings)
+    except DataFolderError as err:
+        print(str(err), file=sys.stderr)
+        return 1
+
+    async def work() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        # Runs claimed by a job (a summary, Prepare) stay this worker's while it lives.
+        services.claims.table.start_heartbeat()
+        services.queue = queue = make_queue(settings, services.sources.jobs())
+        queue.start(services)  # on this loop: async jobs run here, as on a server's
+        services.scheduler = queue.scheduler
+        logging.getLogger("sugo").info("Worker %s is taking jobs from the queue.", settings.server)
+        try:
+            await stop.wait()
+        finally:
+            queue.stop()
+            services.claims.table.stop_heartbeat()
+            services.close()
+
+    asyncio.run(work())
+    return 0
+
+
 def main() -> None:
     try:
         settings = load_settings()
@@ -79,9 +125,13 @@ def main() -> None:
         "copy-to-postgres", help="copy the data folder's database into an empty PostgreSQL database"
     )
     copy.add_argument("url", help="postgresql+psycopg://user:password@host/database")
+    commands.add_parser("worker", help="run background jobs from the PostgreSQL job queue, serving nothing")
     args = parser.parse_args()
     if args.command == "copy-to-postgres":
         sys.exit(copy_to_postgres_command(settings, args.url))
+    if args.command == "worker":
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        sys.exit(worker_command(settings))
     if settings.database_url:
         sys.exit(NOT_SERVED_FROM_POSTGRES)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -43,8 +43,9 @@ from app.platform.claims import REPLIES, ClaimTable, RunClaims
 from app.platform.clock import Clock
 from app.platform.db import check_data_folder, make_engine
 from app.platform.foreground import Foreground
-from app.platform.jobs import make_scheduler, register_jobs, settle_runs
+from app.platform.jobs import settle_runs
 from app.platform.migrate import upgrade_database
+from app.platform.queue import make_queue
 from app.platform.services import Services
 from app.platform.settings import Settings, load_settings
 from app.prompt.sources import PromptSources
@@ -131,19 +132,19 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
         services.generations.start_finishing_abandoned()  # replies of a server that died (PostgreSQL)
         services.recall.load_models(services.engine)
         if settings.start_scheduler:
-            scheduler = make_scheduler()
-            scheduler.start()
+            # On PostgreSQL this server's worker of the shared job queue starts too (app/platform/queue.py).
+            services.queue = queue = make_queue(settings, services.sources.jobs())
+            queue.start(services)  # on the event loop: the in-process scheduler runs on it
             # Set once it runs: a run's thread reads "a scheduler that is not running" as the app shut down.
-            services.scheduler = scheduler
-            register_jobs(scheduler, services.sources.jobs(), services)
+            services.scheduler = queue.scheduler
         try:
             yield
         finally:
             await services.generations.shutdown()
             services.claims.table.stop_heartbeat()
             await close_clients()
-            if services.scheduler is not None and services.scheduler.running:
-                services.scheduler.shutdown(wait=False)
+            if services.queue is not None:
+                services.queue.stop()
             services.close()
 
     # /docs is served from vendored Swagger UI files: the stock page loads them from a CDN, which

@@ -36,14 +36,24 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Job:
-    """A background job a source runs on a schedule. `func(services)` is called every
+    """A background job a source declares. A periodic one: `func(services)` is called every
     `every_minutes`, and once at start as well when `at_start` (work cut off by a shutdown then
-    resumes without waiting for the interval)."""
+    resumes without waiting for the interval). An on-demand one (`every_minutes` None):
+    `func(services, **args)` runs when asked for with `services.queue.defer(id, **args)`, for example
+    a chat's memories after a reply.
+
+    The same declaration serves both databases (app/platform/queue.py): on SQLite the app's own
+    scheduler runs it in this process; on PostgreSQL it is a procrastinate task any server's worker
+    runs (a periodic one fires once across all servers)."""
 
     id: str  # "memory.sweep"
-    func: Callable[[Any], None]
-    every_minutes: float
+    func: Callable[..., None]
+    every_minutes: float | None
     at_start: bool = False
+
+    @property
+    def periodic(self) -> bool:
+        return self.every_minutes is not None
 
 
 # The OS priority ("nice") of the threads doing background work that takes the CPU (embedding a chat's
@@ -71,7 +81,10 @@ def make_scheduler() -> AsyncIOScheduler:
 
 
 def register_jobs(scheduler: AsyncIOScheduler, jobs: Iterable[Job], services: Any) -> None:
+    """The periodic jobs on the scheduler (on-demand ones wait to be deferred)."""
     for job in jobs:
+        if job.every_minutes is None:
+            continue
         scheduler.add_job(
             job.func, "interval", minutes=job.every_minutes, args=[services], id=job.id, replace_existing=True
         )

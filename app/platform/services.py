@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from app.memory.recall.runtime import RecallRuntime
     from app.memory.scenes import rescans, writer
     from app.memory.summaries.prompting import SummaryBlocks
+    from app.platform.queue import JobQueue
     from app.prompt.sources import PromptSources
     from app.tools.registry import ToolRegistry
     from app.web.auth import LoginThrottle, SessionSigner  # LoginThrottle lives in app.web.throttle
@@ -56,6 +57,8 @@ class Services:
     session_signer: SessionSigner | None = None  # login sessions, with SUGO_PASSWORD
     login_throttle: LoginThrottle | None = None  # wrong passwords per client, with SUGO_PASSWORD
     scheduler: AsyncIOScheduler | None = None  # set while the app runs (its lifespan)
+    # Where background jobs run: in process on SQLite, procrastinate's queue on PostgreSQL (app/platform/queue.py).
+    queue: JobQueue | None = None
     # Conversation chats' Write now runs, the latest per chat (app/memory/days/write.py).
     summary_writes: dict[int, write.WriteRun] = field(default_factory=dict)
 

@@ -131,16 +131,15 @@ class TestContinue:
     def test_continue_schedules_the_memory_sync(self, api, sugo, models):
         chat = _setup(api, models)
         _asked_and_answered(api, models, chat["id"])
-        scheduler, job = sugo.services.scheduler, f"memory.embed_chat:{chat['id']}"
-        scheduler.pause()
+        queue = sugo.services.queue
+        queue.pause()
         try:
-            if scheduler.get_job(job) is not None:
-                scheduler.remove_job(job)
+            queue.cancel("memory.embed_chat", chat_id=chat["id"])
             models.script("and waits.")
             _generate(api, chat["id"], "continue")
-            assert scheduler.get_job(job) is not None
+            assert queue.pending("memory.embed_chat", chat_id=chat["id"])
         finally:
-            scheduler.resume()
+            queue.resume()
 
 
 class TestImpersonate:

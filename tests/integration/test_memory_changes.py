@@ -12,7 +12,7 @@ from app.chats.models import Message
 from app.chats.service import new_message
 from app.memory.recall.jobs import embed_chat, schedule_embed_chat, sweep
 from app.memory.recall.models import MemoryChunk
-from tests.conftest import add_character, add_connection, new_chat, read_sse
+from tests.conftest import ON_POSTGRES, add_character, add_connection, new_chat, read_sse
 from tests.support.waiting import wait_for
 
 # change: (message number, its text, the question that recalls it, words only that text holds)
@@ -89,11 +89,6 @@ def _change(api, chat_id: int, change: str, message_id: int) -> None:
     assert r.status_code == 200, r.text
 
 
-def _drop_job(scheduler, job_id: str) -> None:
-    if scheduler.get_job(job_id) is not None:
-        scheduler.remove_job(job_id)
-
-
 def test_an_edited_hidden_swiped_or_deleted_message_is_not_recalled_before_the_sync_runs(api, sugo, models):
     add_connection(api, models, context_size=16384)
     char = add_character(api)
@@ -101,14 +96,16 @@ def test_an_edited_hidden_swiped_or_deleted_message_is_not_recalled_before_the_s
     cid = chat["id"]
     ids = _fill(sugo, cid, char["id"])
     embed_chat(sugo.services, cid)
-    scheduler, job = sugo.services.scheduler, f"memory.embed_chat:{cid}"
-    scheduler.pause()  # jobs may be added, none runs
+    queue = sugo.services.queue
+    queue.pause()  # jobs may be added, none runs
     try:
         for change, (number, _, question, words) in SECRETS.items():
             assert words in _memories_sent(api, models, cid, question), change  # recalled before the change
-            _drop_job(scheduler, job)  # the reply scheduled one
+            queue.cancel("memory.embed_chat", chat_id=cid)  # the reply scheduled one
             _change(api, cid, change, ids[number])
-            assert scheduler.get_job(job) is not None, f"{change} did not schedule the memory sync"
+            assert queue.pending("memory.embed_chat", chat_id=cid), (
+                f"{change} did not schedule the memory sync"
+            )
 
             assert words not in _memories_sent(api, models, cid, question), change
             peek = api.get(f"/chats/{cid}/prompt")
@@ -121,7 +118,7 @@ def test_an_edited_hidden_swiped_or_deleted_message_is_not_recalled_before_the_s
             stored = "\n".join(s.exec(select(MemoryChunk.content).where(MemoryChunk.chat_id == cid)))
         assert all(words in stored for _, _, _, words in SECRETS.values())
     finally:
-        scheduler.resume()
+        queue.resume()
     # Once the scheduler runs, the scheduled sync drops them from the store too.
     deadline = time.monotonic() + 60
     while True:
@@ -141,8 +138,8 @@ def test_the_json_api_schedules_the_memory_sync_for_each_change(api, sugo):
         s.add(msg)
         s.commit()
         mid = msg.id
-    scheduler, job = sugo.services.scheduler, f"memory.embed_chat:{cid}"
-    scheduler.pause()
+    queue = sugo.services.queue
+    queue.pause()
     try:
         for call in (
             lambda: api.patch(f"/api/chats/{cid}/messages/{mid}", json={"content": "One, edited."}),
@@ -150,11 +147,11 @@ def test_the_json_api_schedules_the_memory_sync_for_each_change(api, sugo):
             lambda: api.post(f"/api/chats/{cid}/messages/{mid}/swipe", json={"index": 1}),
             lambda: api.delete(f"/api/chats/{cid}/messages/{mid}"),
         ):
-            _drop_job(scheduler, job)
+            queue.cancel("memory.embed_chat", chat_id=cid)
             assert call().status_code in (200, 204)
-            assert scheduler.get_job(job) is not None
+            assert queue.pending("memory.embed_chat", chat_id=cid)
     finally:
-        scheduler.resume()
+        queue.resume()
     with Session(sugo.engine) as s:
         assert s.get(Message, mid) is None
 
@@ -229,11 +226,29 @@ def test_a_message_deleted_while_its_chat_is_being_synced_is_not_left_for_the_sw
             what="the sync did not start",
         )
         assert api.post(f"/chats/{cid}/messages/{ids[number]}/delete").status_code == 200
-        wait_for(lambda: syncs.asked_again(cid), timeout=60, what="the sync the delete scheduled never ran")
+        # In process the running sync is asked to go again; on PostgreSQL's job queue the delete's job
+        # waits, queued, for the chat's lock that the running one holds (app/platform/queue.py).
+        wait_for(
+            lambda: (
+                sugo.services.queue.pending("memory.embed_chat", chat_id=cid)
+                if ON_POSTGRES
+                else syncs.asked_again(cid)
+            ),
+            timeout=60,
+            what="the sync the delete scheduled never ran",
+        )
     finally:
         gate.set()
         models.embedding_gate = None
+
+    def chunks() -> list[MemoryChunk]:
+        with Session(sugo.engine) as s:
+            return list(s.exec(select(MemoryChunk).where(MemoryChunk.chat_id == cid)))
+
+    def deleted_text_gone() -> bool:
+        return not any(words in c.content or ids[number] in c.message_ids for c in chunks())
+
+    if ON_POSTGRES:  # the queued job runs once the first lets go of the chat
+        wait_for(deleted_text_gone, timeout=60, what="the queued sync to drop the deleted text")
     wait_for(lambda: not syncs.busy(cid), timeout=60, what="the sync did not end")
-    with Session(sugo.engine) as s:
-        chunks = list(s.exec(select(MemoryChunk).where(MemoryChunk.chat_id == cid)))
-    assert chunks and not any(words in c.content or ids[number] in c.message_ids for c in chunks)
+    assert chunks() and deleted_text_gone()

@@ -40,11 +40,11 @@ def _chat_with_memories(api, sugo, models) -> int:
 
 
 def _reply(api, models, sugo, cid: int, content: str) -> str:
-    """A reply, then the memory job it schedules (run here: the test's scheduler is paused); the
+    """A reply, then the memory job it schedules (run here: the app's job queue is paused); the
     recall block of the request the model received."""
     events = read_sse(api.post(f"/api/chats/{cid}/generate", json={"action": "send", "content": content}))
     assert events[-1][0] == "done", events[-1]
-    assert sugo.services.scheduler.get_job(f"memory.embed_chat:{cid}") is not None
+    assert sugo.services.queue.pending("memory.embed_chat", chat_id=cid)
     embed_chat(sugo.services, cid)
     return "\n".join(
         m["content"] for m in models.last_request.json["messages"] if m["content"].startswith("<memories>")
@@ -67,7 +67,7 @@ def test_clear_then_import_the_export_then_a_reply_keeps_each_memory_once(api, s
     assert imported.status_code == 200
     assert f"Imported {count} ({count} matching this chat&#39;s messages), skipped 0" in imported.text
 
-    sugo.services.scheduler.pause()
+    sugo.services.queue.pause()
     try:
         _reply(api, models, sugo, cid, "Let us rest a while.")
         memories = api.get(f"/api/chats/{cid}/memories").json()
@@ -89,7 +89,7 @@ def test_clear_then_import_the_export_then_a_reply_keeps_each_memory_once(api, s
         contents = [m["content"] for m in api.get(f"/api/chats/{cid}/memories").json()]
         assert len(contents) == len(set(contents))
     finally:
-        sugo.services.scheduler.resume()
+        sugo.services.queue.resume()
 
 
 def test_paused_chunking_keeps_clear_all_cleared_after_a_reply(api, sugo, models):
@@ -105,7 +105,7 @@ def test_paused_chunking_keeps_clear_all_cleared_after_a_reply(api, sugo, models
     cleared = api.post(f"/chats/{cid}/memories/clear", headers=HX)
     assert "made from them again" not in cleared.text
 
-    sugo.services.scheduler.pause()
+    sugo.services.queue.pause()
     try:
         assert _reply(api, models, sugo, cid, QUESTION) == ""
         assert api.get(f"/api/chats/{cid}/memories").json() == []
@@ -115,7 +115,7 @@ def test_paused_chunking_keeps_clear_all_cleared_after_a_reply(api, sugo, models
         assert FACT in _reply(api, models, sugo, cid, QUESTION)
         assert len(api.get(f"/api/chats/{cid}/memories").json()) >= count
     finally:
-        sugo.services.scheduler.resume()
+        sugo.services.queue.resume()
 
 
 def test_the_same_text_twice_in_the_store_enters_the_prompt_and_search_once(api, sugo, models):
@@ -134,10 +134,10 @@ def test_the_same_text_twice_in_the_store_enters_the_prompt_and_search_once(api,
     contents = [m["content"] for m in api.get(f"/api/chats/{cid}/memories").json()]
     assert contents.count(next(t for t in contents if FACT in t)) == 2
 
-    sugo.services.scheduler.pause()
+    sugo.services.queue.pause()
     try:
         assert _reply(api, models, sugo, cid, QUESTION).count(FACT) == 1
     finally:
-        sugo.services.scheduler.resume()
+        sugo.services.queue.resume()
     found = api.get(f"/api/chats/{cid}/memories/search", params={"q": QUESTION}).json()["results"]
     assert found and len({r["content"] for r in found}) == len(found)

@@ -69,12 +69,12 @@ def test_chunks_of_five_get_vectors_and_a_fact_is_found(api, sugo):
     assert top["similarity"] > 0.25 and found["note"] is None
 
     # Editing the fact makes the old text unrecallable; the chunk is rebuilt from the new text.
-    sugo.services.scheduler.pause()  # the sync the edit schedules would otherwise do this first
+    sugo.services.queue.pause()  # the sync the edit schedules would otherwise do this first
     api.patch(
         f"/api/chats/{chat['id']}/messages/{ids[20]}", json={"content": "We rested by the harbour wall."}
     )
     added, removed, _ = embed_chat(sugo.services, chat["id"])
-    sugo.services.scheduler.resume()
+    sugo.services.queue.resume()
     assert removed >= 1 and added >= 1
     assert not any("Elowen" in c.content for c in _chunks(sugo, chat["id"]))
     again = api.get(f"/api/chats/{chat['id']}/memories/search", params={"q": "Elowen brass key"}).json()

@@ -229,7 +229,6 @@ def test_swipes_of_the_reply_that_closed_a_scene_never_make_it_twice(api, models
     the first version's check closed is neither checked nor made again. Its recap follows the version
     shown once the swipes settle (issue 21): one rewrite for two swipes in a row."""
     from app.memory.scenes import rewrites
-    from app.platform.jobs import job_pending
     from tests.conftest import read_sse
     from tests.support.waiting import wait_for
 
@@ -270,6 +269,4 @@ def test_swipes_of_the_reply_that_closed_a_scene_never_make_it_twice(api, models
     assert len(recaps()) == 1
     # The scene closed at message 3, before the swiped reply: its recap did not change.
     assert rewrites.rewrite_changed(sugo.services, chat_id) == 0
-    assert job_pending(
-        sugo.services.scheduler, f"scenes.rewrite:{chat_id}"
-    )  # one job, replaced by each swipe
+    assert sugo.services.queue.pending("scenes.rewrite", chat_id=chat_id)  # one job, replaced by each swipe

@@ -224,8 +224,6 @@ def test_a_recap_waits_for_the_reply_being_swiped_and_covers_the_whole_scene(sug
 def test_paging_through_versions_costs_one_rewrite_for_the_version_the_user_stopped_at(
     sugo, api, models, monkeypatch
 ):
-    from app.platform.jobs import job_pending
-
     monkeypatch.setattr(rewrites, "SETTLE_S", 3600)  # nothing settles on its own here: the test runs the job
     chat_id = _chat(api, models)
     scene_id = stored_scene(
@@ -241,8 +239,8 @@ def test_paging_through_versions_costs_one_rewrite_for_the_version_the_user_stop
     # Back to the second version (the first new one): picking a version is a change too.
     r = api.post(f"/api/chats/{chat_id}/messages/{reply_id}/swipe", json={"index": 1})
     assert r.status_code == 200 and r.json()["content"] == "*Aria stops at the bank.* Not today.", r.text
-    assert job_pending(
-        sugo.services.scheduler, f"scenes.rewrite:{chat_id}"
+    assert sugo.services.queue.pending(
+        "scenes.rewrite", chat_id=chat_id
     )  # one job, pushed back by each change
     assert len(_recap_requests(models)) == 1
     models.script(_answer("Aria stopped at the bank and would not cross."))

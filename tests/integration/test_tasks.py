@@ -49,7 +49,11 @@ def _run(sugo: LiveSugo, name: str, ctx: ToolContext, args: dict):
 def _ticks_by_hand(sugo: LiveSugo) -> LiveSugo:
     """Leave the firing to the test's own ticks: the 15-second one is taken off the running app's
     scheduler, and the one at start is waited for until it has run to its end (it reads the clock as it
-    runs: moved meanwhile, it would fire what the test means its own tick to fire)."""
+    runs: moved meanwhile, it would fire what the test means its own tick to fire). On PostgreSQL the
+    ticks are the job queue's: this server's worker stops taking jobs, once those it runs have ended."""
+    if sugo.services.queue.shared:
+        sugo.services.queue.pause()
+        return sugo
     scheduler = sugo.services.scheduler
     scheduler.remove_job("tasks.fire")
     running = scheduler._executors["default"]._instances  # APScheduler's count of each job's running runs

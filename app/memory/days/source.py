@@ -20,11 +20,12 @@ from app.memory.days.core import days
 from app.memory.days.core import transfer as day_transfer
 from app.memory.summaries.core.prompts import day_block, important_memories, week_block
 from app.platform import forms
-from app.platform.jobs import RESUME, Job, RunKind, run_soon
+from app.platform.jobs import RESUME, Job, RunKind
 from app.platform.services import Services
 from app.prompt.core.builder import DynamicBlock
 from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
 
+SUMMARIZE_CHAT = "summaries.conversation_days.chat"  # after a reply: this chat's missing days
 JOBS = (
     Job(
         "summaries.conversation_days",
@@ -32,6 +33,7 @@ JOBS = (
         every_minutes=day_runs.JOB_MINUTES,
         at_start=True,
     ),
+    Job(SUMMARIZE_CHAT, day_runs.summarize_chat, every_minutes=None),
 )
 RUNS = (RunKind("Day Backfill", "summary_run", RESUME, day_runs.resume_backfills),)
 
@@ -82,13 +84,8 @@ class DaySummarySource(PromptSource):
         return turn.scratch.pop(self.name, ())
 
     def after_reply(self, services: Services, chat_id: int) -> None:
-        run_soon(
-            services.scheduler,
-            day_runs.summarize_chat,
-            services,
-            chat_id,
-            job_id=f"summaries.conversation_days:{chat_id}",
-        )
+        if services.queue is not None:  # one such job waiting per chat
+            services.queue.defer(SUMMARIZE_CHAT, chat_id=chat_id)
 
     def jobs(self) -> Sequence[Job]:
         return JOBS

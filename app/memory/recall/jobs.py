@@ -19,7 +19,7 @@ from app.memory.recall.embedding import embedder_for_chat
 from app.memory.recall.index import fill_postgres_index, on_postgres, prune_tombstones
 from app.memory.recall.models import MemoryChunk
 from app.memory.recall.service import embed_chunks, embed_pending, list_chunk_ids, sync_chunks, waiting_count
-from app.platform.jobs import Job, job_pending, lower_this_threads_priority, run_soon
+from app.platform.jobs import Job, lower_this_threads_priority, run_soon
 from app.platform.services import Services
 from app.platform.timeutil import utcnow
 
@@ -138,30 +138,37 @@ def sweep(services: Services) -> None:
             fill_postgres_index(session.connection())
         session.commit()
         ids = list(session.exec(select(Chat.id)))
+    shared = services.queue is not None and services.queue.shared
     for chat_id in ids:
         try:
-            sync_chat(services, chat_id)
+            if shared:  # several servers: each chat's sync is a queued job, never two of a chat at once
+                schedule_embed_chat(services, chat_id)
+            else:
+                sync_chat(services, chat_id)
         except Exception:  # one broken chat must not stop the others
             log.exception("memory sweep failed for chat %s", chat_id)
 
 
-JOBS = (Job("memory.sweep", sweep, every_minutes=SWEEP_MINUTES, at_start=True),)
-
-
-def _embed_job_id(chat_id: int) -> str:
-    return f"memory.embed_chat:{chat_id}"
+EMBED_CHAT = "memory.embed_chat"
+JOBS = (
+    Job("memory.sweep", sweep, every_minutes=SWEEP_MINUTES, at_start=True),
+    Job(EMBED_CHAT, sync_chat, every_minutes=None),
+)
 
 
 def schedule_embed_chat(services: Services, chat_id: int) -> None:
     """Bring the chat's memories in step with its messages in the background, soon: chunk and
-    embed new ones, drop those whose messages changed."""
-    run_soon(services.scheduler, sync_chat, services, chat_id, job_id=_embed_job_id(chat_id))
+    embed new ones, drop those whose messages changed (one such job waiting per chat)."""
+    if services.queue is not None:
+        services.queue.defer(EMBED_CHAT, chat_id=chat_id)
 
 
 def building(services: Services, chat_id: int) -> bool:
     """The chat's memories are being made or embedded, or will be as soon as the scheduler can
     (an import or a branch just asked): the viewer says so rather than "0 memories"."""
-    return services.recall.syncs.busy(chat_id) or job_pending(services.scheduler, _embed_job_id(chat_id))
+    return services.recall.syncs.busy(chat_id) or (
+        services.queue is not None and services.queue.pending(EMBED_CHAT, chat_id=chat_id)
+    )
 
 
 @dataclass

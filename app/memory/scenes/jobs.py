@@ -18,7 +18,7 @@ from app.memory.scenes.checks import check_scenes, preparing
 from app.memory.scenes.continuity import update_continuity
 from app.memory.scenes.models import Scene
 from app.memory.scenes.writer import write_waiting_recaps
-from app.platform.jobs import Job, run_soon
+from app.platform.jobs import Job
 from app.platform.services import Services
 
 log = logging.getLogger(__name__)
@@ -42,8 +42,13 @@ def process_chat(services: Services, chat_id: int) -> None:
         log.exception("Advanced Memory processing failed in chat %s", chat_id)
 
 
+PROCESS_CHAT = "scenes.process"
+
+
 def schedule_processing(services: Services, chat_id: int) -> None:
-    run_soon(services.scheduler, process_chat, services, chat_id, job_id=f"scenes.process:{chat_id}")
+    """The chat's scene check, recaps and continuity in the background, soon (one such job waiting per chat)."""
+    if services.queue is not None:
+        services.queue.defer(PROCESS_CHAT, chat_id=chat_id)
 
 
 def sweep(services: Services) -> None:
@@ -60,4 +65,7 @@ def sweep(services: Services) -> None:
             log.exception("Advanced Memory sweep failed in chat %s", chat_id)
 
 
-JOBS = (Job("scenes.sweep", sweep, every_minutes=5, at_start=True),)
+JOBS = (
+    Job("scenes.sweep", sweep, every_minutes=5, at_start=True),
+    Job(PROCESS_CHAT, process_chat, every_minutes=None),
+)

@@ -38,7 +38,7 @@ from app.memory.scenes import fix
 from app.memory.scenes.checks import preparing
 from app.memory.scenes.models import Scene, SceneState
 from app.memory.scenes.writer import write_recap
-from app.platform.jobs import run_later
+from app.platform.jobs import Job
 from app.platform.services import Services
 from app.platform.timeutil import as_utc, utcnow
 
@@ -48,16 +48,13 @@ SETTLE_S = 10.0  # quiet seconds after the chat's last change before a changed r
 MAX_REWRITES = 5  # changed recaps one run writes again (a long edit session catches up over a few runs)
 
 
+REWRITE = "scenes.rewrite"
+
+
 def schedule_rewrites(services: Services, chat_id: int) -> None:
     """Write the chat's changed recaps again once its messages have not changed for SETTLE_S."""
-    run_later(
-        services.scheduler,
-        rewrite_changed,
-        services,
-        chat_id,
-        job_id=f"scenes.rewrite:{chat_id}",
-        delay_s=SETTLE_S,
-    )
+    if services.queue is not None:
+        services.queue.defer_later(REWRITE, SETTLE_S, chat_id=chat_id)
 
 
 def changed_scenes(session: Session, chat_id: int) -> list[int]:
@@ -107,3 +104,6 @@ def rewrite_changed(services: Services, chat_id: int) -> int:
     except Exception:  # background work: the log has it; the next change, reply or Fix tries again
         log.exception("rewriting the changed recaps of chat %s failed", chat_id)
         return 0
+
+
+REWRITE_JOB = Job(REWRITE, rewrite_changed, every_minutes=None)

@@ -21,7 +21,7 @@ from app.memory.recall.service import start_search
 from app.memory.scenes import fix, prepare, prompt, rescans, service, settings_form
 from app.memory.scenes.core import recalled
 from app.memory.scenes.jobs import JOBS, schedule_processing
-from app.memory.scenes.rewrites import schedule_rewrites
+from app.memory.scenes.rewrites import REWRITE_JOB, schedule_rewrites
 from app.memory.scenes.writer import release_stale
 from app.platform.jobs import CLOSE, RESUME, Job, RunKind
 from app.platform.services import Services
@@ -120,7 +120,7 @@ class AdvancedMemorySource(PromptSource):
         schedule_rewrites(services, chat_id)
 
     def jobs(self) -> Sequence[Job]:
-        return JOBS
+        return (*JOBS, REWRITE_JOB)
 
     def runs(self) -> Sequence[RunKind]:
         return RUNS

@@ -65,7 +65,7 @@ from app.memory.summaries.generate import (
 )
 from app.memory.summaries.models import SummaryJob, SummaryRun
 from app.platform.core.errors import Conflict, UserError
-from app.platform.jobs import CLOSE, RESUME, Job, RunKind, run_soon
+from app.platform.jobs import CLOSE, RESUME, Job, RunKind
 from app.platform.services import Services
 from app.platform.timeutil import utcnow
 
@@ -319,9 +319,14 @@ def _fail(session: Session, run: SummaryRun, reason: str) -> None:
 # Automatic
 
 
+AUTOMATIC = "summaries.automatic"
+
+
 def schedule_automatic(services: Services, chat_id: int) -> None:
-    """After a reply: see in the background whether the chat is due an automatic summary."""
-    run_soon(services.scheduler, run_automatic, services, chat_id, job_id=f"summaries.automatic:{chat_id}")
+    """After a reply: see in the background whether the chat is due an automatic summary (one such
+    job waiting per chat)."""
+    if services.queue is not None:
+        services.queue.defer(AUTOMATIC, chat_id=chat_id)
 
 
 def run_automatic(services: Services, chat_id: int, *, retry: bool = False) -> None:
@@ -542,7 +547,10 @@ def _settle_backfill(engine: Engine, chat_id: int) -> bool:
         return True
 
 
-JOBS = (Job("summaries.sweep", sweep, every_minutes=SWEEP_MINUTES, at_start=True),)
+JOBS = (
+    Job("summaries.sweep", sweep, every_minutes=SWEEP_MINUTES, at_start=True),
+    Job(AUTOMATIC, run_automatic, every_minutes=None),
+)
 
 # Settled at start in this order (app/platform/jobs.py): the Generate and automatic runs cut short are closed while
 # no thread holds a chat (after the Backfills resume, a held chat would look busy); the Backfills then
