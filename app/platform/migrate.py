@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # Tables kept by triggers only, with no model: made by hand in their revision.
 HAND_MADE_TABLES = frozenset({"memory_tombstone", "memory_tombstone_floor", "memory_chunk_count"})
 # PostgreSQL's alone: Memory Recall's word index and pgvector vectors (revision e7b9d1f3a5c8).
-# procrastinate's job queue (revision f1a3c5e7b9d2, app/platform/queue.py).
+# procrastinate's job queue (revision a2c4e6f8b0d3, app/platform/queue.py).
 POSTGRES_HAND_MADE_TABLES = frozenset(
     {
         "memory_words",

@@ -69,7 +69,7 @@ def test_migrations_go_up_down_and_up_again(engine):
     first = _tables(engine)
     # Every model's table and the hand-made ones; FTS5's tables are SQLite's alone.
     assert first == set(metadata.tables) | HAND_MADE_TABLES | POSTGRES_HAND_MADE_TABLES | {"alembic_version"}
-    # procrastinate's own (the job queue's schema, revision f1a3c5e7b9d2) aside.
+    # procrastinate's own (the job queue's schema, revision a2c4e6f8b0d3) aside.
     assert [f for f in _trigger_functions(engine) if not f.startswith("procrastinate_")] == [
         "memory_chunk_count_follow",
         "memory_embedding_follow",

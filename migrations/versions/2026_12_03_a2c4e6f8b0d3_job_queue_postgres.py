@@ -1,7 +1,7 @@
 """the job queue on PostgreSQL: procrastinate's schema
 
-Revision ID: f1a3c5e7b9d2
-Revises: e7b9d1f3a5c8
+Revision ID: a2c4e6f8b0d3
+Revises: f1a3c5e7b9d2
 Create Date: 2026-12-03 07:40:00
 
 On PostgreSQL, background work is procrastinate's (app/platform/queue.py): its tables, types,
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "f1a3c5e7b9d2"
-down_revision: str | None = "e7b9d1f3a5c8"
+revision: str = "a2c4e6f8b0d3"
+down_revision: str | None = "f1a3c5e7b9d2"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
