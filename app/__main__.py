@@ -12,10 +12,12 @@ import uvicorn
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
+from app.connections.crypto import KeyBox, KeyFileMismatch, check_key_file
 from app.models import metadata
 from app.platform.copy_to_postgres import NOT_COPIED, CopyRefused, copy_to_postgres
 from app.platform.db import DataFolderError, check_data_folder, make_engine
-from app.platform.settings import NOT_SERVED_FROM_POSTGRES, POSTGRES_URL_PREFIX, Settings, load_settings
+from app.platform.migrate import upgrade_database
+from app.platform.settings import POSTGRES_URL_PREFIX, Settings, load_settings
 from app.web.auth import is_loopback, open_listening_refusal
 
 
@@ -26,6 +28,26 @@ def proxy_options(settings: Settings) -> dict:
     if not settings.trusted_proxies:
         return {"proxy_headers": False}
     return {"proxy_headers": True, "forwarded_allow_ips": list(settings.trusted_proxies)}
+
+
+def postgres_refusal(settings: Settings) -> str | None:
+    """Why Sugo cannot serve from its PostgreSQL database, as one sentence (the URL shown without its
+    password), or None: checked here because uvicorn would wrap the same error from create_app in a
+    traceback. The database is brought to this Sugo's schema on the way, as create_app would."""
+    assert settings.database_url
+    shown = make_url(settings.database_url).render_as_string(hide_password=True)
+    engine = make_engine(settings.database_url)
+    try:
+        upgrade_database(engine)
+        check_key_file(engine, KeyBox(settings.secret_key_path), settings.secret_key_path, shared=True)
+    except KeyFileMismatch as err:
+        return str(err)
+    except SQLAlchemyError as err:  # unreachable, a login refused, no pgvector: its first line
+        why = str(getattr(err, "orig", None) or err).strip().splitlines()[0]
+        return f"Sugo cannot use its PostgreSQL database {shown}: {why}"
+    finally:
+        engine.dispose()
+    return None
 
 
 def copy_to_postgres_command(settings: Settings, url: str) -> int:
@@ -132,8 +154,6 @@ def main() -> None:
     if args.command == "worker":
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         sys.exit(worker_command(settings))
-    if settings.database_url:
-        sys.exit(NOT_SERVED_FROM_POSTGRES)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("sugo")
     if refusal := open_listening_refusal(
@@ -144,6 +164,8 @@ def main() -> None:
         check_data_folder(settings.data_dir, settings.database_path.name)
     except DataFolderError as err:
         sys.exit(str(err))
+    if settings.database_url and (refusal := postgres_refusal(settings)):
+        sys.exit(refusal)
     if not is_loopback(args.host) and not settings.password:
         log.warning(
             "Listening on %s without SUGO_PASSWORD (SUGO_ALLOW_OPEN=1): anyone who can reach it can use "

@@ -66,12 +66,6 @@ def _trusted_proxies() -> tuple[str, ...]:
 
 POSTGRES_URL_PREFIX = "postgresql+psycopg://"
 # What a start with SUGO_DATABASE_URL says while only the copy command and the migrations use it.
-NOT_SERVED_FROM_POSTGRES = (
-    "SUGO_DATABASE_URL is set, but Sugo does not serve from PostgreSQL yet: only "
-    "`python -m app copy-to-postgres URL` uses it. Unset it to serve from the SQLite file in SUGO_DATA_DIR."
-)
-
-
 def _database_url() -> str | None:
     raw = os.environ.get("SUGO_DATABASE_URL", "").strip()
     if not raw:

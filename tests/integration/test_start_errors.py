@@ -99,10 +99,7 @@ def test_a_data_folder_under_a_file_stops_the_start_with_a_sentence(tmp_path):
     _refused(_start(folder), folder, "a part of the path is a file")
 
 
-def test_a_database_url_is_refused_at_start_until_sugo_serves_from_postgresql(tmp_path):
-    """Serving from PostgreSQL is being built (the tests' PostgreSQL pass runs the app on it): the
-    command a user starts Sugo with stops with a sentence while SUGO_DATABASE_URL is set, rather than
-    serve a half-ported app or the SQLite file while the user believes otherwise."""
+def test_an_unreachable_postgresql_stops_the_start_with_a_sentence_and_no_password(tmp_path):
     env = {
         **os.environ,
         "SUGO_DATA_DIR": str(tmp_path / "data"),
@@ -119,5 +116,9 @@ def test_a_database_url_is_refused_at_start_until_sugo_serves_from_postgresql(tm
         timeout=300,
     )
     assert done.returncode != 0
-    assert "does not serve from PostgreSQL yet" in done.stderr and "secret-pw" not in done.stderr
-    assert not (tmp_path / "data" / "sugo.db").exists()
+    assert (
+        "Sugo cannot use its PostgreSQL database postgresql+psycopg://sugo:***@127.0.0.1:9/sugo"
+        in done.stderr
+    )
+    assert "secret-pw" not in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "data" / "sugo.db").exists()  # not served from the SQLite file instead
