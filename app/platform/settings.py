@@ -65,6 +65,8 @@ def _trusted_proxies() -> tuple[str, ...]:
 
 
 POSTGRES_URL_PREFIX = "postgresql+psycopg://"
+
+
 # What a start with SUGO_DATABASE_URL says while only the copy command and the migrations use it.
 def _database_url() -> str | None:
     raw = os.environ.get("SUGO_DATABASE_URL", "").strip()
