@@ -36,8 +36,9 @@ yet), so each is started by bench/scale_server.py (create_app over the SUGO_* se
 tests/support/live.py builds it, served by uvicorn), scheduler on. The model is the test model
 server (tests/support/model_server.py: echo replies) on loopback. One chat per user (a character,
 SEED_MESSAGES messages written straight into the database), then bench/scale_load.py runs locust
-headless in a process of its own (`--users` users for `--seconds`; see its doc: pages 3 times in 4,
-a message and its whole streamed reply 1 in 4, each through either server, 1 to 3 s apart).
+headless in a process of its own (`--users` users for `--seconds`; see its doc: each user reads its
+chat page three times, then sends a message and reads its whole streamed reply, in turn, 1 to 3 s
+apart, each request through either server).
 - two_server_p95_ms: the chat pages' p95 (target under 200 ms); two_server_p50_ms likewise.
 - two_server_send_p95_ms / _p50_ms: a message sent and its reply streamed to its end.
 - two_server_requests, two_server_failures (target 0; a page that does not show the last message

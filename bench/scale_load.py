@@ -4,10 +4,10 @@ model server, recall's passes) into greenlets; here nothing else runs.
 
 `--users` simulated users, each on a chat of its own (one reply per chat at a time is the rule
 across servers: two users on one chat would be refused by design), for `--seconds`, headless
-through locust's library (Environment + LocalRunner). Each user, between waits of 1 to 3 s, either
-reads its chat page (3 times in 4) or sends a message and reads the streamed reply to its end (1 in
-4), each time through one of the servers picked at random, so a reply written through one is read
-through the other. A page read after a reply must show that reply, whichever server wrote it.
+through locust's library (Environment + LocalRunner). Each user, with waits of 1 to 3 s between,
+reads its chat page three times, then sends a message and reads the streamed reply to its end, and
+so on (each user starts at its own point of that round), each time through one of the servers
+picked at random, so a reply written through one is read through the other. A page read after a reply must show that reply, whichever server wrote it.
 
 Prints one JSON line: the response times (ms) of the pages and of the message sends, and the
 failures with a few of their reasons.
@@ -34,7 +34,7 @@ PAGE, SEND = "chat page", "send message"
 STOP_TIMEOUT_S = 60  # users finish the request they are in (a reply streaming) when the time is up
 SERVERS: list[str] = []
 CHATS: list[int] = []
-_chat_numbers = itertools.count()
+_user_numbers = itertools.count()
 times: dict[str, list[float]] = {PAGE: [], SEND: []}
 failures: dict[str, Counter] = {PAGE: Counter(), SEND: Counter()}
 
@@ -67,10 +67,20 @@ class ChatUser(FastHttpUser):
     wait_time = between(1, 3)
 
     def on_start(self) -> None:
-        self.chat_id = CHATS[next(_chat_numbers) % len(CHATS)]
+        number = next(_user_numbers)
+        self.chat_id = CHATS[number % len(CHATS)]
         self.token: str | None = None  # the last message's word, which the next page must show
+        # Three pages, then a message, in turn; users start at different points of the round, so a
+        # quarter of them send first (and a short run measures both).
+        self.steps = itertools.islice(itertools.cycle((PAGE, PAGE, PAGE, SEND)), number % 4, None)
 
-    @task(3)
+    @task
+    def next_step(self) -> None:
+        if next(self.steps) == SEND:
+            self.send_message()
+        else:
+            self.read_chat_page()
+
     def read_chat_page(self) -> None:
         server = random.choice(SERVERS)
         with self.client.get(f"{server}/chats/{self.chat_id}", name=PAGE, catch_response=True) as answer:
@@ -79,7 +89,6 @@ class ChatUser(FastHttpUser):
             elif self.token and self.token not in (answer.text or ""):
                 answer.failure("the page does not show the last message sent")
 
-    @task(1)
     def send_message(self) -> None:
         server = random.choice(SERVERS)
         token = f"lantern{random.randrange(10**9)}"
