@@ -85,7 +85,7 @@ class ChatUser(FastHttpUser):
         server = random.choice(SERVERS)
         with self.client.get(f"{server}/chats/{self.chat_id}", name=PAGE, catch_response=True) as answer:
             if answer.status_code != 200:
-                answer.failure(f"HTTP {answer.status_code}")
+                answer.failure(f"HTTP {answer.status_code} {answer.error or ''}")
             elif self.token and self.token not in (answer.text or ""):
                 answer.failure("the page does not show the last message sent")
 
@@ -99,7 +99,7 @@ class ChatUser(FastHttpUser):
             catch_response=True,
         ) as answer:
             if answer.status_code != 200:
-                answer.failure(f"HTTP {answer.status_code}: {(answer.text or '')[:120]}")
+                answer.failure(f"HTTP {answer.status_code} {answer.error or ''}: {(answer.text or '')[:120]}")
             elif _done_reply(answer.text or "") is None:
                 answer.failure(f"the reply did not end with `done`: {(answer.text or '')[-160:]}")
             else:
