@@ -70,6 +70,7 @@ class ChatUser(FastHttpUser):
         number = next(_user_numbers)
         self.chat_id = CHATS[number % len(CHATS)]
         self.token: str | None = None  # the last message's word, which the next page must show
+        self.last_used: dict[str, float] = {}  # when each server last answered this user
         # Three pages, then a message, in turn; users start at different points of the round, so a
         # quarter of them send first (and a short run measures both).
         self.steps = itertools.islice(itertools.cycle((PAGE, PAGE, PAGE, SEND)), number % 4, None)
@@ -81,16 +82,25 @@ class ChatUser(FastHttpUser):
         else:
             self.read_chat_page()
 
+    def _idle(self, server: str) -> str:
+        """How long this user's connection to `server` had been idle: a connection error just past a
+        server's keep-alive timeout is a race of the connection's reuse, not the request."""
+        last = self.last_used.get(server)
+        return "new connection" if last is None else f"connection idle {time.monotonic() - last:.1f} s"
+
     def read_chat_page(self) -> None:
         server = random.choice(SERVERS)
+        idle = self._idle(server)
         with self.client.get(f"{server}/chats/{self.chat_id}", name=PAGE, catch_response=True) as answer:
             if answer.status_code != 200:
-                answer.failure(f"HTTP {answer.status_code} {answer.error or ''}")
+                answer.failure(f"HTTP {answer.status_code} {answer.error or ''} ({idle})")
             elif self.token and self.token not in (answer.text or ""):
                 answer.failure("the page does not show the last message sent")
+        self.last_used[server] = time.monotonic()
 
     def send_message(self) -> None:
         server = random.choice(SERVERS)
+        idle = self._idle(server)
         token = f"lantern{random.randrange(10**9)}"
         with self.client.post(
             f"{server}/api/chats/{self.chat_id}/generate",
@@ -99,11 +109,14 @@ class ChatUser(FastHttpUser):
             catch_response=True,
         ) as answer:
             if answer.status_code != 200:
-                answer.failure(f"HTTP {answer.status_code} {answer.error or ''}: {(answer.text or '')[:120]}")
+                answer.failure(
+                    f"HTTP {answer.status_code} {answer.error or ''} ({idle}): {(answer.text or '')[:120]}"
+                )
             elif _done_reply(answer.text or "") is None:
                 answer.failure(f"the reply did not end with `done`: {(answer.text or '')[-160:]}")
             else:
                 self.token = token
+        self.last_used[server] = time.monotonic()
 
 
 def main() -> None:
@@ -130,7 +143,7 @@ def main() -> None:
                 "seconds": ran_s,
                 "times": times,
                 "failures": {name: sum(c.values()) for name, c in failures.items()},
-                "reasons": {name: c.most_common(3) for name, c in failures.items()},
+                "reasons": {name: c.most_common(6) for name, c in failures.items()},
             }
         ),
         flush=True,
