@@ -38,7 +38,8 @@ server (tests/support/model_server.py: echo replies) on loopback. One chat per u
 SEED_MESSAGES messages written straight into the database), then bench/scale_load.py runs locust
 headless in a process of its own (`--users` users for `--seconds`; see its doc: each user reads its
 chat page three times, then sends a message and reads its whole streamed reply, in turn, 1 to 3 s
-apart, each request through either server).
+apart, each request through either server; a connection idle for 4 s is not reused, as uvicorn
+closes it at 5 s).
 - two_server_p95_ms: the chat pages' p95 (target under 200 ms); two_server_p50_ms likewise.
 - two_server_send_p95_ms / _p50_ms: a message sent and its reply streamed to its end.
 - two_server_requests, two_server_failures (target 0; a page that does not show the last message

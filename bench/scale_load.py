@@ -7,7 +7,9 @@ across servers: two users on one chat would be refused by design), for `--second
 through locust's library (Environment + LocalRunner). Each user, with waits of 1 to 3 s between,
 reads its chat page three times, then sends a message and reads the streamed reply to its end, and
 so on (each user starts at its own point of that round), each time through one of the servers
-picked at random, so a reply written through one is read through the other. A page read after a reply must show that reply, whichever server wrote it.
+picked at random, so a reply written through one is read through the other. A page read after a
+reply must show that reply, whichever server wrote it. A connection idle for CLIENT_KEEP_ALIVE_S is
+not reused (see ChatUser._idle).
 
 Prints one JSON line: the response times (ms) of the pages and of the message sends, and the
 failures with a few of their reasons.
@@ -27,11 +29,15 @@ import time  # noqa: E402
 from collections import Counter  # noqa: E402
 
 import gevent  # noqa: E402
+from geventhttpclient import URL  # noqa: E402
 from locust import FastHttpUser, between, events, task  # noqa: E402
 from locust.env import Environment  # noqa: E402
 
 PAGE, SEND = "chat page", "send message"
-STOP_TIMEOUT_S = 60  # users finish the request they are in (a reply streaming) when the time is up
+STOP_TIMEOUT_S = 60
+# uvicorn closes a connection idle for 5 s (its default, which `python -m app` keeps): this client
+# stops reusing one a second before that.
+CLIENT_KEEP_ALIVE_S = 4.0  # users finish the request they are in (a reply streaming) when the time is up
 SERVERS: list[str] = []
 CHATS: list[int] = []
 _user_numbers = itertools.count()
@@ -83,10 +89,21 @@ class ChatUser(FastHttpUser):
             self.read_chat_page()
 
     def _idle(self, server: str) -> str:
-        """How long this user's connection to `server` had been idle: a connection error just past a
-        server's keep-alive timeout is a race of the connection's reuse, not the request."""
+        """How long this user's connection to `server` had been idle (for a failure's reason); one
+        idle for nearly the server's keep-alive timeout is closed first, as a client that keeps its
+        idle connections shorter than the server's must (or the server may close it just as a request
+        goes out: a browser retries then, locust counts a failure)."""
         last = self.last_used.get(server)
-        return "new connection" if last is None else f"connection idle {time.monotonic() - last:.1f} s"
+        if last is None:
+            return "new connection"
+        idle = time.monotonic() - last
+        if idle >= CLIENT_KEEP_ALIVE_S:
+            url = URL(server)
+            client = self.client.client.clientpool.clients.pop((url.host, url.port), None)
+            if client is not None:
+                client.close()
+            return f"new connection after {idle:.1f} s idle"
+        return f"connection idle {idle:.1f} s"
 
     def read_chat_page(self) -> None:
         server = random.choice(SERVERS)
