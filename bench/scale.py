@@ -31,8 +31,8 @@ fusion, the budget), on the app's own services (build_services) over each databa
 
 Load (`--only load`). One PostgreSQL database (migrated), shared by two Sugo servers: two real
 processes on two loopback ports, one data folder (the key that seals API keys is shared, as it must
-be). Each is started by bench/scale_server.py (the app `python -m app` serves, access logs off) (create_app over the SUGO_* settings, as
-tests/support/live.py builds it, served by uvicorn), scheduler on. The model is the test model
+be). Each is started by bench/scale_server.py (the app `python -m app` serves: create_app over the
+SUGO_* settings, served by uvicorn, access logs off), scheduler on. The model is the test model
 server (tests/support/model_server.py: echo replies) on loopback. One chat per user (a character,
 SEED_MESSAGES messages written straight into the database), then bench/scale_load.py runs locust
 headless in a process of its own (`--users` users for `--seconds`; see its doc: each user reads its
