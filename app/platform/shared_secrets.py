@@ -21,6 +21,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel
 
+from app.platform import modelbase as _  # noqa: F401  (naming convention before tables are declared)
 from app.platform.timeutil import utcnow
 
 SESSION = "session"

@@ -21,6 +21,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel
 
+from app.platform import modelbase as _  # noqa: F401  (naming convention before tables are declared)
 from app.platform.db import lock_for_write
 
 MAX_CLIENT_CHARS = 100  # an IPv6 address with its zone fits; "unknown" too

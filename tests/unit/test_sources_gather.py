@@ -6,6 +6,10 @@ from types import SimpleNamespace
 from app.prompt.core.builder import DynamicBlock
 from app.prompt.sources import Contribution, PromptSource, PromptSources
 
+# A session as the seam asks it (which database it speaks to): each source runs in a savepoint on
+# PostgreSQL, in place on SQLite.
+SESSION = SimpleNamespace(get_bind=lambda: SimpleNamespace(dialect=SimpleNamespace(name="sqlite")))
+
 
 class Recorder(PromptSource):
     def __init__(self, name: str, log: list, *, running: bool = False, fails: bool = False) -> None:
@@ -29,7 +33,9 @@ def test_running_sources_contribute_last_but_keep_their_place():
     sources = PromptSources(
         [Recorder("recall", log, running=True), Recorder("lore", log), Recorder("notes", log)]
     )
-    gathered = sources.gather(SimpleNamespace(chat=SimpleNamespace(id=1), contributed=[], timings={}))
+    gathered = sources.gather(
+        SimpleNamespace(session=SESSION, chat=SimpleNamespace(id=1), contributed=[], timings={})
+    )
     # The source contributing last sees what the others gave (Advanced Memory counts their tokens).
     assert log == [
         "begin recall",
@@ -46,7 +52,9 @@ def test_running_sources_contribute_last_but_keep_their_place():
 def test_a_failing_running_source_is_named_in_its_place():
     log: list = []
     sources = PromptSources([Recorder("recall", log, running=True, fails=True), Recorder("lore", log)])
-    gathered = sources.gather(SimpleNamespace(chat=SimpleNamespace(id=1), contributed=[], timings={}))
+    gathered = sources.gather(
+        SimpleNamespace(session=SESSION, chat=SimpleNamespace(id=1), contributed=[], timings={})
+    )
     assert [b.kind for b in gathered.dynamic] == ["lore"]
     assert gathered.warnings[0].startswith("Recall failed") and gathered.notes == ("lore",)
 
@@ -67,7 +75,9 @@ def test_sources_take_messages_out_and_a_failing_filter_takes_none():
     sources = PromptSources(
         [Taker("summaries", {3, 4}), Taker("other", {9}), Taker("broken", {5}, fails=True)]
     )
-    gathered = sources.gather(SimpleNamespace(chat=SimpleNamespace(id=1), contributed=[], timings={}))
+    gathered = sources.gather(
+        SimpleNamespace(session=SESSION, chat=SimpleNamespace(id=1), contributed=[], timings={})
+    )
     assert gathered.left_out == frozenset({3, 4, 9})
     assert gathered.warnings[0].startswith("Broken failed")
 
@@ -77,6 +87,8 @@ def test_every_source_is_priced_in_registry_order_even_when_it_fails():
     sources = PromptSources(
         [Recorder("recall", log, running=True), Recorder("lore", log, fails=True), Recorder("notes", log)]
     )
-    gathered = sources.gather(SimpleNamespace(chat=SimpleNamespace(id=1), contributed=[], timings={}))
+    gathered = sources.gather(
+        SimpleNamespace(session=SESSION, chat=SimpleNamespace(id=1), contributed=[], timings={})
+    )
     assert [name for name, _ in gathered.timings] == ["recall", "lore", "notes"]
     assert all(ms >= 0 for _, ms in gathered.timings)
