@@ -238,8 +238,14 @@ def recall_figures(memories: int, runs: int) -> None:
                 conn.execute(text("VACUUM ANALYZE"))
             engine.dispose()
             show(f"pg_index_s_{n}", time.perf_counter() - started)
+            # The copy carries the SQLite folder's API-key check: the PostgreSQL server uses that key.
             postgres = build_services(
-                Settings(data_dir=folder / "postgres", database_url=postgres_url, start_scheduler=False)
+                Settings(
+                    data_dir=folder / "postgres",
+                    database_url=postgres_url,
+                    start_scheduler=False,
+                    secret_key_file=sqlite.settings.secret_key_path,
+                )
             )
             try:
                 measure_recall("sqlite", sqlite, chat_id, queries, embedder, n)
