@@ -13,10 +13,12 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from app.connections.crypto import KeyBox, KeyFileMismatch, check_key_file
+from app.main import build_services
 from app.models import metadata
 from app.platform.copy_to_postgres import NOT_COPIED, CopyRefused, copy_to_postgres
 from app.platform.db import DataFolderError, check_data_folder, make_engine
 from app.platform.migrate import upgrade_database
+from app.platform.queue import make_queue
 from app.platform.settings import POSTGRES_URL_PREFIX, Settings, load_settings
 from app.web.auth import is_loopback, open_listening_refusal
 
@@ -103,8 +105,6 @@ def worker_command(settings: Settings) -> int:
     if not settings.database_url:
         print(WORKER_NEEDS_POSTGRES, file=sys.stderr)
         return 2
-    from app.main import build_services  # the whole app, only for this command
-    from app.platform.queue import make_queue
 
     try:
         services = build_services(settings)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from app.platform.claims import RunClaims
 from app.platform.clock import Clock
 from app.platform.foreground import Foreground
+from app.platform.queue import JobQueue
 from app.platform.settings import Settings
 
 if TYPE_CHECKING:
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
     from app.memory.recall.runtime import RecallRuntime
     from app.memory.scenes import rescans, writer
     from app.memory.summaries.prompting import SummaryBlocks
-    from app.platform.queue import JobQueue
     from app.prompt.sources import PromptSources
     from app.tools.registry import ToolRegistry
     from app.web.auth import LoginThrottle, SessionSigner  # LoginThrottle lives in app.web.throttle
