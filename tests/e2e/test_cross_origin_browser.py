@@ -67,17 +67,11 @@ fetch("{sugo}/connections", {{method: "POST", mode: "no-cors",
   body: new URLSearchParams({{name: "Attacker", kind: "openai", base_url: "{attacker.url}/v1", model: "x"}})}})
   .finally(() => fetch("/done"));
 </script>"""
-    seen: list[tuple[str, int, str | None, str | None]] = []
-    page.on(
-        "response",
-        lambda r: (
-            seen.append(
-                (r.url, r.status, r.request.header_value("origin"), r.request.header_value("sec-fetch-site"))
-            )
-            if r.url.startswith(sugo)
-            else None
-        ),
-    )
+    # The handler reads only what the event carries: one that asked Chromium for the request's headers
+    # (a round trip) could still be waiting for them when the test read the list, which then held one
+    # response of two. The headers are read below, from the awaited response.
+    seen: list[tuple[str, int]] = []
+    page.on("response", lambda r: seen.append((r.url, r.status)) if r.url.startswith(sugo) else None)
     # The fetch's response is awaited before the page posts its form: Playwright reports a request's
     # response once Chromium has sent all it knows of it, and a page that navigated away at once (the
     # form used to be posted from the fetch's own callback) could leave that report behind with the
@@ -86,12 +80,19 @@ fetch("{sugo}/connections", {{method: "POST", mode: "no-cors",
         page.goto(attacker.url)
     assert fetched.value.status == 403
     wait_for(attacker.fetched.is_set, timeout=15, what="the attacker's fetch to come back")
-    page.evaluate("document.getElementById('f').submit()")  # the attacker's own page posts it
+    form_url = f"{sugo}/chats/{chat['id']}/delete"
+    with page.expect_response(form_url) as posted:
+        page.evaluate("document.getElementById('f').submit()")  # the attacker's own page posts it
     expect(page.locator("body")).to_contain_text("Refused: this change came from " + attacker.url)
     # Both requests were refused; the form's carried what a cross-port page's do (Playwright cannot
     # read an opaque no-cors fetch's request headers).
-    assert [status for _, status, _, _ in seen] == [403, 403]
-    assert (f"{sugo}/chats/{chat['id']}/delete", 403, attacker.url, "same-site") in seen
+    assert seen == [(f"{sugo}/connections", 403), (form_url, 403)]
+    request = posted.value.request
+    assert (posted.value.status, request.header_value("origin"), request.header_value("sec-fetch-site")) == (
+        403,
+        attacker.url,
+        "same-site",
+    )
     with live.client() as c:
         assert c.get(f"/api/chats/{chat['id']}").status_code == 200
         assert c.get("/api/connections").json() == []

@@ -19,6 +19,7 @@ import schemathesis
 from hypothesis import strategies as st
 
 from app.main import create_app
+from app.platform.claims import REPLIES
 from app.platform.settings import Settings
 from tests.conftest import add_character, add_connection, new_chat
 from tests.support.live import LiveSugo
@@ -290,8 +291,15 @@ def _embedder_ready(api) -> bool:
 
 
 def _wait_idle(live: LiveSugo) -> None:
-    # A streamed reply is finished by its own task a moment after the response ends.
-    wait_for(lambda: not live.services.generations._by_chat, timeout=30, what="replies to finish")
+    # A streamed reply is finished by its own task a moment after the response ends, and that task
+    # gives the chat's reply claim back (a commit) after it leaves the registry: a refused request
+    # measured in between once saw that commit as its own write.
+    generations = live.services.generations
+    wait_for(
+        lambda: not generations._by_chat and not generations.claims.chats(REPLIES),
+        timeout=30,
+        what="replies to finish",
+    )
     # Every run a request starts in a thread of its own (the scheduler is off) ends before the next
     # case is measured: a day Backfill still committing once failed a refused request that came after it.
     for kind, what in _THREAD_RUNS:
