@@ -3,6 +3,7 @@ that starts the scheduler with every prompt source's jobs."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 from contextlib import asynccontextmanager
@@ -43,7 +44,7 @@ from app.platform.claims import REPLIES, ClaimTable, RunClaims
 from app.platform.clock import Clock
 from app.platform.db import check_data_folder, make_engine
 from app.platform.foreground import Foreground
-from app.platform.jobs import settle_runs
+from app.platform.jobs import look_after_dead_servers, settle_runs
 from app.platform.migrate import upgrade_database
 from app.platform.queue import make_queue
 from app.platform.services import Services
@@ -104,7 +105,7 @@ def build_services(settings: Settings, *, sources: PromptSources | None = None) 
         claims=claims,
         day_backfills=DayBackfills(),
         rescan_statuses=RescanStatuses(),
-        held_scenes=HeldScenes(),
+        held_scenes=HeldScenes(claims.table),
         tools=ToolRegistry(builtin_tools()),
         clock=Clock(),
         session_signer=signer,
@@ -129,7 +130,14 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
         # sees a run "running" with nobody at work.
         settle_runs(services)
         services.claims.table.start_heartbeat()
-        services.generations.start_finishing_abandoned()  # replies of a server that died (PostgreSQL)
+        # With several servers (PostgreSQL) one that dies leaves replies and runs no start of its own
+        # may come back for: every server looks for them now and then. On SQLite one process owns the
+        # file, and the start above settled everything.
+        looking = (
+            asyncio.get_running_loop().create_task(look_after_dead_servers(services))
+            if services.engine.dialect.name == "postgresql"
+            else None
+        )
         services.recall.load_models(services.engine)
         if settings.start_scheduler:
             # On PostgreSQL this server's worker of the shared job queue starts too (app/platform/queue.py).
@@ -140,6 +148,8 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
         try:
             yield
         finally:
+            if looking is not None:
+                looking.cancel()
             await services.generations.shutdown()
             services.claims.table.stop_heartbeat()
             await close_clients()

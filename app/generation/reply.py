@@ -98,7 +98,6 @@ class Generations:
         self._by_chat: dict[int, Generation] = {}
         # Chats whose turn is being stored (on a thread): a second send must not slip in meanwhile.
         self._starting: set[int] = set()
-        self._finishing: asyncio.Task | None = None  # the look for replies of servers that died
 
     @property
     def claims(self) -> ClaimTable:
@@ -173,28 +172,7 @@ class Generations:
             session.commit()
         return count
 
-    def start_finishing_abandoned(self) -> None:
-        """With several servers on PostgreSQL, one that dies leaves its reply "streaming": every server
-        looks now and then (ABANDONED_CHECK_S) and finishes those whose claim went stale. On SQLite one
-        process owns the file, and the start finishes them all."""
-        if self._claims.engine.dialect.name == "postgresql":
-            self._finishing = asyncio.get_running_loop().create_task(self._finish_abandoned_now_and_then())
-
-    async def _finish_abandoned_now_and_then(self) -> None:
-        while True:
-            await asyncio.sleep(ABANDONED_CHECK_S)
-            try:
-                if finished := await run_in_threadpool(self.finish_abandoned):
-                    log.warning(
-                        "Marked %d reply(s) whose server stopped writing them as incomplete.", finished
-                    )
-            except Exception:  # a busy or unreachable database: the next look tries again
-                log.warning("could not look for replies whose server stopped", exc_info=True)
-
     async def shutdown(self) -> None:
-        if self._finishing is not None:
-            self._finishing.cancel()
-            self._finishing = None
         for gen in list(self._by_chat.values()):
             gen.stop.set()
             if gen.task:
@@ -205,8 +183,6 @@ class Generations:
 ALREADY_WRITING = "A reply is already being written in this chat. Stop it first."
 # How often a reply being written looks whether Stop was asked on another server.
 REMOTE_STOP_POLL_S = 1.0
-# How often each server looks for replies a dead server left "streaming" (read at every look: a test shortens it).
-ABANDONED_CHECK_S = 60.0
 
 
 async def _watch_remote_stop(registry: Generations, gen: Generation, token: str) -> None:

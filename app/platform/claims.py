@@ -32,9 +32,9 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import Select, text
 from sqlalchemy.engine import Connection, Engine
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field, SQLModel, select
 
 from app.platform.timeutil import utcnow
 
@@ -44,6 +44,9 @@ HEARTBEAT_S = 10.0
 STALE_AFTER = timedelta(seconds=60)
 KINDS = ("summaries", "day_summaries", "prepare", "fix", "rescans", "scene_checks", "continuity")
 REPLIES = "replies"  # the reply being written in a chat (app/generation/reply.py's Generations)
+# A scene whose recap is being written (app/memory/scenes/writer.py's HeldScenes): for this kind the
+# row's chat_id column holds the scene's id.
+SCENE_RECAPS = "scene_recaps"
 
 
 class RunClaim(SQLModel, table=True):
@@ -170,6 +173,38 @@ class ClaimTable:
                 ).scalar_one()
                 > 0
             )
+
+    def live_ids(self, kind: str) -> Select:
+        """The ids of `kind`'s live claims, on any server, as a subquery: a statement that reads them in
+        the same snapshot as the rows it changes (a claim taken between two statements is never missed)."""
+        # The time is bound as text, as everywhere here: the column's type wants zoned datetimes, the
+        # table stores UTC without a zone on both databases.
+        fresh = text("run_claim.heartbeat_at >= :stale").bindparams(stale=self._now() - self._stale_after)
+        return select(RunClaim.chat_id).where(RunClaim.kind == kind, fresh)  # type: ignore[call-overload]
+
+    def stale(self) -> list[tuple[str, int, str]]:
+        """(kind, chat, token) of every claim no server refreshed for the stale time: what a server that
+        died left behind."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                text("SELECT kind, chat_id, token FROM run_claim WHERE heartbeat_at < :stale"),
+                {"stale": self._now() - self._stale_after},
+            )
+            return [(row[0], row[1], row[2]) for row in rows]
+
+    def drop_stale(self, claims: list[tuple[str, int, str]]) -> int:
+        """Delete those of `claims` still stale (one refreshed or taken over meanwhile stays); how many."""
+        dropped = 0
+        with self.engine.begin() as conn:
+            for kind, chat_id, token in claims:
+                dropped += conn.execute(
+                    text(
+                        "DELETE FROM run_claim WHERE kind = :kind AND chat_id = :chat AND token = :token "
+                        "AND heartbeat_at < :stale"
+                    ),
+                    {"kind": kind, "chat": chat_id, "token": token, "stale": self._now() - self._stale_after},
+                ).rowcount
+        return dropped
 
     def holds(self, kind: str, chat_id: int, token: str) -> bool:
         """Whether the claim `token` names is in the table (a read: nothing written to find out)."""

@@ -16,10 +16,18 @@ hands every one of them to its kind, which either
 No run is left "running" without a thread, so no panel shows progress frozen for ever. Each kind says
 which, and why, in its own module; the README lists them. A run kept only in memory (Memory Recall's
 Rebuild) ends with its process as Stop ends it: nothing of it is left to settle.
+
+Several servers on PostgreSQL: a server that dies leaves its runs "running" and its claims in the
+database, and no start of its own may come. Every server looks now and then (`look_after_dead_servers`,
+every DEAD_SERVER_LOOK_S) for claims nobody refreshed for the stale time; when it finds some, it
+finishes the replies those servers were writing and settles the runs as a start would. Each kind's
+settle skips a run whose chat a live claim holds (on any server) and resumes into a claim taken in the
+database, so two servers looking at once resume a run once. Then it drops the stale claims it saw.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sys
@@ -155,6 +163,37 @@ class RunKind:
     on_restart: str  # RESUME or CLOSE
     settle: Callable[[Any], int]
     reason: str = ""  # CLOSE: the sentence the closed run keeps
+
+
+# How often each server looks for what a server that died left (read at every look: a test shortens it).
+DEAD_SERVER_LOOK_S = 60.0
+
+
+def settle_after_dead_servers(services: Any) -> dict[str, int]:
+    """When claims went stale (a server died, or one stalled past the stale time): the replies it was
+    writing marked interrupted, its runs resumed or closed (`settle_runs`), its stale claims dropped;
+    what was settled, by kind. Nothing stale: nothing is read past the claims."""
+    table = services.claims.table
+    stale = table.stale()
+    if not stale:
+        return {}
+    settled = {"Replies": services.generations.finish_abandoned()}
+    settled.update(settle_runs(services))
+    table.drop_stale(stale)
+    return settled
+
+
+async def look_after_dead_servers(services: Any) -> None:
+    """`settle_after_dead_servers` every DEAD_SERVER_LOOK_S, for as long as the app runs (a task)."""
+    while True:
+        await asyncio.sleep(DEAD_SERVER_LOOK_S)
+        try:
+            settled = await asyncio.to_thread(settle_after_dead_servers, services)
+        except Exception:  # a busy or unreachable database: the next look tries again
+            log.warning("could not look for work a stopped server left", exc_info=True)
+            continue
+        if any(settled.values()):
+            log.warning("Picked up what a server that stopped left: %s", settled)
 
 
 def settle_runs(services: Any) -> dict[str, int]:

@@ -138,8 +138,8 @@ def test_two_apps_in_one_process_keep_their_caches_indexes_and_keys_apart(tmp_pa
 
 def test_an_app_started_again_on_its_folder_takes_none_of_the_stopped_apps_runs(tmp_path, models):
     """A restart in one process (as the tests do): a thread of the stopped app may still work a chat. The
-    new app drops the claims the stopped one left in the database, and its run progress and held scenes
-    are its own, so its runs of that chat start and a recap the stopped app was writing waits again (the day summaries' claims and Backfill progress were
+    new app drops the claims the stopped one left in the database (its held scenes' too), and its run
+    progress is its own, so its runs of that chat start and a recap the stopped app was writing waits again (the day summaries' claims and Backfill progress were
     once shared by every app on one database)."""
     data = tmp_path / "data"
     first = LiveSugo(data, start_scheduler=False).start()
@@ -168,10 +168,9 @@ def test_an_app_started_again_on_its_folder_takes_none_of_the_stopped_apps_runs(
         )
         assert ended["status"] == "done" and ended["result"] == "No missing summaries found."
     # The claims are rows of the one database: the new start dropped what the stopped app held (one
-    # process owns a SQLite file), so its threads' ends give back nothing of the new app's. Its
-    # progress and held scene, kept in the stopped app, are as it left them.
+    # process owns a SQLite file), its scene's claim too, so its threads' ends give back nothing of the
+    # new app's. Its progress, kept in the stopped app, is as it left it.
     assert not any(getattr(first.services.claims, kind).held(chat_id) for kind in KINDS)
+    assert first.services.held_scenes.held() == []
     assert first.services.day_backfills.latest(chat_id) is progress and progress.running
     assert (status := first.services.rescan_statuses.get(chat_id)) is not None and status.status == "running"
-    with first.services.held_scenes.held() as held:
-        assert held == [scene_id]

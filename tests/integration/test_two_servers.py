@@ -12,8 +12,7 @@ from datetime import timedelta
 import pytest
 
 from app.chats.service import INTERRUPTED
-from app.generation import reply as reply_module
-from app.platform import claims
+from app.platform import claims, jobs
 from tests.conftest import add_character, add_connection, new_chat, read_sse
 from tests.support.live import LiveSugo
 from tests.support.model_server import Reply
@@ -233,7 +232,7 @@ def test_a_reply_whose_server_died_is_marked_interrupted_once_its_claim_is_stale
         # reply, so nothing of it moves any more.
         one.services.claims.table.stop_heartbeat()
         monkeypatch.setattr(claims, "STALE_AFTER", timedelta(seconds=1))
-        monkeypatch.setattr(reply_module, "ABANDONED_CHECK_S", 0.2)
+        monkeypatch.setattr(jobs, "DEAD_SERVER_LOOK_S", 0.2)
         with LiveSugo(tmp_path / "data", database_url=migrated_postgres_url, server_name="three") as three:
             with three.client() as api_three:
                 last = wait_for(

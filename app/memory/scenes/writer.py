@@ -11,11 +11,11 @@ reading decisions); this module does the I/O.
 Decisions:
 - One writer per scene: it is claimed by ONE conditional UPDATE ("waiting"/"failed" and not manual →
   "writing"). A second writer (another thread, the same scene asked again after a swipe or a restart)
-  claims nothing and is skipped, so a scene is never recapped twice at once nor written twice. Which
-  scenes this app is writing is also kept in memory (`Services.held_scenes`, one HeldScenes per app), so
-  `release_stale` can tell a claim a crash left behind from one a thread holds now: an app started again
-  on the same data folder holds none of the stopped app's scenes. `write_waiting_recaps` calls it first,
-  the app's start does too.
+  claims nothing and is skipped, so a scene is never recapped twice at once nor written twice. The
+  writer also holds a database claim of the scene (`Services.held_scenes`, kind SCENE_RECAPS), taken
+  before the UPDATE, so `release_stale` can tell a "writing" a crash or a dead server left behind from
+  one a writer holds now, on any server: a restart drops its last life's claims, a dead server's go
+  stale. `write_waiting_recaps` calls it first, the app's start and the look for dead servers' work do too.
 - The recap is stored with one more conditional UPDATE (still "writing", still not manual): a recap
   the user edited while the helper wrote is kept, and the helper's is dropped ("skipped").
 - Input budget: INPUT_BUDGET_TOKENS (12,000) of transcript per request. Helper models are often small
@@ -53,12 +53,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import update
+from sqlalchemy import Select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -72,6 +70,7 @@ from app.memory.scenes.core import recap as rc
 from app.memory.scenes.messages import helper_config, messages_and_streaming
 from app.memory.scenes.models import Scene, SceneRecapPart, SceneState
 from app.memory.summaries.core import answers
+from app.platform.claims import SCENE_RECAPS, ClaimTable
 from app.platform.core.errors import UserError
 from app.platform.services import Services
 from app.platform.timeutil import utcnow
@@ -91,40 +90,39 @@ NOTHING_TO_READ = (
 
 
 class HeldScenes:
-    """The scenes a recap writer of this app is writing now (`Services.held_scenes`), by scene id."""
+    """The scenes a recap writer is writing now (`Services.held_scenes`), on every server sharing the
+    database: a claim of kind SCENE_RECAPS per scene (app/platform/claims.py), refreshed by the
+    server's heartbeat, so a server that dies leaves its scenes to go stale and another writes them."""
 
-    def __init__(self) -> None:
-        self._scenes: set[int] = set()
-        self._lock = threading.Lock()
+    def __init__(self, table: ClaimTable) -> None:
+        self._table = table
 
     def hold(self, scene_id: int) -> bool:
-        """Take the scene; False when a writer of this app holds it."""
-        with self._lock:
-            if scene_id in self._scenes:
-                return False
-            self._scenes.add(scene_id)
-            return True
+        """Take the scene; False when a writer (of any server) holds it."""
+        return self._table.take(SCENE_RECAPS, scene_id) is not None
 
     def let_go(self, scene_id: int) -> None:
-        with self._lock:
-            self._scenes.discard(scene_id)
+        self._table.give_back(SCENE_RECAPS, scene_id)
 
-    @contextmanager
-    def held(self) -> Iterator[list[int]]:
-        """The scenes held now; no writer takes or lets go of one until the block ends (release_stale
-        puts the others back in it)."""
-        with self._lock:
-            yield sorted(self._scenes)
+    def held(self) -> list[int]:
+        """The scenes held now, on any server."""
+        return self._table.chats(SCENE_RECAPS)
+
+    def live_ids(self) -> Select:
+        return self._table.live_ids(SCENE_RECAPS)
 
 
 # Claims --------------------------------------------------------------------------------------------
 
 
 def release_stale(services: Services) -> int:
-    """Put back to "waiting" the scenes left in "writing" that no writer of this app holds (a crash
-    or a restart cut their writer short); how many."""
-    with services.held_scenes.held() as held, Session(services.engine) as session:
-        stmt = update(Scene).where(col(Scene.state) == "writing", col(Scene.id).not_in(held))
+    """Put back to "waiting" the scenes left in "writing" that no writer holds (a crash, a restart or a
+    server that died cut their writer short); how many. One statement reads the live claims and changes
+    the scenes: a writer claims its scene before marking it "writing", so none is put back under it."""
+    with Session(services.engine) as session:
+        stmt = update(Scene).where(
+            col(Scene.state) == "writing", col(Scene.id).not_in(services.held_scenes.live_ids())
+        )
         result = session.exec(stmt.values(state="waiting", updated_at=utcnow()))  # type: ignore[call-overload]
         session.commit()
         return int(result.rowcount or 0)
