@@ -78,7 +78,12 @@ def build_services(settings: Settings, *, sources: PromptSources | None = None) 
     upgrade_database(engine)
     keybox = KeyBox(settings.secret_key_path)
     check_key_file(engine, keybox, settings.secret_key_path, shared=settings.database_url is not None)
-    claims = RunClaims(ClaimTable(engine, server=settings.server))
+    # The claims read and write on connections of their own: a request holding one of the app's
+    # connections (a page asking whether a reply or a run is at work) never waits for a second from the
+    # same pool, which a hundred such requests at once emptied, each waiting for the others (the load
+    # bench saw its 30 s timeout). Claim statements are short and never wait for each other's pool.
+    claims_engine = make_engine(settings.database_url or settings.database_path, pool_size=2, max_overflow=10)
+    claims = RunClaims(ClaimTable(claims_engine, server=settings.server))
     if dropped := claims.table.forget_previous_life():
         log.info("Dropped %d run claim(s) this server's last start left.", dropped)
     with Session(engine) as session:
@@ -100,7 +105,7 @@ def build_services(settings: Settings, *, sources: PromptSources | None = None) 
         summary_blocks=SummaryBlocks(),
         recall=RecallRuntime(),
         sources=sources if sources is not None else default_sources(),
-        generations=Generations(claims.table),
+        generations=Generations(claims.table, engine),
         foreground=Foreground(),
         claims=claims,
         day_backfills=DayBackfills(),

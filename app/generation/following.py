@@ -47,7 +47,7 @@ async def follow_stored(
     disconnected: Callable[[], Awaitable[bool]],
 ) -> AsyncIterator[str]:
     """SSE for a page following the reply the claim `token` (another server's) is writing in the chat."""
-    engine = generations.claims.engine
+    engine = generations.engine
     deadline = time.monotonic() + FOLLOW_LIMIT_S
 
     async def still_writing() -> bool:

@@ -35,7 +35,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
@@ -93,8 +93,10 @@ class Generations:
     streams), and for every server a claim of kind "replies" in the database, so two servers never
     write two replies in one chat and Stop reaches the server that writes it."""
 
-    def __init__(self, claims: ClaimTable) -> None:
+    def __init__(self, claims: ClaimTable, engine: Engine | None = None) -> None:
         self._claims = claims
+        # The app's engine, for the messages (the claims keep a pool of their own: app/main.py).
+        self.engine = engine if engine is not None else claims.engine
         self._by_chat: dict[int, Generation] = {}
         # Chats whose turn is being stored (on a thread): a second send must not slip in meanwhile.
         self._starting: set[int] = set()
@@ -167,7 +169,7 @@ class Generations:
 
     def finish_abandoned(self) -> int:
         """Mark the replies whose server died (no live claim any more) interrupted; how many."""
-        with Session(self._claims.engine) as session:
+        with Session(self.engine) as session:
             count = chats.finish_interrupted_replies(session, writing=lambda: self._claims.chats(REPLIES))
             session.commit()
         return count

@@ -105,10 +105,12 @@ def json_text(value: Any) -> str:
         return json.dumps(_finite(value), allow_nan=False)
 
 
-def make_engine(database: Path | str) -> Engine:
-    """The SQLite file at a path, or the PostgreSQL database a postgresql+psycopg:// URL names."""
+def make_engine(database: Path | str, *, pool_size: int = 5, max_overflow: int = 10) -> Engine:
+    """The SQLite file at a path, or the PostgreSQL database a postgresql+psycopg:// URL names; its
+    pool keeps `pool_size` connections and opens up to `max_overflow` more at busy times."""
+    pool = {"pool_size": pool_size, "max_overflow": max_overflow}
     if isinstance(database, str):
-        return _postgres_engine(database)
+        return _postgres_engine(database, pool)
     database_path = database
     database_path.parent.mkdir(parents=True, exist_ok=True)
     _owner_only(database_path)
@@ -117,12 +119,13 @@ def make_engine(database: Path | str) -> Engine:
         module=sqlite3,
         connect_args={"check_same_thread": False, "timeout": 30},
         json_serializer=json_text,
+        **pool,
     )
     event.listen(engine, "connect", _on_connect)
     return engine
 
 
-def _postgres_engine(url: str) -> Engine:
+def _postgres_engine(url: str, pool: dict[str, int]) -> Engine:
     if not url.startswith(POSTGRES_URL_PREFIX):
         raise ValueError(
             f"A database URL starts with {POSTGRES_URL_PREFIX}; a SQLite database is given as a path."
@@ -131,7 +134,11 @@ def _postgres_engine(url: str) -> Engine:
     # out. Sessions run in UTC, as SQLite stores every time: a timestamp column without a zone
     # reads back the instant that was written whatever the server's own time zone.
     return create_engine(
-        url, pool_pre_ping=True, connect_args={"options": "-c timezone=UTC"}, json_serializer=json_text
+        url,
+        pool_pre_ping=True,
+        connect_args={"options": "-c timezone=UTC"},
+        json_serializer=json_text,
+        **pool,
     )
 
 

@@ -66,3 +66,4 @@ class Services:
         """Let go of the threads and connections (the app's lifespan ends)."""
         self.recall.close()
         self.engine.dispose()
+        self.claims.table.engine.dispose()

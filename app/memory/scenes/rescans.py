@@ -115,12 +115,15 @@ class RescanStatuses:
                     setattr(run, key, value)
 
 
-def rescan_status(services: Services, chat_id: int) -> RescanStatus | None:
-    """The chat's re-scan in this app; else how the newest one before the last start ended."""
+def rescan_status(services: Services, chat_id: int, session: Session | None = None) -> RescanStatus | None:
+    """The chat's re-scan in this app; else how the newest one before the last start ended. `session`:
+    the caller's (a request's), so it never waits for a second connection of the pool."""
     if (run := services.rescan_statuses.get(chat_id)) is not None:
         return run
-    with Session(services.engine) as session:
-        row = _latest(session, chat_id)
+    if session is None:
+        with Session(services.engine) as own:
+            return rescan_status(services, chat_id, own)
+    row = _latest(session, chat_id)
     if row is None or row.status == "running" or (bounds := _bounds(row)) is None:
         return None
     return RescanStatus(row.status, *bounds, message=row.reason)
@@ -218,7 +221,7 @@ def rescan_context(session: Session, services: Services, chat: Chat) -> dict[str
         helper_config(session, services, chat)
     except UserError as err:
         problem = str(err)
-    run = rescan_status(services, chat.id or 0)
+    run = rescan_status(services, chat.id or 0, session)
     return {
         "chat": chat,
         "run": run,

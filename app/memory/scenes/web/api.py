@@ -172,7 +172,7 @@ class RescanRead(BaseModel):
 
 def _rescan_read(session, services, chat_id: int) -> RescanRead:
     get_chat(session, chat_id)
-    run = rescans.rescan_status(services, chat_id)
+    run = rescans.rescan_status(services, chat_id, session)
     default = rescans.default_range(session, chat_id) or (None, None)
     base = (
         RescanRead(status="none")
