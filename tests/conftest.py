@@ -83,6 +83,20 @@ def postgres_sugo(request, tmp_path: Path) -> Iterator[LiveSugo]:
 
 
 @pytest.fixture
+def two_servers(request, tmp_path: Path) -> Iterator[tuple[LiveSugo, LiveSugo]]:
+    """Two live Sugo servers ("one", "two") sharing a fresh PostgreSQL database, each on its own
+    loopback port as two machines behind a proxy, with one data folder (the key that seals API keys
+    is shared, as it must be). For tests marked postgres."""
+    url = request.getfixturevalue("migrated_postgres_url")
+    data = tmp_path / "data"
+    with (
+        LiveSugo(data, database_url=url, server_name="one") as one,
+        LiveSugo(data, database_url=url, server_name="two") as two,
+    ):
+        yield one, two
+
+
+@pytest.fixture
 def api(sugo: LiveSugo):
     with sugo.client() as client:
         yield client

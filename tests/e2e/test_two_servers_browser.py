@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from tests.conftest import add_character, add_connection, new_chat, read_sse
-from tests.support.live import LiveSugo
 from tests.support.model_server import Reply
 from tests.support.waiting import wait_for
 
@@ -20,20 +18,10 @@ pytestmark = pytest.mark.postgres
 TEXT = "The lantern sways and then " * 60
 
 
-@pytest.fixture
-def servers(tmp_path, migrated_postgres_url) -> Iterator[tuple[LiveSugo, LiveSugo]]:
-    data = tmp_path / "data"
-    with (
-        LiveSugo(data, database_url=migrated_postgres_url, server_name="writer") as writer,
-        LiveSugo(data, database_url=migrated_postgres_url, server_name="reader") as reader,
-    ):
-        yield writer, reader
-
-
 def test_a_page_of_one_server_shows_the_reply_the_other_writes_growing_and_stops_it(
-    page: Page, servers, models, shot
+    page: Page, two_servers, models, shot
 ):
-    writer, reader = servers
+    writer, reader = two_servers
     with writer.client() as api:
         add_connection(api, models)
         chat_id = new_chat(api, [add_character(api)["id"]])["id"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -21,16 +20,6 @@ from tests.support.waiting import wait_for
 pytestmark = pytest.mark.postgres
 
 
-@pytest.fixture
-def servers(tmp_path, migrated_postgres_url) -> Iterator[tuple[LiveSugo, LiveSugo]]:
-    data = tmp_path / "data"
-    with (
-        LiveSugo(data, database_url=migrated_postgres_url, server_name="one") as one,
-        LiveSugo(data, database_url=migrated_postgres_url, server_name="two") as two,
-    ):
-        yield one, two
-
-
 def _last(api, chat_id: int) -> dict:
     return api.get(f"/api/chats/{chat_id}/messages").json()[-1]
 
@@ -41,8 +30,8 @@ def _partly_stored(api, chat_id: int) -> bool:
     return last["status"] == "streaming" and bool(last["content"])
 
 
-def test_one_reply_per_chat_across_servers_and_stop_reaches_the_server_writing_it(servers, models):
-    one, two = servers
+def test_one_reply_per_chat_across_servers_and_stop_reaches_the_server_writing_it(two_servers, models):
+    one, two = two_servers
     with one.client() as api_one, two.client() as api_two:
         add_connection(api_one, models)
         chat_id = new_chat(api_one, [add_character(api_one)["id"]])["id"]
@@ -133,8 +122,8 @@ def _write_in_thread(api, chat_id: int, content: str) -> tuple[threading.Thread,
     return thread, events
 
 
-def test_a_reply_written_through_one_server_streams_growing_to_a_page_of_the_other(servers, models):
-    one, two = servers
+def test_a_reply_written_through_one_server_streams_growing_to_a_page_of_the_other(two_servers, models):
+    one, two = two_servers
     with one.client() as api_one, two.client() as api_two:
         add_connection(api_one, models)
         chat_id = new_chat(api_one, [add_character(api_one)["id"]])["id"]  # created through one
@@ -171,8 +160,8 @@ def test_a_reply_written_through_one_server_streams_growing_to_a_page_of_the_oth
         assert 'data-generating="false"' in api_one.get(f"/chats/{chat_id}").text
 
 
-def test_stop_through_the_following_server_ends_the_followed_reply(servers, models):
-    one, two = servers
+def test_stop_through_the_following_server_ends_the_followed_reply(two_servers, models):
+    one, two = two_servers
     with one.client() as api_one, two.client() as api_two:
         add_connection(api_one, models)
         chat_id = new_chat(api_one, [add_character(api_one)["id"]])["id"]
@@ -193,9 +182,9 @@ def test_stop_through_the_following_server_ends_the_followed_reply(servers, mode
 
 
 def test_a_server_started_while_another_writes_leaves_that_reply_alone(
-    servers, models, tmp_path, migrated_postgres_url
+    two_servers, models, tmp_path, migrated_postgres_url
 ):
-    one, two = servers
+    one, two = two_servers
     with one.client() as api_one:
         add_connection(api_one, models)
         chat_id = new_chat(api_one, [add_character(api_one)["id"]])["id"]
@@ -216,9 +205,9 @@ def test_a_server_started_while_another_writes_leaves_that_reply_alone(
 
 
 def test_a_reply_whose_server_died_is_marked_interrupted_once_its_claim_is_stale(
-    servers, models, tmp_path, migrated_postgres_url, monkeypatch
+    two_servers, models, tmp_path, migrated_postgres_url, monkeypatch
 ):
-    one, _ = servers
+    one, _ = two_servers
     with one.client() as api_one:
         add_connection(api_one, models)
         chat_id = new_chat(api_one, [add_character(api_one)["id"]])["id"]
@@ -249,10 +238,10 @@ def test_a_reply_whose_server_died_is_marked_interrupted_once_its_claim_is_stale
 
 
 def test_a_restarted_server_finishes_the_reply_its_last_life_was_writing_at_once(
-    servers, models, tmp_path, migrated_postgres_url
+    two_servers, models, tmp_path, migrated_postgres_url
 ):
     """Its own claims are dropped before the replies are looked at: no wait for them to go stale."""
-    one, _ = servers
+    one, _ = two_servers
     with one.client() as api_one:
         add_connection(api_one, models)
         chat_id = new_chat(api_one, [add_character(api_one)["id"]])["id"]

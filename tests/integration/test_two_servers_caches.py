@@ -29,7 +29,6 @@ The caches that hold data across requests, and why each is right across servers:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import text
@@ -38,20 +37,9 @@ from sqlmodel import Session, create_engine
 from app.lore import service as lore
 from app.lore.models import Lorebook
 from tests.conftest import add_character, add_connection, new_chat, read_sse
-from tests.support.live import LiveSugo
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture
-def servers(tmp_path, migrated_postgres_url) -> Iterator[tuple[LiveSugo, LiveSugo]]:
-    data = tmp_path / "data"
-    with (
-        LiveSugo(data, database_url=migrated_postgres_url, server_name="one") as one,
-        LiveSugo(data, database_url=migrated_postgres_url, server_name="two") as two,
-    ):
-        yield one, two
 
 
 def _reply(api, models, chat_id: int, content: str) -> str:
@@ -64,8 +52,10 @@ def _reply(api, models, chat_id: int, content: str) -> str:
     return "\n".join(str(m["content"]) for m in sent["messages"])
 
 
-def test_a_lorebook_edited_through_one_server_is_used_by_the_next_reply_through_the_other(servers, models):
-    one, two = servers
+def test_a_lorebook_edited_through_one_server_is_used_by_the_next_reply_through_the_other(
+    two_servers, models
+):
+    one, two = two_servers
     with one.client() as api_one, two.client() as api_two:
         add_connection(api_one, models)
         chat_id = new_chat(api_one, [add_character(api_one)["id"]])["id"]
@@ -113,11 +103,11 @@ def test_a_lorebook_edited_through_one_server_is_used_by_the_next_reply_through_
         assert "harbour of Vellmar is frozen" not in _reply(api_two, models, chat_id, "The harbour.")
 
 
-def test_a_deleted_book_s_id_given_to_a_new_book_is_not_served_from_the_cache(servers, models):
+def test_a_deleted_book_s_id_given_to_a_new_book_is_not_served_from_the_cache(two_servers, models):
     """On PostgreSQL ids are never given again; the stamp's creation time covers SQLite, where they
     are (tests/integration/test_lore_cache.py); here: a book deleted through one, another book
     attached through one, two sends the new book's entries only."""
-    one, two = servers
+    one, two = two_servers
     with one.client() as api_one, two.client() as api_two:
         add_connection(api_one, models)
         chat_id = new_chat(api_one, [add_character(api_one)["id"]])["id"]
@@ -181,8 +171,8 @@ def _memory_file(*contents: str) -> bytes:
     ).encode()
 
 
-def test_a_memory_written_through_one_server_is_found_through_the_other_within_a_second(servers, models):
-    one, two = servers
+def test_a_memory_written_through_one_server_is_found_through_the_other_within_a_second(two_servers, models):
+    one, two = two_servers
     with one.client() as api_one, two.client() as api_two:
         add_connection(api_one, models, embedding_model="test-embedding")
         chat_id = new_chat(api_one, [add_character(api_one)["id"]])["id"]
@@ -222,10 +212,10 @@ def _summary(api, chat_id: int, start: int, end: int, content: str) -> dict:
     return r.json()
 
 
-def test_a_summary_edited_through_one_server_is_sent_by_the_next_reply_through_the_other(servers, models):
+def test_a_summary_edited_through_one_server_is_sent_by_the_next_reply_through_the_other(two_servers, models):
     """Even when the editing server's clock runs behind the one that wrote the chat's newest entry,
     and the new text has the old one's length (the summaries' stamp sums the edit times)."""
-    one, two = servers
+    one, two = two_servers
     with one.client() as api_one, two.client() as api_two:
         add_connection(api_one, models)
         chat_id = new_chat(api_one, [add_character(api_one)["id"]])["id"]
@@ -256,10 +246,10 @@ def test_a_summary_edited_through_one_server_is_sent_by_the_next_reply_through_t
         assert edited not in _reply(api_two, models, chat_id, "And on.")
 
 
-def test_a_memory_made_after_a_reply_through_one_server_is_found_through_the_other(servers, models):
+def test_a_memory_made_after_a_reply_through_one_server_is_found_through_the_other(two_servers, models):
     """The way most memories are written: the memory job after a reply on server one chunks the
     chat; server two's search finds the new memory within a second of its being stored."""
-    one, two = servers
+    one, two = two_servers
     with one.client() as api_one, two.client() as api_two:
         add_connection(api_one, models, embedding_model="test-embedding")
         chat_id = new_chat(api_one, [add_character(api_one)["id"]], mode="conversation")["id"]
