@@ -116,6 +116,7 @@ def test_switching_models_marks_old_memories_rebuild_moves_them_and_spaces_never
     assert api.post(f"/api/chats/{chat['id']}/memories/rebuild").json()["total"] == count
     status = _wait_rebuild(api, chat["id"])
     assert status["rebuild"] == {
+        "status": "done",
         "total": count,
         "done": count,
         "running": False,
