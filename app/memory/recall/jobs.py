@@ -13,7 +13,7 @@ from functools import partial
 from typing import TypeVar
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select, update
+from sqlmodel import Session, col, func, select, update
 
 from app.chats.models import Chat
 from app.memory.recall.embedding import embedder_for_chat
@@ -26,7 +26,7 @@ from app.memory.recall.rebuild_runs import (
     running_rebuild_chats,
     stop_requested,
 )
-from app.memory.recall.service import embed_chunks, embed_pending, list_chunk_ids, sync_chunks, waiting_count
+from app.memory.recall.service import embed_chunks, embed_pending, list_chunk_ids, sync_chunks
 from app.platform.jobs import Job, lower_this_threads_priority
 from app.platform.services import Services
 from app.platform.timeutil import utcnow
@@ -419,39 +419,49 @@ def _rebuild(services: Services, chat_id: int, run_id: int, token: str | None) -
 def _make(services: Services, chat_id: int, run_id: int, token: str | None) -> bool:
     """Rebuild on a chat without memories: make them from its messages and embed them, with the
     rebuild's progress and Stop. It is the chat's sync, so it never runs beside another one here. True
-    when every memory got its vectors, as `_rebuild`."""
+    when every memory got its vectors, as `_rebuild`. Its progress is the chat's memories with vectors
+    of all its memories, counted afresh: a resume (or a sync that ran between two lives) goes on from
+    whatever is embedded, and what was embedded is never asked again (only waiting memories are)."""
     with Session(services.engine) as session:
         run = session.get(RebuildRun, run_id)
         if run is None or session.get(Chat, chat_id) is None:
             return False
         sync_chunks(session, chat_id)
-        # Added to, not set: ChatSyncs runs this again when a change came meanwhile, a resume goes on.
-        run.total = run.done + waiting_count(session, chat_id)
-        session.add(run)
         embedder = embedder_for_chat(
             session, chat_id, services.keybox, sizes=services.recall.sizes, new_size=True
         )
-        session.commit()
         while True:
+            run.total, run.done, waiting = _made(session, chat_id)
+            run.updated_at = utcnow()
+            session.add(run)
+            session.commit()
+            if not waiting:
+                break
             if _stopped(services):
                 return False  # the row stays "running" for the next start to resume
             _still_ours(services, chat_id, token)
             if stop_requested(session, run_id):
-                session.refresh(run)
-                if run.done < run.total:
-                    _end(services, run_id, "stopped")
-                    return False
-                break
+                _end(services, run_id, "stopped")
+                return False
             services.foreground.wait_for_quiet()  # as the memory job's batches do
             done = embed_pending(session, chat_id, embedder, limit=REBUILD_BATCH)
             _still_ours(services, chat_id, token)
-            run.done, run.updated_at = run.done + done, utcnow()
-            session.add(run)
-            session.commit()
-            if not done:
-                break
-        session.refresh(run)
-        if run.done < run.total:
-            _end(services, run_id, "failed", UNREACHABLE)
-            return False
+            if not done:  # the source failed: the memories it did not reach say why
+                session.commit()
+                run.total, run.done, _ = _made(session, chat_id)
+                session.add(run)
+                session.commit()
+                _end(services, run_id, "failed", UNREACHABLE)
+                return False
         return True
+
+
+def _made(session: Session, chat_id: int) -> tuple[int, int, int]:
+    """(the chat's memories, those with vectors, those waiting for them)."""
+    rows = session.exec(
+        select(MemoryChunk.status, func.count())
+        .where(MemoryChunk.chat_id == chat_id)
+        .group_by(col(MemoryChunk.status))
+    ).all()
+    by_status = dict(rows)
+    return sum(by_status.values()), by_status.get("vectorized", 0), by_status.get("waiting", 0)
