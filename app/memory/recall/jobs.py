@@ -262,8 +262,9 @@ class Rebuilds:
             session.refresh(run)
             started = Rebuild.of(run)
         # Without a scheduler (a test app) the work runs inside the request, as the jobs then do.
-        _launch(services, chat_id, started.id, inline=not services.settings.start_scheduler)
-        return started
+        inline = not services.settings.start_scheduler
+        _launch(services, chat_id, started.id, inline=inline)
+        return (self.get(chat_id) or started) if inline else started
 
     def stop(self, services: Services, chat_id: int) -> Rebuild | None:
         """Ask the chat's running rebuild to stop after the batch in hand, whichever server works it. One
@@ -283,8 +284,10 @@ class Rebuilds:
 
 def _launch(services: Services, chat_id: int, run_id: int, *, inline: bool) -> None:
     """Work the run holding the chat's claim (taken by the caller), given back when the work ends."""
+    # The claim's own mark: the work checks it before each write, and stops once another server took
+    # the run over (this server judged dead meanwhile).
+    token = services.claims.table.token(services.claims.rebuilds.kind, chat_id)
     if inline:
-        token = services.claims.table.token(services.claims.rebuilds.kind, chat_id)
         try:
             _work(services, chat_id, run_id, token)
         finally:
@@ -294,7 +297,7 @@ def _launch(services: Services, chat_id: int, run_id: int, *, inline: bool) -> N
 
     def work() -> None:
         lower_this_threads_priority()  # background work only, on a thread of its own
-        _work(services, chat_id, run_id, services.claims.table.token(services.claims.rebuilds.kind, chat_id))
+        _work(services, chat_id, run_id, token)
 
     services.claims.rebuilds.start(chat_id, work, name=f"memory-rebuild-{chat_id}")
 
