@@ -103,7 +103,7 @@ def build_services(settings: Settings, *, sources: PromptSources | None = None) 
         keybox=keybox,
         lorebooks=CompiledBooks(),
         summary_blocks=SummaryBlocks(),
-        recall=RecallRuntime(),
+        recall=RecallRuntime(engine=engine),
         sources=sources if sources is not None else default_sources(),
         generations=Generations(claims.table, engine),
         foreground=Foreground(),

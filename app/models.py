@@ -11,6 +11,7 @@ from app.lore.models import Lorebook, LorebookEntry, LorebookLink
 from app.memory.chat_notes.models import ChatMemory
 from app.memory.days.models import DayFailure, DaySummary, WeekSummary
 from app.memory.recall.models import MemoryChunk, MemoryVector
+from app.memory.recall.rebuild_runs import RebuildRun
 from app.memory.scenes.models import Scene, SceneRecapPart, SceneState
 from app.memory.summaries.models import SummaryEntry, SummaryJob, SummaryRun, SummaryTemplate
 from app.personas.models import Persona
@@ -43,6 +44,7 @@ __all__ = [
     "MemoryVector",
     "Message",
     "Persona",
+    "RebuildRun",
     "RunClaim",
     "SharedSecret",
     "SummaryEntry",

@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT_S = 10.0
 STALE_AFTER = timedelta(seconds=60)
-KINDS = ("summaries", "day_summaries", "prepare", "fix", "rescans", "scene_checks", "continuity")
+KINDS = ("summaries", "day_summaries", "prepare", "fix", "rescans", "scene_checks", "continuity", "rebuilds")
 REPLIES = "replies"  # the reply being written in a chat (app/generation/reply.py's Generations)
 # A scene whose recap is being written (app/memory/scenes/writer.py's HeldScenes): for this kind the
 # row's chat_id column holds the scene's id.
@@ -362,7 +362,7 @@ class RunClaims:
     """One app's claims (`Services.claims`), one ChatClaims per kind of run: the Chat Summary's (Generate,
     Backfill, automatic), the Conversation days' (the job, Backfill, Write now), Prepare existing
     history's, Fix's, Re-scan scenes', the scene check's (after a reply, and skipping an unreadable
-    batch) and Updating continuity's."""
+    batch), Updating continuity's and Memory Recall's Rebuild all."""
 
     def __init__(self, table: ClaimTable) -> None:
         self.table = table
@@ -373,6 +373,9 @@ class RunClaims:
         self.rescans = ChatClaims(table, "rescans")
         self.scene_checks = ChatClaims(table, "scene_checks")
         self.continuity = ChatClaims(table, "continuity")
+        self.rebuilds = ChatClaims(
+            table, "rebuilds"
+        )  # Memory Recall's Rebuild all (app/memory/recall/jobs.py)
 
     def kinds(self) -> list[ChatClaims]:
         return [getattr(self, kind) for kind in KINDS]

@@ -40,7 +40,7 @@ def test_each_kind_of_run_claims_the_chat_apart(database):
     claims = RunClaims(ClaimTable(database, server="a"))
     kinds = claims.kinds()
     assert all(kind.claim(1) for kind in kinds)  # a scene check and a Prepare of one chat, say
-    assert [kind.kind for kind in kinds] == list(KINDS) and len(KINDS) == 7
+    assert [kind.kind for kind in kinds] == list(KINDS) and len(KINDS) == 8
 
 
 def test_two_servers_never_hold_one_chat_and_one_cannot_release_the_others(database):

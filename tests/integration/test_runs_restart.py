@@ -4,8 +4,8 @@ starts the run with the test model server holding the helper's answer (the run i
 process, starts a new one on the same data folder and follows the run there over HTTP.
 
 RESUME: Prepare existing history, Backfill Summary, day Backfill, an automatic summary, a Generate that
-was waiting its turn behind a Backfill. CLOSE: Fix, Re-scan scenes, a Generate whose answer was on its way.
-Memory Recall's Rebuild is kept only in memory: the new process shows none running."""
+was waiting its turn behind a Backfill, Memory Recall's Rebuild (a row since issue 26: it goes on from the
+last memory it embedded). CLOSE: Fix, Re-scan scenes, a Generate whose answer was on its way."""
 
 from __future__ import annotations
 
@@ -295,32 +295,36 @@ def _after_generate(api, models, db, chat_id):
     assert generate.INTERRUPTED in panel and 'id="summary-retry"' in panel
 
 
-# Kept only in memory --------------------------------------------------------------------------------
+# Memory Recall's Rebuild ---------------------------------------------------------------------------
 
 
 def _begin_rebuild(api, models, db):
+    """Rebuild on a chat without memories: it makes them, and is killed in its first embedding call."""
     add_connection(api, models, embedding_model="test-embedding")
     chat_id = new_chat(api, [add_character(api, "Aria")["id"]])["id"]
     _seed_messages(db, chat_id, 119)  # older messages than the live window: memories to make
     models.embedding_gate = threading.Event()
     r = api.post(f"/api/chats/{chat_id}/memories/rebuild")
-    assert r.status_code == 202 and r.json()["running"], r.text
+    assert r.status_code == 202 and r.json()["running"] and r.json()["making"], r.text
     return chat_id
 
 
 def _after_rebuild(api, models, db, chat_id):
     gate, models.embedding_gate = models.embedding_gate, None
     gate.set()
-    status = api.get(f"/api/chats/{chat_id}/memories/status").json()
-    assert status["rebuild"] is None  # nothing of it was kept: no progress bar frozen half-way
-    # The memory sweep at start makes and embeds what the rebuild did not reach.
-    done = wait_for(
-        lambda: (s := api.get(f"/api/chats/{chat_id}/memories/status").json())["building"] is None and s,
+    # The new process resumed it: it ends "done" with every memory made and embedded.
+    status = wait_for(
+        lambda: (
+            not (s := api.get(f"/api/chats/{chat_id}/memories/status").json())["rebuild"]["running"] and s
+        ),
         timeout=240,
         interval=0.1,
-        what="every memory embedded",
+        what="the resumed rebuild's end",
     )
-    assert done["count"] and done["statuses"]["vectorized"] == done["count"], done
+    rebuild = status["rebuild"]
+    assert rebuild["status"] == "done" and rebuild["making"] and rebuild["error"] is None, rebuild
+    assert rebuild["done"] == rebuild["total"] == status["count"] > 0, status
+    assert status["statuses"]["vectorized"] == status["count"], status
 
 
 def _embedding_held(models: ModelServer) -> bool:
@@ -384,3 +388,63 @@ def test_a_run_killed_midway_is_resumed_or_closed_by_the_next_start(tmp_path, mo
             case.after(api, models, db, ctx)
     finally:
         server.kill()
+
+
+def _embedded_inputs(models: ModelServer, since: int) -> list[list[str]]:
+    """The texts of each /embeddings call after the first `since` requests."""
+    return [r.json["input"] for r in list(models.requests)[since:] if r.path.endswith("/embeddings")]
+
+
+def test_a_rebuild_killed_midway_goes_on_from_the_last_memory_it_embedded(tmp_path, models):
+    """Issue 26: a rebuild's progress is its row, written with each batch's vectors; the next start resumes
+    it after the last memory embedded, so nothing is embedded twice but the batch the kill cut short."""
+    data_dir = tmp_path / "data"
+    server = SugoProcess(data_dir).start()
+    try:
+        db = _Folder(data_dir)
+        with server.client() as api:
+            chat_id = _roleplay(api, models, db, 219)  # the built-in model makes and embeds its memories
+            assert api.post(f"/api/chats/{chat_id}/memories/rebuild").json()["making"]
+            made = _until_rebuilt(api, chat_id)
+            count = made["count"]
+            assert count > 2 * 16, made  # one batch done, one in flight at the kill, the rest after
+            embedding = add_connection(api, models, name="Embedder", embedding_model="test-embedding")
+            api.put(f"/api/chats/{chat_id}/options", json={"connection_id": embedding["id"]})
+            since = len(models.requests)
+            first = models.embedding_gate = threading.Event()
+            started = api.post(f"/api/chats/{chat_id}/memories/rebuild").json()
+            assert started["total"] == count and not started["making"], started
+            wait_for(lambda: len(_embedded_inputs(models, since)) == 1, what="the first batch asked")
+            models.embedding_gate = threading.Event()  # the second batch waits here for the kill
+            first.set()
+            wait_for(lambda: len(_embedded_inputs(models, since)) == 2, what="the second batch asked")
+            assert api.get(f"/api/chats/{chat_id}/memories/status").json()["rebuild"]["done"] == 16
+        server.kill()
+        held, models.embedding_gate = models.embedding_gate, None
+        held.set()
+        server = SugoProcess(data_dir).start()
+        with server.client() as api:
+            status = _until_rebuilt(api, chat_id)
+    finally:
+        server.kill()
+    rebuild = status["rebuild"]
+    assert rebuild["status"] == "done" and rebuild["done"] == rebuild["total"] == count, rebuild
+    assert status["other_space"] == 0 and status["statuses"]["vectorized"] == count, status
+    calls = _embedded_inputs(models, since)
+    before_kill, after = calls[:2], calls[2:]
+    assert after[0] == before_kill[1]  # the batch in flight at the kill, asked again
+    texts = [t for call in calls for t in call]
+    twice = {t for t in texts if texts.count(t) > 1}
+    assert twice == set(before_kill[1]), "only the batch the kill cut short is embedded twice"
+    assert not set(before_kill[0]) & {t for call in after for t in call}  # the first batch: never again
+
+
+def _until_rebuilt(api, chat_id: int) -> dict:
+    return wait_for(
+        lambda: (
+            not (s := api.get(f"/api/chats/{chat_id}/memories/status").json())["rebuild"]["running"] and s
+        ),
+        timeout=240,
+        interval=0.1,
+        what="the rebuild's end",
+    )

@@ -105,6 +105,7 @@ def memory_status(chat_id: int, session: SessionDep, services: ServicesDep) -> d
         "rebuild": None
         if rebuild is None
         else {
+            "status": rebuild.status,  # running, done, stopped or failed
             "total": rebuild.total,
             "done": rebuild.done,
             "running": rebuild.running,
@@ -134,7 +135,7 @@ def rebuild_memories(chat_id: int, session: SessionDep, services: ServicesDep) -
 def stop_rebuilding(chat_id: int, session: SessionDep, services: ServicesDep) -> dict:
     """Stop a running rebuild after the batch in hand."""
     get_chat(session, chat_id)
-    rebuild = services.recall.rebuilds.stop(chat_id)
+    rebuild = services.recall.rebuilds.stop(services, chat_id)
     return {"stopping": bool(rebuild and rebuild.running)}
 
 

@@ -1,7 +1,5 @@
 """The memory viewer (Chat Settings → Memory Recall → "Access memories for this chat")."""
 
-import copy
-
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
@@ -39,10 +37,10 @@ def _view(
 
 def _context(request: Request, session, chat_id: int, message: str | None = None) -> dict:
     chat = get_chat(session, chat_id)
-    # The rebuild as it is now, read once: the route decides what to send by it and the template
-    # renders it, and the rebuild's thread may end between the two.
+    # The rebuild as its row says now (whichever server works it), read once: the route decides what to
+    # send by it and the template renders it, and the rebuild may end between the two.
     services = request.app.state.services
-    rebuild = copy.copy(services.recall.rebuilds.get(chat_id))
+    rebuild = services.recall.rebuilds.get(chat_id)
     chunks = service.list_chunks(session, chat_id)
     choice = embedding_choice(session, chat)
     space = build_embedder(choice, sizes=services.recall.sizes).space
@@ -165,7 +163,7 @@ def stop_rebuild_page(
     chat_id: int, request: Request, session: SessionDep, services: ServicesDep, hx: HxRequest
 ) -> HTMLResponse:
     """Stop the rebuild after the batch in hand; memories not reached keep their old vectors."""
-    services.recall.rebuilds.stop(chat_id)
+    services.recall.rebuilds.stop(services, chat_id)
     return _status_view(request, session, chat_id, hx)
 
 

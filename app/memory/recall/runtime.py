@@ -1,5 +1,5 @@
 """What Memory Recall keeps while the app runs: the sign-bit index, the newest queries' vectors,
-the threads a search runs its passes on, the running rebuilds and memory syncs, the built-in
+the threads a search runs its passes on, the memory syncs running, the rebuilds (read from the database), the built-in
 models the data uses. One per app (app/platform/services.py), never a module global."""
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ def _query_threads() -> ThreadPoolExecutor:
 
 @dataclass
 class RecallRuntime:
+    # The app's database: the rebuilds are rows of it (None: a runtime without one, in a unit test).
+    engine: Engine | None = None
     index: SignIndex = field(default_factory=SignIndex)
     query_vectors: QueryVectors = field(default_factory=QueryVectors)
     queries: ThreadPoolExecutor = field(default_factory=_query_threads)
@@ -35,6 +37,10 @@ class RecallRuntime:
     syncs: ChatSyncs = field(default_factory=ChatSyncs)  # one memory sync per chat at a time
     models: BuiltinModels = field(default_factory=BuiltinModels)
     sizes: VectorSizes = field(default_factory=VectorSizes)  # the vector size each embedding server gave
+
+    def __post_init__(self) -> None:
+        if self.rebuilds.engine is None:
+            self.rebuilds.engine = self.engine
 
     def load_models(self, engine: Engine) -> None:
         """At start, in the background: work out which built-in models the data uses and load them,

@@ -15,10 +15,10 @@ from app.chats.settings import read_settings
 from app.memory.recall.core.lexical import DENSE_WEIGHT, NEIGHBOUR_SHARE
 from app.memory.recall.core.sources import BUILTIN_MODELS
 from app.memory.recall.embedding import embed_query_early, embedder_for_chat, embedding_choice
-from app.memory.recall.jobs import JOBS, schedule_embed_chat
+from app.memory.recall.jobs import JOBS, resume_cut_short, schedule_embed_chat
 from app.memory.recall.service import finish_recall, start_recall
 from app.platform import forms
-from app.platform.jobs import Job
+from app.platform.jobs import RESUME, Job, RunKind
 from app.platform.services import Services
 from app.prompt.core.builder import DynamicBlock
 from app.prompt.core.tokens import count_tokens
@@ -125,6 +125,10 @@ class RecallSource(PromptSource):
 
     def jobs(self) -> Sequence[Job]:
         return JOBS
+
+    def runs(self) -> Sequence[RunKind]:
+        # A rebuild the user asked for goes on from the last memory it embedded (jobs.resume_cut_short).
+        return (RunKind("Memory Recall rebuild", "rebuild_run", RESUME, resume_cut_short),)
 
     def settings_section(self, session: Session, chat: Chat, services: Services) -> SettingsSection:
         return SettingsSection(
