@@ -14,8 +14,7 @@ hands every one of them to its kind, which either
 - CLOSES it with a sentence its panel and the API show (Fix, Re-scan, a Generate whose answer was on
   its way): work whose plan was made for a moment that has passed, which the user runs again.
 No run is left "running" without a thread, so no panel shows progress frozen for ever. Each kind says
-which, and why, in its own module; the README lists them. A run kept only in memory (Memory Recall's
-Rebuild) ends with its process as Stop ends it: nothing of it is left to settle.
+which, and why, in its own module; the README lists them.
 
 Several servers on PostgreSQL: a server that dies leaves its runs "running" and its claims in the
 database, and no start of its own may come. Every server looks now and then (`look_after_dead_servers`,
