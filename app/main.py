@@ -153,6 +153,7 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
         try:
             yield
         finally:
+            services.claims.table.keep_runs_for_others()
             if looking is not None:
                 looking.cancel()
             await services.generations.shutdown()

@@ -12,8 +12,9 @@ Decisions:
   died, and the next claim of that chat takes it over, so another server resumes the run.
 - At start an instance drops the claims its server's previous life left (on SQLite, every claim: one
   process owns the file), so a restarted server resumes its own runs at once instead of waiting for
-  them to go stale. A run a restart cut short belongs to no one; the row it left saying "running" is
-  the sweep's or the user's to pick up.
+  them to go stale. A run a shutdown cut short keeps its claim until then (`keep_runs_for_others`):
+  a server stopped for good leaves its runs to the live servers, which resume them once the claim is
+  stale (app/platform/jobs.py `look_after_dead_servers`).
 - The claims belong to the app (`Services.claims`), so a chat is named by its id alone: two apps on
   two databases whose chat ids collide share none.
 - A thread started with `start` gives the claim back when its work returns or raises, and at once when
@@ -83,6 +84,9 @@ class ClaimTable:
         self._stale_after = stale_after if stale_after is not None else STALE_AFTER
         self._stop = threading.Event()
         self._beating: threading.Thread | None = None
+        # Set when the app shuts down (`keep_runs_for_others`): a run's thread cut short then leaves its
+        # claim to go stale instead of giving it back (see ChatClaims.start).
+        self.closing = False
 
     def _now(self) -> datetime:
         # Stored as UTC without a zone on both databases (the column's type), so times compare as written.
@@ -288,6 +292,14 @@ class ClaimTable:
         self._beating = threading.Thread(target=run, name="run-claims-heartbeat", daemon=True)
         self._beating.start()
 
+    def keep_runs_for_others(self) -> None:
+        """The app is shutting down: the runs it cuts short keep their claims, which stop being
+        refreshed and go stale, so the live servers' look for dead servers' work resumes them (a
+        server stopped for good leaves nothing "running" for ever); this server's next start drops
+        them and resumes its runs at once. Replies still give theirs back (a stopped reply is kept as
+        it stands; nothing resumes it, and its chat must take the next one)."""
+        self.closing = True
+
     def stop_heartbeat(self) -> None:
         self._stop.set()
         if self._beating is not None:
@@ -344,7 +356,7 @@ class ChatClaims:
                 work(*args)
             finally:
                 try:
-                    if token is not None:
+                    if token is not None and not self._table.closing:
                         self._table.give_back(self.kind, chat_id, token)
                 except Exception:  # left to go stale; the next claim takes it over
                     log.exception("giving back the %s claim of chat %s failed", self.kind, chat_id)

@@ -7,6 +7,7 @@ short): the writers' claims are rows of the database, not of one process."""
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
@@ -103,3 +104,42 @@ def _scene_state(sugo: LiveSugo, scene_id: int) -> str:
         scene = s.get(Scene, scene_id)
         assert scene is not None
         return scene.state
+
+
+def test_a_prepare_cut_short_by_a_clean_shutdown_is_resumed_by_the_live_server(
+    tmp_path, migrated_postgres_url, models, monkeypatch
+):
+    """A server stopped for good (scaled down, not restarted) while the other runs: its Prepare thread,
+    told the app is stopping, ends after the recap in hand and keeps the run's claim, which goes stale
+    once the heartbeat stops; the live server's look then resumes the run (given back, the claim
+    would leave the run "running" with no one to find it)."""
+    data = tmp_path / "data"
+    with LiveSugo(data, database_url=migrated_postgres_url, server_name="one") as one:
+        # One refreshes its claims five times a second, so two may judge a claim stale after 2 s.
+        one.services.claims.table.stop_heartbeat()
+        one.services.claims.table.start_heartbeat(every_s=0.2)
+        monkeypatch.setattr(claims, "STALE_AFTER", timedelta(seconds=2))
+        monkeypatch.setattr(jobs, "DEAD_SERVER_LOOK_S", 0.2)
+        with (
+            LiveSugo(data, database_url=migrated_postgres_url, server_name="two") as two,
+            two.client() as api,
+        ):
+            with one.client() as api_one:
+                chat_id, ids = _seeded_chat(one, api_one, models)
+                held = threading.Event()
+                models.script(*[_ends(e) for e in ENDS], _recap(1), Reply(_recap(2), gate=held))
+                _start(api_one, chat_id)
+                wait_for(
+                    lambda: len(_recaps(models)) == 2, timeout=60, what="one to ask for the second recap"
+                )
+            prepare = next(t for t in threading.enumerate() if t.name.startswith("scenes-prepare"))
+            one.stop()
+            models.script(*[_recap(n) for n in range(3, 6)])
+            held.set()  # one's thread stores recap 2, sees the app stopped and ends
+            prepare.join(30)
+            assert not prepare.is_alive()
+            done = _until(api, chat_id, "done")
+            stored = _scenes(two, chat_id, ids)
+    assert done["done"] == done["total"] == 5 and done["reason"] == ""
+    assert sorted(_recaps(models)) == SCENES  # each scene asked once: recap 2 was one's, 3–5 two's
+    assert [summary.split(":")[0] for *_, summary in stored] == [f"Recap number {n}" for n in range(1, 6)]
