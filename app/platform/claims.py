@@ -48,6 +48,8 @@ REPLIES = "replies"  # the reply being written in a chat (app/generation/reply.p
 # A scene whose recap is being written (app/memory/scenes/writer.py's HeldScenes): for this kind the
 # row's chat_id column holds the scene's id.
 SCENE_RECAPS = "scene_recaps"
+# A reminder being delivered (app/tools/tasks/firing.py): the row's chat_id column holds the task's id.
+TASK_DELIVERIES = "task_deliveries"
 
 
 class RunClaim(SQLModel, table=True):

@@ -15,9 +15,10 @@ from sqlmodel import select
 from app.chats.models import Message
 from app.generation.reply import start as start_reply
 from app.personas.models import Persona
+from app.platform.claims import TASK_DELIVERIES
 from app.platform.timeutil import as_utc
 from app.tools.registry import ToolContext, ToolError
-from app.tools.tasks.firing import claim, fire_due_tasks
+from app.tools.tasks.firing import claim, fire_due_tasks, reopen_cut_short
 from app.tools.tasks.models import Task
 from tests.conftest import add_character, add_connection, new_chat
 from tests.support.live import LiveSugo
@@ -286,9 +287,30 @@ def test_a_claim_is_won_once_even_by_a_tick_that_read_the_task_as_open(sugo, mod
     now = sugo.services.clock.now()
     with sugo.session() as first, sugo.session() as second:
         assert first.get(Task, task_id).status == second.get(Task, task_id).status == "open"  # both read it
-        assert claim(first, task_id, now=now)
-        assert not claim(second, task_id, now=now)
+        assert claim(sugo.services, first, task_id, now=now)
+        assert not claim(sugo.services, second, task_id, now=now)
     assert _task(sugo, task_id).status == "firing"
+
+
+def test_a_task_being_delivered_stays_firing_and_one_whose_delivery_died_opens_again(sugo, models):
+    """What a starting server, or the live servers' look for a dead one's work, does with "firing"
+    tasks (app/tools/tasks/firing.py `reopen_cut_short`): a delivery with a live claim is left alone (a
+    second server starting once reopened it, and the reminder came twice); one without opens again."""
+    chat_id, char_id = _setup(sugo, models)
+    task_id = _set_reminder(sugo, chat_id, char_id, minutes_from_now=1)
+    with sugo.session() as s:
+        assert claim(sugo.services, s, task_id, now=sugo.services.clock.now())
+    assert reopen_cut_short(sugo.services) == 0 and _task(sugo, task_id).status == "firing"
+    sugo.services.claims.table.give_back(TASK_DELIVERIES, task_id)  # its server died: no live claim
+    assert reopen_cut_short(sugo.services) == 1 and _task(sugo, task_id).status == "open"
+    # A task cancelled since the tick read it is not claimed, and leaves no claim behind.
+    with sugo.session() as s:
+        task = s.get(Task, task_id)
+        task.status = "cancelled"
+        s.add(task)
+        s.commit()
+        assert not claim(sugo.services, s, task_id, now=sugo.services.clock.now())
+    assert sugo.services.claims.table.token(TASK_DELIVERIES, task_id) is None
 
 
 def test_a_reminder_waits_for_a_reply_being_written_in_its_chat(sugo, models):

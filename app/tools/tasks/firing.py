@@ -5,15 +5,19 @@ reminder as a system line and the task tools left out of that turn (no reminder 
 Decisions:
 - The claim is the database's: `UPDATE task SET status='firing' WHERE id=? AND status='open'` succeeds
   for one tick only, so two ticks racing (two schedulers, a tick at start beside the interval's) fire a
-  task once.
+  task once. Before it the tick takes a claim row of the task (kind TASK_DELIVERIES, refreshed by the
+  server's heartbeat, given back when the task is settled or reopened), so "firing" can be told apart:
+  delivered now by a live server, or left by one that died.
 - A chat where a reply is being written is not interrupted: the task goes back to open and the next
   tick tries again.
 - The task is settled when its reply ends: a recurring one moves to the first slot of its cadence after
   now (slots missed while Sugo was down are skipped, never fired in a burst), a one-time one is done; a
   reply that failed (no connection, the provider's error) marks a one-time task failed with the reason
   (the Tasks page shows it; a new time reopens it).
-- A task left "firing" by a server that died mid-reply goes back to open once, at start (its kind,
-  below, RESUMES; app/platform/jobs.py): it fires again, as its reply was cut off.
+- A task left "firing" by a server that died or stopped mid-reply goes back to open once (its kind,
+  below, RESUMES; app/platform/jobs.py: at start, and on PostgreSQL when the live servers find its claim
+  stale): it fires again, as its reply was cut off. One a live server delivers keeps firing: a second
+  server starting meanwhile once reopened it, and the reminder came twice.
 - Fired more than `schedule.LATE_AFTER` after its time (Sugo was down, or busy), the reminder says how
   late it is and the task is marked late.
 
@@ -35,6 +39,7 @@ from sqlmodel import Session, col, select
 from starlette.concurrency import run_in_threadpool
 
 from app.chats.models import ChatCharacter
+from app.platform.claims import TASK_DELIVERIES
 from app.platform.core.errors import UserError
 from app.platform.jobs import RESUME, Job, RunKind
 from app.platform.timeutil import as_utc
@@ -73,7 +78,7 @@ def claim_due(services: Any) -> list[Claimed]:
         for task in due:
             late_by = now - as_utc(task.due_at)
             late = schedule.is_late(as_utc(task.due_at), now)
-            if not claim(session, task.id, now=now):
+            if not claim(services, session, task.id, now=now):
                 continue  # another tick has it
             in_chat = (
                 task.character_id is not None
@@ -89,16 +94,26 @@ def claim_due(services: Any) -> list[Claimed]:
     return claimed
 
 
-def claim(session: Session, task_id: int, *, now: datetime) -> bool:
-    """Mark an open task as firing and commit; False when it was open no more (another tick, or a
-    cancel, got there first since it was read)."""
-    won = session.connection().execute(
-        update(Task)
-        .where(col(Task.id) == task_id, col(Task.status) == "open")
-        .values(status="firing", updated_at=now)
-    )
-    session.commit()
-    return won.rowcount == 1
+def claim(services: Any, session: Session, task_id: int, *, now: datetime) -> bool:
+    """Claim the task's delivery, then mark it firing and commit; False when another tick or server
+    delivers it, or it was open no more (a cancel got there first since it was read)."""
+    table = services.claims.table
+    if table.take(TASK_DELIVERIES, task_id) is None:
+        return False
+    try:
+        won = session.connection().execute(
+            update(Task)
+            .where(col(Task.id) == task_id, col(Task.status) == "open")
+            .values(status="firing", updated_at=now)
+        )
+        session.commit()
+    except BaseException:
+        table.give_back(TASK_DELIVERIES, task_id)
+        raise
+    if won.rowcount != 1:
+        table.give_back(TASK_DELIVERIES, task_id)
+        return False
+    return True
 
 
 def reopen(services: Any, task_id: int) -> None:
@@ -109,12 +124,20 @@ def reopen(services: Any, task_id: int) -> None:
             update(Task).where(col(Task.id) == task_id, col(Task.status) == "firing").values(status="open")
         )
         session.commit()
+    services.claims.table.give_back(TASK_DELIVERIES, task_id)
 
 
 def settle(services: Any, item: Claimed, error: str | None) -> None:
     """The reminder's reply ended (`error`: why it failed): next slot, done or failed; when it fired,
     and whether late, kept for the Tasks page."""
     now = services.clock.now()
+    try:
+        _settle(services, item, error, now)
+    finally:
+        services.claims.table.give_back(TASK_DELIVERIES, item.task_id)
+
+
+def _settle(services: Any, item: Claimed, error: str | None, now: datetime) -> None:
     with Session(services.engine) as session:
         task = session.get(Task, item.task_id)
         if task is None or task.status != "firing":
@@ -192,10 +215,13 @@ def _settle_logged(services: Any, item: Claimed, error: str | None) -> None:
 
 
 def reopen_cut_short(services: Any) -> int:
-    """At start: tasks left "firing" by a server that stopped mid-reply open again; how many."""
+    """Tasks left "firing" by a server that stopped mid-reply (no live claim of their delivery) open
+    again; how many. One statement reads the claims and changes the tasks: a tick claims a task
+    before it marks it firing, so none is reopened under a live delivery."""
+    live = services.claims.table.live_ids(TASK_DELIVERIES)
     with Session(services.engine) as session:
         done = session.connection().execute(
-            update(Task).where(col(Task.status) == "firing").values(status="open")
+            update(Task).where(col(Task.status) == "firing", col(Task.id).not_in(live)).values(status="open")
         )
         session.commit()
         return done.rowcount
