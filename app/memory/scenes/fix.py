@@ -42,6 +42,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from datetime import timedelta
 
+from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from app.chats.models import Chat
@@ -218,8 +219,17 @@ def close_cut_short(services: Services) -> int:
             newest = latest_fix(session, run.chat_id)
             if working(services, run.chat_id) and newest is not None and newest.id == run.id:
                 continue  # the Fix a thread works now
-            _end_run(session, run, "stopped", RESTARTED)
-            closed += 1
+            # Only while it still says running: a Fix that ended (and gave its claim back) between the
+            # read above and the claim's check keeps its end (the live servers run this now and then).
+            ended = session.connection().execute(
+                update(SceneRun)
+                .where(col(SceneRun.id) == run.id, col(SceneRun.status) == "running")
+                .values(
+                    status="stopped", reason=RESTARTED, current="", stop_requested=False, updated_at=utcnow()
+                )
+            )
+            session.commit()
+            closed += ended.rowcount
     return closed
 
 

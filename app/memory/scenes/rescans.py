@@ -39,6 +39,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, delete, select
 
@@ -155,10 +156,15 @@ def close_cut_short(services: Services) -> int:
             newest = _latest(session, row.chat_id)
             if services.claims.rescans.held(row.chat_id) and newest is not None and newest.id == row.id:
                 continue  # the re-scan a thread works now
-            row.status, row.updated_at = "stopped", utcnow()
-            row.reason = RESTARTED if row.checked_through_id is None else RESTARTED_CHANGED
-            session.add(row)
-            closed += 1
+            # Only while it still says running: one that ended between the read and the claim's check
+            # keeps its end (the live servers run this now and then).
+            reason = RESTARTED if row.checked_through_id is None else RESTARTED_CHANGED
+            ended = session.connection().execute(
+                update(SceneRun)
+                .where(col(SceneRun.id) == row.id, col(SceneRun.status) == "running")
+                .values(status="stopped", reason=reason, updated_at=utcnow())
+            )
+            closed += ended.rowcount
         session.commit()
     return closed
 

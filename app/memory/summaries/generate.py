@@ -327,10 +327,15 @@ def close_interrupted(services: Services) -> int:
     with Session(engine) as session:
         for job in session.exec(select(SummaryJob).where(SummaryJob.status == "running")).all():
             if running(services, job.chat_id):
-                continue  # a thread of this process works the chat now
-            job.status, job.reason, job.updated_at = "failed", INTERRUPTED, utcnow()
-            session.add(job)
-            closed += 1
+                continue  # a thread works the chat now (here or on another server)
+            # Only while it still says running: a Generate that ended between the read and the claim's
+            # check keeps its end (the live servers run this now and then).
+            ended = session.connection().execute(
+                update(SummaryJob)
+                .where(col(SummaryJob.id) == job.id, col(SummaryJob.status) == "running")
+                .values(status="failed", reason=INTERRUPTED, updated_at=utcnow())
+            )
+            closed += ended.rowcount
         session.commit()
     return closed
 

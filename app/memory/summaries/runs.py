@@ -32,7 +32,7 @@ import threading
 from collections.abc import Sequence
 from functools import partial
 
-from sqlalchemy import text
+from sqlalchemy import text, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -513,17 +513,21 @@ def requeue_automatic(services: Services) -> int:
         ).all():
             if running(services, run.chat_id):
                 continue
-            run.status, run.reason, run.next_attempt_at, run.updated_at = (
-                "failed",
-                INTERRUPTED,
-                utcnow(),
-                utcnow(),
+            # Only while it still says running (one that ended between the read and the claim's check
+            # keeps its end); attempts + 1: the model was asked; due at once all the same (a restart is
+            # no reason to wait).
+            ended = session.connection().execute(
+                update(SummaryRun)
+                .where(col(SummaryRun.id) == run.id, col(SummaryRun.status) == "running")
+                .values(
+                    status="failed",
+                    reason=INTERRUPTED,
+                    next_attempt_at=utcnow(),
+                    updated_at=utcnow(),
+                    attempts=SummaryRun.attempts + 1,
+                )
             )
-            run.attempts += (
-                1  # the model was asked; due at once all the same (a restart is no reason to wait)
-            )
-            session.add(run)
-            requeued += 1
+            requeued += ended.rowcount
         session.commit()
     return requeued
 
