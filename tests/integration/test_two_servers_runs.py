@@ -67,8 +67,11 @@ def test_a_prepare_whose_server_was_killed_is_finished_by_the_other_server(
     assert done["done"] == done["total"] == 5 and done["reason"] == ""
     assert _checks(models) == WINDOWS  # no window read twice
     asked = _recaps(models)
-    assert asked[1] == asked[2] == SCENES[1]  # the recap the kill cut short, asked again by B
-    assert sorted(asked[:1] + asked[2:]) == SCENES  # every scene asked once but that one
+    # The recap the kill cut short asked again by B, every other scene once. Not necessarily next: the
+    # scene's claim was taken after the run's, and unless a heartbeat refreshed both since, it goes
+    # stale after it, so B may resume the run while the scene still looks held (a run of this test
+    # under load saw 3, 4, 5, then 2).
+    assert asked[1] == SCENES[1] and sorted(asked) == sorted([*SCENES, SCENES[1]])
     assert [(first, last, state) for first, last, state, _ in stored] == [
         (*scene, "written") for scene in SCENES
     ]
