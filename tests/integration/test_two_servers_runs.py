@@ -131,11 +131,15 @@ def test_a_prepare_cut_short_by_a_clean_shutdown_is_resumed_by_the_live_server(
                 chat_id, ids = _seeded_chat(one, api_one, models)
                 held = threading.Event()
                 models.script(*[_ends(e) for e in ENDS], _recap(1), Reply(_recap(2), gate=held))
+                # Its thread is told from any an earlier test left behind (chat ids start at 1 again).
+                earlier = set(threading.enumerate())
                 _start(api_one, chat_id)
                 wait_for(
                     lambda: len(_recaps(models)) == 2, timeout=60, what="one to ask for the second recap"
                 )
-            prepare = next(t for t in threading.enumerate() if t.name.startswith("scenes-prepare"))
+            prepare = next(
+                t for t in threading.enumerate() if t not in earlier and t.name.startswith("scenes-prepare")
+            )
             one.stop()
             models.script(*[_recap(n) for n in range(3, 6)])
             held.set()  # one's thread stores recap 2, sees the app stopped and ends
