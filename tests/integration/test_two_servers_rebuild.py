@@ -6,7 +6,6 @@ heartbeating (as one that died) is finished by the other from the last memory em
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -19,16 +18,6 @@ from tests.support.live import LiveSugo
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture
-def servers(tmp_path, migrated_postgres_url) -> Iterator[tuple[LiveSugo, LiveSugo]]:
-    data = tmp_path / "data"
-    with (
-        LiveSugo(data, database_url=migrated_postgres_url, server_name="one") as one,
-        LiveSugo(data, database_url=migrated_postgres_url, server_name="two") as two,
-    ):
-        yield one, two
 
 
 def _status(api, chat_id: int) -> dict:
@@ -67,8 +56,8 @@ def _hold_second_batch(models, api, chat_id: int) -> tuple[int, threading.Event]
     return since, second
 
 
-def test_progress_started_on_one_server_shows_on_the_other_and_its_stop_stops_it(servers, models):
-    one, two = servers
+def test_progress_started_on_one_server_shows_on_the_other_and_its_stop_stops_it(two_servers, models):
+    one, two = two_servers
     with one.client() as api_one, two.client() as api_two:
         chat_id, count = _chat_to_rebuild(one, api_one, models)
         since, second = _hold_second_batch(models, api_one, chat_id)
@@ -97,9 +86,9 @@ def test_progress_started_on_one_server_shows_on_the_other_and_its_stop_stops_it
 
 
 def test_a_rebuild_whose_server_stopped_heartbeating_is_finished_by_the_other(
-    servers, models, tmp_path, migrated_postgres_url, monkeypatch
+    two_servers, models, tmp_path, migrated_postgres_url, monkeypatch
 ):
-    one, _ = servers
+    one, _ = two_servers
     with one.client() as api_one:
         chat_id, count = _chat_to_rebuild(one, api_one, models)
         since, second = _hold_second_batch(models, api_one, chat_id)
