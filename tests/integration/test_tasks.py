@@ -6,6 +6,7 @@ moves on to its next slot. Real Sugo, real SQLite, the test model server over HT
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from datetime import UTC, datetime, timedelta
 
@@ -20,7 +21,7 @@ from app.platform.timeutil import as_utc
 from app.tools.registry import ToolContext, ToolError
 from app.tools.tasks.firing import claim, fire_due_tasks, reopen_cut_short
 from app.tools.tasks.models import Task
-from tests.conftest import add_character, add_connection, new_chat
+from tests.conftest import add_character, add_connection, new_chat, read_sse
 from tests.support.live import LiveSugo
 from tests.support.model_server import Reply
 from tests.support.waiting import wait_for
@@ -156,6 +157,55 @@ def test_a_reminder_fires_once_after_a_restart_in_between(tmp_path, models):
         task = _delivered(second, chat_id, task_id, "Stretch time")
         assert task.status == "done" and not task.late
         assert _tick(second) == 0
+        assert len(_replies(second, chat_id, "Stretch time")) == 1
+        assert len(_reminder_prompts(models)) == 1
+
+
+@pytest.mark.parametrize("shape", ["openai", "anthropic"])
+def test_a_reminder_the_model_sets_in_a_streamed_tool_call_fires_once_after_a_restart(
+    tmp_path, models, shape
+):
+    """The whole path: the model asks for the reminder in its provider's streamed shape, Sugo stops and
+    starts again, and the controllable clock reaching the due time fires it into the chat once."""
+    data = tmp_path / "data"
+    with LiveSugo(data) as first, first.client() as api:
+        if shape == "anthropic":
+            add_connection(api, models, kind="anthropic", base_url=models.anthropic_base_url)
+        else:
+            add_connection(api, models)
+        char_id = add_character(api)["id"]
+        chat_id = new_chat(api, [char_id], name="Writing desk")["id"]
+        arguments = json.dumps({"purpose": PURPOSE, "minutes_from_now": 1})
+        models.script(
+            Reply(
+                text="",
+                tool_calls=[
+                    {
+                        "id": "t1",
+                        "type": "function",
+                        "function": {"name": "create_task", "arguments": arguments},
+                    }
+                ],
+            ),
+            Reply(text="I will remind you."),
+        )
+        r = api.post(
+            f"/api/chats/{chat_id}/generate",
+            json={"action": "send", "content": "Remind me in a minute to stretch"},
+        )
+        assert r.status_code == 200 and read_sse(r)[-1][0] == "done", r.text
+        (opened,) = api.get("/api/tasks").json()["open"]
+        assert opened["purpose"] == PURPOSE
+    second = LiveSugo(data)
+    with second:
+        _ticks_by_hand(second)
+        models.script("Stretch time, Sam.")
+        assert _tick(second) == 0, "not due yet"
+        second.services.clock.advance(timedelta(seconds=61))
+        assert _tick(second, racing=2) == 1
+        task = _delivered(second, chat_id, opened["id"], "Stretch time")
+        assert task.status == "done" and not task.late
+        assert _tick(second, racing=2) == 0
         assert len(_replies(second, chat_id, "Stretch time")) == 1
         assert len(_reminder_prompts(models)) == 1
 

@@ -89,6 +89,23 @@ def _last(api, chat_id):
     return api.get(f"/api/chats/{chat_id}/messages").json()[-1]
 
 
+def _results_by_call(request_json: dict) -> dict[str, str]:
+    """The tool results a request carried, by call id, in OpenAI's shape (role "tool") or Anthropic's
+    (tool_result blocks in a user turn)."""
+    found = {}
+    for message in request_json["messages"]:
+        if message.get("role") == "tool":
+            found[message["tool_call_id"]] = message["content"]
+        elif isinstance(message.get("content"), list):
+            for block in message["content"]:
+                if block.get("type") == "tool_result":
+                    content = block.get("content")
+                    if isinstance(content, list):
+                        content = "".join(part.get("text", "") for part in content)
+                    found[block["tool_use_id"]] = content
+    return found
+
+
 @pytest.mark.parametrize("chat", ["openai", "anthropic"], indirect=True)
 def test_a_call_runs_its_result_goes_back_and_the_reply_streams_on(api, models, chat):
     models.script(
@@ -134,6 +151,7 @@ def test_later_turns_send_the_calls_back_while_they_are_in_the_window(api, model
     assert "echoed: first" in sent and "Checking." in sent and "Done." in sent
 
 
+@pytest.mark.parametrize("chat", ["openai", "anthropic"], indirect=True)
 def test_a_raising_a_refusing_and_a_timed_out_tool_reach_the_model_as_errors_and_the_reply_completes(
     api, models, chat
 ):
@@ -146,9 +164,7 @@ def test_a_raising_a_refusing_and_a_timed_out_tool_reach_the_model_as_errors_and
     )
     events = _send(api, chat)
     assert events[-1][0] == "done"
-    results = {
-        m["tool_call_id"]: m["content"] for m in models.last_request.json["messages"] if m["role"] == "tool"
-    }
+    results = _results_by_call(models.last_request.json)
     assert (
         "internal error" in results["c1"] and "database" not in results["c1"]
     )  # the details stay in the log
@@ -181,6 +197,7 @@ def test_bad_arguments_an_unknown_tool_and_broken_json_are_refused_before_anythi
     assert "not valid JSON" in results["c"]
 
 
+@pytest.mark.parametrize("chat", ["openai", "anthropic"], indirect=True)
 def test_the_round_cap_holds_and_the_reply_says_so(sugo, api, models, chat):
     api.post("/api/settings/tools", json={"round_cap": 2}).raise_for_status()
     models.script(
@@ -246,3 +263,17 @@ def test_continue_and_impersonate_are_never_offered_tools(api, models, chat):
     r = api.post(f"/api/chats/{chat}/generate", json={"action": "impersonate"})
     read_sse(r)
     assert "tools" not in models.last_request.json
+
+
+@pytest.mark.parametrize("chat", ["openai", "anthropic"], indirect=True)
+def test_a_tool_result_holding_a_conditional_block_reaches_the_model_literally(api, models, chat):
+    block = "{{if tool:echo}}declared{{else}}missing{{/if}} {{user}} {memory_tool}"
+    models.script(
+        Reply(text="Echoing.", tool_calls=[_call("echo", {"text": block})]),
+        Reply(text="Done."),
+        Reply(text="Again."),
+    )
+    _send(api, chat)
+    assert _results_by_call(models.last_request.json)["call_1"] == f"echoed: {block}"
+    _send(api, chat, "And now?")  # a later turn sends the stored result back, still as it was
+    assert _results_by_call(models.last_request.json)["call_1"] == f"echoed: {block}"

@@ -2,6 +2,7 @@
 that applies them (app/tools/net/address.py) on IP literals, which need no DNS."""
 
 import asyncio
+import socket
 
 import pytest
 
@@ -107,3 +108,43 @@ def test_allowed_host_passes_the_address_rules():
 def test_a_name_resolving_to_loopback_is_refused():
     with pytest.raises(AddressRefused, match="localhost .*loopback"):
         _check("http://localhost/")
+
+
+def _check_resolving(url: str, addresses: list[str]):
+    """check_url with the event loop's resolver answering `addresses` for every name: what a DNS
+    record pointing a public-looking name at an inside address gives (no such record exists here)."""
+
+    async def run():
+        loop = asyncio.get_running_loop()
+
+        async def getaddrinfo(host, port, **_kwargs):
+            return [
+                (socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port))
+                for a in addresses
+            ]
+
+        loop.getaddrinfo = getaddrinfo
+        return await check_url(url)
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize(
+    ("addresses", "kind"),
+    [
+        (["10.1.2.3"], "private"),
+        (["169.254.169.254"], "cloud metadata"),
+        (["::1"], "loopback"),
+        (["127.0.0.1"], "loopback"),
+        # One inside address among public ones is enough: the connection could be made to it.
+        (["93.184.215.14", "10.0.0.7"], "private"),
+    ],
+)
+def test_a_name_resolving_to_an_inside_address_is_refused(addresses, kind):
+    with pytest.raises(AddressRefused, match=rf"news\.example\.com \(.*\) is not fetched: .*{kind}"):
+        _check_resolving("https://news.example.com/today", addresses)
+
+
+def test_a_name_resolving_to_public_addresses_is_pinned_to_the_first():
+    checked = _check_resolving("https://news.example.com/today", ["93.184.215.14", "2606:4700:4700::1111"])
+    assert (checked.host, checked.address) == ("news.example.com", "93.184.215.14")
