@@ -328,3 +328,82 @@ def test_a_large_chats_first_pass_goes_through_the_spaces_hnsw_index(migrated_po
     assert max(through_index, key=lambda v: through_index[v][1]) == best
     assert through_index[best] == exact[best] and exact[best][1] == pytest.approx(1.0)
     engine.dispose()
+
+
+def _untied(vector: list[float], i: int) -> list[float]:
+    # Nudged apart: texts sharing the same words would tie exactly, and which of two equal windows a
+    # LIMIT keeps is PostgreSQL's choice (real embeddings do not tie).
+    nudged = [x + (1e-3 * (i + 1) if d == i % DIMS else 0.0) for d, x in enumerate(vector)]
+    norm = math.sqrt(sum(x * x for x in nudged))
+    return [x / norm for x in nudged]
+
+
+def _fill_crowded(engine, texts: list[str], windows: int) -> int:
+    """A chat whose every memory has `windows` identical windows: its nearest windows crowd into few
+    memories, as a long memory's overlapping windows do."""
+    embedder = BagOfWords()
+    with Session(engine) as s:
+        chat = Chat(name="Crowded")
+        s.add(chat)
+        s.flush()
+        for i, content in enumerate(texts):
+            at = WHEN + timedelta(hours=i)
+            chunk = MemoryChunk(
+                chat_id=chat.id, content=content, message_ids=[], message_count=1,
+                first_message_at=at, last_message_at=at, status="vectorized",
+                embedding_space_id=embedder.space.id,
+            )  # fmt: skip
+            s.add(chunk)
+            s.flush()
+            vector = _untied(embedder.embed_passages([content])[0], i)
+            store_vectors(s, chat.id, chunk.id, embedder.space.id, [vector] * windows)
+        s.commit()
+        return chat.id
+
+
+@pytest.mark.postgres
+def test_a_first_ask_of_the_index_that_falls_short_asks_again_for_the_limit(
+    migrated_postgres_url, monkeypatch
+):
+    engine = make_engine(migrated_postgres_url)
+    texts = _corpus(40)
+    chat_id = _fill_crowded(engine, texts, windows=5)
+    query = BagOfWords().embed_query(texts[7])
+    monkeypatch.setattr(index, "EXACT_SCAN_CHUNKS", 10)  # through the HNSW index
+    asked: list[int] = []
+
+    def enough(found) -> bool:
+        asked.append(len(found))
+        return len({chunk_id for chunk_id, _ in found.values()}) >= 8
+
+    with Session(engine) as s:
+        s.connection().execute(text("SET LOCAL enable_seqscan = off"))
+        # 20 windows are 4 memories of 5 windows each: short of 8, so the 60 are asked for.
+        found = index.nearest_postgres(
+            s, chat_id, BagOfWords.space.id, query, limit=60, first=20, enough=enough
+        )
+        assert asked == [20] and len(found) == 60
+        assert len({chunk_id for chunk_id, _ in found.values()}) == 12
+        # Enough from the first ask: that answer stands.
+        kept = index.nearest_postgres(
+            s, chat_id, BagOfWords.space.id, query, limit=60, first=20, enough=lambda _found: True
+        )
+        assert len(kept) == 20 and set(kept) <= set(found)
+    engine.dispose()
+
+
+@pytest.mark.postgres
+def test_the_shorter_first_ask_ranks_as_the_full_one(migrated_postgres_url, monkeypatch):
+    """The best chunks are the first distinct ones of the nearest windows, their similarities the same
+    from a shorter list: a search whose first ask held enough ranks as one that asked for all."""
+    engine = make_engine(migrated_postgres_url)
+    texts = _corpus(60)
+    chat_id = _fill_crowded(engine, texts, windows=3)
+    monkeypatch.setattr(index, "EXACT_SCAN_CHUNKS", 10)
+    monkeypatch.setattr(service, "CANDIDATES_PER_RANKING", 6)
+    rankings = {}
+    for first in (18, 24, service.NEAREST_WINDOWS):  # 6 memories exactly, a few more, all of them
+        monkeypatch.setattr(service, "HNSW_FIRST_WINDOWS", first)
+        rankings[first] = [_search(engine, chat_id, q) for q in QUERIES]
+    assert rankings[18] == rankings[24] == rankings[service.NEAREST_WINDOWS]
+    engine.dispose()

@@ -22,7 +22,7 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
@@ -556,35 +556,58 @@ def ensure_space_index(connection: Connection, space_id: str, dims: int) -> None
 
 
 def nearest_postgres(
-    session: Session, chat_id: int, space_id: str, query: Sequence[float], *, limit: int
+    session: Session,
+    chat_id: int,
+    space_id: str,
+    query: Sequence[float],
+    *,
+    limit: int,
+    first: int | None = None,
+    enough: Callable[[dict[int, tuple[int, float]]], bool] | None = None,
 ) -> dict[int, tuple[int, float]]:
     """The first pass on PostgreSQL: the chat's `limit` windows (of the space, of the query's size)
     nearest to the query by cosine, with their exact similarity: {vector id: (chunk id, similarity)}.
     A chat of up to EXACT_SCAN_CHUNKS memories has every window scored (exact, as SQLite scores a
     chat smaller than its first cut); a larger one goes through the space's HNSW index (iterative
-    scan: the index spans every chat, and enough of this chat's windows must come back)."""
+    scan: the index spans every chat, and enough of this chat's windows must come back). There,
+    `first` windows are asked for first, and `limit` only when `enough` says those fall short: the
+    index's time grows with the windows asked for (its candidate list, hnsw.ef_search, with them)."""
     dims = int(len(query))
     conn = session.connection()
-    params = {"query": vector_text(query), "chat_id": chat_id, "limit": limit}
     where = f"WHERE {_space_filter(space_id, dims)} AND chat_id = :chat_id"
     if _chat_chunk_count_postgres(session, chat_id) <= EXACT_SCAN_CHUNKS:
         # The untyped column's distance: no index has that expression, so none is used.
-        distance = "embedding <=> CAST(:query AS vector)"
-    else:
-        conn.execute(
-            text(
-                "SELECT set_config('hnsw.ef_search', :ef, true), "
-                "set_config('hnsw.iterative_scan', 'relaxed_order', true)"
-            ),
-            {"ef": str(min(MAX_EF_SEARCH, max(40, limit)))},
-        )
-        distance = f"embedding::vector({dims}) <=> CAST(:query AS vector({dims}))"
+        return _nearest_windows(conn, where, "embedding <=> CAST(:query AS vector)", query, chat_id, limit)
+    distance = f"embedding::vector({dims}) <=> CAST(:query AS vector({dims}))"
+    if first is not None and enough is not None and first < limit:
+        found = _nearest_through_index(conn, where, distance, query, chat_id, first)
+        if enough(found):
+            return found
+    return _nearest_through_index(conn, where, distance, query, chat_id, limit)
+
+
+def _nearest_through_index(
+    conn: Connection, where: str, distance: str, query: Sequence[float], chat_id: int, limit: int
+) -> dict[int, tuple[int, float]]:
+    conn.execute(
+        text(
+            "SELECT set_config('hnsw.ef_search', :ef, true), "
+            "set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+        ),
+        {"ef": str(min(MAX_EF_SEARCH, max(40, limit)))},
+    )
+    return _nearest_windows(conn, where, distance, query, chat_id, limit)
+
+
+def _nearest_windows(
+    conn: Connection, where: str, distance: str, query: Sequence[float], chat_id: int, limit: int
+) -> dict[int, tuple[int, float]]:
     rows = conn.execute(
         text(
             f"SELECT vector_id, chunk_id, 1 - ({distance}) FROM memory_embedding {where} "
             f"ORDER BY {distance} LIMIT :limit"
         ),
-        params,
+        {"query": vector_text(query), "chat_id": chat_id, "limit": limit},
     ).all()
     # In id order, as SQLite gives the windows it scores: chunks of equal similarity then rank alike.
     return {vector_id: (chunk_id, float(similarity)) for vector_id, chunk_id, similarity in sorted(rows)}
