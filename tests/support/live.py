@@ -15,6 +15,10 @@ from app.__main__ import proxy_options
 from app.main import create_app
 from app.platform.settings import Settings
 
+# The server thread's name (its event loop runs `async def` routes): tests/support/pool_nesting.py tells
+# request threads from the app's background threads by name.
+SERVER_THREAD = "live-sugo"
+
 
 class LiveSugo:
     def __init__(
@@ -79,7 +83,12 @@ class LiveSugo:
             **proxy_options(self.settings),
         )
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.run,
+            kwargs={"sockets": [sock]},
+            daemon=True,
+            name=f"{SERVER_THREAD}-{self.port}",
+        )
         self._thread.start()
         deadline = time.monotonic() + 20
         while not self._server.started:

@@ -89,7 +89,7 @@ def memory_status(chat_id: int, session: SessionDep, services: ServicesDep) -> d
     choice = embedding_choice(session, chat)
     space = build_embedder(choice, sizes=services.recall.sizes).space
     chunks = service.list_chunks(session, chat_id)
-    rebuild = services.recall.rebuilds.get(chat_id)
+    rebuild = services.recall.rebuilds.get(chat_id, session)
     waiting = sum(1 for c in chunks if c.status == "waiting")
     making = building(services, chat_id) or (rebuild is not None and rebuild.running and rebuild.making)
     return {
@@ -117,11 +117,10 @@ def memory_status(chat_id: int, session: SessionDep, services: ServicesDep) -> d
 
 
 @router.post("/{chat_id}/memories/rebuild", status_code=202)
-def rebuild_memories(chat_id: int, session: SessionDep, services: ServicesDep) -> dict:
+def rebuild_memories(chat_id: int, services: ServicesDep) -> dict:
     """Embed every memory again with the chat's current model, in the background; each keeps its
     old vectors until its turn, so stopping loses nothing. A chat without memories gets them made
     from its messages (`making`). Follow it with GET .../memories/status."""
-    get_chat(session, chat_id)
     rebuild = services.recall.rebuilds.start(services, chat_id)
     return {
         "total": rebuild.total,
@@ -132,9 +131,8 @@ def rebuild_memories(chat_id: int, session: SessionDep, services: ServicesDep) -
 
 
 @router.post("/{chat_id}/memories/rebuild/stop")
-def stop_rebuilding(chat_id: int, session: SessionDep, services: ServicesDep) -> dict:
+def stop_rebuilding(chat_id: int, services: ServicesDep) -> dict:
     """Stop a running rebuild after the batch in hand."""
-    get_chat(session, chat_id)
     rebuild = services.recall.rebuilds.stop(services, chat_id)
     return {"stopping": bool(rebuild and rebuild.running)}
 

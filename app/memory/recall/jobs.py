@@ -16,6 +16,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select, update
 
 from app.chats.models import Chat
+from app.chats.service import get_chat
 from app.memory.recall.embedding import embedder_for_chat
 from app.memory.recall.index import fill_postgres_index, on_postgres, prune_tombstones
 from app.memory.recall.models import MemoryChunk
@@ -234,19 +235,26 @@ class Rebuilds:
     def __init__(self, engine: Engine | None = None) -> None:
         self.engine = engine  # None: an app runtime made without a database (a unit test); nothing to read
 
-    def get(self, chat_id: int) -> Rebuild | None:
-        """The chat's newest rebuild, from whichever server runs or ran it."""
+    def get(self, chat_id: int, session: Session | None = None) -> Rebuild | None:
+        """The chat's newest rebuild, from whichever server runs or ran it. `session`: the caller's (a
+        request's), so it never waits for a second connection of the pool while holding one."""
         if self.engine is None:
             return None
-        with Session(self.engine) as session:
-            run = latest_rebuild(session, chat_id)
-            return None if run is None else Rebuild.of(run)
+        if session is None:
+            with Session(self.engine) as own:
+                return self.get(chat_id, own)
+        run = latest_rebuild(session, chat_id)
+        return None if run is None else Rebuild.of(run)
 
     def start(self, services: Services, chat_id: int) -> Rebuild:
         """Embed every memory of the chat again with its current model, a batch at a time (or make them
         first, for a chat without any). Until a memory's turn comes it keeps its old vectors, so a
         stopped rebuild loses nothing. A rebuild of the chat running already, on this server or another,
-        is returned as it is."""
+        is returned as it is. Its row is committed on a session of its own before its thread starts: a
+        request calls this before it uses its own session (holding that one's connection, it would
+        wait for a second connection of the pool). NotFound for a chat that is not there."""
+        with Session(services.engine) as session:
+            get_chat(session, chat_id)
         claims = services.claims.rebuilds
         if not claims.claim(chat_id):
             with Session(services.engine) as session:
@@ -268,8 +276,11 @@ class Rebuilds:
 
     def stop(self, services: Services, chat_id: int) -> Rebuild | None:
         """Ask the chat's running rebuild to stop after the batch in hand, whichever server works it. One
-        nobody works (cut short by a restart and not resumed yet) is closed as stopped at once."""
+        nobody works (cut short by a restart and not resumed yet) is closed as stopped at once. Committed
+        on a session of its own: a request calls this before it uses its own. NotFound for a chat that
+        is not there."""
         with Session(services.engine) as session:
+            get_chat(session, chat_id)
             run = latest_rebuild(session, chat_id)
             if run is None or run.status != "running":
                 return None if run is None else Rebuild.of(run)

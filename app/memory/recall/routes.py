@@ -40,7 +40,7 @@ def _context(request: Request, session, chat_id: int, message: str | None = None
     # The rebuild as its row says now (whichever server works it), read once: the route decides what to
     # send by it and the template renders it, and the rebuild may end between the two.
     services = request.app.state.services
-    rebuild = services.recall.rebuilds.get(chat_id)
+    rebuild = services.recall.rebuilds.get(chat_id, session)
     chunks = service.list_chunks(session, chat_id)
     choice = embedding_choice(session, chat)
     space = build_embedder(choice, sizes=services.recall.sizes).space
@@ -153,8 +153,7 @@ def rebuild_memories_page(
     chat_id: int, request: Request, session: SessionDep, services: ServicesDep, hx: HxRequest
 ) -> HTMLResponse:
     """Embed every memory again with the current model, in the background, with progress."""
-    get_chat(session, chat_id)
-    services.recall.rebuilds.start(services, chat_id)
+    services.recall.rebuilds.start(services, chat_id)  # before `session` is used: see Rebuilds.start
     return _status_view(request, session, chat_id, hx)
 
 
@@ -163,7 +162,7 @@ def stop_rebuild_page(
     chat_id: int, request: Request, session: SessionDep, services: ServicesDep, hx: HxRequest
 ) -> HTMLResponse:
     """Stop the rebuild after the batch in hand; memories not reached keep their old vectors."""
-    services.recall.rebuilds.stop(services, chat_id)
+    services.recall.rebuilds.stop(services, chat_id)  # before `session` is used: see Rebuilds.stop
     return _status_view(request, session, chat_id, hx)
 
 

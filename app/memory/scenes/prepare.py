@@ -350,7 +350,7 @@ def _window(session: Session, services: Services, chat: Chat, run: SceneRun) -> 
 
 
 def _recap(session: Session, services: Services, run: SceneRun) -> _Recap | None:
-    release_stale(services)  # recaps a restart cut short go back to waiting
+    release_stale(services, session)  # recaps a restart cut short go back to waiting
     rows = session.exec(
         select(Scene.id, Scene.first_message_id, Scene.last_message_id)
         .where(

@@ -270,11 +270,16 @@ class _Job:
     run_id: int = 0  # its SceneRun
 
 
-def start_rescan(services: Services, chat_id: int, first: int, last: int) -> RescanStatus:
-    """Check the range (message numbers) and start the re-scan in the background."""
+def start_rescan(services: Services, chat_id: int, first: int | None, last: int | None) -> RescanStatus:
+    """Check the range (message numbers; an edge left out is the open scene's, `default_range`) and start
+    the re-scan in the background. Its own sessions, one at a time: a request calls this before it uses
+    its own session (holding that one's connection, it would wait for a second connection of the pool)."""
     engine = services.engine
     with Session(engine) as session:
         chat = get_chat(session, chat_id)
+        if first is None or last is None:
+            default = default_range(session, chat_id) or (1, 1)
+            first, last = first or default[0], last or default[1]
         if chat.mode != "roleplay":
             raise UserError("Re-scan scenes is for Roleplay chats.")
         settings = read_settings(chat.settings)

@@ -115,17 +115,21 @@ class HeldScenes:
 # Claims --------------------------------------------------------------------------------------------
 
 
-def release_stale(services: Services) -> int:
+def release_stale(services: Services, session: Session | None = None) -> int:
     """Put back to "waiting" the scenes left in "writing" that no writer holds (a crash, a restart or a
     server that died cut their writer short); how many. One statement reads the live claims and changes
-    the scenes: a writer claims its scene before marking it "writing", so none is put back under it."""
-    with Session(services.engine) as session:
-        stmt = update(Scene).where(
-            col(Scene.state) == "writing", col(Scene.id).not_in(services.held_scenes.live_ids())
-        )
-        result = session.exec(stmt.values(state="waiting", updated_at=utcnow()))  # type: ignore[call-overload]
-        session.commit()
-        return int(result.rowcount or 0)
+    the scenes: a writer claims its scene before marking it "writing", so none is put back under it.
+    `session`: the caller's, committed here (what it holds with it), so a caller holding a connection of
+    the pool never waits for a second one."""
+    if session is None:
+        with Session(services.engine) as own:
+            return release_stale(services, own)
+    stmt = update(Scene).where(
+        col(Scene.state) == "writing", col(Scene.id).not_in(services.held_scenes.live_ids())
+    )
+    result = session.exec(stmt.values(state="waiting", updated_at=utcnow()))  # type: ignore[call-overload]
+    session.commit()
+    return int(result.rowcount or 0)
 
 
 def _claim(services: Services, scene_id: int, states: tuple[str, ...] = ("waiting", "failed")) -> str | None:

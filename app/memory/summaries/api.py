@@ -197,8 +197,7 @@ def summarise_uncovered(chat_id: int, session: SessionDep, services: ServicesDep
 @router.post("/{chat_id}/summaries/generate/retry", response_model=GenerateStatus, status_code=202)
 def retry_summary(chat_id: int, session: SessionDep, services: ServicesDep) -> GenerateStatus:
     """Run the newest failed Generate again, for the same scope."""
-    get_chat(session, chat_id)
-    return _status(generate.retry(services, chat_id), session)
+    return _status(generate.retry(services, chat_id), session)  # retry first: see generate.retry
 
 
 @router.post("/{chat_id}/summaries/backfill", response_model=BackfillStatus, status_code=202)

@@ -365,8 +365,11 @@ def start_uncovered(services: Services, chat_id: int) -> SummaryJob:
 
 
 def retry(services: Services, chat_id: int) -> SummaryJob:
-    """Run the newest failed job's scope again."""
+    """Run the newest failed job's scope again. Its own sessions, one at a time: a request calls this
+    before it uses its own session (holding that one's connection, it would wait for a second
+    connection of the pool). NotFound for a chat that is not there."""
     with Session(services.engine) as session:
+        get_chat(session, chat_id)
         job = latest_job(session, services.engine, chat_id)
         if job is None or job.status != "failed":
             raise UserError("There is no failed summary to retry.")

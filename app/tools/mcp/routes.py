@@ -30,11 +30,12 @@ def _page_context(session, **extra) -> dict:
     }
 
 
-def _row(request: Request, server: service.McpServerRead, **extra) -> HTMLResponse:
-    """The row for HTMX; a plain request (a link opened in a new tab, no script) gets the whole page."""
+def _row(request: Request, session: Session, server: service.McpServerRead, **extra) -> HTMLResponse:
+    """The row for HTMX; a plain request (a link opened in a new tab, no script) gets the whole page,
+    read on the request's session (a second connection of the pool, taken while the request holds
+    one, is what starves the pool under a crowd of requests)."""
     if request.headers.get("HX-Request") != "true":
-        with Session(request.app.state.services.engine) as session:
-            return render(request, PAGE, _page_context(session))
+        return render(request, PAGE, _page_context(session))
     ctx = {"s": server, "now": utcnow(), "discovered_line": service.discovered_line, **extra}
     return render(request, ROW, ctx)
 
@@ -67,43 +68,43 @@ def add_mcp_server_page(
 @router.get("/settings/mcp/{server_id}")
 def show_mcp_server_row(server_id: int, request: Request, session: SessionDep) -> HTMLResponse:
     """One server's row (after "Keep it")."""
-    return _row(request, service.to_read(service.get_server(session, server_id)))
+    return _row(request, session, service.to_read(service.get_server(session, server_id)))
 
 
 @router.get("/settings/mcp/{server_id}/discovering")
 def start_discovery_row(server_id: int, request: Request, session: SessionDep) -> HTMLResponse:
     """The row saying the server is being asked; it posts the discovery itself as it lands."""
-    return _row(request, service.to_read(service.get_server(session, server_id)), discovering=True)
+    return _row(request, session, service.to_read(service.get_server(session, server_id)), discovering=True)
 
 
 @router.post("/settings/mcp/{server_id}/discover")
 async def discover_mcp_server_page(server_id: int, request: Request, services: ServicesDep) -> HTMLResponse:
     """Ask the server for its tools now; the row comes back with what was found or why not."""
     outcome = await service.discover(services, server_id)
-    return _row(request, _read(services, server_id), outcome=outcome)
-
-
-def _read(services, server_id: int) -> service.McpServerRead:
     with Session(services.engine) as session:
-        return service.to_read(service.get_server(session, server_id))
+        return _row(
+            request, session, service.to_read(service.get_server(session, server_id)), outcome=outcome
+        )
 
 
 @router.post("/settings/mcp/{server_id}/enable")
 def enable_mcp_server_page(server_id: int, request: Request, session: SessionDep) -> HTMLResponse:
     """Let characters use this server's tools again."""
-    return _row(request, service.to_read(service.set_enabled(session, server_id, True)))
+    return _row(request, session, service.to_read(service.set_enabled(session, server_id, True)))
 
 
 @router.post("/settings/mcp/{server_id}/disable")
 def disable_mcp_server_page(server_id: int, request: Request, session: SessionDep) -> HTMLResponse:
     """Keep the server but offer none of its tools."""
-    return _row(request, service.to_read(service.set_enabled(session, server_id, False)))
+    return _row(request, session, service.to_read(service.set_enabled(session, server_id, False)))
 
 
 @router.get("/settings/mcp/{server_id}/remove")
 def confirm_remove_row(server_id: int, request: Request, session: SessionDep) -> HTMLResponse:
     """The row asking to confirm the removal."""
-    return _row(request, service.to_read(service.get_server(session, server_id)), confirm_remove=True)
+    return _row(
+        request, session, service.to_read(service.get_server(session, server_id)), confirm_remove=True
+    )
 
 
 @router.post("/settings/mcp/{server_id}/delete")

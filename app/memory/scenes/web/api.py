@@ -204,8 +204,7 @@ def start_rescan(chat_id: int, data: RescanRange, session: SessionDep, services:
     """Re-scan scenes in messages `first`–`last` (at most 2,000) in the background: the helper finds the scene
     ends again, the changed scenes are replaced in one step and recapped. A hand-edited summary that would
     change stops it with nothing changed (the status names the scene). 409 while one runs."""
-    default = rescans.default_range(session, chat_id) or (1, 1)
-    rescans.start_rescan(services, chat_id, data.first or default[0], data.last or default[1])
+    rescans.start_rescan(services, chat_id, data.first or None, data.last or None)  # before `session` is used
     return _rescan_read(session, services, chat_id)
 
 

@@ -154,8 +154,7 @@ def reindex_scenes_page(
     """Reindex: scenes are ranked by the chat's memories (Memory Recall's chunks of its messages), so this
     embeds every memory again with the current model, in the background (POST
     /api/chats/{id}/memories/rebuild is its JSON twin)."""
-    get_chat(session, chat_id)
-    services.recall.rebuilds.start(services, chat_id)
+    services.recall.rebuilds.start(services, chat_id)  # before `session` is used: see Rebuilds.start
     ctx = _context(
         session,
         chat_id,
