@@ -76,6 +76,19 @@ class PostgresServer:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         self.start_seconds = time.monotonic() - started
 
+    def restart(self, settings: str) -> None:
+        """Stop the server, add `settings` to its postgresql.conf and start it again: for the settings
+        PostgreSQL reads only at start (shared_buffers). Open connections are ended; the databases
+        stay."""
+        assert self._server is not None, "the server is not running"
+        self._server.stop()
+        with (self._server.pgdata / "postgresql.conf").open("a") as conf:
+            conf.write(settings)
+        # Not start(): it would list this process a second time, and the cleanup at exit would then
+        # leave the server running.
+        self._server.ensure_postgres_running()
+        self.socket_dir = self._server.get_postmaster_info().socket_dir
+
     def stop(self) -> None:
         if self._server is not None:
             self._server.cleanup()  # pg_ctl stop (fast: open sessions are ended), then rm pgdata
