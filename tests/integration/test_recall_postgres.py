@@ -91,17 +91,22 @@ def _fill(engine, texts: list[str], *, chats: int = 2) -> list[int]:
         s.flush()
         for n, chat in enumerate(made):
             for i, content in enumerate(texts if n == 0 else texts[::3]):
-                at = WHEN + timedelta(hours=i)
-                chunk = MemoryChunk(
-                    chat_id=chat.id, content=content, message_ids=[], message_count=1,
-                    first_message_at=at, last_message_at=at, status="vectorized",
-                    embedding_space_id=embedder.space.id,
-                )  # fmt: skip
-                s.add(chunk)
-                s.flush()
-                store_vectors(s, chat.id, chunk.id, embedder.space.id, embedder.embed_passages([content]))
+                _add_memory(s, chat.id, i, content, embedder.embed_passages([content]))
         s.commit()
         return [c.id for c in made]
+
+
+def _add_memory(s: Session, chat_id: int, i: int, content: str, vectors: list[list[float]]) -> None:
+    """One memory (said `i` hours after WHEN) with these windows' vectors."""
+    at = WHEN + timedelta(hours=i)
+    chunk = MemoryChunk(
+        chat_id=chat_id, content=content, message_ids=[], message_count=1,
+        first_message_at=at, last_message_at=at, status="vectorized",
+        embedding_space_id=BagOfWords.space.id,
+    )  # fmt: skip
+    s.add(chunk)
+    s.flush()
+    store_vectors(s, chat_id, chunk.id, BagOfWords.space.id, vectors)
 
 
 def _search(engine, chat_id: int, query: str, *, k: int = 10) -> list[tuple[int, float]]:
@@ -347,16 +352,7 @@ def _fill_crowded(engine, texts: list[str], windows: int) -> int:
         s.add(chat)
         s.flush()
         for i, content in enumerate(texts):
-            at = WHEN + timedelta(hours=i)
-            chunk = MemoryChunk(
-                chat_id=chat.id, content=content, message_ids=[], message_count=1,
-                first_message_at=at, last_message_at=at, status="vectorized",
-                embedding_space_id=embedder.space.id,
-            )  # fmt: skip
-            s.add(chunk)
-            s.flush()
-            vector = _untied(embedder.embed_passages([content])[0], i)
-            store_vectors(s, chat.id, chunk.id, embedder.space.id, [vector] * windows)
+            _add_memory(s, chat.id, i, content, [_untied(embedder.embed_passages([content])[0], i)] * windows)
         s.commit()
         return chat.id
 
