@@ -76,6 +76,19 @@ def sugo(request, tmp_path: Path) -> Iterator[LiveSugo]:
 
 
 @pytest.fixture
+def background_held(sugo: LiveSugo) -> Iterator[LiveSugo]:
+    """`sugo` with its job queue paused for the test: the start-up pass of the periodic jobs has ended
+    (on PostgreSQL a worker thread runs it while the test is already creating its chat), and no tick
+    runs under the test. For a test that runs a periodic job's work by hand, or presses a button
+    whose claim a periodic job takes (the day summaries' job claims every Conversation chat)."""
+    sugo.services.queue.pause()
+    try:
+        yield sugo
+    finally:
+        sugo.services.queue.resume()
+
+
+@pytest.fixture
 def postgres_sugo(request, tmp_path: Path) -> Iterator[LiveSugo]:
     """A live Sugo serving from a fresh PostgreSQL database (its data folder still holds keys and images)."""
     with LiveSugo(tmp_path / "data", database_url=request.getfixturevalue("migrated_postgres_url")) as live:

@@ -94,7 +94,8 @@ class JobQueue(Protocol):
     def stop(self) -> None: ...
 
     def pause(self) -> None:
-        """Take no more jobs here until `resume` (deferred ones wait; a test holds background work so)."""
+        """Take no more jobs here until `resume`; those running have ended when it returns (deferred
+        ones wait; a test holds background work so)."""
 
     def resume(self) -> None: ...
 
@@ -124,21 +125,39 @@ class InProcessQueue:
         self._jobs = {job.id: job for job in jobs}
         self._services: Any = None
         self.scheduler: AsyncIOScheduler | None = None
+        # Runs handed to the executor and not yet ended: `pause` waits for them, as the PostgreSQL
+        # queue's does (its worker stops after the jobs in hand).
+        self._running = 0
+        self._ended = threading.Condition()
 
     def start(self, services: Any, *, worker: bool = True) -> None:
+        from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, EVENT_JOB_SUBMITTED
+
         self._services = services
         scheduler = make_scheduler()
+        scheduler.add_listener(self._count, EVENT_JOB_SUBMITTED | EVENT_JOB_EXECUTED | EVENT_JOB_ERROR)
         scheduler.start()
         self.scheduler = scheduler
         register_jobs(scheduler, self._jobs.values(), services)
+
+    def _count(self, event: Any) -> None:
+        from apscheduler.events import EVENT_JOB_SUBMITTED
+
+        with self._ended:
+            self._running += 1 if event.code == EVENT_JOB_SUBMITTED else -1
+            self._ended.notify_all()
 
     def stop(self) -> None:
         if self.scheduler is not None and self.scheduler.running:
             self.scheduler.shutdown(wait=False)
 
     def pause(self) -> None:
+        """No job starts until `resume`, and those running have ended when this returns (call it
+        from a thread other than the app's event loop, which ends them)."""
         if self.scheduler is not None and self.scheduler.running:
             self.scheduler.pause()
+            with self._ended:
+                self._ended.wait_for(lambda: self._running <= 0, timeout=30)
 
     def resume(self) -> None:
         if self.scheduler is not None and self.scheduler.running:

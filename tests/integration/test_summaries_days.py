@@ -84,7 +84,7 @@ def _summary_requests(models, prompt: str) -> list[str]:
     ]
 
 
-def test_each_finished_day_then_each_finished_week_and_the_prompt_shape(sugo, api, models):
+def test_each_finished_day_then_each_finished_week_and_the_prompt_shape(sugo, api, models, background_held):
     chat_id = _chat(api, models)
     seeded = _seed(sugo.engine, chat_id, 10)
     today = _today()
@@ -147,7 +147,7 @@ def test_each_finished_day_then_each_finished_week_and_the_prompt_shape(sugo, ap
     assert rest[-1].endswith("Hello again today")
 
 
-def test_backfill_fills_missing_days_with_progress_and_stops(sugo, api, models):
+def test_backfill_fills_missing_days_with_progress_and_stops(sugo, api, models, background_held):
     chat_id = _chat(api, models)
     seeded = _seed(sugo.engine, chat_id, 16)
     base = f"/api/chats/{chat_id}/days/backfill"
@@ -188,7 +188,7 @@ def test_backfill_fills_missing_days_with_progress_and_stops(sugo, api, models):
     assert api.post(f"{base}/stop").status_code == 400
 
 
-def test_backfill_with_nothing_missing_says_so(sugo, api, models):
+def test_backfill_with_nothing_missing_says_so(sugo, api, models, background_held):
     chat_id = _chat(api, models)
     base = f"/api/chats/{chat_id}/days/backfill"
     assert api.post(base).status_code == 202
@@ -223,7 +223,9 @@ def test_a_killed_server_resumes_the_days_without_duplicates(tmp_path, models):
     assert len(_summary_requests(models, DAY_PROMPT_START)) == 3  # only the days still missing
 
 
-def test_bad_answers_keep_summaries_and_the_day_stays_missing_with_its_reason(sugo, api, models):
+def test_bad_answers_keep_summaries_and_the_day_stays_missing_with_its_reason(
+    sugo, api, models, background_held
+):
     chat_id = _chat(api, models)
     seeded = sorted(_seed(sugo.engine, chat_id, 2))
     models.script(_answer(1), _answer(2))
@@ -263,7 +265,7 @@ def test_bad_answers_keep_summaries_and_the_day_stays_missing_with_its_reason(su
     assert "lacks a summary" not in api.get(f"/chats/{chat_id}/settings").text
 
 
-def test_a_day_reads_only_active_swipes_and_skips_hidden_messages(sugo, api, models):
+def test_a_day_reads_only_active_swipes_and_skips_hidden_messages(sugo, api, models, background_held):
     chat_id = _chat(api, models)
     day = _today() - timedelta(days=1)
     with Session(sugo.engine) as session:
@@ -301,7 +303,7 @@ def test_a_day_reads_only_active_swipes_and_skips_hidden_messages(sugo, api, mod
     assert [d["date"] for d in api.get(f"/api/chats/{chat_id}/days").json()] == [day.isoformat()]
 
 
-def test_a_long_day_is_summarised_in_parts_then_combined(sugo, api, models):
+def test_a_long_day_is_summarised_in_parts_then_combined(sugo, api, models, background_held):
     chat_id = _chat(api, models)
     day = _today() - timedelta(days=1)
     with Session(sugo.engine) as session:
@@ -345,7 +347,7 @@ def test_a_long_day_is_summarised_in_parts_then_combined(sugo, api, models):
     assert "Part 2 of 2:" in api.get(f"/chats/{chat_id}/settings").text
 
 
-def test_the_scheduled_run_stops_at_a_provider_error(sugo, api, models):
+def test_the_scheduled_run_stops_at_a_provider_error(sugo, api, models, background_held):
     chat_id = _chat(api, models)
     seeded = sorted(_seed(sugo.engine, chat_id, 3))
     models.script(Reply(status=503, error="overloaded"))
@@ -356,9 +358,10 @@ def test_the_scheduled_run_stops_at_a_provider_error(sugo, api, models):
     assert "3 finished days lack a summary" in page and seeded[-1].strftime("%d.%m.%Y") in page
 
 
-def test_a_reply_starts_the_summaries_of_finished_days(sugo, api, models):
+def test_a_reply_starts_the_summaries_of_finished_days(sugo, api, models, background_held):
     chat_id = _chat(api, models)
     seeded = sorted(_seed(sugo.engine, chat_id, 1))
+    sugo.services.queue.resume()  # the start-up pass ended before the day was there: the reply's job writes it
     models.script("Nice to see you.", _answer(1))
     read_sse(api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "Morning!"}))
     days = wait_for(
@@ -415,7 +418,7 @@ def test_the_settings_form_saves_the_rollover_hour_and_tail_and_refuses_bad_ones
         )
 
 
-def test_editing_a_day_keeps_it_and_marks_it_as_the_users(sugo, api, models):
+def test_editing_a_day_keeps_it_and_marks_it_as_the_users(sugo, api, models, background_held):
     chat_id = _chat(api, models)
     seeded = sorted(_seed(sugo.engine, chat_id, 1))
     models.script(_answer(1))

@@ -116,7 +116,7 @@ def _form_of(html: str, key: str) -> list[tuple[str, str]]:
     ]
 
 
-def test_the_window_lists_each_week_with_its_days_under_it(sugo, api, models):
+def test_the_window_lists_each_week_with_its_days_under_it(sugo, api, models, background_held):
     chat_id, monday, days = _summarised_week(sugo, api, models)
     html = api.get(f"/chats/{chat_id}/days/edit", headers=HX).text
     group = html[html.index(f'id="week-group-{monday.isoformat()}"') :]
@@ -150,7 +150,9 @@ def test_the_window_lists_each_week_with_its_days_under_it(sugo, api, models):
     assert api.get(f"/api/chats/{chat_id}/weeks").json()[0]["summary"] == "Summary number 100."
 
 
-def test_saving_a_week_unchanged_round_trips_a_multi_line_key_detail_exactly(sugo, api, models):
+def test_saving_a_week_unchanged_round_trips_a_multi_line_key_detail_exactly(
+    sugo, api, models, background_held
+):
     chat_id, monday, _ = _summarised_week(sugo, api, models)
     before = api.get(f"/api/chats/{chat_id}/weeks").json()[0]
     assert before["key_details"] == [MULTI.strip(), "A plain one"] and before["origin"] == "model"
@@ -197,7 +199,7 @@ def _write_result(api, chat_id: int, path: str) -> str:
     return wait_for(done, timeout=30, interval=0.05, what="Write now's result").text
 
 
-def test_write_now_after_deleting_a_week_writes_it_again(sugo, api, models):
+def test_write_now_after_deleting_a_week_writes_it_again(sugo, api, models, background_held):
     chat_id, monday, days = _summarised_week(sugo, api, models)
     week = monday.isoformat()
     assert api.get(f"/api/chats/{chat_id}/weeks/{week}/write").json() == {
@@ -264,7 +266,7 @@ def test_write_now_after_deleting_a_week_writes_it_again(sugo, api, models):
     assert api.get(f"/api/chats/{chat_id}/weeks").json()[0]["summary"] == "Summary number 300."
 
 
-def test_write_now_of_a_day_its_week_speaks_for_and_what_it_refuses(sugo, api, models):
+def test_write_now_of_a_day_its_week_speaks_for_and_what_it_refuses(sugo, api, models, background_held):
     chat_id, monday, days = _summarised_week(sugo, api, models)
     day = days[1].isoformat()
     api.post(f"/chats/{chat_id}/days/{day}/delete", headers=HX)

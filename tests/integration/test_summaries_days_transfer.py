@@ -108,7 +108,9 @@ def _conversation(api, sugo, days_back: int) -> tuple[dict, int, dict[date, list
     return char, chat_id, _seed(sugo.engine, chat_id, days_back)
 
 
-def test_export_then_import_keeps_days_weeks_key_details_and_the_rollover_hour(api, sugo, models):
+def test_export_then_import_keeps_days_weeks_key_details_and_the_rollover_hour(
+    api, sugo, models, background_held
+):
     add_connection(api, models)
     char, chat_id, seeded = _conversation(api, sugo, 10)
     today = _today(6)
@@ -288,7 +290,9 @@ def test_a_roleplay_chats_export_writes_empty_day_keys(api):
     assert "summaryTailMessages" not in meta
 
 
-def test_a_branch_copies_the_days_that_end_before_its_point_and_the_weeks_whose_days_all_do(api, sugo):
+def test_a_branch_copies_the_days_that_end_before_its_point_and_the_weeks_whose_days_all_do(
+    api, sugo, background_held
+):
     _, chat_id, seeded = _conversation(api, sugo, 16)
     this_monday = week_start(_today(6))
     weeks = [this_monday - timedelta(days=14), this_monday - timedelta(days=7)]

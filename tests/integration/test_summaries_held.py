@@ -143,7 +143,9 @@ def test_a_json_answer_cut_off_twice_is_reported_as_cut_off(api, models):
     assert api.get(f"/api/chats/{chat_id}/summaries").json() == []
 
 
-def test_a_day_summary_that_is_a_refusal_in_json_leaves_the_day_missing_with_its_reason(sugo, api, models):
+def test_a_day_summary_that_is_a_refusal_in_json_leaves_the_day_missing_with_its_reason(
+    sugo, api, models, background_held
+):
     """Conversation days have no review state: a JSON refusal is an unusable answer, the day stays in
     Missing Summaries with the reason, and nothing enters the prompt."""
     add_connection(api, models)
