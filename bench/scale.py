@@ -40,7 +40,8 @@ be). Each is started by bench/scale_server.py (the app `python -m app` serves: c
 SUGO_* settings, served by uvicorn, access logs off), scheduler on. The model is the test model
 server (tests/support/model_server.py: echo replies) on loopback. One chat per user (a character,
 SEED_MESSAGES messages written straight into the database), then bench/scale_load.py runs locust
-headless in a process of its own (`--users` users for `--seconds`; see its doc: each user reads its
+headless in a process of its own (`--users` users for `--seconds`, once each server has written a reply and loaded
+the built-in embedding model, as a server that has been answering has; see its doc: each user reads its
 chat page three times, then sends a message and reads its whole streamed reply, in turn, 1 to 3 s
 apart, each request through either server; a connection idle for 4 s is not reused, as uvicorn
 closes it at 5 s).
@@ -394,6 +395,35 @@ def seed_chats(client: httpx.Client, database_url: str, model_url: str, users: i
     return chat_ids
 
 
+def warm_up(*servers: str) -> None:
+    """Each server as one that has been answering for a while: a reply written through it and a memory
+    search (which loads the built-in embedding model: a fresh server loads it on first use, and that
+    takes seconds of both cores, importing torch and transformers), then its /healthz polled until the
+    model is ready. Not timed; the warm-up chat is not one of the users'."""
+    with httpx.Client(timeout=120) as client:
+        character_id = client.get(f"{servers[0]}/api/characters").json()[0]["id"]
+        chat = client.post(
+            f"{servers[0]}/api/chats", json={"character_ids": [character_id], "name": "Warm-up"}
+        )
+        chat.raise_for_status()
+        for server in servers:
+            client.post(
+                f"{server}/api/chats/{chat.json()['id']}/generate",
+                json={"action": "send", "content": "A first word before the evening."},
+            ).raise_for_status()
+            # A search waits for the model (a reply does not, and its memory job may run on the other
+            # server's worker): this server's copy starts loading, as a server answering for a while has.
+            client.get(
+                f"{server}/api/chats/{chat.json()['id']}/memories/search", params={"q": "evening"}
+            ).raise_for_status()
+        deadline = time.monotonic() + 600
+        for server in servers:
+            while (state := client.get(f"{server}/healthz").json()["embedder"]) != "ready":
+                if state == "failed" or time.monotonic() > deadline:
+                    raise RuntimeError(f"{server}'s embedding model did not load: {state}")
+                time.sleep(0.5)
+
+
 def load_figures(users: int, seconds: float) -> None:
     with ExitStack() as stack:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sugo-bench-load-")))
@@ -409,6 +439,7 @@ def load_figures(users: int, seconds: float) -> None:
         two = stack.enter_context(scale_server(data_dir, database_url, "two", folder / "two.log"))
         with httpx.Client(base_url=one, timeout=60) as client:
             chat_ids = seed_chats(client, database_url, models.base_url, users)
+        warm_up(one, two)
         run = subprocess.run(
             [
                 sys.executable,

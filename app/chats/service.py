@@ -22,7 +22,7 @@ from app.personas.models import Persona
 from app.personas.service import FALLBACK_USER_NAME, default_persona
 from app.platform.core.errors import NotFound, UserError
 from app.platform.core.names import refuse_control_characters
-from app.platform.db import lock_for_write
+from app.platform.db import chat_scope, lock_for_write
 from app.platform.timeutil import utcnow
 
 
@@ -303,7 +303,7 @@ def _sync_active(msg: Message) -> None:
 def edit_message(session: Session, chat_id: int, message_id: int, content: str) -> Message:
     if problem := message_too_long(content):
         raise UserError(problem)
-    lock_for_write(session)  # a reply being written rewrites the versions too
+    lock_for_write(session, chat_scope(chat_id))  # a reply being written rewrites the versions too
     msg = get_message(session, chat_id, message_id, fresh=True)
     swipes = [dict(s) for s in msg.swipes] or [swipe_record("")]
     swipes[msg.active_swipe] = {
@@ -335,7 +335,7 @@ def delete_message(session: Session, chat_id: int, message_id: int) -> None:
 
 
 def select_swipe(session: Session, chat_id: int, message_id: int, index: int) -> Message:
-    lock_for_write(session)  # a reply being written rewrites the versions too
+    lock_for_write(session, chat_scope(chat_id))  # a reply being written rewrites the versions too
     msg = get_message(session, chat_id, message_id, fresh=True)
     if not 0 <= index < len(msg.swipes):
         raise UserError(f"This message has {len(msg.swipes)} alternative(s); there is no number {index + 1}.")
@@ -348,7 +348,7 @@ def select_swipe(session: Session, chat_id: int, message_id: int, index: int) ->
 
 def delete_swipe(session: Session, chat_id: int, message_id: int, index: int | None = None) -> Message:
     """Delete one version of a message (the shown one by default); the shown one stays shown."""
-    lock_for_write(session)  # a reply being written rewrites the versions too
+    lock_for_write(session, chat_scope(chat_id))  # a reply being written rewrites the versions too
     msg = get_message(session, chat_id, message_id, fresh=True)
     if len(msg.swipes) < 2:
         raise UserError("This is the only version of the message; delete the message instead.")

@@ -444,6 +444,7 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
     else:
         writer = ReplyWriter(
             services.engine,
+            gen.chat_id,
             gen.message_id,
             turn.swipe_id,
             services.settings.stream_flush_interval_s,

@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from app.chats.models import Message
 from app.generation.core.joining import continuation_joint
 from app.generation.reasoning import REASONING_FIELDS, ReplyReading, version_reasoning
-from app.platform.db import lock_for_write
+from app.platform.db import chat_scope, lock_for_write
 from app.platform.timeutil import utcnow
 
 log = logging.getLogger(__name__)
@@ -52,6 +52,7 @@ class ReplyWriter:
     def __init__(
         self,
         engine: Engine,
+        chat_id: int,
         message_id: int,
         swipe_id: str,
         flush_interval_s: float,
@@ -61,6 +62,7 @@ class ReplyWriter:
         kept_reasoning: dict | None = None,
     ) -> None:
         self.engine = engine
+        self.chat_id = chat_id  # the scope of its write lock
         self.message_id = message_id
         self.swipe_id = swipe_id
         self.flush_interval_s = flush_interval_s
@@ -157,7 +159,8 @@ class ReplyWriter:
         text = self.kept + self.text
         thought = version_reasoning(self.kept_reasoning, None if unchanged else self.reading)
         with Session(self.engine) as session:
-            lock_for_write(session)  # the user may change the message's versions meanwhile
+            # The user may change the message's versions meanwhile.
+            lock_for_write(session, chat_scope(self.chat_id))
             msg = session.get(Message, self.message_id)
             if msg is None:  # deleted while streaming: nothing to keep
                 return

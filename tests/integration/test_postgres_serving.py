@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 
-from app.platform.db import is_busy, is_disk_full, lock_for_write, make_engine
+from app.platform.db import chat_scope, is_busy, is_disk_full, lock_for_write, make_engine
 from tests.conftest import add_character, new_chat
 from tests.support.waiting import wait_for
 
@@ -57,6 +57,56 @@ def test_lock_for_write_makes_a_second_writer_wait_for_the_first_on_postgresql(m
             first.commit()
         thread.join(30)
         assert seen == [1]
+    finally:
+        engine.dispose()
+
+
+def _waits(engine, holder_scope, asker_scope) -> bool:
+    """Whether a transaction asking lock_for_write(asker_scope) waits while another holds
+    lock_for_write(holder_scope); it always gets it once the holder commits."""
+    got = threading.Event()
+    with Session(engine) as holder:
+        lock_for_write(holder, holder_scope)
+
+        def ask() -> None:
+            with Session(engine) as asker:
+                lock_for_write(asker, asker_scope)
+                got.set()
+                asker.commit()
+
+        thread = threading.Thread(target=ask)
+        thread.start()
+        with engine.connect() as watcher:  # the asker got it, or is seen waiting for it
+            state = wait_for(
+                lambda: (
+                    "got it"
+                    if got.is_set()
+                    else "waits"
+                    if watcher.exec_driver_sql(
+                        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                        " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+                    ).scalar_one()
+                    else None
+                ),
+                what="the second writer to get the lock or wait for it",
+            )
+        holder.commit()
+    thread.join(30)
+    assert got.is_set()
+    return state == "waits"
+
+
+def test_writes_about_two_chats_do_not_wait_for_each_other_on_postgresql(migrated_postgres_url):
+    """A reply stored in one chat does not wait for another chat's (every server's replies store their
+    partial text as they stream); the same chat's writes take turns, and an unscoped write (the login
+    throttle, the replies a dead server left) waits for every scoped one, and they for it."""
+    engine = make_engine(migrated_postgres_url)
+    try:
+        assert not _waits(engine, chat_scope(1), chat_scope(2))
+        assert _waits(engine, chat_scope(1), chat_scope(1))
+        assert _waits(engine, chat_scope(1), None)
+        assert _waits(engine, None, chat_scope(2))
+        assert _waits(engine, None, None)
     finally:
         engine.dispose()
 

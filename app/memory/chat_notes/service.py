@@ -36,7 +36,7 @@ from app.memory.chat_notes.core.rules import (
 )
 from app.memory.chat_notes.models import ChatMemory
 from app.platform.core.errors import UserError
-from app.platform.db import lock_for_write
+from app.platform.db import chat_scope, lock_for_write
 from app.platform.timeutil import utcnow
 
 log = logging.getLogger(__name__)
@@ -196,7 +196,7 @@ def _previous_summary(session: Session, chat_id: int) -> str:
 
 def _locked_row(session: Session, chat_id: int) -> ChatMemory:
     """The chat's row, after taking the write lock (created when missing)."""
-    lock_for_write(session)
+    lock_for_write(session, chat_scope(chat_id))
     row = _row(session, chat_id)
     if row is None:
         row = ChatMemory(chat_id=chat_id)
@@ -233,7 +233,7 @@ def _save(
 def rebuild(session: Session, data_dir: Path, chat_id: int) -> bool:
     """Build the chat's summary again from its messages and store it (the caller commits); True when
     it changed. A chat deleted meanwhile is left alone."""
-    lock_for_write(session)
+    lock_for_write(session, chat_scope(chat_id))
     chat = session.get(Chat, chat_id, populate_existing=True)
     if chat is None:
         return False

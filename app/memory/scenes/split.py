@@ -15,13 +15,13 @@ and cannot get new versions; `breaks.first_part` is for when it can)."""
 from __future__ import annotations
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from app.chats import service as chats
 from app.chats.models import Chat, Message
 from app.chats.settings import read_settings
 from app.memory.scenes.core.breaks import split_reply
-from app.platform.db import lock_for_write
+from app.platform.db import chat_scope, lock_for_write
 
 # What a version records about its generation: it goes with the last part only.
 MESSAGE_INFO = ("model", "usage", "gen_started", "gen_finished")
@@ -39,7 +39,10 @@ def split_stored_reply(engine: Engine, message_id: int, swipe_id: str) -> list[i
     reply is no longer there as written: deleted, given another version, or no longer the chat's
     last message, where parts added after it would land after later messages)."""
     with Session(engine) as session:
-        lock_for_write(session)
+        chat_id = session.exec(select(Message.chat_id).where(Message.id == message_id)).first()
+        if chat_id is None:
+            return [message_id]
+        lock_for_write(session, chat_scope(chat_id))  # a message's chat never changes: read before it
         msg = session.get(Message, message_id)
         if msg is None or len(msg.swipes) != 1 or msg.swipes[0].get("id") != swipe_id:
             return [message_id]

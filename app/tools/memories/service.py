@@ -21,7 +21,7 @@ from sqlmodel import Session, col, select
 from app.characters.models import Character
 from app.chats.models import Chat
 from app.platform.core.errors import NotFound, UserError
-from app.platform.db import lock_for_write
+from app.platform.db import LONG_TERM_MEMORY_LOCK_CLASS, chat_scope, lock_for_write
 from app.platform.modelbase import MAX_ROW_ID, parse_row_id
 from app.platform.timeutil import utcnow
 from app.tools.memories.core.rules import (
@@ -113,7 +113,8 @@ def add_long_term(
         if character is None:
             raise NotFound(f"Character {character_id} does not exist.")
         name = character.name
-    lock_for_write(session)  # the count and the insert see the same rows
+    # The count and the insert see the same rows (the character's, or the shared ones: 0).
+    lock_for_write(session, (LONG_TERM_MEMORY_LOCK_CLASS, character_id or 0))
     limit = MAX_GLOBAL if character_id is None else MAX_PER_CHARACTER
     if count_long_term(session, character_id) >= limit:
         raise UserError(limit_sentence("global" if character_id is None else "character", name))
@@ -231,7 +232,7 @@ def change_short_term(
     """Remove, then add (so removing makes room); all or nothing. Returns (added, removed ids)."""
     if session.get(Chat, chat_id) is None:
         raise NotFound(f"Chat {chat_id} does not exist.")
-    lock_for_write(session)
+    lock_for_write(session, chat_scope(chat_id))
     live = {item.id: item for item in sweep_short_term(session, chat_id, now)}
     unknown = [i for i in remove if i not in live]
     if unknown:

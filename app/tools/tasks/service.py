@@ -18,7 +18,7 @@ from app.characters.models import Character
 from app.chats.models import Chat
 from app.personas.models import Persona
 from app.platform.core.errors import NotFound, UserError
-from app.platform.db import lock_for_write
+from app.platform.db import chat_scope, lock_for_write
 from app.platform.timeutil import as_utc
 from app.tools.tasks.core import schedule
 from app.tools.tasks.models import Task
@@ -90,7 +90,8 @@ def create_task(
     now: datetime,
 ) -> Task:
     purpose = _purpose(purpose)
-    lock_for_write(session)  # counted and added in one write transaction: two calls cannot both pass 50
+    # Counted and added in one write transaction: two calls cannot both pass 50.
+    lock_for_write(session, chat_scope(chat_id))
     if session.get(Chat, chat_id) is None:
         raise NotFound("No such chat.")
     if open_count(session, chat_id) >= schedule.MAX_OPEN_PER_CHAT:
