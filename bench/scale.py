@@ -50,8 +50,21 @@ closes it at 5 s).
 - two_server_requests, two_server_failures (target 0; a page that does not show the last message
   sent counts as one), two_server_page_requests, two_server_send_requests, two_server_rps (over the run, its
   last requests' ends included).
+- Where the cores go. Before the load, one request at a time on the quiet servers:
+  two_server_quiet_page_cpu_ms and _quiet_send_cpu_ms, the CPU (both servers and PostgreSQL) a chat page
+  and a message send cost, a send's with the background work it starts (Memory Recall embedding its
+  memory, scene checks) waited for to its end. two_server_cpu_demand_cores: what the users' pacing asks
+  of the machine were every answer instant (users / the 2 s mean wait, three pages to a send); at or past
+  two_server_machine_cores the requests queue for the CPU and the times grow with the queue. During the
+  load: two_server_machine_busy_pct (every core), two_server_cores_used_servers / _postgres / _locust /
+  _model_server (the test model server is this process's thread).
+- The load runs twice (`--load-embeddings both`, the default): with Memory Recall embedding each reply's
+  memory with the built-in model on the servers' own cores (two_server_*), and with the embeddings
+  asked of the model server's /v1/embeddings (two_server_endpoint_*: every figure above again), as a
+  deployment with an embedding endpoint (a GPU machine, a provider) has it.
 
 Run: .venv/bin/python bench/scale.py [--memories 100000] [--users 100] [--seconds 60] [--only recall|load]
+     [--load-embeddings both|builtin|endpoint]
 A quick check (a minute or two): bench/scale.py --memories 2000 --users 5 --seconds 5
 The full run takes about half an hour on two cores, most of it filling and indexing 500,000 windows.
 """
@@ -312,8 +325,8 @@ def recall_figures(memories: int, runs: int) -> None:
 
 
 @contextmanager
-def scale_server(data_dir: Path, database_url: str, name: str, log: Path) -> Iterator[str]:
-    """bench/scale_server.py in its own process; its URL once /healthz answers."""
+def scale_server(data_dir: Path, database_url: str, name: str, log: Path) -> Iterator[tuple[str, int]]:
+    """bench/scale_server.py in its own process; its URL and process id once /healthz answers."""
     port = free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("SUGO_")},
@@ -339,7 +352,7 @@ def scale_server(data_dir: Path, database_url: str, name: str, log: Path) -> Ite
             wait_for(url + "/healthz")
         except RuntimeError:
             raise RuntimeError(f"{name} did not start: {log.read_text()[-2000:]}") from None
-        yield url
+        yield url, process.pid
     finally:
         process.terminate()
         try:
@@ -349,8 +362,12 @@ def scale_server(data_dir: Path, database_url: str, name: str, log: Path) -> Ite
             process.wait()
 
 
-def seed_chats(client: httpx.Client, database_url: str, model_url: str, users: int) -> list[int]:
-    """One chat per user with SEED_MESSAGES messages (written straight into the database)."""
+def seed_chats(
+    client: httpx.Client, database_url: str, model_url: str, users: int, *, endpoint_embeddings: bool = False
+) -> list[int]:
+    """One chat per user with SEED_MESSAGES messages (written straight into the database). Memory Recall
+    embeds with the built-in model, or with `endpoint_embeddings` through the model server's
+    /v1/embeddings (the connection's embedding model)."""
     client.post(
         "/api/connections",
         json={
@@ -360,6 +377,7 @@ def seed_chats(client: httpx.Client, database_url: str, model_url: str, users: i
             "model": "test-model",
             "context_size": 8192,
             "max_tokens": 256,
+            **({"embedding_model": "test-embedding"} if endpoint_embeddings else {}),
         },
     ).raise_for_status()
     character = client.post(
@@ -424,7 +442,111 @@ def warm_up(*servers: str) -> None:
                 time.sleep(0.5)
 
 
-def load_figures(users: int, seconds: float) -> None:
+# scale_load.py's users wait between 1 and 3 s after each answer, and send one message in four steps.
+MEAN_WAIT_S = 2.0
+SEND_SHARE = 0.25
+QUIET_PAGES = 40
+QUIET_SENDS = 12
+
+
+def process_cpu_s(pid: int, *, reaped: bool = False) -> float:
+    """CPU seconds a process has used (user + system), with `reaped` those of its ended children."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if reaped else 0)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def postgres_cpu_s(postmaster: int) -> float:
+    """The PostgreSQL server's CPU seconds: the postmaster with the backends it reaped, and the live ones."""
+    total = process_cpu_s(postmaster, reaped=True)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == postmaster:
+                total += process_cpu_s(int(entry.name))
+        except (OSError, ValueError):
+            continue  # a backend that ended meanwhile: the postmaster's reaped time has it
+    return total
+
+
+def machine_busy_s() -> tuple[float, float]:
+    """(busy, all) CPU seconds of the whole machine since boot, over every core."""
+    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = values[3] + values[4]  # idle and iowait
+    hz = os.sysconf("SC_CLK_TCK")
+    return (sum(values) - idle) / hz, sum(values) / hz
+
+
+class CpuUse:
+    """CPU seconds used by the bench's parts: both Sugo servers, PostgreSQL, and this process (the test
+    model server's thread)."""
+
+    def __init__(self, servers: list[int], postmaster: int) -> None:
+        self.servers, self.postmaster = servers, postmaster
+
+    def take(self) -> dict[str, float]:
+        own = os.times()
+        return {
+            "servers": sum(process_cpu_s(pid) for pid in self.servers),
+            "postgres": postgres_cpu_s(self.postmaster),
+            "model_server": own.user + own.system,
+        }
+
+    @staticmethod
+    def since(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+        return {name: after[name] - before[name] for name in before}
+
+
+def quiet_costs(servers: list[str], cpu: CpuUse, chat_id: int, users: int) -> tuple[float, float]:
+    """CPU milliseconds (servers and PostgreSQL) one chat page and one message send cost, asked one at a
+    time of the quiet servers (in turn); a send's includes the background work it starts (Memory Recall
+    embedding its memory, scene checks), waited for until the servers are idle again. The servers' idle
+    use (heartbeats, the queue's polling), measured first, is taken out. Fewer of each for a small
+    load (the test's five users)."""
+    pages, sends = min(QUIET_PAGES, 4 * users), min(QUIET_SENDS, users)
+
+    def used(before: dict[str, float]) -> float:
+        spent = CpuUse.since(before, cpu.take())
+        return spent["servers"] + spent["postgres"]
+
+    before, started = cpu.take(), time.monotonic()
+    time.sleep(3)
+    idle_per_s = used(before) / (time.monotonic() - started)
+    with httpx.Client(timeout=120) as client:
+        before, started = cpu.take(), time.monotonic()
+        for n in range(pages):
+            client.get(f"{servers[n % len(servers)]}/chats/{chat_id}").raise_for_status()
+        page_s = (used(before) - idle_per_s * (time.monotonic() - started)) / pages
+        before, started = cpu.take(), time.monotonic()
+        for n in range(sends):
+            answer = client.post(
+                f"{servers[n % len(servers)]}/api/chats/{chat_id}/generate",
+                json={"action": "send", "content": f"What did the ferryman say on day {n}?"},
+            )
+            if answer.status_code != 200:
+                raise RuntimeError(f"a quiet send failed: {answer.status_code} {answer.text[:300]}")
+        while True:  # the background work the sends started, to its end
+            mark = cpu.take()
+            time.sleep(1)
+            if used(mark) < idle_per_s * 1.5 + 0.02 or time.monotonic() - started > 300:
+                break
+        send_s = (used(before) - idle_per_s * (time.monotonic() - started)) / sends
+    return page_s * 1000, send_s * 1000
+
+
+def load_figures(users: int, seconds: float, embeddings: str) -> None:
+    """The load with Memory Recall embedding each reply's memory with the built-in model on the
+    servers' own cores (two_server_*, the issue's figures), and with the embeddings asked of the model
+    server's /v1/embeddings, as a deployment with an embedding endpoint does (two_server_endpoint_*);
+    `embeddings` says which ("both": one after the other)."""
+    if embeddings in ("both", "builtin"):
+        load_pass(users, seconds, "two_server", endpoint_embeddings=False)
+    if embeddings in ("both", "endpoint"):
+        load_pass(users, seconds, "two_server_endpoint", endpoint_embeddings=True)
+
+
+def load_pass(users: int, seconds: float, name: str, *, endpoint_embeddings: bool) -> None:
     with ExitStack() as stack:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sugo-bench-load-")))
         server = stack.enter_context(PostgresServer())
@@ -435,12 +557,19 @@ def load_figures(users: int, seconds: float) -> None:
         models = stack.enter_context(ModelServer())
         data_dir = folder / "data"
         # One after the other: the first makes the data folder's keys, the second reads them.
-        one = stack.enter_context(scale_server(data_dir, database_url, "one", folder / "one.log"))
-        two = stack.enter_context(scale_server(data_dir, database_url, "two", folder / "two.log"))
+        one, one_pid = stack.enter_context(scale_server(data_dir, database_url, "one", folder / "one.log"))
+        two, two_pid = stack.enter_context(scale_server(data_dir, database_url, "two", folder / "two.log"))
         with httpx.Client(base_url=one, timeout=60) as client:
-            chat_ids = seed_chats(client, database_url, models.base_url, users)
+            chat_ids = seed_chats(
+                client, database_url, models.base_url, users + 1, endpoint_embeddings=endpoint_embeddings
+            )
         warm_up(one, two)
-        run = subprocess.run(
+        assert server.pid is not None
+        cpu = CpuUse([one_pid, two_pid], server.pid)
+        # The last chat is not a user's: the quiet costs' sends go there.
+        page_ms, send_ms = quiet_costs([one, two], cpu, chat_ids.pop(), users)
+        before, busy_before, reaped_before = cpu.take(), machine_busy_s(), os.times()
+        locust = subprocess.Popen(
             [
                 sys.executable,
                 str(ROOT / "bench" / "scale_load.py"),
@@ -454,36 +583,54 @@ def load_figures(users: int, seconds: float) -> None:
                 str(seconds),
             ],
             cwd=ROOT,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            check=False,
         )
-        if run.returncode != 0 or not run.stdout.strip():
-            raise RuntimeError(f"the locust run failed ({run.returncode}): {run.stderr[-3000:]}")
-        found = json.loads(run.stdout.strip().splitlines()[-1])
-        for name in ("one", "two"):  # what a server said went wrong, for the reader of a failure
-            logged = (folder / f"{name}.log").read_text()
+        out, err = locust.communicate()
+        spent, busy_after, reaped = CpuUse.since(before, cpu.take()), machine_busy_s(), os.times()
+        # locust is the one child ended (reaped) in that time: the servers run on, PostgreSQL is pg_ctl's.
+        locust_s = reaped.children_user + reaped.children_system
+        locust_s -= reaped_before.children_user + reaped_before.children_system
+        if locust.returncode != 0 or not out.strip():
+            raise RuntimeError(f"the locust run failed ({locust.returncode}): {err[-3000:]}")
+        found = json.loads(out.strip().splitlines()[-1])
+        for server_name in ("one", "two"):  # what a server said went wrong, for the reader of a failure
+            logged = (folder / f"{server_name}.log").read_text()
             if "Traceback" in logged:
-                print(f"# server {name} logged errors: {logged[-1500:]!r}")
+                print(f"# server {server_name} logged errors: {logged[-1500:]!r}")
     pages, sends = found["times"]["chat page"], found["times"]["send message"]
     failures = found["failures"]
     requests = len(pages) + len(sends) + sum(failures.values())
-    show("two_server_users", users)
-    show("two_server_seconds", float(seconds))
-    show("two_server_requests", requests)
-    show("two_server_failures", sum(failures.values()))
-    show("two_server_page_requests", len(pages) + failures["chat page"])
-    show("two_server_send_requests", len(sends) + failures["send message"])
-    show("two_server_rps", requests / found["seconds"])
+    ran_s = found["seconds"]
+    show(f"{name}_users", users)
+    show(f"{name}_seconds", float(seconds))
+    show(f"{name}_requests", requests)
+    show(f"{name}_failures", sum(failures.values()))
+    show(f"{name}_page_requests", len(pages) + failures["chat page"])
+    show(f"{name}_send_requests", len(sends) + failures["send message"])
+    show(f"{name}_rps", requests / ran_s)
     if pages:
-        show("two_server_p50_ms", statistics.median(pages))
-        show("two_server_p95_ms", percentile(pages, 0.95))
+        show(f"{name}_p50_ms", statistics.median(pages))
+        show(f"{name}_p95_ms", percentile(pages, 0.95))
     if sends:
-        show("two_server_send_p50_ms", statistics.median(sends))
-        show("two_server_send_p95_ms", percentile(sends, 0.95))
-    for name, reasons in found["reasons"].items():
+        show(f"{name}_send_p50_ms", statistics.median(sends))
+        show(f"{name}_send_p95_ms", percentile(sends, 0.95))
+    # Where the cores went: a quiet page's and send's cost, what the users' pacing asks of the machine
+    # were every answer instant, and what each part used during the run.
+    show(f"{name}_quiet_page_cpu_ms", page_ms)
+    show(f"{name}_quiet_send_cpu_ms", send_ms)
+    demand = users / MEAN_WAIT_S * ((1 - SEND_SHARE) * page_ms + SEND_SHARE * send_ms) / 1000
+    show(f"{name}_cpu_demand_cores", demand)
+    show(f"{name}_machine_cores", os.cpu_count() or 0)
+    busy, every = (after - before for after, before in zip(busy_after, busy_before, strict=True))
+    show(f"{name}_machine_busy_pct", 100 * busy / every)
+    for part, used in spent.items():
+        show(f"{name}_cores_used_{part}", used / ran_s)
+    show(f"{name}_cores_used_locust", locust_s / ran_s)
+    for name_, reasons in found["reasons"].items():
         for reason, count in reasons:
-            print(f"# {name} failed {count}x: {reason}")
+            print(f"# {name_} failed {count}x: {reason}")
 
 
 def main() -> None:
@@ -493,13 +640,19 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=100, help="simulated users of the load")
     parser.add_argument("--seconds", type=float, default=60, help="how long the load runs")
     parser.add_argument("--only", choices=("recall", "load"), help="run one part alone")
+    parser.add_argument(
+        "--load-embeddings",
+        choices=("both", "builtin", "endpoint"),
+        default="both",
+        help="the load's Memory Recall embeddings: the built-in model, the model server's, or both runs",
+    )
     args = parser.parse_args()
     if args.memories < 1 or args.runs < 1 or args.users < 1 or args.seconds <= 0:
         parser.error("--memories, --runs and --users take a positive number, --seconds more than 0")
     if args.only in (None, "recall"):
         recall_figures(args.memories, args.runs)
     if args.only in (None, "load"):
-        load_figures(args.users, args.seconds)
+        load_figures(args.users, args.seconds, args.load_embeddings)
 
 
 if __name__ == "__main__":

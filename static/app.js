@@ -353,6 +353,20 @@
     return true;
   }
 
+  // A whisper (group chats): the next message goes to one member only; the bar above the message box
+  // says to whom until it is sent or removed.
+  function showWhisper(on) {
+    const bar = document.getElementById("composer-whisper");
+    if (!bar) return;
+    bar.hidden = !on;
+    if (on) document.getElementById("whisper-select")?.focus();
+  }
+
+  function whisperTo() {
+    const bar = document.getElementById("composer-whisper");
+    return bar && !bar.hidden ? Number(document.getElementById("whisper-select")?.value) || null : null;
+  }
+
   function speakerPayload(payload) {
     const speaker = document.getElementById("speaker-select")?.value;
     if (speaker) payload.speaker_id = Number(speaker);
@@ -401,7 +415,7 @@
 
   async function consume(response, beforeId) {
     let textEl = null, text = "", messageId = null, action = "send";
-    let item = null, thoughtEl = null, thought = "";
+    let item = null, thoughtEl = null, thought = "", started = false;
     const input = document.getElementById("composer-input");
     await readStream(response, async (event, data) => {
       if (event === "start") {
@@ -414,8 +428,12 @@
         messageId = data.message_id;
         if (streaming) streaming.messageId = messageId;
         // A new reply is new to the page; a regenerated one, or one followed after a reload, is there.
+        // In a group one send may bring several replies, one stream each after the other: the later
+        // ones come after what the page holds by then.
         if (document.getElementById("msg-" + messageId)) await refreshMessage(messageId);
-        else await appendNewMessages(beforeId);
+        else await appendNewMessages(started ? lastMessageId() : beforeId);
+        started = true;
+        text = ""; thought = ""; thoughtEl = null;
         item = document.getElementById("msg-" + messageId);
         item?.classList.add("is-streaming");
         textEl = item?.querySelector(".msg-text");
@@ -523,6 +541,7 @@
     } finally {
       streaming = null;
       setBusy(false);
+      armAuto();
     }
   }
 
@@ -560,8 +579,36 @@
     }, every);
   }
 
+  // Auto mode (group chats): while the page is open, in sight and idle, the group takes a turn every
+  // data-auto-ms (an empty send: turn-taking picks who goes on). Typing, a reply or a send starts the
+  // wait again; Stop pauses it, and the Auto button pauses or resumes it.
+  let autoTimer = null, autoPaused = false;
+  function armAuto() {
+    clearTimeout(autoTimer);
+    const every = Number(chatEl()?.dataset.autoMs || 0);
+    if (!every || autoPaused) return;
+    autoTimer = setTimeout(async () => {
+      const input = document.getElementById("composer-input");
+      if (streaming || document.hidden || autoPaused || input?.value.trim()) { armAuto(); return; }
+      await generate({ action: "send", content: null });
+      armAuto();
+    }, every);
+  }
+
+  function pauseAuto(paused) {
+    autoPaused = paused;
+    const button = document.getElementById("auto-mode");
+    if (button) {
+      button.setAttribute("aria-pressed", String(!paused));
+      const every = Math.round(Number(chatEl()?.dataset.autoMs || 0) / 1000);
+      button.querySelector(".auto-label").textContent = paused ? "Auto paused · click to go on" : `Auto · every ${every} s`;
+    }
+    armAuto();
+  }
+
   async function stop() {
     if (!chatId()) return;
+    if (Number(chatEl()?.dataset.autoMs || 0)) pauseAuto(true);
     await fetch(`/api/chats/${chatId()}/stop`, { method: "POST", headers: { "X-CSRF-Token": csrf() } });
   }
 
@@ -604,6 +651,8 @@
     if ((quote !== null || refs.length) && streaming) { toast("A reply is already being written. Stop it first.", "error"); return; }
     if (quote !== null) payload.quote = quote;
     if (refs.length) payload.chat_ref_ids = refs.map((c) => Number(c.dataset.chatId));
+    const whisper = content.trim() ? whisperTo() : null;
+    if (whisper) payload.whisper_to = whisper;
     const files = document.getElementById("composer-files");
     const chips = files ? [...files.querySelectorAll(".file-chip")] : [];
     if (chips.length) {
@@ -619,7 +668,9 @@
     if (quote !== null) setQuote(null);
     refs.forEach((c) => c.remove());
     showRefs();
+    if (whisper) showWhisper(false);
     const ok = await generate(payload);
+    if (!ok && startRefused && whisper) showWhisper(true);  // nothing was stored: still a whisper
     if (!ok && content && !document.querySelector(".msg-user:last-of-type")) input.value = content;
     if (!ok && startRefused && chips.length) {
       // Nothing was stored: the files wait in the composer again.
@@ -1008,6 +1059,7 @@
   function runAction(name) {
     closeMenu();
     if (!chatId()) return;
+    if (name === "whisper") { showWhisper(true); return; }
     if (name === "reply") generate(speakerPayload({ action: "send", content: null }));
     else if (name === "continue") generate({ action: "continue" });
     else if (name === "impersonate") generate(speakerPayload({ action: "impersonate" }));
@@ -1026,7 +1078,11 @@
       return;
     }
     if (!e.target.closest("#composer-menu")) closeMenu();
-    const act = e.target.closest('[data-action="reply"], [data-action="continue"], [data-action="impersonate"]');
+    if (e.target.closest("#composer-whisper-remove")) { showWhisper(false); document.getElementById("composer-input")?.focus(); return; }
+    // Who sees a message: Cancel closes the form under it.
+    const cancel = e.target.closest("[data-close-audience]");
+    if (cancel) { cancel.closest(".msg-audience").innerHTML = ""; return; }
+    const act = e.target.closest('[data-action="reply"], [data-action="continue"], [data-action="impersonate"], [data-action="whisper"]');
     if (act && !act.disabled) runAction(act.dataset.action);
   });
 
@@ -1320,6 +1376,9 @@
       const room = () => document.body.style.setProperty("--composer-room", Math.round(innerHeight - composer.getBoundingClientRect().top + 8) + "px");
       if (composer && window.ResizeObserver) { new ResizeObserver(room).observe(composer); window.addEventListener("resize", room); }
       watchChat();
+      armAuto();
+      document.getElementById("composer-input")?.addEventListener("input", armAuto);
+      document.getElementById("auto-mode")?.addEventListener("click", () => pauseAuto(!autoPaused));
       // Desktop: the message box has focus when a chat opens, ready to type. Not on a phone, where
       // focus opens the on-screen keyboard over half the chat.
       const input = document.getElementById("composer-input");

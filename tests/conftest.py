@@ -15,6 +15,7 @@ from app.platform.migrate import upgrade_database
 from tests.support.live import LiveSugo
 from tests.support.model_server import ModelServer
 from tests.support.postgres import migrated_postgres_url, postgres_server, postgres_url  # noqa: F401  (fixtures)
+from tests.support.waiting import wait_for
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SERAPHINA_PNG = FIXTURES / "default_Seraphina.png"
@@ -75,12 +76,26 @@ def sugo(request, tmp_path: Path) -> Iterator[LiveSugo]:
         yield live
 
 
+def jobs_waiting(engine: Engine) -> int:
+    """procrastinate's jobs due now and not ended (PostgreSQL)."""
+    with engine.connect() as conn:
+        return conn.exec_driver_sql(
+            "SELECT count(*) FROM procrastinate_jobs WHERE status IN ('todo', 'doing') "
+            "AND (scheduled_at IS NULL OR scheduled_at <= now())"
+        ).scalar_one()
+
+
 @pytest.fixture
 def background_held(sugo: LiveSugo) -> Iterator[LiveSugo]:
     """`sugo` with its job queue paused for the test: the start-up pass of the periodic jobs has ended
     (on PostgreSQL a worker thread runs it while the test is already creating its chat), and no tick
     runs under the test. For a test that runs a periodic job's work by hand, or presses a button
     whose claim a periodic job takes (the day summaries' job claims every Conversation chat)."""
+    if sugo.engine.dialect.name == "postgresql":
+        # Pausing stops this server's worker, and a start-up job deferred but not taken yet would
+        # wait in the table and run at `resume`, racing the test for the chat's claim and the model
+        # server's script (found: the day summaries' start-up pass answering a reply's script).
+        wait_for(lambda: jobs_waiting(sugo.engine) == 0, timeout=30, what="the start-up jobs")
     sugo.services.queue.pause()
     try:
         yield sugo

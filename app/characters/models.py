@@ -31,5 +31,8 @@ class Character(SQLModel, table=True):
     card_data_extra: dict = json_field()
     card_top_extra: dict = json_field()
     avatar_id: int | None = Field(default=None, foreign_key="image.id", ondelete="SET NULL")
+    # SillyTavern's avatar key: the PNG file name the card was imported from (`Seraphina.png`). Its
+    # group files and group chats name members by it (app/chats/core/st_group.py).
+    st_avatar: str | None = Field(default=None, max_length=255)
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)

@@ -44,6 +44,7 @@ def _form_input(form) -> CharacterIn:
             character_note=forms.text(form, "character_note"),
             character_note_depth=forms.optional_number(form, "character_note_depth", int),
             character_note_role=forms.text(form, "character_note_role") or None,
+            talkativeness=forms.optional_number(form, "talkativeness"),
         )
     except ValidationError as err:
         raise forms.refused(err, "A character needs a name.") from err
@@ -65,7 +66,11 @@ def list_characters_page(
 @router.get("/characters/new")
 def new_character_page(request: Request) -> HTMLResponse:
     """Write a character from scratch."""
-    return render(request, "characters/edit.html", {"char": None, "note_of": service.character_note})
+    return render(
+        request,
+        "characters/edit.html",
+        {"char": None, "note_of": service.character_note, "talkativeness_of": service.stated_talkativeness},
+    )
 
 
 @router.post("/characters")
@@ -107,7 +112,13 @@ def edit_character_page(
     return render(
         request,
         "characters/edit.html",
-        {"char": char, "note_of": service.character_note, "lorebooks": lorebooks, "reused_book": reused},
+        {
+            "char": char,
+            "note_of": service.character_note,
+            "talkativeness_of": service.stated_talkativeness,
+            "lorebooks": lorebooks,
+            "reused_book": reused,
+        },
     )
 
 
@@ -124,6 +135,7 @@ async def update_character_page(
         "char": char,
         "saved": True,
         "note_of": service.character_note,
+        "talkativeness_of": service.stated_talkativeness,
         "lorebooks": books_of_character(session, character_id),
     }
     return (

@@ -25,6 +25,9 @@ class CharacterIn(BaseModel):
     character_note: str | None = None
     character_note_depth: int | None = Field(default=None, ge=0, le=100)
     character_note_role: str | None = Field(default=None, pattern="^(system|user|assistant)$")
+    # How readily the character answers by itself in a group chat's natural order, 0 to 1
+    # (SillyTavern's `extensions.talkativeness`; 0.5 when the card has none). None leaves the card's.
+    talkativeness: float | None = Field(default=None, ge=0, le=1)
 
 
 class CharacterRead(CharacterIn):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlmodel import Session, col, select
 
 from app.characters.core import cards
+from app.characters.core.cards import talkativeness
 from app.characters.models import Character
 from app.characters.schemas import CharacterIn, CharacterRead
 from app.images.models import Image
@@ -12,7 +13,7 @@ from app.images.service import store_image
 from app.platform.core.errors import NotFound, UserError
 from app.platform.timeutil import utcnow
 
-_NOTE_FIELDS = ("character_note", "character_note_depth", "character_note_role")
+_NOTE_FIELDS = ("character_note", "character_note_depth", "character_note_role", "talkativeness")
 _CARD_FIELDS = tuple(f for f in CharacterIn.model_fields if f not in _NOTE_FIELDS)
 
 
@@ -44,6 +45,33 @@ def _apply_note(char: Character, data: CharacterIn) -> None:
     char.extensions = {**char.extensions, "depth_prompt": note}
 
 
+def _stated_talkativeness(char: Character) -> object:
+    extensions = char.extensions if isinstance(char.extensions, dict) else {}
+    top = char.card_top_extra if isinstance(char.card_top_extra, dict) else {}
+    return extensions.get("talkativeness", top.get("talkativeness"))
+
+
+def card_talkativeness(char: Character) -> float:
+    """The card's talkativeness (`data.extensions.talkativeness`, or SillyTavern's flat copy at the
+    card's top level), 0.5 when it has none or none that reads as a number."""
+    return talkativeness(_stated_talkativeness(char))
+
+
+def stated_talkativeness(char: Character) -> float | None:
+    """The card's own talkativeness, None when it states none (the editor then shows the default as a
+    hint and saving leaves the card as it was)."""
+    return None if _stated_talkativeness(char) is None else card_talkativeness(char)
+
+
+def _apply_talkativeness(char: Character, data: CharacterIn) -> None:
+    if data.talkativeness is None:
+        return
+    char.extensions = {**char.extensions, "talkativeness": data.talkativeness}
+    if isinstance(char.card_top_extra, dict) and "talkativeness" in char.card_top_extra:
+        # SillyTavern's flat copy, kept for export, says the same (as the text SillyTavern writes).
+        char.card_top_extra = {**char.card_top_extra, "talkativeness": str(data.talkativeness)}
+
+
 def avatar_url(image_id: int | None) -> str | None:
     return f"/images/{image_id}" if image_id else None
 
@@ -56,6 +84,7 @@ def to_read(char: Character) -> CharacterRead:
         character_note=note,
         character_note_depth=depth,
         character_note_role=role,
+        talkativeness=card_talkativeness(char),
         avatar_url=avatar_url(char.avatar_id),
         extensions=char.extensions,
         has_character_book=bool(char.character_book),
@@ -82,6 +111,7 @@ def get_character(session: Session, character_id: int) -> Character:
 def create_character(session: Session, data: CharacterIn, *, avatar: bytes | None = None) -> Character:
     char = Character(**data.model_dump(exclude=set(_NOTE_FIELDS)))
     _apply_note(char, data)
+    _apply_talkativeness(char, data)
     if avatar:
         char.avatar_id = store_image(session, avatar).id
     session.add(char)
@@ -96,6 +126,7 @@ def update_character(
     for field, value in data.model_dump(exclude=set(_NOTE_FIELDS)).items():
         setattr(char, field, value)
     _apply_note(char, data)
+    _apply_talkativeness(char, data)
     if avatar:
         char.avatar_id = store_image(session, avatar).id
     char.updated_at = utcnow()
@@ -138,9 +169,24 @@ def import_card(session: Session, raw: bytes, filename: str | None = None) -> Ch
     )
     if card.image:
         char.avatar_id = store_image(session, card.image).id
+    char.st_avatar = st_avatar_key(filename, char.name)
     session.add(char)
     session.flush()
     return char
+
+
+def st_avatar_key(filename: str | None, name: str) -> str:
+    """SillyTavern's avatar key for a card: the PNG's file name, as its group files name members; a
+    card from JSON (or without a name) gets the `<name>.png` SillyTavern would give it."""
+    base = (filename or "").replace("\\", "/").rsplit("/", 1)[-1].strip()
+    if base.lower().endswith(".png") and len(base) <= 255:
+        return base
+    return f"{name[:200]}.png"
+
+
+def avatar_key(char: Character) -> str:
+    """The key SillyTavern's files name this character by."""
+    return char.st_avatar or st_avatar_key(None, char.name)
 
 
 def to_card(char: Character, character_book: dict | None = None) -> cards.CardData:

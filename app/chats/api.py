@@ -1,3 +1,4 @@
+import json
 from typing import Literal
 
 from fastapi import APIRouter, File, Form, Request, UploadFile
@@ -6,7 +7,7 @@ from sqlalchemy import text
 from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
-from app.chats import attachments, service, views
+from app.chats import attachments, service, turn_taking, views
 from app.chats.changes import chat_added, chat_deleted, messages_changed
 from app.chats.schemas import (
     AttachmentRead,
@@ -16,17 +17,19 @@ from app.chats.schemas import (
     ChatPatch,
     ChatRead,
     GenerateIn,
+    MemberPatch,
     MessageIn,
     MessagePatch,
     MessageRead,
     SwipeIn,
 )
+from app.chats.st_io import export_group
 from app.generation import following, reply
-from app.lore.chat_files import export_chat_file, import_chat_file
+from app.lore.chat_files import ChatImport, export_chat_file, import_chat_file, import_group_files
 from app.memory.chat_notes import service as chat_notes
 from app.memory.chat_notes.core.commands import is_memory_command
-from app.platform.core.downloads import attachment, content_disposition
-from app.platform.core.errors import UserError
+from app.platform.core.downloads import attachment, content_disposition, safe_stem
+from app.platform.core.errors import NotFound, UserError
 from app.platform.modelbase import RowId
 from app.platform.services import Services
 from app.prompt.report import context_report, snapshot
@@ -70,6 +73,11 @@ def import_chat(
         session, file.file.read(), services.sources, character_id=character_id, file_name=file.filename
     )
     chat_added(session, services, done.chat.id)
+    return _imported(session, done)
+
+
+def _imported(session: Session, done: ChatImport) -> ChatImported:
+    """An imported chat as the API answers it: the chat, what arrived and what was left out."""
     return ChatImported(
         **views.chat_read(session, done.chat).model_dump(),
         result=done.result,
@@ -78,6 +86,24 @@ def import_chat(
         attached_lorebooks=done.lorebooks,
         notes=done.notes,
     )
+
+
+@router.post("/import-group", response_model=list[ChatImported], status_code=201)
+def import_group(
+    session: SessionDep,
+    services: ServicesDep,
+    group: UploadFile = File(...),
+    chats: list[UploadFile] | None = File(None),
+) -> list[ChatImported]:
+    """Import a SillyTavern group: its file (data/<user>/groups/<id>.json) and its chats (.jsonl, both
+    layouts); one group chat per file, members found by their cards' avatar keys. Nothing is created
+    when a file is refused or a member is missing."""
+    done = import_group_files(
+        session, group.file.read(), [(f.filename, f.file.read()) for f in chats or ()], services.sources
+    )
+    for one in done:
+        chat_added(session, services, one.chat.id)
+    return [_imported(session, one) for one in done]
 
 
 @router.get("/{chat_id}", response_model=ChatRead)
@@ -107,6 +133,16 @@ def update_chat_options(chat_id: int, data: ChatOptionsIn, session: SessionDep) 
     return views.chat_read(session, chat)
 
 
+@router.put("/{chat_id}/members/{character_id}", response_model=ChatRead)
+def update_member(chat_id: int, character_id: int, data: MemberPatch, session: SessionDep) -> ChatRead:
+    """Mute or unmute a member of the chat: a muted member answers only when asked for by name."""
+    chat = service.get_chat(session, chat_id)
+    if not turn_taking.set_muted(session, chat_id, character_id, data.muted):
+        raise NotFound(f"Character {character_id} is not in this chat.")
+    session.commit()
+    return views.chat_read(session, chat)
+
+
 @router.delete("/{chat_id}", status_code=204)
 def delete_chat(chat_id: int, session: SessionDep, services: ServicesDep) -> None:
     """Delete a chat and its messages."""
@@ -130,7 +166,11 @@ def post_message(chat_id: int, data: MessageIn, session: SessionDep) -> MessageR
         )
     return views.message_read(
         service.add_user_message(
-            session, service.get_chat(session, chat_id), data.content, attachment_ids=data.attachment_ids
+            session,
+            service.get_chat(session, chat_id),
+            data.content,
+            attachment_ids=data.attachment_ids,
+            whisper_to=data.whisper_to,
         )
     )
 
@@ -145,12 +185,16 @@ def add_refresh_mark(chat_id: int, session: SessionDep) -> MessageRead:
 def update_message(
     chat_id: int, message_id: int, data: MessagePatch, session: SessionDep, services: ServicesDep
 ) -> MessageRead:
-    """Edit a message's text (its active version) or hide/unhide it from the AI."""
+    """Edit a message's text (its active version), hide/unhide it from the AI, or set who in a group
+    cannot see it (`hidden_for`, `whisper_to`)."""
     msg = service.get_message(session, chat_id, message_id)
     if data.content is not None:
         msg = service.edit_message(session, chat_id, message_id, data.content)
     if data.hidden is not None:
         msg = service.set_hidden(session, chat_id, message_id, data.hidden)
+    audience = {k: getattr(data, k) for k in ("hidden_for", "whisper_to") if k in data.model_fields_set}
+    if audience:
+        msg = service.set_audience(session, chat_id, message_id, **audience)
     messages_changed(session, services, chat_id)
     return views.message_read(msg)
 
@@ -215,6 +259,7 @@ async def generate_reply(chat_id: int, data: GenerateIn, services: ServicesDep) 
         attachment_ids=data.attachment_ids,
         quote=data.quote if data.action == "send" else None,
         chat_refs=refs,
+        whisper_to=data.whisper_to if data.action == "send" else None,
     )
     return StreamingResponse(
         reply.subscribe(gen),
@@ -291,16 +336,25 @@ async def stop_generation(chat_id: int, services: ServicesDep) -> dict:
 
 
 @router.get("/{chat_id}/prompt", response_model=PromptRead)
-def peek_prompt(chat_id: int, session: SessionDep, services: ServicesDep) -> PromptRead:
-    """Peek Prompt: the exact messages the next reply would be asked with, block by block."""
-    prompt, _ = build_chat_prompt(session, service.get_chat(session, chat_id), services=services)
+def peek_prompt(
+    chat_id: int, session: SessionDep, services: ServicesDep, speaker_id: RowId | None = None
+) -> PromptRead:
+    """Peek Prompt: the exact messages the next reply would be asked with, block by block; in a group,
+    `speaker_id`'s (what that member sees: messages hidden from it and others' whispers left out)."""
+    chat = service.get_chat(session, chat_id)
+    prompt, _ = build_chat_prompt(
+        session, chat, services=services, speaker=_speaker(session, chat, speaker_id)
+    )
     return prompt_read(prompt, timings=services.settings.debug_timings)
 
 
 @router.get("/{chat_id}/context")
-def show_context(chat_id: int, session: SessionDep, services: ServicesDep) -> dict:
+def show_context(
+    chat_id: int, session: SessionDep, services: ServicesDep, speaker_id: RowId | None = None
+) -> dict:
     """The context grid as data: tokens per group, free space, cost estimate, cache hit rate."""
-    report = context_report(session, service.get_chat(session, chat_id), services=services)
+    chat = service.get_chat(session, chat_id)
+    report = context_report(session, chat, services=services, speaker=_speaker(session, chat, speaker_id))
     return {
         "context_size": report.prompt.context_size,
         "reply_reserve": report.prompt.reply_reserve,
@@ -321,10 +375,17 @@ def show_context(chat_id: int, session: SessionDep, services: ServicesDep) -> di
 
 @router.get("/{chat_id}/prompt/snapshot")
 def download_prompt_snapshot(
-    chat_id: int, session: SessionDep, services: ServicesDep, format: Literal["text", "json"] = "text"
+    chat_id: int,
+    session: SessionDep,
+    services: ServicesDep,
+    format: Literal["text", "json"] = "text",
+    speaker_id: RowId | None = None,
 ) -> Response:
     """The exact package for the next reply: annotated text, or the provider's JSON body."""
-    name, content = snapshot(session, service.get_chat(session, chat_id), services=services, fmt=format)
+    chat = service.get_chat(session, chat_id)
+    name, content = snapshot(
+        session, chat, services=services, fmt=format, speaker=_speaker(session, chat, speaker_id)
+    )
     media = "application/json" if format == "json" else "text/plain; charset=utf-8"
     return Response(
         content,
@@ -343,6 +404,27 @@ def export_chat(chat_id: int, session: SessionDep, services: ServicesDep) -> Res
         media_type="application/jsonl",
         headers={"Content-Disposition": attachment(chat.name, "jsonl", fallback="chat")},
     )
+
+
+@router.get("/{chat_id}/export-group")
+def export_group_file(chat_id: int, session: SessionDep) -> Response:
+    """The chat's group as a SillyTavern group file (data/<user>/groups/); its chat is the .jsonl of
+    GET /export, named as the file's `chat_id` says."""
+    chat = service.get_chat(session, chat_id)
+    chat_file_id = safe_stem(chat.name, "chat")
+    body = export_group(session, chat, chat_file_id=chat_file_id)
+    return Response(
+        json.dumps(body, ensure_ascii=False, indent=2),
+        media_type="application/json",
+        headers={"Content-Disposition": attachment(chat.name, "json", fallback="group")},
+    )
+
+
+def _speaker(session: Session, chat, speaker_id: int | None):
+    """The member a preview is built for; None (the chat's default) when none is asked."""
+    if speaker_id is None:
+        return None
+    return service.next_speaker(session, chat, service.chat_characters(session, chat.id), speaker_id)
 
 
 def _references(services: Services, chat_id: int, ids: list[int]) -> list[dict]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from sqlalchemy.engine import Connection
 from sqlmodel import Session
 
+from app.chats.core.audience import Viewer, audience_of, sees
 from app.chats.core.quoting import message_for_model
 from app.chats.core.window import HistoryMessage, WindowPlan, plan_window
 from app.connections.core.answers import without_reasoning
@@ -33,20 +34,34 @@ class _Statements:
     count: str
     first: str
     newest: str
+    private: str
+    first_seen: str
+    newest_seen: str
     messages: str
     messages_before: str
     numbers: str
 
 
-def _statements(p: str, not_hidden: str, hidden_count: str, asked: str) -> _Statements:
+def _statements(p: str, not_hidden: str, hidden_count: str, asked: str, is_private: str) -> _Statements:
     sendable = f"chat_id = {p} AND kind = 'message' AND status != 'error' AND id > {p} AND id < {p}"
     columns = "id, role, name, content, tool_calls, quote, chat_refs"
     messages = f"SELECT count(*) FROM message WHERE chat_id = {p} AND kind = 'message'"
+    # A group speaker's window leaves out the messages it cannot see (their ids, the last parameter).
+    unseen = f"id NOT IN ({asked})"
     return _Statements(
         last_refresh=f"SELECT coalesce(max(id), 0) FROM message WHERE chat_id = {p} AND kind = 'refresh' AND id < {p}",
         count=f"SELECT count(*), {hidden_count} FROM message WHERE {sendable}",
         first=f"SELECT {columns} FROM message WHERE {sendable} AND {not_hidden} ORDER BY id LIMIT 1",
         newest=f"SELECT {columns} FROM message WHERE {sendable} AND {not_hidden} ORDER BY id DESC LIMIT {p}",
+        private=(
+            f"SELECT id, hidden_for, whisper_to, role, character_id FROM message"
+            f" WHERE {sendable} AND {not_hidden} AND {is_private}"
+        ),
+        first_seen=f"SELECT {columns} FROM message WHERE {sendable} AND {not_hidden} AND {unseen} ORDER BY id LIMIT 1",
+        newest_seen=(
+            f"SELECT {columns} FROM message WHERE {sendable} AND {not_hidden} AND {unseen}"
+            f" ORDER BY id DESC LIMIT {p}"
+        ),
         messages=messages,
         messages_before=f"{messages} AND id < {p}",
         # Message numbers of a few ids at once: messages are counted span by span between consecutive
@@ -65,12 +80,25 @@ def _statements(p: str, not_hidden: str, hidden_count: str, asked: str) -> _Stat
 
 _STATEMENTS = {
     "sqlite": _statements(
-        "?", "hidden = 0", "coalesce(sum(hidden), 0)", "SELECT DISTINCT value FROM json_each(?)"
+        "?",
+        "hidden = 0",
+        "coalesce(sum(hidden), 0)",
+        "SELECT DISTINCT value FROM json_each(?)",
+        "private = 1",
     ),
     "postgresql": _statements(
-        "%s", "NOT hidden", "count(*) FILTER (WHERE hidden)", "SELECT DISTINCT unnest(%s::bigint[])"
+        "%s",
+        "NOT hidden",
+        "count(*) FILTER (WHERE hidden)",
+        "SELECT DISTINCT unnest(%s::bigint[])",
+        "private",
     ),
 }
+
+
+def _ids_param(conn: Connection, ids: list[int]) -> str | list[int]:
+    """A list of ids as one parameter: a JSON array on SQLite, an array on PostgreSQL."""
+    return json.dumps(ids) if conn.dialect.name == "sqlite" else ids
 
 
 def _sql(conn: Connection) -> _Statements:
@@ -93,9 +121,13 @@ class History:
         return self.messages[self.plan.pinned :]
 
 
-def history_window(session: Session, chat_id: int, *, before_id: int | None, limit: int) -> History:
+def history_window(
+    session: Session, chat_id: int, *, before_id: int | None, limit: int, viewer: Viewer | None = None
+) -> History:
     """The recent-message window of a chat, read without touching the messages it leaves out: a
-    5,000-message chat costs what an 80-message one does."""
+    5,000-message chat costs what an 80-message one does. With a `viewer` (a group's speaker) the
+    messages it cannot see (app/chats/core/audience.py) are left out as hidden ones are: they are
+    counted among the hidden, and the window fills with the ones it can see."""
     conn = session.connection()
     upper = before_id if before_id is not None else _NO_UPPER_BOUND
     # After a refresh mark the AI reads only what follows it, and the chat's first message is not
@@ -104,12 +136,17 @@ def history_window(session: Session, chat_id: int, *, before_id: int | None, lim
     lower = conn.exec_driver_sql(sql.last_refresh, (chat_id, upper)).scalar_one()
     span = (chat_id, lower, upper)
     total, hidden_total = conn.exec_driver_sql(sql.count, span).one()
+    unseen = _unseen(conn, sql, span, viewer) if viewer is not None else []
+    hidden_total = int(hidden_total) + len(unseen)
     plan = plan_window(total - hidden_total, limit, keep_first=not lower)
+    first, newest, extra = sql.first, sql.newest, ()
+    if unseen:
+        first, newest, extra = sql.first_seen, sql.newest_seen, (_ids_param(conn, unseen),)
     rows = []
     if plan.pinned:
-        rows.extend(conn.exec_driver_sql(sql.first, span).all())
+        rows.extend(conn.exec_driver_sql(first, (*span, *extra)).all())
     if plan.recent:
-        rows.extend(reversed(conn.exec_driver_sql(sql.newest, (*span, plan.recent)).all()))
+        rows.extend(reversed(conn.exec_driver_sql(newest, (*span, *extra, plan.recent)).all()))
     messages = [
         HistoryMessage(
             i,
@@ -122,7 +159,25 @@ def history_window(session: Session, chat_id: int, *, before_id: int | None, lim
     ]
     # Every hidden message, the window's or not: Peek Prompt's counts then cover each message once
     # (hidden, dropped by the window, taken out by a source, or sent).
-    return History(messages, plan, int(hidden_total), refreshed=bool(lower))
+    return History(messages, plan, hidden_total, refreshed=bool(lower))
+
+
+def unseen_message_ids(session: Session, chat_id: int, viewer: Viewer) -> frozenset[int]:
+    """Every message of the chat the viewer cannot see (hidden from it, or another's whisper): what a
+    source bringing back old messages (recalled memories) leaves out of its prompt."""
+    conn = session.connection()
+    return frozenset(_unseen(conn, _sql(conn), (chat_id, 0, _NO_UPPER_BOUND), viewer))
+
+
+def _unseen(conn: Connection, sql: _Statements, span: tuple, viewer: Viewer) -> list[int]:
+    """The ids of the span's messages hidden from the viewer or whispered to someone else."""
+    return [
+        message_id
+        for message_id, hidden_for, whisper_to, role, character_id in conn.exec_driver_sql(sql.private, span)
+        if not sees(
+            viewer, audience_of(_json(hidden_for), whisper_to, character_id if role == "assistant" else None)
+        )
+    ]
 
 
 def _json(raw: str | list | None) -> object:
@@ -171,9 +226,7 @@ def message_numbers(session: Session, chat_id: int, ids: Iterable[int]) -> dict[
     if not asked:
         return {}
     conn = session.connection()
-    # SQLite reads the ids from a JSON array, PostgreSQL from an array parameter.
-    ids_param = json.dumps(asked) if conn.dialect.name == "sqlite" else asked
-    rows = conn.exec_driver_sql(_sql(conn).numbers, (ids_param, chat_id)).all()
+    rows = conn.exec_driver_sql(_sql(conn).numbers, (_ids_param(conn, asked), chat_id)).all()
     numbers, total = {}, 0
     for message_id, count in rows:
         total += count

@@ -1,5 +1,6 @@
 from datetime import datetime
 
+import sqlalchemy as sa
 from sqlalchemy import JSON, Column, Index, Text
 from sqlmodel import Field, SQLModel
 
@@ -43,6 +44,9 @@ class ChatCharacter(SQLModel, table=True):
     chat_id: int = Field(foreign_key="chat.id", primary_key=True, ondelete="CASCADE")
     character_id: int = Field(foreign_key="character.id", primary_key=True, ondelete="CASCADE")
     position: int = 0
+    # A muted member never answers by itself (turn-taking passes it by), only when asked for by name:
+    # the composer's "Who answers" or /trigger (app/chats/core/turns.py).
+    muted: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
 
 
 class Message(SQLModel, table=True):
@@ -55,7 +59,7 @@ class Message(SQLModel, table=True):
     # alone (app/prompt/service.py); the third a Conversation chat's days (app/memory/days/service.py).
     __table_args__ = (
         Index("ix_message_chat_id_id", "chat_id", "id"),
-        Index("ix_message_chat_window", "chat_id", "kind", "id", "status", "hidden"),
+        Index("ix_message_chat_window", "chat_id", "kind", "id", "status", "hidden", "private"),
         Index("ix_message_chat_days", "chat_id", "kind", "hidden", "created_at"),
     )
 
@@ -71,6 +75,13 @@ class Message(SQLModel, table=True):
     swipes: list = json_field(list)
     active_swipe: int = 0
     hidden: bool = False
+    # Who can see it in a group chat (app/chats/core/audience.py): the characters it is hidden from
+    # (ids), the one it is whispered to (an id, fixed when saved: a rename cannot redirect it; no
+    # foreign key, so a recipient deleted later leaves the whisper private), and `private`, set when
+    # either is, kept in the window's index. NULL / False for nearly every message.
+    hidden_for: list | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    whisper_to: int | None = None
+    private: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
     status: str = "ok"
     error: str | None = None
     # The SillyTavern line this message was imported from, minus what has columns, for export.

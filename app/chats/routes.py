@@ -10,7 +10,7 @@ from sqlmodel import Session, col, select
 from starlette.concurrency import run_in_threadpool
 
 from app.characters.service import list_characters
-from app.chats import attachments, service
+from app.chats import attachments, service, turn_taking
 from app.chats.changes import chat_added, chat_deleted, messages_changed
 from app.chats.history import message_count
 from app.chats.models import Chat, Message
@@ -18,7 +18,7 @@ from app.chats.settings import ChatSettings
 from app.connections.core.presets import LOCAL_PRESET_BY_PORT, PRESETS
 from app.connections.discovery import find_local_servers
 from app.connections.service import default_connection, list_connections
-from app.lore.chat_files import ChatImport, import_chat_file
+from app.lore.chat_files import ChatImport, import_chat_file, import_group_files
 from app.memory.scenes.prompt import window_start
 from app.memory.summaries.core.coverage import ChatMessage
 from app.memory.summaries.service import summarised_ids
@@ -39,15 +39,20 @@ router = APIRouter(include_in_schema=False)
 PAGE_SIZE = 60
 
 
-def _message_ctx(session: Session, request: Request, chat: Chat, shown: list[Message]) -> dict:
-    """What rendering `shown` (consecutive messages of the chat, in order) needs besides them."""
+def _message_ctx(
+    session: Session, request: Request, chat: Chat, shown: list[Message], *, newest: bool = False
+) -> dict:
+    """What rendering `shown` (consecutive messages of the chat, in order) needs besides them;
+    `newest`: they end with the chat's last message (the chat page), which is then not asked again."""
     characters = service.chat_characters(session, chat.id)
     persona = service.chat_persona(session, chat)
-    last = service.last_message(session, chat.id)
+    last = (shown[-1] if shown else None) if newest else service.last_message(session, chat.id)
     return {
         "chat": chat,
         "characters": characters,
         "avatars": {c.id: c.avatar_id for c in characters},
+        # A group's members by id: who a message is hidden from or whispered to (app/chats/core/audience.py).
+        "member_names": {c.id: c.name for c in characters},
         "persona_avatar": persona.avatar_id if persona else None,
         "user_name": persona.name if persona else service.FALLBACK_USER_NAME,
         "chat_char_name": characters[0].name if characters else "",
@@ -162,15 +167,43 @@ async def import_chat_page(request: Request, session: SessionDep, services: Serv
         character_id=forms.optional_number(form, "character_id", int),
         file_name=getattr(upload, "filename", None),
     )
-    # The page is left for the chat: app.js keeps these for it to show (ASCII JSON, a header).
-    notices = {"done": done.result, "notices": done.notes}
+    return _open_imported(done.chat.id, done.result, done.notes)
+
+
+def _open_imported(chat_id: int, said: str, notes: list[str]) -> Response:
+    """Leave the page for the imported chat; app.js keeps what to say for it to show (ASCII JSON, a
+    header)."""
+    notices = {"done": said, "notices": notes}
     return Response(
         status_code=204,
         headers={
-            "HX-Redirect": f"/chats/{done.chat.id}",
+            "HX-Redirect": f"/chats/{chat_id}",
             "HX-Trigger": json.dumps({"sugo:notices-next-page": notices}),
         },
     )
+
+
+@router.post("/chats/import-group")
+async def import_group_page(request: Request, session: SessionDep, services: ServicesDep) -> Response:
+    """Import a SillyTavern group and its chats, and open the last chat imported, saying what arrived."""
+    form = await request.form()
+    group = await forms.upload(form, "group")
+    if not group:
+        raise UserError("Choose the group's .json file to import.")
+    chat_files = []
+    for upload in form.getlist("chats"):
+        if getattr(upload, "filename", None):
+            chat_files.append((upload.filename, await upload.read()))
+    done = await run_in_threadpool(_import_group, session, services, group, chat_files)
+    said = f"Imported {len(done)} group chats." if len(done) > 1 else done[-1].result
+    return _open_imported(done[-1].chat.id, said, [n for one in done for n in one.notes])
+
+
+def _import_group(session: Session, services, group: bytes, chat_files: list) -> list[ChatImport]:
+    done = import_group_files(session, group, chat_files, services.sources)
+    for one in done:
+        chat_added(session, services, one.chat.id)
+    return done
 
 
 def _import_chat(
@@ -194,9 +227,10 @@ def _page_of_messages(
     return rows, (rows[0].id if more and rows else None)
 
 
-def _numbered_from(session: Session, chat_id: int, messages: list[Message]) -> int:
-    """Messages before this page: the page's numbering (Chat Summary's ranges) starts after them."""
-    return message_count(session, chat_id, messages[0].id) if messages else 0
+def _numbered_from(session: Session, chat_id: int, messages: list[Message], earlier: int | None) -> int:
+    """Messages before this page: the page's numbering (Chat Summary's ranges) starts after them.
+    None `earlier`: the page starts at the chat's first message, so nothing is counted."""
+    return message_count(session, chat_id, messages[0].id) if messages and earlier is not None else 0
 
 
 @router.get("/chats/{chat_id}")
@@ -204,7 +238,7 @@ def show_chat_page(chat_id: int, request: Request, session: SessionDep) -> HTMLR
     """The chat: newest messages, the composer, Chat Settings and Peek Prompt."""
     chat = service.get_chat(session, chat_id)
     messages, earlier = _page_of_messages(session, chat_id, before=None)
-    ctx = _message_ctx(session, request, chat, messages)
+    ctx = _message_ctx(session, request, chat, messages, newest=True)
     return render(
         request,
         "chats/detail.html",
@@ -213,7 +247,8 @@ def show_chat_page(chat_id: int, request: Request, session: SessionDep) -> HTMLR
             "messages": messages,
             "earlier_before": earlier,
             "settings": service.chat_settings(chat),
-            "numbered_from": _numbered_from(session, chat_id, messages),
+            "narrator": service.chat_settings(chat).narrator_id in {c.id for c in ctx["characters"]},
+            "numbered_from": _numbered_from(session, chat_id, messages, earlier),
             "has_connection": service.chat_connection(session, chat) is not None,
             "waiting": attachments.waiting_attachments(session, chat_id),  # uploads not sent yet
             # Here or on another server sharing the database: the page follows it either way.
@@ -256,7 +291,9 @@ def list_messages_fragment(
             "messages": messages,
             "earlier_before": earlier,
             "previous": previous,
-            "numbered_from": None if after is not None else _numbered_from(session, chat_id, messages),
+            "numbered_from": None
+            if after is not None
+            else _numbered_from(session, chat_id, messages, earlier),
             "drop_empty": bool(messages) and after is not None and previous is None,
         },
     )
@@ -299,6 +336,34 @@ def swipe_message_page(
     """Show another version of a message (the page asks for a new version through the API)."""
     chat = service.get_chat(session, chat_id)
     msg = service.select_swipe(session, chat_id, message_id, max(0, to))
+    messages_changed(session, services, chat_id)
+    return _render_message(request, session, chat, msg)
+
+
+@router.get("/chats/{chat_id}/messages/{message_id}/audience")
+def message_audience_form(
+    chat_id: int, message_id: int, request: Request, session: SessionDep
+) -> HTMLResponse:
+    """Who sees this message: the form under the message, in a group chat."""
+    chat = service.get_chat(session, chat_id)
+    msg = service.get_message(session, chat_id, message_id)
+    members = service.chat_characters(session, chat_id)
+    return render(request, "chats/_audience.html", {"chat": chat, "m": msg, "members": members})
+
+
+@router.post("/chats/{chat_id}/messages/{message_id}/audience")
+def save_message_audience(
+    chat_id: int, message_id: int, request: Request, form: FormDep, session: SessionDep, services: ServicesDep
+) -> HTMLResponse:
+    """Save who sees the message (hidden from these characters, whispered to that one); the message
+    is shown again with its marks."""
+    chat = service.get_chat(session, chat_id)
+    try:
+        hidden_for = [int(v) for v in form.getlist("hidden_for")]
+        whisper = forms.optional_number(form, "whisper_to", int)
+    except ValueError as err:
+        raise UserError("Pick the characters from the list.") from err
+    msg = service.set_audience(session, chat_id, message_id, hidden_for=hidden_for, whisper_to=whisper)
     messages_changed(session, services, chat_id)
     return _render_message(request, session, chat, msg)
 
@@ -367,6 +432,7 @@ def _settings_ctx(session: Session, chat: Chat, services, **extra) -> dict:
         "personas": list_personas(session),
         "default_persona": default_persona(session),
         "characters": service.chat_characters(session, chat.id),
+        "members": turn_taking.group_members(session, chat.id),
         # Each prompt source's part of the form (Memory Recall, Lorebooks, context note, time).
         "sections": services.sources.settings_sections(session, chat, services),
         **extra,
@@ -394,9 +460,39 @@ def _chat_settings_form(form, session: Session, chat: Chat, services) -> ChatSet
         "stop": forms.lines(form, "stop") or None,
         "recent_message_limit": forms.optional_number(form, "recent_message_limit", int),
         "reply_order": forms.text(form, "reply_order") or None,
+        # The group's section is shown to groups only: a chat of one keeps what it had.
+        **_group_settings_form(form, service.chat_settings(chat)),
         **services.sources.read_settings_form(session, chat, form),
     }
     return forms.parse(ChatSettings, **values)
+
+
+_GROUP_FIELDS = (
+    "allow_self_responses",
+    "narrator_id",
+    "group_cards",
+    "group_join_prefix",
+    "group_join_suffix",
+    "group_scenario",
+    "auto_mode_seconds",
+    "group_merged",
+)
+
+
+def _group_settings_form(form, current: ChatSettings) -> dict:
+    """The group section's fields; a chat of one (the section not shown) keeps what it had."""
+    if not forms.checkbox(form, "group_shown"):
+        return {name: getattr(current, name) for name in _GROUP_FIELDS}
+    return {
+        "allow_self_responses": forms.checkbox(form, "allow_self_responses"),
+        "narrator_id": forms.optional_number(form, "narrator_id", int),
+        "group_cards": forms.text(form, "group_cards") or None,
+        "group_join_prefix": forms.text(form, "group_join_prefix"),
+        "group_join_suffix": forms.text(form, "group_join_suffix"),
+        "group_scenario": forms.text(form, "group_scenario"),
+        "auto_mode_seconds": forms.optional_number(form, "auto_mode_seconds", int) or 0,
+        "group_merged": forms.checkbox(form, "group_merged"),
+    }
 
 
 @router.post("/chats/{chat_id}/settings")
@@ -406,6 +502,10 @@ def save_chat_settings_page(
     """Save Chat Settings and show the panel again."""
     settings = _chat_settings_form(form, session, service.get_chat(session, chat_id), services)
     service.rename_chat(session, chat_id, forms.text(form, "name"))
+    if forms.checkbox(form, "group_shown"):
+        muted = set(form.getlist("muted"))
+        for member in turn_taking.group_members(session, chat_id):
+            turn_taking.set_muted(session, chat_id, member.character.id, str(member.character.id) in muted)
     chat = service.update_chat_options(
         session,
         chat_id,
@@ -425,11 +525,20 @@ def save_chat_settings_page(
 
 @router.get("/chats/{chat_id}/prompt")
 def peek_prompt_page(
-    chat_id: int, request: Request, session: SessionDep, services: ServicesDep, hx: HxRequest
+    chat_id: int,
+    request: Request,
+    session: SessionDep,
+    services: ServicesDep,
+    hx: HxRequest,
+    speaker_id: str | None = None,
 ) -> HTMLResponse:
-    """Peek Prompt: the blocks of the next prompt with token counts, and the messages as sent."""
+    """Peek Prompt: the blocks of the next prompt with token counts, and the messages as sent; in a
+    group, as the member picked sees it (what is hidden from it or whispered to another left out)."""
     chat = service.get_chat(session, chat_id)
-    prompt, _ = build_chat_prompt(session, chat, services=services)
+    members = service.chat_characters(session, chat_id)
+    asked = parse_row_id(speaker_id) if speaker_id else None
+    speaker = service.next_speaker(session, chat, members, asked) if asked is not None else None
+    prompt, _ = build_chat_prompt(session, chat, services=services, speaker=speaker, characters=members)
     block = "prompt_body" if hx else None
     return render(
         request,
@@ -442,6 +551,8 @@ def peek_prompt_page(
             "source_ms": prompt.source_ms if services.settings.debug_timings else (),
             "messages_json": json.dumps(list(prompt.messages), indent=2, ensure_ascii=False),
             "tools_json": json.dumps(list(prompt.tools), indent=2, ensure_ascii=False),
+            "members": members,
+            "speaker_id": speaker.id if speaker else None,
         },
         block=block,
     )

@@ -19,11 +19,28 @@ class ChatCreate(BaseModel):
     connection_id: RowId | None = None
 
 
+class MemberRead(BaseModel):
+    """A character of the chat as turn-taking sees it: its card's talkativeness and, in this chat,
+    whether it is muted (answers only when asked for)."""
+
+    character_id: int
+    name: str
+    talkativeness: float
+    muted: bool
+
+
+class MemberPatch(BaseModel):
+    muted: bool
+
+
 class ChatRead(BaseModel):
     id: int
     name: str
     mode: str
     character_ids: list[int]
+    members: list[MemberRead] = []  # in the group's order; turn-taking settings are in `settings`
+    # The member who sees every message (settings.narrator_id while that character is a member).
+    narrator_id: int | None = None
     persona_id: int | None
     connection_id: int | None
     settings: ChatSettings
@@ -79,16 +96,26 @@ class MessageRead(BaseModel):
     # memories attached with @ ([{chat_id, title, text}], as sent).
     quote: str | None = None
     chat_refs: list[dict] = []
+    # Who in a group cannot see it: the characters it is hidden from, and the one it is whispered to
+    # (then only that character, its author and the narrator see it).
+    hidden_for: list[int] = []
+    whisper_to: int | None = None
 
 
 class MessageIn(BaseModel):
     content: str = Field(min_length=1)
     attachment_ids: list[RowId] = Field(default_factory=list, max_length=10)
+    whisper_to: RowId | None = None
 
 
 class MessagePatch(BaseModel):
+    """What is given changes: `hidden` hides from the AI (every character); `hidden_for` sets the
+    characters it is hidden from ([] for none); `whisper_to` makes it a whisper (null: not one)."""
+
     content: str | None = None
     hidden: bool | None = None
+    hidden_for: list[RowId] | None = Field(default=None, max_length=64)
+    whisper_to: RowId | None = None
 
 
 class SwipeIn(BaseModel):
@@ -111,6 +138,8 @@ class GenerateIn(BaseModel):
     # 2,000 characters, checked with a sentence), and other chats whose memory goes with it (@, at most 3).
     quote: str | None = Field(default=None, max_length=20_000)
     chat_ref_ids: list[RowId] = Field(default_factory=list, max_length=MAX_REFERENCES)
+    # A group's member the user's message is whispered to: only it and the narrator read it.
+    whisper_to: RowId | None = None
 
 
 class AttachmentRead(BaseModel):

@@ -12,6 +12,7 @@ from sqlmodel import Session, col, delete, select
 from app.characters.models import Character
 from app.characters.service import greetings
 from app.chats.attachments import link_attachments
+from app.chats.core.audience import checked_hidden_for
 from app.chats.core.limits import message_too_long
 from app.chats.core.quoting import MAX_REFERENCES, excerpt_problem
 from app.chats.models import CHAT_MODES, Chat, ChatCharacter, Message
@@ -256,10 +257,12 @@ def add_user_message(
     attachment_ids: Sequence[int] = (),
     quote: str | None = None,
     chat_refs: Sequence[Mapping[str, Any]] = (),
+    whisper_to: int | None = None,
 ) -> Message:
     """The user's message; `attachment_ids` are uploads waiting in this chat, linked to it here, in
     the same transaction (app/chats/attachments.py); `quote` an excerpt of a reply it answers and
-    `chat_refs` other chats' memories attached with @, as sent (app/chats/core/quoting.py)."""
+    `chat_refs` other chats' memories attached with @, as sent (app/chats/core/quoting.py);
+    `whisper_to` a member of a group only it (and the narrator) will read."""
     if not content.strip():
         if attachment_ids:
             # Files alone would leave the model without the user's turn (empty messages are not sent).
@@ -276,6 +279,8 @@ def add_user_message(
         msg.quote = quote.strip()
     if chat_refs:
         msg.chat_refs = [dict(ref) for ref in chat_refs]
+    if whisper_to is not None:
+        set_message_audience(msg, [c.id for c in chat_characters(session, chat.id)], whisper_to=whisper_to)
     session.add(msg)
     touch_chat(session, chat)
     if attachment_ids:
@@ -327,6 +332,57 @@ def set_hidden(session: Session, chat_id: int, message_id: int, hidden: bool) ->
     session.add(msg)
     session.flush()
     return msg
+
+
+_KEEP = object()
+
+
+def set_audience(
+    session: Session,
+    chat_id: int,
+    message_id: int,
+    *,
+    hidden_for: Sequence[int] | None | object = _KEEP,
+    whisper_to: int | None | object = _KEEP,
+) -> Message:
+    """Who in a group can see the message: hidden from these characters (an empty list: from none),
+    whispered to this one (None: to nobody). What is not passed stays. The ids must be the chat's
+    members (a whisper's recipient is fixed by id here: a rename cannot redirect it)."""
+    msg = get_message(session, chat_id, message_id)
+    set_message_audience(
+        msg,
+        [c.id for c in chat_characters(session, chat_id)],
+        hidden_for=hidden_for,
+        whisper_to=whisper_to,
+    )
+    msg.updated_at = utcnow()
+    session.add(msg)
+    session.flush()
+    return msg
+
+
+def set_message_audience(
+    msg: Message,
+    members: list[int],
+    *,
+    hidden_for: Sequence[int] | None | object = _KEEP,
+    whisper_to: int | None | object = _KEEP,
+) -> None:
+    """The one place a message's audience and its `private` mark are written."""
+    if hidden_for is not _KEEP:
+        try:
+            msg.hidden_for = checked_hidden_for(hidden_for or (), members)  # type: ignore[arg-type]
+        except ValueError as err:
+            raise UserError(str(err)) from err
+    if whisper_to is not _KEEP:
+        if whisper_to is not None and whisper_to not in members:
+            raise UserError(f"Character {whisper_to} is not in this chat: a whisper goes to a member.")
+        if whisper_to is not None and len(members) < 2:
+            raise UserError(
+                "Whispers are for group chats: with one character there is nobody to keep it from."
+            )
+        msg.whisper_to = whisper_to  # type: ignore[assignment]
+    msg.private = bool(msg.hidden_for) or msg.whisper_to is not None
 
 
 def delete_message(session: Session, chat_id: int, message_id: int) -> None:
@@ -401,6 +457,8 @@ def branch_chat(session: Session, chat_id: int, message_id: int) -> Chat:
 def next_speaker(
     session: Session, chat: Chat, characters: list[Character], requested_id: int | None
 ) -> Character:
+    """The member asked for, or the chat's one character. A group's own pick is turn-taking's
+    (app/chats/turn_taking.py)."""
     if not characters:
         raise UserError("This chat has no character left to answer; add one in Chat Settings.")
     if requested_id is not None:
@@ -408,12 +466,7 @@ def next_speaker(
             if char.id == requested_id:
                 return char
         raise UserError(f"Character {requested_id} is not in this chat.")
-    if len(characters) == 1:
-        return characters[0]
-    speaker = characters[chat.next_speaker % len(characters)]
-    chat.next_speaker = (chat.next_speaker + 1) % len(characters)
-    session.add(chat)
-    return speaker
+    return characters[0]
 
 
 INTERRUPTED = "Sugo stopped before this reply was finished."

@@ -3,7 +3,7 @@ value means "use the connection's value"."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from app.chats.core.window import DEFAULT_RECENT_LIMIT, MAX_RECENT_LIMIT, MIN_RECENT_LIMIT
 
@@ -15,8 +15,43 @@ class ChatSettings(BaseModel):
     context_size: int | None = Field(default=None, ge=256, le=10_000_000)
     stop: list[str] | None = None
     recent_message_limit: int = Field(default=DEFAULT_RECENT_LIMIT, ge=MIN_RECENT_LIMIT, le=MAX_RECENT_LIMIT)
-    # "turns": group members answer in turn; "manual": the user picks who speaks each time.
-    reply_order: str = Field(default="turns", pattern="^(turns|manual)$")
+    # Who answers in a group chat, SillyTavern's activation strategies (app/chats/core/turns.py):
+    # "natural" (names in the message, then each member's talkativeness), "list" (every member, in
+    # order), "pooled" (one who has not spoken since the user's last message), "manual" (the user's
+    # message is posted and nobody answers until asked), and Sugo's "smart" (the helper model picks one
+    # member; app/generation/smart_order.py). Natural is SillyTavern's default and ours; a chat saved
+    # with the old "turns" (one member after the other, one reply per message) reads as pooled, its
+    # nearest.
+    reply_order: str = Field(default="natural", pattern="^(natural|list|pooled|manual|smart)$")
+    # Natural order leaves out the character who spoke last when no message of the user started the
+    # turn (an empty send), unless this is on.
+    allow_self_responses: bool = False
+    # The group's narrator: a member who sees every message, whispers and messages hidden from others
+    # included (app/chats/core/audience.py). None, or a character no longer in the chat: no narrator.
+    narrator_id: int | None = Field(default=None, ge=1)
+    # Which members' cards a group's prompt holds (SillyTavern's "Swap" / "Join" character cards):
+    # "join" every member's, "join_unmuted" the unmuted ones' (and the speaker's), "swap" the speaker's
+    # alone. A join wraps each field of each card in the prefix and suffix ("<FIELDNAME>" becomes
+    # Description or Personality, {{char}} that card's name).
+    group_cards: str = Field(default="join", pattern="^(join|join_unmuted|swap)$")
+    group_join_prefix: str = Field(default="", max_length=2000)
+    group_join_suffix: str = Field(default="", max_length=2000)
+    # The group's own scenario: when set, it replaces the members' card scenarios.
+    group_scenario: str = Field(default="", max_length=20_000)
+    # Merged (Marinara's): one reply speaks for the whole group, each character's part marked
+    # <speaker="Name"> and shown as its coloured name; turn-taking is not asked.
+    group_merged: bool = False
+    # Auto mode (SillyTavern's): while the chat is open and idle, the group takes a turn every this many
+    # seconds (an empty send: turn-taking picks who goes on). 0 is off; Stop pauses it for the page.
+    auto_mode_seconds: int = Field(default=0, ge=0, le=3600)
+
+    @field_validator("auto_mode_seconds")
+    @classmethod
+    def _auto_mode_floor(cls, value: int) -> int:
+        if 0 < value < 5:
+            raise ValueError("Auto mode waits at least 5 seconds between turns (0 turns it off).")
+        return value
+
     # A short note among the recent messages (SillyTavern's Author's Note). Kept close to the newest
     # message it is acted on more reliably and leaves the cached prefix alone.
     context_note: str = Field(default="", max_length=4000)
@@ -75,6 +110,11 @@ class ChatSettings(BaseModel):
     # asked for.
     chat_notes_in_prompt: bool = True
     chat_memory_in_prompt: bool = False
+
+    @field_validator("reply_order", mode="before")
+    @classmethod
+    def _old_reply_order(cls, value: object) -> object:
+        return "pooled" if value == "turns" else value
 
     def recall_enabled(self, mode: str) -> bool:
         """Standard Memory Recall sends memories; never while Advanced Memory takes over recall."""

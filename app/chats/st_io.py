@@ -15,9 +15,10 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from app.characters.models import Character
+from app.characters.service import avatar_key
 from app.chats import service as chats
-from app.chats import st_metadata
-from app.chats.core import imported, st_jsonl
+from app.chats import st_metadata, turn_taking
+from app.chats.core import imported, st_group, st_jsonl
 from app.chats.core.quoting import MAX_REFERENCES, REFERENCE_CHARS, excerpt_problem
 from app.chats.models import Chat, Message
 from app.chats.settings import ChatSettings
@@ -36,33 +37,73 @@ class ImportedChat:
     messages: int = 0  # lines written as messages (a Sugo file's refresh marks are not)
 
 
+@dataclass
+class GroupPlan:
+    """A SillyTavern group's chat coming in (app/chats/core/st_group.py): its members in the group's
+    order, the muted ones, the settings the group file sets, and, from a group file of before
+    SillyTavern's PR #4805, this chat's metadata (newer chats carry it in their header line)."""
+
+    name: str
+    members: list[Character]
+    muted: set[int]
+    settings: dict[str, Any]
+    metadata: dict[str, Any] | None
+    group_raw: dict[str, Any]
+
+
+# The group file an imported group chat came with, kept in its header for the group export (never
+# written into the chat file's own header).
+ST_GROUP_KEY = "_st_group"
+
+
 def import_chat(
-    session: Session, raw: bytes, *, character_id: int | None = None, file_name: str | None = None
+    session: Session,
+    raw: bytes,
+    *,
+    character_id: int | None = None,
+    file_name: str | None = None,
+    group: GroupPlan | None = None,
 ) -> ImportedChat:
-    """Import a SillyTavern chat for a character (the one named in the file when none is given),
-    with the settings its chat_metadata carries, named after the file (imported.py says how). One
-    transaction: a refused file creates nothing."""
+    """Import a SillyTavern chat for a character (the one named in the file when none is given), or
+    a group's chat for its members (`group`: each line's speaker found by its `original_avatar`, else
+    its name), with the settings its chat_metadata carries, named after the file (imported.py says
+    how). One transaction: a refused file creates nothing."""
     try:
         parsed = st_jsonl.parse_chat_jsonl(raw)
     except st_jsonl.ChatImportError as err:
         raise UserError(str(err)) from err
-    character = _find_character(session, character_id, parsed.character_name)
-    meta = st_metadata.read_metadata(parsed.header.get("chat_metadata"))
+    if group is None:
+        character = _find_character(session, character_id, parsed.character_name)
+        members, fallback = [character], f"{character.name} – imported {utcnow():%Y-%m-%d %H:%M}"
+    else:
+        members, fallback = group.members, group.name
+    raw_meta = parsed.header.get("chat_metadata")
+    if group is not None and not isinstance(raw_meta, dict) and group.metadata is not None:
+        raw_meta = group.metadata
+    meta = st_metadata.read_metadata(raw_meta)
     stored = parsed.header.get("chat_name")
-    name = imported.choose_name(
-        file_name,
-        (stored if isinstance(stored, str) else None) or meta.name,
-        f"{character.name} – imported {utcnow():%Y-%m-%d %H:%M}",
-    )
+    stored_name = (stored if isinstance(stored, str) else None) or meta.name
+    if group is None:
+        name = imported.choose_name(file_name, stored_name, fallback)
+    else:
+        # A group chat's file is named by its date in SillyTavern: the group's name goes first.
+        parts = (group.name, imported.name_from_file(file_name))
+        name = imported.clean_name(stored_name) or imported.clean_name(" – ".join(p for p in parts if p))
     chat = chats.create_chat(
         session,
-        character_ids=[character.id],
+        character_ids=[m.id for m in members],
         name=imported.unique_name(name, _names_like(session, name)),
         mode=meta.mode or "roleplay",
         with_greetings=False,
     )
-    chat.st_header = parsed.header
-    chat.settings = ChatSettings.model_validate(meta.settings).model_dump(exclude_none=True)
+    chat.st_header = parsed.header if group is None else {**parsed.header, ST_GROUP_KEY: group.group_raw}
+    chat.settings = ChatSettings.model_validate(
+        {**meta.settings, **(group.settings if group else {})}
+    ).model_dump(exclude_none=True)
+    if group is not None:
+        for member_id in group.muted:
+            turn_taking.set_muted(session, chat.id, member_id, True)
+    speaker_of = _speaker_finder(members, single=group is None)
     now = utcnow()
     last = None
     added = []
@@ -78,12 +119,13 @@ def import_chat(
         if "swipes" in base:
             base["swipes"] = []
         refresh = isinstance(st.raw.get("extra"), dict) and st.raw["extra"].get("sugo_kind") == "refresh"
+        speaker = None if st.is_user else speaker_of(st)
         msg = Message(
             chat_id=chat.id,
             kind="refresh" if refresh else "message",
             role="system" if refresh else ("user" if st.is_user else "assistant"),
-            name=st.name or (parsed.user_name if st.is_user else character.name),
-            character_id=None if st.is_user else character.id,
+            name=st.name or (parsed.user_name if st.is_user else _name(speaker)),
+            character_id=speaker.id if speaker else None,
             content=swipes[swipe_id]["content"],
             status=swipes[swipe_id]["status"],
             error=swipes[swipe_id]["error"],
@@ -110,6 +152,28 @@ def import_chat(
         raw_meta if isinstance(raw_meta, dict) else {},
         messages=sum(m.kind == "message" for m in added),
     )
+
+
+def _speaker_finder(members: list[Character], *, single: bool):
+    """Who wrote a character's line: the chat's one character, or in a group the member whose avatar
+    key is the line's `original_avatar`, else the member of the line's name (a line of a character no
+    longer in the group has none)."""
+    by_key = {avatar_key(m): m for m in members}
+    by_name = {m.name: m for m in reversed(members)}
+
+    def speaker_of(st: st_jsonl.StMessage) -> Character | None:
+        if single:
+            return members[0]
+        key = st.raw.get("original_avatar")
+        if isinstance(key, str) and key in by_key:
+            return by_key[key]
+        return by_name.get(st.name)
+
+    return speaker_of
+
+
+def _name(character: Character | None) -> str:
+    return character.name if character else "Unknown character"
 
 
 def _names_like(session: Session, name: str) -> set[str]:
@@ -144,11 +208,18 @@ def export_chat(
     (first one SillyTavern's chat lorebook) go into the header's chat_metadata, with `extra_metadata`
     (what the prompt sources keep per chat, such as summary entries)."""
     characters = chats.chat_characters(session, chat.id)
-    header = dict(chat.st_header) if chat.st_header else {}
-    # An imported chat keeps the user name it was written with unless a persona was chosen for it.
-    if chat.persona_id or "user_name" not in header:
-        header["user_name"] = chats.user_name(session, chat)
-    header["character_name"] = characters[0].name if characters else header.get("character_name", "")
+    header = {k: v for k, v in (chat.st_header or {}).items() if k != ST_GROUP_KEY}
+    group = len(characters) > 1
+    keys = {c.id: avatar_key(c) for c in characters}
+    if group:
+        # SillyTavern's group chat header since PR #4805: the names are "unused" (the group file
+        # names the members; each character line its speaker by `original_avatar`).
+        header["user_name"] = header["character_name"] = "unused"
+    else:
+        # An imported chat keeps the user name it was written with unless a persona was chosen for it.
+        if chat.persona_id or "user_name" not in header:
+            header["user_name"] = chats.user_name(session, chat)
+        header["character_name"] = characters[0].name if characters else header.get("character_name", "")
     header.setdefault("create_date", st_jsonl.format_send_date(as_utc(chat.created_at)))
     original = header.get("chat_metadata")
     ours = st_metadata.chat_metadata(
@@ -176,6 +247,8 @@ def export_chat(
             write_swipes = []
         if msg.role == "assistant" and 0 <= msg.active_swipe < len(msg.swipes):
             base = _with_reasoning(base, msg.swipes[msg.active_swipe])
+        if group and msg.role == "assistant" and msg.character_id in keys and "original_avatar" not in base:
+            base = {**base, "original_avatar": keys[msg.character_id]}
         if msg.quote or msg.chat_refs:
             # SillyTavern keeps unknown `extra` keys: the excerpt and the attached memories come back.
             extra = dict(base.get("extra") or {}) if isinstance(base.get("extra"), dict) else {}
@@ -194,6 +267,58 @@ def export_chat(
             )
         )
     return st_jsonl.write_chat_jsonl(header, lines)
+
+
+def export_group(session: Session, chat: Chat, *, chat_file_id: str) -> dict[str, Any]:
+    """The chat's group as a SillyTavern group file: members by avatar key, the muted ones, the
+    turn-taking and card settings; whatever the imported group file held besides is kept."""
+    members = turn_taking.group_members(session, chat.id)
+    if len(members) < 2:
+        raise UserError("This chat has one character: it exports as a chat, not as a group.")
+    header = chat.st_header or {}
+    raw = header.get(ST_GROUP_KEY) if isinstance(header.get(ST_GROUP_KEY), dict) else {}
+    return st_group.group_file(
+        raw=raw,
+        name=chat.name,
+        members=[avatar_key(m.character) for m in members],
+        disabled=[avatar_key(m.character) for m in members if m.muted],
+        settings=chats.chat_settings(chat).model_dump(),
+        chat_id=chat_file_id,
+    )
+
+
+def group_plan(session: Session, group: st_group.StGroup, *, file_id: str) -> GroupPlan:
+    """The members of a SillyTavern group file found among Sugo's characters: by the avatar key the
+    card was imported with, else by the name the key holds (`Seraphina.png` → Seraphina). A member not
+    found refuses the import, naming it: the cards come first."""
+    found: list[Character] = []
+    muted: set[int] = set()
+    missing: list[str] = []
+    for key in group.members:
+        char = session.exec(
+            select(Character).where(Character.st_avatar == key).order_by(col(Character.id))
+        ).first()
+        if char is None:
+            stem = st_group.avatar_stem(key)
+            char = session.exec(
+                select(Character).where(Character.name == stem).order_by(col(Character.id))
+            ).first()
+        if char is None:
+            missing.append(key)
+        else:
+            if char not in found:
+                found.append(char)
+            if key in group.disabled:
+                muted.add(char.id)
+    if missing:
+        raise UserError(
+            f"This group's members {', '.join(missing)} are not in Sugo yet: import their cards first."
+            if len(missing) > 1
+            else f"This group's member {missing[0]} is not in Sugo yet: import the card first."
+        )
+    if len(found) < 2:
+        raise UserError("This group names one character: import its chat as a chat of that character.")
+    return GroupPlan(group.name, found, muted, group.settings, group.metadata_for(file_id), group.raw)
 
 
 def _quote_and_refs(extra: object) -> tuple[str | None, list | None]:

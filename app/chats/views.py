@@ -3,16 +3,30 @@
 from sqlmodel import Session
 
 from app.chats import service
+from app.chats.core.audience import audience_of
 from app.chats.models import Chat, Message
-from app.chats.schemas import ChatRead, MessageRead, SwipeRead
+from app.chats.schemas import ChatRead, MemberRead, MessageRead, SwipeRead
+from app.chats.turn_taking import group_members
 
 
 def chat_read(session: Session, chat: Chat) -> ChatRead:
+    members = group_members(session, chat.id)
+    narrator = service.chat_settings(chat).narrator_id
     return ChatRead(
         id=chat.id,
         name=chat.name,
         mode=chat.mode,
-        character_ids=[c.id for c in service.chat_characters(session, chat.id)],
+        character_ids=[m.character.id for m in members],
+        members=[
+            MemberRead(
+                character_id=m.character.id,
+                name=m.character.name,
+                talkativeness=m.talkativeness,
+                muted=m.muted,
+            )
+            for m in members
+        ],
+        narrator_id=narrator if any(m.character.id == narrator for m in members) else None,
         persona_id=chat.persona_id,
         connection_id=chat.connection_id,
         settings=service.chat_settings(chat),
@@ -22,6 +36,7 @@ def chat_read(session: Session, chat: Chat) -> ChatRead:
 
 
 def message_read(msg: Message) -> MessageRead:
+    audience = audience_of(msg.hidden_for, msg.whisper_to, msg.character_id)
     return MessageRead(
         id=msg.id,
         kind=msg.kind,
@@ -48,6 +63,8 @@ def message_read(msg: Message) -> MessageRead:
         created_at=msg.created_at,
         quote=msg.quote,
         chat_refs=[r for r in msg.chat_refs or () if isinstance(r, dict)],
+        hidden_for=sorted(audience.hidden_for),
+        whisper_to=audience.whisper_to,
     )
 
 

@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import random
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -42,11 +43,13 @@ from starlette.concurrency import run_in_threadpool
 from app.characters.models import Character
 from app.chats import service as chats
 from app.chats.core.limits import message_too_long
-from app.chats.models import Chat
+from app.chats.models import Chat, Message
+from app.chats.turn_taking import choose_speakers
 from app.connections.core.answers import Piece
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError, Usage
 from app.connections.service import provider_config
 from app.generation.reasoning import REASONING_FIELDS, ReplyReading, thought_label
+from app.generation.smart_order import pick_speaker
 from app.generation.tool_loop import CAP_NOTE, RoundHooks, ToolRounds, stream_with_tools
 from app.generation.writer import Draft, ReplyWriter
 from app.memory.scenes.split import split_stored_reply, splits_replies
@@ -117,8 +120,8 @@ class Generations:
     def claim(self, conn: Connection, chat_id: int) -> str:
         """The chat's reply claim across servers, in the transaction that stores the turn (a refused
         turn leaves no claim behind); its token. Called after `reserve`: no reply of this server is at
-        work in the chat, so a claim of its own still in the table is a finished reply's, whose
-        give-back may lag the end the browser saw."""
+        work in the chat, so a claim of its own still in the table is a finished reply's whose
+        give-back failed (the streams end after it: `start`)."""
         token = self._claims.take_in(conn, REPLIES, chat_id, over_own=True)
         if token is None:
             raise UserError(ALREADY_WRITING)
@@ -242,6 +245,15 @@ class StoredTurn:
     # A reminder's own turn (app/tools/tasks/firing.py): its system line, and the tools it leaves out.
     reminder: str | None = None
     excluded_tools: frozenset[str] = frozenset()
+    # A group's send: the members who answer after this one, in order (app/chats/turn_taking.py).
+    next_speakers: list[int] = field(default_factory=list)
+    # A group in smart order: the helper picks who answers this text once the message is stored.
+    smart_pick: str | None = None
+
+    @property
+    def posted_only(self) -> bool:
+        """A send nobody answers (manual order, every member muted): the user's message is all."""
+        return self.message_id is None and self.purpose == "reply" and self.smart_pick is None
 
 
 @dataclass
@@ -267,9 +279,16 @@ def store_turn(
     attachment_ids: Sequence[int] = (),
     quote: str | None = None,
     chat_refs: Sequence[Mapping[str, Any]] = (),
+    rng: random.Random | None = None,
+    one_speaker: bool = False,
+    whisper_to: int | None = None,
 ) -> StoredTurn:
     """Store the user's message and the reply's placeholder, and commit: the user's words are safe
-    on disk before the provider hears of them, and the page can show both at once."""
+    on disk before the provider hears of them, and the page can show both at once.
+
+    A send in a group is answered by the members the chat's turn-taking picks (`rng` rolls for it),
+    the first now and the others after it (`next_speakers`); by nobody in manual order. `one_speaker`:
+    one member answers whatever the order says (a reminder's turn)."""
     chat = chats.get_chat(session, chat_id)
     characters = chats.chat_characters(session, chat_id)
     persona = chats.chat_persona(session, chat)
@@ -294,14 +313,36 @@ def store_turn(
                 attachment_ids=attachment_ids,
                 quote=quote,
                 chat_refs=chat_refs,
+                whisper_to=whisper_to,
             )
         reminder = None
-        speaker = chats.next_speaker(session, chat, characters, speaker_id)
-        target = chats.new_message(chat.id, "assistant", speaker.name, [""], character_id=speaker.id)
-        target.swipes = [chats.swipe_record("", status="streaming", id=swipe_id)]
-        target.status = "streaming"
-        session.add(target)
-        chats.touch_chat(session, chat)
+        # A whisper is answered by its recipient (nobody else heard it), unless a member is picked.
+        order = _send_speakers(
+            session,
+            chat,
+            characters,
+            speaker_id if speaker_id is not None else whisper_to,
+            content,
+            rng or random.Random(),
+            one_speaker=one_speaker,
+        )
+        if not order:
+            chats.touch_chat(session, chat)
+            session.flush()
+            session.commit()
+            smart = order is None  # the helper picks, after the commit (it may take seconds)
+            return StoredTurn(
+                None,
+                0,
+                swipe_id,
+                chat,
+                characters,
+                persona,
+                None,
+                smart_pick=(content or "") if smart else None,
+            )
+        speaker = order[0]
+        target = _placeholder(session, chat, speaker, swipe_id)
     else:
         target = (
             chats.get_message(session, chat_id, message_id)
@@ -335,7 +376,79 @@ def store_turn(
         new_reply=action == "send",
         reminder=reminder,
         excluded_tools=TASK_TOOL_NAMES if reminder else frozenset(),
+        next_speakers=[c.id for c in order[1:]] if action == "send" else [],
     )
+
+
+def _send_speakers(
+    session: Session,
+    chat: Chat,
+    characters: list[Character],
+    speaker_id: int | None,
+    content: str | None,
+    rng: random.Random,
+    *,
+    one_speaker: bool,
+) -> list[Character] | None:
+    """Who answers a send: the member asked for, the one character of a chat, or the group's pick;
+    None when the helper picks (smart order)."""
+    if speaker_id is not None or len(characters) < 2:
+        return [chats.next_speaker(session, chat, characters, speaker_id)]
+    settings = chats.chat_settings(chat)
+    if settings.group_merged:
+        # One reply speaks for the group; the first member's card frames the prompt.
+        return characters[:1]
+    if settings.reply_order == "smart" and not one_speaker:
+        return None
+    by_id = {c.id: c for c in characters}
+    order = [by_id[i] for i in choose_speakers(session, chat, user_text=content, rng=rng)]
+    if one_speaker:
+        return order[:1] or characters[:1]
+    return order
+
+
+# Who a merged group reply is from: the whole group (its parts name their speakers).
+MERGED_REPLY_NAME = "The group"
+
+
+def _placeholder(session: Session, chat: Chat, speaker: Character, swipe_id: str) -> Message:
+    """A new reply's message, marked streaming, in the session; a merged group's is the group's."""
+    if chats.chat_settings(chat).group_merged:
+        target = chats.new_message(chat.id, "assistant", MERGED_REPLY_NAME, [""])
+    else:
+        target = chats.new_message(chat.id, "assistant", speaker.name, [""], character_id=speaker.id)
+    target.swipes = [chats.swipe_record("", status="streaming", id=swipe_id)]
+    target.status = "streaming"
+    session.add(target)
+    chats.touch_chat(session, chat)
+    return target
+
+
+def store_next_reply(engine: Engine, turn: StoredTurn) -> StoredTurn | None:
+    """The placeholder of the next member answering the same send, committed; None when nobody is left
+    (a member removed from the chat meanwhile is passed by)."""
+    with Session(engine, expire_on_commit=False) as session:
+        chat = chats.get_chat(session, turn.chat.id)
+        characters = chats.chat_characters(session, chat.id)
+        by_id = {c.id: c for c in characters}
+        waiting = [i for i in turn.next_speakers if i in by_id]
+        if not waiting:
+            return None
+        swipe_id = uuid.uuid4().hex
+        target = _placeholder(session, chat, by_id[waiting[0]], swipe_id)
+        session.flush()
+        session.commit()
+        return StoredTurn(
+            target.id,
+            0,
+            swipe_id,
+            chat,
+            characters,
+            chats.chat_persona(session, chat),
+            by_id[waiting[0]],
+            new_reply=True,
+            next_speakers=waiting[1:],
+        )
 
 
 def _store_continue(
@@ -437,7 +550,10 @@ def prepare_request(session: Session, turn: StoredTurn, *, services: Services) -
     return reply
 
 
-async def run_generation(gen: Generation, turn: StoredTurn, *, services: Services) -> None:
+async def run_generation(gen: Generation, turn: StoredTurn, *, services: Services) -> bool:
+    """Write the reply; True when it ended well (`done`), False when it was stopped, failed or said
+    nothing."""
+    ended_well = False
     writer: ReplyWriter | Draft
     if gen.message_id is None:
         writer = Draft()
@@ -502,6 +618,7 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
                     # One message per scene; the page adds the parts after the first.
                     done["message_ids"] = await _split(services, gen.message_id, turn.swipe_id)
             await _publish(gen, "done", done)
+            ended_well = True
         # Background work after every reply (memories, summaries); the reply never waits for it.
         if turn.purpose != "impersonate" and not silence:
             services.sources.after_reply(services, gen.chat_id)
@@ -526,9 +643,44 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
         if turn.purpose == "continue" and writer.text:
             # A reply written before changed: what was built from its old text (memories) re-syncs.
             services.sources.messages_changed(services, gen.chat_id)
-        async with gen.changed:
-            gen.finished = True
-            gen.changed.notify_all()
+    return ended_well
+
+
+async def run_turn(gen: Generation, turn: StoredTurn, *, services: Services) -> None:
+    """The send's replies, one member after the other: the next starts when the one before ended well
+    (a Stop, a failure or an empty reply ends the group's turn: the user decides what comes next). A
+    send nobody answers ends at once, its message stored."""
+    if turn.posted_only:
+        await _publish(gen, "done", {"message_id": None, "message_ids": []})
+        services.sources.after_reply(services, gen.chat_id)
+        return
+    if turn.smart_pick is not None:
+        picked = await run_in_threadpool(pick_speaker, services, gen.chat_id, turn.smart_pick)
+        chosen = await run_in_threadpool(
+            store_next_reply, services.engine, replace(turn, next_speakers=[picked])
+        )
+        if chosen is None:  # nobody left in the group meanwhile
+            await _publish(gen, "done", {"message_id": None, "message_ids": []})
+            return
+        turn = chosen
+        gen.message_id, gen.swipe_index = turn.message_id, turn.swipe_index
+        await _publish(gen, "start", {"message_id": turn.message_id, "swipe_index": 0, "action": "send"})
+    while await run_generation(gen, turn, services=services) and turn.next_speakers and not gen.stop.is_set():
+        following = await run_in_threadpool(store_next_reply, services.engine, turn)
+        if following is None:
+            return
+        # Stop pressed while the placeholder was being stored: the reply still runs, sees the Stop at
+        # once and ends marked, so no message is left "streaming".
+        turn = following
+        gen.message_id, gen.swipe_index = turn.message_id, turn.swipe_index
+        await _publish(gen, "start", {"message_id": turn.message_id, "swipe_index": 0, "action": "send"})
+
+
+async def _end_stream(gen: Generation) -> None:
+    """The reply's streams end: the last event has been published and the chat is free."""
+    async with gen.changed:
+        gen.finished = True
+        gen.changed.notify_all()
 
 
 async def _stream_reply(
@@ -653,6 +805,8 @@ def _store(
     attachment_ids: Sequence[int] = (),
     quote: str | None = None,
     chat_refs: Sequence[Mapping[str, Any]] = (),
+    one_speaker: bool = False,
+    whisper_to: int | None = None,
 ) -> tuple[StoredTurn, str]:
     """The turn stored, and the chat's reply claim taken in the same transaction."""
     token: str | None = None
@@ -673,6 +827,9 @@ def _store(
                 attachment_ids=attachment_ids,
                 quote=quote,
                 chat_refs=chat_refs,
+                rng=services.turn_random,
+                one_speaker=one_speaker,
+                whisper_to=whisper_to,
             )
             return turn, token
         except Exception:
@@ -697,6 +854,7 @@ async def start(
     chat_refs: Sequence[Mapping[str, Any]] = (),
     reminder: str | None = None,
     excluded_tools: frozenset[str] = frozenset(),
+    whisper_to: int | None = None,
 ) -> Generation:
     """Store the turn (on a thread: SQLite may make it wait), then hand the rest to a task; the
     `start` event (the reply's id) is the first thing streamed, before the prompt is even built."""
@@ -716,6 +874,8 @@ async def start(
             attachment_ids,
             quote,
             chat_refs,
+            reminder is not None,
+            whisper_to,
         )
     finally:
         registry.release(chat_id)
@@ -734,7 +894,7 @@ async def start(
         try:
             # Background work that takes the CPU waits while the reply is written (app/platform/foreground.py).
             with services.foreground.reply():
-                await run_generation(gen, turn, services=services)
+                await run_turn(gen, turn, services=services)
         finally:
             watcher.cancel()
             registry.remove(gen)
@@ -742,6 +902,10 @@ async def start(
                 await run_in_threadpool(registry.give_back, chat_id, claim_token)
             except Exception:  # left to go stale (a minute); the next reply in the chat waits for that
                 log.exception("giving back the reply claim of chat %s failed", chat_id)
+            finally:
+                # Only now do the streams end: a message sent the moment one ends, through whichever
+                # server a proxy picks, finds the chat free.
+                await _end_stream(gen)
 
     gen.task = asyncio.get_running_loop().create_task(runner())
     return gen

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from sqlmodel import Session, col, select
 
 from app.chats import st_io
-from app.chats.core import imported
+from app.chats.core import imported, st_group
 from app.chats.models import Chat
 from app.lore.models import Lorebook, LorebookLink
+from app.platform.core.errors import UserError
 from app.prompt.sources import PromptSources
 
 
@@ -81,11 +82,12 @@ def import_chat_file(
     *,
     character_id: int | None = None,
     file_name: str | None = None,
+    group: st_io.GroupPlan | None = None,
 ) -> ChatImport:
     """Import a SillyTavern chat, named after its file, attach the lorebooks it names that exist, and
     let the prompt sources read their keys (summary entries). A missing book or a bad entry never fails
     it: it is said in the notes."""
-    done = st_io.import_chat(session, raw, character_id=character_id, file_name=file_name)
+    done = st_io.import_chat(session, raw, character_id=character_id, file_name=file_name, group=group)
     missing = attach_books_by_name(session, done.chat.id, done.lorebooks)
     notes = [
         *done.notes,
@@ -95,3 +97,33 @@ def import_chat_file(
     session.flush()
     attached = [name for name in dict.fromkeys(done.lorebooks) if name not in missing]
     return ChatImport(done.chat, notes, done.messages, sources.summary_count(session, done.chat), attached)
+
+
+# A group import takes its chats in one request: more is not one group's history.
+MAX_GROUP_CHATS = 50
+
+
+def import_group_files(
+    session: Session, group_raw: bytes, chat_files: Sequence[tuple[str | None, bytes]], sources: PromptSources
+) -> list[ChatImport]:
+    """A SillyTavern group file and its chats (.jsonl, with or without the header line SillyTavern
+    writes since PR #4805): one Sugo group chat per file, its members found by avatar key. One
+    transaction: a refused file or a member not found creates nothing."""
+    try:
+        group = st_group.parse_group(group_raw)
+    except st_group.GroupImportError as err:
+        raise UserError(str(err)) from err
+    if not chat_files:
+        raise UserError(
+            "Add the group's chats with its file: the .jsonl files from data/<user>/group chats/ "
+            "(their names are listed in the group file's `chats`)."
+        )
+    if len(chat_files) > MAX_GROUP_CHATS:
+        raise UserError(f"At most {MAX_GROUP_CHATS} chats are imported with a group at a time.")
+    done = []
+    for name, raw in chat_files:
+        # The old layout's metadata is by chat id: the file's name without `.jsonl`.
+        file_id = (name or "").replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".jsonl")
+        plan = st_io.group_plan(session, group, file_id=file_id)
+        done.append(import_chat_file(session, raw, sources, file_name=name, group=plan))
+    return done

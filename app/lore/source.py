@@ -32,7 +32,9 @@ class LoreSource(PromptSource):
             compiled_books=turn.services.lorebooks,
             messages=[f"{m.name}: {m.content}" for m in visible],
             message_count=lambda: message_count(turn.session, turn.chat.id, turn.before_id),
-            character_ids=[c.id for c in turn.characters],
+            # In a group each member's own lorebook is scanned on its own turn (as SillyTavern does):
+            # one character's secrets in its book are not another's prompt.
+            character_ids=[turn.speaker.id],
             persona_id=turn.persona.id if turn.persona else None,
             char=turn.speaker.name,
             user=turn.user_name,

@@ -5,7 +5,9 @@ sanitizer (nh3) last."""
 from __future__ import annotations
 
 import html
+import re
 import threading
+import zlib
 from collections import OrderedDict
 
 import nh3
@@ -162,8 +164,44 @@ def _render(text: str) -> str:
     )
 
 
+# A merged group reply's speaker marks (`<speaker="Aria">` before each character's part, SillyTavern-style
+# closing tags ignored): shown as the character's name in a colour of its own. The mark becomes a token
+# Markdown and the sanitizer leave alone, then the name's span is put in its place.
+_SPEAKER_MARK = re.compile(
+    r"""<\s*speaker\s*=\s*["“']([^"”'<>\n]{1,60})["”']\s*/?>|<\s*/\s*speaker\s*>""", re.IGNORECASE
+)
+_SPEAKER_TOKEN = re.compile("\u27e6(\\d{1,4})\u27e7")
+SPEAKER_COLOURS = 8
+
+
+def render_with_speakers(text: str) -> str:
+    """Markdown, with a merged reply's speaker marks as coloured names (one colour per name)."""
+    text = text or ""
+    if "<" not in text or not _SPEAKER_MARK.search(text):
+        return render_markdown(text)
+    names: list[str] = []
+
+    def token(match: re.Match) -> str:
+        if match.group(1) is None:
+            return ""
+        names.append(match.group(1).strip())
+        return f"\u27e6{len(names) - 1}\u27e7"
+
+    rendered = render_markdown(_SPEAKER_MARK.sub(token, text))
+
+    def span(match: re.Match) -> str:
+        index = int(match.group(1))
+        if index >= len(names):
+            return match.group(0)
+        name = names[index]
+        colour = zlib.crc32(name.lower().encode()) % SPEAKER_COLOURS
+        return f'<span class="speaker-mark speaker-c{colour}">{html.escape(name)}</span>'
+
+    return _SPEAKER_TOKEN.sub(span, rendered)
+
+
 def markdown_filter(text: str) -> Markup:
-    return Markup(render_markdown(text))
+    return Markup(render_with_speakers(text))
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:

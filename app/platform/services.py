@@ -12,6 +12,7 @@ and the type checker only, and imports none of them at run time (its own folder'
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -54,6 +55,8 @@ class Services:
     held_scenes: writer.HeldScenes  # the scenes whose recap a thread of this app is writing now
     tools: ToolRegistry  # the built-in tools; MCP tools join per turn from their servers' saved discoveries
     clock: Clock = field(default_factory=Clock)  # "now" for tasks and reminders; tests move it
+    # Group chats' talkativeness rolls and random picks (app/chats/turn_taking.py); tests seed it.
+    turn_random: random.Random = field(default_factory=random.Random)
     session_signer: SessionSigner | None = None  # login sessions, with SUGO_PASSWORD
     login_throttle: LoginThrottle | None = None  # wrong passwords per client, with SUGO_PASSWORD
     scheduler: AsyncIOScheduler | None = None  # set while the app runs (its lifespan)

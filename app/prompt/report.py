@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from sqlmodel import Session, col, select
 
+from app.characters.models import Character
 from app.chats import service as chats
 from app.chats.models import Chat, Message
 from app.connections.crypto import KeyBox
@@ -54,8 +55,10 @@ def _usages(session: Session, chat_id: int) -> list[dict]:
     return usages  # newest first
 
 
-def context_report(session: Session, chat: Chat, *, services: Services) -> ContextReport:
-    prompt, effective = build_chat_prompt(session, chat, services=services)
+def context_report(
+    session: Session, chat: Chat, *, services: Services, speaker: Character | None = None
+) -> ContextReport:
+    prompt, effective = build_chat_prompt(session, chat, services=services, speaker=speaker)
     conn = effective.connection
     prices = (
         Prices(conn.price_input_per_m, conn.price_output_per_m, conn.price_cached_input_per_m)
@@ -82,10 +85,12 @@ def context_report(session: Session, chat: Chat, *, services: Services) -> Conte
     )
 
 
-def snapshot(session: Session, chat: Chat, *, services: Services, fmt: str) -> tuple[str, str]:
-    """(filename, content) of the exact package for the next reply: annotated text, or the JSON
-    body the provider would receive (without any key)."""
-    prompt, effective = build_chat_prompt(session, chat, services=services)
+def snapshot(
+    session: Session, chat: Chat, *, services: Services, fmt: str, speaker: Character | None = None
+) -> tuple[str, str]:
+    """(filename, content) of the exact package for the next reply (`speaker`'s, in a group):
+    annotated text, or the JSON body the provider would receive (without any key)."""
+    prompt, effective = build_chat_prompt(session, chat, services=services, speaker=speaker)
     safe = safe_stem(chat.name, "chat")
     stamp = utcnow().strftime("%Y%m%d-%H%M%S")
     if fmt == "json":

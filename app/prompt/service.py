@@ -9,15 +9,18 @@ from sqlmodel import Session
 
 from app.characters.models import Character
 from app.chats import service as chats
+from app.chats.core.audience import Viewer
 from app.chats.history import history_window
 from app.chats.models import Chat
+from app.chats.settings import ChatSettings
+from app.chats.turn_taking import group_members
 from app.connections.models import Connection
 from app.connections.providers.base import GenerationParams
 from app.personas.models import Persona
 from app.platform.core.errors import UserError
 from app.platform.services import Services
 from app.prompt.core.blocks import Prompt
-from app.prompt.core.builder import CardSnapshot, DepthNote, PromptContext, Purpose, build
+from app.prompt.core.builder import CardSnapshot, DepthNote, GroupCards, PromptContext, Purpose, build
 from app.prompt.core.macros import MacroContext, generation_seed
 from app.prompt.sources import Turn
 
@@ -62,6 +65,28 @@ def card_snapshot(char: Character) -> CardSnapshot:
     )
 
 
+def group_viewer(characters: list[Character], speaker: Character, settings: ChatSettings) -> Viewer | None:
+    """Whose eyes a group's prompt sees through: the speaker's, with the chat's narrator (when it is
+    still a member) seeing everything. None for a chat of one: every message is its."""
+    if len(characters) < 2:
+        return None
+    narrator = settings.narrator_id if any(c.id == settings.narrator_id for c in characters) else None
+    return Viewer(speaker.id, narrator)
+
+
+def prompt_cards(
+    session: Session, chat_id: int, characters: list[Character], speaker: Character, settings: ChatSettings
+) -> list[Character]:
+    """The cards a group's prompt holds: every member's (join), the unmuted members' and the speaker's
+    (join_unmuted), or the speaker's alone (swap)."""
+    if len(characters) < 2 or settings.group_cards == "join":
+        return characters
+    if settings.group_cards == "swap":
+        return [speaker]
+    muted = {m.character.id for m in group_members(session, chat_id) if m.muted}
+    return [c for c in characters if c.id not in muted or c.id == speaker.id]
+
+
 _UNSET = object()
 REFRESH_NOTE = "A refresh mark cuts the conversation: nothing above it is sent. Delete the mark to undo."
 
@@ -101,7 +126,8 @@ def build_chat_prompt(
         services.sources.history_limit(session, chat, settings, timings=timings)
         or settings.recent_message_limit
     )
-    history = history_window(session, chat.id, before_id=before_id, limit=limit)
+    viewer = group_viewer(characters, speaker, settings)
+    history = history_window(session, chat.id, before_id=before_id, limit=limit, viewer=viewer)
     user_name = persona.name if persona else chats.FALLBACK_USER_NAME
     seed = seed if seed is not None else generation_seed(chat.id, before_id, 0)
     # One set of variables for the sources and the prompt; kept only after a real reply.
@@ -125,12 +151,23 @@ def build_chat_prompt(
         connection=effective.connection,
         purpose=purpose,
         excluded_tools=excluded_tools,
+        viewer=viewer,
     )
     gathered = services.sources.gather(turn)
     ctx = PromptContext(
         mode=chat.mode,
-        characters=tuple(card_snapshot(c) for c in characters),
+        characters=tuple(
+            card_snapshot(c) for c in prompt_cards(session, chat.id, characters, speaker, settings)
+        ),
         speaker=card_snapshot(speaker),
+        group=GroupCards(
+            settings.group_join_prefix,
+            settings.group_join_suffix,
+            settings.group_scenario,
+            tuple(c.name for c in characters) if settings.group_merged else (),
+        )
+        if len(characters) > 1
+        else None,
         user_name=user_name,
         persona_description=persona.description if persona else "",
         messages=tuple(history.messages),

@@ -44,6 +44,7 @@ from typing import Any
 from sqlmodel import Session
 
 from app.characters.models import Character
+from app.chats.core.audience import Viewer
 from app.chats.history import History
 from app.chats.models import Chat
 from app.chats.settings import ChatSettings
@@ -98,6 +99,9 @@ class Turn:
     tool_declarations: tuple[dict, ...] = ()
     tools_missing: dict[str, str] = field(default_factory=dict)
     tool_view: Any = None
+    # In a group chat, whose eyes the prompt sees through (app/chats/core/audience.py): a source that
+    # brings back old messages (recalled memories) leaves out what the speaker cannot see.
+    viewer: Viewer | None = None
 
 
 @dataclass(frozen=True)

@@ -240,13 +240,14 @@ class TestSwipesEditsHidden:
 
 
 class TestGroupChats:
-    def test_members_answer_in_turn_or_as_chosen(self, api, models):
+    def test_members_answer_in_the_groups_order_or_as_chosen(self, api, models):
         add_connection(api, models)
         a = add_character(api, "Aria")
         b = add_character(api, "Bram")
         chat = new_chat(api, [a["id"], b["id"]])
+        settings = {**chat["settings"], "reply_order": "list"}
+        api.put(f"/api/chats/{chat['id']}/options", json={"settings": settings})
         _send(api, chat["id"], "Hello both")
-        _send(api, chat["id"], "And again")
         _send(api, chat["id"], "Bram only", speaker_id=b["id"])
         names = [
             m["name"] for m in api.get(f"/api/chats/{chat['id']}/messages").json() if m["role"] == "assistant"

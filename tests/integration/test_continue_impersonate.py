@@ -91,8 +91,10 @@ class TestContinue:
         )
         t.start()
         wait_for(
-            lambda: len(_messages(api, chat["id"])[-1]["content"]) > len("The tale begins. word"),
-            what="the first words of the continuation to be stored",
+            # Two words, as the assertion below reads: a first piece alone ("word ") is already
+            # longer than "The tale begins. word", and a stop right then keeps one word (seen once).
+            lambda: _messages(api, chat["id"])[-1]["content"].startswith("The tale begins. word word"),
+            what="the first two words of the continuation to be stored",
         )
         assert api.post(f"/api/chats/{chat['id']}/stop").json() == {"stopped": True}
         t.join(10)

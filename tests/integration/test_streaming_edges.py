@@ -103,7 +103,7 @@ def _crash_copy(live: LiveSugo, to: Path, request) -> str | None:
     shutil.copytree(live.settings.data_dir, to, ignore=shutil.ignore_patterns("sugo.db*"))
     if live.engine.dialect.name == "postgresql":
         server = request.getfixturevalue("postgres_server")
-        name = server.create_database(template=server.migrated_template())
+        name = server.migrated_database()
         request.addfinalizer(lambda: server.drop_database(name))
         return _postgres_crash_copy(live, server.url(name))
     source, copy = sqlite3.connect(live.settings.database_path), sqlite3.connect(to / "sugo.db")

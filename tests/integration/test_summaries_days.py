@@ -6,6 +6,7 @@ a killed server resuming without duplicates, and bad answers leaving every summa
 from __future__ import annotations
 
 import json
+import time as clock
 from datetime import UTC, date, datetime, time, timedelta
 
 from sqlmodel import Session
@@ -17,7 +18,7 @@ from app.memory.days.core.days import chat_day, week_finished, week_start
 from app.memory.summaries.core.prompts import day_label
 from app.platform.db import make_engine
 from app.platform.timeutil import utcnow
-from tests.conftest import add_character, add_connection, new_chat, read_sse
+from tests.conftest import add_character, add_connection, jobs_waiting, new_chat, read_sse
 from tests.support.live import LiveSugo
 from tests.support.model_server import Reply
 from tests.support.process import SugoProcess
@@ -360,8 +361,15 @@ def test_the_scheduled_run_stops_at_a_provider_error(sugo, api, models, backgrou
 
 def test_a_reply_starts_the_summaries_of_finished_days(sugo, api, models, background_held):
     chat_id = _chat(api, models)
+    # The queue resumed before the day is there: on PostgreSQL the restarted worker may defer a
+    # periodic tick it missed while paused, and that day-summary pass would take the model's first
+    # scripted answer (the reply's) as the summary. It ends first, on a chat with no finished day; the
+    # reply's job then writes the day.
+    sugo.services.queue.resume()
+    if sugo.engine.dialect.name == "postgresql":
+        clock.sleep(0.5)  # the worker's start-up deferral lands in the table
+        wait_for(lambda: jobs_waiting(sugo.engine) == 0, timeout=30, what="the jobs the resume started")
     seeded = sorted(_seed(sugo.engine, chat_id, 1))
-    sugo.services.queue.resume()  # the start-up pass ended before the day was there: the reply's job writes it
     models.script("Nice to see you.", _answer(1))
     read_sse(api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "Morning!"}))
     days = wait_for(

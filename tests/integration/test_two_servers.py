@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -108,6 +109,38 @@ class Follower:
     def join(self) -> None:
         self._thread.join(30)
         assert not self._thread.is_alive(), "the follow did not end"
+
+
+def test_a_message_sent_the_moment_a_reply_ends_is_taken_by_the_other_server(two_servers, models):
+    """A reply's stream ends once the chat is free on every server: its claim is given back first.
+    Before, the claim went back just after the stream ended, and a message sent at once through the
+    other server (a proxy may pick either) was refused "already being written" (bench/scale.py's
+    sends, one after the other, found it under load). The give-back is slowed here so that gap, a
+    few milliseconds on a quiet machine, cannot be missed."""
+    one, two = two_servers
+    claims = one.app.state.services.generations.claims
+    give_back = claims.give_back
+
+    def slow_give_back(*args, **kwargs):
+        time.sleep(0.5)
+        return give_back(*args, **kwargs)
+
+    with one.client() as api_one, two.client() as api_two:
+        add_connection(api_one, models)
+        chat_id = new_chat(api_one, [add_character(api_one)["id"]])["id"]
+        claims.give_back = slow_give_back
+        try:
+            first = api_one.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "One"})
+            assert [name for name, _ in read_sse(first)][-1] == "done"
+            second = api_two.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "Two"})
+            assert second.status_code == 200, second.text
+            assert [name for name, _ in read_sse(second)][-1] == "done"
+        finally:
+            del claims.give_back
+        assert [m["content"] for m in api_two.get(f"/api/chats/{chat_id}/messages").json()][-4::2] == [
+            "One",
+            "Two",
+        ]
 
 
 def _write_in_thread(api, chat_id: int, content: str) -> tuple[threading.Thread, list]:

@@ -6,7 +6,14 @@ from app.chats.settings import ChatSettings, read_settings
 
 def test_defaults():
     s = ChatSettings()
-    assert s.recent_message_limit == 80 and s.temperature is None and s.reply_order == "turns"
+    assert s.recent_message_limit == 80 and s.temperature is None and s.reply_order == "natural"
+    assert s.allow_self_responses is False
+
+
+def test_a_chat_saved_with_the_old_turns_order_reads_as_pooled():
+    assert read_settings({"reply_order": "turns"}).reply_order == "pooled"
+    with pytest.raises(ValidationError):
+        ChatSettings(reply_order="random")
 
 
 @pytest.mark.parametrize("limit", [19, 101])

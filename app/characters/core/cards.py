@@ -473,3 +473,19 @@ def write_card_png(card: CardData, image: bytes | None) -> bytes:
     card_chunks = [_text_chunk("chara", encoded("v2")), _text_chunk("ccv3", encoded("v3"))]
     # _parse_png guarantees IEND is the last chunk.
     return _encode_png(chunks[:-1] + card_chunks + chunks[-1:])
+
+
+# A card without talkativeness answers a group's natural-order roll half the time (SillyTavern's default).
+DEFAULT_TALKATIVENESS = 0.5
+
+
+def talkativeness(value: object) -> float:
+    """A card's talkativeness (`data.extensions.talkativeness`, SillyTavern's flat copy too) as a
+    number from 0 to 1; anything else (missing, text, NaN) is the default, 0.5."""
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return DEFAULT_TALKATIVENESS
+    if number != number:  # NaN
+        return DEFAULT_TALKATIVENESS
+    return min(1.0, max(0.0, number))

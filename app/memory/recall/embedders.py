@@ -501,6 +501,20 @@ def vector_size_problem(sizes: Iterable[int], *, expected: int, model: str) -> s
     return None
 
 
+@functools.cache
+def _embedding_client() -> httpx.Client:
+    """One pooled client for every call to an embedding server, from any thread (httpx's pool is
+    thread-safe). `httpx.post` made a client per call, and each loaded the CA bundle into a new SSL
+    context: about 20 ms of CPU per batch, most of what a message sent cost the servers under
+    bench/scale.py's load with an embedding endpoint, besides a new connection each time. Idle
+    connections are dropped well before a server would close them."""
+    return httpx.Client(
+        verify=httpx.create_ssl_context(),
+        limits=httpx.Limits(max_connections=20, max_keepalive_connections=8, keepalive_expiry=4),
+        follow_redirects=False,
+    )
+
+
 class OpenAICompatible:
     """An OpenAI-compatible `/embeddings` endpoint (OpenAI, Ollama, llama.cpp --embeddings, vLLM...)."""
 
@@ -536,7 +550,7 @@ class OpenAICompatible:
             return []
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         try:
-            response = httpx.post(
+            response = _embedding_client().post(
                 f"{self.base_url}/embeddings",
                 json={"input": texts, "model": self.model},
                 headers=headers,

@@ -648,14 +648,18 @@ def finish_recall(
     context_size: int,
     window_start_id: int | None,
     count: Callable[[str], int],
+    unseen: frozenset[int] = frozenset(),
 ) -> RecallResult:
     """Memories for the next reply: ranked chunks of this chat, past the live window, above the
-    similarity threshold, within 15% of the context (clamped 384–1,536 tokens)."""
+    similarity threshold, within 15% of the context (clamped 384–1,536 tokens). A memory holding a
+    message in `unseen` (in a group, one the speaker cannot see) is left out."""
     if pending is None:
         return RecallResult("", [], "Memory Recall: no message to search with yet.")
     hits, got = finish_search(session, pending, k=TOP_K * 2)
     embedder = got.embedder
     hits = [h for h in hits if window_start_id is None or max(h.chunk.message_ids or [0]) < window_start_id]
+    if unseen:
+        hits = [h for h in hits if unseen.isdisjoint(h.chunk.message_ids or ())]
     candidates = [
         Candidate(h.chunk.id, h.chunk.content, h.similarity if embedder else None, h.lexical, _span(h.chunk))
         for h in hits

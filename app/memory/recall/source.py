@@ -10,6 +10,7 @@ from typing import Any
 from sqlmodel import Session
 
 from app.chats.core.window import HistoryMessage
+from app.chats.history import unseen_message_ids
 from app.chats.models import Chat
 from app.chats.settings import read_settings
 from app.memory.recall.core.lexical import DENSE_WEIGHT, NEIGHBOUR_SHARE
@@ -93,6 +94,10 @@ class RecallSource(PromptSource):
             context_size=turn.context_size,
             window_start_id=recent[0].id if recent else None,
             count=count_tokens,
+            # In a group, a memory holding a message the speaker cannot see stays out of its prompt.
+            unseen=unseen_message_ids(turn.session, turn.chat.id, turn.viewer)
+            if turn.viewer
+            else frozenset(),
         )
         blocks = (
             (DynamicBlock("recalled_memories", "Recalled memories", result.block),) if result.block else ()

@@ -51,8 +51,10 @@ Decisions:
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 
+from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
@@ -263,7 +265,9 @@ def _work(services: Services, run_id: int, chat_id: int) -> None:
             step = _next_step(services, run_id, chat_id)
             if step is None:
                 return
-            if isinstance(step, _Window):
+            if step is HELD:
+                time.sleep(HELD_WAIT_S)
+            elif isinstance(step, _Window):
                 result = ask_scene_ends(step.config, step.request, step.allowed)
                 if _stopped(services):
                     return  # the app stopped meanwhile: the next start asks again
@@ -278,7 +282,12 @@ def _work(services: Services, run_id: int, chat_id: int) -> None:
                 _fail(session, run, INTERNAL)
 
 
-def _next_step(services: Services, run_id: int, chat_id: int) -> _Window | _Recap | None:
+# Prepare's recaps wait for a scene another writer holds, looking again this often.
+HELD_WAIT_S = 1.0
+HELD = object()  # the step "wait for a held recap"
+
+
+def _next_step(services: Services, run_id: int, chat_id: int) -> _Window | _Recap | object | None:
     """The next window to read or scene to recap, with the run's step text saved; None when the run
     ends here (stopped, failed or done)."""
     with Session(services.engine) as session:
@@ -349,7 +358,7 @@ def _window(session: Session, services: Services, chat: Chat, run: SceneRun) -> 
     )
 
 
-def _recap(session: Session, services: Services, run: SceneRun) -> _Recap | None:
+def _recap(session: Session, services: Services, run: SceneRun) -> _Recap | object | None:
     release_stale(services, session)  # recaps a restart cut short go back to waiting
     rows = session.exec(
         select(Scene.id, Scene.first_message_id, Scene.last_message_id)
@@ -365,7 +374,25 @@ def _recap(session: Session, services: Services, run: SceneRun) -> _Recap | None
     streaming = messages_and_streaming(session, run.chat_id)[1]
     pending = [sid for sid, first, last in rows if not any(first <= mid <= last for mid in streaming)]
     if not pending:
-        return None
+        # A recap another writer holds: its writer ends it, or, dead (another server killed), its claim
+        # goes stale and release_stale gives the scene back to this run. Until then the run waits: ending
+        # "done" here would leave the scene without a recap (a resumed run met it, issue 26's test).
+        held = session.exec(
+            select(func.count())
+            .select_from(Scene)
+            .where(Scene.chat_id == run.chat_id, col(Scene.manual) == False, Scene.state == "writing")  # noqa: E712
+        ).one()
+        if not held:
+            return None
+        run.total = max(run.total, run.done + held)
+        run.current, run.updated_at = "Waiting for a recap another writer holds", utcnow()
+        session.add(run)
+        session.commit()
+        return HELD
+    return _pending_recap(session, run, pending)
+
+
+def _pending_recap(session: Session, run: SceneRun, pending: list[int]) -> _Recap:
     run.total = max(run.total, run.done + len(pending))
     label = f"recap {run.done + 1} of {run.total}"
     run.current, run.updated_at = f"Writing {label}", utcnow()

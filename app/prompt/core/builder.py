@@ -24,6 +24,11 @@ CONVERSATION_MAIN_PROMPT = (
     "in their own voice, naturally and briefly unless asked for more."
 )
 GROUP_NUDGE = "[Write the next reply only as {{char}}.]"
+# A merged group's reply speaks for every character who speaks or acts (Marinara's merged mode).
+MERGED_NUDGE = (
+    "[Write the next reply for the group: each character who speaks or acts gets a paragraph that "
+    'starts with <speaker="Name">, Name being one of {names}. Never write for {{{{user}}}}.]'
+)
 # SillyTavern's defaults for Continue and Impersonate, sent last as system messages.
 CONTINUE_NUDGE = "[Continue your last message without repeating its original content.]"
 IMPERSONATION_PROMPT = (
@@ -68,6 +73,18 @@ class DynamicBlock:
 
 
 @dataclass(frozen=True)
+class GroupCards:
+    """A group chat's prompt: whose cards are in it is the caller's choice (`characters`); these say
+    how they are written. `scenario`, when set, replaces the cards' scenarios."""
+
+    join_prefix: str = ""
+    join_suffix: str = ""
+    scenario: str = ""
+    # One reply for the whole group, each part marked with its speaker (MERGED_NUDGE).
+    merged_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class PromptContext:
     mode: str
     characters: tuple[CardSnapshot, ...]
@@ -98,6 +115,8 @@ class PromptContext:
     receipt: tuple[str, ...] = ()  # the sources' lines for under the reply, passed through
     # Messages the prompt sources took out (e.g. those a summary stands in for): never sent.
     left_out: frozenset[int] = frozenset()
+    # A group chat (names in the history, the group nudge) even when one card is in the prompt (swap).
+    group: GroupCards | None = None
     purpose: Purpose = "reply"
     # Tools declared this turn ({name, description, parameters}); with none, earlier replies' tool
     # calls are not sent back (Anthropic refuses tool blocks in a request that declares no tools).
@@ -110,20 +129,32 @@ def _examples_text(raw: str) -> str:
     return "\n\n".join(f"[Example Chat]\n{p}" for p in parts if p)
 
 
-def _character_text(card: CardSnapshot, *, group: bool, ex: Callable[[str], str]) -> str:
+def _character_text(
+    card: CardSnapshot, *, group: bool, ex: Callable[[str], str], cards: GroupCards | None = None
+) -> str:
+    def wrapped(field: str, text: str) -> str:
+        if cards is None or not (cards.join_prefix or cards.join_suffix):
+            return text
+        # SillyTavern's join prefix and suffix: <FIELDNAME> names the field, {{char}} the card.
+        prefix, suffix = (
+            part.replace("<FIELDNAME>", field).replace("{{char}}", card.name)
+            for part in (cards.join_prefix, cards.join_suffix)
+        )
+        return f"{ex(prefix)}{text}{ex(suffix)}"
+
     lines = []
     if group:
         lines.append(f"## {card.name}")
     if card.description.strip():
-        lines.append(ex(card.description.strip()))
+        lines.append(wrapped("Description", ex(card.description.strip())))
     if card.personality.strip():
-        lines.append(f"{card.name}'s personality: {ex(card.personality.strip())}")
+        lines.append(wrapped("Personality", f"{card.name}'s personality: {ex(card.personality.strip())}"))
     return "\n".join(lines) if (len(lines) > 1 or not group) else ""
 
 
 def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Prompt:
     speaker = ctx.speaker
-    group = len(ctx.characters) > 1
+    group = ctx.group is not None or len(ctx.characters) > 1
 
     def ex(text: str) -> str:
         return expand_macros(text, char=speaker.name, user=ctx.user_name, context=ctx.macros)
@@ -160,10 +191,12 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
             fixed_before,
             "character",
             f"Character: {card.name}",
-            _character_text(card, group=group, ex=ex),
+            _character_text(card, group=group, ex=ex, cards=ctx.group),
             name=f"character_{card.id}",
         )
     scenarios = {c.scenario.strip() for c in ctx.characters if c.scenario.strip()}
+    if ctx.group is not None and ctx.group.scenario.strip():
+        scenarios = {ctx.group.scenario.strip()}
     add(fixed_before, "scenario", "Scenario", "\n".join(f"Scenario: {ex(s)}" for s in sorted(scenarios)))
     if ctx.persona_description.strip():
         add(
@@ -201,7 +234,11 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
     fixed_after: list[PromptBlock] = []
     # Impersonating, the model writes as the user: the speaker's own instructions would contradict it.
     if group and ctx.purpose != "impersonate":
-        add(fixed_after, "group_nudge", "Group nudge", ex(GROUP_NUDGE))
+        if ctx.group is not None and ctx.group.merged_names:
+            nudge = MERGED_NUDGE.format(names=", ".join(ctx.group.merged_names))
+        else:
+            nudge = GROUP_NUDGE
+        add(fixed_after, "group_nudge", "Group nudge", ex(nudge))
     if speaker.post_history_instructions.strip() and ctx.purpose != "impersonate":
         add(
             fixed_after,
@@ -240,7 +277,9 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
             text = "".join(c["text_before"] for c in calls) + calls[-1]["text_after"]
         else:
             text = ex_chat(msg.content)
-        if group and msg.role != "system":
+        # A merged reply names its speakers in its marks: no name before it.
+        merged_reply = ctx.group is not None and bool(ctx.group.merged_names) and msg.role == "assistant"
+        if group and msg.role != "system" and not merged_reply:
             text = f"{msg.name}: {text}"
             if calls:
                 calls = (
