@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from sqlalchemy.engine import Connection
 from sqlmodel import Session
 
-from app.chats.core.audience import Viewer, audience_of, sees
+from app.chats.core.audience import Audience, Viewer, audience_of, sees
 from app.chats.core.quoting import message_for_model
 from app.chats.core.window import HistoryMessage, WindowPlan, plan_window
 from app.connections.core.answers import without_reasoning
@@ -167,6 +167,22 @@ def unseen_message_ids(session: Session, chat_id: int, viewer: Viewer) -> frozen
     source bringing back old messages (recalled memories) leaves out of its prompt."""
     conn = session.connection()
     return frozenset(_unseen(conn, _sql(conn), (chat_id, 0, _NO_UPPER_BOUND), viewer))
+
+
+def private_messages(session: Session, chat_id: int) -> list[tuple[int, Audience]]:
+    """The chat's messages the AI may read whose audience is limited (hidden from some characters,
+    whispered), oldest first, with their audiences: what a group's memory reads to decide who may
+    recall what. Read on the index of private messages: a chat has few."""
+    conn = session.connection()
+    rows = conn.exec_driver_sql(_sql(conn).private, (chat_id, 0, _NO_UPPER_BOUND))
+    out = [
+        (
+            message_id,
+            audience_of(_json(hidden_for), whisper_to, character_id if role == "assistant" else None),
+        )
+        for message_id, hidden_for, whisper_to, role, character_id in rows
+    ]
+    return sorted(out, key=lambda row: row[0])
 
 
 def _unseen(conn: Connection, sql: _Statements, span: tuple, viewer: Viewer) -> list[int]:

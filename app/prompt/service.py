@@ -71,6 +71,8 @@ def group_viewer(characters: list[Character], speaker: Character, settings: Chat
     if len(characters) < 2:
         return None
     narrator = settings.narrator_id if any(c.id == settings.narrator_id for c in characters) else None
+    if settings.group_merged:  # one reply speaks for everyone: what at least one member saw
+        return Viewer(None, narrator, party=tuple(c.id for c in characters if c.id is not None))
     return Viewer(speaker.id, narrator)
 
 

@@ -47,3 +47,11 @@ def test_hidden_for_keeps_members_in_the_groups_order_once_and_refuses_strangers
         checked_hidden_for([9], [ARIA, BRAM])
     with pytest.raises(ValueError, match="at most 64"):
         checked_hidden_for([ARIA] * 65, [ARIA])
+
+
+def test_a_merged_reply_sees_what_at_least_one_member_sees():
+    party = Viewer(None, NARRATOR, party=(ARIA, BRAM))
+    assert sees(party, Audience(hidden_for=frozenset({BRAM})))
+    assert not sees(party, Audience(hidden_for=frozenset({ARIA, BRAM})))
+    assert sees(party, Audience(whisper_to=ARIA)) and not sees(party, Audience(whisper_to=CLEO))
+    assert not party.sees_all and Viewer(None, ARIA, party=(ARIA, BRAM)).sees_all

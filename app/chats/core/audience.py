@@ -37,13 +37,18 @@ class Audience:
 
 @dataclass(frozen=True)
 class Viewer:
-    """Whose prompt is being built: the speaking character, and the chat's narrator (if any)."""
+    """Whose prompt is being built: the speaking character, and the chat's narrator (if any). A merged
+    group's reply speaks for every member at once: its viewer is the `party` (character_id None), who
+    see a message when at least one of them does."""
 
     character_id: int | None
     narrator_id: int | None = None
+    party: tuple[int, ...] = ()
 
     @property
     def sees_all(self) -> bool:
+        if self.party:
+            return self.narrator_id is not None and self.narrator_id in self.party
         return self.character_id is None or self.character_id == self.narrator_id
 
 
@@ -52,6 +57,8 @@ def sees(viewer: Viewer, audience: Audience) -> bool:
     left out before this is asked)."""
     if not audience.private:
         return True
+    if viewer.party:
+        return any(sees(Viewer(member, viewer.narrator_id), audience) for member in viewer.party)
     me = viewer.character_id
     if me is not None and me in audience.hidden_for:
         return False

@@ -90,7 +90,11 @@ def problems(session: Session, chat_id: int) -> pb.Problems:
     facts = []
     for number, s in enumerate(scenes, 1):
         inside = readable[bisect_left(ids, s.first_message_id) : bisect_right(ids, s.last_message_id)]
-        current = fingerprint([SceneMessage(m.number, m.name, m.text) for m in inside]) if inside else None
+        current = (
+            fingerprint([SceneMessage(m.number, m.name, m.text, seen_by=m.seen_by) for m in inside])
+            if inside
+            else None
+        )
         facts.append(
             pb.SceneFacts(
                 id=s.id or 0,

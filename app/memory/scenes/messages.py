@@ -8,12 +8,14 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlmodel import Session, col, select
 
+from app.chats.core.audience import audience_of
 from app.chats.models import Chat, Message
-from app.chats.service import chat_connection
+from app.chats.service import chat_characters, chat_connection
 from app.chats.settings import read_settings
 from app.connections.models import Connection
 from app.connections.providers.base import ProviderConfig
 from app.connections.service import provider_config
+from app.memory.scenes.core.access import seen_note
 from app.platform.core.errors import UserError
 from app.platform.services import Services
 
@@ -24,6 +26,9 @@ class ReadableMessage:
     number: int  # its 1-based position among the chat's messages, as the chat view numbers it
     name: str
     text: str
+    seen_by: str = (
+        ""  # in a group, who did not see it ("hidden from Mira"), for the helper (access.seen_note)
+    )
 
 
 def readable_messages(session: Session, chat_id: int) -> list[ReadableMessage]:
@@ -67,17 +72,37 @@ def messages_and_streaming(session: Session, chat_id: int) -> tuple[list[Readabl
     a Continue), read in ONE query: a recap must not be written from a scene whose message is streaming
     (it would read the scene without it), and two queries could disagree on whether it is."""
     rows = session.exec(
-        select(Message.id, Message.name, Message.role, Message.content, Message.hidden, Message.status)
+        select(
+            Message.id,
+            Message.name,
+            Message.role,
+            Message.content,
+            Message.hidden,
+            Message.status,
+            Message.private,
+            Message.hidden_for,
+            Message.whisper_to,
+            Message.character_id,
+        )
         .where(Message.chat_id == chat_id, Message.kind == "message")
         .order_by(col(Message.id))
     ).all()
     readable, streaming = [], set()
-    for number, (mid, name, role, content, hidden, status) in enumerate(rows, start=1):
+    members: dict[int, str] | None = None  # read once, when a message is private
+    for number, (mid, name, role, content, hidden, status, private, *audience) in enumerate(rows, start=1):
         if status == "streaming":
             streaming.add(mid)
         if hidden or status in ("error", "streaming") or not (content or "").strip():
             continue
-        readable.append(ReadableMessage(mid, number, name or role, content))
+        note = ""
+        if private:
+            if members is None:
+                members = {c.id: c.name for c in chat_characters(session, chat_id) if c.id is not None}
+            hidden_for, whisper_to, author = audience
+            note = seen_note(
+                audience_of(hidden_for, whisper_to, author if role == "assistant" else None), members
+            )
+        readable.append(ReadableMessage(mid, number, name or role, content, note))
     return readable, frozenset(streaming)
 
 

@@ -44,6 +44,10 @@ class Scene(SQLModel, table=True):
     check_who: bool = False
     enabled: bool = True  # a disabled scene is kept but never recalled
     fingerprint: str = ""  # of the source messages the recap was written from
+    # In a group: the audiences of the scene's private messages when the recap was written
+    # (core/access.private_key). A reader who cannot see some of them recalls the scene only while
+    # they are the same: otherwise the recap may tell it what it never saw.
+    private_key: str = Field(default="", sa_column_kwargs={"server_default": ""})
     reason: str = ""  # why the last recap attempt failed, a sentence for the panel
     attempts: int = 0
     next_attempt_at: datetime | None = None

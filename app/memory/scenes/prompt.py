@@ -31,13 +31,14 @@ from dataclasses import dataclass
 from sqlalchemy import TextClause, text
 from sqlmodel import Session, col, func, select
 
-from app.chats.history import message_numbers
+from app.chats.core.audience import sees
+from app.chats.history import message_numbers, private_messages
 from app.chats.models import Chat
 from app.chats.settings import ChatSettings
 from app.memory.recall.service import PendingSearch, finish_search
-from app.memory.scenes.core import recalled, window
+from app.memory.scenes.core import access, recalled, window
 from app.memory.scenes.models import Scene, SceneSnapshot, SceneState
-from app.memory.summaries.core.prompts import visible_to
+from app.memory.summaries.core.prompts import merged_view, visible_to
 from app.memory.summaries.core.rules import EntryText, summary_block
 from app.memory.summaries.models import SummaryEntry
 from app.platform.timeutil import as_utc, utcnow
@@ -64,22 +65,113 @@ class SceneRow:
     summary: str
     timeframe: str
     enabled: bool
+    participants: tuple[str, ...] = ()
+    check_who: bool = False
+    private_key: str = ""
+
+    def access(self) -> access.SceneAccess:
+        return access.SceneAccess(
+            self.id,
+            self.first_message_id,
+            self.last_message_id,
+            self.participants,
+            self.check_who,
+            self.private_key,
+        )
 
 
 # The chat's scenes are read on every turn (their recaps' sizes are planned with): plain SQL, as the
 # ORM's per-row overhead was most of the cost at a hundred scenes.
 _SCENES_SQL = text(
-    "SELECT id, first_message_id, last_message_id, state, summary, timeframe, enabled FROM scene"
-    " WHERE chat_id = :chat_id ORDER BY first_message_id"
+    "SELECT id, first_message_id, last_message_id, state, summary, timeframe, enabled, participants,"
+    " check_who, private_key FROM scene WHERE chat_id = :chat_id ORDER BY first_message_id"
 )
+
+
+def _names(raw: object) -> tuple[str, ...]:
+    """The participants column as the driver gives it: JSON text on SQLite, a list on PostgreSQL."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return ()
+    return tuple(str(n) for n in raw) if isinstance(raw, list) else ()
 
 
 def _scenes(session: Session, chat_id: int) -> list[SceneRow]:
     rows = session.connection().execute(_SCENES_SQL, {"chat_id": chat_id})
     return [
-        SceneRow(i, first, last, state, summary, timeframe, bool(on))
-        for i, first, last, state, summary, timeframe, on in rows
+        SceneRow(i, first, last, state, summary, timeframe, bool(on), _names(names), bool(check), key or "")
+        for i, first, last, state, summary, timeframe, on, names, check, key in rows
     ]
+
+
+# How many messages of a scene the AI may read: asked only for a group reader who cannot see some of them.
+_SCENE_MESSAGES_SQL = text(
+    "SELECT count(*) FROM message WHERE chat_id = :chat_id AND kind = 'message' AND hidden = false"
+    " AND status != 'error' AND id >= :first AND id <= :last"
+)
+
+
+@dataclass(frozen=True)
+class GroupReading:
+    """A group turn's view of the chat's memory: what each scene gives its reader, the messages the
+    reader cannot see (never quoted), and how private parts read: a speaker's own (None: the narrator
+    reads every part), or, for a merged reply, what at least one of the party knows, marked."""
+
+    readings: dict[int, access.Reading | None]  # scene id → its reading; None: not recalled
+    unseen: frozenset[int]
+    reader: str | None
+    party: tuple[str, ...] = ()
+
+    def entry_text(self, text: str) -> str:
+        """A Chat Summary entry as this turn reads it."""
+        return merged_view(text, self.party) if self.party else visible_to(text, self.reader)
+
+    def scene_text(self, summary: str, scene_id: int) -> str:
+        got = self.readings.get(scene_id)
+        if got is None:
+            return ""  # not recalled by this reader: never planned in
+        if self.party:
+            return merged_view(summary, got.names or ())
+        return visible_to(summary, None if got.names is None else got.names[0])
+
+    def quotable(self, scene_id: int, message_id: int) -> bool:
+        got = self.readings.get(scene_id)
+        return message_id not in self.unseen and (got is None or message_id not in got.unseen)
+
+
+def group_reading(turn: Turn, scenes: Sequence[SceneRow]) -> GroupReading | None:
+    """For a group turn (a speaker's, or a merged reply's), who recalls which scene; None in a chat of
+    one character, which reads every scene as before."""
+    viewer = turn.viewer
+    if viewer is None:
+        return None
+    session, chat_id = turn.session, turn.chat.id
+    privates = private_messages(session, chat_id)
+    members = {c.id: c.name for c in turn.characters if c.id is not None}
+    by_scene = {sc.id: sc for sc in scenes}
+
+    def count(scene_id: int) -> int:
+        sc = by_scene[scene_id]
+        params = {"chat_id": chat_id, "first": sc.first_message_id, "last": sc.last_message_id}
+        return int(session.connection().execute(_SCENE_MESSAGES_SQL, params).scalar_one())
+
+    readings = {
+        sc.id: access.reading(
+            sc.access(),
+            viewer,
+            members,
+            access.inside(sc.first_message_id, sc.last_message_id, privates),
+            count,
+        )
+        for sc in scenes
+    }
+    unseen = frozenset(i for i, a in privates if not sees(viewer, a))
+    if viewer.party:
+        return GroupReading(readings, unseen, None, tuple(members[i] for i in viewer.party if i in members))
+    reader = None if viewer.sees_all else members.get(viewer.character_id or 0)
+    return GroupReading(readings, unseen, reader)
 
 
 @dataclass(frozen=True)
@@ -214,7 +306,8 @@ def _hits(turn: Turn, pending: PendingSearch | None) -> list[recalled.ChunkHit]:
 _QUOTABLE_BRANCH = (
     "SELECT * FROM (SELECT :scene_{n} AS scene_id, id, name, role, content FROM message"
     " WHERE chat_id = :chat_id AND kind = 'message' AND hidden = false AND status != 'error'"
-    " AND status != 'streaming' AND id >= :first_{n} AND id <= :last_{n} ORDER BY id LIMIT :per_scene) AS s{n}"
+    " AND status != 'streaming' AND whisper_to IS NULL AND id >= :first_{n} AND id <= :last_{n}"
+    " ORDER BY id LIMIT :per_scene) AS s{n}"
 )
 
 
@@ -226,10 +319,11 @@ def _quotable_sql(scenes: int) -> TextClause:
 
 
 def _quotable(
-    session: Session, chat_id: int, scenes: Sequence[SceneRow]
+    session: Session, chat_id: int, scenes: Sequence[SceneRow], group: GroupReading | None = None
 ) -> dict[int, list[tuple[int, int, str, str]]]:
-    """The given scenes' messages that may be quoted (visible, not failed, not empty), per scene:
-    (id, tokens, name, text). Only the scenes the recall hits point to are read, in one statement."""
+    """The given scenes' messages that may be quoted (visible, not failed, not empty, not whispered;
+    in a group, seen by the reader), per scene: (id, tokens, name, text). Only the scenes the recall
+    hits point to are read, in one statement."""
     out: dict[int, list[tuple[int, int, str, str]]] = {sc.id: [] for sc in scenes}
     if not scenes:
         return out
@@ -239,7 +333,7 @@ def _quotable(
     for scene_id, mid, name, role, content in session.connection().execute(
         _quotable_sql(len(scenes)), params
     ):
-        if (content or "").strip():
+        if (content or "").strip() and (group is None or group.quotable(scene_id, mid)):
             out[scene_id].append((mid, count_message_tokens(content), name or role, content))
     return out
 
@@ -296,6 +390,7 @@ def plan_prompt(turn: Turn, pending: PendingSearch | None) -> Planned:
     session, chat = turn.session, turn.chat
     scenes = _scenes(session, chat.id)
     reader = turn.speaker.name
+    group = group_reading(turn, scenes)
     entries = list(
         session.exec(
             select(SummaryEntry)
@@ -308,7 +403,10 @@ def plan_prompt(turn: Turn, pending: PendingSearch | None) -> Planned:
         )
     )
     entry_texts = {
-        e.id: EntryText(visible_to(e.title, reader), visible_to(e.content, reader)) for e in entries
+        e.id: EntryText(group.entry_text(e.title), group.entry_text(e.content))
+        if group
+        else EntryText(visible_to(e.title, reader), visible_to(e.content, reader))
+        for e in entries
     }
     constants = [
         window.Constant(
@@ -339,8 +437,9 @@ def plan_prompt(turn: Turn, pending: PendingSearch | None) -> Planned:
             n,
             numbers.get(sc.first_message_id, 0),
             numbers.get(sc.last_message_id, 0),
-            visible_to(sc.summary, reader),
+            group.scene_text(sc.summary, sc.id) if group else visible_to(sc.summary, reader),
             sc.timeframe,
+            known_only_to=reading.known_only_to if (reading := group and group.readings.get(sc.id)) else (),
         )
         scene_texts[sc.id] = text
         tokens = count_tokens(recalled.recalled_scenes_block([text], "")) if written else 0
@@ -350,7 +449,8 @@ def plan_prompt(turn: Turn, pending: PendingSearch | None) -> Planned:
                 sc.first_message_id,
                 sc.last_message_id,
                 tokens,
-                enabled=sc.enabled,
+                # In a group, a scene its reader does not recall is never planned in.
+                enabled=sc.enabled and (group is None or group.readings.get(sc.id) is not None),
                 has_summary=written,
             )
         )
@@ -374,7 +474,7 @@ def plan_prompt(turn: Turn, pending: PendingSearch | None) -> Planned:
         if pending is not None:
             finish_search(turn.session, pending, k=1)  # let the search's threads end; its ranking is not used
         quotable = _quotable(
-            session, chat.id, [sc for sc in scenes if sc.id in {item["id"] for item in kept}]
+            session, chat.id, [sc for sc in scenes if sc.id in {item["id"] for item in kept}], group
         )
         plan = planned(_kept_candidates(kept, quotable))
     else:
@@ -390,7 +490,7 @@ def plan_prompt(turn: Turn, pending: PendingSearch | None) -> Planned:
             for sc in scenes
             if sc.id in hit_scenes and any(sc.first_message_id <= i <= sc.last_message_id for i in sourced)
         }
-        quotable = _quotable(session, chat.id, [sc for sc in scenes if sc.id in wanted])
+        quotable = _quotable(session, chat.id, [sc for sc in scenes if sc.id in wanted], group)
         plan = planned(
             recalled.scene_candidates(
                 hits, spans, {sid: [(m, t) for m, t, _, _ in items] for sid, items in quotable.items()}

@@ -35,12 +35,12 @@ from datetime import datetime
 from sqlalchemy import text
 from sqlmodel import Session, col, delete, select
 
-from app.chats.history import message_numbers
+from app.chats.history import message_numbers, private_messages
 from app.chats.models import Message
 from app.chats.service import get_chat
 from app.memory.scenes import prompt
 from app.memory.scenes.checks import prepare_running
-from app.memory.scenes.core import transfer
+from app.memory.scenes.core import access, transfer
 from app.memory.scenes.models import PREPARE_STAGES, Scene, SceneRecapPart, SceneRun, SceneState
 from app.platform.core.downloads import safe_stem
 from app.platform.core.errors import Conflict, NotFound, UserError
@@ -186,6 +186,12 @@ def edit_scene(
         if len(text) > transfer.MAX_SUMMARY_CHARS:
             raise UserError(f"The summary text can have at most {transfer.MAX_SUMMARY_CHARS:,} characters.")
         scene.summary, scene.manual, scene.state = text, True, "written"
+        # Saved by the user, who read it knowing who saw what (the manual: "revisar e salvar as
+        # condições privadas"): partial readers recall it under today's audiences.
+        privates = private_messages(session, chat_id)
+        scene.private_key = access.private_key(
+            access.inside(scene.first_message_id, scene.last_message_id, privates)
+        )
         scene.reason, scene.attempts, scene.next_attempt_at = "", 0, None
     if enabled is not None:
         scene.enabled = enabled
@@ -205,6 +211,7 @@ def delete_summary(session: Session, chat_id: int, scene_id: int) -> Scene:
     scene = get_scene(session, chat_id, scene_id)
     scene.state, scene.summary, scene.participants, scene.timeframe = "deleted", "", [], ""
     scene.manual, scene.check_who, scene.fingerprint, scene.reason = False, False, "", ""
+    scene.private_key = ""
     scene.attempts, scene.next_attempt_at, scene.updated_at = 0, None, utcnow()
     session.add(scene)
     _drop_parts(session, [scene_id])
@@ -372,6 +379,7 @@ def copy_to_branch(session: Session, source_id: int, branch_id: int) -> None:
         )
         if data["state"] == "writing":
             data["state"] = "waiting"
+        data["private_key"] = access.remap_key(data.get("private_key", ""), mapped)
         session.add(Scene(**data, chat_id=branch_id, first_message_id=span[0], last_message_id=span[1]))
     state = session.get(SceneState, source_id)
     if state is not None:

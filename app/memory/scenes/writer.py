@@ -60,11 +60,13 @@ from sqlalchemy import Select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from app.chats.history import private_messages
 from app.chats.models import Chat
 from app.chats.service import chat_characters, chat_persona
 from app.chats.settings import read_settings
 from app.connections.providers import complete_chat_blocking
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError
+from app.memory.scenes.core import access
 from app.memory.scenes.core import participants as who
 from app.memory.scenes.core import recap as rc
 from app.memory.scenes.messages import helper_config, messages_and_streaming
@@ -183,6 +185,7 @@ class _Work:
     speakers: tuple[str, ...]
     max_summary_tokens: int
     parts: dict[int, SceneRecapPart]  # saved parts by number
+    private_key: str = ""  # who saw what, stored with the recap (core/access.py)
 
 
 def fingerprint(messages: Sequence[rc.SceneMessage]) -> str:
@@ -191,7 +194,11 @@ def fingerprint(messages: Sequence[rc.SceneMessage]) -> str:
     make them all look changed to Fix (the prompt numbers a recap from the messages at the time)."""
     digest = hashlib.sha256()
     for m in messages:
-        digest.update(repr((m.name, m.text, m.part)).encode())
+        # Who saw it counts too (a group's private messages): a recap written before a message was
+        # hidden from someone, or whispered, told everyone; it is written again.
+        digest.update(
+            repr((m.name, m.text, m.part, m.seen_by) if m.seen_by else (m.name, m.text, m.part)).encode()
+        )
         digest.update(b"\x00")
     return digest.hexdigest()
 
@@ -210,7 +217,7 @@ def _gather(session: Session, services: Services, scene: Scene) -> _Work | str:
     readable = [m for m in everything if scene.first_message_id <= m.id <= scene.last_message_id]
     if not readable:
         return NOTHING_TO_READ
-    messages = tuple(rc.SceneMessage(m.number, m.name, m.text) for m in readable)
+    messages = tuple(rc.SceneMessage(m.number, m.name, m.text, seen_by=m.seen_by) for m in readable)
     characters = tuple(c.name for c in chat_characters(session, chat.id))
     persona = chat_persona(session, chat)
     by_key = {" ".join(c.split()).casefold(): c for c in characters}
@@ -233,6 +240,9 @@ def _gather(session: Session, services: Services, scene: Scene) -> _Work | str:
         speakers=tuple(speakers),
         max_summary_tokens=read_settings(chat.settings).summary_max_tokens,
         parts={p.part: p for p in parts},
+        private_key=access.private_key(
+            access.inside(scene.first_message_id, scene.last_message_id, private_messages(session, chat.id))
+        ),
     )
 
 
@@ -492,6 +502,7 @@ def _store(engine: Engine, work: _Work, recap: rc.Recap, names: list[str], check
                 timeframe=timeframe,
                 check_who=check_who,
                 fingerprint=work.fingerprint,
+                private_key=work.private_key,
                 reason="",
                 attempts=0,
                 next_attempt_at=None,

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from app.memory.scenes.core.window import EXCERPT_REASONS, MAX_RUN_MESSAGES, Candidate, ExcerptRun, Receipt
+from app.memory.summaries.core.prompts import known_only_to
 
 QUERY_MESSAGES = 6
 QUERY_CHARS = 4000
@@ -135,6 +136,7 @@ class RecalledText:
     summary: str  # the recap as stored (its header is added here)
     timeframe: str
     excerpt: tuple[QuotedMessage, ...] = ()
+    known_only_to: tuple[str, ...] = ()  # a merged reply: who recalls it, when not every member does
 
 
 def quote(messages: Sequence[QuotedMessage]) -> str:
@@ -159,7 +161,8 @@ def recalled_scenes_block(scenes: Sequence[RecalledText], header: str) -> str:
     for sc in scenes:
         span = f"#{sc.first}" if sc.first == sc.last else f"#{sc.first}–#{sc.last}"
         when = f"; story timeframe: {sc.timeframe}" if sc.timeframe.strip() else ""
-        text = f"### Scene {sc.number} (messages {span}{when})\n{sc.summary.strip()}"
+        known = f"; {known_only_to(sc.known_only_to)}" if sc.known_only_to else ""
+        text = f"### Scene {sc.number} (messages {span}{when}{known})\n{sc.summary.strip()}"
         if sc.excerpt:
             text += "\nExcerpt:\n" + quote(sc.excerpt)
         parts.append(text)

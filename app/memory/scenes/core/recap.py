@@ -57,6 +57,7 @@ from app.memory.summaries.core.answers import (
     request_max_tokens,
     within_limit,
 )
+from app.memory.summaries.core.prompts import has_conditions
 from app.prompt.core.tokens import count_tokens
 
 MIN_BATCH_TOKENS = 256  # a smaller input budget would turn a scene into thousands of requests
@@ -92,6 +93,17 @@ if the messages do not say.
 Do not add anything outside the JSON."""
 
 
+# Added to a request when some of its messages were not seen by everyone (a group chat's private
+# messages, marked in the transcript) or its parts' recaps hold private sections.
+PRIVATE_PARTS = """\
+Some messages are marked [hidden from …] or [whispered to …]: the characters named as not seeing a \
+message do not know what it says, and a whisper is known only to its author and recipient. Describe \
+what everyone present saw in plain text, and put anything only some characters know inside \
+{{#if character == "Name"}}…{{/if}} sections naming who knows it (several: \
+{{#if character == "Kaito" || character == "Mira"}}…{{/if}}). Keep every such section of a recap you \
+are given, with its condition unchanged."""
+
+
 @dataclass(frozen=True)
 class SceneMessage:
     """One message of the scene as the recap reads it: its number in the chat (#n), the author's name,
@@ -101,6 +113,7 @@ class SceneMessage:
     name: str
     text: str
     part: tuple[int, int] | None = None
+    seen_by: str = ""  # in a group, who did not see it ("hidden from Mira"): the helper keeps it private
 
 
 @dataclass(frozen=True)
@@ -133,7 +146,8 @@ def recap_max_tokens(max_output_size: int) -> int:
 def _label(msg: SceneMessage) -> str:
     name = " ".join(msg.name.split())[:MAX_NAME_CHARS] or "?"
     part = f" (part {msg.part[0]}/{msg.part[1]})" if msg.part else ""
-    return f"#{msg.number} {name}{part}"
+    seen = f" [{msg.seen_by}]" if msg.seen_by else ""
+    return f"#{msg.number} {name}{part}{seen}"
 
 
 def _line(msg: SceneMessage) -> str:
@@ -177,7 +191,9 @@ def _split_message(msg: SceneMessage, budget: int, count: Callable[[str], int]) 
     # the label of a piece is at most this long; its text gets the rest of the budget
     room = max(budget - count(_label(msg) + " (part 9999/9999): ") - 2, 1)
     texts = [t.strip() for t in split_text(msg.text.strip(), room, count) if t.strip()]
-    return [SceneMessage(msg.number, msg.name, t, (k, len(texts))) for k, t in enumerate(texts, 1)]
+    return [
+        SceneMessage(msg.number, msg.name, t, (k, len(texts)), msg.seen_by) for k, t in enumerate(texts, 1)
+    ]
 
 
 _LEVELS = (
@@ -258,8 +274,10 @@ def combine_groups(
 # Requests --------------------------------------------------------------------------------------------
 
 
-def _system(instructions: str, must_include: Sequence[str]) -> str:
+def _system(instructions: str, must_include: Sequence[str], private: bool = False) -> str:
     text = f"{instructions.strip()}\n\n{RECAP_FORMAT}"
+    if private:
+        text += "\n" + PRIVATE_PARTS
     names = clean_names(must_include)
     if names:
         text += (
@@ -287,8 +305,12 @@ def recap_request(
     if hint:
         head += f"\nTime anchors in the text: {hint}"
     body = f"{head}\n\n{scene_transcript(messages)}"
+    private = any(m.seen_by for m in messages)
     return [
-        {"role": "system", "content": _system(instructions.strip() or DEFAULT_RECAP_PROMPT, must_include)},
+        {
+            "role": "system",
+            "content": _system(instructions.strip() or DEFAULT_RECAP_PROMPT, must_include, private),
+        },
         {"role": "user", "content": body},
     ]
 
@@ -313,8 +335,12 @@ def combine_request(
     body = f"Recaps of scene messages #{first}–#{last}, in order:\n\n" + "\n\n".join(
         _part_text(n, p) for n, p in enumerate(parts, 1)
     )
+    private = any(has_conditions(p.recap.summary) for p in parts)
     return [
-        {"role": "system", "content": _system(instructions.strip() or DEFAULT_COMBINE_PROMPT, must_include)},
+        {
+            "role": "system",
+            "content": _system(instructions.strip() or DEFAULT_COMBINE_PROMPT, must_include, private),
+        },
         {"role": "user", "content": body},
     ]
 
