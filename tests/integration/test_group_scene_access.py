@@ -220,3 +220,42 @@ def test_a_change_of_who_saw_what_keeps_the_old_recap_from_partial_readers(api, 
     assert "Gull tavern" in _peek(api, chat_id, ids["Aria"])
     with Session(sugo.engine) as s:
         assert s.get(Message, bram_line).hidden_for == [ids["Aria"]]
+
+
+def test_a_merged_reply_recalls_what_one_member_remembers_marked_known_only_to(api, sugo, models):
+    chat_id, ids = _group(api, models)
+    r = api.put(
+        f"/api/chats/{chat_id}/options",
+        json={
+            "settings": {
+                **api.get(f"/api/chats/{chat_id}").json()["settings"],
+                "group_merged": True,
+                "narrator_id": None,
+            }
+        },
+    )
+    assert r.status_code == 200, r.text
+    placed = _fill(sugo, chat_id, ids)
+    _prepare(api, models, chat_id)
+    with Session(sugo.engine) as s:
+        store_window_start(s, chat_id, placed["together"][0])
+        s.commit()
+    embed_chat(sugo.services, chat_id)
+    models.requests.clear()
+    models.script('<speaker="Aria">The compass.</speaker>')
+    r = api.post(
+        f"/api/chats/{chat_id}/generate",
+        json={"action": "send", "content": "Where does the silver compass point, and what of the tavern?"},
+    )
+    assert r.status_code == 200, r.text
+    read_sse(r)
+    live = json.dumps(models.requests[0].json["messages"], ensure_ascii=False)
+    peek = json.dumps(api.get(f"/api/chats/{chat_id}/prompt").json()["messages"], ensure_ascii=False)
+    for prompt in (live, peek):
+        # Scene 2 only Aria remembers: recalled for the group, marked; its private part too.
+        assert "known only to Aria" in prompt and SCENE_2 in prompt and PRIVATE in prompt
+        assert "Gull tavern" in prompt  # the tavern scene, every member remembers: unmarked
+        # The whisper was before the window, and an excerpt never quotes one.
+        assert WHISPER not in prompt
+    tavern_heading = next(line for line in peek.split("\\n") if line.startswith("### Scene 1"))
+    assert "known only" not in tavern_heading
