@@ -82,6 +82,9 @@ class Message(SQLModel, table=True):
     hidden_for: list | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     whisper_to: int | None = None
     private: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
+    # The user set who sees it by hand (Hide from AI, its per-character form): Advanced Memory's "Decide
+    # who sees new messages" never changes it afterwards.
+    audience_manual: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
     status: str = "ok"
     error: str | None = None
     # The SillyTavern line this message was imported from, minus what has columns, for export.

@@ -328,6 +328,7 @@ def edit_message(session: Session, chat_id: int, message_id: int, content: str) 
 def set_hidden(session: Session, chat_id: int, message_id: int, hidden: bool) -> Message:
     msg = get_message(session, chat_id, message_id)
     msg.hidden = hidden
+    msg.audience_manual = True  # the user's choice: Decide who sees new messages never changes it
     msg.updated_at = utcnow()
     session.add(msg)
     session.flush()
@@ -355,6 +356,7 @@ def set_audience(
         hidden_for=hidden_for,
         whisper_to=whisper_to,
     )
+    msg.audience_manual = True  # the user's choice: Decide who sees new messages never changes it
     msg.updated_at = utcnow()
     session.add(msg)
     session.flush()

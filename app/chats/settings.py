@@ -104,6 +104,9 @@ class ChatSettings(BaseModel):
     adv_excerpt_min: int = Field(default=3, ge=0, le=50)
     adv_excerpt_max: int = Field(default=5, ge=0, le=50)
     adv_check_interval: int = Field(default=5, ge=1, le=100)
+    # Turn-by-turn Roleplay groups only: the helper hides each new message from the characters who are
+    # not in the scene (app/memory/scenes/visibility.py).
+    adv_decide_visibility: bool = False
 
     # The memory of this chat (app/memory/chat_notes): the user's notes go above the conversation; the
     # rule-made summary is for the user and other chats, and stays out of the chat's own prompt unless

@@ -782,6 +782,8 @@ async def _split(services: Services, message_id: int, swipe_id: str) -> list[int
 
 
 def _prepare(turn: StoredTurn, services: Services) -> PreparedReply:
+    if turn.purpose == "reply" and turn.chat.id is not None:
+        services.sources.before_reply(services, turn.chat.id)  # e.g. who sees the new messages
     with Session(services.engine, expire_on_commit=False) as session:
         return prepare_request(session, turn, services=services)
 

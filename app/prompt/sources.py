@@ -153,6 +153,10 @@ class PromptSource:
     def expect(self, services: Services, session: Session, chat: Chat, text: str) -> None:
         """The user's new message is about to be stored: start work needing only its text; return at once."""
 
+    def before_reply(self, services: Services, chat_id: int) -> None:
+        """A reply is about to be built, on its worker thread: settle what its prompt must know first
+        (a group's who-sees-what decisions). May ask a model, within a bounded time; the reply waits."""
+
     def after_reply(self, services: Services, chat_id: int) -> None:
         """React once a reply is written (schedule background work); must return at once."""
 
@@ -353,6 +357,13 @@ class PromptSources:
                 source.expect(services, session, chat, text)
             except Exception:  # an early start is only a head start: the turn does the work anyway
                 log.exception("%s: early work failed in chat %s", source.name, chat.id)
+
+    def before_reply(self, services: Services, chat_id: int) -> None:
+        for source in self:
+            try:
+                source.before_reply(services, chat_id)
+            except Exception:  # the reply goes on with what is stored
+                log.exception("%s: before-reply work failed in chat %s", source.name, chat_id)
 
     def after_reply(self, services: Services, chat_id: int) -> None:
         for source in self:

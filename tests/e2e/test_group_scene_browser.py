@@ -44,3 +44,36 @@ def test_read_a_recalled_scene_marked_known_only_to_in_a_merged_chat(page: Page,
     block.get_by_text("known only to Aria").first.scroll_into_view_if_needed()
     expect(block.get_by_text("known only to Aria").first).to_be_in_viewport()
     shot("merged-known-only-to")
+
+
+def test_turn_on_decide_who_sees_new_messages_in_a_group(page: Page, live, models, shot):
+    with live.client() as c:
+        c.post("/api/connections", json={"name": "T", "base_url": models.base_url, "model": "test-model"})
+        ids = [
+            c.post("/api/characters", json={"name": n, "first_mes": ""}).json()["id"]
+            for n in ("Aria", "Bram")
+        ]
+        group = c.post("/api/chats", json={"character_ids": ids}).json()
+        one = c.post("/api/chats", json={"character_ids": ids[:1]}).json()
+    # A chat of one character has no such option.
+    page.goto(f"{live.url}/chats/{one['id']}/settings")
+    expect(page.locator("#advanced-memory")).to_be_visible()
+    expect(page.locator("#adv-decide-visibility")).to_have_count(0)
+    page.goto(f"{live.url}/chats/{group['id']}/settings")
+    box = page.locator("#adv-decide-visibility")
+    box.scroll_into_view_if_needed()
+    expect(box).not_to_be_checked()
+    expect(page.locator("#adv-decide-visibility-note")).to_contain_text("never changed")
+    page.locator("#advanced-memory-on").check()
+    box.check()
+    shot("decide-who-sees-option")
+    page.locator("#chat-settings-form").get_by_role("button", name="Save settings").click()
+    saved = page.locator("#chat-settings-form .notice-ok")
+    expect(saved).to_be_visible()
+    expect(saved).to_be_in_viewport()
+    shot("decide-who-sees")
+    with live.client() as c:
+        settings = c.get(f"/api/chats/{group['id']}").json()["settings"]
+    assert settings["adv_decide_visibility"] is True and settings["advanced_memory"] is True
+    page.reload()
+    expect(page.locator("#adv-decide-visibility")).to_be_checked()

@@ -99,6 +99,9 @@ class SceneState(SQLModel, table=True):
     # The last message of the batch whose answer could not be read even when asked again (None: the last
     # failure was not the answer's, or none): the user may treat that batch as having no scene end.
     unreadable_through_id: int | None = None
+    # Decide who sees new messages: the last message decided (None: never yet; visibility.py starts
+    # after the newest character reply then).
+    visibility_through_id: int | None = None
     updated_at: datetime = Field(default_factory=utcnow)
 
 

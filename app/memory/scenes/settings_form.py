@@ -23,7 +23,7 @@ from typing import Any
 from sqlmodel import Session, func, select
 
 from app.chats.models import Chat
-from app.chats.service import chat_connection
+from app.chats.service import chat_characters, chat_connection
 from app.chats.settings import read_settings
 from app.connections.service import list_connections
 from app.memory.scenes import prepare, rescans
@@ -46,7 +46,7 @@ NUMBERS: dict[str, tuple[str, str, int, int]] = {
     "adv_excerpt_max": ("Moving context maximum", "messages", 0, 50),
     "adv_check_interval": ("Standalone scene check interval", "messages", 1, 100),
 }
-KEYS = ("advanced_memory", "adv_helper_connection_id", *NUMBERS)
+KEYS = ("advanced_memory", "adv_helper_connection_id", "adv_decide_visibility", *NUMBERS)
 MAX_DIGITS = 12  # longer than any allowed value: refused before int() reads it
 
 
@@ -75,6 +75,8 @@ def settings_section(session: Session, chat: Chat, services: Services) -> Settin
                 "reason": state.continuity_reason if state else "",
             },
             "rescan": rescans.rescan_context(session, services, chat),
+            # Decide who sees new messages: turn-by-turn group chats only.
+            "turn_group": len(chat_characters(session, chat.id)) > 1 and not s.group_merged,
         },
     )
 
@@ -118,6 +120,11 @@ def read_settings_form(session: Session, chat: Chat, form: Any) -> dict[str, Any
     check_values(values)
     values["advanced_memory"] = forms.checkbox(form, "advanced_memory")
     values["adv_helper_connection_id"] = _helper(session, form)
+    values["adv_decide_visibility"] = (
+        forms.checkbox(form, "adv_decide_visibility")
+        if forms.text(form, "adv_decide_visibility_shown")
+        else read_settings(chat.settings).adv_decide_visibility
+    )
     return values
 
 

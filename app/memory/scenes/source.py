@@ -18,7 +18,7 @@ from app.chats.service import chat_characters, user_name
 from app.chats.settings import ChatSettings, read_settings
 from app.memory.recall.embedding import embed_query_early, embedder_for_chat
 from app.memory.recall.service import start_search
-from app.memory.scenes import fix, prepare, prompt, rescans, service, settings_form
+from app.memory.scenes import fix, prepare, prompt, rescans, service, settings_form, visibility
 from app.memory.scenes.core import recalled
 from app.memory.scenes.jobs import JOBS, schedule_processing
 from app.memory.scenes.rewrites import REWRITE_JOB, schedule_rewrites
@@ -108,6 +108,11 @@ class AdvancedMemorySource(PromptSource):
         if not settings.advanced_memory_on(chat.mode):
             return None
         return prompt.window_limit(session, chat)
+
+    def before_reply(self, services: Services, chat_id: int) -> None:
+        # Decide who sees new messages (turn-by-turn groups with the option on): the user's message
+        # before the first reply, each reply before the next member answers.
+        visibility.decide_new_messages(services, chat_id)
 
     def after_reply(self, services: Services, chat_id: int) -> None:
         schedule_processing(services, chat_id)
