@@ -8,7 +8,7 @@ from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
 from app.chats import attachments, service, turn_taking, views
-from app.chats.changes import chat_added, chat_deleted, messages_changed
+from app.chats.changes import chat_added, chat_deleted, messages_changed, settings_saved
 from app.chats.schemas import (
     AttachmentRead,
     ChatCreate,
@@ -120,7 +120,9 @@ def rename_chat(chat_id: int, data: ChatPatch, session: SessionDep) -> ChatRead:
 
 
 @router.put("/{chat_id}/options", response_model=ChatRead)
-def update_chat_options(chat_id: int, data: ChatOptionsIn, session: SessionDep) -> ChatRead:
+def update_chat_options(
+    chat_id: int, data: ChatOptionsIn, session: SessionDep, services: ServicesDep
+) -> ChatRead:
     """Chat Settings: connection override, generation parameters, recent-message limit, persona."""
     chat = service.update_chat_options(
         session,
@@ -130,6 +132,7 @@ def update_chat_options(chat_id: int, data: ChatOptionsIn, session: SessionDep) 
         persona_id=data.persona_id,
         mode=data.mode,
     )
+    settings_saved(session, services, chat_id)
     return views.chat_read(session, chat)
 
 

@@ -23,6 +23,13 @@ def chat_added(session: Session, services: Services, chat_id: int) -> None:
     services.sources.chat_added(services, chat_id)
 
 
+def settings_saved(session: Session, services: Services, chat_id: int) -> None:
+    """Commit Chat Settings, then let each prompt source start what the new settings ask for (character
+    recollections turned on in a prepared chat) at once, not after the next reply."""
+    session.commit()
+    services.sources.settings_saved(services, chat_id)
+
+
 def chat_deleted(session: Session, services: Services, chat_id: int) -> None:
     """Commit the deletion, then let each prompt source remove what it kept outside the database
     (a chat's memory file)."""

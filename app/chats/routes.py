@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.characters.service import list_characters
 from app.chats import attachments, service, turn_taking
-from app.chats.changes import chat_added, chat_deleted, messages_changed
+from app.chats.changes import chat_added, chat_deleted, messages_changed, settings_saved
 from app.chats.history import message_count
 from app.chats.models import Chat, Message
 from app.chats.settings import ChatSettings
@@ -514,6 +514,7 @@ def save_chat_settings_page(
         persona_id=forms.optional_number(form, "persona_id", int),
         mode=forms.text(form, "mode") or None,
     )
+    settings_saved(session, services, chat_id)
     return render(
         request,
         "chats/settings.html",

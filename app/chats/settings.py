@@ -107,6 +107,9 @@ class ChatSettings(BaseModel):
     # Turn-by-turn Roleplay groups only: the helper hides each new message from the characters who are
     # not in the scene (app/memory/scenes/visibility.py).
     adv_decide_visibility: bool = False
+    # Character recollections: each character present in a closed scene gets its own short memory of
+    # it, shown under the recalled scene (app/memory/scenes/recollections.py).
+    adv_recollections: bool = False
 
     # The memory of this chat (app/memory/chat_notes): the user's notes go above the conversation; the
     # rule-made summary is for the user and other chats, and stays out of the chat's own prompt unless

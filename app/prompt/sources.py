@@ -171,6 +171,10 @@ class PromptSource:
     def chat_deleted(self, services: Services, chat_id: int) -> None:
         """The chat was deleted (committed): remove what the source keeps for it outside the database."""
 
+    def settings_saved(self, services: Services, chat_id: int) -> None:
+        """Chat Settings were saved (committed): start what they ask for (schedule background work);
+        must return at once."""
+
     def jobs(self) -> Sequence[Job]:
         """Background jobs to register with the scheduler when the app starts."""
         return ()
@@ -378,6 +382,13 @@ class PromptSources:
                 source.messages_changed(services, chat_id)
             except Exception:  # the change is saved; the sweep catches up with what failed here
                 log.exception("%s: re-sync after a message change failed in chat %s", source.name, chat_id)
+
+    def settings_saved(self, services: Services, chat_id: int) -> None:
+        for source in self:
+            try:
+                source.settings_saved(services, chat_id)
+            except Exception:  # the settings are saved; the sweep catches up with what failed here
+                log.exception("%s: work after saving settings failed in chat %s", source.name, chat_id)
 
     def chat_added(self, services: Services, chat_id: int) -> None:
         for source in self:

@@ -2,6 +2,8 @@
 took part in is recalled for the group's reply and Peek Prompt shows it marked "known only to Aria".
 Desktop and phone."""
 
+import json
+
 from playwright.sync_api import Page, expect
 from sqlmodel import Session
 
@@ -77,3 +79,67 @@ def test_turn_on_decide_who_sees_new_messages_in_a_group(page: Page, live, model
     assert settings["adv_decide_visibility"] is True and settings["advanced_memory"] is True
     page.reload()
     expect(page.locator("#adv-decide-visibility")).to_be_checked()
+
+
+def test_turn_on_recollections_and_read_one_in_access_memories(page: Page, live, models, shot):
+    from tests.integration.test_group_recollections import ARIA_HARBOUR, ARIA_TAVERN  # noqa: PLC0415
+    from tests.support.waiting import wait_for  # noqa: PLC0415
+
+    with live.client() as c:
+        c.post(
+            "/api/connections",
+            json={"name": "T", "base_url": models.base_url, "model": "test-model", "context_size": 32768},
+        )
+        c.post("/api/personas", json={"name": "Rowan"})
+        ids = {
+            n: c.post("/api/characters", json={"name": n, "first_mes": ""}).json()["id"]
+            for n in ("Aria", "Bram", "Cleo")
+        }
+        chat = c.post("/api/chats", json={"character_ids": list(ids.values())}).json()
+        settings = {
+            **chat["settings"],
+            "narrator_id": ids["Cleo"],
+            "advanced_memory": True,
+            "adv_check_interval": 100,
+        }
+        assert c.put(f"/api/chats/{chat['id']}/options", json={"settings": settings}).status_code == 200
+        _fill(live, chat["id"], ids)
+        _prepare(c, models, chat["id"])
+    page.goto(f"{live.url}/chats/{chat['id']}/settings")
+    box = page.locator("#adv-recollections")
+    box.scroll_into_view_if_needed()
+    expect(box).not_to_be_checked()
+    models.script(
+        json.dumps({"recollection": ARIA_HARBOUR}),
+        json.dumps({"recollection": ARIA_TAVERN}),
+        json.dumps({"recollection": "I poured cider and promised rope for the voyage."}),
+    )
+    box.check()
+    page.locator("#chat-settings-form").get_by_role("button", name="Save settings").click()
+    expect(page.locator("#chat-settings-form .notice-ok")).to_be_visible()
+    with live.client() as c:
+        wait_for(
+            lambda: "written for all" in c.get(f"/chats/{chat['id']}/settings").text,
+            timeout=30,
+            what="the recollections",
+        )
+    page.reload()
+    progress = page.locator("#adv-recollections-progress")
+    progress.scroll_into_view_if_needed()
+    expect(progress).to_have_text("Character recollections are written for all 2 scenes")
+    page.goto(f"{live.url}/chats/{chat['id']}/scenes")
+    harbour = page.locator(".scene-card").nth(1)
+    mine = harbour.locator(".recollection").filter(has_text="Aria")
+    expect(mine.locator(".recollection-text")).to_have_text(ARIA_HARBOUR)
+    mine.scroll_into_view_if_needed()
+    shot("recollection")
+    mine.get_by_role("button", name="Edit").click()
+    form = page.locator(".scene-card").nth(1).locator(".recollection-edit")
+    form.locator("textarea").fill("The compass hums when it points at the bell tower.")
+    form.get_by_role("button", name="Save recollection").click()
+    edited = page.locator(".scene-card").nth(1).locator(".recollection").filter(has_text="Aria")
+    expect(edited.locator(".recollection-text")).to_have_text(
+        "The compass hums when it points at the bell tower."
+    )
+    expect(edited.get_by_text("Manually edited")).to_be_in_viewport()
+    shot("recollection-edited")

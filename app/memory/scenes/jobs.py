@@ -17,6 +17,8 @@ from app.chats.settings import read_settings
 from app.memory.scenes.checks import check_scenes, preparing
 from app.memory.scenes.continuity import update_continuity
 from app.memory.scenes.models import Scene
+from app.memory.scenes.recollections import on as recollections_on
+from app.memory.scenes.recollections import write_recollections
 from app.memory.scenes.writer import write_waiting_recaps
 from app.platform.jobs import Job
 from app.platform.services import Services
@@ -38,6 +40,7 @@ def process_chat(services: Services, chat_id: int) -> None:
         check_scenes(services, chat_id)
         write_waiting_recaps(services, chat_id)
         update_continuity(services, chat_id)
+        write_recollections(services, chat_id)
     except Exception:  # background work: the log has it, the next reply or sweep tries again
         log.exception("Advanced Memory processing failed in chat %s", chat_id)
 
@@ -58,11 +61,21 @@ def sweep(services: Services) -> None:
             select(Scene.chat_id).where(col(Scene.state).in_(("waiting", "failed"))).distinct()
         ).all()
         todo = [chat_id for chat_id in chats if _on(session, chat_id) and not preparing(session, chat_id)]
+        remembering = [
+            chat.id
+            for chat in session.exec(select(Chat).where(Chat.mode == "roleplay"))
+            if recollections_on(chat) and chat.id not in todo
+        ]
     for chat_id in todo:
         try:
             write_waiting_recaps(services, chat_id)
         except Exception:  # one broken chat must not stop the others
             log.exception("Advanced Memory sweep failed in chat %s", chat_id)
+    for chat_id in remembering:  # recollections a restart or a failed helper left unwritten
+        try:
+            write_recollections(services, chat_id)
+        except Exception:
+            log.exception("Advanced Memory sweep (recollections) failed in chat %s", chat_id)
 
 
 JOBS = (

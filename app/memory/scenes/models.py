@@ -154,3 +154,26 @@ class SceneSnapshot(SQLModel, table=True):
     anchor_id: int = Field(primary_key=True)
     scenes: list[dict] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class SceneRecollection(SQLModel, table=True):
+    """Character recollections (issue 27): one character's short first-person memory of a closed scene,
+    written from what it could know (app/memory/scenes/recollections.py). Valid while the scene's recap
+    and what the character could read are those it was written from (`summary_key`, `private_key`); a
+    generated one is written again when they change, a hand-edited one (`manual`) is kept out of the
+    prompts until the user saves it again. `deleted`: Delete keeps it out for good (never rewritten);
+    an empty `text` means the helper wrote nothing usable."""
+
+    __tablename__ = "scene_recollection"
+    __table_args__ = (UniqueConstraint("scene_id", "character_id", name="uq_scene_recollection"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    scene_id: int = Field(foreign_key="scene.id", ondelete="CASCADE")
+    character_id: int = Field(foreign_key="character.id", ondelete="CASCADE")
+    text: str = ""
+    manual: bool = False
+    deleted: bool = False
+    summary_key: str = ""  # recollection.summary_key(scene.summary) when written
+    private_key: str = ""  # the scene's private audiences when written (core/access.private_key)
+    reason: str = ""  # why the last attempt wrote nothing usable, a sentence for Access memories
+    updated_at: datetime = Field(default_factory=utcnow)

@@ -36,6 +36,7 @@ from app.chats.history import message_numbers, private_messages
 from app.chats.models import Chat
 from app.chats.settings import ChatSettings
 from app.memory.recall.service import PendingSearch, finish_search
+from app.memory.scenes import recollections
 from app.memory.scenes.core import access, recalled, window
 from app.memory.scenes.models import Scene, SceneSnapshot, SceneState
 from app.memory.summaries.core.prompts import merged_view, visible_to
@@ -123,6 +124,7 @@ class GroupReading:
     unseen: frozenset[int]
     reader: str | None
     party: tuple[str, ...] = ()
+    privates: tuple[access.PrivateMessage, ...] = ()  # the chat's messages with a limited audience
 
     def entry_text(self, text: str) -> str:
         """A Chat Summary entry as this turn reads it."""
@@ -169,9 +171,46 @@ def group_reading(turn: Turn, scenes: Sequence[SceneRow]) -> GroupReading | None
     }
     unseen = frozenset(i for i, a in privates if not sees(viewer, a))
     if viewer.party:
-        return GroupReading(readings, unseen, None, tuple(members[i] for i in viewer.party if i in members))
+        party = tuple(members[i] for i in viewer.party if i in members)
+        return GroupReading(readings, unseen, None, party, tuple(privates))
     reader = None if viewer.sees_all else members.get(viewer.character_id or 0)
-    return GroupReading(readings, unseen, reader)
+    return GroupReading(readings, unseen, reader, (), tuple(privates))
+
+
+def _recollection_lines(
+    turn: Turn, scenes: Sequence[SceneRow], group: GroupReading | None
+) -> dict[int, tuple[tuple[str, str], ...]]:
+    """Scene id → the character recollections this turn's reader gets under that scene, (name, text):
+    the speaker's own; in a turn-by-turn group the speaker's own (the narrator has none); in a merged
+    reply each member's who recalls the scene. Only those valid for the scene as it is now."""
+    if not turn.settings.adv_recollections:
+        return {}
+    privates = group.privates if group else ()
+    keys = {
+        sc.id: (
+            sc.summary,
+            access.private_key(access.inside(sc.first_message_id, sc.last_message_id, privates)),
+        )
+        for sc in scenes
+        if sc.state == "written"
+    }
+    valid = recollections.valid_for_prompt(turn.session, keys)
+    names = {c.id: c.name for c in turn.characters if c.id is not None}
+    viewer = turn.viewer
+    out: dict[int, tuple[tuple[str, str], ...]] = {}
+    for scene_id, by_character in valid.items():
+        if viewer is None:
+            readers = [turn.speaker.id]
+        elif viewer.party:
+            reading = group.readings.get(scene_id) if group else None
+            knowers = set(reading.names or ()) if reading else set()
+            readers = [i for i in viewer.party if names.get(i) in knowers]
+        else:
+            readers = [viewer.character_id]
+        out[scene_id] = tuple(
+            (names[i], by_character[i]) for i in readers if i is not None and i in by_character and i in names
+        )
+    return out
 
 
 @dataclass(frozen=True)
@@ -431,6 +470,7 @@ def plan_prompt(turn: Turn, pending: PendingSearch | None) -> Planned:
     ]
     scene_texts: dict[int, recalled.RecalledText] = {}
     closed: list[window.ClosedScene] = []
+    lines = _recollection_lines(turn, scenes, group)
     for n, sc in enumerate(scenes, 1):
         written = sc.state == "written" and bool(sc.summary.strip())
         text = recalled.RecalledText(
@@ -452,6 +492,10 @@ def plan_prompt(turn: Turn, pending: PendingSearch | None) -> Planned:
                 # In a group, a scene its reader does not recall is never planned in.
                 enabled=sc.enabled and (group is None or group.readings.get(sc.id) is not None),
                 has_summary=written,
+                recollections=tuple(
+                    count_tokens(recalled.recollection_line(name, line))
+                    for name, line in lines.get(sc.id, ())
+                ),
             )
         )
     mark_id = window_start(session, chat.id)
@@ -543,7 +587,13 @@ def plan_prompt(turn: Turn, pending: PendingSearch | None) -> Planned:
             sent[0].number if sent else None, sent[-1].number if sent else None, last_user
         )
         texts = [
-            recalled.RecalledText(**{**scene_texts[r.id].__dict__, "excerpt": quoted(r.excerpt)})
+            recalled.RecalledText(
+                **{
+                    **scene_texts[r.id].__dict__,
+                    "excerpt": quoted(r.excerpt),
+                    "recollections": tuple(lines[r.id][k] for k in r.recollections),
+                }
+            )
             for r in plan.scenes
         ]
         blocks.append(

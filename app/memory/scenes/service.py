@@ -37,8 +37,8 @@ from sqlmodel import Session, col, delete, select
 
 from app.chats.history import message_numbers, private_messages
 from app.chats.models import Message
-from app.chats.service import get_chat
-from app.memory.scenes import prompt
+from app.chats.service import chat_settings, get_chat
+from app.memory.scenes import prompt, recollections
 from app.memory.scenes.checks import prepare_running
 from app.memory.scenes.core import access, transfer
 from app.memory.scenes.models import PREPARE_STAGES, Scene, SceneRecapPart, SceneRun, SceneState
@@ -65,6 +65,8 @@ class SceneView:
     number: int  # the scene's number in the chat, oldest first
     first: ChatMessage | None  # the scene's first and last messages still in the chat
     last: ChatMessage | None
+    # Its character recollections, when the chat has them on (or the scene has any saved).
+    recollections: tuple[recollections.Shown, ...] = ()
 
 
 def chat_messages(session: Session, chat_id: int) -> list[ChatMessage]:
@@ -143,10 +145,15 @@ def scene_views(session: Session, chat_id: int, q: str | None = None) -> list[Sc
     ]
     wanted = {i for _, scene in scenes for i in ends.get(scene.id, (None, None)) if i is not None}
     shown = {m.id: m for m in _numbered(session, chat_id, col(Message.id).in_(wanted))} if wanted else {}
+    chat = get_chat(session, chat_id)
+    remembering = chat_settings(chat).adv_recollections
     views = []
     for number, scene in scenes:
         lo, hi = ends.get(scene.id, (None, None))
-        views.append(SceneView(scene, number, shown.get(lo or 0), shown.get(hi or 0)))
+        recs = (
+            tuple(recollections.for_scene(session, scene)) if remembering and scene.state == "written" else ()
+        )
+        views.append(SceneView(scene, number, shown.get(lo or 0), shown.get(hi or 0), recs))
     return views
 
 
@@ -360,6 +367,7 @@ def copy_to_branch(session: Session, source_id: int, branch_id: int) -> None:
         lo, hi = bisect_left(kept, first), bisect_right(kept, last) - 1
         return (mapped[kept[lo]], mapped[kept[hi]]) if lo <= hi else None
 
+    copies: list[tuple[int, Scene]] = []
     for scene in _scenes(session, source_id):
         if (
             scene.last_message_id > last_copied
@@ -380,7 +388,12 @@ def copy_to_branch(session: Session, source_id: int, branch_id: int) -> None:
         if data["state"] == "writing":
             data["state"] = "waiting"
         data["private_key"] = access.remap_key(data.get("private_key", ""), mapped)
-        session.add(Scene(**data, chat_id=branch_id, first_message_id=span[0], last_message_id=span[1]))
+        copy = Scene(**data, chat_id=branch_id, first_message_id=span[0], last_message_id=span[1])
+        session.add(copy)
+        copies.append((scene.id or 0, copy))
+    if copies:  # their character recollections go along
+        session.flush()
+        recollections.copy_to_branch(session, {old: new.id or 0 for old, new in copies}, mapped)
     state = session.get(SceneState, source_id)
     if state is not None:
 

@@ -26,7 +26,7 @@ from app.chats.models import Chat
 from app.chats.service import chat_characters, chat_connection
 from app.chats.settings import read_settings
 from app.connections.service import list_connections
-from app.memory.scenes import prepare, rescans
+from app.memory.scenes import prepare, recollections, rescans
 from app.memory.scenes.continuity import updating
 from app.memory.scenes.messages import has_readable_message, helper_config, helper_connection
 from app.memory.scenes.models import Scene, SceneState
@@ -46,7 +46,7 @@ NUMBERS: dict[str, tuple[str, str, int, int]] = {
     "adv_excerpt_max": ("Moving context maximum", "messages", 0, 50),
     "adv_check_interval": ("Standalone scene check interval", "messages", 1, 100),
 }
-KEYS = ("advanced_memory", "adv_helper_connection_id", "adv_decide_visibility", *NUMBERS)
+KEYS = ("advanced_memory", "adv_helper_connection_id", "adv_decide_visibility", "adv_recollections", *NUMBERS)
 MAX_DIGITS = 12  # longer than any allowed value: refused before int() reads it
 
 
@@ -77,6 +77,8 @@ def settings_section(session: Session, chat: Chat, services: Services) -> Settin
             "rescan": rescans.rescan_context(session, services, chat),
             # Decide who sees new messages: turn-by-turn group chats only.
             "turn_group": len(chat_characters(session, chat.id)) > 1 and not s.group_merged,
+            # Character recollections: (scenes done, written scenes) while the option is on.
+            "recollections": recollections.progress(session, chat.id) if s.adv_recollections else None,
         },
     )
 
@@ -120,6 +122,7 @@ def read_settings_form(session: Session, chat: Chat, form: Any) -> dict[str, Any
     check_values(values)
     values["advanced_memory"] = forms.checkbox(form, "advanced_memory")
     values["adv_helper_connection_id"] = _helper(session, form)
+    values["adv_recollections"] = forms.checkbox(form, "adv_recollections")
     values["adv_decide_visibility"] = (
         forms.checkbox(form, "adv_decide_visibility")
         if forms.text(form, "adv_decide_visibility_shown")

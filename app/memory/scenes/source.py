@@ -18,7 +18,7 @@ from app.chats.service import chat_characters, user_name
 from app.chats.settings import ChatSettings, read_settings
 from app.memory.recall.embedding import embed_query_early, embedder_for_chat
 from app.memory.recall.service import start_search
-from app.memory.scenes import fix, prepare, prompt, rescans, service, settings_form, visibility
+from app.memory.scenes import fix, prepare, prompt, recollections, rescans, service, settings_form, visibility
 from app.memory.scenes.core import recalled
 from app.memory.scenes.jobs import JOBS, schedule_processing
 from app.memory.scenes.rewrites import REWRITE_JOB, schedule_rewrites
@@ -118,6 +118,12 @@ class AdvancedMemorySource(PromptSource):
         schedule_processing(services, chat_id)
         # A new version or a Continue of a scene's last reply changed that scene: its recap follows.
         schedule_rewrites(services, chat_id)
+
+    def settings_saved(self, services: Services, chat_id: int) -> None:
+        # Character recollections turned on in a prepared chat are written at once, scene by scene.
+        with Session(services.engine) as session:
+            if recollections.on(session.get(Chat, chat_id)):
+                schedule_processing(services, chat_id)
 
     def messages_changed(self, services: Services, chat_id: int) -> None:
         # An edit, hide, delete or another version picked: the recaps of the scenes it changed follow

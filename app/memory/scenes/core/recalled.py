@@ -137,6 +137,7 @@ class RecalledText:
     timeframe: str
     excerpt: tuple[QuotedMessage, ...] = ()
     known_only_to: tuple[str, ...] = ()  # a merged reply: who recalls it, when not every member does
+    recollections: tuple[tuple[str, str], ...] = ()  # (character name, its recollection), one line each
 
 
 def quote(messages: Sequence[QuotedMessage]) -> str:
@@ -163,10 +164,17 @@ def recalled_scenes_block(scenes: Sequence[RecalledText], header: str) -> str:
         when = f"; story timeframe: {sc.timeframe}" if sc.timeframe.strip() else ""
         known = f"; {known_only_to(sc.known_only_to)}" if sc.known_only_to else ""
         text = f"### Scene {sc.number} (messages {span}{when}{known})\n{sc.summary.strip()}"
+        for name, line in sc.recollections:
+            text += "\n" + recollection_line(name, line)
         if sc.excerpt:
             text += "\nExcerpt:\n" + quote(sc.excerpt)
         parts.append(text)
     return "\n\n".join(parts)
+
+
+def recollection_line(name: str, text: str) -> str:
+    """One character's recollection under a recalled scene's summary."""
+    return f"{name} remembers: {' '.join(text.split())}"
 
 
 def source_excerpt_block(heading: str, messages: Sequence[QuotedMessage]) -> str:

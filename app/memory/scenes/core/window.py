@@ -15,7 +15,7 @@ The rules (issue 14, the manual's "A janela atual e o orçamento" and "O que a r
   never passes the newest message). The plan says `restarted`; the caller stores `mark_id` as the
   "new start" (Mark as new start, All), which the user can undo.
 - Priority: constants, then the selected scenes' summaries (all of them reserve space before any
-  excerpt), then excerpts. Constants covering a message still in the sent window are left out (saved and
+  excerpt), then the reader's character recollections (whole lines), then excerpts. Constants covering a message still in the sent window are left out (saved and
   active, just not sent). A scene is recalled only when all its messages are before the sent window.
 - At most Maximum recalled scenes are recalled, one excerpt each at most; an excerpt is a run of
   Moving context min..max messages around the best match, shortened (never below min) to fit. A scene
@@ -75,6 +75,7 @@ MAX_CANDIDATES = 64
 MAX_RUNS = 12  # the manual's "up to 12 of the best-matching source messages" per scene
 MAX_RUN_MESSAGES = 64
 MAX_CONSTANTS = 500
+MAX_RECOLLECTIONS = 64  # lines per scene (a merged group's members)
 
 # Why a recalled scene has no excerpt (the receipt shows the sentence).
 NO_SPACE = "no_space"
@@ -129,6 +130,8 @@ class ClosedScene:
     summary_tokens: int  # the stored recap with its header, as it goes in the prompt
     enabled: bool = True
     has_summary: bool = True
+    # The reader's character recollections of the scene, one line each, in order (tokens per line).
+    recollections: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -191,8 +194,9 @@ class LeftOut:
 class RecalledScene:
     id: int
     excerpt: tuple[int, ...]  # message ids quoted, in order; () when none
-    tokens: int  # summary plus excerpt
+    tokens: int  # summary plus recollections plus excerpt
     no_excerpt: str | None = None  # NO_SPACE | NOT_QUOTABLE when there is no excerpt (and excerpts are on)
+    recollections: tuple[int, ...] = ()  # which of the scene's recollection lines go in (indices)
 
 
 @dataclass(frozen=True)
@@ -399,13 +403,30 @@ def plan_memory(
             continue
         chosen.append((sc, cand))
         used += cost
+    # Then the character recollections, whole lines within the budget (a line never cut: one that does
+    # not fit leaves), before any excerpt: excerpts shrink first, then recollections leave.
+    lines: dict[int, tuple[int, ...]] = {}
+    lines_tokens: dict[int, int] = {}
+    for sc, _ in chosen:
+        kept: list[int] = []
+        spent = 0
+        for k, t in enumerate(sc.recollections[:MAX_RECOLLECTIONS]):
+            if used + _tok(t) <= soft:
+                kept.append(k)
+                used += _tok(t)
+                spent += _tok(t)
+        lines[sc.id], lines_tokens[sc.id] = tuple(kept), spent
     recalled: list[RecalledScene] = []
     for sc, cand in chosen:
         excerpt, tokens, reason = (), 0, None
         if s.moving_max:
             excerpt, tokens, reason = _excerpt(cand.runs, s.moving_min, s.moving_max, soft - used)
             used += tokens
-        recalled.append(RecalledScene(sc.id, excerpt, _tok(sc.summary_tokens) + tokens, reason))
+        recalled.append(
+            RecalledScene(
+                sc.id, excerpt, _tok(sc.summary_tokens) + lines_tokens[sc.id] + tokens, reason, lines[sc.id]
+            )
+        )
 
     nothing = None
     if not recalled:

@@ -16,7 +16,7 @@ from fastapi.responses import HTMLResponse
 from starlette.datastructures import UploadFile
 
 from app.chats.service import chat_settings, get_chat
-from app.memory.scenes import service
+from app.memory.scenes import recollections, service
 from app.memory.scenes.core.transfer import MAX_IMPORT_BYTES, MAX_QUERY_CHARS, MAX_SUMMARY_CHARS
 from app.platform import forms
 from app.platform.core.errors import UserError
@@ -55,6 +55,7 @@ def _card(
     editing: bool = False,
     error: str = "",
     draft: str | None = None,
+    recollection: int | None = None,
 ) -> HTMLResponse:
     view = service.scene_view(session, chat_id, scene_id)
     return render(
@@ -67,6 +68,8 @@ def _card(
             "error": error,
             "draft": draft,
             "max_summary": MAX_SUMMARY_CHARS,
+            "editing_recollection": recollection,
+            "max_recollection": recollections.MAX_TEXT_CHARS,
         },
     )
 
@@ -82,10 +85,41 @@ def scenes_page(
 
 @router.get("/chats/{chat_id}/scenes/{scene_id}/card")
 def scene_card(
-    chat_id: int, scene_id: RowId, request: Request, session: SessionDep, edit: bool = False
+    chat_id: int,
+    scene_id: RowId,
+    request: Request,
+    session: SessionDep,
+    edit: bool = False,
+    recollection: RowId | None = None,
 ) -> HTMLResponse:
-    """One scene's card, or its Summary text form with `edit`."""
-    return _card(request, session, chat_id, scene_id, editing=edit)
+    """One scene's card, or its Summary text form with `edit`, or a character recollection's form."""
+    return _card(request, session, chat_id, scene_id, editing=edit, recollection=recollection)
+
+
+@router.post("/chats/{chat_id}/scenes/{scene_id}/recollections/{character_id}")
+def save_recollection(
+    chat_id: int, scene_id: RowId, character_id: RowId, request: Request, form: FormDep, session: SessionDep
+) -> HTMLResponse:
+    """Save a character's recollection by hand: Manually edited, never replaced."""
+    service.get_scene(session, chat_id, scene_id)
+    text = forms.text(form, "text")
+    try:
+        recollections.save_by_hand(session, scene_id, character_id, text)
+    except UserError as err:
+        return _card(
+            request, session, chat_id, scene_id, error=str(err), draft=text, recollection=character_id
+        )
+    return _card(request, session, chat_id, scene_id)
+
+
+@router.post("/chats/{chat_id}/scenes/{scene_id}/recollections/{character_id}/delete")
+def delete_recollection(
+    chat_id: int, scene_id: RowId, character_id: RowId, request: Request, session: SessionDep
+) -> HTMLResponse:
+    """Delete a recollection: out of the prompts for good (a new one may be typed)."""
+    service.get_scene(session, chat_id, scene_id)
+    recollections.delete(session, scene_id, character_id)
+    return _card(request, session, chat_id, scene_id)
 
 
 @router.post("/chats/{chat_id}/scenes/{scene_id}/summary")
