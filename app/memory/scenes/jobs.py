@@ -17,8 +17,8 @@ from app.chats.settings import read_settings
 from app.memory.scenes.checks import check_scenes, preparing
 from app.memory.scenes.continuity import update_continuity
 from app.memory.scenes.models import Scene
+from app.memory.scenes.recollections import more_due, write_recollections
 from app.memory.scenes.recollections import on as recollections_on
-from app.memory.scenes.recollections import write_recollections
 from app.memory.scenes.writer import write_waiting_recaps
 from app.platform.jobs import Job
 from app.platform.services import Services
@@ -40,7 +40,10 @@ def process_chat(services: Services, chat_id: int) -> None:
         check_scenes(services, chat_id)
         write_waiting_recaps(services, chat_id)
         update_continuity(services, chat_id)
-        write_recollections(services, chat_id)
+        # Recollections a few scenes a run; a run that got somewhere and left more asks for the next,
+        # so a chat whose option was just turned on gets them scene by scene.
+        if write_recollections(services, chat_id) and more_due(services, chat_id):
+            schedule_processing(services, chat_id)
     except Exception:  # background work: the log has it, the next reply or sweep tries again
         log.exception("Advanced Memory processing failed in chat %s", chat_id)
 

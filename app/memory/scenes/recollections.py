@@ -110,8 +110,8 @@ def tasks(session: Session, chat_id: int) -> list[Task]:
 
 
 def write_recollections(services: Services, chat_id: int, *, limit: int = MAX_PER_RUN) -> int:
-    """Write up to `limit` scenes' recollections; how many recollections were stored. Defers the next
-    run when more are left and this one got somewhere."""
+    """Write up to `limit` scenes' recollections; how many recollections were stored (`more_due` tells
+    whether some are left)."""
     with Session(services.engine) as session:
         chat = session.get(Chat, chat_id)
         if not on(chat) or preparing(session, chat_id):
@@ -130,11 +130,12 @@ def write_recollections(services: Services, chat_id: int, *, limit: int = MAX_PE
             log.exception("writing a recollection of scene %s failed", task.scene_id)
             break
         stored += 1
-    if stored and len(todo) > stored and services.queue is not None:
-        from app.memory.scenes.jobs import schedule_processing  # noqa: PLC0415  (jobs imports this module)
-
-        schedule_processing(services, chat_id)
     return stored
+
+
+def more_due(services: Services, chat_id: int) -> bool:
+    with Session(services.engine) as session:
+        return on(session.get(Chat, chat_id)) and bool(tasks(session, chat_id))
 
 
 def write_one(services: Services, scene_id: int, character_id: int) -> bool:
