@@ -96,3 +96,66 @@ def test_recollections_stay_out_when_the_option_is_off(api, background_held, mod
     models.requests.clear()
     assert write_recollections(sugo.services, chat_id, limit=10) == 0
     assert models.requests == [] and _recollections(sugo) == {}
+
+
+def test_export_import_and_branches_carry_recollections(api, background_held, models):
+    sugo = background_held
+    chat_id, ids = _group(api, models)
+    settings = {**api.get(f"/api/chats/{chat_id}").json()["settings"], "adv_recollections": True}
+    assert api.put(f"/api/chats/{chat_id}/options", json={"settings": settings}).status_code == 200
+    placed = _fill(sugo, chat_id, ids)
+    scenes = _prepare(api, models, chat_id)
+    tavern, harbour = scenes[0]["id"], scenes[1]["id"]
+    models.script(
+        json.dumps({"recollection": ARIA_HARBOUR}),
+        json.dumps({"recollection": ARIA_TAVERN}),
+        json.dumps({"recollection": "I brought rope for the voyage."}),
+    )
+    assert write_recollections(sugo.services, chat_id, limit=10) == 3
+    with Session(sugo.engine) as s:
+        save_by_hand(s, tavern, ids["Bram"], "Rope, cider, and a late harbour master.")
+        s.commit()
+
+    exported = api.get(f"/api/chats/{chat_id}/scenes/export")
+    assert exported.status_code == 200
+    doc = json.loads(exported.content)
+    assert doc["scenes"][1]["recollections"] == [
+        {"character": "Aria", "text": ARIA_HARBOUR, "manual": False, "deleted": False}
+    ]
+    r = api.post(
+        f"/api/chats/{chat_id}/scenes/import",
+        params={"replace": "true"},
+        files={"file": ("scenes.json", exported.content)},
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["recollections_left_out"] == 0
+    back = {(r.character_id, r.text, r.manual) for r in _recollections(sugo).values()}
+    assert back == {
+        (ids["Aria"], ARIA_HARBOUR, False),
+        (ids["Aria"], ARIA_TAVERN, False),
+        (ids["Bram"], "Rope, cider, and a late harbour master.", True),
+    }
+    with Session(sugo.engine) as s:
+        assert tasks(s, chat_id) == []  # imported ones are current: nothing is written again
+
+    # A branch after scene 2 keeps both scenes and their recollections.
+    r = api.post(f"/api/chats/{chat_id}/messages/{placed['together'][1]}/branch")
+    assert r.status_code == 201, r.text
+    branch_id = r.json()["id"]
+    branch_scenes = api.get(f"/api/chats/{branch_id}/scenes").json()
+    assert len(branch_scenes) == 2
+    kept = {
+        (r.scene_id, r.character_id): r.text
+        for r in _recollections(sugo).values()
+        if r.scene_id in {sc["id"] for sc in branch_scenes}
+    }
+    assert kept[(branch_scenes[1]["id"], ids["Aria"])] == ARIA_HARBOUR and len(kept) == 3
+    # A file naming a character this chat does not have: that recollection is left out, said so.
+    doc["scenes"][1]["recollections"][0]["character"] = "Zed"
+    r = api.post(
+        f"/api/chats/{chat_id}/scenes/import",
+        params={"replace": "true"},
+        files={"file": ("scenes.json", json.dumps(doc).encode())},
+    )
+    assert r.status_code == 200 and r.json()["recollections_left_out"] == 1
+    assert harbour not in {sc["id"] for sc in api.get(f"/api/chats/{chat_id}/scenes").json()}

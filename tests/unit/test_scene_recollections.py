@@ -89,3 +89,36 @@ def test_recollections_come_after_summaries_and_before_excerpts():
     # ...then whole recollections leave; one is never cut.
     one = _plan(100 + 50 + 30)
     assert one.recollections == (0,) and one.tokens == 150
+
+
+def test_a_scenes_file_carries_recollections_and_refuses_bad_ones():
+    import json
+    from datetime import UTC, datetime
+
+    import pytest
+
+    from app.memory.scenes.core.transfer import (
+        FileRecollection,
+        FileScene,
+        SceneFileError,
+        read_file,
+        write_file,
+    )
+
+    rec = FileRecollection("Aria", "I remember the rain.", manual=True)
+    raw = write_file(
+        chat_name="c",
+        scenes=[FileScene(1, 2, "written", "Rain.", recollections=(rec,))],
+        now=datetime.now(UTC),
+    )
+    assert read_file(raw)[0].recollections == (rec,)
+    doc = json.loads(raw)
+    for bad in (
+        [{"text": "x"}],
+        "nope",
+        [{"character": "Aria", "text": 5}],
+        [{"character": "A", "manual": "yes"}],
+    ):
+        doc["scenes"][0]["recollections"] = bad
+        with pytest.raises(SceneFileError):
+            read_file(json.dumps(doc).encode())

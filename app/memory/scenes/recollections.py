@@ -308,6 +308,48 @@ def delete(session: Session, scene_id: int, character_id: int) -> None:
     session.flush()
 
 
+def for_file(session: Session, scene_id: int) -> list[tuple[str, str, bool, bool]]:
+    """The scene's recollections for its export: (character name, text, manual, deleted)."""
+    out = []
+    for row in _rows(session, [scene_id]).values():
+        character = session.get(Character, row.character_id)
+        if character is not None:
+            out.append((character.name, row.text, row.manual, row.deleted))
+    return out
+
+
+def from_file(
+    session: Session, scene: Scene, items: list[tuple[str, str, bool, bool]], members: dict[int, str]
+) -> int:
+    """Store an imported scene's recollections, each matched to the one member of that name; valid for
+    the scene as imported. How many named no single member (left out)."""
+    assert scene.id is not None
+    by_name: dict[str, list[int]] = {}
+    for cid, name in members.items():
+        by_name.setdefault(" ".join(name.split()).casefold(), []).append(cid)
+    private = access.private_key(
+        access.inside(scene.first_message_id, scene.last_message_id, private_messages(session, scene.chat_id))
+    )
+    missing = 0
+    for name, text, manual, deleted in items:
+        found = by_name.get(" ".join(name.split()).casefold(), [])
+        if len(found) != 1:
+            missing += 1
+            continue
+        session.add(
+            SceneRecollection(
+                scene_id=scene.id,
+                character_id=found[0],
+                text="" if deleted else text,
+                manual=manual and bool(text) and not deleted,
+                deleted=deleted,
+                summary_key=rules.summary_key(scene.summary),
+                private_key=private,
+            )
+        )
+    return missing
+
+
 def copy_to_branch(session: Session, scene_ids: dict[int, int], remap: dict[int, int]) -> None:
     """A branch's copied scenes keep their recollections (scene ids mapped; private keys remapped)."""
     for row in _rows(session, list(scene_ids)).values():

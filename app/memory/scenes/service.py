@@ -37,7 +37,7 @@ from sqlmodel import Session, col, delete, select
 
 from app.chats.history import message_numbers, private_messages
 from app.chats.models import Message
-from app.chats.service import chat_settings, get_chat
+from app.chats.service import chat_characters, chat_settings, get_chat
 from app.memory.scenes import prompt, recollections
 from app.memory.scenes.checks import prepare_running
 from app.memory.scenes.core import access, transfer
@@ -282,6 +282,10 @@ def export_file(session: Session, chat_id: int) -> tuple[str, bytes]:
                 messages_hash=transfer.messages_hash(
                     [(m.name, m.content) for m in messages[inside[0].number - 1 : inside[-1].number]]
                 ),
+                recollections=tuple(
+                    transfer.FileRecollection(*item)
+                    for item in recollections.for_file(session, scene.id or 0)
+                ),
             )
         )
     body = transfer.write_file(chat_name=chat.name, scenes=out, now=utcnow())
@@ -307,23 +311,28 @@ def import_file(session: Session, chat_id: int, raw: bytes, *, replace: bool = F
         )
     replaced = _delete_all(session, chat_id) if existing else 0
     now = utcnow()
+    members = {c.id: c.name for c in chat_characters(session, chat_id) if c.id is not None}
+    unmatched = 0
     for s in scenes:
-        session.add(
-            Scene(
-                chat_id=chat_id,
-                first_message_id=messages[s.first - 1].id,
-                last_message_id=messages[s.last - 1].id,
-                state=s.state,
-                summary=s.summary,
-                participants=list(s.participants),
-                timeframe=s.timeframe,
-                enabled=s.enabled,
-                manual=s.manual,
-                check_who=s.check_who,
-                created_at=now,
-                updated_at=now,
-            )
+        scene = Scene(
+            chat_id=chat_id,
+            first_message_id=messages[s.first - 1].id,
+            last_message_id=messages[s.last - 1].id,
+            state=s.state,
+            summary=s.summary,
+            participants=list(s.participants),
+            timeframe=s.timeframe,
+            enabled=s.enabled,
+            manual=s.manual,
+            check_who=s.check_who,
+            created_at=now,
+            updated_at=now,
         )
+        session.add(scene)
+        if s.recollections:
+            session.flush()
+            items = [(r.character, r.text, r.manual, r.deleted) for r in s.recollections]
+            unmatched += recollections.from_file(session, scene, items, members)
     if scenes:
         end = messages[scenes[-1].last - 1].id
         state = session.get(SceneState, chat_id) or SceneState(chat_id=chat_id)
@@ -331,7 +340,7 @@ def import_file(session: Session, chat_id: int, raw: bytes, *, replace: bool = F
         state.updated_at = now
         session.add(state)
     session.flush()
-    return {"imported": len(scenes), "replaced": replaced}
+    return {"imported": len(scenes), "replaced": replaced, "recollections_left_out": unmatched}
 
 
 def undo_new_start(session: Session, chat_id: int) -> bool:

@@ -38,6 +38,19 @@ MAX_PARTICIPANTS = 100
 MAX_NAME_CHARS = 200
 MAX_TIMEFRAME_CHARS = 500
 MAX_MESSAGE_NUMBER = 10_000_000
+MAX_RECOLLECTIONS = 64  # per scene: one per character who was there
+MAX_RECOLLECTION_CHARS = 4_000
+
+
+@dataclass(frozen=True)
+class FileRecollection:
+    """A character recollection as the file carries it: the character by name (ids mean nothing in
+    another Sugo); on import, one that names no single member of the chat is left out and counted."""
+
+    character: str
+    text: str = ""
+    manual: bool = False
+    deleted: bool = False
 
 
 class SceneFileError(ValueError):
@@ -80,6 +93,7 @@ class FileScene:
     manual: bool = False
     check_who: bool = False
     messages_hash: str | None = None
+    recollections: tuple[FileRecollection, ...] = ()
 
 
 def write_file(*, chat_name: str, scenes: Sequence[FileScene], now: datetime) -> bytes:
@@ -100,6 +114,21 @@ def write_file(*, chat_name: str, scenes: Sequence[FileScene], now: datetime) ->
                 "manual": s.manual,
                 "checkWho": s.check_who,
                 "messagesHash": s.messages_hash,
+                **(
+                    {
+                        "recollections": [
+                            {
+                                "character": r.character,
+                                "text": r.text,
+                                "manual": r.manual,
+                                "deleted": r.deleted,
+                            }
+                            for r in s.recollections
+                        ]
+                    }
+                    if s.recollections
+                    else {}
+                ),
             }
             for s in scenes
         ],
@@ -212,7 +241,32 @@ def _scene(k: int, item: Any) -> FileScene:
         manual=manual,
         check_who=_flag(k, item, "checkWho", False),
         messages_hash=digest,
+        recollections=_recollections(k, item.get("recollections")),
     )
+
+
+def _recollections(k: int, value: Any) -> tuple[FileRecollection, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or len(value) > MAX_RECOLLECTIONS:
+        raise SceneFileError(f"Scene {k}'s recollections must be a list of at most {MAX_RECOLLECTIONS}.")
+    out = []
+    for item in value:
+        if not isinstance(item, dict):
+            raise SceneFileError(f"Scene {k} has a recollection that is not an object.")
+        name = item.get("character")
+        if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME_CHARS:
+            raise SceneFileError(f"Scene {k} has a recollection without a character's name.")
+        text = _text(k, item, "text", MAX_RECOLLECTION_CHARS)
+        out.append(
+            FileRecollection(
+                name.strip(),
+                " ".join(text.split()),
+                _flag(k, item, "manual", False),
+                _flag(k, item, "deleted", False),
+            )
+        )
+    return tuple(out)
 
 
 def check_against(scenes: Sequence[FileScene], messages: Sequence[tuple[str, str]]) -> None:

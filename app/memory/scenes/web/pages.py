@@ -214,6 +214,12 @@ def import_scenes_page(
     message = f"Imported {n} scene{'s' if n != 1 else ''}" + (
         f", in place of {replaced}." if replaced else "."
     )
+    if left := result.get("recollections_left_out"):
+        many = left != 1
+        message += (
+            f" {left} character recollection{'s' if many else ''} named no single character of this chat:"
+            f" {'they were' if many else 'it was'} left out."
+        )
     return render(
         request, ACCESS, _context(session, chat_id, message=message), block="scene_view" if hx else None
     )
