@@ -298,7 +298,7 @@ def test_export_then_import_into_a_copy_of_the_chat_matches_by_number(sugo, api,
             s.commit()
     r = _import(api, copy, doc)
     assert r.status_code == 200, r.text
-    assert r.json() == {"imported": 2, "replaced": 0}
+    assert r.json() == {"imported": 2, "replaced": 0, "recollections_left_out": 0}
     listed = api.get(f"/api/chats/{copy}/scenes").json()
     assert [
         (s["first_number"], s["last_number"], s["state"], s["summary"], s["manual"], s["enabled"])
@@ -315,7 +315,7 @@ def test_export_then_import_into_a_copy_of_the_chat_matches_by_number(sugo, api,
     assert r.status_code == 409 and "replace" in r.json()["detail"]
     doc["scenes"] = doc["scenes"][:1]
     r = _import(api, copy, doc, replace=True)
-    assert r.status_code == 200 and r.json() == {"imported": 1, "replaced": 2}
+    assert r.status_code == 200 and r.json() == {"imported": 1, "replaced": 2, "recollections_left_out": 0}
     assert len(api.get(f"/api/chats/{copy}/scenes").json()) == 1
 
 
