@@ -12,7 +12,7 @@ from app.memory.chat_notes.models import ChatMemory
 from app.memory.days.models import DayFailure, DaySummary, WeekSummary
 from app.memory.recall.models import MemoryChunk, MemoryVector
 from app.memory.recall.rebuild_runs import RebuildRun
-from app.memory.scenes.models import Scene, SceneRecapPart, SceneRecollection, SceneState
+from app.memory.scenes.models import MemoryActivity, Scene, SceneRecapPart, SceneRecollection, SceneState
 from app.memory.summaries.models import SummaryEntry, SummaryJob, SummaryRun, SummaryTemplate
 from app.personas.models import Persona
 from app.platform import modelbase as _modelbase  # noqa: F401  (naming convention first)
@@ -57,6 +57,7 @@ __all__ = [
     "Scene",
     "SceneRecapPart",
     "SceneRecollection",
+    "MemoryActivity",
     "SceneState",
     "UserAddress",
     "Task",

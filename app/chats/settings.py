@@ -110,6 +110,10 @@ class ChatSettings(BaseModel):
     # Character recollections: each character present in a closed scene gets its own short memory of
     # it, shown under the recalled scene (app/memory/scenes/recollections.py).
     adv_recollections: bool = False
+    # The decision model: recall in two steps (pick the scenes, centre their excerpts) by a model of its
+    # own connection (app/memory/scenes/decision.py); without one, normal recall.
+    adv_decision: bool = False
+    adv_decision_connection_id: int | None = Field(default=None, ge=1)
 
     # The memory of this chat (app/memory/chat_notes): the user's notes go above the conversation; the
     # rule-made summary is for the user and other chats, and stays out of the chat's own prompt unless

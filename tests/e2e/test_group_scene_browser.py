@@ -143,3 +143,40 @@ def test_turn_on_recollections_and_read_one_in_access_memories(page: Page, live,
     )
     expect(edited.get_by_text("Manually edited")).to_be_in_viewport()
     shot("recollection-edited")
+
+
+def test_the_advanced_memory_activity_view_and_the_decision_model_setting(page: Page, live, models, shot):
+    from tests.integration.test_decision_recall import _chat  # noqa: PLC0415
+
+    with live.client() as c:
+        chat_id, _ = _chat(c, live, models)
+        models.script(
+            json.dumps({"relevant": [3]}), json.dumps({"scores": {"18": 9}}), "Mirela remembers the ferry."
+        )
+        r = c.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": "The brass key?"})
+        assert r.status_code == 200
+    page.goto(f"{live.url}/chats/{chat_id}")
+    page.click("#peek-button")
+    activity = page.locator("#peek-dialog #memory-activity")
+    activity.locator("summary").click()
+    items = activity.locator(".memory-activity-item")
+    expect(items).to_have_count(2)
+    expect(items.nth(0)).to_contain_text("Centre excerpts")
+    expect(items.nth(1)).to_contain_text("picked 3")
+    items.nth(1).scroll_into_view_if_needed()
+    expect(items.nth(1)).to_be_in_viewport()
+    shot("memory-activity")
+
+    # The setting: on without a connection is refused with its sentence; with one, saved.
+    page.goto(f"{live.url}/chats/{chat_id}/settings")
+    page.locator("#adv-decision-connection").select_option(value="")
+    page.locator("#chat-settings-form").get_by_role("button", name="Save settings").click()
+    error = page.locator("#toasts .toast")
+    expect(error).to_contain_text("choose its Memory Decision connection")
+    expect(error).to_be_in_viewport()
+    with live.client() as c:
+        assert c.get(f"/api/chats/{chat_id}").json()["settings"]["adv_decision_connection_id"] is not None
+    page.locator("#adv-decision-connection").select_option(index=1)
+    page.locator("#chat-settings-form").get_by_role("button", name="Save settings").click()
+    expect(page.locator("#chat-settings-form .notice-ok")).to_be_visible()
+    expect(page.locator("#adv-decision")).to_be_checked()

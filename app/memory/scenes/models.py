@@ -177,3 +177,22 @@ class SceneRecollection(SQLModel, table=True):
     private_key: str = ""  # the scene's private audiences when written (core/access.private_key)
     reason: str = ""  # why the last attempt wrote nothing usable, a sentence for Access memories
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+class MemoryActivity(SQLModel, table=True):
+    """Peek Prompt → Advanced Memory activity: the decision model's saved results (a recall's pick and
+    centring), newest kept, at most decision.MAX_ACTIVITY per chat. Past activity, never a prediction:
+    opening the view runs nothing. `data` holds what the view shows (selections, scores, fallbacks)."""
+
+    __tablename__ = "memory_activity"
+    __table_args__ = (Index("ix_memory_activity_chat", "chat_id", "id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    chat_id: int = Field(foreign_key="chat.id", ondelete="CASCADE")
+    kind: str = "recall"
+    model: str = ""
+    seconds: float = 0.0
+    questions: int = 0
+    ok: bool = True  # answered in time and read (the time per question is measured from these)
+    data: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)

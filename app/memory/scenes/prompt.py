@@ -36,8 +36,9 @@ from app.chats.history import message_numbers, private_messages
 from app.chats.models import Chat
 from app.chats.settings import ChatSettings
 from app.memory.recall.service import PendingSearch, finish_search
-from app.memory.scenes import recollections
+from app.memory.scenes import decision, recollections
 from app.memory.scenes.core import access, recalled, window
+from app.memory.scenes.core import decision as rules
 from app.memory.scenes.models import Scene, SceneSnapshot, SceneState
 from app.memory.summaries.core.prompts import merged_view, visible_to
 from app.memory.summaries.core.rules import EntryText, summary_block
@@ -424,6 +425,76 @@ def _keep(session: Session, chat_id: int, anchor: int, plan: window.MemoryPlan) 
             session.delete(stale)
 
 
+def _decide(
+    turn: Turn,
+    scenes: Sequence[SceneRow],
+    closed: Sequence[window.ClosedScene],
+    texts: dict[int, recalled.RecalledText],
+    hits: Sequence[recalled.ChunkHit],
+    spans: Sequence[recalled.SceneSpan],
+    planned,
+) -> decision.Decided | None:
+    """Step 1 of recall by decision, for a reply with the option on: the scenes the decision model
+    picks among the pre-selected ones the reader may recall (before the window). None: not asked."""
+    if not (turn.for_reply and turn.settings.adv_decision):
+        return None
+    first_id = planned([]).first_id
+    eligible = [
+        c.id
+        for c in closed
+        if c.enabled and c.has_summary and (first_id is None or c.last_message_id < first_id)
+    ]
+    if not eligible:
+        return None
+    decided = decision.Decided()
+    ranked = [c.scene_id for c in recalled.scene_candidates(hits, spans, {}) if c.scene_id in set(eligible)]
+    chosen = rules.preselect(ranked or eligible[::-1], eligible, turn.settings.adv_max_scenes)
+    rows = {sc.id: sc for sc in scenes}
+    recaps = [
+        rules.RecapForPick(
+            sid,
+            texts[sid].number,
+            texts[sid].first,
+            texts[sid].last,
+            rows[sid].timeframe,
+            rows[sid].participants,
+            texts[sid].summary,
+        )
+        for sid in chosen
+    ]
+    decision.pick(turn, turn.services, recaps, _query(turn), decided)
+    return decided
+
+
+def _centre(
+    turn: Turn,
+    decided: decision.Decided,
+    scene_ids: Sequence[int],
+    quotable: dict[int, list[tuple[int, int, str, str]]],
+) -> None:
+    ids = {m for sid in scene_ids for m, _, _, _ in quotable.get(sid, ())}
+    if not ids:
+        return
+    numbers = message_numbers(turn.session, turn.chat.id, ids)
+    query = _query(turn)
+    asked: list[rules.ScoredMessage] = []
+    for sid in scene_ids:
+        items = [
+            rules.ScoredMessage(sid, m, numbers.get(m, 0), name, text)
+            for m, _, name, text in quotable.get(sid, ())
+        ]
+        asked += rules.best_matching(items, query)
+    decision.centre(turn, turn.services, asked, query, decided)
+
+
+def _query(turn: Turn) -> str:
+    return recalled.scene_query(
+        [recalled.QueryMessage(m.role, m.name, m.content) for m in turn.history.messages],
+        turn.speaker.name,
+        ignore=(turn.speaker.name, turn.user_name),
+    )
+
+
 def plan_prompt(turn: Turn, pending: PendingSearch | None) -> Planned:
     """The plan for this turn and its blocks."""
     session, chat = turn.session, turn.chat
@@ -513,6 +584,7 @@ def plan_prompt(turn: Turn, pending: PendingSearch | None) -> Planned:
             candidates=candidates,
         )
 
+    decided: decision.Decided | None = None  # recall by decision, when a reply asked the model
     kept = _kept(session, chat.id, anchor)
     if kept is not None:
         if pending is not None:
@@ -523,10 +595,17 @@ def plan_prompt(turn: Turn, pending: PendingSearch | None) -> Planned:
         plan = planned(_kept_candidates(kept, quotable))
     else:
         hits = _hits(turn, pending)
+        decided = _decide(turn, scenes, closed, scene_texts, hits, spans, planned)
+        order = decided.chosen if decided is not None else None
         # The plan picks its scenes by their recaps' sizes alone, and only then their excerpts: a first
         # plan without excerpts tells which scenes' messages to read. Also read: a hit scene holding a
         # message a source excerpt quotes (it is quoted as that scene's message reads, as it always was).
-        picked = planned(recalled.scene_candidates(hits, spans, {}))
+        first_candidates = (
+            recalled.scene_candidates(hits, spans, {})
+            if order is None
+            else [window.Candidate(sid) for sid in order]
+        )
+        picked = planned(first_candidates)
         sourced = {i for source in picked.source_excerpts for i in source.message_ids}
         hit_scenes = {recalled.scene_of(h.message_ids, spans) for h in hits}
         wanted = {r.id for r in picked.scenes} | {
@@ -535,11 +614,24 @@ def plan_prompt(turn: Turn, pending: PendingSearch | None) -> Planned:
             if sc.id in hit_scenes and any(sc.first_message_id <= i <= sc.last_message_id for i in sourced)
         }
         quotable = _quotable(session, chat.id, [sc for sc in scenes if sc.id in wanted], group)
-        plan = planned(
-            recalled.scene_candidates(
-                hits, spans, {sid: [(m, t) for m, t, _, _ in items] for sid, items in quotable.items()}
+        pairs = {sid: [(m, t) for m, t, _, _ in items] for sid, items in quotable.items()}
+        normal = recalled.scene_candidates(hits, spans, pairs)
+        if order is None or decided is None:
+            plan = planned(normal)
+        else:
+            # Step 2 on the chosen scenes the plan took: the best-scored message centres each excerpt;
+            # a scene it could not score keeps normal recall's excerpt (or its middle).
+            taken = [r.id for r in picked.scenes]
+            _centre(turn, decided, taken, quotable)
+            by_scene = {c.scene_id: c for c in normal}
+            plan = planned(
+                [
+                    recalled.centred_candidate(sid, pairs.get(sid, ()), decided.centres[sid])
+                    if sid in decided.centres
+                    else by_scene.get(sid) or recalled.centred_candidate(sid, pairs.get(sid, ()), None)
+                    for sid in order
+                ]
             )
-        )
     if turn.for_reply and plan.restarted:
         store_window_start(session, chat.id, plan.mark_id)
     if turn.for_reply and anchor is not None and kept is None:
@@ -605,5 +697,7 @@ def plan_prompt(turn: Turn, pending: PendingSearch | None) -> Planned:
     receipt = recalled.receipt_lines(
         plan.receipt, plan.problem, {sc.id: scene_texts[sc.id].number for sc in scenes}
     )
+    if decided is not None and decided.receipt:
+        receipt = (*decided.receipt, *receipt)
     note = "Advanced Memory: " + " ".join(line if line.endswith(".") else line + "." for line in receipt)
     return Planned(Contribution(fixed=tuple(blocks), note=note, receipt=receipt), left_out, plan)

@@ -46,7 +46,15 @@ NUMBERS: dict[str, tuple[str, str, int, int]] = {
     "adv_excerpt_max": ("Moving context maximum", "messages", 0, 50),
     "adv_check_interval": ("Standalone scene check interval", "messages", 1, 100),
 }
-KEYS = ("advanced_memory", "adv_helper_connection_id", "adv_decide_visibility", "adv_recollections", *NUMBERS)
+KEYS = (
+    "advanced_memory",
+    "adv_helper_connection_id",
+    "adv_decide_visibility",
+    "adv_recollections",
+    "adv_decision",
+    "adv_decision_connection_id",
+    *NUMBERS,
+)
 MAX_DIGITS = 12  # longer than any allowed value: refused before int() reads it
 
 
@@ -123,6 +131,10 @@ def read_settings_form(session: Session, chat: Chat, form: Any) -> dict[str, Any
     values["advanced_memory"] = forms.checkbox(form, "advanced_memory")
     values["adv_helper_connection_id"] = _helper(session, form)
     values["adv_recollections"] = forms.checkbox(form, "adv_recollections")
+    values["adv_decision"] = forms.checkbox(form, "adv_decision")
+    values["adv_decision_connection_id"] = _connection(session, form, "adv_decision_connection_id")
+    if values["adv_decision"] and values["adv_decision_connection_id"] is None:
+        raise UserError("Use Decision model: choose its Memory Decision connection, or turn it off.")
     values["adv_decide_visibility"] = (
         forms.checkbox(form, "adv_decide_visibility")
         if forms.text(form, "adv_decide_visibility_shown")
@@ -156,7 +168,13 @@ def _number(form: Any, name: str) -> int:
 
 
 def _helper(session: Session, form: Any) -> int | None:
-    raw = forms.text(form, "adv_helper_connection_id").strip()
+    return _connection(session, form, "adv_helper_connection_id", "Helper model")
+
+
+def _connection(
+    session: Session, form: Any, name: str, label: str = "Memory Decision connection"
+) -> int | None:
+    raw = forms.text(form, name).strip()
     if not raw:
         return None
     if (
@@ -164,5 +182,5 @@ def _helper(session: Session, form: Any) -> int | None:
         or len(raw) > MAX_DIGITS
         or int(raw) not in {c.id for c in list_connections(session)}
     ):
-        raise UserError("Helper model: that connection no longer exists; choose another.")
+        raise UserError(f"{label}: that connection no longer exists; choose another.")
     return int(raw)

@@ -113,12 +113,22 @@ def scene_candidates(
         quotable_ids = {m for m, _ in items}
         inside = sorted(i for i in hit.message_ids if i in quotable_ids)
         middle = inside[len(inside) // 2] if inside else hit.message_ids[len(hit.message_ids) // 2]
-        best = min(range(len(items)), key=lambda k: abs(items[k][0] - middle))
-        half = MAX_RUN_MESSAGES // 2
-        start = max(0, min(best - half, len(items) - MAX_RUN_MESSAGES))
-        run = tuple(items[start : start + MAX_RUN_MESSAGES])
-        out.append(Candidate(sid, (ExcerptRun(run, best - start),)))
+        out.append(centred_candidate(sid, items, middle))
     return out
+
+
+def centred_candidate(scene_id: int, items: Sequence[tuple[int, int]], middle: int | None) -> Candidate:
+    """The scene with one excerpt run of its quotable messages ((id, tokens) in order) around the message
+    nearest `middle` (None: the scene's middle message)."""
+    if not items:
+        return Candidate(scene_id, ())
+    if middle is None:
+        middle = items[len(items) // 2][0]
+    best = min(range(len(items)), key=lambda k: abs(items[k][0] - middle))
+    half = MAX_RUN_MESSAGES // 2
+    start = max(0, min(best - half, len(items) - MAX_RUN_MESSAGES))
+    run = tuple(items[start : start + MAX_RUN_MESSAGES])
+    return Candidate(scene_id, (ExcerptRun(run, best - start),))
 
 
 @dataclass(frozen=True)

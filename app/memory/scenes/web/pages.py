@@ -16,7 +16,7 @@ from fastapi.responses import HTMLResponse
 from starlette.datastructures import UploadFile
 
 from app.chats.service import chat_settings, get_chat
-from app.memory.scenes import recollections, service
+from app.memory.scenes import decision, recollections, service
 from app.memory.scenes.core.transfer import MAX_IMPORT_BYTES, MAX_QUERY_CHARS, MAX_SUMMARY_CHARS
 from app.platform import forms
 from app.platform.core.errors import UserError
@@ -151,6 +151,17 @@ def delete_scene_summary_page(
     """Delete summary: the recap goes, the scene keeps its bounds and routine preparation leaves it so."""
     service.delete_summary(session, chat_id, scene_id)
     return _card(request, session, chat_id, scene_id)
+
+
+@router.get("/chats/{chat_id}/memory-activity")
+def memory_activity(chat_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+    """Peek Prompt → Advanced Memory activity: the decision model's kept results, newest first."""
+    chat = get_chat(session, chat_id)
+    return render(
+        request,
+        "scenes/_activity.html",
+        {"chat": chat, "rows": decision.activity(session, chat_id), "on": chat_settings(chat).adv_decision},
+    )
 
 
 @router.get("/chats/{chat_id}/scenes/{scene_id}/messages")
