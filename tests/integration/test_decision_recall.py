@@ -13,6 +13,7 @@ from sqlmodel import Session, col, select
 
 from app.chats.models import Message
 from app.memory.recall.jobs import embed_chat
+from app.memory.scenes.checks import check_scenes
 from app.memory.scenes.core.decision import MIN_STEP_S, PICK_PROMPT, SCORE_PROMPT
 from app.memory.scenes.decision import activity
 from app.memory.scenes.prompt import store_window_start
@@ -143,3 +144,40 @@ def test_a_decision_model_that_times_out_falls_back_to_normal_recall_and_says_so
     with Session(sugo.engine) as s:
         kept = activity(s, chat_id)
     assert len(kept) == 1 and not kept[0].ok and "normal ranking used" in kept[0].data["fallback"]
+
+
+def test_the_decision_model_finds_scene_ends_and_the_helper_stands_in_when_it_fails(
+    api, background_held, models
+):
+    sugo = background_held
+    conn = add_connection(api, models)
+    char = add_character(api, "Mirela", first_mes="")
+    chat = new_chat(api, [char["id"]])
+    for i in range(1, 11):
+        assert (
+            api.post(f"/api/chats/{chat['id']}/messages", json={"content": f"Step {i}."}).status_code == 201
+        )
+    settings = {
+        **chat["settings"],
+        "advanced_memory": True,
+        "adv_check_interval": 5,
+        "adv_decision": True,
+        "adv_decision_connection_id": conn["id"],
+    }
+    assert api.put(f"/api/chats/{chat['id']}/options", json={"settings": settings}).status_code == 200
+    models.requests.clear()
+    models.script(json.dumps({"ends": [{"messageNumber": 3}]}))
+    assert check_scenes(sugo.services, chat["id"]).status == "checked"
+    scenes = api.get(f"/api/chats/{chat['id']}/scenes").json()
+    assert [(s["first_number"], s["last_number"]) for s in scenes] == [(1, 3)]
+    # Unreadable twice from the decision model: the helper's own check stands in.
+    for i in range(11, 16):
+        api.post(f"/api/chats/{chat['id']}/messages", json={"content": f"Step {i}."})
+    models.script("Scene ends? Who knows.", "Still not JSON.", json.dumps({"ends": [{"messageNumber": 12}]}))
+    assert check_scenes(sugo.services, chat["id"]).status == "checked"
+    scenes = api.get(f"/api/chats/{chat['id']}/scenes").json()
+    assert [(s["first_number"], s["last_number"]) for s in scenes] == [(1, 3), (4, 12)]
+    with Session(sugo.engine) as s:
+        kept = activity(s, chat["id"])
+    assert [(a.data["step"], a.ok) for a in kept] == [("scene_check", False), ("scene_check", True)]
+    assert kept[1].data["ends"] == [3] and "helper's scene check used" in kept[0].data["fallback"]

@@ -21,6 +21,7 @@ Decisions:
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -44,7 +45,8 @@ from app.memory.scenes.core.check import (
     read_scene_ends,
     unreadable,
 )
-from app.memory.scenes.messages import ReadableMessage, helper_config, readable_messages
+from app.memory.scenes.decision import keep_activity
+from app.memory.scenes.messages import ReadableMessage, decision_config, helper_config, readable_messages
 from app.memory.scenes.models import PREPARE_STAGES, Scene, SceneRun, SceneState
 from app.memory.summaries.core import answers
 from app.platform.core.errors import Conflict, UserError
@@ -96,15 +98,26 @@ def check_scenes(services: Services, chat_id: int) -> CheckOutcome:
         )
         if not window.messages:
             return CheckOutcome("not_due")
+        decider = decision_config(session, services, chat)
         try:
             config = helper_config(session, services, chat)
         except UserError as err:
-            return _failed(services, chat_id, str(err))
+            if decider is None:
+                return _failed(services, chat_id, str(err))
+            config = decider
         request = check_request(window.anchor, window.messages)
     if not services.claims.scene_checks.claim(chat_id):
         return CheckOutcome("busy")
     try:
-        result = ask_scene_ends(config, request, window.allowed_ends)
+        if decider is not None:
+            # The decision model finds the scene ends; unavailable, the helper's check stands in.
+            started = time.monotonic()
+            result = ask_scene_ends(decider, request, window.allowed_ends)
+            note_check(services, chat_id, decider.model, result, window, time.monotonic() - started)
+            if isinstance(result, answers.Failure) and config is not decider:
+                result = ask_scene_ends(config, request, window.allowed_ends)
+        else:
+            result = ask_scene_ends(config, request, window.allowed_ends)
         by_number = {m.number: m for m in messages}
         if isinstance(result, answers.Failure):
             last = by_number[window.last_number]
@@ -168,6 +181,19 @@ def prepare_running(session: Session, chat_id: int) -> bool:
     """Whether the chat's Prepare existing history is running now (a run a restart cut short is resumed
     at start, so "running" always has a thread at work)."""
     return _prepare_status(session, chat_id) == "running"
+
+
+def note_check(services: Services, chat_id: int, model: str, result: object, window, seconds: float) -> None:
+    """Keep the decision model's scene check for Peek Prompt → Advanced Memory activity."""
+    ok = not isinstance(result, answers.Failure)
+    data: dict = {"step": "scene_check", "window": [window.messages[0].number, window.last_number]}
+    if ok:
+        data["ends"] = list(result.numbers)  # type: ignore[attr-defined]
+    else:
+        data["fallback"] = f"{result.reason}: the helper's scene check used"  # type: ignore[attr-defined]
+    with Session(services.engine) as session:
+        keep_activity(session, chat_id, model, seconds, len(window.messages), ok, data)
+        session.commit()
 
 
 def ask_scene_ends(

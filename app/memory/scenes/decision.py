@@ -117,11 +117,11 @@ def pick(
     if isinstance(chosen, Failure):
         data["fallback"] = f"{why}: normal ranking used"
         decided.receipt.append(f"Decision model {why}: normal recall ranked the scenes.")
-        _keep(session, chat_id, config.model, took, len(recaps), False, data)
+        keep_activity(session, chat_id, config.model, took, len(recaps), False, data)
         return
     decided.chosen = chosen
     data["chosen"] = [numbers[s] for s in chosen]
-    _keep(session, chat_id, config.model, took, len(recaps), True, data)
+    keep_activity(session, chat_id, config.model, took, len(recaps), True, data)
     picked = ", ".join(str(numbers[s]) for s in chosen) or "none"
     decided.receipt.append(
         f"Decision model picked scene(s) {picked} of {len(recaps)} pre-selected ({took:.1f} s)."
@@ -155,15 +155,15 @@ def centre(
         why = why or scores.reason
         data["fallback"] = f"{why}: normal excerpts used"
         decided.receipt.append(f"Decision model {why} while centring the excerpts: normal excerpts used.")
-        _keep(session, chat_id, config.model, took, len(messages), False, data)
+        keep_activity(session, chat_id, config.model, took, len(messages), False, data)
         return
     decided.centres = rules.centres(scores, messages)
     data["scores"] = {str(m.number): scores[m.message_id] for m in messages if m.message_id in scores}
     data["centres"] = {str(k): v for k, v in decided.centres.items()}
-    _keep(session, chat_id, config.model, took, len(messages), True, data)
+    keep_activity(session, chat_id, config.model, took, len(messages), True, data)
 
 
-def _keep(
+def keep_activity(
     session: Session, chat_id: int, model: str, seconds: float, questions: int, ok: bool, data: dict
 ) -> None:
     session.add(

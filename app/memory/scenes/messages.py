@@ -115,6 +115,21 @@ def helper_connection(session: Session, chat: Chat) -> Connection | None:
     return chat_connection(session, chat)
 
 
+def decision_config(session: Session, services: Services, chat: Chat) -> ProviderConfig | None:
+    """The chat's decision model, when Use Decision model is on and its connection can be called: it
+    then finds the scene ends and decides who sees new messages in the helper's place."""
+    s = read_settings(chat.settings)
+    if not s.adv_decision or s.adv_decision_connection_id is None:
+        return None
+    conn = session.get(Connection, s.adv_decision_connection_id)
+    if conn is None:
+        return None
+    try:
+        return provider_config(conn, services.keybox, timeout_s=services.settings.model_timeout_s)
+    except ValueError:
+        return None
+
+
 def helper_config(session: Session, services: Services, chat: Chat) -> ProviderConfig:
     """How to call the helper model; a sentence when there is none to call."""
     conn = helper_connection(session, chat)

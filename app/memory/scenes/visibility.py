@@ -9,8 +9,8 @@ Decided where the manual is silent:
 - The first decision after the option is turned on starts after the newest character reply: older
   messages are never decided (turning it on does not hide a chat's past).
 - Each request may take DECIDE_TIMEOUT_S; a failure, a time-out or an unreadable answer hides
-  nothing, is logged, and the message counts as decided (never asked again). The decision model
-  (when it lands) will take the helper's place here.
+  nothing, is logged, and the message counts as decided (never asked again). With Use Decision
+  model on, the decision model decides in the helper's place.
 - A decision only adds to the message's `hidden_for`; it never shows a message to anyone."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from app.chats.settings import read_settings
 from app.connections.providers import complete_chat_blocking
 from app.connections.providers.base import GenerationParams, ProviderError
 from app.memory.scenes.core import visibility as rules
-from app.memory.scenes.messages import helper_config
+from app.memory.scenes.messages import decision_config, helper_config
 from app.memory.scenes.models import Scene, SceneState
 from app.memory.summaries.core.answers import Failure
 from app.platform.core.errors import UserError
@@ -94,7 +94,9 @@ def decide_new_messages(services: Services, chat_id: int) -> int:
         narrator = read_settings(chat.settings).narrator_id
         persona = chat_persona(session, chat)
         try:
-            config = replace(helper_config(session, services, chat), timeout_s=DECIDE_TIMEOUT_S)
+            # The decision model when the chat uses one, else the helper.
+            chosen = decision_config(session, services, chat) or helper_config(session, services, chat)
+            config = replace(chosen, timeout_s=DECIDE_TIMEOUT_S)
         except UserError as err:
             config = None
             log.warning("deciding who sees new messages in chat %s: %s", chat_id, err)
