@@ -9,6 +9,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.chats import attachments, service, turn_taking, views
 from app.chats.changes import chat_added, chat_deleted, messages_changed, settings_saved
+from app.chats.models import ChatCharacter
 from app.chats.schemas import (
     AttachmentRead,
     ChatCreate,
@@ -138,9 +139,15 @@ def update_chat_options(
 
 @router.put("/{chat_id}/members/{character_id}", response_model=ChatRead)
 def update_member(chat_id: int, character_id: int, data: MemberPatch, session: SessionDep) -> ChatRead:
-    """Mute or unmute a member of the chat: a muted member answers only when asked for by name."""
+    """Mute or unmute a member of the chat (a muted member answers only when asked for by name), or set
+    its own new start (it reads the chat from that message on; null: from the beginning)."""
     chat = service.get_chat(session, chat_id)
-    if not turn_taking.set_muted(session, chat_id, character_id, data.muted):
+    found = (
+        turn_taking.set_muted(session, chat_id, character_id, data.muted) if data.muted is not None else True
+    )
+    if "start_message_id" in data.model_fields_set:
+        found = turn_taking.set_start(session, chat_id, character_id, data.start_message_id) and found
+    if not found or session.get(ChatCharacter, (chat_id, character_id)) is None:
         raise NotFound(f"Character {character_id} is not in this chat.")
     session.commit()
     return views.chat_read(session, chat)

@@ -134,6 +134,9 @@ def history_window(
     # pinned any more: the refresh is a fresh start.
     sql = _sql(conn)
     lower = conn.exec_driver_sql(sql.last_refresh, (chat_id, upper)).scalar_one()
+    if viewer is not None and viewer.start_id is not None:
+        # The speaker's own new start cuts its history as a refresh mark would (nothing pinned before).
+        lower = max(lower, viewer.start_id - 1)
     span = (chat_id, lower, upper)
     total, hidden_total = conn.exec_driver_sql(sql.count, span).one()
     unseen = _unseen(conn, sql, span, viewer) if viewer is not None else []

@@ -47,6 +47,10 @@ class ChatCharacter(SQLModel, table=True):
     # A muted member never answers by itself (turn-taking passes it by), only when asked for by name:
     # the composer's "Who answers" or /trigger (app/chats/core/turns.py).
     muted: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
+    # This member's own "new start": it reads the chat from this message on (its history, its
+    # memories and the scenes it may recall), as if it joined here. None: from the beginning. No foreign
+    # key: a start on a message deleted since begins at the next one.
+    start_message_id: int | None = None
 
 
 class Message(SQLModel, table=True):

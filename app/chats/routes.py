@@ -53,6 +53,8 @@ def _message_ctx(
         "avatars": {c.id: c.avatar_id for c in characters},
         # A group's members by id: who a message is hidden from or whispered to (app/chats/core/audience.py).
         "member_names": {c.id: c.name for c in characters},
+        # Members' own new starts, by the message they start at: the message shows "new start for …".
+        "starts_at": _starts_at(session, chat.id, characters),
         "persona_avatar": persona.avatar_id if persona else None,
         "user_name": persona.name if persona else service.FALLBACK_USER_NAME,
         "chat_char_name": characters[0].name if characters else "",
@@ -67,6 +69,17 @@ def _message_ctx(
         if service.chat_settings(chat).advanced_memory_on(chat.mode)
         else None,
     }
+
+
+def _starts_at(session: Session, chat_id: int, characters: list) -> dict[int, list[str]]:
+    if len(characters) < 2:
+        return {}
+    names = {c.id: c.name for c in characters}
+    out: dict[int, list[str]] = {}
+    for character_id, message_id in turn_taking.member_starts(session, chat_id).items():
+        if character_id in names:
+            out.setdefault(message_id, []).append(names[character_id])
+    return out
 
 
 def _summarised(session: Session, chat: Chat, shown: list[Message]) -> frozenset[int]:
@@ -348,7 +361,10 @@ def message_audience_form(
     chat = service.get_chat(session, chat_id)
     msg = service.get_message(session, chat_id, message_id)
     members = service.chat_characters(session, chat_id)
-    return render(request, "chats/_audience.html", {"chat": chat, "m": msg, "members": members})
+    starts = turn_taking.member_starts(session, chat_id)
+    return render(
+        request, "chats/_audience.html", {"chat": chat, "m": msg, "members": members, "starts": starts}
+    )
 
 
 @router.post("/chats/{chat_id}/messages/{message_id}/audience")
@@ -361,9 +377,17 @@ def save_message_audience(
     try:
         hidden_for = [int(v) for v in form.getlist("hidden_for")]
         whisper = forms.optional_number(form, "whisper_to", int)
+        start_here = {int(v) for v in form.getlist("start_here")}
     except ValueError as err:
         raise UserError("Pick the characters from the list.") from err
     msg = service.set_audience(session, chat_id, message_id, hidden_for=hidden_for, whisper_to=whisper)
+    # New starts: checked members begin here; one unchecked whose start was here begins at the start.
+    starts = turn_taking.member_starts(session, chat_id)
+    for member in service.chat_characters(session, chat_id):
+        if member.id in start_here:
+            turn_taking.set_start(session, chat_id, member.id, message_id)
+        elif starts.get(member.id) == message_id:
+            turn_taking.set_start(session, chat_id, member.id, None)
     messages_changed(session, services, chat_id)
     return _render_message(request, session, chat, msg)
 

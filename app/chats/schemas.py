@@ -27,10 +27,15 @@ class MemberRead(BaseModel):
     name: str
     talkativeness: float
     muted: bool
+    # Its own "new start": it reads the chat from this message on (None: from the beginning).
+    start_message_id: int | None = None
 
 
 class MemberPatch(BaseModel):
-    muted: bool
+    """What a member's PUT changes: only the fields sent (start_message_id null: from the beginning)."""
+
+    muted: bool | None = None
+    start_message_id: RowId | None = None
 
 
 class ChatRead(BaseModel):

@@ -17,13 +17,14 @@ from app.characters.service import card_talkativeness
 from app.chats.core.turns import Member, Spoken, Strategy, Turn, speakers
 from app.chats.models import Chat, ChatCharacter, Message
 from app.chats.settings import read_settings
+from app.platform.core.errors import UserError
 
 # How far back turn-taking reads the history: pooled order looks back to the user's last message, and
 # a group that talked among itself longer than this has had every member speak anyway.
 HISTORY_READ = 200
 
 _MEMBERS = (
-    select(Character, ChatCharacter.muted)
+    select(Character, ChatCharacter.muted, ChatCharacter.start_message_id)
     .join(ChatCharacter, col(ChatCharacter.character_id) == col(Character.id))
     .where(ChatCharacter.chat_id == bindparam("chat_id"))
     .order_by(ChatCharacter.position)
@@ -37,13 +38,14 @@ class GroupMember:
     character: Character
     talkativeness: float
     muted: bool
+    start_message_id: int | None = None
 
 
 def group_members(session: Session, chat_id: int) -> list[GroupMember]:
     """The chat's members in the group's order."""
     return [
-        GroupMember(character, card_talkativeness(character), bool(muted))
-        for character, muted in session.exec(_MEMBERS, params={"chat_id": chat_id})
+        GroupMember(character, card_talkativeness(character), bool(muted), start)
+        for character, muted, start in session.exec(_MEMBERS, params={"chat_id": chat_id})
     ]
 
 
@@ -84,6 +86,31 @@ def choose_speakers(session: Session, chat: Chat, *, user_text: str | None, rng:
         rng,
         allow_self_responses=settings.allow_self_responses,
     )
+
+
+def member_starts(session: Session, chat_id: int) -> dict[int, int]:
+    """The members' own "new start" messages, by character id (members without one left out)."""
+    rows = session.exec(
+        select(ChatCharacter.character_id, ChatCharacter.start_message_id).where(
+            ChatCharacter.chat_id == chat_id, col(ChatCharacter.start_message_id).is_not(None)
+        )
+    ).all()
+    return {cid: start for cid, start in rows if start is not None}
+
+
+def set_start(session: Session, chat_id: int, character_id: int, message_id: int | None) -> bool:
+    """A member's own new start (None: from the beginning again); False when the character is not in
+    the chat. The message must be one of the chat's (UserError otherwise)."""
+    link = session.get(ChatCharacter, (chat_id, character_id))
+    if link is None:
+        return False
+    if message_id is not None:
+        msg = session.get(Message, message_id)
+        if msg is None or msg.chat_id != chat_id:
+            raise UserError(f"Message {message_id} is not in this chat: a new start is one of its messages.")
+    link.start_message_id = message_id
+    session.add(link)
+    return True
 
 
 def set_muted(session: Session, chat_id: int, character_id: int, muted: bool) -> bool:

@@ -23,6 +23,7 @@ def chat_read(session: Session, chat: Chat) -> ChatRead:
                 name=m.character.name,
                 talkativeness=m.talkativeness,
                 muted=m.muted,
+                start_message_id=m.start_message_id,
             )
             for m in members
         ],

@@ -13,7 +13,7 @@ from app.chats.core.audience import Viewer
 from app.chats.history import history_window
 from app.chats.models import Chat
 from app.chats.settings import ChatSettings
-from app.chats.turn_taking import group_members
+from app.chats.turn_taking import group_members, member_starts
 from app.connections.models import Connection
 from app.connections.providers.base import GenerationParams
 from app.personas.models import Persona
@@ -65,15 +65,21 @@ def card_snapshot(char: Character) -> CardSnapshot:
     )
 
 
-def group_viewer(characters: list[Character], speaker: Character, settings: ChatSettings) -> Viewer | None:
+def group_viewer(
+    characters: list[Character],
+    speaker: Character,
+    settings: ChatSettings,
+    starts: dict[int, int] | None = None,
+) -> Viewer | None:
     """Whose eyes a group's prompt sees through: the speaker's, with the chat's narrator (when it is
-    still a member) seeing everything. None for a chat of one: every message is its."""
+    still a member) seeing everything, from the speaker's own new start on (`starts`). None for a chat
+    of one: every message is its."""
     if len(characters) < 2:
         return None
     narrator = settings.narrator_id if any(c.id == settings.narrator_id for c in characters) else None
     if settings.group_merged:  # one reply speaks for everyone: what at least one member saw
         return Viewer(None, narrator, party=tuple(c.id for c in characters if c.id is not None))
-    return Viewer(speaker.id, narrator)
+    return Viewer(speaker.id, narrator, start_id=(starts or {}).get(speaker.id or 0))
 
 
 def prompt_cards(
@@ -128,7 +134,9 @@ def build_chat_prompt(
         services.sources.history_limit(session, chat, settings, timings=timings)
         or settings.recent_message_limit
     )
-    viewer = group_viewer(characters, speaker, settings)
+    viewer = group_viewer(
+        characters, speaker, settings, member_starts(session, chat.id) if len(characters) > 1 else None
+    )
     history = history_window(session, chat.id, before_id=before_id, limit=limit, viewer=viewer)
     user_name = persona.name if persona else chats.FALLBACK_USER_NAME
     seed = seed if seed is not None else generation_seed(chat.id, before_id, 0)

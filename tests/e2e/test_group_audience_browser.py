@@ -110,3 +110,34 @@ def test_peek_prompt_shows_the_prompt_as_each_member_sees_it(page: Page, live, m
     shot("peek-as-bram")
     dialog.get_by_label("As seen by").select_option(label="Cleo")
     expect(blocks).to_contain_text("third lantern")
+
+
+def test_give_one_member_its_own_new_start(page: Page, live, models, shot):
+    chat_id, ids = _group(page, live, models)
+    with live.client() as c:
+        c.post(f"/api/chats/{chat_id}/messages", json={"content": "Bram walks in."})
+    page.reload()
+    msg = page.locator("article.msg").last
+    msg.hover()
+    msg.get_by_role("button", name="Who sees this message").click()
+    form = msg.locator(".audience-form")
+    form.locator(f"input[name='start_here'][value='{ids['Bram']}']").check()
+    shot("new-start-form")
+    form.get_by_role("button", name="Save who sees it").click()
+    badge = page.locator("article.msg").last.locator(".badge-start")
+    expect(badge).to_have_text("new start for Bram")
+    expect(badge).to_be_in_viewport()
+    shot("new-start")
+    bram = _peek(live, chat_id, ids["Bram"])
+    assert "Bram walks in." in bram and "third lantern" not in bram
+    assert "third lantern" in _peek(live, chat_id, ids["Aria"])
+    # Unchecked again, Bram reads from the beginning.
+    msg = page.locator("article.msg").last
+    msg.hover()
+    msg.get_by_role("button", name="Who sees this message").click()
+    box = msg.locator(f".audience-form input[name='start_here'][value='{ids['Bram']}']")
+    expect(box).to_be_checked()
+    box.uncheck()
+    msg.locator(".audience-form").get_by_role("button", name="Save who sees it").click()
+    expect(page.locator("article.msg").last.locator(".badge-start")).to_have_count(0)
+    assert "third lantern" in _peek(live, chat_id, ids["Bram"])

@@ -175,3 +175,36 @@ def test_a_memory_holding_a_whisper_is_recalled_for_its_recipient_only(api, sugo
     # The whisper left the recent window long ago: only Memory Recall could bring it back.
     assert FACT in recalled(ids["Aria"])
     assert FACT not in recalled(ids["Bram"])
+
+
+def test_a_member_with_its_own_new_start_reads_the_chat_from_there(api, sugo, models):
+    chat_id, ids = _group(api, models)
+    old = api.post(f"/api/chats/{chat_id}/messages", json={"content": "Old news: the dragon sleeps."}).json()
+    start = api.post(
+        f"/api/chats/{chat_id}/messages", json={"content": "Welcome, Bram, you just arrived."}
+    ).json()
+    r = api.put(f"/api/chats/{chat_id}/members/{ids['Bram']}", json={"start_message_id": start["id"]})
+    assert r.status_code == 200, r.text
+    bram_member = next(m for m in r.json()["members"] if m["character_id"] == ids["Bram"])
+    assert bram_member["start_message_id"] == start["id"] and bram_member["muted"] is False
+    bram, aria = _peek(api, chat_id, ids["Bram"]), _peek(api, chat_id, ids["Aria"])
+    assert "dragon sleeps" not in bram and "Welcome, Bram" in bram
+    assert "dragon sleeps" in aria and "Welcome, Bram" in aria
+    # The live prompt is the same.
+    models.requests.clear()
+    models.script("Bram looks around.")
+    r = api.post(
+        f"/api/chats/{chat_id}/generate",
+        json={"action": "send", "content": "Hello?", "speaker_id": ids["Bram"]},
+    )
+    read_sse(r)
+    live = json.dumps(models.requests[-1].json["messages"])
+    assert "dragon sleeps" not in live and "Welcome, Bram" in live
+    # Back to the beginning; a message of another chat is refused.
+    r = api.put(f"/api/chats/{chat_id}/members/{ids['Bram']}", json={"start_message_id": None})
+    assert r.status_code == 200 and "dragon sleeps" in _peek(api, chat_id, ids["Bram"])
+    other = new_chat(api, [ids["Aria"]])
+    stranger = api.post(f"/api/chats/{other['id']}/messages", json={"content": "Elsewhere."}).json()
+    r = api.put(f"/api/chats/{chat_id}/members/{ids['Bram']}", json={"start_message_id": stranger["id"]})
+    assert r.status_code == 400 and "not in this chat" in r.json()["detail"]
+    assert old["id"] < start["id"]

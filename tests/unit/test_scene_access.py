@@ -109,3 +109,14 @@ def test_the_helper_is_told_who_saw_what_only_when_someone_did_not():
         PRIVATE_PARTS in combine_request([part, RecapPart(4, 5, Recap("More.", ("Aria",), ""))])[0]["content"]
     )
     assert PRIVATE_PARTS not in combine_request([RecapPart(4, 5, Recap("More.", None, ""))])[0]["content"]
+
+
+def test_a_member_with_its_own_new_start_recalls_no_scene_from_before_it():
+    scene = _scene(("Aria", "Bram"))  # messages 10–20
+    assert access.reading(scene, Viewer(BRAM, None, start_id=15), MEMBERS, [], _count(10)) is None
+    assert access.reading(scene, Viewer(BRAM, None, start_id=10), MEMBERS, [], _count(10)) is not None
+    # The narrator's own new start holds too; a merged reply leaves out the members who started later.
+    assert access.reading(scene, Viewer(CLEO, CLEO, start_id=21), MEMBERS, [], _count(10)) is None
+    party = Viewer(None, None, party=(ARIA, BRAM, CLEO))
+    got = access.reading(scene, party, MEMBERS, [], _count(10), {BRAM: 30})
+    assert got is not None and got.names == ("Aria",) and got.known_only_to == ("Aria",)

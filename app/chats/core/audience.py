@@ -44,6 +44,8 @@ class Viewer:
     character_id: int | None
     narrator_id: int | None = None
     party: tuple[int, ...] = ()
+    # The speaker's own "new start": it reads the chat from this message on (None: from the beginning).
+    start_id: int | None = None
 
     @property
     def sees_all(self) -> bool:

@@ -649,6 +649,7 @@ def finish_recall(
     window_start_id: int | None,
     count: Callable[[str], int],
     unseen: frozenset[int] = frozenset(),
+    since: int | None = None,
 ) -> RecallResult:
     """Memories for the next reply: ranked chunks of this chat, past the live window, above the
     similarity threshold, within 15% of the context (clamped 384–1,536 tokens). A memory holding a
@@ -660,6 +661,8 @@ def finish_recall(
     hits = [h for h in hits if window_start_id is None or max(h.chunk.message_ids or [0]) < window_start_id]
     if unseen:
         hits = [h for h in hits if unseen.isdisjoint(h.chunk.message_ids or ())]
+    if since is not None:  # the speaker's own new start: nothing from before it
+        hits = [h for h in hits if min(h.chunk.message_ids or [0]) >= since]
     candidates = [
         Candidate(h.chunk.id, h.chunk.content, h.similarity if embedder else None, h.lexical, _span(h.chunk))
         for h in hits

@@ -98,6 +98,7 @@ class RecallSource(PromptSource):
             unseen=unseen_message_ids(turn.session, turn.chat.id, turn.viewer)
             if turn.viewer
             else frozenset(),
+            since=turn.viewer.start_id if turn.viewer else None,
         )
         blocks = (
             (DynamicBlock("recalled_memories", "Recalled memories", result.block),) if result.block else ()

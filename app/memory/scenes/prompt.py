@@ -35,6 +35,7 @@ from app.chats.core.audience import sees
 from app.chats.history import message_numbers, private_messages
 from app.chats.models import Chat
 from app.chats.settings import ChatSettings
+from app.chats.turn_taking import member_starts
 from app.memory.recall.service import PendingSearch, finish_search
 from app.memory.scenes import decision, recollections
 from app.memory.scenes.core import access, recalled, window
@@ -160,6 +161,7 @@ def group_reading(turn: Turn, scenes: Sequence[SceneRow]) -> GroupReading | None
         params = {"chat_id": chat_id, "first": sc.first_message_id, "last": sc.last_message_id}
         return int(session.connection().execute(_SCENE_MESSAGES_SQL, params).scalar_one())
 
+    starts = member_starts(session, chat_id) if viewer.party else {}
     readings = {
         sc.id: access.reading(
             sc.access(),
@@ -167,6 +169,7 @@ def group_reading(turn: Turn, scenes: Sequence[SceneRow]) -> GroupReading | None
             members,
             access.inside(sc.first_message_id, sc.last_message_id, privates),
             count,
+            starts,
         )
         for sc in scenes
     }

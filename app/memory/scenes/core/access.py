@@ -86,8 +86,12 @@ def _unseen_by(
     narrator_id: int | None,
     privates: Sequence[PrivateMessage],
     count_messages: Callable[[int], int],
+    start: int | None = None,
 ) -> frozenset[int] | None:
-    """The scene's messages this character may not quote, or None when it does not recall the scene."""
+    """The scene's messages this character may not quote, or None when it does not recall the scene
+    (`start`: its own new start; a scene beginning before it is not its to recall)."""
+    if start is not None and scene.first_message_id < start:
+        return None
     me = Viewer(character_id, narrator_id)
     if not me.sees_all and not takes_part(scene, name):
         return None
@@ -106,16 +110,20 @@ def reading(
     members: Mapping[int, str],
     privates: Sequence[PrivateMessage],
     count_messages: Callable[[int], int],
+    starts: Mapping[int, int] | None = None,
 ) -> Reading | None:
     """What `viewer` (a group's speaker, or a merged reply's party) gets of the scene; None when it does
     not recall it. `members`: the chat's characters, id → card name. `privates`: the scene's private
     messages (`inside`). `count_messages(scene_id)`: how many of its messages the AI may read, asked
-    only for a partial reader."""
+    only for a partial reader. `starts`: the members' own new starts."""
+    starts = starts or {}
     if viewer.party:
         rememberers: list[tuple[str, frozenset[int]]] = []
         for member in viewer.party:
             name = members.get(member, "")
-            unseen = _unseen_by(scene, member, name, viewer.narrator_id, privates, count_messages)
+            unseen = _unseen_by(
+                scene, member, name, viewer.narrator_id, privates, count_messages, starts.get(member)
+            )
             if unseen is not None:
                 rememberers.append((name, unseen))
         if not rememberers:
@@ -127,7 +135,8 @@ def reading(
     if viewer.character_id is None:
         return Reading(None, frozenset())
     name = members.get(viewer.character_id, "")
-    unseen = _unseen_by(scene, viewer.character_id, name, viewer.narrator_id, privates, count_messages)
+    start = viewer.start_id if viewer.start_id is not None else starts.get(viewer.character_id)
+    unseen = _unseen_by(scene, viewer.character_id, name, viewer.narrator_id, privates, count_messages, start)
     if unseen is None:
         return None
     return Reading(None if viewer.sees_all else (name,), unseen)
