@@ -38,7 +38,7 @@ def test_hide_a_message_from_one_character_and_see_the_marker(page: Page, live, 
     msg.get_by_role("button", name="Who sees this message").click()
     form = msg.locator(".audience-form")
     expect(form).to_be_in_viewport()
-    form.get_by_role("checkbox", name="Bram").check()
+    form.get_by_role("group", name="Hidden from").get_by_role("checkbox", name="Bram").check()
     shot("audience-form")
     form.get_by_role("button", name="Save who sees it").click()
     marker = page.locator("article.msg").first.locator(".badge-hidden")

@@ -64,7 +64,9 @@ def decide_new_messages(services: Services, chat_id: int) -> int:
     """Decide the chat's new messages; how many were hidden from someone."""
     with Session(services.engine) as session:
         chat = session.get(Chat, chat_id)
-        characters = chat_characters(session, chat_id) if chat is not None else []
+        if not applies(chat, 2):  # the settings first: every reply asks, nearly all say no here
+            return 0
+        characters = chat_characters(session, chat_id)
         if not applies(chat, len(characters)):
             return 0
         assert chat is not None
