@@ -140,7 +140,9 @@ def _peek(api, chat_id: int, speaker_id: int) -> str:
     return json.dumps(r.json()["messages"], ensure_ascii=False)
 
 
-def test_the_absent_character_never_recalls_the_scene_it_missed_nor_the_whisper(api, sugo, models):
+def test_the_absent_character_never_recalls_the_scene_it_missed_nor_the_whisper(api, background_held, models):
+    # Held: the model server answers in the order asked, and only Prepare and the replies ask here.
+    sugo = background_held
     chat_id, ids = _group(api, models)
     placed = _fill(sugo, chat_id, ids)
     scenes = _prepare(api, models, chat_id)
@@ -163,16 +165,17 @@ def test_the_absent_character_never_recalls_the_scene_it_missed_nor_the_whisper(
         s.commit()
     embed_chat(sugo.services, chat_id)
 
+    # The question is posted, and each member's Peek Prompt read, before the group answers it (a Peek
+    # after a member's own reply recalls with that reply as its query: nothing the user asked).
+    question = "Where does the silver compass point, and what of the tavern?"
+    assert api.post(f"/api/chats/{chat_id}/messages", json={"content": question}).status_code == 201
+    peeks = {name: _peek(api, chat_id, ids[name]) for name in ("Aria", "Bram", "Cleo")}
     models.requests.clear()
     models.script("Aria answers.", "Bram answers.", "Cleo answers.")
-    r = api.post(
-        f"/api/chats/{chat_id}/generate",
-        json={"action": "send", "content": "Where does the silver compass point, and what of the tavern?"},
-    )
+    r = api.post(f"/api/chats/{chat_id}/generate", json={"action": "send", "content": ""})
     assert r.status_code == 200, r.text
     read_sse(r)
     live = {name: _live_prompt(models, name) for name in ("Aria", "Bram", "Cleo")}
-    peeks = {name: _peek(api, chat_id, ids[name]) for name in ("Aria", "Bram", "Cleo")}
     for prompts in (live, peeks):
         # Bram: the tavern scene, never the harbour — its messages, recap, excerpt — nor the whisper.
         bram = prompts["Bram"]
@@ -190,7 +193,9 @@ def test_the_absent_character_never_recalls_the_scene_it_missed_nor_the_whisper(
     assert "{{#if" not in live["Aria"] + live["Bram"] + live["Cleo"]
 
 
-def test_a_change_of_who_saw_what_keeps_the_old_recap_from_partial_readers(api, sugo, models):
+def test_a_change_of_who_saw_what_keeps_the_old_recap_from_partial_readers(api, background_held, models):
+    # Held: the model server answers in the order asked, and only Prepare and the replies ask here.
+    sugo = background_held
     chat_id, ids = _group(api, models)
     placed = _fill(sugo, chat_id, ids)
     _prepare(api, models, chat_id)
@@ -222,7 +227,9 @@ def test_a_change_of_who_saw_what_keeps_the_old_recap_from_partial_readers(api, 
         assert s.get(Message, bram_line).hidden_for == [ids["Aria"]]
 
 
-def test_a_merged_reply_recalls_what_one_member_remembers_marked_known_only_to(api, sugo, models):
+def test_a_merged_reply_recalls_what_one_member_remembers_marked_known_only_to(api, background_held, models):
+    # Held: the model server answers in the order asked, and only Prepare and the replies ask here.
+    sugo = background_held
     chat_id, ids = _group(api, models)
     r = api.put(
         f"/api/chats/{chat_id}/options",
