@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from app.memory.summaries.core.answers import Failure, find_object, loose_field, precheck
+from app.memory.summaries.core.answers import Failure, answer_field
 
 PRESELECT = 24
 AFTER_TOP = 3  # the scene after each of the top three also gets a place
@@ -105,13 +105,9 @@ def read_pick(
     text: str, finish_reason: str | None, reasoning: str | None, recaps: Sequence[RecapForPick]
 ) -> list[int] | Failure:
     """The chosen scenes' ids, most relevant first; numbers that name no listed scene are ignored."""
-    answer = precheck(text, finish_reason, reasoning or "")
-    if isinstance(answer, Failure):
-        return answer
-    obj = find_object(answer, "relevant")
-    if isinstance(obj, Failure):
-        return obj
-    value = loose_field(obj, "relevant")
+    value = answer_field(text, finish_reason, reasoning, "relevant")
+    if isinstance(value, Failure):
+        return value
     if not isinstance(value, list):
         return Failure("not_json", 'The answer had no "relevant" list.')
     by_number = {r.number: r.scene_id for r in recaps}
@@ -160,13 +156,9 @@ def read_scores(
     text: str, finish_reason: str | None, reasoning: str | None, messages: Sequence[ScoredMessage]
 ) -> dict[int, float] | Failure:
     """Message id → score for the listed messages the answer rated."""
-    answer = precheck(text, finish_reason, reasoning or "")
-    if isinstance(answer, Failure):
-        return answer
-    obj = find_object(answer, "scores")
-    if isinstance(obj, Failure):
-        return obj
-    value = loose_field(obj, "scores")
+    value = answer_field(text, finish_reason, reasoning, "scores")
+    if isinstance(value, Failure):
+        return value
     if not isinstance(value, Mapping):
         return Failure("not_json", 'The answer had no "scores" object.')
     by_number = {m.number: m.message_id for m in messages}

@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from app.memory.summaries.core.answers import Failure, find_object, loose_field, precheck
+from app.memory.summaries.core.answers import Failure, answer_field
 
 MAX_WORDS = 250
 LEAK_WORDS = 4  # consecutive words copied from text the character could not see
@@ -60,13 +60,9 @@ def recollection_request(name: str, card: str, recap: str, seen: Sequence[SeenLi
 
 
 def read_recollection(text: str, finish_reason: str | None, reasoning: str | None) -> str | Failure:
-    answer = precheck(text, finish_reason, reasoning or "")
-    if isinstance(answer, Failure):
-        return answer
-    obj = find_object(answer, "recollection")
-    if isinstance(obj, Failure):
-        return obj
-    value = loose_field(obj, "recollection")
+    value = answer_field(text, finish_reason, reasoning, "recollection")
+    if isinstance(value, Failure):
+        return value
     if not isinstance(value, str) or not value.strip():
         return Failure("empty", "The answer held no recollection.")
     words = value.split()

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from app.memory.scenes.core.participants import match_participants
-from app.memory.summaries.core.answers import Failure, find_object, loose_field, precheck
+from app.memory.summaries.core.answers import Failure, answer_field
 
 CONTEXT_BEFORE = 6  # messages before the new one the helper always reads, in or out of the scene
 MAX_CONTEXT_MESSAGES = 40  # at most this many of the scene's messages (the newest)
@@ -73,13 +73,9 @@ def read_visibility(
 ) -> list[str] | Failure:
     """The card names (among `asked`) the answer says cannot see the message; a Failure when it cannot be
     read (the caller then hides nothing)."""
-    answer = precheck(text, finish_reason, reasoning or "")
-    if isinstance(answer, Failure):
-        return answer
-    obj = find_object(answer, "cannotsee")
-    if isinstance(obj, Failure):
-        return obj
-    names = loose_field(obj, "cannotsee")
+    names = answer_field(text, finish_reason, reasoning, "cannotsee")
+    if isinstance(names, Failure):
+        return names
     if isinstance(names, str):
         names = [names]
     if not isinstance(names, list):

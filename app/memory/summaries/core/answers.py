@@ -194,6 +194,20 @@ def within_limit(text: str, max_tokens: int, count_tokens: Callable[[str], int])
     return None
 
 
+def answer_field(text: str, finish_reason: str | None, reasoning: str | None, key: str) -> Any:
+    """The `key` field (as `loose_field` matches it: "cannotsee" finds "cannot_see") of the JSON object in
+    a helper's short answer, through the one reader: thinking, cut-off, junk and an object without the
+    field are Failures. The caller checks the value's type."""
+    answer = precheck(text, finish_reason, reasoning or "")
+    if isinstance(answer, Failure):
+        return answer
+    obj = find_object(answer, key)
+    if isinstance(obj, Failure):
+        return obj
+    value = loose_field(obj, key)
+    return Failure("not_json", f'The answer had no "{key}" field.') if value is None else value
+
+
 def loose_field(obj: dict[str, Any], name: str) -> Any:
     """A key matched loosely: "keyDetails", "key_details" and "Key Details" are one field."""
     for key, value in obj.items():
