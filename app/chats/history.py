@@ -133,7 +133,8 @@ def history_window(
     # After a refresh mark the AI reads only what follows it, and the chat's first message is not
     # pinned any more: the refresh is a fresh start.
     sql = _sql(conn)
-    lower = conn.exec_driver_sql(sql.last_refresh, (chat_id, upper)).scalar_one()
+    refresh = conn.exec_driver_sql(sql.last_refresh, (chat_id, upper)).scalar_one()
+    lower = refresh
     if viewer is not None and viewer.start_id is not None:
         # The speaker's own new start cuts its history as a refresh mark would (nothing pinned before).
         lower = max(lower, viewer.start_id - 1)
@@ -162,7 +163,7 @@ def history_window(
     ]
     # Every hidden message, the window's or not: Peek Prompt's counts then cover each message once
     # (hidden, dropped by the window, taken out by a source, or sent).
-    return History(messages, plan, hidden_total, refreshed=bool(lower))
+    return History(messages, plan, hidden_total, refreshed=bool(refresh))
 
 
 def unseen_message_ids(session: Session, chat_id: int, viewer: Viewer) -> frozenset[int]:

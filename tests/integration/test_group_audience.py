@@ -190,6 +190,9 @@ def test_a_member_with_its_own_new_start_reads_the_chat_from_there(api, sugo, mo
     bram, aria = _peek(api, chat_id, ids["Bram"]), _peek(api, chat_id, ids["Aria"])
     assert "dragon sleeps" not in bram and "Welcome, Bram" in bram
     assert "dragon sleeps" in aria and "Welcome, Bram" in aria
+    # A new start is not a refresh mark: Peek Prompt does not say one cut the conversation.
+    notes = api.get(f"/api/chats/{chat_id}/prompt", params={"speaker_id": ids["Bram"]}).json()["notes"]
+    assert not any("refresh mark" in note for note in notes), notes
     # The live prompt is the same.
     models.requests.clear()
     models.script("Bram looks around.")
