@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -85,12 +86,13 @@ def jobs_waiting(engine: Engine) -> int:
         ).scalar_one()
 
 
-@pytest.fixture
-def background_held(sugo: LiveSugo) -> Iterator[LiveSugo]:
-    """`sugo` with its job queue paused for the test: the start-up pass of the periodic jobs has ended
-    (on PostgreSQL a worker thread runs it while the test is already creating its chat), and no tick
-    runs under the test. For a test that runs a periodic job's work by hand, or presses a button
-    whose claim a periodic job takes (the day summaries' job claims every Conversation chat)."""
+@contextlib.contextmanager
+def hold_background(sugo: LiveSugo) -> Iterator[LiveSugo]:
+    """`sugo` with its job queue paused inside the block: the start-up pass of the periodic jobs has
+    ended (on PostgreSQL a worker thread runs it while the test is already creating its chat), and no
+    job runs under the block; work asked for meanwhile waits for its end. Pause the queue, never
+    `services.scheduler`: on PostgreSQL the scheduler only times the periodic jobs, and a worker
+    thread takes the deferred ones (found: an import's memory job ran under a paused scheduler)."""
     if sugo.engine.dialect.name == "postgresql":
         # Pausing stops this server's worker, and a start-up job deferred but not taken yet would
         # wait in the table and run at `resume`, racing the test for the chat's claim and the model
@@ -101,6 +103,15 @@ def background_held(sugo: LiveSugo) -> Iterator[LiveSugo]:
         yield sugo
     finally:
         sugo.services.queue.resume()
+
+
+@pytest.fixture
+def background_held(sugo: LiveSugo) -> Iterator[LiveSugo]:
+    """`sugo` with its job queue paused for the whole test (`hold_background`). For a test that runs
+    a periodic job's work by hand, or presses a button whose claim a periodic job takes (the day
+    summaries' job claims every Conversation chat)."""
+    with hold_background(sugo):
+        yield sugo
 
 
 @pytest.fixture

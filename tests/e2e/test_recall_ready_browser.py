@@ -7,6 +7,7 @@ from playwright.sync_api import Page, expect
 from sqlmodel import Session
 
 from app.memory.recall.service import sync_chunks
+from tests.conftest import hold_background
 from tests.integration.test_recall_ready import long_chat_jsonl
 
 
@@ -16,8 +17,7 @@ def test_viewer_shows_memories_being_built_after_an_import(page: Page, live, sho
     chat_file = tmp_path / "long.jsonl"
     chat_file.write_bytes(long_chat_jsonl(600))
     # Held back so each stage can be seen: the job asked for by the import waits for the resume.
-    live.services.scheduler.pause()
-    try:
+    with hold_background(live):
         page.goto(live.url)
         page.locator(".import-box summary").click()
         page.set_input_files(".import-box input[type=file]", str(chat_file))
@@ -36,8 +36,6 @@ def test_viewer_shows_memories_being_built_after_an_import(page: Page, live, sho
             f"Building memories: 0 of {added}", timeout=15000
         )
         shot("progress")
-    finally:
-        live.services.scheduler.resume()
     expect(page.locator("#memory-building")).to_have_count(0, timeout=120000)
     expect(page.locator("#memory-count")).to_have_text(str(added))
     expect(page.locator(".memory-card")).to_have_count(added)

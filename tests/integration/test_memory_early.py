@@ -10,7 +10,7 @@ from app.chats.models import Message
 from app.chats.service import new_message
 from app.memory.recall.jobs import embed_chat
 from app.memory.recall.service import finish_search, search, start_search
-from tests.conftest import add_character, add_connection, new_chat, read_sse
+from tests.conftest import add_character, add_connection, hold_background, new_chat, read_sse
 from tests.support.waiting import wait_for
 
 FACT = "My sister Elowen hid the brass key inside the old clock tower, behind the third gear."
@@ -141,15 +141,12 @@ def test_a_message_shown_to_the_ai_again_is_back_in_its_memory_and_a_forgotten_o
         s.commit()
         fact_id = s.exec(select(Message.id).where(Message.chat_id == chat_id, Message.content == FACT)).one()
     embed_chat(sugo.services, chat_id)
-    sugo.services.scheduler.pause()  # the syncs the changes schedule would otherwise run first
-    try:
+    with hold_background(sugo):  # the syncs the changes schedule would otherwise run first
         api.patch(f"/api/chats/{chat_id}/messages/{fact_id}", json={"hidden": True})
         embed_chat(sugo.services, chat_id)
         assert not any(fact_id in c["message_ids"] for c in api.get(f"/api/chats/{chat_id}/memories").json())
         api.patch(f"/api/chats/{chat_id}/messages/{fact_id}", json={"hidden": False})
         embed_chat(sugo.services, chat_id)
-    finally:
-        sugo.services.scheduler.resume()
     memories = api.get(f"/api/chats/{chat_id}/memories").json()
     assert sum(fact_id in c["message_ids"] for c in memories) == 1
     held = sorted(i for c in memories for i in c["message_ids"])

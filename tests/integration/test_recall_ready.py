@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from sqlmodel import Session
 
 from app.chats.service import new_message
-from tests.conftest import add_character, new_chat
+from tests.conftest import add_character, hold_background, new_chat
 from tests.support.waiting import wait_for
 
 FACT = (
@@ -165,19 +165,16 @@ def test_rebuild_on_a_chat_without_memories_makes_them(sugo, api):
 
 
 def test_the_viewer_says_memories_are_being_built(sugo, api):
-    """While the job is held back (the scheduler paused), the viewer and the status say "building",
+    """While the job is held back (the queue paused), the viewer and the status say "building",
     not "0 memories", and keep polling; once it runs, the count."""
     add_character(api, "Mirela")
-    sugo.services.scheduler.pause()
-    try:
+    with hold_background(sugo):
         r = api.post("/api/chats/import", files={"file": ("long.jsonl", long_chat_jsonl(200))})
         chat_id = r.json()["id"]
         assert api.get(f"/api/chats/{chat_id}/memories/status").json()["building"] == {"done": 0, "total": 0}
         page = api.get(f"/chats/{chat_id}/memories").text
         assert "Building memories: reading the messages" in page and 'id="memory-count"' not in page
         assert f'hx-get="/chats/{chat_id}/memories/status"' in page
-    finally:
-        sugo.services.scheduler.resume()
     wait_for(lambda: _all_embedded(api, chat_id), timeout=BOUND_S, interval=0.5, what="the memories built")
     page = api.get(f"/chats/{chat_id}/memories").text
     assert "Building memories" not in page and 'id="memory-count"' in page
