@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import functools
 import os
@@ -31,7 +32,9 @@ SERVER_THREAD = "live-sugo"
 @functools.cache
 def _migrated_sqlite() -> Path:
     """A SQLite database at the newest schema, made once per test process."""
-    path = Path(tempfile.mkdtemp(prefix="sugo-template-")) / "sugo.db"
+    folder = tempfile.mkdtemp(prefix="sugo-template-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # else each test run leaves one behind
+    path = Path(folder) / "sugo.db"
     engine = make_engine(path)
     upgrade_database(engine)
     with engine.connect() as conn:
