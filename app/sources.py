@@ -3,6 +3,7 @@ what a source may provide). A new one is its own folder plus one line here."""
 
 from __future__ import annotations
 
+from app.game.source import GameSource
 from app.generation.reply import start as start_reply
 from app.lore.source import LoreSource
 from app.memory.chat_notes.source import ChatNotesSource
@@ -23,6 +24,7 @@ def default_sources() -> PromptSources:
     return PromptSources(
         [
             ToolsSource(),
+            GameSource(),
             RecallSource(),
             LoreSource(),
             SummarySource(),

@@ -7,7 +7,10 @@ from sqlmodel import Field, SQLModel
 from app.platform.modelbase import json_field
 from app.platform.timeutil import utcnow
 
-CHAT_MODES = ("roleplay", "conversation")
+CHAT_MODES = ("roleplay", "conversation", "game")
+# The modes Advanced Memory runs in (scenes, recaps, recall by scene); Game chats have no Chat Summary,
+# recollections nor decided visibility of their own (the Game Master reads everything).
+SCENE_MODES = ("roleplay", "game")
 MESSAGE_ROLES = ("user", "assistant", "system")
 # "streaming" while a reply arrives; "partial" when the stream broke or was stopped with text kept;
 # "error" when nothing arrived.

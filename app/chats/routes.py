@@ -9,6 +9,7 @@ from fastapi.responses import FileResponse, HTMLResponse, Response
 from sqlmodel import Session, col, select
 from starlette.concurrency import run_in_threadpool
 
+from app.characters.models import Character
 from app.characters.service import list_characters
 from app.chats import attachments, service, turn_taking
 from app.chats.changes import chat_added, chat_deleted, messages_changed, settings_saved
@@ -153,11 +154,15 @@ def create_chat_page(request: Request, form: FormDep, session: SessionDep) -> Re
     ids = [
         i for v in form.getlist("character_ids") if isinstance(v, str) and (i := parse_row_id(v)) is not None
     ]
+    mode = forms.text(form, "mode", "roleplay")
+    game_master = forms.optional_number(form, "game_master_id", int)
+    if mode == "game" and game_master is not None:  # the Game Master first: it is the game's narrator
+        ids = [game_master, *(i for i in ids if i != game_master)]
     chat = service.create_chat(
         session,
         character_ids=ids,
         name=refuse_control_characters(forms.text(form, "name"), "A chat name"),
-        mode=forms.text(form, "mode", "roleplay"),
+        mode=mode,
         persona_id=forms.optional_number(form, "persona_id", int),
     )
     return Response(status_code=204, headers={"HX-Redirect": f"/chats/{chat.id}"})
@@ -260,7 +265,9 @@ def show_chat_page(chat_id: int, request: Request, session: SessionDep) -> HTMLR
             "messages": messages,
             "earlier_before": earlier,
             "settings": service.chat_settings(chat),
-            "narrator": service.chat_settings(chat).narrator_id in {c.id for c in ctx["characters"]},
+            "narrator": service.chat_settings(chat).narrator_in(chat.mode, [c.id for c in ctx["characters"]])
+            is not None,
+            "game_master": _game_master(chat, ctx["characters"]),
             "numbered_from": _numbered_from(session, chat_id, messages, earlier),
             "has_connection": service.chat_connection(session, chat) is not None,
             "waiting": attachments.waiting_attachments(session, chat_id),  # uploads not sent yet
@@ -268,6 +275,14 @@ def show_chat_page(chat_id: int, request: Request, session: SessionDep) -> HTMLR
             "generating": request.app.state.services.generations.writing(chat_id),
         },
     )
+
+
+def _game_master(chat: Chat, characters: list[Character]) -> Character | None:
+    """A Game chat's Game Master (the composer names it); None in other chats."""
+    if chat.mode != "game":
+        return None
+    gm = service.chat_settings(chat).narrator_in(chat.mode, [c.id for c in characters])
+    return next((c for c in characters if c.id == gm), None)
 
 
 @router.get("/chats/{chat_id}/messages")

@@ -14,7 +14,7 @@ ChatName = Annotated[str, checked("A chat name")]
 class ChatCreate(BaseModel):
     character_ids: list[RowId] = Field(min_length=1)
     name: ChatName | None = None
-    mode: Literal["roleplay", "conversation"] = "roleplay"
+    mode: Literal["roleplay", "conversation", "game"] = "roleplay"
     persona_id: RowId | None = None
     connection_id: RowId | None = None
 
@@ -69,7 +69,7 @@ class ChatOptionsIn(BaseModel):
     settings: ChatSettings = Field(default_factory=ChatSettings)
     connection_id: RowId | None = None
     persona_id: RowId | None = None
-    mode: Literal["roleplay", "conversation"] | None = None
+    mode: Literal["roleplay", "conversation", "game"] | None = None
 
 
 class SwipeRead(BaseModel):

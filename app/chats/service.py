@@ -127,7 +127,7 @@ def create_chat(
     if not character_ids:
         raise UserError("Pick at least one character for the chat.")
     if mode not in CHAT_MODES:
-        raise UserError("Mode must be roleplay or conversation.")
+        raise UserError("Mode must be roleplay, conversation or game.")
     chars = []
     for cid in dict.fromkeys(character_ids):
         char = session.get(Character, cid)
@@ -145,12 +145,16 @@ def create_chat(
         updated_at=now,
         last_message_at=now,
     )
+    if mode == "game":
+        # The first character picked runs the game (its Game Master; Chat Settings changes it); the
+        # others are the party. Only the Game Master opens the game.
+        chat.settings = {"narrator_id": chars[0].id}
     session.add(chat)
     session.flush()
     for pos, char in enumerate(chars):
         session.add(ChatCharacter(chat_id=chat.id, character_id=char.id, position=pos))
     if with_greetings:
-        for char in chars:
+        for char in chars[:1] if mode == "game" else chars:
             options = greetings(char)
             if options:
                 session.add(new_message(chat.id, "assistant", char.name, options, character_id=char.id))
@@ -207,8 +211,10 @@ def update_chat_options(
         raise UserError(f"Persona {persona_id} does not exist.")
     if mode is not None:
         if mode not in CHAT_MODES:
-            raise UserError("Mode must be roleplay or conversation.")
+            raise UserError("Mode must be roleplay, conversation or game.")
         chat.mode = mode
+    if chat.mode == "game" and settings.group_merged:  # the Game Master speaks, never the group as one
+        settings = settings.model_copy(update={"group_merged": False})
     chat.connection_id = connection_id
     chat.persona_id = persona_id
     chat.settings = settings.model_dump(exclude_none=True)

@@ -3,9 +3,12 @@ value means "use the connection's value"."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import BaseModel, Field, field_validator
 
 from app.chats.core.window import DEFAULT_RECENT_LIMIT, MAX_RECENT_LIMIT, MIN_RECENT_LIMIT
+from app.chats.models import SCENE_MODES
 
 
 class ChatSettings(BaseModel):
@@ -29,6 +32,9 @@ class ChatSettings(BaseModel):
     # The group's narrator: a member who sees every message, whispers and messages hidden from others
     # included (app/chats/core/audience.py). None, or a character no longer in the chat: no narrator.
     narrator_id: int | None = Field(default=None, ge=1)
+    # A Game chat's secrets (the story arc, the twists to come): in its Game Master's prompt alone
+    # (app/game/source.py). The Game Master is the narrator, or the first member (`narrator_in`).
+    game_secrets: str = Field(default="", max_length=20_000)
     # Which members' cards a group's prompt holds (SillyTavern's "Swap" / "Join" character cards):
     # "join" every member's, "join_unmuted" the unmuted ones' (and the speaker's), "swap" the speaker's
     # alone. A join wraps each field of each card in the prefix and suffix ("<FIELDNAME>" becomes
@@ -132,9 +138,17 @@ class ChatSettings(BaseModel):
             return False
         return self.memory_recall if self.memory_recall is not None else mode == "conversation"
 
+    def narrator_in(self, mode: str, member_ids: Sequence[int | None]) -> int | None:
+        """The member who sees every message: the chosen narrator while it is a member; in a Game
+        chat the Game Master, who is that narrator, else the first member (a Game chat always has
+        one: it runs the game and reads all its memories)."""
+        if self.narrator_id is not None and self.narrator_id in member_ids:
+            return self.narrator_id
+        return member_ids[0] if mode == "game" and member_ids else None
+
     def advanced_memory_on(self, mode: str) -> bool:
-        """Advanced Memory Recall runs this chat (Roleplay chats; Game chats later)."""
-        return self.advanced_memory and mode == "roleplay"
+        """Advanced Memory Recall runs this chat (Roleplay and Game chats)."""
+        return self.advanced_memory and mode in SCENE_MODES
 
 
 def read_settings(raw: dict | None) -> ChatSettings:

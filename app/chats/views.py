@@ -11,7 +11,7 @@ from app.chats.turn_taking import group_members
 
 def chat_read(session: Session, chat: Chat) -> ChatRead:
     members = group_members(session, chat.id)
-    narrator = service.chat_settings(chat).narrator_id
+    narrator = service.chat_settings(chat).narrator_in(chat.mode, [m.character.id for m in members])
     return ChatRead(
         id=chat.id,
         name=chat.name,
@@ -27,7 +27,7 @@ def chat_read(session: Session, chat: Chat) -> ChatRead:
             )
             for m in members
         ],
-        narrator_id=narrator if any(m.character.id == narrator for m in members) else None,
+        narrator_id=narrator,
         persona_id=chat.persona_id,
         connection_id=chat.connection_id,
         settings=service.chat_settings(chat),

@@ -398,9 +398,12 @@ def _send_speakers(
     if settings.group_merged:
         # One reply speaks for the group; the first member's card frames the prompt.
         return characters[:1]
+    by_id = {c.id: c for c in characters}
+    if chat.mode == "game":
+        # The Game Master answers every message; a party member speaks when picked under the box.
+        return [by_id[settings.narrator_in(chat.mode, list(by_id))]]
     if settings.reply_order == "smart" and not one_speaker:
         return None
-    by_id = {c.id: c for c in characters}
     order = [by_id[i] for i in choose_speakers(session, chat, user_text=content, rng=rng)]
     if one_speaker:
         return order[:1] or characters[:1]

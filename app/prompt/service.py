@@ -70,13 +70,14 @@ def group_viewer(
     speaker: Character,
     settings: ChatSettings,
     starts: dict[int, int] | None = None,
+    mode: str = "roleplay",
 ) -> Viewer | None:
     """Whose eyes a group's prompt sees through: the speaker's, with the chat's narrator (when it is
-    still a member) seeing everything, from the speaker's own new start on (`starts`). None for a chat
+    still a member; a Game chat's Game Master) seeing everything, from the speaker's own new start on (`starts`). None for a chat
     of one: every message is its."""
     if len(characters) < 2:
         return None
-    narrator = settings.narrator_id if any(c.id == settings.narrator_id for c in characters) else None
+    narrator = settings.narrator_in(mode, [c.id for c in characters])
     if settings.group_merged:  # one reply speaks for everyone: what at least one member saw
         return Viewer(None, narrator, party=tuple(c.id for c in characters if c.id is not None))
     return Viewer(speaker.id, narrator, start_id=(starts or {}).get(speaker.id or 0))
@@ -124,18 +125,25 @@ def build_chat_prompt(
     characters = characters if characters is not None else chats.chat_characters(session, chat.id)
     if not characters:
         raise UserError("This chat has no characters.")
+    settings = chats.chat_settings(chat)
+    if speaker is None and chat.mode == "game":  # the Game Master answers in a Game chat
+        gm = settings.narrator_in(chat.mode, [c.id for c in characters])
+        speaker = next(c for c in characters if c.id == gm)
     speaker = speaker or characters[chat.next_speaker % len(characters)]
     if persona is _UNSET:
         persona = chats.chat_persona(session, chat)
     effective = effective_params(chat, chats.chat_connection(session, chat))
-    settings = chats.chat_settings(chat)
     timings: dict[str, float] = {}
     limit = (
         services.sources.history_limit(session, chat, settings, timings=timings)
         or settings.recent_message_limit
     )
     viewer = group_viewer(
-        characters, speaker, settings, member_starts(session, chat.id) if len(characters) > 1 else None
+        characters,
+        speaker,
+        settings,
+        member_starts(session, chat.id) if len(characters) > 1 else None,
+        chat.mode,
     )
     history = history_window(session, chat.id, before_id=before_id, limit=limit, viewer=viewer)
     user_name = persona.name if persona else chats.FALLBACK_USER_NAME
@@ -203,6 +211,8 @@ def build_chat_prompt(
         recent_limit=settings.recent_message_limit,
         purpose=purpose,
         tools=turn.tool_declarations,
+        game_master=chat.mode == "game"
+        and speaker.id == settings.narrator_in(chat.mode, [c.id for c in characters]),
     )
     prompt = replace(build(ctx), source_ms=gathered.timings, tools_missing=tuple(turn.tools_missing.items()))
     if for_reply and variables != (chat.variables or {}):

@@ -121,6 +121,7 @@ def test_the_registry_keeps_the_declared_order_and_refuses_a_second_name():
     sources = default_sources()
     assert sources.names() == [
         "tools",
+        "game",
         "recall",
         "lore",
         "summaries",
@@ -137,7 +138,7 @@ def test_the_registry_keeps_the_declared_order_and_refuses_a_second_name():
         "chat_notes",
     ]
     sources.register(Probe(), before="lore")
-    assert sources.names()[1:4] == ["recall", "probe", "lore"]
+    assert sources.names()[2:5] == ["recall", "probe", "lore"]
     with pytest.raises(ValueError):
         sources.register(Probe())
     with pytest.raises(ValueError):

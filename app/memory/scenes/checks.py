@@ -29,7 +29,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
 
-from app.chats.models import Chat
+from app.chats.models import SCENE_MODES, Chat
 from app.chats.service import get_chat
 from app.chats.settings import read_settings
 from app.connections.providers import complete_chat_blocking
@@ -71,7 +71,7 @@ def check_scenes(services: Services, chat_id: int) -> CheckOutcome:
     """Check the chat's newest messages for scene ends when a check is due, and close those scenes."""
     with Session(services.engine) as session:
         chat = session.get(Chat, chat_id)
-        if chat is None or chat.mode != "roleplay":
+        if chat is None or chat.mode not in SCENE_MODES:
             return CheckOutcome("off")
         settings = read_settings(chat.settings)
         if not settings.advanced_memory:

@@ -45,7 +45,7 @@ from datetime import timedelta
 from sqlalchemy import update
 from sqlmodel import Session, col, select
 
-from app.chats.models import Chat
+from app.chats.models import SCENE_MODES, Chat
 from app.chats.service import get_chat
 from app.chats.settings import read_settings
 from app.memory.scenes import prepare
@@ -74,7 +74,7 @@ RESTARTED = "Sugo restarted while it worked; what it fixed is kept. Run Fix agai
 
 
 def _on(chat: Chat) -> bool:
-    return chat.mode == "roleplay" and read_settings(chat.settings).advanced_memory
+    return chat.mode in SCENE_MODES and read_settings(chat.settings).advanced_memory
 
 
 def problems(session: Session, chat_id: int) -> pb.Problems:
@@ -186,7 +186,7 @@ def start_fix(services: Services, chat_id: int) -> SceneRun:
     engine = services.engine
     with Session(engine) as session:
         chat = get_chat(session, chat_id)
-        if chat.mode != "roleplay":
+        if chat.mode not in SCENE_MODES:
             raise UserError("Fix is for Roleplay chats with Advanced Memory Recall.")
         if not read_settings(chat.settings).advanced_memory:
             raise UserError("Turn on Advanced Memory Recall in Chat Settings first.")

@@ -12,7 +12,7 @@ import logging
 
 from sqlmodel import Session, col, select
 
-from app.chats.models import Chat
+from app.chats.models import SCENE_MODES, Chat
 from app.chats.settings import read_settings
 from app.memory.scenes.checks import check_scenes, preparing
 from app.memory.scenes.continuity import update_continuity
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 def _on(session: Session, chat_id: int) -> bool:
     chat = session.get(Chat, chat_id)
-    return chat is not None and chat.mode == "roleplay" and read_settings(chat.settings).advanced_memory
+    return chat is not None and chat.mode in SCENE_MODES and read_settings(chat.settings).advanced_memory
 
 
 def process_chat(services: Services, chat_id: int) -> None:
@@ -66,7 +66,7 @@ def sweep(services: Services) -> None:
         todo = [chat_id for chat_id in chats if _on(session, chat_id) and not preparing(session, chat_id)]
         remembering = [
             chat.id
-            for chat in session.exec(select(Chat).where(Chat.mode == "roleplay"))
+            for chat in session.exec(select(Chat).where(col(Chat.mode).in_(SCENE_MODES)))
             if recollections_on(chat) and chat.id not in todo
         ]
     for chat_id in todo:

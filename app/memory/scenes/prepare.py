@@ -59,7 +59,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from app.chats.models import Chat
+from app.chats.models import SCENE_MODES, Chat
 from app.chats.service import get_chat
 from app.chats.settings import read_settings
 from app.connections.providers.base import ProviderConfig
@@ -138,7 +138,7 @@ def start_prepare(services: Services, chat_id: int, *, skip_unreadable: bool = F
     engine = services.engine
     with Session(engine) as session:
         chat = get_chat(session, chat_id)
-        if chat.mode != "roleplay":
+        if chat.mode not in SCENE_MODES:
             raise UserError("Prepare existing history is for Roleplay chats.")
         if not read_settings(chat.settings).advanced_memory:
             raise UserError("Turn on Advanced Memory Recall in Chat Settings first.")

@@ -44,7 +44,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, delete, select
 
 from app.chats.history import message_count, message_numbers
-from app.chats.models import Chat
+from app.chats.models import SCENE_MODES, Chat
 from app.chats.service import get_chat
 from app.chats.settings import read_settings
 from app.memory.scenes.checks import ask_scene_ends, last_scene_end, preparing
@@ -280,7 +280,7 @@ def start_rescan(services: Services, chat_id: int, first: int | None, last: int 
         if first is None or last is None:
             default = default_range(session, chat_id) or (1, 1)
             first, last = first or default[0], last or default[1]
-        if chat.mode != "roleplay":
+        if chat.mode not in SCENE_MODES:
             raise UserError("Re-scan scenes is for Roleplay chats.")
         settings = read_settings(chat.settings)
         if not settings.advanced_memory:

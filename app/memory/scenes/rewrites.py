@@ -32,7 +32,7 @@ import logging
 
 from sqlmodel import Session, col, select
 
-from app.chats.models import Chat
+from app.chats.models import SCENE_MODES, Chat
 from app.chats.settings import read_settings
 from app.memory.scenes import fix
 from app.memory.scenes.checks import preparing
@@ -74,7 +74,7 @@ def changed_scenes(session: Session, chat_id: int) -> list[int]:
 
 def _busy(session: Session, services: Services, chat_id: int) -> bool:
     chat = session.get(Chat, chat_id)
-    if chat is None or chat.mode != "roleplay" or not read_settings(chat.settings).advanced_memory:
+    if chat is None or chat.mode not in SCENE_MODES or not read_settings(chat.settings).advanced_memory:
         return True
     state = session.get(SceneState, chat_id)
     if state is not None and state.paused:

@@ -22,7 +22,7 @@ from typing import Any
 
 from sqlmodel import Session, func, select
 
-from app.chats.models import Chat
+from app.chats.models import SCENE_MODES, Chat
 from app.chats.service import chat_characters, chat_connection
 from app.chats.settings import read_settings
 from app.connections.service import list_connections
@@ -64,8 +64,8 @@ def recommended_budget(max_context: int) -> int:
 
 
 def settings_section(session: Session, chat: Chat, services: Services) -> SettingsSection | None:
-    """The section, for Roleplay chats only."""
-    if chat.mode != "roleplay":
+    """The section, for Roleplay and Game chats."""
+    if chat.mode not in SCENE_MODES:
         return None
     s = read_settings(chat.settings)
     own = chat_connection(session, chat)
@@ -84,7 +84,9 @@ def settings_section(session: Session, chat: Chat, services: Services) -> Settin
             },
             "rescan": rescans.rescan_context(session, services, chat),
             # Decide who sees new messages: turn-by-turn group chats only.
-            "turn_group": len(chat_characters(session, chat.id)) > 1 and not s.group_merged,
+            "turn_group": chat.mode == "roleplay"
+            and len(chat_characters(session, chat.id)) > 1
+            and not s.group_merged,
             # Character recollections: (scenes done, written scenes) while the option is on.
             "recollections": recollections.progress(session, chat.id) if s.adv_recollections else None,
         },
@@ -130,7 +132,11 @@ def read_settings_form(session: Session, chat: Chat, form: Any) -> dict[str, Any
     check_values(values)
     values["advanced_memory"] = forms.checkbox(form, "advanced_memory")
     values["adv_helper_connection_id"] = _helper(session, form)
-    values["adv_recollections"] = forms.checkbox(form, "adv_recollections")
+    values["adv_recollections"] = (
+        forms.checkbox(form, "adv_recollections")
+        if forms.text(form, "adv_recollections_shown")
+        else read_settings(chat.settings).adv_recollections
+    )
     values["adv_decision"] = forms.checkbox(form, "adv_decision")
     values["adv_decision_connection_id"] = _connection(session, form, "adv_decision_connection_id")
     if values["adv_decision"] and values["adv_decision_connection_id"] is None:

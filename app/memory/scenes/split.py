@@ -18,7 +18,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from app.chats import service as chats
-from app.chats.models import Chat, Message
+from app.chats.models import SCENE_MODES, Chat, Message
 from app.chats.settings import read_settings
 from app.memory.scenes.core.breaks import split_reply
 from app.platform.db import chat_scope, lock_for_write
@@ -30,7 +30,7 @@ MESSAGE_INFO = ("model", "usage", "gen_started", "gen_finished")
 def splits_replies(chat: Chat) -> bool:
     """Whether a new reply in this chat is split at its scene breaks: a Roleplay chat with Advanced
     Memory on."""
-    return chat.mode == "roleplay" and read_settings(chat.settings).advanced_memory
+    return chat.mode in SCENE_MODES and read_settings(chat.settings).advanced_memory
 
 
 def split_stored_reply(engine: Engine, message_id: int, swipe_id: str) -> list[int]:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from app.chats.core.window import HistoryMessage, WindowPlan, batch_size, fit_window, plan_window
 from app.prompt.core.blocks import Prompt, PromptBlock
-from app.prompt.core.layout import GROUP_OF, ORDER_OF, depth_index, dynamic_insert_index
+from app.prompt.core.layout import GAME_AFTER_HISTORY, GROUP_OF, ORDER_OF, depth_index, dynamic_insert_index
 from app.prompt.core.macros import MacroContext, expand_macros
 from app.prompt.core.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 
@@ -22,6 +22,15 @@ ROLEPLAY_MAIN_PROMPT = (
 CONVERSATION_MAIN_PROMPT = (
     "You are {{char}}, chatting with {{user}} in a private conversation. Reply as {{char}} would, "
     "in their own voice, naturally and briefly unless asked for more."
+)
+# A Game chat's Game Master (a member's card: its own system prompt may wrap this with {{original}}).
+GAME_MASTER_PROMPT = (
+    "You are {{char}}, the Game Master of a text adventure {{user}} plays. Describe the world and what "
+    "happens in it, play every character {{user}} meets, the party's included, and keep the game's rules "
+    "and secrets. Never speak or act for {{user}}."
+)
+GAME_MASTER_TURN = (
+    "[Write the Game Master's next turn: what happens in answer to {{user}}, ending where {{user}} can act.]"
 )
 GROUP_NUDGE = "[Write the next reply only as {{char}}.]"
 # A merged group's reply speaks for every character who speaks or acts (Marinara's merged mode).
@@ -121,6 +130,9 @@ class PromptContext:
     # Tools declared this turn ({name, description, parameters}); with none, earlier replies' tool
     # calls are not sent back (Anthropic refuses tool blocks in a request that declares no tools).
     tools: tuple[dict, ...] = ()
+    # A Game chat's prompt for its Game Master (the speaker runs the game): the Game Master's main
+    # prompt and turn instructions. Any Game chat's prompt puts what changes each turn after the history.
+    game_master: bool = False
 
 
 def _examples_text(raw: str) -> str:
@@ -182,7 +194,11 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
                 )
             )
 
-    main = CONVERSATION_MAIN_PROMPT if ctx.mode == "conversation" else ROLEPLAY_MAIN_PROMPT
+    game = ctx.mode == "game"
+    if game and ctx.game_master:
+        main = GAME_MASTER_PROMPT
+    else:
+        main = CONVERSATION_MAIN_PROMPT if ctx.mode == "conversation" else ROLEPLAY_MAIN_PROMPT
     if speaker.system_prompt.strip():
         main = speaker.system_prompt.replace("{{original}}", main)
     add(fixed_before, "main_prompt", "Main prompt", ex(main))
@@ -210,6 +226,10 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
     for block in ctx.fixed:
         add(fixed_before, block.kind, block.label, block.text)
     fixed_before.sort(key=lambda b: ORDER_OF[b.kind])
+    after_history: list[PromptBlock] = []
+    if game:
+        after_history = [b for b in fixed_before if b.kind in GAME_AFTER_HISTORY]
+        fixed_before = [b for b in fixed_before if b.kind not in GAME_AFTER_HISTORY]
 
     dynamic: list[PromptBlock] = []
     for block in ctx.dynamic:
@@ -224,16 +244,26 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
         add(
             notes_at_depth,
             note.kind,
-            f"{note.label} (depth {depth})",
+            note.label if game else f"{note.label} (depth {depth})",
             ex(note.text),
             role=note.role,
             depth=depth,
             name=f"{note.kind}_{len(notes_at_depth)}",
         )
 
+    if game:
+        # Notes at a depth too: one inside the history would move up a turn each reply and change the
+        # prefix. They keep their order (deepest first), then the recaps and the dynamic blocks.
+        notes = sorted(notes_at_depth, key=lambda b: -(b.depth or 0))
+        after_history = [
+            replace(b, group="after_history", depth=None) for b in (*notes, *after_history, *dynamic)
+        ]
+        dynamic, notes_at_depth = [], []
     fixed_after: list[PromptBlock] = []
     # Impersonating, the model writes as the user: the speaker's own instructions would contradict it.
-    if group and ctx.purpose != "impersonate":
+    if game and ctx.game_master and ctx.purpose != "impersonate":
+        add(fixed_after, "game_master_turn", "Game Master's turn instructions", ex(GAME_MASTER_TURN))
+    elif group and ctx.purpose != "impersonate":
         if ctx.group is not None and ctx.group.merged_names:
             nudge = MERGED_NUDGE.format(names=", ".join(ctx.group.merged_names))
         else:
@@ -290,7 +320,8 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
         rendered.append((msg, role, text, tokens, calls))
 
     fixed_tokens = sum(
-        b.tokens + MESSAGE_OVERHEAD_TOKENS for b in (*fixed_before, *dynamic, *notes_at_depth, *fixed_after)
+        b.tokens + MESSAGE_OVERHEAD_TOKENS
+        for b in (*fixed_before, *dynamic, *notes_at_depth, *after_history, *fixed_after)
     )
     budget = ctx.context_size - ctx.reply_reserve - fixed_tokens
     sizes = [tokens + MESSAGE_OVERHEAD_TOKENS for _, _, _, tokens, _ in rendered]
@@ -319,7 +350,7 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
             f"{len(candidates) - len(history)} older message(s) did not fit the context size "
             f"({ctx.context_size} tokens minus {ctx.reply_reserve} reserved for the reply)."
         )
-    blocks = (*fixed_before, *conversation, *fixed_after)
+    blocks = (*fixed_before, *conversation, *after_history, *fixed_after)
     messages = _provider_messages(blocks)
     tool_tokens = sum(count(json.dumps(t, ensure_ascii=False, sort_keys=True)) for t in ctx.tools)
     total = sum(b.tokens for b in blocks) + MESSAGE_OVERHEAD_TOKENS * len(messages) + tool_tokens

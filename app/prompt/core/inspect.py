@@ -100,7 +100,7 @@ def snapshot_text(prompt: Prompt, header: list[tuple[str, str]]) -> str:
     )
     counts = ", ".join(f"{n} {label}" for label, n in message_counts(prompt))
     lines.append(f"Each message once: {prompt.history_total} messages: {counts}")
-    dynamic = [b.label for b in prompt.blocks if b.group == "dynamic"]
+    dynamic = [b.label for b in prompt.blocks if b.group in ("dynamic", "after_history")]
     lines.append("Active near the newest turns: " + (", ".join(dynamic) if dynamic else "nothing"))
     lines += [f"Warning: {warning}" for warning in prompt.warnings]
     lines += [f"Note: {note}" for note in prompt.notes]

@@ -20,6 +20,7 @@ GROUPS: tuple[str, ...] = (
     "conversation",
     "dynamic",
     "at_depth",
+    "after_history",
 )
 GROUP_LABELS = {
     "tools": "Tool declarations",
@@ -29,6 +30,7 @@ GROUP_LABELS = {
     "conversation": "Conversation",
     "dynamic": "Just above the newest turns",
     "at_depth": "Among the recent messages",
+    "after_history": "After the history (Game)",
 }
 # Dynamic blocks go just above this many of the newest speaker turns.
 DYNAMIC_TURNS = 4
@@ -47,6 +49,7 @@ LAYOUT: tuple[Slot, ...] = (
     Slot("lore_before_char", "system", "Constant lorebook entries placed before the character"),
     Slot("character", "system", "Character attributes"),
     Slot("scenario", "system", "Scenario"),
+    Slot("game_secrets", "system", "Game Master's secrets"),
     Slot("tool_guidance", "system", "Tool guidance"),
     Slot("constraints", "system", "Constraints"),
     Slot("long_term_memory", "system", "Long-term memories"),
@@ -82,12 +85,17 @@ LAYOUT: tuple[Slot, ...] = (
     Slot("tool_reminders", "at_depth", "Tool reminders"),
     Slot("time_awareness", "at_depth", "Time awareness"),
     Slot("group_nudge", "at_depth", "Group nudge"),
+    Slot("game_master_turn", "at_depth", "Game Master's turn instructions"),
     Slot("post_history", "at_depth", "Post-history instructions"),
     # last of all, only when asked for: Continue's nudge, or Impersonate's instruction
     Slot("continue_nudge", "at_depth", "Continue nudge"),
     Slot("impersonation", "at_depth", "Impersonation prompt"),
 )
 GROUP_OF = {slot.kind: slot.group for slot in LAYOUT}
+# A Game chat keeps its prefix the same from turn to turn for a provider's prompt cache (the manual's
+# "No Game Mode"): Advanced Memory's recaps and recalled scenes, and every block of the dynamic group,
+# go after the history, just before the Game Master's turn instructions, in the group "after_history".
+GAME_AFTER_HISTORY = ("chat_summary", "current_scene_summary", "recalled_scenes")
 ORDER_OF = {slot.kind: i for i, slot in enumerate(LAYOUT)}
 
 

@@ -1,0 +1,1 @@
+"""Game Mode: a chat run by a Game Master (issue 27)."""
