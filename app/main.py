@@ -22,6 +22,7 @@ from app.connections.api import router as connections_api
 from app.connections.crypto import KeyBox, check_key_file
 from app.connections.providers._http import close_clients
 from app.connections.service import seal_plain_headers
+from app.game.api import router as game_api
 from app.generation.reply import Generations
 from app.images.routes import router as images_routes
 from app.lore.api import chat_router as chat_lore_api
@@ -195,6 +196,7 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
         characters_api,
         personas_api,
         chats_api,
+        game_api,
         memory_api,
         scenes_prepare_api,
         scenes_fix_api,

@@ -3,6 +3,7 @@
 from app.characters.routes import router as characters
 from app.chats.routes import router as chats
 from app.connections.routes import router as connections
+from app.game.routes import router as game
 from app.lore.routes import router as lorebooks
 from app.memory.chat_notes.routes import router as chat_notes
 from app.memory.recall.routes import router as memories
@@ -28,6 +29,7 @@ routers = (
     chat_notes,
     summaries,
     chats,
+    game,
     characters,
     personas,
     connections,

@@ -29,6 +29,9 @@ class Chat(SQLModel, table=True):
     # What an imported SillyTavern chat carried in its header (chat_metadata and unknown keys),
     # kept so an export gives it back.
     st_header: dict = json_field()
+    # A Game chat's later session: the id of the game's first session (app/game/sessions.py). No
+    # foreign key: a session whose first one was deleted still finds the others by it.
+    game_root_id: int | None = Field(default=None, index=True)
     # Group chats taking turns remember whose turn is next.
     next_speaker: int = 0
     # Macro variables ({{setvar}}, {{getvar}}, {{addvar}}), per chat.

@@ -44,8 +44,11 @@ class ChatRead(BaseModel):
     mode: str
     character_ids: list[int]
     members: list[MemberRead] = []  # in the group's order; turn-taking settings are in `settings`
-    # The member who sees every message (settings.narrator_id while that character is a member).
+    # The member who sees every message (settings.narrator_id while that character is a member; in a
+    # Game chat its Game Master).
     narrator_id: int | None = None
+    # A Game chat's later session: the id of the game's first session (app/game/sessions.py).
+    game_root_id: int | None = None
     persona_id: int | None
     connection_id: int | None
     settings: ChatSettings

@@ -444,6 +444,7 @@ def branch_chat(session: Session, chat_id: int, message_id: int) -> Chat:
         settings=dict(source.settings),
         st_header=dict(source.st_header),
         next_speaker=source.next_speaker,
+        game_root_id=source.game_root_id,  # a later session's branch still reads the earlier ones
         created_at=now,
         updated_at=now,
         last_message_at=now,

@@ -28,6 +28,7 @@ def chat_read(session: Session, chat: Chat) -> ChatRead:
             for m in members
         ],
         narrator_id=narrator,
+        game_root_id=chat.game_root_id,
         persona_id=chat.persona_id,
         connection_id=chat.connection_id,
         settings=service.chat_settings(chat),

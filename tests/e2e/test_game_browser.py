@@ -67,3 +67,43 @@ def test_start_a_game_and_keep_its_secrets_from_the_party(page: Page, live, mode
         chat = c.get(f"/api/chats/{chat_id}").json()
     assert SECRET not in json.dumps(party["messages"])
     assert chat["narrator_id"] == keeper["id"] and chat["settings"]["game_secrets"] == SECRET
+
+
+def test_start_the_next_session_from_chat_settings(page: Page, live, models, shot):
+    with live.client() as c:
+        c.post("/api/connections", json={"name": "T", "base_url": models.base_url, "model": "test-model"})
+        ids = [
+            c.post("/api/characters", json={"name": name, "first_mes": f"{name} is here."}).json()["id"]
+            for name in ("Keeper", "Bram")
+        ]
+        first = c.post(
+            "/api/chats", json={"character_ids": ids, "mode": "game", "name": "Sunken Keep"}
+        ).json()
+        c.put(
+            f"/api/chats/{first['id']}/options",
+            json={"settings": {**first["settings"], "game_secrets": SECRET}},
+        )
+    page.goto(f"{live.url}/chats/{first['id']}")
+    page.click("#settings-button")
+    sessions = page.locator("#settings-panel #game-sessions")
+    expect(sessions).to_contain_text("Session 1 of this game")
+    page.once("dialog", lambda dialog: dialog.accept())
+    sessions.get_by_role("button", name="Start the next session").click()
+    page.wait_for_url(
+        lambda url: re.search(r"/chats/\d+$", url) and not url.endswith(f"/chats/{first['id']}")
+    )
+    second_id = int(page.url.rsplit("/", 1)[1])
+    expect(page.locator("h1, .chat-title").first).to_contain_text("Sunken Keep – Session 2")
+    expect(page.locator("article.msg")).to_have_count(0)  # an archive of its own
+    expect(page.locator("#chat-empty")).to_contain_text("A new session of this game.")
+    expect(page.locator("#composer-input")).to_be_in_viewport()
+    shot("second-session")
+    page.click("#settings-button")
+    sessions = page.locator("#settings-panel #game-sessions")
+    expect(sessions).to_contain_text("Session 2 of this game")
+    expect(sessions.get_by_role("link", name="Session 1")).to_have_attribute("href", f"/chats/{first['id']}")
+    expect(page.locator("#settings-panel #game-secrets")).to_have_value(SECRET)  # the settings came along
+    sessions.scroll_into_view_if_needed()
+    shot("second-session-settings")
+    with live.client() as c:
+        assert c.get(f"/api/chats/{second_id}").json()["game_root_id"] == first["id"]

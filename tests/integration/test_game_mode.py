@@ -13,6 +13,7 @@ from sqlmodel import Session
 from app.chats.service import new_message
 from app.memory.recall.jobs import embed_chat
 from app.memory.scenes.prompt import store_window_start
+from app.memory.scenes.writer import write_waiting_recaps
 from app.prompt.core.builder import GAME_MASTER_TURN
 from tests.conftest import add_character, add_connection, new_chat, read_sse
 from tests.support.waiting import wait_for
@@ -150,7 +151,7 @@ def test_the_prefix_above_the_recaps_is_byte_identical_between_two_turns_of_a_sc
         what="Prepare existing history",
     )
     scenes = api.get(f"/api/chats/{cid}/scenes").json()
-    assert [sc["state"] for sc in scenes] == ["written", "written"], scenes
+    assert [sc["state"] for sc in scenes] == ["written", "written"], [sc.get("reason") for sc in scenes]
     with Session(sugo.engine) as s:  # the current scene, the crypt, is the history
         store_window_start(s, cid, placed["crypt"][0])
         s.commit()
@@ -176,3 +177,89 @@ def test_the_prefix_above_the_recaps_is_byte_identical_between_two_turns_of_a_sc
     # Peek Prompt shows the same order, and says where the recaps went.
     peek = api.get(f"/chats/{cid}/prompt")
     assert peek.status_code == 200 and "After the history (Game)" in peek.text
+
+
+def _prepared_session(api, models, sugo, **settings) -> tuple[int, dict[str, int], dict[str, list[int]]]:
+    """A game with Advanced Memory whose first session has two written scenes (the moat, the hall) and
+    the crypt still open."""
+    chat, ids = _game(api, models, advanced_memory=True, adv_check_interval=100, adv_max_scenes=3, **settings)
+    cid = chat["id"]
+    placed = _fill(sugo, cid, ids)
+    ends = json.dumps({"ends": [{"messageNumber": 11}, {"messageNumber": 21}]})
+    moat = {
+        "summary": "The party crossed the rotten drawbridge over the moat.",
+        "participants": ["Rowan", "Keeper", "Bram"],
+    }
+    hall = {
+        "summary": 'The party found tattered banners in the great hall. {{#if character == "Keeper"}}'
+        "The banners hide the lich's sigil.{{/if}}",
+        "participants": ["Rowan", "Keeper"],
+    }
+    models.script(ends, json.dumps(moat), json.dumps(hall))
+    assert api.post(f"/api/chats/{cid}/scenes/prepare").status_code in (200, 201, 202)
+    wait_for(
+        lambda: api.get(f"/api/chats/{cid}/scenes/prepare").json()["status"] != "running",
+        timeout=60,
+        interval=0.1,
+        what="Prepare existing history",
+    )
+    scenes = api.get(f"/api/chats/{cid}/scenes").json()
+    assert [sc["state"] for sc in scenes] == ["written", "written"], [sc.get("reason") for sc in scenes]
+    return cid, ids, placed
+
+
+def test_a_new_session_keeps_the_game_and_its_game_master_reads_the_earlier_recaps(
+    api, background_held, models
+):
+    sugo = background_held
+    first, ids, placed = _prepared_session(api, models, sugo, game_secrets=SECRET)
+    api.put(f"/api/chats/{first}/members/{ids['Bram']}", json={"muted": True})
+    r = api.post(f"/api/chats/{first}/sessions")
+    assert r.status_code == 201, r.text
+    second = r.json()
+    assert second["mode"] == "game" and second["game_root_id"] == first
+    assert second["name"].endswith(" – Session 2") and second["narrator_id"] == ids["Keeper"]
+    old = api.get(f"/api/chats/{first}").json()
+    assert second["settings"] == old["settings"]  # the secrets and Advanced Memory among them
+    assert [(m["name"], m["muted"]) for m in second["members"]] == [("Keeper", False), ("Bram", True)]
+    assert api.get(f"/api/chats/{second['id']}/messages").json() == []  # an archive of its own
+    # The first session's open scene, the crypt, was closed; its recap is written in the background.
+    scenes = api.get(f"/api/chats/{first}/scenes").json()
+    assert [(sc["state"], sc["last_number"]) for sc in scenes][-1] == ("waiting", 23)
+    models.script(json.dumps({"summary": "Below the hall the party entered a crypt of stone coffins."}))
+    write_waiting_recaps(sugo.services, first)
+    assert api.get(f"/api/chats/{first}/scenes").json()[-1]["state"] == "written"
+
+    def peek(speaker: str) -> str:
+        r = api.get(f"/api/chats/{second['id']}/prompt", params={"speaker_id": ids[speaker]})
+        assert r.status_code == 200, r.text
+        return r.json()["messages"][0]["content"]  # the system part: the cached prefix
+
+    keeper = peek("Keeper")
+    assert "## Earlier sessions" in keeper and "### Session 1" in keeper
+    for recap in ("rotten drawbridge", "tattered banners", "the lich's sigil", "crypt of stone coffins"):
+        assert recap in keeper, recap
+    assert (
+        keeper.index("rotten drawbridge") < keeper.index("tattered banners") < keeper.index("crypt of stone")
+    )
+    bram = peek("Bram")
+    assert "Earlier sessions" not in bram and "drawbridge" not in bram and SECRET not in bram
+    # Live, the Game Master's first turn of the new session reads them in its system part.
+    models.requests.clear()
+    models.script("*The Keeper recalls the crypt.*")
+    r = api.post(f"/api/chats/{second['id']}/generate", json={"action": "send", "content": "We rest, then?"})
+    assert r.status_code == 200, r.text
+    read_sse(r)
+    assert "crypt of stone coffins" in models.requests[0].json["messages"][0]["content"]
+    # A third session is the same game's: session 2 had no scene yet, session 1's recaps still come.
+    third = api.post(f"/api/chats/{second['id']}/sessions").json()
+    assert third["game_root_id"] == first and third["name"].endswith(" – Session 3")
+    assert "### Session 1" in api.get(f"/api/chats/{third['id']}/prompt").json()["messages"][0]["content"]
+
+
+def test_only_a_game_has_sessions(api, models):
+    add_connection(api, models)
+    chat = new_chat(api, [add_character(api)["id"]])
+    r = api.post(f"/api/chats/{chat['id']}/sessions")
+    assert r.status_code == 400 and "Only a Game chat has sessions" in r.text
+    assert len(api.get("/api/chats").json()) == 1

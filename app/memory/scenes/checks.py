@@ -308,3 +308,16 @@ def close_ends(
     state.unreadable_through_id = None
     session.add(state)
     return closed
+
+
+def close_open_scene(session: Session, chat_id: int) -> Scene | None:
+    """End the scene still open at the chat's newest readable message (a Game session ends: its last
+    scene gets a recap like the others); None when no message is left after the newest stored scene.
+    Added to `session`, not committed: an IntegrityError at commit means a check closed it meanwhile."""
+    messages = readable_messages(session, chat_id)
+    last_end = last_scene_end(session, chat_id)
+    open_part = [m for m in messages if last_end is None or m.id > last_end]
+    if not open_part:
+        return None
+    closed = close_ends(session, chat_id, messages, [open_part[-1].id], checked_through=open_part[-1].id)
+    return closed[0] if closed else None

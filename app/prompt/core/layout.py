@@ -63,6 +63,8 @@ LAYOUT: tuple[Slot, ...] = (
     # the memory of this chat: its rule-made summary (off by default), the user's notes
     Slot("chat_memory", "above_conversation", "This chat's memory"),
     Slot("chat_notes", "above_conversation", "Notes on this chat"),
+    # a Game chat's earlier sessions, for its Game Master (app/game/source.py): the same all session long
+    Slot("earlier_sessions", "above_conversation", "Earlier sessions (Game)"),
     # Advanced Memory's parts, once before the history (the manual's preset markers)
     Slot("chat_summary", "above_conversation", "Chat Summary (Advanced Memory constants)"),
     Slot("current_scene_summary", "above_conversation", "Current scene: source excerpts"),
