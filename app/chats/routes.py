@@ -397,12 +397,14 @@ def save_message_audience(
         raise UserError("Pick the characters from the list.") from err
     msg = service.set_audience(session, chat_id, message_id, hidden_for=hidden_for, whisper_to=whisper)
     # New starts: checked members begin here; one unchecked whose start was here begins at the start.
-    starts = turn_taking.member_starts(session, chat_id)
-    for member in service.chat_characters(session, chat_id):
-        if member.id in start_here:
-            turn_taking.set_start(session, chat_id, member.id, message_id)
-        elif starts.get(member.id) == message_id:
-            turn_taking.set_start(session, chat_id, member.id, None)
+    # A Game chat's form has none (the manual: no knowledge starts in Game Mode).
+    if forms.checkbox(form, "starts_shown"):
+        starts = turn_taking.member_starts(session, chat_id)
+        for member in service.chat_characters(session, chat_id):
+            if member.id in start_here:
+                turn_taking.set_start(session, chat_id, member.id, message_id)
+            elif starts.get(member.id) == message_id:
+                turn_taking.set_start(session, chat_id, member.id, None)
     messages_changed(session, services, chat_id)
     return _render_message(request, session, chat, msg)
 

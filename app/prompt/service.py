@@ -142,7 +142,8 @@ def build_chat_prompt(
         characters,
         speaker,
         settings,
-        member_starts(session, chat.id) if len(characters) > 1 else None,
+        # A Game has no knowledge starts (the manual): the Game Master and the party read it all.
+        member_starts(session, chat.id) if len(characters) > 1 and chat.mode != "game" else None,
         chat.mode,
     )
     history = history_window(session, chat.id, before_id=before_id, limit=limit, viewer=viewer)
