@@ -1,7 +1,7 @@
 """The pure prompt builder: literal inputs, literal expectations."""
 
 from app.chats.core.window import HistoryMessage
-from app.prompt.core.builder import CardSnapshot, PromptContext, build
+from app.prompt.core.builder import CardSnapshot, GroupCards, PromptContext, build
 from app.prompt.core.macros import expand_macros
 from app.prompt.core.tokens import count_tokens
 
@@ -284,3 +284,17 @@ def test_each_message_is_counted_once_and_the_parts_add_up():
     assert counts["dropped by the window"] == p.window_dropped > 0 and counts["did not fit the context"] > 0
     assert counts["sent"] == len(p.included_message_ids)
     assert message_counts(build(ctx([msg(1)]))) == [("sent", 1)]  # nothing else to say
+
+
+def test_a_merged_groups_main_prompt_asks_for_the_whole_groups_reply():
+    bram = CardSnapshot(2, "Bram", description="A sellsword.")
+    cleo = CardSnapshot(3, "Cleo", description="A spy.")
+    p = build(
+        ctx(
+            [msg(1)],
+            characters=(ARIA, bram, cleo),
+            group=GroupCards(merged_names=("Aria", "Bram", "Cleo")),
+        )
+    )
+    assert p.blocks[0].text.startswith("Write the next reply of Aria, Bram and Cleo in a fictional chat")
+    assert "Rowan" in p.blocks[0].text and "Write Aria's next reply" not in p.blocks[0].text

@@ -33,6 +33,11 @@ GAME_MASTER_TURN = (
     "[Write the Game Master's next turn: what happens in answer to {{user}}, ending where {{user}} can act.]"
 )
 GROUP_NUDGE = "[Write the next reply only as {{char}}.]"
+# A merged group's main prompt: the reply is the whole group's, not its first member's.
+MERGED_MAIN_PROMPT = (
+    "Write the next reply of {names} in a fictional chat between them and {{{{user}}}}. Stay in "
+    "character, write in third person past tense for narration, and never speak or act for {{{{user}}}}."
+)
 # A merged group's reply speaks for every character who speaks or acts (Marinara's merged mode).
 MERGED_NUDGE = (
     "[Write the next reply for the group: each character who speaks or acts gets a paragraph that "
@@ -135,6 +140,11 @@ class PromptContext:
     game_master: bool = False
 
 
+def _names_list(names: Sequence[str]) -> str:
+    """"Aria", "Aria and Bram", "Aria, Bram and Cleo"."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def _examples_text(raw: str) -> str:
     # SillyTavern separates example chats with <START>; each becomes a labelled example.
     parts = [p.strip() for p in raw.replace("<start>", "<START>").split("<START>")]
@@ -197,6 +207,8 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
     game = ctx.mode == "game"
     if game and ctx.game_master:
         main = GAME_MASTER_PROMPT
+    elif ctx.mode != "conversation" and ctx.group is not None and ctx.group.merged_names:
+        main = MERGED_MAIN_PROMPT.format(names=_names_list(ctx.group.merged_names))
     else:
         main = CONVERSATION_MAIN_PROMPT if ctx.mode == "conversation" else ROLEPLAY_MAIN_PROMPT
     if speaker.system_prompt.strip():
