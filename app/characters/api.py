@@ -6,6 +6,7 @@ from fastapi.responses import Response
 from app.characters import service
 from app.characters.schemas import CharacterIn, CharacterRead
 from app.lore import card_books
+from app.memory.scenes.renames import character_renamed
 from app.platform.core.downloads import attachment
 from app.web.deps import SessionDep
 
@@ -46,7 +47,10 @@ def show_character(character_id: int, session: SessionDep) -> CharacterRead:
 @router.put("/{character_id}", response_model=CharacterRead)
 def update_character(character_id: int, data: CharacterIn, session: SessionDep) -> CharacterRead:
     """Edit a character's card fields (extensions and unknown card fields are kept)."""
-    return service.to_read(service.update_character(session, character_id, data))
+    old_name = service.get_character(session, character_id).name
+    char = service.update_character(session, character_id, data)
+    character_renamed(session, character_id, old_name, char.name)  # its scenes know it by name
+    return service.to_read(char)
 
 
 @router.post("/{character_id}/avatar", response_model=CharacterRead)

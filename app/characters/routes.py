@@ -9,6 +9,7 @@ from app.characters import service
 from app.characters.schemas import CharacterIn
 from app.lore import card_books
 from app.lore.service import books_of_character
+from app.memory.scenes.renames import character_renamed
 from app.platform import forms
 from app.platform.core.errors import UserError
 from app.web.deps import SessionDep
@@ -128,9 +129,11 @@ async def update_character_page(
 ) -> HTMLResponse:
     """Save changes to a character: for HTMX, the page's content (name, picture and form all may change)."""
     form = await request.form()
+    old_name = service.get_character(session, character_id).name
     char = service.update_character(
         session, character_id, _form_input(form), avatar=await forms.upload(form, "avatar")
     )
+    character_renamed(session, character_id, old_name, char.name)  # its scenes know it by name
     ctx = {
         "char": char,
         "saved": True,

@@ -266,3 +266,26 @@ def test_a_merged_reply_recalls_what_one_member_remembers_marked_known_only_to(a
         assert WHISPER not in prompt
     tavern_heading = next(line for line in peek.split("\\n") if line.startswith("### Scene 1"))
     assert "known only" not in tavern_heading
+
+
+def test_a_renamed_character_keeps_the_scenes_it_took_part_in(api, background_held, models):
+    # Held: the model server answers in the order asked, and only Prepare asks here.
+    sugo = background_held
+    chat_id, ids = _group(api, models)
+    placed = _fill(sugo, chat_id, ids)
+    _prepare(api, models, chat_id)
+    with Session(sugo.engine) as s:
+        store_window_start(s, chat_id, placed["together"][0])
+        s.commit()
+    embed_chat(sugo.services, chat_id)
+    api.post(f"/api/chats/{chat_id}/messages", json={"content": "Where does the silver compass point?"})
+    assert SCENE_2 in _peek(api, chat_id, ids["Aria"])
+    card = api.get(f"/api/characters/{ids['Aria']}").json()
+    r = api.put(f"/api/characters/{ids['Aria']}", json={**card, "name": "Arianne"})
+    assert r.status_code == 200, r.text
+    # The harbour scene named her, and its private part was hers: both follow the new name.
+    aria = _peek(api, chat_id, ids["Aria"])
+    assert SCENE_2 in aria and PRIVATE in aria
+    assert PRIVATE not in _peek(api, chat_id, ids["Bram"])
+    harbour = api.get(f"/api/chats/{chat_id}/scenes").json()[1]
+    assert harbour["participants"] == ["Arianne"] and 'character == "Arianne"' in harbour["summary"]

@@ -141,7 +141,7 @@ class PromptContext:
 
 
 def _names_list(names: Sequence[str]) -> str:
-    """"Aria", "Aria and Bram", "Aria, Bram and Cleo"."""
+    """ "Aria", "Aria and Bram", "Aria, Bram and Cleo"."""
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
