@@ -20,8 +20,8 @@ The rules (the manual's "Quem pode ler uma cena"):
   recalls it saw. Parts only the narrator knows stay out (summaries' `merged_view`).
 
 Decided where the manual is silent: participants are matched by card name, ignoring case and spacing,
-as the writer stored them; a character renamed since keeps no access until the scene is written again
-(Fix lists it as changed when a private message's audience names it)."""
+as the writer stored them; saving a renamed card gives its new name to the scenes of its chats
+(app/memory/scenes/renames.py)."""
 
 from __future__ import annotations
 
