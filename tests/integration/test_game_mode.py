@@ -177,6 +177,8 @@ def test_the_prefix_above_the_recaps_is_byte_identical_between_two_turns_of_a_sc
     # Peek Prompt shows the same order, and says where the recaps went.
     peek = api.get(f"/chats/{cid}/prompt")
     assert peek.status_code == 200 and "After the history (Game)" in peek.text
+    grid = api.get(f"/chats/{cid}/context")
+    assert grid.status_code == 200 and "After the history (Game)" in grid.text
 
 
 def _prepared_session(api, models, sugo, **settings) -> tuple[int, dict[str, int], dict[str, list[int]]]:
