@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from app.chats import attachments, service, turn_taking, views
 from app.chats.changes import chat_added, chat_deleted, messages_changed, settings_saved
 from app.chats.models import ChatCharacter
+from app.chats.narrator import add_standalone_narrator
 from app.chats.schemas import (
     AttachmentRead,
     ChatCreate,
@@ -441,3 +442,13 @@ def _references(services: Services, chat_id: int, ids: list[int]) -> list[dict]:
     """The memories of the chats chosen with @, read as they are now (a copy goes with the message)."""
     with Session(services.engine) as session:
         return chat_notes.references(session, services.settings.data_dir, chat_id, ids)
+
+
+@router.post("/{chat_id}/narrator", response_model=ChatRead)
+def add_narrator(chat_id: int, session: SessionDep, services: ServicesDep) -> ChatRead:
+    """Give the group a narrator of its own: Sugo's Narrator card joins muted and becomes its narrator
+    (app/chats/narrator.py)."""
+    chat = service.get_chat(session, chat_id)
+    add_standalone_narrator(session, chat)
+    settings_saved(session, services, chat_id)
+    return views.chat_read(session, chat)

@@ -15,6 +15,7 @@ from app.chats import attachments, service, turn_taking
 from app.chats.changes import chat_added, chat_deleted, messages_changed, settings_saved
 from app.chats.history import message_count
 from app.chats.models import Chat, Message
+from app.chats.narrator import add_standalone_narrator, is_sugos_narrator
 from app.chats.settings import ChatSettings
 from app.connections.core.presets import LOCAL_PRESET_BY_PORT, PRESETS
 from app.connections.discovery import find_local_servers
@@ -473,7 +474,8 @@ def _settings_ctx(session: Session, chat: Chat, services, **extra) -> dict:
         "personas": list_personas(session),
         "default_persona": default_persona(session),
         "characters": service.chat_characters(session, chat.id),
-        "members": turn_taking.group_members(session, chat.id),
+        "members": (members := turn_taking.group_members(session, chat.id)),
+        "narrator_is_sugos": any(is_sugos_narrator(m.character) for m in members),
         # Each prompt source's part of the form (Memory Recall, Lorebooks, context note, time).
         "sections": services.sources.settings_sections(session, chat, services),
         **extra,
@@ -520,13 +522,19 @@ _GROUP_FIELDS = (
 )
 
 
+def standalone_asked(form) -> bool:
+    """The group section's narrator choice is Sugo's own narrator, not one of the characters."""
+    return forms.checkbox(form, "group_shown") and forms.text(form, "narrator_id") == "standalone"
+
+
 def _group_settings_form(form, current: ChatSettings) -> dict:
     """The group section's fields; a chat of one (the section not shown) keeps what it had."""
     if not forms.checkbox(form, "group_shown"):
         return {name: getattr(current, name) for name in _GROUP_FIELDS}
     return {
         "allow_self_responses": forms.checkbox(form, "allow_self_responses"),
-        "narrator_id": forms.optional_number(form, "narrator_id", int),
+        # "standalone": Sugo's narrator card joins and takes the place once saved (app/chats/narrator.py).
+        "narrator_id": None if standalone_asked(form) else forms.optional_number(form, "narrator_id", int),
         "group_cards": forms.text(form, "group_cards") or None,
         "group_join_prefix": forms.text(form, "group_join_prefix"),
         "group_join_suffix": forms.text(form, "group_join_suffix"),
@@ -555,6 +563,8 @@ def save_chat_settings_page(
         persona_id=forms.optional_number(form, "persona_id", int),
         mode=forms.text(form, "mode") or None,
     )
+    if standalone_asked(form):
+        add_standalone_narrator(session, chat)
     settings_saved(session, services, chat_id)
     return render(
         request,
