@@ -145,3 +145,43 @@ def test_chat_settings_says_why_continuity_was_not_updated(sugo, api, models):
     update_continuity(sugo.services, chat_id)
     page = api.get(f"/chats/{chat_id}/settings").text
     assert "Updating continuity left the summaries as they are: The helper&#39;s answer was cut off" in page
+
+
+def test_a_groups_archived_entry_keeps_what_one_member_did_not_see_from_it(background_held, api, models):
+    """The Chat Summary entries follow the per-character rules: the helper writing an archived
+    stretch is told which messages a member did not see, and what it puts in an {{#if}} section for
+    Aria stays out of Bram's prompt (held: only the helper's request asks the model here)."""
+    sugo = background_held
+    add_connection(api, models)
+    ids = {n: add_character(api, n, first_mes="")["id"] for n in ("Aria", "Bram")}
+    chat_id = new_chat(api, list(ids.values()))["id"]
+    for i in range(40):
+        api.post(f"/api/chats/{chat_id}/messages", json={"content": f"We walk on, step {i}."})
+    msgs = api.get(f"/api/chats/{chat_id}/messages").json()
+    hidden = msgs[5]["id"]
+    r = api.patch(
+        f"/api/chats/{chat_id}/messages/{hidden}",
+        json={"content": "The vault code is 7-4-1.", "hidden_for": [ids["Bram"]]},
+    )
+    assert r.status_code == 200, r.text
+    r = api.put(
+        f"/api/chats/{chat_id}/options",
+        json={"settings": {"advanced_memory": True, "adv_check_interval": 100, "reply_order": "manual"}},
+    )
+    assert r.status_code == 200, r.text
+    with Session(sugo.engine) as s:
+        s.add(SceneState(chat_id=chat_id, checked_through_id=msgs[-1]["id"], window_start_id=msgs[30]["id"]))
+        s.commit()
+    models.script('We walked on. {{#if character == "Aria"}}Aria learned the vault code, 7-4-1.{{/if}}')
+    update_continuity(sugo.services, chat_id)
+    request = models.requests[-1].json["messages"]
+    assert "[hidden from Bram]" in request[-1]["content"] and "{{#if character ==" in request[0]["content"]
+    assert len(_entries(sugo, chat_id)) == 1
+
+    def peek(name: str) -> str:
+        r = api.get(f"/api/chats/{chat_id}/prompt", params={"speaker_id": ids[name]})
+        assert r.status_code == 200, r.text
+        return r.json()["messages"][0]["content"]
+
+    assert "We walked on." in peek("Bram") and "7-4-1" not in peek("Bram")
+    assert "Aria learned the vault code, 7-4-1." in peek("Aria")

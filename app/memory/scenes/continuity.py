@@ -28,10 +28,12 @@ from app.chats.settings import read_settings
 from app.connections.providers import complete_chat_blocking
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError
 from app.memory.scenes.core import continuity
-from app.memory.scenes.messages import helper_config
+from app.memory.scenes.core.recap import PRIVATE_PARTS
+from app.memory.scenes.messages import helper_config, readable_messages
 from app.memory.scenes.models import SceneState
 from app.memory.summaries import generate
 from app.memory.summaries.core.answers import ProseSummary
+from app.memory.summaries.core.prompts import TranscriptLine, transcript
 from app.memory.summaries.core.rules import EntryText, summary_block
 from app.memory.summaries.models import SummaryEntry, SummaryJob
 from app.memory.summaries.service import MAX_CONTENT, uncovered
@@ -129,6 +131,7 @@ def _archive(services: Services, chat_id: int, config: ProviderConfig) -> bool:
                 UserError
             ):  # every message of the stretch is hidden or empty: nothing to say, nothing to ask
                 return True
+            request = _with_private_parts(session, chat_id, job, request)
         result = generate.ask(config, request)
         if not isinstance(result, ProseSummary):
             _note(
@@ -154,6 +157,28 @@ def _archive(services: Services, chat_id: int, config: ProviderConfig) -> bool:
             "Advanced Memory wrote a continuity summary of messages %s–%s in chat %s", first, last, chat_id
         )
     return True
+
+
+def _with_private_parts(
+    session: Session, chat_id: int, job: SummaryJob, request: generate.Request
+) -> generate.Request:
+    """In a group whose archived stretch holds messages some members did not see, the request as a
+    recap's is (the manual: the Chat Summary entries follow the same per-character rules): each such
+    message marked ("[hidden from Bram]", "[whispered to Aria]"), and the helper told to put what only
+    some know inside {{#if character == "Name"}} sections, which each member's prompt then reads for
+    itself (app/memory/scenes/prompt.py). Otherwise the request as it was."""
+    lines = [
+        m for m in readable_messages(session, chat_id) if job.first_message_id <= m.id <= job.last_message_id
+    ]
+    if not any(m.seen_by for m in lines):
+        return request
+    text = transcript(
+        TranscriptLine(f"{m.name} [{m.seen_by}]" if m.seen_by else m.name, m.text) for m in lines
+    )
+    system = f"{request.messages[0]['content']}\n\n{PRIVATE_PARTS}"
+    return generate.Request(
+        [{"role": "system", "content": system}, {"role": "user", "content": text}], request.max_output_size
+    )
 
 
 def _entry_text(e: SummaryEntry) -> str:
