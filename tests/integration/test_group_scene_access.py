@@ -289,3 +289,46 @@ def test_a_renamed_character_keeps_the_scenes_it_took_part_in(api, background_he
     assert PRIVATE not in _peek(api, chat_id, ids["Bram"])
     harbour = api.get(f"/api/chats/{chat_id}/scenes").json()[1]
     assert harbour["participants"] == ["Arianne"] and 'character == "Arianne"' in harbour["summary"]
+
+
+def test_fix_asks_again_about_a_group_scene_saved_before_the_participant_check(api, background_held, models):
+    # Held: the model server answers in the order asked, and only Prepare and Fix ask here.
+    sugo = background_held
+    chat_id, ids = _group(api, models)
+    placed = _fill(sugo, chat_id, ids)
+    scenes = _prepare(api, models, chat_id)
+    assert api.get(f"/api/chats/{chat_id}/scenes/problems").json()["count"] == 0
+    # The tavern scene as an older Sugo stored it: the helper's names unchecked, here none at all, so
+    # no member recalls it.
+    with Session(sugo.engine) as s:
+        tavern = s.get(Scene, scenes[0]["id"])
+        tavern.participants, tavern.participants_checked = [], False
+        s.add(tavern)
+        s.commit()
+        store_window_start(s, chat_id, placed["together"][0])
+        s.commit()
+    embed_chat(sugo.services, chat_id)
+    api.post(f"/api/chats/{chat_id}/messages", json={"content": "What of the tavern and the voyage?"})
+    assert "Gull tavern" not in _peek(api, chat_id, ids["Bram"])
+    problems = api.get(f"/api/chats/{chat_id}/scenes/problems").json()
+    assert [(p["scene_id"], p["kind"], p["review"]) for p in problems["problems"]] == [
+        (scenes[0]["id"], "unchecked", False)
+    ]
+    tavern = {
+        "summary": "Rowan, Aria, Bram and Cleo planned the voyage at the Gull tavern.",
+        "participants": ["Rowan", "Aria", "Bram", "Cleo"],
+    }
+    models.script(json.dumps(tavern))
+    assert api.post(f"/api/chats/{chat_id}/scenes/fix").status_code == 202
+    wait_for(
+        lambda: (
+            (run := api.get(f"/api/chats/{chat_id}/scenes/problems").json()["run"])
+            and run["status"] != "running"
+        ),
+        what="Fix to end",
+    )
+    assert api.get(f"/api/chats/{chat_id}/scenes/problems").json()["count"] == 0
+    with Session(sugo.engine) as s:
+        fixed = s.get(Scene, scenes[0]["id"])
+        assert fixed.participants_checked and sorted(fixed.participants) == ["Aria", "Bram", "Cleo"]
+    assert "Gull tavern" in _peek(api, chat_id, ids["Bram"])

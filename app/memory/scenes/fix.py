@@ -18,7 +18,7 @@ Decisions:
   after a restart that list is read again (recaps written meanwhile, scenes edited, the helper changed);
   what it fixed is kept, and the panel offers Fix for what is left.
 - What Fix does per problem (problems.py names the kinds): failed and unsummarised scenes get their
-  recap (writer.write_recap); changed scenes and check_who scenes are written again
+  recap (writer.write_recap); changed, check_who and unchecked scenes are written again
   (write_recap(rewrite=True): a failure leaves the saved recap written and recalled); a failed scene
   check is run again at once (its wait cleared). Hand-edited scenes are never claimed (the writer's
   claim refuses them) and are listed under "need your review"; a check_who scene still undecided after
@@ -46,7 +46,7 @@ from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from app.chats.models import SCENE_MODES, Chat
-from app.chats.service import get_chat
+from app.chats.service import chat_characters, get_chat
 from app.chats.settings import read_settings
 from app.memory.scenes import prepare
 from app.memory.scenes.checks import check_scenes
@@ -87,6 +87,7 @@ def problems(session: Session, chat_id: int) -> pb.Problems:
     scenes = session.exec(
         select(Scene).where(Scene.chat_id == chat_id).order_by(col(Scene.first_message_id))
     ).all()
+    group = len(chat_characters(session, chat_id)) > 1
     facts = []
     for number, s in enumerate(scenes, 1):
         inside = readable[bisect_left(ids, s.first_message_id) : bisect_right(ids, s.last_message_id)]
@@ -107,6 +108,7 @@ def problems(session: Session, chat_id: int) -> pb.Problems:
                 current=current,
                 reason=s.reason,
                 updated_at=as_utc(s.updated_at),
+                unchecked=group and not s.participants_checked,
             )
         )
     state = session.get(SceneState, chat_id)
@@ -345,7 +347,7 @@ def _fix_one(services: Services, chat_id: int, scene_id: int, kind: str) -> str:
     """fixed, review, skipped, paused, or failed: <reason>."""
     if kind == "check_failed":
         return _check_again(services, chat_id)
-    outcome = write_recap(services, scene_id, rewrite=kind in ("changed", "check_who"))
+    outcome = write_recap(services, scene_id, rewrite=kind in ("changed", "check_who", "unchecked"))
     if outcome == "skipped: paused":
         return "paused"
     if outcome.startswith("failed"):

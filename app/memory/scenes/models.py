@@ -11,7 +11,7 @@ for review instead."""
 
 from datetime import datetime
 
-from sqlalchemy import JSON, Column, Index, UniqueConstraint
+from sqlalchemy import JSON, Column, Index, UniqueConstraint, false
 from sqlmodel import Field, SQLModel
 
 from app.platform.timeutil import utcnow
@@ -48,6 +48,9 @@ class Scene(SQLModel, table=True):
     # (core/access.private_key). A reader who cannot see some of them recalls the scene only while
     # they are the same: otherwise the recap may tell it what it never saw.
     private_key: str = Field(default="", sa_column_kwargs={"server_default": ""})
+    # The participants were settled by the writer's check (issue 27: card names matched, unknown ones
+    # flagged check_who). False only for scenes stored before that check: in a group, Fix asks again.
+    participants_checked: bool = Field(default=True, sa_column_kwargs={"server_default": false()})
     reason: str = ""  # why the last recap attempt failed, a sentence for the panel
     attempts: int = 0
     next_attempt_at: datetime | None = None

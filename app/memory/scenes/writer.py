@@ -501,6 +501,7 @@ def _store(engine: Engine, work: _Work, recap: rc.Recap, names: list[str], check
                 participants=names,
                 timeframe=timeframe,
                 check_who=check_who,
+                participants_checked=True,
                 fingerprint=work.fingerprint,
                 private_key=work.private_key,
                 reason="",

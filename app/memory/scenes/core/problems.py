@@ -13,6 +13,9 @@ Kinds, one per scene (the first that applies, in this order):
 - "check_who"    the helper did not say who was there: Fix asks again (a re-recap, the writer settles the
                  participants). One Fix could not decide (`UNDECIDED` kept as its reason) → your review:
                  the next Fix does not ask again (the manual).
+- "unchecked"    in a group, written before Sugo checked who took part (a scene stored with the helper's
+                 names as they came): Fix writes it again, and the writer settles the participants. A
+                 hand-edited recap is never rewritten, so it is left as it is.
 One chat-wide problem: the last scene check failed (SceneState.reason/failures) → Fix runs it again; when
 its answer could not be read even when asked again, the user may also treat the batch as having no
 scene end (issue 21).
@@ -42,6 +45,7 @@ SENTENCES = {
     "unsummarised": "Closed, but its recap has not been written yet.",
     "check_who": "The helper did not say who was there.",
     "check_who_undecided": UNDECIDED,
+    "unchecked": "Written before Sugo checked who was there: the characters may not recall it.",
     "check_failed": "{reason}",
 }
 
@@ -58,6 +62,8 @@ class SceneFacts:
     current: str | None  # of its source messages now (None: none readable)
     reason: str = ""
     updated_at: datetime | None = None
+    # In a group, its participants were stored before the writer's check (Scene.participants_checked).
+    unchecked: bool = False
 
 
 @dataclass(frozen=True)
@@ -71,7 +77,8 @@ class CheckFacts:
 class Problem:
     scene_id: int  # CHECK for the failed scene check
     number: int  # the scene's number (0 for the check)
-    kind: str  # no_messages, changed, changed_manual, failed, unsummarised, check_who, check_who_undecided, check_failed
+    kind: str  # no_messages, changed, changed_manual, failed, unsummarised, check_who, check_who_undecided,
+    # unchecked, check_failed
     sentence: str
     # check_failed on an answer that could not be read: besides Fix (which asks again), the user may treat
     # the batch as having no scene end (checks.skip_unreadable).
@@ -143,6 +150,8 @@ def scene_problem(s: SceneFacts, *, now: datetime) -> Problem | None:
         return problem("unsummarised")
     if s.check_who and written:
         return problem("check_who_undecided" if s.manual or s.reason == UNDECIDED else "check_who")
+    if s.unchecked and written and not s.manual:
+        return problem("unchecked")
     return None
 
 
