@@ -124,63 +124,6 @@ def test_the_secrets_reach_the_game_master_alone(api, background_held, models):
     assert api.get(f"/api/chats/{cid}").json()["settings"]["game_secrets"] == SECRET
 
 
-def test_the_prefix_above_the_recaps_is_byte_identical_between_two_turns_of_a_scene(
-    api, background_held, models
-):
-    sugo = background_held
-    chat, ids = _game(
-        api, models, advanced_memory=True, adv_check_interval=100, adv_max_scenes=3, game_secrets=SECRET
-    )
-    cid = chat["id"]
-    placed = _fill(sugo, cid, ids)
-    ends = json.dumps({"ends": [{"messageNumber": 11}, {"messageNumber": 21}]})
-    moat = {
-        "summary": "The party crossed the rotten drawbridge over the moat.",
-        "participants": ["Rowan", "Keeper", "Bram"],
-    }
-    hall = {
-        "summary": "In the great hall the party found tattered banners.",
-        "participants": ["Rowan", "Keeper"],
-    }
-    models.script(ends, json.dumps(moat), json.dumps(hall))
-    assert api.post(f"/api/chats/{cid}/scenes/prepare").status_code in (200, 201, 202)
-    wait_for(
-        lambda: api.get(f"/api/chats/{cid}/scenes/prepare").json()["status"] != "running",
-        timeout=60,
-        interval=0.1,
-        what="Prepare existing history",
-    )
-    scenes = api.get(f"/api/chats/{cid}/scenes").json()
-    assert [sc["state"] for sc in scenes] == ["written", "written"], [sc.get("reason") for sc in scenes]
-    with Session(sugo.engine) as s:  # the current scene, the crypt, is the history
-        store_window_start(s, cid, placed["crypt"][0])
-        s.commit()
-    embed_chat(sugo.services, cid)  # recall finds scenes through their messages' memories
-
-    models.requests.clear()
-    models.script("*A coffin lid shifts.*", "*Something stirs in the dark.*")
-    for text in ("Did the drawbridge over the moat hold, Keeper?", "We open the largest coffin by the moat."):
-        r = api.post(f"/api/chats/{cid}/generate", json={"action": "send", "content": text})
-        assert r.status_code == 200, r.text
-        read_sse(r)
-    first, second = _gm_requests(models)
-    # The recaps came after the history: the first request's messages above them are, byte for byte,
-    # the start of the second request's.
-    recap_at = next(i for i, m in enumerate(first) if "rotten drawbridge" in m["content"])
-    assert recap_at > 1 and "Did the drawbridge over the moat hold" in first[recap_at - 1]["content"]
-    assert json.dumps(second[:recap_at]) == json.dumps(first[:recap_at])
-    assert "We open the largest coffin" in second[recap_at + 1]["content"]
-    assert any("rotten drawbridge" in m["content"] for m in second[recap_at + 2 :])
-    # The system part holds the secrets and no recap; the turn instructions come last but one.
-    assert SECRET in first[0]["content"] and "rotten drawbridge" not in first[0]["content"]
-    assert GAME_MASTER_TURN.replace("{{user}}", "Rowan") in first[-1]["content"]
-    # Peek Prompt shows the same order, and says where the recaps went.
-    peek = api.get(f"/chats/{cid}/prompt")
-    assert peek.status_code == 200 and "After the history (Game)" in peek.text
-    grid = api.get(f"/chats/{cid}/context")
-    assert grid.status_code == 200 and "After the history (Game)" in grid.text
-
-
 def _prepared_session(api, models, sugo, **settings) -> tuple[int, dict[str, int], dict[str, list[int]]]:
     """A game with Advanced Memory whose first session has two written scenes (the moat, the hall) and
     the crypt still open."""
@@ -208,6 +151,40 @@ def _prepared_session(api, models, sugo, **settings) -> tuple[int, dict[str, int
     scenes = api.get(f"/api/chats/{cid}/scenes").json()
     assert [sc["state"] for sc in scenes] == ["written", "written"], [sc.get("reason") for sc in scenes]
     return cid, ids, placed
+
+
+def test_the_prefix_above_the_recaps_is_byte_identical_between_two_turns_of_a_scene(
+    api, background_held, models
+):
+    sugo = background_held
+    cid, ids, placed = _prepared_session(api, models, sugo, game_secrets=SECRET)
+    with Session(sugo.engine) as s:  # the current scene, the crypt, is the history
+        store_window_start(s, cid, placed["crypt"][0])
+        s.commit()
+    embed_chat(sugo.services, cid)  # recall finds scenes through their messages' memories
+
+    models.requests.clear()
+    models.script("*A coffin lid shifts.*", "*Something stirs in the dark.*")
+    for text in ("Did the drawbridge over the moat hold, Keeper?", "We open the largest coffin by the moat."):
+        r = api.post(f"/api/chats/{cid}/generate", json={"action": "send", "content": text})
+        assert r.status_code == 200, r.text
+        read_sse(r)
+    first, second = _gm_requests(models)
+    # The recaps came after the history: the first request's messages above them are, byte for byte,
+    # the start of the second request's.
+    recap_at = next(i for i, m in enumerate(first) if "rotten drawbridge" in m["content"])
+    assert recap_at > 1 and "Did the drawbridge over the moat hold" in first[recap_at - 1]["content"]
+    assert json.dumps(second[:recap_at]) == json.dumps(first[:recap_at])
+    assert "We open the largest coffin" in second[recap_at + 1]["content"]
+    assert any("rotten drawbridge" in m["content"] for m in second[recap_at + 2 :])
+    # The system part holds the secrets and no recap; the turn instructions come last but one.
+    assert SECRET in first[0]["content"] and "rotten drawbridge" not in first[0]["content"]
+    assert GAME_MASTER_TURN.replace("{{user}}", "Rowan") in first[-1]["content"]
+    # Peek Prompt shows the same order, and says where the recaps went.
+    peek = api.get(f"/chats/{cid}/prompt")
+    assert peek.status_code == 200 and "After the history (Game)" in peek.text
+    grid = api.get(f"/chats/{cid}/context")
+    assert grid.status_code == 200 and "After the history (Game)" in grid.text
 
 
 def test_a_new_session_keeps_the_game_and_its_game_master_reads_the_earlier_recaps(

@@ -121,6 +121,15 @@ def _prepare(api, models, chat_id: int) -> list[dict]:
     return api.get(f"/api/chats/{chat_id}/scenes").json()
 
 
+def _recall_from_scene_3(sugo, chat_id: int, placed: dict[str, list[int]]) -> None:
+    """The window starts at scene 3 (a stored new start), so the first two scenes are recall's to bring;
+    the memories recall finds them by are built."""
+    with Session(sugo.engine) as s:
+        store_window_start(s, chat_id, placed["together"][0])
+        s.commit()
+    embed_chat(sugo.services, chat_id)
+
+
 def _live_prompt(models, name: str) -> str:
     """The reply request written as `name` (the group's nudge names the speaker); the helper's own
     requests after the replies (scene check, summaries) are not a character's prompt."""
@@ -159,11 +168,7 @@ def test_the_absent_character_never_recalls_the_scene_it_missed_nor_the_whisper(
     with Session(sugo.engine) as s:
         harbour = s.get(Scene, scenes[1]["id"])
         assert harbour is not None and harbour.participants == ["Aria"] and harbour.private_key
-    # The window starts at scene 3 (a stored new start), so the first two scenes are recall's to bring.
-    with Session(sugo.engine) as s:
-        store_window_start(s, chat_id, placed["together"][0])
-        s.commit()
-    embed_chat(sugo.services, chat_id)
+    _recall_from_scene_3(sugo, chat_id, placed)
 
     # The question is posted, and each member's Peek Prompt read, before the group answers it (a Peek
     # after a member's own reply recalls with that reply as its query: nothing the user asked).
@@ -199,10 +204,7 @@ def test_a_change_of_who_saw_what_keeps_the_old_recap_from_partial_readers(api, 
     chat_id, ids = _group(api, models)
     placed = _fill(sugo, chat_id, ids)
     _prepare(api, models, chat_id)
-    with Session(sugo.engine) as s:
-        store_window_start(s, chat_id, placed["together"][0])
-        s.commit()
-    embed_chat(sugo.services, chat_id)
+    _recall_from_scene_3(sugo, chat_id, placed)
     api.post(f"/api/chats/{chat_id}/messages", json={"content": "What of the tavern and the voyage?"})
     assert "Gull tavern" in _peek(api, chat_id, ids["Aria"])
     # Aria is no longer to know what Bram said at the tavern: the recap was written when she saw it all,
@@ -244,10 +246,7 @@ def test_a_merged_reply_recalls_what_one_member_remembers_marked_known_only_to(a
     assert r.status_code == 200, r.text
     placed = _fill(sugo, chat_id, ids)
     _prepare(api, models, chat_id)
-    with Session(sugo.engine) as s:
-        store_window_start(s, chat_id, placed["together"][0])
-        s.commit()
-    embed_chat(sugo.services, chat_id)
+    _recall_from_scene_3(sugo, chat_id, placed)
     models.requests.clear()
     models.script('<speaker="Aria">The compass.</speaker>')
     r = api.post(
@@ -274,10 +273,7 @@ def test_a_renamed_character_keeps_the_scenes_it_took_part_in(api, background_he
     chat_id, ids = _group(api, models)
     placed = _fill(sugo, chat_id, ids)
     _prepare(api, models, chat_id)
-    with Session(sugo.engine) as s:
-        store_window_start(s, chat_id, placed["together"][0])
-        s.commit()
-    embed_chat(sugo.services, chat_id)
+    _recall_from_scene_3(sugo, chat_id, placed)
     api.post(f"/api/chats/{chat_id}/messages", json={"content": "Where does the silver compass point?"})
     assert SCENE_2 in _peek(api, chat_id, ids["Aria"])
     card = api.get(f"/api/characters/{ids['Aria']}").json()
@@ -305,9 +301,7 @@ def test_fix_asks_again_about_a_group_scene_saved_before_the_participant_check(a
         tavern.participants, tavern.participants_checked = [], False
         s.add(tavern)
         s.commit()
-        store_window_start(s, chat_id, placed["together"][0])
-        s.commit()
-    embed_chat(sugo.services, chat_id)
+    _recall_from_scene_3(sugo, chat_id, placed)
     api.post(f"/api/chats/{chat_id}/messages", json={"content": "What of the tavern and the voyage?"})
     assert "Gull tavern" not in _peek(api, chat_id, ids["Bram"])
     problems = api.get(f"/api/chats/{chat_id}/scenes/problems").json()
