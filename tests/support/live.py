@@ -103,6 +103,10 @@ class LiveSugo:
         )
         _seed_data_folder(self.settings)
         self.app = create_app(self.settings, sources=sources)
+        # Before any thread uses the pool: a test's recorder attaches later without adding a listener.
+        from tests.support.pool_nesting import watch
+
+        watch(self.engine)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self.port = 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import traceback
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,6 +33,39 @@ class Nesting:
     def __str__(self) -> str:
         held = "\n".join(f"--- held since:\n{stack}" for stack in self.held)
         return f"thread {self.thread!r} took a connection while holding {len(self.held)}:\n{self.stack}{held}"
+
+
+# The recorders attached to each engine. Its listeners are added once, when its LiveSugo is made, and
+# never removed: SQLAlchemy iterates an event's listeners without a lock, so adding or removing one while
+# another thread checks a connection out breaks that checkout ("deque mutated during iteration", found
+# on an app's rebuild thread while a test attached and detached a recorder around each request).
+_RECORDERS: weakref.WeakKeyDictionary[Engine, list[PoolNesting]] = weakref.WeakKeyDictionary()
+_RECORDERS_LOCK = threading.Lock()
+
+
+def watch(engine: Engine) -> None:
+    """Forward `engine`'s pool checkouts and checkins to the recorders attached to it (call it before any
+    other thread uses the engine; again, it does nothing)."""
+    with _RECORDERS_LOCK:
+        if engine in _RECORDERS:
+            return
+        _RECORDERS[engine] = []
+
+    def checkout(dbapi_conn, record, proxy) -> None:
+        for recorder in _attached(engine):
+            recorder._checkout(dbapi_conn, record, proxy)
+
+    def checkin(dbapi_conn, record) -> None:
+        for recorder in _attached(engine):
+            recorder._checkin(dbapi_conn, record)
+
+    event.listen(engine, "checkout", checkout)
+    event.listen(engine, "checkin", checkin)
+
+
+def _attached(engine: Engine) -> tuple[PoolNesting, ...]:
+    with _RECORDERS_LOCK:
+        return tuple(_RECORDERS.get(engine, ()))
 
 
 class PoolNesting:
@@ -71,13 +105,14 @@ class PoolNesting:
         return "\n\n".join(str(n) for n in self.nestings)
 
     def __enter__(self) -> PoolNesting:
-        event.listen(self.engine, "checkout", self._checkout)
-        event.listen(self.engine, "checkin", self._checkin)
+        watch(self.engine)  # a LiveSugo's engine is watched from its start already
+        with _RECORDERS_LOCK:
+            _RECORDERS[self.engine].append(self)
         return self
 
     def __exit__(self, *exc) -> None:
-        event.remove(self.engine, "checkout", self._checkout)
-        event.remove(self.engine, "checkin", self._checkin)
+        with _RECORDERS_LOCK:
+            _RECORDERS[self.engine].remove(self)
 
 
 def request_threads(name: str) -> bool:
