@@ -125,6 +125,25 @@ def test_group_chat_names_speakers_and_nudges():
     assert "## Bram\nA smith." in p.messages[0]["content"]
 
 
+def test_a_group_expands_each_members_card_with_that_members_name():
+    # SillyTavern joins the members' cards with {{char}} = the member whose field it is, not the speaker.
+    bram = CardSnapshot(
+        4,
+        "Bram",
+        description="{{char}} forges for {{user}}.",
+        personality="{{char}} is gruff",
+        scenario="{{char}}'s smithy.",
+        mes_example="<START>\n{{char}}: Hm.",
+    )
+    p = build(ctx([msg(1)], characters=(ARIA, bram), speaker=ARIA))
+    system = p.messages[0]["content"]
+    assert "## Bram\nBram forges for Rowan.\nBram's personality: Bram is gruff" in system
+    assert "## Aria\nAria is a bard who teases Rowan." in system
+    assert "Scenario: A tavern.\nScenario: Bram's smithy." in system
+    assert "[Example Chat]\nRowan: hi\nAria: hey\n\n[Example Chat]\nBram: Hm." in system
+    assert p.messages[-1]["content"] == "[Write the next reply only as Aria.]"
+
+
 def test_conversation_mode_uses_its_own_main_prompt():
     p = build(ctx([msg(1)], mode="conversation"))
     assert "private conversation" in p.blocks[0].text

@@ -178,8 +178,12 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
     speaker = ctx.speaker
     group = ctx.group is not None or len(ctx.characters) > 1
 
-    def ex(text: str) -> str:
-        return expand_macros(text, char=speaker.name, user=ctx.user_name, context=ctx.macros)
+    def ex(text: str, char: str = speaker.name) -> str:
+        return expand_macros(text, char=char, user=ctx.user_name, context=ctx.macros)
+
+    def ex_card(card: CardSnapshot) -> Callable[[str], str]:
+        # SillyTavern expands each member's joined fields with {{char}} = that member, not the speaker.
+        return lambda text: ex(text, card.name)
 
     def ex_chat(text: str) -> str:
         return expand_macros(text, char=speaker.name, user=ctx.user_name)
@@ -219,13 +223,14 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
             fixed_before,
             "character",
             f"Character: {card.name}",
-            _character_text(card, group=group, ex=ex, cards=ctx.group),
+            _character_text(card, group=group, ex=ex_card(card), cards=ctx.group),
             name=f"character_{card.id}",
         )
-    scenarios = {c.scenario.strip() for c in ctx.characters if c.scenario.strip()}
+    # Each card's scenario with its own {{char}}; the same text twice is written once.
+    scenarios = {ex_card(c)(c.scenario.strip()) for c in ctx.characters if c.scenario.strip()}
     if ctx.group is not None and ctx.group.scenario.strip():
-        scenarios = {ctx.group.scenario.strip()}
-    add(fixed_before, "scenario", "Scenario", "\n".join(f"Scenario: {ex(s)}" for s in sorted(scenarios)))
+        scenarios = {ex(ctx.group.scenario.strip())}
+    add(fixed_before, "scenario", "Scenario", "\n".join(f"Scenario: {s}" for s in sorted(scenarios)))
     if ctx.persona_description.strip():
         add(
             fixed_before,
@@ -233,8 +238,10 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
             f"Persona: {ctx.user_name}",
             f"About {ctx.user_name}: {ex(ctx.persona_description.strip())}",
         )
-    examples = "\n\n".join(_examples_text(c.mes_example) for c in ctx.characters if c.mes_example.strip())
-    add(fixed_before, "examples", "Example dialogue", ex(examples))
+    examples = "\n\n".join(
+        ex_card(c)(_examples_text(c.mes_example)) for c in ctx.characters if c.mes_example.strip()
+    )
+    add(fixed_before, "examples", "Example dialogue", examples)
     for block in ctx.fixed:
         add(fixed_before, block.kind, block.label, block.text)
     fixed_before.sort(key=lambda b: ORDER_OF[b.kind])
