@@ -182,9 +182,9 @@ def test_the_prefix_above_the_recaps_is_byte_identical_between_two_turns_of_a_sc
     assert GAME_MASTER_TURN.replace("{{user}}", "Rowan") in first[-1]["content"]
     # Peek Prompt shows the same order, and says where the recaps went.
     peek = api.get(f"/chats/{cid}/prompt")
-    assert peek.status_code == 200 and "After the history (Game)" in peek.text
+    assert peek.status_code == 200 and "After the history" in peek.text
     grid = api.get(f"/chats/{cid}/context")
-    assert grid.status_code == 200 and "After the history (Game)" in grid.text
+    assert grid.status_code == 200 and "After the history" in grid.text
 
 
 def test_a_new_session_keeps_the_game_and_its_game_master_reads_the_earlier_recaps(

@@ -13,7 +13,7 @@ Decisions:
   {{original}} standing for the preset's text, as in SillyTavern.
 - `placement` "depth" puts a section among the recent messages, `depth` messages from the newest
   (SillyTavern's in-chat @ depth, Marinara's depth injection); "ordered" keeps it where it stands in
-  the list, before the history or after it.
+  the list, before the history or after it; "recent" and "default" are Sugo's own (PLACEMENTS).
 - A choice with no pick for the chat uses its first option (Marinara); a multi-select choice joins its
   picked values with its separator. A choice's value may name another choice (`{{other}}`); a cycle is
   refused when the preset is saved, not met at generation time.
@@ -29,7 +29,11 @@ from dataclasses import dataclass, field
 
 WRAPS = ("none", "xml", "markdown")
 ROLES = ("system", "user", "assistant")
-PLACEMENTS = ("ordered", "depth")
+# "ordered": where the section stands in the list; "depth": among the recent messages, `depth` from the
+# newest; "recent": just above the newest speaker turns (Sugo's place for what changes every turn);
+# "default": where the part itself goes (a context note at the depth its chat set, a block where Sugo's
+# default layout puts it). Custom text is ordered or at a depth.
+PLACEMENTS = ("ordered", "depth", "recent", "default")
 CHAT_HISTORY = "chat_history"
 MAX_SECTIONS = 200
 MAX_TEXT = 100_000
@@ -42,7 +46,7 @@ _VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 RESERVED_VARIABLES = frozenset(
     ("char", "user", "original", "persona", "description", "personality", "scenario", "group", "model",
      "input", "time", "date", "weekday", "isotime", "isodate", "random", "roll", "pick", "newline", "trim")
-)  # fmt: skip
+)  # fmt: skip # a table: the macro names, several to a line
 _REFERENCE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 
@@ -134,7 +138,11 @@ def check_preset(preset: Preset, known_markers: Collection[str]) -> None:
         if section.role not in ROLES:
             raise PresetError(f"{where} has the role {section.role!r}: use system, user or assistant.")
         if section.placement not in PLACEMENTS:
-            raise PresetError(f"{where} is placed {section.placement!r}: use ordered or depth.")
+            raise PresetError(f"{where} is placed {section.placement!r}: use {', '.join(PLACEMENTS)}.")
+        if section.marker is None and section.placement not in ("ordered", "depth"):
+            raise PresetError(f"{where} is custom text: place it in the list or at a depth.")
+        if section.marker == CHAT_HISTORY and section.placement != "ordered":
+            raise PresetError("The chat history keeps its place in the list.")
         if not 0 <= section.depth <= MAX_DEPTH:
             raise PresetError(f"{where}'s depth must be between 0 and {MAX_DEPTH}.")
     if sum(s.marker == CHAT_HISTORY for s in preset.sections) > 1:

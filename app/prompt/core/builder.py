@@ -3,13 +3,28 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from app.chats.core.window import HistoryMessage, WindowPlan, batch_size, fit_window, plan_window
+from app.presets.core.model import Preset, Section, fill_choices
+from app.prompt.core.arrangement import (
+    CHANGING_GROUPS,
+    DEFAULT_PRESET,
+    Arrangement,
+    arrange,
+    default_sort_key,
+    wrap_text,
+)
 from app.prompt.core.blocks import Prompt, PromptBlock
-from app.prompt.core.layout import GAME_AFTER_HISTORY, GROUP_OF, ORDER_OF, depth_index, dynamic_insert_index
+from app.prompt.core.layout import (
+    GAME_AFTER_HISTORY,
+    GROUP_OF,
+    STABLE_GROUPS,
+    depth_index,
+    dynamic_insert_index,
+)
 from app.prompt.core.macros import MacroContext, expand_macros
 from app.prompt.core.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 
@@ -49,8 +64,6 @@ IMPERSONATION_PROMPT = (
     "[Write your next reply from the point of view of {{user}}, using the chat history so far as a guideline "
     "for the writing style of {{user}}. Don't write as {{char}} or system. Don't describe actions of {{char}}.]"
 )
-# The groups merged into the one leading system message that forms the cacheable prefix.
-STABLE_GROUPS = ("system", "above_conversation", "examples")
 # "reply": the speaker's next message; "continue": extend the newest message, which is the
 # speaker's; "impersonate": the user's next message, written by the model.
 Purpose = Literal["reply", "continue", "impersonate"]
@@ -138,6 +151,9 @@ class PromptContext:
     # A Game chat's prompt for its Game Master (the speaker runs the game): the Game Master's main
     # prompt and turn instructions. Any Game chat's prompt puts what changes each turn after the history.
     game_master: bool = False
+    # The preset arranging the prompt (None: Sugo's default layout) and its choices' values for this chat.
+    preset: Preset | None = None
+    preset_values: Mapping[str, str] = field(default_factory=dict)
 
 
 def _names_list(names: Sequence[str]) -> str:
@@ -209,10 +225,17 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
             )
 
     game = ctx.mode == "game"
+    arrangement = arrange(ctx.preset or DEFAULT_PRESET)
+
+    def preset_text(text: str) -> str:
+        return fill_choices(text, ctx.preset_values)
+
     if game and ctx.game_master:
         main = GAME_MASTER_PROMPT
     elif ctx.mode != "conversation" and ctx.group is not None and ctx.group.merged_names:
         main = MERGED_MAIN_PROMPT.format(names=_names_list(ctx.group.merged_names))
+    elif arrangement.main_text or arrangement.no_main:
+        main = preset_text(arrangement.main_text)
     else:
         main = CONVERSATION_MAIN_PROMPT if ctx.mode == "conversation" else ROLEPLAY_MAIN_PROMPT
     if speaker.system_prompt.strip():
@@ -244,33 +267,46 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
     add(fixed_before, "examples", "Example dialogue", examples)
     for block in ctx.fixed:
         add(fixed_before, block.kind, block.label, block.text)
-    fixed_before.sort(key=lambda b: ORDER_OF[b.kind])
-    after_history: list[PromptBlock] = []
-    if game:
-        after_history = [b for b in fixed_before if b.kind in GAME_AFTER_HISTORY]
-        fixed_before = [b for b in fixed_before if b.kind not in GAME_AFTER_HISTORY]
 
     dynamic: list[PromptBlock] = []
     for block in ctx.dynamic:
         add(dynamic, block.kind, block.label, ex_chat(block.text))
     if ctx.current_time:
         add(dynamic, "current_time", "Current time", f"Current time: {ctx.current_time}")
-    dynamic.sort(key=lambda b: ORDER_OF[b.kind])
     notes_at_depth: list[PromptBlock] = []
     for note in ctx.depth_notes:
-        # On Continue the message being extended stays the newest turn (SillyTavern moves depth 0 to 1).
-        depth = max(1, note.depth) if ctx.purpose == "continue" else note.depth
         add(
             notes_at_depth,
             note.kind,
-            note.label if game else f"{note.label} (depth {depth})",
+            note.label,
             ex(note.text),
             role=note.role,
-            depth=depth,
+            depth=note.depth,
             name=f"{note.kind}_{len(notes_at_depth)}",
         )
-
+    ordered_after: list[PromptBlock] = []
+    # Impersonating, the model writes as the user: the speaker's own instructions would contradict it.
+    post_history = preset_text(arrangement.post_history_text)
+    if speaker.post_history_instructions.strip():
+        post_history = speaker.post_history_instructions.replace("{{original}}", post_history)
+    if post_history.strip() and ctx.purpose != "impersonate":
+        add(ordered_after, "post_history", "Post-history instructions", ex(post_history))
+    custom = [
+        _custom_block(position, section, ex(preset_text(section.content)), count)
+        for position, section in arrangement.custom
+    ]
+    placed = _arranged(arrangement, fixed_before, dynamic, notes_at_depth, ordered_after, custom, count)
+    fixed_before, dynamic, notes_at_depth, ordered_after = placed
+    cache_warning = _cache_warning(fixed_before)
+    notes_at_depth = [
+        # On Continue the message being extended stays the newest turn (SillyTavern moves depth 0 to 1).
+        replace(b, depth=max(1, b.depth or 0)) if ctx.purpose == "continue" else b
+        for b in notes_at_depth
+    ]
+    after_history: list[PromptBlock] = []
     if game:
+        after_history = [b for b in fixed_before if b.kind in GAME_AFTER_HISTORY]
+        fixed_before = [b for b in fixed_before if b.kind not in GAME_AFTER_HISTORY]
         # Notes at a depth too: one inside the history would move up a turn each reply and change the
         # prefix. They keep their order (deepest first), then the recaps and the dynamic blocks.
         notes = sorted(notes_at_depth, key=lambda b: -(b.depth or 0))
@@ -278,8 +314,11 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
             replace(b, group="after_history", depth=None) for b in (*notes, *after_history, *dynamic)
         ]
         dynamic, notes_at_depth = [], []
+    else:
+        notes_at_depth = [replace(b, label=f"{b.label} (depth {b.depth})") for b in notes_at_depth]
+    # The group nudge (or the Game Master's turn) closes the history, as SillyTavern's does; the preset's
+    # parts after the history follow; Continue's nudge or Impersonate's instruction come last of all.
     fixed_after: list[PromptBlock] = []
-    # Impersonating, the model writes as the user: the speaker's own instructions would contradict it.
     if game and ctx.game_master and ctx.purpose != "impersonate":
         add(fixed_after, "game_master_turn", "Game Master's turn instructions", ex(GAME_MASTER_TURN))
     elif group and ctx.purpose != "impersonate":
@@ -288,13 +327,7 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
         else:
             nudge = GROUP_NUDGE
         add(fixed_after, "group_nudge", "Group nudge", ex(nudge))
-    if speaker.post_history_instructions.strip() and ctx.purpose != "impersonate":
-        add(
-            fixed_after,
-            "post_history",
-            "Post-history instructions",
-            ex(speaker.post_history_instructions.replace("{{original}}", "")),
-        )
+    fixed_after.extend(ordered_after)
     if ctx.purpose == "continue":
         add(fixed_after, "continue_nudge", "Continue nudge", ex(CONTINUE_NUDGE))
     elif ctx.purpose == "impersonate":
@@ -364,6 +397,8 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
     candidates = rendered
 
     warnings = list(ctx.extra_warnings)
+    if cache_warning:
+        warnings.append(cache_warning)
     if len(history) < len(candidates):
         warnings.append(
             f"{len(candidates) - len(history)} older message(s) did not fit the context size "
@@ -391,6 +426,121 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
         tools=ctx.tools,
         tool_tokens=tool_tokens,
     )
+
+
+def _custom_block(position: int, section: Section, text: str, count: Callable[[str], int]) -> PromptBlock:
+    """A preset's own text; the arrangement decides its group and place (`_arranged`)."""
+    text = text.strip()
+    return PromptBlock(
+        f"preset_{section.id}",
+        section.name or "Preset text",
+        "system",
+        section.role,
+        text,
+        count(text),
+        depth=section.depth if section.placement == "depth" else None,
+        kind="preset_text",
+    )
+
+
+def _arranged(
+    arrangement: Arrangement,
+    fixed: list[PromptBlock],
+    dynamic: list[PromptBlock],
+    notes: list[PromptBlock],
+    after: list[PromptBlock],
+    custom: list[PromptBlock],
+    count: Callable[[str], int],
+) -> tuple[list[PromptBlock], list[PromptBlock], list[PromptBlock], list[PromptBlock]]:
+    """The blocks where the preset puts them: before the history (in the preset's order), just above the
+    newest turns, among the recent messages, after the history. Parts the preset turns off are left
+    out; parts it does not name go where the default layout puts them (arrangement.py)."""
+    before: list[tuple[float, PromptBlock]] = []
+    recent: list[tuple[float, PromptBlock]] = []
+    at_depth: list[PromptBlock] = []
+    behind: list[tuple[float, PromptBlock]] = []
+    sections = {f"preset_{s.id}": (i, s) for i, s in arrangement.custom}
+    origin = [("fixed", b) for b in fixed] + [("dynamic", b) for b in dynamic] + [("note", b) for b in notes]
+    origin += [("after", b) for b in after] + [("custom", b) for b in custom]
+    for source, block in origin:
+        if block.kind in arrangement.off:
+            continue
+        if source == "custom":
+            position, section = sections[block.name]
+        else:
+            position, section = arrangement.position(block.kind), arrangement.section(block.kind)
+        placement = section.placement if section is not None else "default"
+        key = float(position) if position is not None else float(default_sort_key(block.kind))
+        if placement == "default":
+            placement = {"fixed": "ordered", "dynamic": "recent", "note": "note", "after": "ordered"}[source]
+        if placement == "ordered":
+            if position is None:  # not named: stable parts end the part before the history
+                placement = "behind" if source == "after" else "ordered"
+            elif not arrangement.before_history(position):
+                placement = "behind"
+        if placement == "ordered":
+            group = block.group if block.group in STABLE_GROUPS else "above_conversation"
+            before.append((key, replace(block, group=group, depth=None)))
+        elif placement == "behind":
+            # The post-history instructions keep their own group, as before presets.
+            group = block.group if source == "after" else "after_history"
+            behind.append((key, replace(block, group=group, depth=None)))
+        elif placement == "recent":
+            recent.append((key, replace(block, group="dynamic", depth=None)))
+        elif placement == "note":
+            at_depth.append(block)
+        else:  # "depth": the section's depth and role
+            assert section is not None
+            at_depth.append(replace(block, group="at_depth", depth=section.depth, role=section.role))
+
+    def in_order(part: list[tuple[float, PromptBlock]]) -> list[PromptBlock]:
+        return [b for _, b in sorted(part, key=lambda item: item[0])]
+
+    # Blocks before the history are sent as one message, so a section's blocks share one wrap there.
+    return (
+        _wrapped(in_order(before), arrangement, count, shared=True),
+        _wrapped(in_order(recent), arrangement, count),
+        _wrapped(at_depth, arrangement, count),
+        _wrapped(in_order(behind), arrangement, count),
+    )
+
+
+def _cache_warning(prefix: Sequence[PromptBlock]) -> str | None:
+    """A part that changes every turn placed above stable ones: the provider's prompt cache then misses
+    from that part on, every turn."""
+    for i, block in enumerate(prefix):
+        if GROUP_OF.get(block.kind) in CHANGING_GROUPS:
+            stable = [b for b in prefix[i + 1 :] if GROUP_OF.get(b.kind, "system") not in CHANGING_GROUPS]
+            if stable:
+                return (
+                    f"The preset puts {block.label} (it changes every turn) above {stable[0].label}: the "
+                    "cached prompt prefix breaks there, and every turn pays again for what follows it. Move "
+                    "it after the stable parts, or just above the newest turns."
+                )
+    return None
+
+
+def _wrapped(
+    blocks: list[PromptBlock], arrangement: Arrangement, count: Callable[[str], int], *, shared: bool = False
+) -> list[PromptBlock]:
+    """Each section's text in its XML tag or under its Markdown heading; with `shared`, a section's
+    consecutive blocks (one per character) wrapped once."""
+    if arrangement.wrap == "none":
+        return blocks
+    out = []
+    for i, block in enumerate(blocks):
+        section = arrangement.section(block.kind)
+        name = block.label if block.kind == "preset_text" else (section.name if section else block.label)
+        opening, closing = wrap_text(block.text, name, arrangement.wrap)
+
+        def joined(other: int, kind: str = block.kind) -> bool:
+            return shared and kind != "preset_text" and blocks[other].kind == kind
+
+        first = i == 0 or not joined(i - 1)
+        last = i == len(blocks) - 1 or not joined(i + 1)
+        text = (opening if first else "") + block.text + (closing if last else "")
+        out.append(replace(block, text=text, tokens=count(text)))
+    return out
 
 
 def _expanded_rounds(content: str, calls: Sequence[dict], ex: Callable[[str], str]) -> tuple[dict, ...]:
@@ -434,15 +584,19 @@ def _place_among_history(
 
 def _provider_messages(blocks: Sequence[PromptBlock]) -> list[dict]:
     """Consecutive system blocks before the conversation become one system message (many local
-    models accept only one); the end of that stable prefix carries the cache marker."""
+    models accept only one); a preset's text with another role stands as its own message. The end of
+    that stable prefix carries the cache marker."""
     messages: list[dict] = []
-    head: list[str] = []
     i = 0
     while i < len(blocks) and blocks[i].group in STABLE_GROUPS:
-        head.append(blocks[i].text)
-        i += 1
-    if head:
-        messages.append({"role": "system", "content": "\n\n".join(head), "cache": True})
+        role = blocks[i].role
+        run: list[str] = []
+        while i < len(blocks) and blocks[i].group in STABLE_GROUPS and blocks[i].role == role:
+            run.append(blocks[i].text)
+            i += 1
+        messages.append({"role": role, "content": "\n\n".join(run)})
+    if messages:
+        messages[-1]["cache"] = True
     for block in blocks[i:]:
         if block.tool_calls:
             messages.extend(_replayed(block))

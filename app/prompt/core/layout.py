@@ -30,7 +30,7 @@ GROUP_LABELS = {
     "conversation": "Conversation",
     "dynamic": "Just above the newest turns",
     "at_depth": "Among the recent messages",
-    "after_history": "After the history (Game)",
+    "after_history": "After the history",
 }
 # Dynamic blocks go just above this many of the newest speaker turns.
 DYNAMIC_TURNS = 4
@@ -94,6 +94,8 @@ LAYOUT: tuple[Slot, ...] = (
     Slot("impersonation", "at_depth", "Impersonation prompt"),
 )
 GROUP_OF = {slot.kind: slot.group for slot in LAYOUT}
+# The groups merged into the one leading system message that forms the cacheable prefix.
+STABLE_GROUPS = ("system", "above_conversation", "examples")
 # A Game chat keeps its prefix the same from turn to turn for a provider's prompt cache (the manual's
 # "No Game Mode"): Advanced Memory's recaps and recalled scenes, and every block of the dynamic group,
 # go after the history, just before the Game Master's turn instructions, in the group "after_history".
