@@ -75,6 +75,7 @@ def earlier_sessions_text(recaps: list[EarlierRecap], limit: int) -> tuple[str, 
 
 class GameSource(PromptSource):
     name = "game"
+    kinds = ("game_secrets", "earlier_sessions")
     label = "Game"
 
     def contribute(self, turn: Turn) -> Contribution | None:

@@ -22,6 +22,14 @@ from app.prompt.sources import Contribution, PromptSource, SettingsSection, Turn
 
 class LoreSource(PromptSource):
     name = "lore"
+    kinds = (
+        "lore_before_char",
+        "constant_lore",
+        "lore_before_examples",
+        "lore_after_examples",
+        "keyword_lore",
+        "lore_at_depth",
+    )
     label = "Lorebooks"
 
     def contribute(self, turn: Turn) -> Contribution | None:

@@ -20,6 +20,7 @@ class CharacterNoteSource(PromptSource):
     """The speaking character's Character's Note (a card's `depth_prompt`), at its depth."""
 
     name = "character_note"
+    kinds = ("context_note",)
     label = "Character's note"
 
     def contribute(self, turn: Turn) -> Contribution | None:
@@ -33,6 +34,7 @@ class ContextNoteSource(PromptSource):
     """The chat's context note, placed among the recent messages at its depth."""
 
     name = "context_note"
+    kinds = ("context_note",)
     label = "Context note"
 
     def contribute(self, turn: Turn) -> Contribution | None:
@@ -63,6 +65,7 @@ class TimeAwarenessSource(PromptSource):
     """The current date and time just above the newest turns, when the chat asks for it."""
 
     name = "time_awareness"
+    kinds = ("current_time",)
     label = "Time awareness"
 
     def contribute(self, turn: Turn) -> Contribution | None:

@@ -53,6 +53,7 @@ from app.personas.models import Persona
 from app.platform.db import contained
 from app.platform.jobs import Job, RunKind
 from app.platform.services import Services
+from app.prompt.core.arrangement import available_markers
 from app.prompt.core.builder import DepthNote, DynamicBlock, Purpose
 
 log = logging.getLogger(__name__)
@@ -132,6 +133,9 @@ class PromptSource:
 
     name: str = ""  # short and unique: "recall", "lore"
     label: str = ""  # for people: "Memory Recall"
+    # The layout kinds (app/prompt/core/layout.py) of the blocks and notes it contributes: each is a
+    # marker a preset can place (app/prompt/core/arrangement.py).
+    kinds: tuple[str, ...] = ()
 
     def begin(self, turn: Turn) -> bool | None:
         """Start slow work for this turn before any source contributes; True to contribute last."""
@@ -244,6 +248,10 @@ class PromptSources:
 
     def __iter__(self) -> Iterator[PromptSource]:
         return iter(list(self._sources))
+
+    def markers(self) -> dict[str, str]:
+        """Every part a preset can place: Sugo's own and each registered source's, with its label."""
+        return available_markers(kind for source in self._sources for kind in source.kinds)
 
     def names(self) -> list[str]:
         return [s.name for s in self._sources]

@@ -79,6 +79,7 @@ def _servers_named(message: str, tools: list[Tool], declared: tuple[str, ...]) -
 
 class ToolsSource(PromptSource):
     name = "tools"
+    kinds = ("tool_guidance",)
     label = "Tools"
 
     def begin(self, turn: Turn) -> None:

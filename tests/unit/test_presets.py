@@ -213,3 +213,32 @@ def test_a_bad_preset_is_refused_with_the_reason(preset, words):
     with pytest.raises(PresetError) as caught:
         check_preset(preset, MARKERS)
     assert words in str(caught.value)
+
+
+def test_every_registered_source_is_a_marker_and_every_marker_a_layout_slot():
+    from app.prompt.core.arrangement import CORE_KINDS, default_preset, kind_of
+    from app.prompt.core.layout import ORDER_OF
+    from app.prompt.sources import PromptSource, PromptSources
+    from app.sources import default_sources
+
+    sources = default_sources()
+    markers = sources.markers()
+    for source in sources:
+        assert source.kinds, f"{source.name} declares no kinds"
+        assert all(kind in ORDER_OF for kind in source.kinds), source.name
+        assert all(kind in {kind_of(m) for m in markers} for kind in source.kinds)
+    assert {"recalled_memories", "chat_summary", "current_scene_summary", "recalled_scenes", "chat_notes",
+            "older_short_term_memory", "current_time", "tool_guidance", "lore_before_char"} <= set(markers)  # fmt: skip # the issue's list
+    assert "constraints" not in markers  # a slot nothing fills yet is no marker
+
+    class Weather(PromptSource):
+        name = "weather"
+        kinds = ("constraints",)
+
+    grown = PromptSources([*sources, Weather()])
+    assert "constraints" in grown.markers()
+    preset = default_preset(markers)
+    check_preset(preset, markers)
+    assert [kind_of(s.marker) for s in preset.sections][:3] == [
+        k for k in ORDER_OF if k in {*CORE_KINDS, *(k for s in sources for k in s.kinds)}
+    ][:3]

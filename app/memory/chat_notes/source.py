@@ -42,6 +42,7 @@ def notes_block(notes: list[str]) -> str:
 
 class ChatNotesSource(PromptSource):
     name = "chat_notes"
+    kinds = ("chat_memory", "chat_notes")
     label = "Memory of this chat"
 
     def contribute(self, turn: Turn) -> Contribution | None:

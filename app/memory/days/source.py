@@ -40,6 +40,7 @@ RUNS = (RunKind("Day Backfill", "summary_run", RESUME, day_runs.resume_backfills
 
 class DaySummarySource(PromptSource):
     name = "day_summaries"
+    kinds = ("older_short_term_memory",)
     label = "Day summaries"
 
     def contribute(self, turn: Turn) -> Contribution | None:

@@ -45,6 +45,7 @@ def recall_query(messages: Sequence[HistoryMessage]) -> str:
 
 class RecallSource(PromptSource):
     name = "recall"
+    kinds = ("recalled_memories",)
     label = "Memory Recall"
 
     def begin(self, turn: Turn) -> bool:

@@ -39,6 +39,7 @@ RUNS = (
 
 class AdvancedMemorySource(PromptSource):
     name = "scenes"
+    kinds = ("chat_summary", "current_scene_summary", "recalled_scenes")
     label = "Advanced Memory"
 
     def begin(self, turn: Turn) -> bool:

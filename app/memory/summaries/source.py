@@ -40,6 +40,7 @@ MAX_OUTPUT = 32_768
 
 class SummarySource(PromptSource):
     name = "summaries"
+    kinds = ("older_short_term_memory",)
     label = "Chat Summary"
 
     def contribute(self, turn: Turn) -> Contribution | None:

@@ -22,7 +22,7 @@ Decisions:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from app.presets.core.model import CHAT_HISTORY, Preset, Section
@@ -40,7 +40,28 @@ def kind_of(marker: str) -> str:
     return "message" if marker == CHAT_HISTORY else marker
 
 
-# Every part a preset can place, with the layout's words for it.
+# The parts the builder makes itself; every other marker is a kind a registered prompt source declares
+# (`PromptSource.kinds`), so a new source is a marker by being registered.
+CORE_KINDS = (
+    "main_prompt",
+    "character",
+    "scenario",
+    "persona",
+    "examples",
+    "message",
+    "post_history",
+    "tool_reminders",
+)
+
+
+def available_markers(source_kinds: Iterable[str]) -> dict[str, str]:
+    """Every part a preset can place (Sugo's own and the registered sources'), with the layout's words
+    for it, in the default order."""
+    kinds = set(CORE_KINDS) | set(source_kinds)
+    return {marker_of(s.kind): s.label for s in LAYOUT if s.kind in kinds and s.kind not in FIXED_AT_END}
+
+
+# Every slot of the layout, filled by a source or not (for the builder; a slot nothing fills is inert).
 MARKERS: dict[str, str] = {marker_of(s.kind): s.label for s in LAYOUT if s.kind not in FIXED_AT_END}
 
 
@@ -55,11 +76,22 @@ def _default_section(kind: str, label: str) -> Section:
     return Section(id=marker_of(kind), name=label, marker=marker_of(kind), placement=placement)
 
 
-DEFAULT_PRESET = Preset(
-    name="Sugo default",
-    description="Sugo's cache-friendly layout: what stays the same first, what changes near the newest turns.",
-    sections=tuple(_default_section(s.kind, s.label) for s in LAYOUT if s.kind not in FIXED_AT_END),
+DEFAULT_NAME = "Sugo default"
+DEFAULT_DESCRIPTION = (
+    "Sugo's cache-friendly layout: what stays the same first, what changes near the newest turns."
 )
+
+
+def default_preset(markers: Mapping[str, str] = MARKERS) -> Preset:
+    """The layout table as a preset: of `markers` (the parts that exist), each in the table's order."""
+    return Preset(
+        name=DEFAULT_NAME,
+        description=DEFAULT_DESCRIPTION,
+        sections=tuple(_default_section(kind_of(m), label) for m, label in markers.items()),
+    )
+
+
+DEFAULT_PRESET = default_preset()
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,7 @@ def _has_sent_files(session, chat_id: int) -> bool:
 
 class DocumentsSource(PromptSource):
     name = "documents"
+    kinds = ("retrieved_documents",)
     label = "Attached files"
 
     def contribute(self, turn: Turn) -> Contribution | None:

@@ -40,6 +40,7 @@ _ANY_LONG_TERM = text(
 
 class LongTermMemorySource(PromptSource):
     name = "long_term_memory"
+    kinds = ("long_term_memory", "personal_memories")
     label = "Long-term memories"
 
     def contribute(self, turn: Turn) -> Contribution | None:
@@ -65,6 +66,7 @@ class LongTermMemorySource(PromptSource):
 
 class ShortTermMemorySource(PromptSource):
     name = "short_term_memory"
+    kinds = ("older_short_term_memory",)
     label = "Short-term memory"
 
     def contribute(self, turn: Turn) -> Contribution | None:

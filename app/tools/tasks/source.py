@@ -20,6 +20,7 @@ _ANY_OPEN = text("SELECT 1 FROM task WHERE chat_id = :chat_id AND status = 'open
 
 class TaskSource(PromptSource):
     name = "tasks"
+    kinds = ("reminders",)
     label = "Reminders"
 
     def __init__(self, start_reply: firing.StartReply) -> None:

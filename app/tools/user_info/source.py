@@ -17,6 +17,7 @@ _ANY_ADDRESS = text("SELECT 1 FROM user_address WHERE character_id = :character_
 
 class ParticipantInfoSource(PromptSource):
     name = "participant_info"
+    kinds = ("participant_info",)
     label = "Participant info"
 
     def contribute(self, turn: Turn) -> Contribution | None:
