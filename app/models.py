@@ -18,6 +18,7 @@ from app.personas.models import Persona
 from app.platform import modelbase as _modelbase  # noqa: F401  (naming convention first)
 from app.platform.claims import RunClaim
 from app.platform.shared_secrets import SharedSecret
+from app.presets.models import PromptPreset
 from app.tools.mcp.models import McpServer
 from app.tools.memories.models import LongTermMemory, ShortTermMemory
 from app.tools.tasks.models import Task
@@ -44,6 +45,7 @@ __all__ = [
     "MemoryVector",
     "Message",
     "Persona",
+    "PromptPreset",
     "RebuildRun",
     "RunClaim",
     "SharedSecret",
