@@ -127,6 +127,21 @@ class ChatSettings(BaseModel):
     chat_notes_in_prompt: bool = True
     chat_memory_in_prompt: bool = False
 
+    # The preset arranging this chat's prompt (app/presets): None is Sugo's default layout, and so is a
+    # preset since deleted. The chat's picks of its choices, by variable: the option ids picked (no pick:
+    # the first option).
+    preset_id: int | None = Field(default=None, ge=1)
+    preset_picks: dict[str, list[str]] = Field(default_factory=dict)
+
+    @field_validator("preset_picks")
+    @classmethod
+    def _picks_within_limits(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        if len(value) > 100 or any(len(ids) > 100 for ids in value.values()):
+            raise ValueError("A chat picks at most 100 options of 100 choices.")
+        if any(len(key) > 64 or any(len(i) > 200 for i in ids) for key, ids in value.items()):
+            raise ValueError("A choice's name or option id is too long.")
+        return value
+
     @field_validator("reply_order", mode="before")
     @classmethod
     def _old_reply_order(cls, value: object) -> object:
