@@ -6,7 +6,14 @@ Integration tests, browser tests and benchmarks point Sugo at it instead of a re
         server.script("Hello there!", Reply(status=429, error="Slow down"))
         config = ProviderConfig(kind="openai", base_url=server.base_url, model="test-model")
 
-Unscripted requests get a predictable answer: "Echo: <last user message>".
+It also speaks the three text-completion shapes, from the same script: OpenAI `POST /v1/completions`,
+llama.cpp `POST /completion` (and `GET /props`, `/health`) and Ollama `POST /api/generate` (and
+`GET /api/tags`), the last two at `root_url`. They honour `stop` as llama.cpp does (the reply ends
+before the first stop string) unless the Reply says `ignore_stop`, and put a Reply's reasoning in the
+text as a `<think>` block, as a raw prompt's model writes it.
+
+Unscripted requests get a predictable answer: "Echo: <last user message>", or for a text completion
+"Echo: <last line of the prompt>".
 Run by hand for demos: `python -m tests.support.model_server --port 5001`.
 """
 
@@ -70,6 +77,11 @@ class Reply:
     # looks at the page while the model is still thinking.
     hold: threading.Event | None = None
     hold_after_chunks: int = 0  # the hold comes after this many text deltas: a test looks at a reply mid-way
+    # Text completions: run on past the request's stop strings, as a backend that ignores `stop` does.
+    ignore_stop: bool = False
+    # Answer in another API's shape than the endpoint's: "chat", "openai_completions", "llamacpp" or
+    # "ollama" (a server or proxy that maps one API onto another). None: the endpoint's own.
+    shape: str | None = None
 
 
 @dataclass
@@ -143,6 +155,11 @@ def _prompt_chars(messages: Any, system: Any = None) -> int:
     if isinstance(messages, list):
         total += sum(len(_text_of(m.get("content"))) for m in messages if isinstance(m, dict))
     return total
+
+
+def _last_line(prompt: str) -> str:
+    lines = [line.strip() for line in prompt.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
 
 
 def _chunks(text: str, size: int) -> list[str]:
@@ -307,6 +324,12 @@ class ModelServer:
                 Route("/v1/embeddings", self._openai_embeddings, methods=["POST"]),
                 Route("/anthropic/v1/messages", self._anthropic_messages, methods=["POST"]),
                 Route("/anthropic/v1/models", self._anthropic_models, methods=["GET"]),
+                Route("/v1/completions", self._openai_completions, methods=["POST"]),
+                Route("/completion", self._llamacpp_completion, methods=["POST"]),
+                Route("/props", self._llamacpp_props, methods=["GET"]),
+                Route("/health", self._llamacpp_health, methods=["GET"]),
+                Route("/api/generate", self._ollama_generate, methods=["POST"]),
+                Route("/api/tags", self._ollama_tags, methods=["GET"]),
             ]
         )
 
@@ -380,6 +403,11 @@ class ModelServer:
         return f"http://{HOST}:{self.port}{self._prefix}/anthropic/v1"
 
     @property
+    def root_url(self) -> str:
+        """The server's root, where llama.cpp (`/completion`) and Ollama (`/api/generate`) answer."""
+        return f"http://{HOST}:{self.port}{self._prefix}"
+
+    @property
     def bare_url(self) -> str:
         """The address without this test's epoch, as a server found on a port (discovery) is addressed."""
         return f"http://{HOST}:{self.port}/v1"
@@ -426,12 +454,16 @@ class ModelServer:
             return self.requests[-1]
 
     def _next_reply(self, messages: Any) -> Reply:
+        return self._pop_reply(_last_user_text(messages))
+
+    def _pop_reply(self, echoed: str) -> Reply:
+        """The next scripted reply, or an echo of `echoed` when none is queued."""
         with self._lock:
             if self._queue:
                 reply = self._queue.popleft()
                 self._gates.extend(e for e in (reply.gate, reply.hold) if e is not None)
                 return reply
-        return Reply(text=ECHO_PREFIX + _last_user_text(messages), delay_s=self.echo_delay_s)
+        return Reply(text=ECHO_PREFIX + echoed, delay_s=self.echo_delay_s)
 
     async def _record(self, request: Request) -> tuple[Any, bool]:
         """Record the request; returns (parsed body, whether the body was valid JSON or absent)."""
@@ -527,12 +559,18 @@ class ModelServer:
             return _openai_error(reply.status, message)
         tokens = _Tokens.of(reply, _prompt_chars(messages))
         served_model = reply.model or model
+        stream, include_usage = bool(body.get("stream")), _includes_usage(body)
+        if reply.shape not in (None, "chat"):
+            return self._text_answer(reply, reply.shape, served_model, tokens, stream, include_usage)
+        return self._chat_answer(reply, served_model, tokens, stream, include_usage)
+
+    def _chat_answer(
+        self, reply: Reply, served_model: str, tokens: _Tokens, stream: bool, include_usage: bool
+    ) -> Response:
         completion_id = f"chatcmpl-test-{next(self._ids)}"
-        if body.get("stream"):
-            options = body.get("stream_options")
-            include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
-            stream = self._openai_stream(reply, served_model, completion_id, tokens, include_usage)
-            return StreamingResponse(stream, media_type="text/event-stream")
+        if stream:
+            events = self._openai_stream(reply, served_model, completion_id, tokens, include_usage)
+            return StreamingResponse(events, media_type="text/event-stream")
         finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
         message: dict[str, Any] = {"role": "assistant", "content": reply.text}
         if reply.reasoning:
@@ -617,6 +655,128 @@ class ModelServer:
                 }
             )
         yield _sse("[DONE]")
+
+    # --- Text completion: OpenAI /v1/completions, llama.cpp /completion, Ollama /api/generate -----
+
+    async def _openai_completions(self, request: Request) -> Response:
+        return await self._text_completion(request, "openai_completions")
+
+    async def _llamacpp_completion(self, request: Request) -> Response:
+        return await self._text_completion(request, "llamacpp")
+
+    async def _ollama_generate(self, request: Request) -> Response:
+        return await self._text_completion(request, "ollama")
+
+    async def _text_completion(self, request: Request, api: str) -> Response:
+        body, valid = await self._record(request)
+        if not self._openai_key_ok(request):
+            return _text_error(api, 401, "Invalid API key.")
+        if not valid or not isinstance(body, dict):
+            return _text_error(api, 400, "The request body is not valid JSON.")
+        prompt = body.get("prompt")
+        if not isinstance(prompt, str):
+            return _text_error(api, 400, "'prompt' must be a string.")
+        model = body.get("model")
+        if api == "openai_completions" and model not in self.models:
+            return _text_error(api, 404, f"The model '{model}' does not exist")
+        if api == "ollama" and model not in self.models:
+            return _text_error(api, 404, f'model "{model}" not found, try pulling it first')
+        reply = self._pop_reply(_last_line(prompt))
+        if reply.gate is not None:
+            await asyncio.to_thread(reply.gate.wait, 600)
+        if reply.first_delay_s:
+            await asyncio.sleep(reply.first_delay_s)
+        if reply.status != 200:
+            return _text_error(
+                api, reply.status, reply.error or _DEFAULT_ERROR_MESSAGES.get(reply.status, "Error.")
+            )
+        tokens = _Tokens.of(reply, len(prompt))
+        served_model = reply.model or (model if isinstance(model, str) and model else self.models[0])
+        # Ollama streams unless told not to; the others answer whole unless told to stream.
+        stream = bool(body.get("stream", api == "ollama"))
+        include_usage = _includes_usage(body)
+        if reply.shape == "chat":
+            return self._chat_answer(reply, served_model, tokens, stream, include_usage)
+        options = body.get("options") if api == "ollama" else body
+        stops = options.get("stop") if isinstance(options, dict) else None
+        return self._text_answer(
+            reply, reply.shape or api, served_model, tokens, stream, include_usage, stops=stops
+        )
+
+    def _text_answer(
+        self,
+        reply: Reply,
+        shape: str,
+        model: str,
+        tokens: _Tokens,
+        stream: bool,
+        include_usage: bool,
+        *,
+        stops: Any = None,
+    ) -> Response:
+        """The reply in a text-completion shape, ended before the first stop string (llama.cpp leaves
+        the stop string out too) unless the reply ignores them."""
+        text = (f"<think>{reply.reasoning}</think>" if reply.reasoning else "") + reply.text
+        stopped = None
+        stops = [stops] if isinstance(stops, str) else stops
+        if not reply.ignore_stop and isinstance(stops, list):
+            found = [(text.find(s), s) for s in stops if isinstance(s, str) and s and s in text]
+            if found:
+                cut, stopped = min(found)
+                text = text[:cut]
+        finish = reply.finish_reason or "stop"
+        end = _TextEnd(model, tokens, finish, stopped, f"cmpl-test-{next(self._ids)}", include_usage)
+        if stream:
+            media = "application/x-ndjson" if shape == "ollama" else "text/event-stream"
+            return StreamingResponse(self._text_stream(reply, shape, text, end), media_type=media)
+        payload = end.whole(shape, text)
+        if reply.break_after_chunks is not None:
+            return StreamingResponse(self._cut_json(payload), media_type="application/json")
+        return JSONResponse(payload)
+
+    async def _text_stream(self, reply: Reply, shape: str, text: str, end: _TextEnd) -> AsyncIterator[bytes]:
+        if not reply.hold_after_chunks:
+            await _held(reply)
+        for index, piece in enumerate(_chunks(text, reply.chunk_size)):
+            if reply.break_after_chunks is not None and index >= reply.break_after_chunks:
+                break
+            if index and index == reply.hold_after_chunks:
+                await _held(reply)
+            if index and reply.delay_s:
+                await asyncio.sleep(reply.delay_s)
+            yield end.piece(shape, piece)
+        if reply.break_after_chunks is not None:
+            if reply.error:
+                yield end.error(shape, reply.error)
+                return
+            raise _DropConnection
+        for line in end.closing(shape):
+            yield line
+
+    async def _llamacpp_props(self, request: Request) -> Response:
+        await self._record(request)
+        return JSONResponse(
+            {
+                "default_generation_settings": {"n_ctx": 8192, "params": {}},
+                "total_slots": 1,
+                "model_path": f"/models/{self.models[0]}.gguf",
+                "chat_template": "",
+                "build_info": "sugo-tests",
+            }
+        )
+
+    async def _llamacpp_health(self, request: Request) -> Response:
+        await self._record(request)
+        return JSONResponse({"status": "ok"})
+
+    async def _ollama_tags(self, request: Request) -> Response:
+        await self._record(request)
+        details = {"format": "gguf", "family": "test", "parameter_size": "1B", "quantization_level": "Q4_0"}
+        models = [
+            {"name": m, "model": m, "modified_at": "2025-01-01T00:00:00Z", "size": 0, "details": details}
+            for m in self.models
+        ]
+        return JSONResponse({"models": models})
 
     # --- Anthropic -------------------------------------------------------------------------------
 
@@ -776,6 +936,108 @@ class ModelServer:
         yield _sse({"type": "message_stop"}, "message_stop")
 
 
+def _includes_usage(body: dict[str, Any]) -> bool:
+    options = body.get("stream_options")
+    return isinstance(options, dict) and bool(options.get("include_usage"))
+
+
+def _ndjson(data: Any) -> bytes:
+    return (json.dumps(data) + "\n").encode()
+
+
+def _text_error(api: str, status: int, message: str) -> JSONResponse:
+    """An error response as each text-completion server words one."""
+    if api == "ollama":
+        return JSONResponse({"error": message}, status_code=status)
+    if api == "llamacpp":
+        kind = (
+            "not_found_error"
+            if status == 404
+            else ("server_error" if status >= 500 else "invalid_request_error")
+        )
+        return JSONResponse({"error": {"code": status, "message": message, "type": kind}}, status_code=status)
+    return _openai_error(status, message)
+
+
+@dataclass
+class _TextEnd:
+    """What a text completion says besides its text, and how each shape writes its pieces."""
+
+    model: str
+    tokens: _Tokens
+    finish: str
+    stopped: str | None  # the stop string the reply ended at
+    completion_id: str
+    include_usage: bool
+
+    def _openai(self, text: str, finish: str | None) -> dict[str, Any]:
+        choice = {"index": 0, "text": text, "finish_reason": finish, "logprobs": None}
+        return {
+            "id": self.completion_id,
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": self.model,
+            "choices": [choice],
+        }
+
+    def whole(self, shape: str, text: str) -> dict[str, Any]:
+        if shape == "openai_completions":
+            return {**self._openai(text, self.finish), "usage": self.tokens.openai()}
+        if shape == "llamacpp":
+            stop_type = "limit" if self.finish == "length" else ("word" if self.stopped else "eos")
+            return {
+                "content": text,
+                "stop": True,
+                "model": self.model,
+                "stop_type": stop_type,
+                "stopping_word": self.stopped or "",
+                "tokens_evaluated": self.tokens.input,
+                "tokens_predicted": self.tokens.output,
+                "tokens_cached": self.tokens.cached,
+                "timings": {
+                    "cache_n": self.tokens.cached,
+                    "prompt_n": self.tokens.input - self.tokens.cached,
+                    "predicted_n": self.tokens.output,
+                },
+                "truncated": False,
+            }
+        return {
+            "model": self.model,
+            "created_at": "2025-01-01T00:00:00Z",
+            "response": text,
+            "done": True,
+            "done_reason": self.finish,
+            "total_duration": 0,
+            "prompt_eval_count": self.tokens.input,
+            "eval_count": self.tokens.output,
+        }
+
+    def piece(self, shape: str, text: str) -> bytes:
+        if shape == "openai_completions":
+            return _sse(self._openai(text, None))
+        if shape == "llamacpp":
+            return _sse({"content": text, "stop": False, "index": 0})
+        return _ndjson(
+            {"model": self.model, "created_at": "2025-01-01T00:00:00Z", "response": text, "done": False}
+        )
+
+    def closing(self, shape: str) -> list[bytes]:
+        if shape == "openai_completions":
+            lines = [_sse(self._openai("", self.finish))]
+            if self.include_usage:
+                lines.append(_sse({**self._openai("", None), "choices": [], "usage": self.tokens.openai()}))
+            return [*lines, _sse("[DONE]")]
+        if shape == "llamacpp":
+            return [_sse(self.whole(shape, ""))]  # llama.cpp's /completion sends no [DONE]
+        return [_ndjson(self.whole(shape, ""))]
+
+    def error(self, shape: str, message: str) -> bytes:
+        """An error sent inside the stream, after it started."""
+        if shape == "ollama":
+            return _ndjson({"error": message})
+        return _sse({"error": {"code": 500, "message": message, "type": "server_error"}})
+
+
 def _openai_tool_problem(messages: list[Any]) -> str | None:
     """What OpenAI refuses in tool messages: a tool result whose id no earlier assistant call has,
     or an assistant call left without its result."""
@@ -845,7 +1107,11 @@ def main(argv: list[str] | None = None) -> None:
         port=args.port, api_key=args.api_key, models=args.models or ["test-model"], echo_delay_s=args.delay
     )
     server.start()
-    print(f"OpenAI-compatible: {server.base_url}\nAnthropic:         {server.anthropic_base_url}", flush=True)
+    print(
+        f"OpenAI-compatible: {server.base_url}\nAnthropic:         {server.anthropic_base_url}\n"
+        f"llama.cpp, Ollama: {server.root_url}",
+        flush=True,
+    )
     try:
         threading.Event().wait()
     except KeyboardInterrupt:

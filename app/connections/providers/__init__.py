@@ -1,5 +1,8 @@
 """Model providers: one module per wire protocol, each speaking the contract in `base`; what their calls
-share (streaming, failures, the connection test) is `_calls`, the HTTP plumbing under it `_http`."""
+share (streaming, failures, the connection test) is `_calls`, the HTTP plumbing under it `_http`.
+
+`text_completion` sends a prompt Sugo built, not messages, so `get_provider` (which hands out chat
+providers) does not list it: callers import it by name, and `config.text_api` picks its endpoint shape."""
 
 from __future__ import annotations
 
@@ -17,6 +20,8 @@ _PROVIDERS: dict[str, Provider] = {
 
 def get_provider(kind: str) -> Provider:
     """The provider module for a connection kind ("openai" or "anthropic")."""
+    if kind == "text":
+        raise ValueError("A text-completion connection has no chat provider: call providers.text_completion.")
     try:
         return _PROVIDERS[kind]
     except KeyError:

@@ -4,7 +4,11 @@ connection.
 A provider module subclasses `ProviderApi` with what its API does differently (paths, headers, request
 body, how its answers and streamed events read) and exposes the calls of its one instance as its
 `stream_chat`, `complete_chat` and `probe`: a fix to how a reply is streamed, or a failure worded,
-lands in both providers at once.
+lands in every provider at once. The text-completion backends (text_completion.py) send a prompt, not
+messages: they share `HttpApi`, the part under the chat calls.
+
+An answer in another API's shape (a chat reply from a text endpoint, or the reverse) is named as such
+(`answer_shape`, `wrong_shape`): read as this API's, it would come out empty.
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
+
+import httpx
 
 from app.connections.providers import _http
 from app.connections.providers.base import (
@@ -24,6 +30,7 @@ from app.connections.providers.base import (
     ProviderConfig,
     ProviderError,
     StreamEvent,
+    TextApi,
     ToolCall,
     Usage,
 )
@@ -46,14 +53,64 @@ class ReplyEnd:
 
 
 def sampling_fields(params: GenerationParams) -> dict[str, float]:
-    """The sampling settings both APIs name alike, where set (max_tokens and the stop sequences they
-    do not)."""
+    """The sampling settings both chat APIs name alike, where set (max_tokens and the stop sequences
+    they do not)."""
     fields: dict[str, float] = {}
     if params.temperature is not None:
         fields["temperature"] = params.temperature
     if params.top_p is not None:
         fields["top_p"] = params.top_p
+    if params.top_k is not None:
+        fields["top_k"] = params.top_k
     return fields
+
+
+# The shapes an answer comes in: chat completions, or one of the text-completion APIs.
+AnswerShape = Literal["chat", "openai_completions", "llamacpp", "ollama"]
+
+_SHAPE_NAMES: dict[AnswerShape, str] = {
+    "chat": "chat-completions",
+    "openai_completions": "OpenAI text-completions (choices[].text)",
+    "llamacpp": "llama.cpp /completion",
+    "ollama": "Ollama /api/generate",
+}
+TEXT_API_NAMES: dict[TextApi, str] = {
+    "openai_completions": "OpenAI-compatible completions",
+    "llamacpp": "llama.cpp",
+    "ollama": "Ollama",
+}
+
+
+def answer_shape(payload: dict[str, Any]) -> AnswerShape | None:
+    """The API whose shape a JSON answer, or a streamed piece of one, has; None when it shows none of
+    their marks (a usage-only piece, an error)."""
+    choices = payload.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        first = choices[0]
+        if "message" in first or "delta" in first:
+            return "chat"
+        return "openai_completions" if "text" in first else None
+    if "done" in payload:
+        if isinstance(payload.get("message"), dict):
+            return "chat"  # Ollama's own /api/chat
+        if "response" in payload:
+            return "ollama"
+    if "content" in payload and "stop" in payload:
+        return "llamacpp"
+    return None
+
+
+def wrong_shape(url: str, shape: AnswerShape, *, expected: AnswerShape) -> ProviderError:
+    """The error for an answer in `shape` from `url`, asked for in `expected`'s: what to choose instead."""
+    if shape == "chat":
+        advice = "choose the chat connection kind, or the right text-completion API"
+    elif expected == "chat":
+        advice = f"choose the text-completion connection kind, with the {TEXT_API_NAMES[shape]} API"
+    else:
+        advice = f"choose the {TEXT_API_NAMES[shape]} text-completion API"
+    message = f"{url} answered in the {_SHAPE_NAMES[shape]} shape: {advice}."
+    logger.warning("Answer in the wrong shape: %s", message)
+    return ProviderError("bad_response", message)
 
 
 class _CountedEvents:
@@ -73,12 +130,12 @@ class _CountedEvents:
         return item
 
 
-class ProviderApi(abc.ABC):
-    """One provider's HTTP API: the abstract parts are what differs between providers, the rest the
-    calls that go the same way for all of them."""
+class HttpApi(abc.ABC):
+    """An HTTP API answering with a model's reply, whole or streamed: the abstract parts are what
+    differs between APIs, the rest the calls that go the same way for all of them."""
 
-    chat_path: ClassVar[str]  # appended to the base URL for a chat request
-    models_path: ClassVar[str]  # likewise for the model list
+    models_path: ClassVar[str]  # appended to the base URL for the model list
+    ndjson: ClassVar[bool] = False  # streams newline-delimited JSON (Ollama), not server-sent events
 
     @abc.abstractmethod
     def base_url(self, config: ProviderConfig) -> str:
@@ -86,11 +143,6 @@ class ProviderApi(abc.ABC):
 
     @abc.abstractmethod
     def headers(self, config: ProviderConfig, *, stream: bool) -> dict[str, str]: ...
-
-    @abc.abstractmethod
-    def build_body(
-        self, config: ProviderConfig, messages: Messages, params: GenerationParams, *, stream: bool
-    ) -> dict[str, Any]: ...
 
     @abc.abstractmethod
     def completion_from(self, data: dict[str, Any], state: _http.CallState) -> Completion:
@@ -107,17 +159,24 @@ class ProviderApi(abc.ABC):
     def model_names(self, data: dict[str, Any]) -> list[str] | None:
         """The model ids in a model list answer; None when it holds no list."""
 
-    async def stream_chat(
-        self, config: ProviderConfig, messages: Messages, params: GenerationParams
+    def events(self, response: httpx.Response, state: _http.CallState) -> AsyncIterator[tuple[str, Any]]:
+        """The streamed response as (event name, payload) pairs, read the way its content type says
+        (a server streaming in another API's way then has its answer named by its shape), else the
+        API's own way."""
+        content_type = _http.content_type(response)
+        if content_type == "application/x-ndjson" or (self.ndjson and content_type != "text/event-stream"):
+            return _http.iter_ndjson(response, state)
+        return _http.iter_sse_json(response, state)
+
+    def call_state(self, config: ProviderConfig) -> _http.CallState:
+        return _http.CallState(base_url=self.base_url(config), config=config)
+
+    async def stream_reply(
+        self, state: _http.CallState, url: str, body: dict[str, Any], end: ReplyEnd
     ) -> AsyncIterator[StreamEvent]:
         """Text and reasoning deltas as they arrive, then exactly one closing event with usage, finish
-        reason and model."""
-        base = self.base_url(config)
-        state = _http.CallState(base_url=base, config=config)
-        body = self.build_body(config, messages, params, stream=True)
-        url = base + self.chat_path
-        logger.debug("Streaming from %s (model %r, %d messages)", url, config.model, len(messages))
-        end = ReplyEnd()
+        reason and model (filled into `end` as they arrive, for a caller that stops early)."""
+        config = state.config
         async with _http.translate_errors(state), _http.make_client(config) as client:
             async with client.stream(
                 "POST", url, headers=self.headers(config, stream=True), json=body
@@ -135,7 +194,7 @@ class ProviderApi(abc.ABC):
                         tool_calls=completion.tool_calls,
                     )
                     return
-                events = _CountedEvents(_http.iter_sse_json(response, state))
+                events = _CountedEvents(self.events(response, state))
                 # Closed with this generator (the user's Stop), before the response it reads is.
                 async with contextlib.aclosing(self.read_events(events, state, end)) as deltas:
                     async for delta in deltas:
@@ -144,36 +203,62 @@ class ProviderApi(abc.ABC):
                         yield delta
                 if not events.count:
                     raise ProviderError(
-                        "bad_response", f"The server at {base} answered, but sent no streamed events."
+                        "bad_response",
+                        f"The server at {state.base_url} answered, but sent no streamed events.",
                     )
         # After the response is closed: a consumer that stops at the closing event holds no connection.
         yield StreamEvent(
             usage=end.usage, finish_reason=end.finish_reason, model=end.model, tool_calls=end.tool_calls
         )
 
-    async def complete_chat(
-        self, config: ProviderConfig, messages: Messages, params: GenerationParams
-    ) -> Completion:
-        base = self.base_url(config)
-        state = _http.CallState(base_url=base, config=config)
-        body = self.build_body(config, messages, params, stream=False)
-        url = base + self.chat_path
-        logger.debug("Completion from %s (model %r, %d messages)", url, config.model, len(messages))
+    async def complete_reply(self, state: _http.CallState, url: str, body: dict[str, Any]) -> Completion:
         data = await _http.request_json(
-            state, "POST", url, headers=self.headers(config, stream=False), body=body
+            state, "POST", url, headers=self.headers(state.config, stream=False), body=body
         )
         return self.completion_from(data, state)
 
     async def list_models(self, config: ProviderConfig) -> list[str]:
-        base = self.base_url(config)
-        state = _http.CallState(base_url=base, config=config)
+        state = self.call_state(config)
         data = await _http.request_json(
-            state, "GET", base + self.models_path, headers=self.headers(config, stream=False)
+            state, "GET", state.base_url + self.models_path, headers=self.headers(config, stream=False)
         )
         names = self.model_names(data)
         if names is None:
-            raise ProviderError("bad_response", f"The model list from {base} has no 'data' list in it.")
+            raise ProviderError("bad_response", f"The model list from {state.base_url} has no list in it.")
         return names
+
+
+class ProviderApi(HttpApi):
+    """A chat API: messages in, the calls every chat provider makes the same way."""
+
+    chat_path: ClassVar[str]  # appended to the base URL for a chat request
+
+    @abc.abstractmethod
+    def build_body(
+        self, config: ProviderConfig, messages: Messages, params: GenerationParams, *, stream: bool
+    ) -> dict[str, Any]: ...
+
+    async def stream_chat(
+        self, config: ProviderConfig, messages: Messages, params: GenerationParams
+    ) -> AsyncIterator[StreamEvent]:
+        """Text and reasoning deltas as they arrive, then exactly one closing event with usage, finish
+        reason and model."""
+        state = self.call_state(config)
+        body = self.build_body(config, messages, params, stream=True)
+        url = state.base_url + self.chat_path
+        logger.debug("Streaming from %s (model %r, %d messages)", url, config.model, len(messages))
+        async with contextlib.aclosing(self.stream_reply(state, url, body, ReplyEnd())) as events:
+            async for event in events:
+                yield event
+
+    async def complete_chat(
+        self, config: ProviderConfig, messages: Messages, params: GenerationParams
+    ) -> Completion:
+        state = self.call_state(config)
+        body = self.build_body(config, messages, params, stream=False)
+        url = state.base_url + self.chat_path
+        logger.debug("Completion from %s (model %r, %d messages)", url, config.model, len(messages))
+        return await self.complete_reply(state, url, body)
 
     async def probe(self, config: ProviderConfig) -> ProbeResult:
         """'Test connection': the model list when no model is chosen, otherwise a one-token chat request."""

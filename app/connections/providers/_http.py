@@ -107,6 +107,9 @@ class CallState:
     streaming: bool = True
     response_started: bool = False
     text_seen: bool = False
+    # Said after a 404 that names no model, when the API is one of several a server may or may not
+    # speak (the text-completion shapes): what to choose instead.
+    endpoint_hint: str = ""
 
 
 def _seconds(value: float) -> str:
@@ -218,7 +221,10 @@ def error_for_status(response: httpx.Response, body: bytes, state: CallState) ->
         prefix = f"The server redirected the request to {location} ({status})"
         hint = " Check the base URL."
     elif kind == "not_found":
-        if config.model and response.request.method == "POST":
+        if state.endpoint_hint and not (detail and "model" in detail.lower()):
+            prefix = f"Nothing was found at {response.request.url} ({status})"
+            hint = " " + state.endpoint_hint
+        elif config.model and response.request.method == "POST":
             prefix = f"Model '{config.model}' was not found, or the URL is wrong ({status})"
         else:
             prefix = f"Nothing was found at {response.request.url} ({status})"
@@ -370,13 +376,13 @@ async def translate_errors(state: CallState) -> AsyncIterator[None]:
         raise error_for_exception(exc, state) from exc
 
 
-def _content_type(response: httpx.Response) -> str:
+def content_type(response: httpx.Response) -> str:
     return response.headers.get("content-type", "").split(";")[0].strip().lower()
 
 
 def error_for_unreadable(response: httpx.Response, body: bytes, state: CallState) -> ProviderError:
     text = body.decode("utf-8", "replace")
-    if _looks_like_html(text) or _content_type(response) == "text/html":
+    if _looks_like_html(text) or content_type(response) == "text/html":
         message = (
             f"The server at {state.base_url} answered with a web page instead of an API response; "
             "check the base URL (it usually ends in /v1)."
@@ -427,11 +433,11 @@ async def check_stream_response(response: httpx.Response, state: CallState) -> d
     if response.status_code >= 300:
         raw = await response.aread()
         raise error_for_status(response, raw, state)
-    content_type = _content_type(response)
-    if content_type == "application/json":
+    kind = content_type(response)
+    if kind == "application/json":
         raw = await response.aread()
         return parse_json_body(response, raw, state)
-    if content_type == "text/html":
+    if kind == "text/html":
         raw = await response.aread()
         raise error_for_unreadable(response, raw, state)
     return None
@@ -485,6 +491,21 @@ async def iter_sse_json(response: httpx.Response, state: CallState) -> AsyncIter
     if data_lines:
         for payload in _decode_sse_data("\n".join(data_lines), state):
             yield event or "message", payload
+
+
+async def iter_ndjson(response: httpx.Response, state: CallState) -> AsyncIterator[tuple[str, Any]]:
+    """("message", parsed JSON payload) for each line of a newline-delimited JSON stream (Ollama's)."""
+    async for line in response.aiter_lines():
+        if not line.strip():
+            continue
+        try:
+            payload = json.loads(line)
+        except ValueError:
+            raise ProviderError(
+                "bad_response",
+                f"The server at {state.base_url} sent a streamed line that is not valid JSON: {_tidy(line)[:200]}",
+            ) from None
+        yield "message", payload
 
 
 def as_int(value: Any) -> int | None:

@@ -13,6 +13,10 @@ Tool rounds add two shapes: an assistant message with "tool_calls": [{"id", "nam
 (a JSON string)}] (its content may be ""), and {"role": "tool", "tool_call_id", "name", "content",
 "is_error"} for each result; each provider writes them as its API expects. `params.tools` declares
 the tools ({name, description, parameters (JSON schema)}); none declared, none are sent.
+
+Text completion (`text_completion`, kind "text") speaks the same contract with a prompt Sugo built
+itself in place of the messages: stream_text(config, prompt, params), complete_text(config, prompt,
+params), probe(config); `config.text_api` says which endpoint shape the backend has.
 """
 
 from __future__ import annotations
@@ -24,7 +28,11 @@ from typing import Any, Literal, Protocol
 # Re-exported: the providers' contract names it.
 from app.connections.core.toolcalls import ToolCall as ToolCall
 
-ProviderKind = Literal["openai", "anthropic"]
+ProviderKind = Literal["openai", "anthropic", "text"]
+# The endpoint shapes a text-completion backend ("text" kind; providers/text_completion.py) speaks:
+# OpenAI-compatible `/completions` (KoboldCpp, vLLM, tabbyAPI, text-generation-webui), llama.cpp's own
+# `/completion`, Ollama's `/api/generate`.
+TextApi = Literal["openai_completions", "llamacpp", "ollama"]
 
 # The causes a user can act on; the UI words each one differently.
 ErrorKind = Literal[
@@ -50,6 +58,10 @@ class ProviderConfig:
     extra_body: dict[str, Any] = field(default_factory=dict)
     timeout_s: float = 300.0
     connect_timeout_s: float = 10.0
+    # Text completion only: the backend's endpoint shape, and the context size Ollama is told (num_ctx:
+    # its default is a few thousand tokens, and it silently drops the start of a longer prompt).
+    text_api: TextApi | None = None
+    context_size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +70,10 @@ class GenerationParams:
     top_p: float | None = None
     max_tokens: int | None = None
     stop: tuple[str, ...] = ()
+    # Samplers most chat APIs lack; None: not sent, the server's default applies.
+    top_k: int | None = None
+    min_p: float | None = None
+    repetition_penalty: float | None = None
     # Tool declarations offered to the model, provider-neutral: {name, description, parameters}.
     tools: tuple[dict[str, Any], ...] = ()
 

@@ -22,7 +22,8 @@ from app.connections.providers.base import (
 )
 
 
-def _usage(raw: Any) -> Usage | None:
+def read_usage(raw: Any) -> Usage | None:
+    """Usage as OpenAI-compatible servers report it, chat and text completions alike."""
     if not isinstance(raw, dict):
         return None
     details = raw.get("prompt_tokens_details")
@@ -123,6 +124,11 @@ class ChatCompletionsApi(_calls.ProviderApi):
         if stream:
             body["stream_options"] = {"include_usage": True}
         body.update(_calls.sampling_fields(params))
+        # Local servers' names (vLLM, tabbyAPI, KoboldCpp, text-generation-webui); OpenAI itself has none.
+        if params.min_p is not None:
+            body["min_p"] = params.min_p
+        if params.repetition_penalty is not None:
+            body["repetition_penalty"] = params.repetition_penalty
         if params.max_tokens is not None:
             body["max_tokens"] = params.max_tokens
         if params.stop:
@@ -132,19 +138,17 @@ class ChatCompletionsApi(_calls.ProviderApi):
     def completion_from(self, data: dict[str, Any], state: _http.CallState) -> Completion:
         if data.get("error"):
             raise _http.error_from_stream_payload(data["error"], state)
+        self._check_shape(data, state)
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise ProviderError("bad_response", f"The answer from {state.base_url} has no choices in it.")
         choice = choices[0]
         message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
         content = message.get("content")
-        if content is None:
-            # Some local servers answer in the legacy completions shape.
-            content = choice.get("text")
         return Completion(
             text=content if isinstance(content, str) else "",
             model=data.get("model") or None,
-            usage=_usage(data.get("usage")),
+            usage=read_usage(data.get("usage")),
             finish_reason=choice.get("finish_reason"),
             reasoning=_reasoning(message),
             tool_calls=_calls_of(message.get("tool_calls")),
@@ -166,8 +170,9 @@ class ChatCompletionsApi(_calls.ProviderApi):
                 )
             if payload.get("error"):
                 raise _http.error_from_stream_payload(payload["error"], state)
+            self._check_shape(payload, state)
             end.model = payload.get("model") or end.model
-            end.usage = _usage(payload.get("usage")) or end.usage
+            end.usage = read_usage(payload.get("usage")) or end.usage
             choices = payload.get("choices")
             if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
                 continue
@@ -183,6 +188,14 @@ class ChatCompletionsApi(_calls.ProviderApi):
                 _add_piece(calls, piece, n)
             end.finish_reason = choice.get("finish_reason") or end.finish_reason
         end.tool_calls = calls.calls()
+
+    def _check_shape(self, payload: dict[str, Any], state: _http.CallState) -> None:
+        """A text-completion answer (`choices[].text`, llama.cpp's `content`, Ollama's `response`)
+        would read as an empty reply: the URL leads to a text endpoint, or the server answers chat
+        requests in another API's shape."""
+        shape = _calls.answer_shape(payload)
+        if shape is not None and shape != "chat":
+            raise _calls.wrong_shape(state.base_url + self.chat_path, shape, expected="chat")
 
     def model_names(self, data: dict[str, Any]) -> list[str] | None:
         """Model ids in the server's order."""
