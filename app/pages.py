@@ -11,6 +11,7 @@ from app.memory.scenes.web.pages import router as scene_pages
 from app.memory.scenes.web.routes import router as scene_prepare
 from app.memory.summaries.routes import router as summaries
 from app.personas.routes import router as personas
+from app.presets.routes import router as presets
 from app.tools.mcp.routes import router as mcp_servers
 from app.tools.memories.routes import router as tool_memories
 from app.tools.permissions.routes import router as tool_settings
@@ -32,6 +33,7 @@ routers = (
     game,
     characters,
     personas,
+    presets,
     connections,
     lorebooks,
     tool_settings,

@@ -1325,6 +1325,119 @@
     if (e.key === "Enter" && e.target.matches && e.target.matches("input[data-no-submit]")) e.preventDefault();
   });
 
+  // ---- the preset editor: sections in order (buttons, Alt+arrows, drag), choices and their options ----
+  const moveStatus = (text) => { const el = document.getElementById("preset-move-status"); if (el) el.textContent = text; };
+  const sectionName = (row) => row.querySelector("[name=section_name]")?.value || "Section";
+  function moveSection(row, step) {
+    const list = row.parentElement;
+    const rows = Array.from(list.children);
+    const to = rows.indexOf(row) + step;
+    if (to < 0 || to >= rows.length) return;
+    if (step < 0) list.insertBefore(row, rows[to]); else list.insertBefore(row, rows[to].nextSibling);
+    moveStatus(`${sectionName(row)}: position ${to + 1} of ${rows.length}`);
+  }
+  document.addEventListener("click", (e) => {
+    const move = e.target.closest("[data-section] [data-move]");
+    if (move) {
+      moveSection(move.closest("[data-section]"), move.dataset.move === "up" ? -1 : 1);
+      move.focus(); // the button moved with its section; keep it under the keyboard
+      return;
+    }
+    const remove = e.target.closest("[data-section-remove]");
+    if (remove) {
+      const row = remove.closest("[data-section]");
+      const next = row.nextElementSibling || row.previousElementSibling;
+      row.remove();
+      (next?.querySelector("[name=section_name]") || document.querySelector("[data-section-add]"))?.focus();
+      return;
+    }
+    if (e.target.closest("[data-section-add]")) {
+      const item = document.getElementById("preset-section-template").content.firstElementChild.cloneNode(true);
+      document.getElementById("preset-sections").append(item);
+      item.querySelector("[name=section_name]").select();
+      return;
+    }
+    if (e.target.closest("[data-choice-add]")) {
+      const key = "n" + Date.now().toString(36);
+      const html = document.getElementById("preset-choice-template").innerHTML.replaceAll("__KEY__", key);
+      const box = document.getElementById("preset-choices");
+      box.insertAdjacentHTML("beforeend", html);
+      box.lastElementChild.querySelector("[name=choice_variable]").focus();
+      return;
+    }
+    const addOption = e.target.closest("[data-option-add]");
+    if (addOption) {
+      const key = addOption.closest("[data-options]").dataset.key;
+      const html = document.getElementById("preset-option-template").innerHTML.replaceAll("__KEY__", key);
+      addOption.insertAdjacentHTML("beforebegin", html);
+      addOption.previousElementSibling.querySelector("input[type=text]").focus();
+      return;
+    }
+    const dropOption = e.target.closest("[data-option-remove]");
+    if (dropOption) {
+      const box = dropOption.closest("[data-options]");
+      dropOption.closest("[data-option]").remove();
+      box.querySelector("[data-option-add]").focus();
+      return;
+    }
+    const dropChoice = e.target.closest("[data-choice-remove]");
+    if (dropChoice) {
+      dropChoice.closest("[data-choice]").remove();
+      document.querySelector("[data-choice-add]")?.focus();
+    }
+  });
+  document.addEventListener("change", (e) => {
+    const box = e.target.closest("[data-enabled-box]");
+    if (box) {
+      const row = box.closest("[data-section]");
+      row.querySelector("[data-enabled-value]").value = box.checked ? "1" : "0";
+      row.classList.toggle("is-off", !box.checked);
+    }
+    const multi = e.target.closest("[data-multi-box]");
+    if (multi) multi.closest("[data-choice]").querySelector("[data-multi-value]").value = multi.checked ? "1" : "0";
+    const marker = e.target.closest("[data-marker-add]");
+    if (marker && marker.value) {
+      const tpl = document.querySelector(`template[data-marker-template="${CSS.escape(marker.value)}"]`);
+      const item = tpl.content.firstElementChild.cloneNode(true);
+      document.getElementById("preset-sections").append(item);
+      marker.querySelector(`option[value="${CSS.escape(marker.value)}"]`).remove();
+      marker.value = "";
+      item.querySelector("[data-move]").focus();
+      moveStatus(`${sectionName(item)} added at the end`);
+    }
+  });
+  document.addEventListener("keydown", (e) => {
+    if (!e.altKey || (e.key !== "ArrowUp" && e.key !== "ArrowDown")) return;
+    const row = e.target.closest?.("[data-section]");
+    if (!row) return;
+    e.preventDefault();
+    const focused = e.target;
+    moveSection(row, e.key === "ArrowUp" ? -1 : 1);
+    focused.focus();
+  });
+  let dragged = null;
+  document.addEventListener("dragstart", (e) => {
+    const row = e.target.closest?.("[data-section]");
+    if (!row || e.target.matches?.("input, textarea, select")) return;
+    dragged = row;
+    row.classList.add("is-dragging");
+    e.dataTransfer.effectAllowed = "move";
+  });
+  document.addEventListener("dragover", (e) => {
+    const over = e.target.closest?.("[data-section]");
+    if (!dragged || !over || over === dragged) return;
+    e.preventDefault();
+    const below = e.clientY > over.getBoundingClientRect().top + over.offsetHeight / 2;
+    over.parentElement.insertBefore(dragged, below ? over.nextSibling : over);
+  });
+  document.addEventListener("dragend", () => {
+    if (!dragged) return;
+    dragged.classList.remove("is-dragging");
+    const rows = Array.from(dragged.parentElement.children);
+    moveStatus(`${sectionName(dragged)}: position ${rows.indexOf(dragged) + 1} of ${rows.length}`);
+    dragged = null;
+  });
+
   // ---- times in the reader's own zone --------------------------------------------------------
   const dayFmt = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
   const dateFmt = new Intl.DateTimeFormat(undefined, { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });

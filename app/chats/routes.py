@@ -30,6 +30,7 @@ from app.platform.core.downloads import content_disposition
 from app.platform.core.errors import NotFound, UserError
 from app.platform.core.names import refuse_control_characters
 from app.platform.modelbase import parse_row_id
+from app.presets import service as presets
 from app.prompt.core.blocks import GROUP_LABELS
 from app.prompt.core.inspect import message_counts
 from app.prompt.report import context_report
@@ -478,6 +479,9 @@ def _settings_ctx(session: Session, chat: Chat, services, **extra) -> dict:
         "narrator_is_sugos": any(is_sugos_narrator(m.character) for m in members),
         # Each prompt source's part of the form (Memory Recall, Lorebooks, context note, time).
         "sections": services.sources.settings_sections(session, chat, services),
+        "presets": presets.list_presets(session),
+        "chat_preset": presets.chat_preset(session, service.chat_settings(chat)),
+        "picks": service.chat_settings(chat).preset_picks,
         **extra,
     }
 
@@ -503,11 +507,36 @@ def _chat_settings_form(form, session: Session, chat: Chat, services) -> ChatSet
         "stop": forms.lines(form, "stop") or None,
         "recent_message_limit": forms.optional_number(form, "recent_message_limit", int),
         "reply_order": forms.text(form, "reply_order") or None,
+        **_preset_form(form, session),
         # The group's section is shown to groups only: a chat of one keeps what it had.
         **_group_settings_form(form, service.chat_settings(chat)),
         **services.sources.read_settings_form(session, chat, form),
     }
     return forms.parse(ChatSettings, **values)
+
+
+def _preset_form(form, session: Session) -> dict:
+    """The chat's preset and its picks of that preset's choices (no pick: the first option)."""
+    preset_id = forms.optional_number(form, "preset_id", int)
+    chosen = presets.chat_preset(session, ChatSettings(preset_id=preset_id)) if preset_id else None
+    picks = {
+        c.variable: [str(v) for v in form.getlist(f"pick_{c.variable}")]
+        for c in (chosen.choices if chosen else ())
+    }
+    return {"preset_id": preset_id, "preset_picks": {k: v for k, v in picks.items() if v}}
+
+
+@router.get("/chats/{chat_id}/settings/preset-choices")
+def preset_choices_fragment(
+    chat_id: int, request: Request, session: SessionDep, preset_id: str = ""
+) -> HTMLResponse:
+    """The picks for the preset just chosen in Chat Settings (not saved until the form is)."""
+    settings = service.chat_settings(service.get_chat(session, chat_id))
+    chosen = (
+        presets.chat_preset(session, ChatSettings(preset_id=int(preset_id))) if preset_id.isdigit() else None
+    )
+    picks = settings.preset_picks if chosen is not None and settings.preset_id == int(preset_id) else {}
+    return render(request, "presets/_chat_choices.html", {"chat_preset": chosen, "picks": picks})
 
 
 _GROUP_FIELDS = (

@@ -10,7 +10,7 @@ from dataclasses import replace
 from sqlmodel import Session, select
 
 from app.chats.settings import ChatSettings
-from app.platform.core.errors import NotFoundError, UserError
+from app.platform.core.errors import NotFound, UserError
 from app.platform.timeutil import utcnow
 from app.presets.core import formats
 from app.presets.core.model import Preset, PresetError, check_preset
@@ -27,7 +27,7 @@ def list_presets(session: Session) -> list[PromptPreset]:
 def get_row(session: Session, preset_id: int) -> PromptPreset:
     row = session.get(PromptPreset, preset_id)
     if row is None:
-        raise NotFoundError("That preset no longer exists.")
+        raise NotFound("That preset no longer exists.")
     return row
 
 
@@ -53,7 +53,9 @@ def chat_preset(session: Session, settings: ChatSettings) -> Preset | None:
         return None
 
 
-def save_preset(session: Session, preset: Preset, markers: dict[str, str], preset_id: int | None = None) -> PromptPreset:
+def save_preset(
+    session: Session, preset: Preset, markers: dict[str, str], preset_id: int | None = None
+) -> PromptPreset:
     """Check `preset` and write it (a new row without `preset_id`); PresetError says why not."""
     check_preset(preset, markers)
     if preset_id is None:

@@ -19,6 +19,8 @@ from app.connections.providers.base import GenerationParams
 from app.personas.models import Persona
 from app.platform.core.errors import UserError
 from app.platform.services import Services
+from app.presets.core.model import Parameters, Preset, chosen_values
+from app.presets.service import chat_preset
 from app.prompt.core.blocks import Prompt
 from app.prompt.core.builder import CardSnapshot, DepthNote, GroupCards, PromptContext, Purpose, build
 from app.prompt.core.macros import MacroContext, generation_seed
@@ -36,18 +38,31 @@ class Effective:
     context_size: int
 
 
-def effective_params(chat: Chat, connection: Connection | None) -> Effective:
+def effective_params(chat: Chat, connection: Connection | None, preset: Preset | None = None) -> Effective:
+    """The reply's parameters: the chat's own settings, else the preset's, else the connection's."""
     s = chats.chat_settings(chat)
-    base_temp = connection.temperature if connection else None
-    base_top_p = connection.top_p if connection else None
-    max_tokens = s.max_tokens or (connection.max_tokens if connection else FALLBACK_MAX_TOKENS)
-    context_size = s.context_size or (connection.context_size if connection else FALLBACK_CONTEXT_SIZE)
+    p = preset.parameters if preset is not None else Parameters()
+
+    def first(*values):
+        return next((v for v in values if v is not None), None)
+
+    max_tokens = first(
+        s.max_tokens, p.max_tokens, connection.max_tokens if connection else FALLBACK_MAX_TOKENS
+    )
+    context_size = first(
+        s.context_size, p.context_size, connection.context_size if connection else FALLBACK_CONTEXT_SIZE
+    )
     stop = s.stop if s.stop is not None else list(connection.stop if connection else [])
     params = GenerationParams(
-        temperature=s.temperature if s.temperature is not None else base_temp,
-        top_p=s.top_p if s.top_p is not None else base_top_p,
+        temperature=first(s.temperature, p.temperature, connection.temperature if connection else None),
+        top_p=first(s.top_p, p.top_p, connection.top_p if connection else None),
         max_tokens=max_tokens,
         stop=tuple(stop),
+        top_k=p.top_k,
+        min_p=p.min_p,
+        repetition_penalty=p.repetition_penalty,
+        frequency_penalty=p.frequency_penalty,
+        presence_penalty=p.presence_penalty,
     )
     return Effective(connection, params, context_size)
 
@@ -132,7 +147,8 @@ def build_chat_prompt(
     speaker = speaker or characters[chat.next_speaker % len(characters)]
     if persona is _UNSET:
         persona = chats.chat_persona(session, chat)
-    effective = effective_params(chat, chats.chat_connection(session, chat))
+    preset = chat_preset(session, settings)
+    effective = effective_params(chat, chats.chat_connection(session, chat), preset)
     timings: dict[str, float] = {}
     limit = (
         services.sources.history_limit(session, chat, settings, timings=timings)
@@ -212,6 +228,8 @@ def build_chat_prompt(
         recent_limit=settings.recent_message_limit,
         purpose=purpose,
         tools=turn.tool_declarations,
+        preset=preset,
+        preset_values=chosen_values(preset.choices, settings.preset_picks) if preset else {},
         game_master=chat.mode == "game"
         and speaker.id == settings.narrator_in(chat.mode, [c.id for c in characters]),
     )

@@ -74,6 +74,9 @@ class GenerationParams:
     top_k: int | None = None
     min_p: float | None = None
     repetition_penalty: float | None = None
+    # OpenAI's penalties (a preset's, from SillyTavern or Marinara); sent by the OpenAI-shaped APIs only.
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
     # Tool declarations offered to the model, provider-neutral: {name, description, parameters}.
     tools: tuple[dict[str, Any], ...] = ()
 

@@ -129,6 +129,9 @@ class ChatCompletionsApi(_calls.ProviderApi):
             body["min_p"] = params.min_p
         if params.repetition_penalty is not None:
             body["repetition_penalty"] = params.repetition_penalty
+        for name in ("frequency_penalty", "presence_penalty"):
+            if getattr(params, name) is not None:
+                body[name] = getattr(params, name)
         if params.max_tokens is not None:
             body["max_tokens"] = params.max_tokens
         if params.stop:

@@ -182,6 +182,8 @@ class OpenAICompletions(TextBackend):
         _put(body, "top_k", params.top_k)
         _put(body, "min_p", params.min_p)
         _put(body, "repetition_penalty", params.repetition_penalty)
+        _put(body, "frequency_penalty", params.frequency_penalty)
+        _put(body, "presence_penalty", params.presence_penalty)
         if params.stop:
             body["stop"] = list(params.stop)
         return _http.deep_merge(body, config.extra_body)

@@ -27,6 +27,8 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from app.platform.core.errors import UserError
+
 WRAPS = ("none", "xml", "markdown")
 ROLES = ("system", "user", "assistant")
 # "ordered": where the section stands in the list; "depth": among the recent messages, `depth` from the
@@ -50,7 +52,7 @@ RESERVED_VARIABLES = frozenset(
 _REFERENCE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 
-class PresetError(ValueError):
+class PresetError(UserError):
     """What is wrong with a preset, as a sentence for the user; nothing was written."""
 
 
