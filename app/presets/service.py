@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection, Iterator
 from dataclasses import replace
 
 from sqlmodel import Session, select
@@ -31,8 +32,22 @@ def get_row(session: Session, preset_id: int) -> PromptPreset:
     return row
 
 
+class _SavedMarkers(Collection[str]):
+    """The markers of a stored preset were checked when it was saved: one whose source is gone since
+    still reads (it then places nothing)."""
+
+    def __contains__(self, marker: object) -> bool:
+        return True
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
 def read_row(row: PromptPreset) -> Preset:
-    return formats.read_sugo_preset(row.data)
+    return formats.read_preset_file(json.dumps(row.data), _SavedMarkers())
 
 
 def get_preset(session: Session, preset_id: int) -> Preset:

@@ -1,6 +1,7 @@
 """Presets over real HTTP (issue 28): made and edited on the Presets page, picked in Chat Settings, and
 the exact request they produce at the test model server."""
 
+import html
 import json
 from pathlib import Path
 
@@ -76,7 +77,9 @@ def test_a_new_preset_is_sugos_default_and_sends_what_no_preset_sends(api, model
     # The same turn asked again (a swipe of the reply sends the same history), with the preset.
     last = api.get(f"/api/chats/{chat['id']}/messages").json()[-1]
     models.script("*Aria nods again.*")
-    read_sse(api.post(f"/api/chats/{chat['id']}/generate", json={"action": "swipe", "message_id": last["id"]}))
+    read_sse(
+        api.post(f"/api/chats/{chat['id']}/generate", json={"action": "swipe", "message_id": last["id"]})
+    )
     # Byte for byte, key order included, as the request was parsed.
     assert json.dumps(models.last_request.json) == json.dumps(without)
 
@@ -128,7 +131,12 @@ def test_a_presets_order_wraps_roles_choices_and_parameters_make_the_request(api
     # The chat's own temperature wins over the preset's.
     r = api.post(
         f"/chats/{chat['id']}/settings",
-        data={"name": "Tavern", "recent_message_limit": "80", "preset_id": str(preset_id), "temperature": "0.9"},
+        data={
+            "name": "Tavern",
+            "recent_message_limit": "80",
+            "preset_id": str(preset_id),
+            "temperature": "0.9",
+        },
         headers=HX,
     )
     assert r.status_code == 200
@@ -140,7 +148,10 @@ def test_chat_settings_show_the_presets_choices_and_keep_the_pick(api, models):
     preset_id = _new_preset(api)
     form = _preset_form(
         "Picks",
-        [_section("chat_history", "Chat history", marker="chat_history"), _section("t", "Tense", content="{{tense}}")],
+        [
+            _section("chat_history", "Chat history", marker="chat_history"),
+            _section("t", "Tense", content="{{tense}}"),
+        ],
         choice_key=["c0"],
         choice_variable=["tense"],
         choice_question=["Tense?"],
@@ -179,7 +190,7 @@ def test_a_refused_preset_is_said_why_and_the_stored_one_is_unchanged(api, model
     if words is None:
         assert r.status_code == 200
         return
-    assert r.status_code == 400 and words in r.text, r.text
+    assert r.status_code == 400 and words in html.unescape(r.text), r.text
     assert api.get(f"/presets/{preset_id}/export", params={"format": "sugo"}).content == before
 
 
@@ -189,7 +200,43 @@ def test_a_deleted_preset_leaves_its_chats_on_the_default(api, models):
     form = _preset_form("Short", [_section("chat_history", "History", marker="chat_history")])
     api.post(f"/presets/{preset_id}", data=form, headers=HX)
     _use(api, chat["id"], preset_id)
-    assert _send(api, models, chat["id"])["messages"][0]["role"] == "assistant"
+    # A preset without a main prompt section leaves Sugo's out; the parts it does not name still come.
+    first = _send(api, models, chat["id"])["messages"][0]["content"]
+    assert "next reply" not in first and "Aria is a wandering bard." in first
     assert api.post(f"/presets/{preset_id}/delete", headers=HX).status_code == 204
     assert "Write Aria's next reply" in _send(api, models, chat["id"], "Again.")["messages"][0]["content"]
     assert api.get(f"/presets/{preset_id}").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("fixture", "fmt", "upload_name"),
+    [
+        ("presets/sillytavern_Default.json", "sillytavern", "Default.json"),
+        ("presets/marinara_universal.marinara.json", "marinara", "Universal.marinara.json"),
+    ],
+)
+def test_an_imported_preset_exports_back_to_the_same_file(api, models, fixture, fmt, upload_name):
+    raw = (FIXTURES / fixture).read_bytes()
+    r = api.post("/presets/import", files={"file": (upload_name, raw, "application/json")}, headers=HX)
+    assert r.status_code == 204, r.text
+    preset_url = r.headers["HX-Redirect"].split("?")[0]
+    page = api.get(preset_url)
+    assert page.status_code == 200 and "Chat history" in page.text
+    exported = api.get(f"{preset_url}/export", params={"format": fmt})
+    assert exported.status_code == 200 and "attachment" in exported.headers["content-disposition"]
+    original, back = json.loads(raw), exported.json()
+    if fmt == "marinara":  # the envelope's time is the export's own
+        original.pop("exportedAt"), back.pop("exportedAt")
+    assert back == original
+
+
+def test_a_file_that_does_not_parse_is_refused_and_nothing_is_written(api, models):
+    before = api.get("/presets").text
+    for name, raw, words in [
+        ("broken.json", b"{not json", "not JSON"),
+        ("list.json", b"[1, 2]", "JSON object"),
+        ("moon.json", json.dumps({"prompts": [{"identifier": "moon", "marker": True}], "prompt_order": []}).encode(), "moon"),
+    ]:  # fmt: skip # one bad file per line
+        r = api.post("/presets/import", files={"file": (name, raw, "application/json")}, headers=HX)
+        assert r.status_code == 400 and words in html.unescape(r.text), (name, r.text)
+    assert api.get("/presets").text == before
