@@ -362,6 +362,13 @@
     if (on) document.getElementById("whisper-select")?.focus();
   }
 
+  // "Start the reply with": while the bar shows, every new reply or version begins with its words.
+  function startWith() {
+    const bar = document.getElementById("composer-start");
+    const text = bar && !bar.hidden ? document.getElementById("start-with-input")?.value || "" : "";
+    return text.trim() ? text : null;
+  }
+
   function whisperTo() {
     const bar = document.getElementById("composer-whisper");
     return bar && !bar.hidden ? Number(document.getElementById("whisper-select")?.value) || null : null;
@@ -514,6 +521,8 @@
   async function generate(payload) {
     startRefused = false;
     if (streaming) { toast("A reply is already being written. Stop it first.", "error"); return false; }
+    const start = startWith();
+    if (start && ["send", "regenerate", "swipe"].includes(payload.action)) payload.start_with = start;
     const controller = new AbortController();
     streaming = { controller, messageId: null };
     setBusy(true);
@@ -1060,6 +1069,11 @@
     closeMenu();
     if (!chatId()) return;
     if (name === "whisper") { showWhisper(true); return; }
+    if (name === "start-with") {
+      document.getElementById("composer-start").hidden = false;
+      document.getElementById("start-with-input").focus();
+      return;
+    }
     if (name === "reply") generate(speakerPayload({ action: "send", content: null }));
     else if (name === "continue") generate({ action: "continue" });
     else if (name === "impersonate") generate(speakerPayload({ action: "impersonate" }));
@@ -1079,10 +1093,15 @@
     }
     if (!e.target.closest("#composer-menu")) closeMenu();
     if (e.target.closest("#composer-whisper-remove")) { showWhisper(false); document.getElementById("composer-input")?.focus(); return; }
+    if (e.target.closest("#composer-start-remove")) {
+      document.getElementById("composer-start").hidden = true;
+      document.getElementById("composer-input")?.focus();
+      return;
+    }
     // Who sees a message: Cancel closes the form under it.
     const cancel = e.target.closest("[data-close-audience]");
     if (cancel) { cancel.closest(".msg-audience").innerHTML = ""; return; }
-    const act = e.target.closest('[data-action="reply"], [data-action="continue"], [data-action="impersonate"], [data-action="whisper"]');
+    const act = e.target.closest('[data-action="reply"], [data-action="continue"], [data-action="impersonate"], [data-action="whisper"], [data-action="start-with"]');
     if (act && !act.disabled) runAction(act.dataset.action);
   });
 
@@ -1393,6 +1412,8 @@
       row.querySelector("[data-enabled-value]").value = box.checked ? "1" : "0";
       row.classList.toggle("is-off", !box.checked);
     }
+    const place = e.target.closest("[data-placement]");
+    if (place) place.closest("[data-section]").querySelector("[data-depth]").hidden = place.value !== "depth";
     const multi = e.target.closest("[data-multi-box]");
     if (multi) multi.closest("[data-choice]").querySelector("[data-multi-value]").value = multi.checked ? "1" : "0";
     const marker = e.target.closest("[data-marker-add]");

@@ -271,6 +271,7 @@ async def generate_reply(chat_id: int, data: GenerateIn, services: ServicesDep) 
         quote=data.quote if data.action == "send" else None,
         chat_refs=refs,
         whisper_to=data.whisper_to if data.action == "send" else None,
+        start_with=data.start_with if data.action in ("send", "regenerate", "swipe") else None,
     )
     return StreamingResponse(
         reply.subscribe(gen),

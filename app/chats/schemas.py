@@ -148,6 +148,9 @@ class GenerateIn(BaseModel):
     chat_ref_ids: list[RowId] = Field(default_factory=list, max_length=MAX_REFERENCES)
     # A group's member the user's message is whispered to: only it and the narrator read it.
     whisper_to: RowId | None = None
+    # The reply starts with this text and the model goes on from it (a prefill); the chat's preset may
+    # set one too, this one wins. Only for a new reply or version (send, regenerate, swipe).
+    start_with: str | None = Field(default=None, max_length=10_000)
 
 
 class AttachmentRead(BaseModel):

@@ -249,6 +249,8 @@ class StoredTurn:
     next_speakers: list[int] = field(default_factory=list)
     # A group in smart order: the helper picks who answers this text once the message is stored.
     smart_pick: str | None = None
+    # The composer's "start with": the reply begins with it and the model goes on (a prefill).
+    start_with: str | None = None
 
     @property
     def posted_only(self) -> bool:
@@ -522,6 +524,7 @@ def prepare_request(session: Session, turn: StoredTurn, *, services: Services) -
             purpose=turn.purpose,
             excluded_tools=turn.excluded_tools,
             system_line=turn.reminder,
+            start_with=turn.start_with if turn.purpose == "reply" else None,
         )
         if prompt.tools:
             reply.runners = declared_runners(session, services, [t["name"] for t in prompt.tools])
@@ -587,6 +590,8 @@ async def run_generation(gen: Generation, turn: StoredTurn, *, services: Service
         reading = ReplyReading()
         if isinstance(writer, ReplyWriter):
             writer.reading = reading
+            if reply.prompt.prefill:  # the reply begins with its prefill, shown and stored like its text
+                await _publish(gen, "token", {"text": await writer.append(reply.prompt.prefill)})
         rounds = await _stream_reply(gen, turn, reply, writer, reading, services)
         usage, model = rounds.usage, rounds.model
         await _show(gen, writer, reading, reading.finish())  # what was held for a tag that never closed
@@ -860,6 +865,7 @@ async def start(
     reminder: str | None = None,
     excluded_tools: frozenset[str] = frozenset(),
     whisper_to: int | None = None,
+    start_with: str | None = None,
 ) -> Generation:
     """Store the turn (on a thread: SQLite may make it wait), then hand the rest to a task; the
     `start` event (the reply's id) is the first thing streamed, before the prompt is even built."""
@@ -887,6 +893,7 @@ async def start(
     # Nothing between the turn's store and here can fail: the claim is the runner's to give back.
     if reminder:
         turn.reminder, turn.excluded_tools = reminder, excluded_tools
+    turn.start_with = start_with or None
     gen = Generation(chat_id=chat_id, message_id=turn.message_id, swipe_index=turn.swipe_index)
     gen.events.append(
         ("start", {"message_id": turn.message_id, "swipe_index": turn.swipe_index, "action": action})

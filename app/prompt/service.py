@@ -14,6 +14,7 @@ from app.chats.history import history_window
 from app.chats.models import Chat
 from app.chats.settings import ChatSettings
 from app.chats.turn_taking import group_members, member_starts
+from app.connections.core.presets import allows_prefill
 from app.connections.models import Connection
 from app.connections.providers.base import GenerationParams
 from app.personas.models import Persona
@@ -112,6 +113,7 @@ def prompt_cards(
 
 
 _UNSET = object()
+PREFILL_REFUSED = "OpenAI's API does not go on from the start of a reply: the prefill was left out."
 REFRESH_NOTE = "A refresh mark cuts the conversation: nothing above it is sent. Delete the mark to undo."
 
 
@@ -129,6 +131,7 @@ def build_chat_prompt(
     purpose: Purpose = "reply",
     excluded_tools: frozenset[str] = frozenset(),
     system_line: str | None = None,
+    start_with: str | None = None,
 ) -> tuple[Prompt, Effective]:
     """The prompt for the next reply in `chat` (or for regenerating the message `before_id`): the
     chat's card and history, plus what every registered prompt source contributes, in order.
@@ -189,6 +192,14 @@ def build_chat_prompt(
         viewer=viewer,
     )
     gathered = services.sources.gather(turn)
+    prefill = start_with or (preset.prefill if preset else "")
+    prefill_notes: tuple[str, ...] = ()
+    if (
+        prefill.strip()
+        and effective.connection
+        and not allows_prefill(effective.connection.kind, effective.connection.base_url)
+    ):
+        prefill, prefill_notes = "", (PREFILL_REFUSED,)
     ctx = PromptContext(
         mode=chat.mode,
         characters=tuple(
@@ -219,7 +230,7 @@ def build_chat_prompt(
         macros=MacroContext(
             variables=variables, pick_seed=f"chat:{chat.id}", random_seed=seed, tools=turn.tool_view
         ),
-        extra_notes=((REFRESH_NOTE,) if history.refreshed else ()) + gathered.notes,
+        extra_notes=((REFRESH_NOTE,) if history.refreshed else ()) + gathered.notes + prefill_notes,
         extra_warnings=gathered.warnings,
         receipt=gathered.receipt,
         left_out=gathered.left_out,
@@ -229,6 +240,7 @@ def build_chat_prompt(
         purpose=purpose,
         tools=turn.tool_declarations,
         preset=preset,
+        prefill=prefill,
         preset_values=chosen_values(preset.choices, settings.preset_picks) if preset else {},
         game_master=chat.mode == "game"
         and speaker.id == settings.narrator_in(chat.mode, [c.id for c in characters]),

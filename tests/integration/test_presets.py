@@ -240,3 +240,28 @@ def test_a_file_that_does_not_parse_is_refused_and_nothing_is_written(api, model
         r = api.post("/presets/import", files={"file": (name, raw, "application/json")}, headers=HX)
         assert r.status_code == 400 and words in html.unescape(r.text), (name, r.text)
     assert api.get("/presets").text == before
+
+
+def test_a_presets_prefill_and_the_composers_start_with_begin_the_reply(api, models):
+    chat = _chat(api, models)
+    preset_id = _new_preset(api)
+    sections = [_section("chat_history", "Chat history", marker="chat_history")]
+    form = _preset_form("Prefilled", sections, prefill="*{{char}} smiles* ")
+    assert api.post(f"/presets/{preset_id}", data=form, headers=HX).status_code == 200
+    _use(api, chat["id"], preset_id)
+    body = _send(api, models, chat["id"], reply=" and bows.")
+    assert body["messages"][-2:] == [
+        {"role": "user", "content": "Hello?"},
+        {"role": "assistant", "content": "*Aria smiles*"},
+    ]
+    assert api.get(f"/api/chats/{chat['id']}/messages").json()[-1]["content"] == "*Aria smiles* and bows."
+    # The composer's text wins over the preset's, for this reply.
+    models.script(" then leaves.")
+    r = api.post(
+        f"/api/chats/{chat['id']}/generate",
+        json={"action": "send", "content": "Bye.", "start_with": "*Aria sighs*"},
+    )
+    events = read_sse(r)
+    assert "".join(d["text"] for e, d in events if e == "token") == "*Aria sighs* then leaves."
+    assert models.last_request.json["messages"][-1] == {"role": "assistant", "content": "*Aria sighs*"}
+    assert api.get(f"/api/chats/{chat['id']}/messages").json()[-1]["content"] == "*Aria sighs* then leaves."

@@ -242,3 +242,14 @@ def test_every_registered_source_is_a_marker_and_every_marker_a_layout_slot():
     assert [kind_of(s.marker) for s in preset.sections][:3] == [
         k for k in ORDER_OF if k in {*CORE_KINDS, *(k for s in sources for k in s.kinds)}
     ][:3]
+
+
+def test_a_prefill_ends_the_prompt_for_a_reply_only_and_openai_itself_gets_none():
+    from app.connections.core.presets import allows_prefill
+
+    p = build(ctx(None, prefill="{{char}}: "))
+    assert p.messages[-1] == {"role": "assistant", "content": "Aria:"} and p.prefill == "Aria:"
+    assert build(ctx(None, prefill="x", purpose="impersonate")).prefill == ""
+    assert allows_prefill("anthropic", "https://api.anthropic.com/v1")
+    assert allows_prefill("openai", "http://127.0.0.1:8080/v1")
+    assert not allows_prefill("openai", "https://api.openai.com/v1")

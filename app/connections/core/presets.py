@@ -36,4 +36,13 @@ PRESETS: tuple[Preset, ...] = (
 )  # fmt: skip # a table: one preset per row
 
 PRESETS_BY_ID = {p.id: p for p in PRESETS}
+
+
+def allows_prefill(kind: str, base_url: str) -> bool:
+    """Whether the provider goes on from a reply's start sent as the last assistant message. Anthropic
+    and local servers do; OpenAI's own API answers anew after it (the text would be said twice)."""
+    host = base_url.split("://", 1)[-1].split("/", 1)[0].lower()
+    return not (kind == "openai" and host == "api.openai.com")
+
+
 LOCAL_PRESET_BY_PORT = {11434: "ollama", 8080: "llamacpp", 5001: "koboldcpp", 1234: "lmstudio"}

@@ -13,8 +13,8 @@ Decisions:
   "Role" section instead), so Sugo's built-in main prompt is left out; a card's system prompt is kept.
 - A marker named twice (SillyTavern's description and personality are one part here) is placed by its
   first enabled section; a part all of whose sections are off is left out.
-- The group nudge, the Game Master's turn, Continue's nudge and Impersonate's instruction are not
-  markers: they are the request itself and always come last.
+- The group nudge, the Game Master's turn, Continue's nudge, Impersonate's instruction and the reply's
+  prefill are not markers: they are the request itself and always come last.
 - What changes every turn (the "dynamic" and "at_depth" groups) placed above stable parts breaks the
   provider's cached prefix from that block on: the prompt says so (`cache_warning`).
 """
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from app.presets.core.model import CHAT_HISTORY, Preset, Section
 from app.prompt.core.layout import GROUP_OF, LAYOUT, ORDER_OF, STABLE_GROUPS
 
-FIXED_AT_END = frozenset(("group_nudge", "game_master_turn", "continue_nudge", "impersonation"))
+FIXED_AT_END = frozenset(("group_nudge", "game_master_turn", "continue_nudge", "impersonation", "prefill"))
 CHANGING_GROUPS = ("dynamic", "at_depth")
 
 

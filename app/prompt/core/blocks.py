@@ -52,6 +52,8 @@ class Prompt:
     tools: tuple[dict, ...] = ()
     tool_tokens: int = 0
     tools_missing: tuple[tuple[str, str], ...] = ()  # (tool name, why it was not offered)
+    # What the reply starts with (sent last, as the assistant's): the stored reply begins with it.
+    prefill: str = ""
 
     @property
     def history_total(self) -> int:

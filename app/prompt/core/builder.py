@@ -154,6 +154,9 @@ class PromptContext:
     # The preset arranging the prompt (None: Sugo's default layout) and its choices' values for this chat.
     preset: Preset | None = None
     preset_values: Mapping[str, str] = field(default_factory=dict)
+    # The reply starts with this (the composer's "start with", else the preset's prefill): sent as the
+    # last, assistant message for the model to go on from; a new reply or version only.
+    prefill: str = ""
 
 
 def _names_list(names: Sequence[str]) -> str:
@@ -332,6 +335,21 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
         add(fixed_after, "continue_nudge", "Continue nudge", ex(CONTINUE_NUDGE))
     elif ctx.purpose == "impersonate":
         add(fixed_after, "impersonation", "Impersonation prompt", ex(IMPERSONATION_PROMPT))
+    prefill = ex(preset_text(ctx.prefill)) if ctx.purpose == "reply" and ctx.prefill.strip() else ""
+    if prefill.strip():
+        # Not stripped as other blocks are: "Aria:" and "Aria: " ask for different continuations.
+        text = prefill.rstrip()
+        fixed_after.append(
+            PromptBlock(
+                "prefill",
+                "Start of the reply",
+                "after_history",
+                "assistant",
+                text,
+                count(text),
+                kind="prefill",
+            )
+        )
 
     visible = [m for m in ctx.messages if not m.hidden]
     empty = {m.id for m in visible if not m.content.strip()}
@@ -425,6 +443,7 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
         receipt=ctx.receipt,
         tools=ctx.tools,
         tool_tokens=tool_tokens,
+        prefill=prefill.rstrip(),
     )
 
 

@@ -92,6 +92,8 @@ LAYOUT: tuple[Slot, ...] = (
     # last of all, only when asked for: Continue's nudge, or Impersonate's instruction
     Slot("continue_nudge", "at_depth", "Continue nudge"),
     Slot("impersonation", "at_depth", "Impersonation prompt"),
+    # the start of the reply, which the model goes on from (a preset's prefill, the composer's "start with")
+    Slot("prefill", "after_history", "Start of the reply (prefill)"),
 )
 GROUP_OF = {slot.kind: slot.group for slot in LAYOUT}
 # The groups merged into the one leading system message that forms the cacheable prefix.
