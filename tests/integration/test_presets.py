@@ -265,3 +265,21 @@ def test_a_presets_prefill_and_the_composers_start_with_begin_the_reply(api, mod
     assert "".join(d["text"] for e, d in events if e == "token") == "*Aria sighs* then leaves."
     assert models.last_request.json["messages"][-1] == {"role": "assistant", "content": "*Aria sighs*"}
     assert api.get(f"/api/chats/{chat['id']}/messages").json()[-1]["content"] == "*Aria sighs* then leaves."
+
+
+def test_the_context_grid_warns_when_a_preset_puts_a_changing_part_above_stable_ones(api, models):
+    chat = _chat(api, models)
+    preset_id = _new_preset(api)
+    sections = [
+        _section("current_time", "Now", marker="current_time"),
+        _section("character", "Character", marker="character"),
+        _section("chat_history", "Chat history", marker="chat_history"),
+    ]
+    api.post(f"/presets/{preset_id}", data=_preset_form("Clock first", sections), headers=HX)
+    options = f"/api/chats/{chat['id']}/options"
+    api.put(options, json={"settings": {"time_awareness": True}})
+    page = api.get(f"/chats/{chat['id']}/context").text
+    assert 'id="context-cache-warning"' not in page
+    api.put(options, json={"settings": {"time_awareness": True, "preset_id": preset_id}})
+    page = html.unescape(api.get(f"/chats/{chat['id']}/context").text)
+    assert 'id="context-cache-warning"' in page and "Current time (it changes every turn) above" in page

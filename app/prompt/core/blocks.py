@@ -54,6 +54,9 @@ class Prompt:
     tools_missing: tuple[tuple[str, str], ...] = ()  # (tool name, why it was not offered)
     # What the reply starts with (sent last, as the assistant's): the stored reply begins with it.
     prefill: str = ""
+    # The preset puts a part that changes every turn above stable ones (also among `warnings`): the
+    # context grid says so beside the cost of the cached prefix.
+    cache_warning: str | None = None
 
     @property
     def history_total(self) -> int:

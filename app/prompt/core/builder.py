@@ -444,6 +444,7 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
         tools=ctx.tools,
         tool_tokens=tool_tokens,
         prefill=prefill.rstrip(),
+        cache_warning=cache_warning,
     )
 
 
