@@ -11,7 +11,7 @@ class Connection(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     name: str
-    kind: str = "openai"  # "openai" (chat completions) | "anthropic" (Messages API)
+    kind: str = "openai"  # "openai" (chat completions) | "anthropic" (Messages API) | "text" (a raw prompt)
     preset: str = "custom"
     base_url: str
     model: str = ""
@@ -37,6 +37,13 @@ class Connection(SQLModel, table=True):
     # they are no longer offered), "on" always, "off" never.
     tools_mode: str = Field(default="auto", sa_column_kwargs={"server_default": "auto"})
     tools_refused: str = Field(default="", sa_column_kwargs={"server_default": ""})
+    # Text completion (kind "text"): the endpoint's shape ("openai_completions" for /v1/completions,
+    # "llamacpp" for /completion, "ollama" for /api/generate), and the SillyTavern instruct and context
+    # templates the raw prompt is written with, kept whole as their files are ({} instruct: plain text
+    # with names; {} context: SillyTavern's Default story string).
+    text_api: str = Field(default="", sa_column_kwargs={"server_default": ""})
+    instruct_template: dict = json_field()
+    context_template: dict = json_field()
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
 

@@ -1,20 +1,24 @@
 """Connection pages."""
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, UploadFile
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 
 from app.connections import service
+from app.connections.core.builtin_templates import BUILTIN_CONTEXT_TEMPLATES, BUILTIN_INSTRUCT_TEMPLATES
 from app.connections.core.presets import PRESETS, PRESETS_BY_ID
 from app.connections.models import Connection
 from app.connections.schemas import ConnectionIn
 from app.memory.recall.core.sources import BUILTIN_MODELS
 from app.memory.recall.embedding import default_embedding_setting, set_default_embedding
 from app.platform import forms
+from app.platform.core import jsonin
+from app.platform.core.errors import UserError
 from app.web.deps import FormDep, KeyBoxDep, SessionDep
 from app.web.templates import HxRequest, render, render_blocks
 
 router = APIRouter(include_in_schema=False)
+MAX_TEMPLATE_BYTES = 200_000  # a SillyTavern template is a few hundred bytes; its strings stop at 100,000
 
 
 def _list(
@@ -40,7 +44,35 @@ def _list(
     return render_blocks(request, "connections/list.html", ctx, blocks, oob=oob, headers=headers)
 
 
-def _form_input(form, *, testing: bool = False) -> ConnectionIn:
+def _templates(form, current: Connection | None) -> dict:
+    """The text-completion templates the form chose: an imported file wins, then a built-in by name;
+    "__kept__" keeps the connection's own (imported before)."""
+    chosen = {}
+    for kind, builtins in (("instruct", BUILTIN_INSTRUCT_TEMPLATES), ("context", BUILTIN_CONTEXT_TEMPLATES)):
+        upload = form.get(f"{kind}_file")
+        if isinstance(upload, UploadFile) and upload.filename:
+            raw = upload.file.read(MAX_TEMPLATE_BYTES + 1)
+            if len(raw) > MAX_TEMPLATE_BYTES:
+                raise UserError(f"The {kind} template file is over {MAX_TEMPLATE_BYTES // 1000} KB.")
+            try:
+                data = jsonin.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError, jsonin.JsonTooDeep) as err:
+                raise UserError(
+                    f"The {kind} template “{upload.filename}” is not a JSON file: {err}"
+                ) from None
+            if not isinstance(data, dict):
+                raise UserError(f"The {kind} template “{upload.filename}” is not a JSON object.")
+            chosen[f"{kind}_template"] = data
+            continue
+        name = forms.text(form, f"{kind}_name")
+        if name == "__kept__" and current is not None:
+            chosen[f"{kind}_template"] = dict(getattr(current, f"{kind}_template") or {})
+        else:
+            chosen[f"{kind}_template"] = dict(builtins[name]) if name in builtins else {}
+    return chosen
+
+
+def _form_input(form, *, testing: bool = False, current: Connection | None = None) -> ConnectionIn:
     # Testing needs no name: the values are tried, not saved.
     name = forms.text(form, "name") or ("Connection being tested" if testing else "")
     try:
@@ -69,6 +101,8 @@ def _form_input(form, *, testing: bool = False) -> ConnectionIn:
             embedding_url=forms.text(form, "embedding_url"),
             embedding_connection_id=forms.optional_number(form, "embedding_connection_id", int),
             tools_mode=forms.text(form, "tools_mode", "auto"),
+            text_api=forms.text(form, "text_api") if forms.text(form, "kind") == "text" else "",
+            **_templates(form, current),
         )
     except ValidationError as err:
         raise forms.invalid(err) from err
@@ -107,6 +141,8 @@ def new_connection_page(
         model=model or p.model,
         context_size=p.context_size,
         extra_headers=dict(p.extra_headers),
+        text_api=p.text_api,
+        instruct_template=dict(BUILTIN_INSTRUCT_TEMPLATES[p.instruct]) if p.instruct else {},
     )
     return render(
         request,
@@ -116,6 +152,8 @@ def new_connection_page(
             "presets": PRESETS,
             "preset": p,
             "headers": service.header_form_value(conn),
+            "instruct_builtins": BUILTIN_INSTRUCT_TEMPLATES,
+            "context_builtins": BUILTIN_CONTEXT_TEMPLATES,
             "connections": service.list_connections(session),
         },
     )
@@ -143,6 +181,8 @@ def edit_connection_page(connection_id: int, request: Request, session: SessionD
             "presets": PRESETS,
             "preset": None,
             "headers": service.header_form_value(conn),
+            "instruct_builtins": BUILTIN_INSTRUCT_TEMPLATES,
+            "context_builtins": BUILTIN_CONTEXT_TEMPLATES,
             "connections": service.list_connections(session),
         },
     )
@@ -154,7 +194,9 @@ async def test_connection_form(request: Request, session: SessionDep, keybox: Ke
     the address is the saved one)."""
     form = await request.form()
     saved_id = forms.optional_number(form, "connection_id", int)
-    result = await service.probe_form(session, keybox, _form_input(form, testing=True), saved_id=saved_id)
+    current = service.get_connection(session, saved_id) if saved_id else None
+    data = _form_input(form, testing=True, current=current)
+    result = await service.probe_form(session, keybox, data, saved_id=saved_id)
     return render(request, "connections/_test_result.html", {"result": result})
 
 
@@ -163,7 +205,8 @@ def update_connection_page(
     connection_id: int, request: Request, form: FormDep, session: SessionDep, keybox: KeyBoxDep, hx: HxRequest
 ) -> HTMLResponse:
     """Save changes, then show the list."""
-    service.update_connection(session, keybox, connection_id, _form_input(form))
+    current = service.get_connection(session, connection_id)
+    service.update_connection(session, keybox, connection_id, _form_input(form, current=current))
     return _list(request, session, hx=hx)
 
 

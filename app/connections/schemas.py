@@ -3,8 +3,12 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field, field_validator
 
+from app.connections.core.template_files import TemplateError, parse_context_template, parse_instruct_template
 from app.platform.core.names import checked
 from app.platform.modelbase import RowId
+
+# The text-completion endpoint shapes (app/connections/providers/text_completion.py).
+TEXT_APIS = ("openai_completions", "llamacpp", "ollama")
 
 
 class ConnectionIn(BaseModel):
@@ -37,6 +41,29 @@ class ConnectionIn(BaseModel):
     embedding_connection_id: RowId | None = None
     # Tools: "auto" offers them until the provider refuses them once, "on" always, "off" never.
     tools_mode: str = "auto"
+    # Text completion (kind "text"): the endpoint's shape and the SillyTavern templates, as their files.
+    text_api: str = ""
+    instruct_template: dict = Field(default_factory=dict)
+    context_template: dict = Field(default_factory=dict)
+
+    @field_validator("text_api")
+    @classmethod
+    def _text_api(cls, v: str) -> str:
+        if v not in {"", *TEXT_APIS}:
+            raise ValueError("text_api must be one of " + ", ".join(TEXT_APIS))
+        return v
+
+    @field_validator("instruct_template", "context_template")
+    @classmethod
+    def _template(cls, v: dict, info) -> dict:
+        if not v:
+            return v
+        read = parse_instruct_template if info.field_name == "instruct_template" else parse_context_template
+        try:
+            read(v)
+        except TemplateError as err:
+            raise ValueError(str(err)) from None
+        return v
 
     @field_validator("tools_mode")
     @classmethod
@@ -48,8 +75,10 @@ class ConnectionIn(BaseModel):
     @field_validator("kind")
     @classmethod
     def _kind(cls, v: str) -> str:
-        if v not in {"openai", "anthropic"}:
-            raise ValueError("kind must be 'openai' (chat completions) or 'anthropic' (Messages API)")
+        if v not in {"openai", "anthropic", "text"}:
+            raise ValueError(
+                "kind must be 'openai' (chat completions), 'anthropic' (Messages API) or 'text' (text completion)"
+            )
         return v
 
     @field_validator("base_url")
@@ -95,6 +124,9 @@ class ConnectionRead(BaseModel):
     embedding_connection_id: int | None
     tools_mode: str = "auto"
     tools_refused: str = ""  # why tools are no longer offered in "auto" (the provider's words)
+    text_api: str = ""
+    instruct_template: dict = Field(default_factory=dict)
+    context_template: dict = Field(default_factory=dict)
     created_at: datetime
     updated_at: datetime
 

@@ -38,6 +38,9 @@ def to_read(conn: Connection) -> ConnectionRead:
         embedding_url=conn.embedding_url,
         tools_mode=conn.tools_mode,
         tools_refused=conn.tools_refused,
+        text_api=conn.text_api,
+        instruct_template=conn.instruct_template or {},
+        context_template=conn.context_template or {},
         embedding_connection_id=conn.embedding_connection_id,
         created_at=conn.created_at,
         updated_at=conn.updated_at,
@@ -162,8 +165,12 @@ def _apply(conn: Connection, data: ConnectionIn, keybox: KeyBox) -> None:
         "embedding_model",
         "embedding_url",
         "embedding_connection_id",
+        "instruct_template",
+        "context_template",
     ):
         setattr(conn, field, getattr(data, field))
+    # A text connection always has an endpoint shape; the OpenAI one is what most local servers speak.
+    conn.text_api = (data.text_api or "openai_completions") if data.kind == "text" else ""
     if data.tools_mode != conn.tools_mode:
         # A new choice starts afresh: "auto" asks the provider again, "on"/"off" need no reason.
         conn.tools_mode, conn.tools_refused = data.tools_mode, ""
@@ -253,6 +260,16 @@ def provider_config(conn: Connection, keybox: KeyBox, *, timeout_s: float | None
         extra_headers={name: keybox.unseal(value) for name, value in (conn.extra_headers or {}).items()},
         extra_body=dict(conn.extra_body or {}),
         **({} if timeout_s is None else {"timeout_s": timeout_s}),
+        **(
+            {
+                "text_api": conn.text_api or "openai_completions",
+                "context_size": conn.context_size,
+                "instruct_template": dict(conn.instruct_template or {}),
+                "context_template": dict(conn.context_template or {}),
+            }
+            if conn.kind == "text"
+            else {}
+        ),
     )
 
 
@@ -263,7 +280,14 @@ async def probe_form(
     fill what the form leaves empty, and only while the address is the saved one."""
     saved = get_connection(session, saved_id) if saved_id else Connection(name="", base_url=data.base_url)
     conn = Connection(
-        name=data.name, kind=data.kind, base_url=data.base_url, model=data.model, extra_body=data.extra_body
+        name=data.name,
+        kind=data.kind,
+        base_url=data.base_url,
+        model=data.model,
+        extra_body=data.extra_body,
+        text_api=(data.text_api or "openai_completions") if data.kind == "text" else "",
+        instruct_template=data.instruct_template,
+        context_template=data.context_template,
     )
     conn.extra_headers, kept_values = _sealed_headers(data.extra_headers, saved.extra_headers or {}, keybox)
     keeps_key = _keeps_key(saved, data)

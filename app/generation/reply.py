@@ -46,6 +46,7 @@ from app.chats.core.limits import message_too_long
 from app.chats.models import Chat, Message
 from app.chats.turn_taking import choose_speakers
 from app.connections.core.answers import Piece
+from app.connections.core.chat_as_text import RAW_ROLE
 from app.connections.providers.base import GenerationParams, ProviderConfig, ProviderError, Usage
 from app.connections.service import provider_config
 from app.generation.reasoning import REASONING_FIELDS, ReplyReading, thought_label
@@ -725,11 +726,14 @@ async def _stream_reply(
         missing=dict(reply.prompt.tools_missing),
     )
     params = replace(reply.params, tools=reply.prompt.tools) if reply.prompt.tools else reply.params
+    messages = list(reply.prompt.messages)
+    if reply.prompt.raw is not None:  # a text-completion connection: the raw prompt as Peek Prompt shows it
+        messages = [{"role": RAW_ROLE, "content": reply.prompt.raw.text, "stop": list(reply.prompt.raw.stop)}]
     return await stream_with_tools(
         services=services,
         config=reply.config,
         kind=reply.kind,
-        messages=list(reply.prompt.messages),
+        messages=messages,
         params=params,
         runners=reply.runners,
         cap=reply.round_cap,

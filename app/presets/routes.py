@@ -126,7 +126,7 @@ async def save_preset(
     service.save_preset(session, preset, markers, preset_id)
     ctx = _editor(request, preset, markers, preset_id=preset_id, saved=True)
     if hx:
-        return render_blocks(request, "presets/edit.html", ctx, ["editor"])
+        return render_blocks(request, "presets/edit.html", ctx, ["preset_editor"])
     return render(request, "presets/edit.html", ctx)
 
 

@@ -41,6 +41,8 @@ class PromptRead(BaseModel):
     tools: list[dict] = []
     tool_tokens: int = 0
     tools_missing: dict[str, str] = {}
+    # A text-completion connection's raw prompt as sent ({text, stop}); null for a chat connection.
+    raw: dict | None = None
 
 
 def prompt_read(prompt: Prompt, *, timings: bool = False) -> PromptRead:
@@ -74,4 +76,5 @@ def prompt_read(prompt: Prompt, *, timings: bool = False) -> PromptRead:
         tools=[dict(t) for t in prompt.tools],
         tool_tokens=prompt.tool_tokens,
         tools_missing=dict(prompt.tools_missing),
+        raw={"text": prompt.raw.text, "stop": list(prompt.raw.stop)} if prompt.raw is not None else None,
     )

@@ -14,7 +14,9 @@ from app.chats.history import history_window
 from app.chats.models import Chat
 from app.chats.settings import ChatSettings
 from app.chats.turn_taking import group_members, member_starts
+from app.connections.core.chat_as_text import templates
 from app.connections.core.presets import allows_prefill
+from app.connections.core.template_files import TemplateError
 from app.connections.models import Connection
 from app.connections.providers.base import GenerationParams
 from app.personas.models import Persona
@@ -25,6 +27,7 @@ from app.presets.service import chat_preset
 from app.prompt.core.blocks import Prompt
 from app.prompt.core.builder import CardSnapshot, DepthNote, GroupCards, PromptContext, Purpose, build
 from app.prompt.core.macros import MacroContext, generation_seed
+from app.prompt.core.text_prompt import TextTemplates
 from app.prompt.sources import Turn
 
 # With no connection yet, Peek Prompt still works with these sizes.
@@ -66,6 +69,17 @@ def effective_params(chat: Chat, connection: Connection | None, preset: Preset |
         presence_penalty=p.presence_penalty,
     )
     return Effective(connection, params, context_size)
+
+
+def _text_templates(connection: Connection | None) -> TextTemplates | None:
+    """A text-completion connection's templates, for the raw prompt (None for a chat connection)."""
+    if connection is None or connection.kind != "text":
+        return None
+    try:
+        context, instruct = templates(connection.instruct_template, connection.context_template)
+    except TemplateError as err:
+        raise UserError(f"The connection {connection.name}'s template cannot be used: {err}") from err
+    return TextTemplates(context, instruct)
 
 
 def card_snapshot(char: Character) -> CardSnapshot:
@@ -241,6 +255,7 @@ def build_chat_prompt(
         tools=turn.tool_declarations,
         preset=preset,
         prefill=prefill,
+        text_templates=_text_templates(effective.connection),
         preset_values=chosen_values(preset.choices, settings.preset_picks) if preset else {},
         game_master=chat.mode == "game"
         and speaker.id == settings.narrator_in(chat.mode, [c.id for c in characters]),

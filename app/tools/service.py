@@ -56,6 +56,8 @@ class TurnTools:
 def connection_off_reason(connection: Connection | None) -> str | None:
     if connection is None:
         return "No connection is set up."
+    if connection.kind == "text":  # a raw prompt has no place for tool declarations
+        return f"The connection {connection.name} sends a raw prompt (text completion): it has no tools."
     mode = connection.tools_mode if connection.tools_mode in TOOLS_MODES else "auto"
     if mode == "off":
         return f"Tools are off for the connection {connection.name}."

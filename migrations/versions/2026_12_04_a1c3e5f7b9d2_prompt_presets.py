@@ -1,4 +1,5 @@
-"""prompt presets (issue 28): a preset's sections, choices and parameters, kept whole as JSON
+"""prompt presets and text-completion connections (issue 28): a preset's sections, choices and
+parameters, kept whole as JSON; a connection's text-completion API and its instruct and context templates
 
 Revision ID: a1c3e5f7b9d2
 Revises: f8c0e2a4b6d7
@@ -26,7 +27,15 @@ def upgrade() -> None:
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("id", name="pk_prompt_preset"),
     )
+    with op.batch_alter_table("connection") as batch_op:
+        batch_op.add_column(sa.Column("text_api", sa.String(), nullable=False, server_default=""))
+        batch_op.add_column(sa.Column("instruct_template", sa.JSON(), nullable=False, server_default="{}"))
+        batch_op.add_column(sa.Column("context_template", sa.JSON(), nullable=False, server_default="{}"))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("connection") as batch_op:
+        batch_op.drop_column("context_template")
+        batch_op.drop_column("instruct_template")
+        batch_op.drop_column("text_api")
     op.drop_table("prompt_preset")

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.prompt.core.instruct import (
+from app.connections.core.builtin_templates import BUILTIN_CONTEXT_TEMPLATES, BUILTIN_INSTRUCT_TEMPLATES
+from app.connections.core.raw_prompt import (
     InstructTemplate,
     Line,
     StoryFields,
@@ -18,8 +19,7 @@ from app.prompt.core.instruct import (
     parse_instruct_template,
     render_text_prompt,
 )
-from app.prompt.core.instruct_builtins import BUILTIN_CONTEXT_TEMPLATES, BUILTIN_INSTRUCT_TEMPLATES
-from app.prompt.core.story_string import render_story_string
+from app.connections.core.story_string import render_story_string
 
 PRESETS = Path(__file__).parent.parent / "fixtures" / "sillytavern" / "presets"
 CONTEXT_FILES = [PRESETS / "context" / "Default.json", PRESETS / "context" / "ChatML.json"]

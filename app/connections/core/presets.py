@@ -14,6 +14,8 @@ class Preset:
     context_size: int = 8192
     extra_headers: dict = field(default_factory=dict)
     hint: str = ""
+    text_api: str = ""  # for kind "text": the endpoint's shape
+    instruct: str = ""  # for kind "text": the built-in instruct template it starts with
 
 
 PRESETS: tuple[Preset, ...] = (
@@ -33,6 +35,15 @@ PRESETS: tuple[Preset, ...] = (
            hint="Start the local server in LM Studio's Developer tab."),
     Preset("custom", "Other OpenAI-compatible", "openai", "", "", False, 8192,
            hint="vLLM, proxies, anything that speaks /v1/chat/completions."),
+    Preset("koboldcpp_text", "KoboldCpp (text completion)", "text", "http://127.0.0.1:5001/v1", "", False, 8192,
+           hint="Sugo writes the raw prompt with an instruct template; KoboldCpp's /v1/completions continues it.",
+           text_api="openai_completions", instruct="ChatML"),
+    Preset("llamacpp_text", "llama.cpp (text completion)", "text", "http://127.0.0.1:8080", "", False, 8192,
+           hint="llama-server's own /completion endpoint, with the model's instruct template.",
+           text_api="llamacpp", instruct="ChatML"),
+    Preset("ollama_text", "Ollama (raw prompt)", "text", "http://127.0.0.1:11434", "", False, 8192,
+           hint="Ollama's /api/generate with raw: true: Sugo's template, not Ollama's.",
+           text_api="ollama", instruct="ChatML"),
 )  # fmt: skip # a table: one preset per row
 
 PRESETS_BY_ID = {p.id: p for p in PRESETS}

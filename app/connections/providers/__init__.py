@@ -1,27 +1,27 @@
 """Model providers: one module per wire protocol, each speaking the contract in `base`; what their calls
 share (streaming, failures, the connection test) is `_calls`, the HTTP plumbing under it `_http`.
 
-`text_completion` sends a prompt Sugo built, not messages, so `get_provider` (which hands out chat
-providers) does not list it: callers import it by name, and `config.text_api` picks its endpoint shape."""
+A text-completion connection ("text") is reached through `text_chat`, which writes the messages into
+one raw prompt with the connection's templates and sends it with `text_completion` (`config.text_api`
+picks the endpoint shape)."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from app.connections.providers import _http, anthropic, openai_compat
+from app.connections.providers import _http, anthropic, openai_compat, text_chat
 from app.connections.providers.base import Completion, GenerationParams, Provider, ProviderConfig
 
 _PROVIDERS: dict[str, Provider] = {
     "openai": openai_compat,
     "anthropic": anthropic,
+    "text": text_chat,
 }
 
 
 def get_provider(kind: str) -> Provider:
-    """The provider module for a connection kind ("openai" or "anthropic")."""
-    if kind == "text":
-        raise ValueError("A text-completion connection has no chat provider: call providers.text_completion.")
+    """The provider module for a connection kind ("openai", "anthropic" or "text")."""
     try:
         return _PROVIDERS[kind]
     except KeyError:

@@ -57,6 +57,9 @@ class ProviderConfig:
     extra_headers: dict[str, str] = field(default_factory=dict)
     extra_body: dict[str, Any] = field(default_factory=dict)
     timeout_s: float = 300.0
+    # Text completion (kind "text"): the instruct and context templates, as their SillyTavern files.
+    instruct_template: dict[str, Any] = field(default_factory=dict)
+    context_template: dict[str, Any] = field(default_factory=dict)
     connect_timeout_s: float = 10.0
     # Text completion only: the backend's endpoint shape, and the context size Ollama is told (num_ctx:
     # its default is a few thousand tokens, and it silently drops the start of a longer prompt).

@@ -73,12 +73,12 @@ TEXT_KINDS = ("main_prompt", "post_history")
 ST_SYSTEM = frozenset(
     ("main", "nsfw", "jailbreak", "enhanceDefinitions", "dialogueExamples", "chatHistory", "worldInfoAfter",
      "worldInfoBefore", "charDescription", "charPersonality", "scenario", "personaDescription")
-)  # fmt: skip
+)  # fmt: skip # a table: SillyTavern's identifiers, several to a line
 DEFAULT_ORDER = (
     ("main", True), ("worldInfoBefore", True), ("personaDescription", True), ("charDescription", True),
     ("charPersonality", True), ("scenario", True), ("enhanceDefinitions", False), ("nsfw", True),
     ("worldInfoAfter", True), ("dialogueExamples", True), ("chatHistory", True), ("jailbreak", True),
-)  # fmt: skip
+)  # fmt: skip # a table: SillyTavern's default order, four to a line
 PARAMETERS = (
     ("temperature", "temperature"),
     ("top_p", "top_p"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from app.connections.core.raw_prompt import RawPrompt
 from app.prompt.core.layout import GROUP_LABELS, GROUPS  # noqa: E402,F401  (re-exported for views)
 
 
@@ -57,6 +58,9 @@ class Prompt:
     # The preset puts a part that changes every turn above stable ones (also among `warnings`): the
     # context grid says so beside the cost of the cached prefix.
     cache_warning: str | None = None
+    # For a text-completion connection: the prompt as the one text sent, and the stop strings its
+    # templates add (Peek Prompt shows the text exactly as sent).
+    raw: RawPrompt | None = None
 
     @property
     def history_total(self) -> int:

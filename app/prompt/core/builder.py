@@ -26,6 +26,7 @@ from app.prompt.core.layout import (
     dynamic_insert_index,
 )
 from app.prompt.core.macros import MacroContext, expand_macros
+from app.prompt.core.text_prompt import StoryCards, TextTemplates, render_raw
 from app.prompt.core.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 
 # SillyTavern's default main prompt for roleplay; a card's system_prompt replaces it ({{original}}
@@ -157,6 +158,8 @@ class PromptContext:
     # The reply starts with this (the composer's "start with", else the preset's prefill): sent as the
     # last, assistant message for the model to go on from; a new reply or version only.
     prefill: str = ""
+    # A text-completion connection's templates: the prompt is also rendered as one raw text (Prompt.raw).
+    text_templates: TextTemplates | None = None
 
 
 def _names_list(names: Sequence[str]) -> str:
@@ -424,6 +427,25 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
         )
     blocks = (*fixed_before, *conversation, *after_history, *fixed_after)
     messages = _provider_messages(blocks)
+    raw = None
+    if ctx.text_templates is not None:
+        cards = StoryCards(
+            description=ex(speaker.description.strip()),
+            personality=ex(speaker.personality.strip()),
+            scenario="\n".join(sorted(scenarios)),
+            persona=ex(ctx.persona_description.strip()),
+            examples=tuple(ex_card(c)(c.mes_example) for c in ctx.characters if c.mes_example.strip()),
+        )
+        raw = render_raw(
+            blocks,
+            len(fixed_before),
+            cards,
+            ctx.text_templates,
+            char=speaker.name,
+            user=ctx.user_name,
+            group=group,
+            purpose=ctx.purpose,
+        )
     tool_tokens = sum(count(json.dumps(t, ensure_ascii=False, sort_keys=True)) for t in ctx.tools)
     total = sum(b.tokens for b in blocks) + MESSAGE_OVERHEAD_TOKENS * len(messages) + tool_tokens
     return Prompt(
@@ -445,6 +467,7 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
         tool_tokens=tool_tokens,
         prefill=prefill.rstrip(),
         cache_warning=cache_warning,
+        raw=raw,
     )
 
 

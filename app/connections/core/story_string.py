@@ -13,7 +13,7 @@ public/scripts/macros.js, and Handlebars' own whitespace control), not remembere
 - `{{trim}}` is kept through the template (macros.js registers it as a helper returning itself) and then
   removed with the newlines around it: `/(?:\\r?\\n)*{{trim}}(?:\\r?\\n)*/gi` → ''.
 - Leading newlines are removed. Adding the final newline depends on the instruct template, so the caller
-  does it (app/prompt/core/instruct.py).
+  does it (app/connections/core/raw_prompt.py).
 Other Handlebars (`{{#each}}`, paths, partials) is left as written.
 """
 

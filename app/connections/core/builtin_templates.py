@@ -1,5 +1,5 @@
 """The templates Sugo ships, as SillyTavern ships them: plain data, read by the same code as a user's file
-(parse_context_template / parse_instruct_template in app/prompt/core/instruct.py).
+(parse_context_template / parse_instruct_template in app/connections/core/raw_prompt.py).
 
 Copied key for key from SillyTavern's default/content/presets/{context,instruct}/*.json at commit
 00a72b5a71195ec03bab5a42c03655f6ebe672e3 (the 1.12 generation, with names_behavior and

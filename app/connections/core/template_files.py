@@ -5,7 +5,7 @@ the file, so `*_to_json` gives it back with its own keys in its own order (a fie
 written too). Older files' `names` and `separator_sequence` still mean what SillyTavern's
 `migrateInstructModeSettings` (public/scripts/instruct-mode.js) makes of them, and stay in `extra`.
 A file of the wrong shape raises TemplateError with a sentence for the user.
-The prompt they make is app/prompt/core/instruct.py.
+The prompt they make is app/connections/core/raw_prompt.py.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from app.prompt.core.story_string import StoryStringError, check_story_string
+from app.connections.core.story_string import StoryStringError, check_story_string
 
 __all__ = [
     "ContextTemplate",

@@ -2,10 +2,10 @@
 
 A text-completion connection (llama.cpp /completion, Ollama /api/generate raw, /v1/completions) sends
 one string; SillyTavern users bring the two templates that shape it. Any file of their shape works: the
-built-ins (app/prompt/core/instruct_builtins.py) are data read by the same code.
+built-ins (app/connections/core/builtin_templates.py) are data read by the same code.
 
-The files are read and written back by app/prompt/core/instruct_templates.py (re-exported here), the
-story string rendered by app/prompt/core/story_string.py.
+The files are read and written back by app/connections/core/template_files.py (re-exported here), the
+story string rendered by app/connections/core/story_string.py.
 
 The prompt follows SillyTavern's text-completion path as read from its source (public/script.js
 `Generate`, `formatMessageHistoryItem`, `getStoppingStrings`; public/scripts/instruct-mode.js
@@ -35,7 +35,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from app.prompt.core.instruct_templates import (
+from app.connections.core.story_string import render_story_string
+from app.connections.core.template_files import (
     ContextTemplate,
     InstructTemplate,
     TemplateError,
@@ -44,7 +45,6 @@ from app.prompt.core.instruct_templates import (
     parse_context_template,
     parse_instruct_template,
 )
-from app.prompt.core.story_string import render_story_string
 
 __all__ = [
     "ContextTemplate",
