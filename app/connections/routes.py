@@ -143,6 +143,10 @@ def new_connection_page(
         extra_headers=dict(p.extra_headers),
         text_api=p.text_api,
         instruct_template=dict(BUILTIN_INSTRUCT_TEMPLATES[p.instruct]) if p.instruct else {},
+        # The context template of the same name where there is one (ChatML's wraps the story string too).
+        context_template=dict(BUILTIN_CONTEXT_TEMPLATES[p.instruct])
+        if p.instruct in BUILTIN_CONTEXT_TEMPLATES
+        else {},
     )
     return render(
         request,

@@ -30,6 +30,7 @@ left for Sugo's macro engine.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -290,11 +291,15 @@ def render_text_prompt(
     user: str,
     continue_last: bool = False,
     impersonate: bool = False,
+    group: bool = False,
 ) -> RawPrompt:
     """The raw prompt SillyTavern would send for `char`'s next reply (or the user's, impersonating), and
-    its stop strings. `history` is oldest first, depth injections already placed."""
+    its stop strings. `history` is oldest first, depth injections already placed. In a `group`, "force"
+    names every speaker, the reply's own line included (SillyTavern forces names in group chats)."""
     if continue_last and impersonate:
         raise ValueError("continue_last and impersonate are exclusive")
+    if group and instruct is not None and instruct.names_behavior == "force":
+        instruct = dataclasses.replace(instruct, names_behavior="always")
     t = instruct if instruct is not None and _has_turn_markers(instruct) else None
     separator = _fill(context.example_separator, user=user, char=char)
     heading = separator + "\n" if separator else ""

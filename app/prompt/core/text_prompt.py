@@ -136,4 +136,5 @@ def render_raw(
         user=user,
         continue_last=continuing,
         impersonate=purpose == "impersonate",
+        group=group,
     )
