@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -202,3 +203,13 @@ def pytest_collection_modifyitems(config, items):
     # Browser tests last: Playwright's sync API keeps an event loop running in the main thread for
     # the rest of the session, and the async provider tests need to start their own.
     items.sort(key=lambda item: "/e2e/" in str(item.fspath))
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A port nothing listens on (bound, then closed): a connection to it is refused."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port

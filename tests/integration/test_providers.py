@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -53,15 +52,6 @@ def server(_open_server: ModelServer) -> ModelServer:
 def keyed_server(_keyed_server: ModelServer) -> ModelServer:
     _keyed_server.reset()
     return _keyed_server
-
-
-@pytest.fixture
-def closed_port() -> int:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@ and the chat provider meeting a text-completion answer."""
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -44,15 +43,6 @@ def _open_server() -> Iterator[ModelServer]:
 def server(_open_server: ModelServer) -> ModelServer:
     _open_server.reset()
     return _open_server
-
-
-@pytest.fixture
-def closed_port() -> int:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
 
 
 def text_config(server: ModelServer, api: str, **overrides: Any) -> ProviderConfig:
