@@ -20,6 +20,10 @@ class Connection(SQLModel, table=True):
     extra_body: dict = json_field()
     temperature: float | None = 0.8
     top_p: float | None = None
+    # Samplers local servers take (llama.cpp, KoboldCpp, vLLM, Ollama); None: not sent.
+    top_k: int | None = None
+    min_p: float | None = None
+    repetition_penalty: float | None = None
     max_tokens: int = 512
     context_size: int = 8192
     stop: list = json_field(list)

@@ -1,8 +1,9 @@
 """Connection pages."""
 
-from fastapi import APIRouter, Request, UploadFile
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
+from starlette.datastructures import UploadFile
 
 from app.connections import service
 from app.connections.core.builtin_templates import BUILTIN_CONTEXT_TEMPLATES, BUILTIN_INSTRUCT_TEMPLATES
@@ -88,6 +89,9 @@ def _form_input(form, *, testing: bool = False, current: Connection | None = Non
             extra_body=forms.json_object(form, "extra_body", "Extra body"),
             temperature=forms.optional_number(form, "temperature"),
             top_p=forms.optional_number(form, "top_p"),
+            top_k=forms.optional_number(form, "top_k", int),
+            min_p=forms.optional_number(form, "min_p"),
+            repetition_penalty=forms.optional_number(form, "repetition_penalty"),
             max_tokens=forms.optional_number(form, "max_tokens", int)
             or forms.default_of(ConnectionIn, "max_tokens"),
             context_size=forms.optional_number(form, "context_size", int)

@@ -29,6 +29,9 @@ class ConnectionIn(BaseModel):
     extra_body: dict = Field(default_factory=dict)
     temperature: float | None = Field(default=0.8, ge=0, le=5)
     top_p: float | None = Field(default=None, ge=0, le=1)
+    top_k: int | None = Field(default=None, ge=0, le=10_000)
+    min_p: float | None = Field(default=None, ge=0, le=1)
+    repetition_penalty: float | None = Field(default=None, ge=0, le=10)
     max_tokens: int = Field(default=512, ge=1, le=1_000_000)
     context_size: int = Field(default=8192, ge=256, le=10_000_000)
     stop: list[str] = Field(default_factory=list)
@@ -112,6 +115,9 @@ class ConnectionRead(BaseModel):
     extra_body: dict
     temperature: float | None
     top_p: float | None
+    top_k: int | None = None
+    min_p: float | None = None
+    repetition_penalty: float | None = None
     max_tokens: int
     context_size: int
     stop: list[str]

@@ -62,9 +62,9 @@ def effective_params(chat: Chat, connection: Connection | None, preset: Preset |
         top_p=first(s.top_p, p.top_p, connection.top_p if connection else None),
         max_tokens=max_tokens,
         stop=tuple(stop),
-        top_k=p.top_k,
-        min_p=p.min_p,
-        repetition_penalty=p.repetition_penalty,
+        top_k=first(p.top_k, connection.top_k if connection else None),
+        min_p=first(p.min_p, connection.min_p if connection else None),
+        repetition_penalty=first(p.repetition_penalty, connection.repetition_penalty if connection else None),
         frequency_penalty=p.frequency_penalty,
         presence_penalty=p.presence_penalty,
     )

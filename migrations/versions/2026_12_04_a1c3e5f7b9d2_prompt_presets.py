@@ -29,6 +29,9 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("connection") as batch_op:
         batch_op.add_column(sa.Column("text_api", sa.String(), nullable=False, server_default=""))
+        batch_op.add_column(sa.Column("top_k", sa.Integer(), nullable=True))
+        batch_op.add_column(sa.Column("min_p", sa.Float(), nullable=True))
+        batch_op.add_column(sa.Column("repetition_penalty", sa.Float(), nullable=True))
         batch_op.add_column(sa.Column("instruct_template", sa.JSON(), nullable=False, server_default="{}"))
         batch_op.add_column(sa.Column("context_template", sa.JSON(), nullable=False, server_default="{}"))
 
@@ -37,5 +40,8 @@ def downgrade() -> None:
     with op.batch_alter_table("connection") as batch_op:
         batch_op.drop_column("context_template")
         batch_op.drop_column("instruct_template")
+        batch_op.drop_column("repetition_penalty")
+        batch_op.drop_column("min_p")
+        batch_op.drop_column("top_k")
         batch_op.drop_column("text_api")
     op.drop_table("prompt_preset")

@@ -138,3 +138,55 @@ def test_a_template_that_does_not_parse_is_refused_and_a_built_in_one_is_offered
     page = api.get("/connections/new", params={"preset": "llamacpp_text"}).text
     assert "llama.cpp /completion" in page and "Llama 3 Instruct" in page
     assert BUILTIN_INSTRUCT_TEMPLATES["ChatML"]["input_sequence"] == CHATML["input_sequence"]
+
+
+def test_the_connection_forms_template_files_and_samplers_reach_the_backend(api, models):
+    form = {
+        "name": "Kobold",
+        "kind": "text",
+        "text_api": "openai_completions",
+        "base_url": models.base_url,
+        "model": "test-model",
+        "max_tokens": "200",
+        "context_size": "8192",
+        "top_k": "40",
+        "min_p": "0.05",
+        "repetition_penalty": "1.1",
+        "instruct_name": "",
+        "context_name": "",
+    }
+    files = {
+        "instruct_file": (
+            "ChatML.json",
+            (FIXTURES / "instruct" / "ChatML.json").read_bytes(),
+            "application/json",
+        ),
+        "context_file": (
+            "ChatML.json",
+            (FIXTURES / "context" / "ChatML.json").read_bytes(),
+            "application/json",
+        ),
+    }
+    r = api.post("/connections", data=form, files=files, headers={"HX-Request": "true"})
+    assert r.status_code == 200, r.text
+    conn = api.get("/api/connections").json()[0]
+    # Kept whole, as the files are: every field, in the files' order.
+    assert list(conn["instruct_template"].items()) == list(CHATML.items())
+    assert conn["context_template"] == CHATML_CONTEXT
+    page = api.get(f"/connections/{conn['id']}").text
+    assert "ChatML</option>" in page
+    api.post("/api/personas", json={"name": "Rowan", "description": "A tired knight."})
+    chat = new_chat(api, [add_character(api, scenario="A tavern at dusk.")["id"]])
+    models.script("Evening.")
+    _send(api, chat["id"])
+    body = models.last_request.json
+    assert body["prompt"] == EXPECTED
+    assert (body["top_k"], body["min_p"], body["repetition_penalty"]) == (40, 0.05, 1.1)
+    bad = api.post(
+        "/connections",
+        data={**form, "name": "Bad"},
+        files={"instruct_file": ("x.json", b"{not json", "application/json")},
+        headers={"HX-Request": "true"},
+    )
+    assert bad.status_code == 400 and "is not a JSON file" in bad.text
+    assert len(api.get("/api/connections").json()) == 1
