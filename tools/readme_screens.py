@@ -104,6 +104,16 @@ def desktop_shots(page: Page, live: LiveSugo, models: ModelServer, chat_id: int)
     expect(page.locator(".lore-entry").first).to_be_visible()
     page.screenshot(path=str(OUT / "lorebook-desktop.png"))
 
+    # A preset imported from Marinara, open in the editor at its sections.
+    page.goto(f"{live.url}/presets")
+    page.set_input_files(
+        "#preset-import-form input[type=file]", str(FIXTURES / "presets" / "marinara_universal.marinara.json")
+    )
+    page.get_by_role("button", name="Import", exact=True).click()
+    expect(page.locator("#preset-sections > li").first).to_be_visible()
+    page.locator("#preset-sections").scroll_into_view_if_needed()
+    page.screenshot(path=str(OUT / "preset-desktop.png"))
+
 
 def phone_shots(page: Page, live: LiveSugo, models: ModelServer, chat_id: int) -> None:
     chat_with_reply(page, live, models, chat_id)

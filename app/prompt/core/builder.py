@@ -298,8 +298,9 @@ def build(ctx: PromptContext, count: Callable[[str], int] = count_tokens) -> Pro
     if post_history.strip() and ctx.purpose != "impersonate":
         add(ordered_after, "post_history", "Post-history instructions", ex(post_history))
     custom = [
-        _custom_block(position, section, ex(preset_text(section.content)), count)
+        _custom_block(position, section, text, count)
         for position, section in arrangement.custom
+        if (text := ex(preset_text(section.content))).strip()  # a choice may leave it empty
     ]
     placed = _arranged(arrangement, fixed_before, dynamic, notes_at_depth, ordered_after, custom, count)
     fixed_before, dynamic, notes_at_depth, ordered_after = placed
