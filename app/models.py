@@ -2,6 +2,7 @@
 
 from sqlmodel import SQLModel
 
+from app.backgrounds.models import Background
 from app.characters.models import Character
 from app.chats.attachments import Attachment
 from app.chats.models import Chat, ChatCharacter, Message
@@ -29,6 +30,7 @@ metadata = SQLModel.metadata
 
 __all__ = [
     "AppDefault",
+    "Background",
     "Attachment",
     "Character",
     "Chat",

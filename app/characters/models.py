@@ -34,5 +34,13 @@ class Character(SQLModel, table=True):
     # SillyTavern's avatar key: the PNG file name the card was imported from (`Seraphina.png`). Its
     # group files and group chats name members by it (app/chats/core/st_group.py).
     st_avatar: str | None = Field(default=None, max_length=255)
+    # The roleplay view (issue 29). A full-size picture shown beside the story (None: the card's image);
+    # the background its chats open with ("builtin:<name>" or "image:<background id>", None: none); the
+    # colour of its speech (#rrggbb, None: one picked from its name); expression images by SillyTavern's
+    # expression names ({"joy": image id, ...}).
+    art_id: int | None = Field(default=None, foreign_key="image.id", ondelete="SET NULL")
+    background: str | None = Field(default=None, max_length=64)
+    colour: str | None = Field(default=None, max_length=7)
+    expressions: dict = json_field()
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)

@@ -58,6 +58,13 @@ class ChatSettings(BaseModel):
             raise ValueError("Auto mode waits at least 5 seconds between turns (0 turns it off).")
         return value
 
+    # The roleplay view (issue 29). The chat's background: "" its first character's default, "none", a
+    # shipped one ("builtin:<name>"), an uploaded one ("image:<background id>"), or a SillyTavern file
+    # name not uploaded yet ("st:<file name>", from an imported chat's custom_background).
+    background: str = Field(default="", max_length=300)
+    # Expression images: the prompt asks for an [expression: name] tag, the speaker's art follows it.
+    expressions: bool = False
+
     # A short note among the recent messages (SillyTavern's Author's Note). Kept close to the newest
     # message it is acted on more reliably and leaves the cached prefix alone.
     context_note: str = Field(default="", max_length=4000)

@@ -22,5 +22,7 @@ class Persona(SQLModel, table=True):
     # Deliberate Tool Mode for this persona: None follows Settings → Tools & Permissions, "on" / "off"
     # override it (app/tools/source.py).
     deliberate_tools: str | None = None
+    # The colour of the user's speech in the roleplay view (#rrggbb, None: the theme's own).
+    colour: str | None = Field(default=None, max_length=7)
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
