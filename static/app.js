@@ -1520,3 +1520,11 @@
     }
   });
 })();
+
+/* Dialogue (issue 29): picking a speech colour means it should count, so "Automatic" beside it unticks. */
+document.addEventListener("input", (event) => {
+  const picker = event.target;
+  if (!(picker instanceof HTMLInputElement) || picker.type !== "color" || !picker.closest(".speech-colour")) return;
+  const auto = picker.closest(".speech-colour").querySelector('input[name="colour_auto"]');
+  if (auto) auto.checked = false;
+});

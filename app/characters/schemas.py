@@ -4,6 +4,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field
 
 from app.platform.core.names import checked
+from app.platform.core.speech import SpeechColour
 
 
 class CharacterIn(BaseModel):
@@ -28,10 +29,14 @@ class CharacterIn(BaseModel):
     # How readily the character answers by itself in a group chat's natural order, 0 to 1
     # (SillyTavern's `extensions.talkativeness`; 0.5 when the card has none). None leaves the card's.
     talkativeness: float | None = Field(default=None, ge=0, le=1)
+    # The colour of its speech in a chat (#rrggbb; None: one picked for it). Left out of an update, the
+    # stored colour stays (app/characters/service.py).
+    colour: SpeechColour = None
 
 
 class CharacterRead(CharacterIn):
     name: str  # as stored: an imported card keeps the name it came with (app/platform/core/names.py)
+    colour: str | None = None  # as stored, unchecked
     id: int
     avatar_url: str | None
     extensions: dict

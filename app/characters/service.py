@@ -123,7 +123,9 @@ def update_character(
     session: Session, character_id: int, data: CharacterIn, *, avatar: bytes | None = None
 ) -> Character:
     char = get_character(session, character_id)
-    for field, value in data.model_dump(exclude=set(_NOTE_FIELDS)).items():
+    # A client that does not know speech colours (an older form, a script) leaves the colour alone.
+    kept = set() if "colour" in data.model_fields_set else {"colour"}
+    for field, value in data.model_dump(exclude=set(_NOTE_FIELDS) | kept).items():
         setattr(char, field, value)
     _apply_note(char, data)
     _apply_talkativeness(char, data)

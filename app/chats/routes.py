@@ -29,6 +29,7 @@ from app.platform import forms
 from app.platform.core.downloads import content_disposition
 from app.platform.core.errors import NotFound, UserError
 from app.platform.core.names import refuse_control_characters
+from app.platform.core.speech import css_version
 from app.platform.modelbase import parse_row_id
 from app.presets import service as presets
 from app.prompt.core.blocks import GROUP_LABELS
@@ -60,6 +61,8 @@ def _message_ctx(
         "starts_at": _starts_at(session, chat.id, characters),
         "persona_avatar": persona.avatar_id if persona else None,
         "user_name": persona.name if persona else service.FALLBACK_USER_NAME,
+        # The address of the chat's speech colours changes with them (show_speakers_css).
+        "speech_version": css_version(service.speech_stylesheet(characters, persona)),
         "chat_char_name": characters[0].name if characters else "",
         "last_id": last.id if last else None,
         "watch_ms": int(request.app.state.services.settings.chat_watch_s * 1000),
@@ -277,6 +280,17 @@ def show_chat_page(chat_id: int, request: Request, session: SessionDep) -> HTMLR
             "generating": request.app.state.services.generations.writing(chat_id),
         },
     )
+
+
+@router.get("/chats/{chat_id}/speakers.css")
+def show_speakers_css(chat_id: int, session: SessionDep, v: str = "") -> Response:
+    """The chat's speech colours (app/platform/core/speech.py): kept for good under its current version."""
+    chat = service.get_chat(session, chat_id)
+    css = service.speech_stylesheet(
+        service.chat_characters(session, chat_id), service.chat_persona(session, chat)
+    )
+    cache = "private, max-age=31536000, immutable" if v == css_version(css) else "no-cache"
+    return Response(css, media_type="text/css", headers={"Cache-Control": cache})
 
 
 def _game_master(chat: Chat, characters: list[Character]) -> Character | None:

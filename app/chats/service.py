@@ -23,6 +23,7 @@ from app.personas.models import Persona
 from app.personas.service import FALLBACK_USER_NAME, default_persona
 from app.platform.core.errors import NotFound, UserError
 from app.platform.core.names import refuse_control_characters
+from app.platform.core.speech import Member, speakers_css
 from app.platform.db import chat_scope, lock_for_write
 from app.platform.timeutil import utcnow
 
@@ -62,6 +63,14 @@ def chat_persona(session: Session, chat: Chat) -> Persona | None:
         if persona:
             return persona
     return default_persona(session)
+
+
+def speech_stylesheet(characters: Sequence[Character], persona: Persona | None) -> str:
+    """The chat's speech colours as CSS, from members and persona already loaded (the chat page has
+    them: no query of its own)."""
+    return speakers_css(
+        [Member(c.id, c.colour) for c in characters if c.id is not None], persona.colour if persona else None
+    )
 
 
 def user_name(session: Session, chat: Chat) -> str:

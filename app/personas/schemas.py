@@ -5,6 +5,7 @@ from pydantic import AfterValidator, BaseModel, Field
 
 from app.personas.core.details import checked_detail
 from app.platform.core.names import checked
+from app.platform.core.speech import SpeechColour
 
 
 def _detail(label: str) -> Callable[[str | None], str | None]:
@@ -22,6 +23,9 @@ class PersonaIn(BaseModel):
     time_zone: Annotated[str | None, AfterValidator(_detail("Time zone"))] = None
     # Deliberate Tool Mode: "" follows the app-wide setting, "on" / "off" override it; None keeps.
     deliberate_tools: Literal["", "on", "off"] | None = None
+    # The colour of the user's speech in chats (#rrggbb); None: the theme's own. Left out of an update,
+    # the stored colour stays.
+    colour: SpeechColour = None
 
 
 class PersonaRead(PersonaIn):
@@ -30,5 +34,6 @@ class PersonaRead(PersonaIn):
     form_of_address: str | None = None
     time_zone: str | None = None
     deliberate_tools: str | None = None
+    colour: str | None = None
     id: int
     avatar_url: str | None

@@ -56,6 +56,7 @@ def to_read(persona: Persona) -> PersonaRead:
         form_of_address=persona.form_of_address,
         time_zone=persona_time_zone(persona) or None,
         deliberate_tools=persona.deliberate_tools,
+        colour=persona.colour,
         avatar_url=avatar_url(persona.avatar_id),
     )
 
@@ -89,7 +90,7 @@ def _make_default(session: Session, persona: Persona) -> None:
 def create_persona(session: Session, data: PersonaIn, *, avatar: bytes | None = None) -> Persona:
     first = session.exec(select(Persona.id)).first() is None
     details = checked_details(_details_of(data))
-    persona = Persona(name=data.name.strip(), description=data.description)
+    persona = Persona(name=data.name.strip(), description=data.description, colour=data.colour)
     set_details(persona, details)
     if avatar:
         persona.avatar_id = store_image(session, avatar).id
@@ -108,6 +109,8 @@ def update_persona(
     details = checked_details(_details_of(data))
     persona.name = data.name.strip()
     persona.description = data.description
+    if "colour" in data.model_fields_set:
+        persona.colour = data.colour
     set_details(persona, details)
     if avatar:
         persona.avatar_id = store_image(session, avatar).id

@@ -4,6 +4,7 @@ sanitizer (nh3) last."""
 
 from __future__ import annotations
 
+import bisect
 import html
 import re
 import threading
@@ -27,16 +28,24 @@ _ALLOWED_TAGS = {
 _ALLOWED_ATTRS = {"a": {"href", "title"}, "th": {"align"}, "td": {"align"}}
 # The one class a message's HTML may carry: the dialogue mark below.
 _ALLOWED_CLASSES = {"span": {"dialogue"}}
-# Straight and curly double quotes; roleplay dialogue is set apart from narration like Marinara does.
-_CLOSING = {'"': '"', "“": "”"}
+# The marks that open speech and the mark that closes each: straight and curly double quotes,
+# guillemets and corner brackets (SillyTavern and Marinara set these apart from narration). Never the
+# apostrophe or single quotes: "it's", "don't" and a plural's "the Smiths'" are words, not speech.
+_CLOSING = {'"': '"', "“": "”", "«": "»", "「": "」"}
 _MAX_QUOTE = 2000  # characters inside one pair of quotes; longer is not dialogue
+# What a nested element (emphasis, a link, inline code, an image) counts as in the text of the element
+# around it: one character that is neither a quote nor a line break, so a quote spans it.
+_ELEMENT = "\ue000"
+_DIALOGUE_OPEN = '<span class="dialogue">'
+_DIALOGUE_CLOSE = "</span>"
 
 
 def dialogue_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each quote (an opening quote, 1 to _MAX_QUOTE characters on one line, its
-    closing quote), leftmost first, as the regex `"[^"\\n]{1,2000}"|“[^”\\n]{1,2000}”` would find
-    them. A regex scans ahead up to 2000 characters from each unclosed quote, which made 150,000
-    curly quotes take seconds; here each character is looked at a bounded number of times."""
+    """(start, end) of each quote (an opening mark, 1 to _MAX_QUOTE characters on one line, its
+    closing mark), leftmost first, as the regex `"[^"\\n]{1,2000}"|“[^”\\n]{1,2000}”|…` (one
+    alternative per pair in _CLOSING) would find them. A regex scans ahead up to 2000 characters from
+    each unclosed quote, which made 150,000 curly quotes take seconds; here each character is looked
+    at a bounded number of times."""
     ahead: dict[str, int] = {}  # character -> where it next occurs (-1: nowhere), for rising `at`
 
     def find(ch: str, at: int) -> int:
@@ -47,7 +56,7 @@ def dialogue_spans(text: str) -> list[tuple[int, int]]:
 
     spans: list[tuple[int, int]] = []
     at = 0
-    openers = ['"', "“"]
+    openers = list(_CLOSING)
     while True:
         starts = [p for p in (find(ch, at) for ch in openers) if p != -1]
         if not starts:
@@ -70,29 +79,78 @@ def _dialogue_token(kind: str, content: str) -> Token:
     return Token(kind, "", 0, content=content)
 
 
+def _sibling_groups(children: list[Token]) -> list[list[int]]:
+    """The inline tokens grouped by the element holding them (the paragraph's own, each emphasis,
+    link...): indexes of each group's text and leaf tokens and of the opening token of each element
+    nested in it, which stands for the whole element. A pair of quotes is looked for within one
+    group, so whatever lies between its two marks is whole elements and the span around it nests."""
+    groups: list[list[int]] = []
+    open_groups: list[list[int]] = [[]]
+    for i, token in enumerate(children):
+        if token.nesting == 1:
+            open_groups[-1].append(i)
+            open_groups.append([])
+        elif token.nesting == -1:
+            if len(open_groups) > 1:
+                groups.append(open_groups.pop())
+        else:
+            open_groups[-1].append(i)
+    return groups + open_groups
+
+
+def _dialogue_cuts(children: list[Token]) -> dict[int, list[tuple[int, str]]]:
+    """Where to put the dialogue span's opening and closing tags: by token index, (offset in the
+    token's text, tag), in order."""
+    cuts: dict[int, list[tuple[int, str]]] = {}
+    for group in _sibling_groups(children):
+        parts: list[str] = []
+        offsets: list[tuple[int, int]] = []  # (offset in the group's text, token index), rising
+        at = 0
+        for i in group:
+            token = children[i]
+            if token.type == "text":
+                part = token.content
+            elif token.type in ("softbreak", "hardbreak"):
+                part = "\n"  # speech stays on one line, as in a single text
+            else:
+                part = _ELEMENT
+            offsets.append((at, i))
+            parts.append(part)
+            at += len(part)
+        text = "".join(parts)
+        if not any(mark in text for mark in _CLOSING):
+            continue
+        for start, end in dialogue_spans(text):
+            # Both marks are characters of text tokens (an element is never a quote mark).
+            for where, tag in ((start, _DIALOGUE_OPEN), (end - 1, _DIALOGUE_CLOSE)):
+                k = bisect.bisect_right(offsets, (where, len(children))) - 1
+                base, index = offsets[k]
+                cuts.setdefault(index, []).append((where - base + (tag == _DIALOGUE_CLOSE), tag))
+    return cuts
+
+
 def _mark_dialogue(state: StateCore) -> None:
     """Set quoted speech apart in the parsed text itself, before anything is rendered or sanitized:
-    quotes are looked for in what the user wrote (never in code), so no HTML is ever cut apart, and
-    the quoted words are escaped like any other text."""
+    quotes are looked for in what the user wrote (never in code, a link's address or title), so no
+    HTML is ever cut apart, and the quoted words are escaped like any other text. A quote may span
+    emphasis or a link ("Hello *waves* there"): its span then holds those elements whole."""
     for block in state.tokens:
         if block.type != "inline" or not block.children:
             continue
+        cuts = _dialogue_cuts(block.children)
+        if not cuts:
+            continue
         children: list[Token] = []
-        for token in block.children:
-            spans = dialogue_spans(token.content) if token.type == "text" else []
-            if not spans:
+        for i, token in enumerate(block.children):
+            if i not in cuts:
                 children.append(token)
                 continue
             at = 0
-            for start, end in spans:
-                if start > at:
-                    children.append(_dialogue_token("text", token.content[at:start]))
-                children += [
-                    _dialogue_token("html_inline", '<span class="dialogue">'),
-                    _dialogue_token("text", token.content[start:end]),
-                    _dialogue_token("html_inline", "</span>"),
-                ]
-                at = end
+            for offset, tag in cuts[i]:
+                if offset > at:
+                    children.append(_dialogue_token("text", token.content[at:offset]))
+                children.append(_dialogue_token("html_inline", tag))
+                at = offset
             if at < len(token.content):
                 children.append(_dialogue_token("text", token.content[at:]))
         block.children = children

@@ -39,10 +39,10 @@ def test_a_message_of_150000_curly_quotes_renders_in_linear_time():
 
 def test_dialogue_marking_matches_the_rule_it_replaced():
     # Leftmost first, 1 to 2,000 characters on one line between a quote and its closing quote.
-    rule = re.compile(r"(\"[^\"\n]{1,2000}\"|“[^”\n]{1,2000}”)")
+    rule = re.compile(r"(\"[^\"\n]{1,2000}\"|“[^”\n]{1,2000}”|«[^»\n]{1,2000}»|「[^」\n]{1,2000}」)")
     rnd = random.Random(7)
     for _ in range(5000):
-        text = "".join(rnd.choice('ab "“”\n') for _ in range(rnd.randint(0, 30)))
+        text = "".join(rnd.choice('ab "“”«»「」\n') for _ in range(rnd.randint(0, 30)))
         text = rnd.choice(["", '"' + "x" * 2000 + '"', "“" + "y" * 2001 + "”"]) + text
         assert dialogue_spans(text) == [m.span() for m in rule.finditer(text)], text
 
