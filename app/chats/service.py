@@ -69,7 +69,8 @@ def speech_stylesheet(characters: Sequence[Character], persona: Persona | None) 
     """The chat's speech colours as CSS, from members and persona already loaded (the chat page has
     them: no query of its own)."""
     return speakers_css(
-        [Member(c.id, c.colour) for c in characters if c.id is not None], persona.colour if persona else None
+        [Member(c.id, c.colour, c.name) for c in characters if c.id is not None],
+        persona.colour if persona else None,
     )
 
 

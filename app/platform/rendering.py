@@ -17,6 +17,8 @@ from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 from markupsafe import Markup
 
+from app.platform.core.speech import name_key
+
 _md = MarkdownIt("commonmark", {"html": False, "breaks": True, "linkify": False}).enable(
     ["strikethrough", "table"]
 )
@@ -253,7 +255,8 @@ def render_with_speakers(text: str) -> str:
             return match.group(0)
         name = names[index]
         colour = zlib.crc32(name.lower().encode()) % SPEAKER_COLOURS
-        return f'<span class="speaker-mark speaker-c{colour}">{html.escape(name)}</span>'
+        # data-name: the chat's speakers.css gives a member's mark its speech colour by it.
+        return f'<span class="speaker-mark speaker-c{colour}" data-name="{name_key(name)}">{html.escape(name)}</span>'
 
     return _SPEAKER_TOKEN.sub(span, rendered)
 

@@ -30,7 +30,8 @@ def test_speech_is_in_each_speakers_colour_and_markup_in_quotes_stays_text(
 ):
     with live.client() as c:
         char = c.post(
-            "/api/characters", json={"name": "Vex", "first_mes": '*she smiles* "Hello," she says. It\'s late.'}
+            "/api/characters",
+            json={"name": "Vex", "first_mes": '*she smiles* "Hello," she says. It\'s late.'},
         ).json()
         persona = c.post("/api/personas", json={"name": "Rowan", "colour": PERSONA_COLOUR}).json()
         chat = c.post("/api/chats", json={"character_ids": [char["id"]], "persona_id": persona["id"]}).json()
@@ -43,6 +44,8 @@ def test_speech_is_in_each_speakers_colour_and_markup_in_quotes_stays_text(
     expect(auto).to_be_checked()
     page.locator('.speech-colour input[type="color"]').fill(CHARACTER_COLOUR)
     expect(auto).not_to_be_checked()
+    page.locator(".speech-colour").scroll_into_view_if_needed()
+    shot("character-form")
     page.get_by_role("button", name="Save").first.click()
     expect(page.locator(".notice-ok, .form-status").first).to_be_visible()
 
@@ -92,9 +95,7 @@ def test_a_character_without_a_colour_gets_one_of_its_own(page: Page, live, shot
     page.goto(f"{live.url}/chats/{chat['id']}")
     speech = page.locator("article.msg-assistant .dialogue")
     expect(speech.first).to_be_visible()
-    colours = {
-        speech.nth(i).evaluate("(el) => getComputedStyle(el).color") for i in range(speech.count())
-    }
+    colours = {speech.nth(i).evaluate("(el) => getComputedStyle(el).color") for i in range(speech.count())}
     narration = page.locator("article.msg-assistant .msg-text").first.evaluate(
         "(el) => getComputedStyle(el).color"
     )

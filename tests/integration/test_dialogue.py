@@ -13,7 +13,10 @@ from sqlalchemy import text
 from tests.conftest import add_character, new_chat
 
 HX = {"HX-Request": "true"}
-RULE = re.compile(r'(\[data-theme="light"\] )?\.msg\[data-speaker="(c\d+|u)"\]\{--speech:#[0-9a-f]{6}\}')
+RULE = re.compile(
+    r'(\[data-theme="light"\] )?(\.msg\[data-speaker="(c\d+|u)"\]\{--speech'
+    r'|\.speaker-mark\[data-name="[0-9a-f]{8}"\]\{color):#[0-9a-f]{6}\}'
+)
 
 
 def _page(api, chat_id: int):

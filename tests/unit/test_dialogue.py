@@ -21,6 +21,7 @@ from app.platform.core.speech import (
     checked_colour,
     contrast,
     css_version,
+    name_key,
     readable,
     speakers_css,
 )
@@ -219,3 +220,11 @@ def test_the_users_colour_and_the_version():
     assert '.msg[data-speaker="u"]{--speech:' in css
     assert css_version(css) != css_version(speakers_css([], "#336698"))
     assert re.fullmatch(r"[0-9a-f]{8}", css_version(css))
+
+
+def test_a_members_speaker_mark_takes_its_colour_by_a_fingerprint_of_its_name():
+    html = rendering.render_with_speakers('<speaker="Aria">"Hi." <speaker="</style>x">"Yo."')
+    assert f'data-name="{name_key("aria")}">Aria</span>' in html and name_key(" ARIA ") == name_key("Aria")
+    css = speakers_css([Member(4, "#ff8800", "Aria"), Member(5, None, "</style>{}")], None)
+    assert f'.speaker-mark[data-name="{name_key("Aria")}"]{{color:#ff8800}}' in css
+    assert "style" not in css.replace("/*", "").split("*/", 1)[1] and "{}" not in css

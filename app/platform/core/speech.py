@@ -14,6 +14,9 @@ Decisions:
   process), and within a chat members take slots in id order, moving on to the next free one, so a
   chat's speakers differ while the palette lasts.
 - The user's speech without a colour keeps the theme's own dialogue colour (--dialogue).
+- A merged group reply's speaker marks (`<speaker="Aria">`, app/platform/rendering.py) carry a
+  fingerprint of the name (`data-name`, crc32 in hex: never the name itself), and the stylesheet colours
+  a member's mark with its speech colour; a name no member has keeps its colour from the name.
 """
 
 from __future__ import annotations
@@ -53,6 +56,12 @@ class Member:
 
     id: int
     colour: str | None = None
+    name: str = ""
+
+
+def name_key(name: str) -> str:
+    """What a speaker mark and the stylesheet both know a name by: its fingerprint, not its text."""
+    return f"{zlib.crc32(name.strip().lower().encode()):08x}"
 
 
 def checked_colour(value: str | None) -> str | None:
@@ -124,11 +133,15 @@ def _valid(colour: str | None) -> str | None:
         return None
 
 
-def _rules(key: str, dark: str, light: str) -> list[str]:
-    return [
+def _rules(key: str, dark: str, light: str, name: str = "") -> list[str]:
+    rules = [
         f'.msg[data-speaker="{key}"]{{--speech:{dark}}}',
         f'[data-theme="light"] .msg[data-speaker="{key}"]{{--speech:{light}}}',
     ]
+    if name.strip():
+        mark = f'.speaker-mark[data-name="{name_key(name)}"]'
+        rules += [f"{mark}{{color:{dark}}}", f'[data-theme="light"] {mark}{{color:{light}}}']
+    return rules
 
 
 def speakers_css(members: Sequence[Member], user_colour: str | None) -> str:
@@ -142,10 +155,11 @@ def speakers_css(members: Sequence[Member], user_colour: str | None) -> str:
                 key,
                 readable(colour, SURFACES_DARK, toward="#ffffff"),
                 readable(colour, SURFACES_LIGHT, toward="#000000"),
+                member.name,
             )
         else:
             slot = slots[member.id]
-            lines += _rules(key, PALETTE_DARK[slot], PALETTE_LIGHT[slot])
+            lines += _rules(key, PALETTE_DARK[slot], PALETTE_LIGHT[slot], member.name)
     if (colour := _valid(user_colour)) is not None:
         lines += _rules(
             "u",
