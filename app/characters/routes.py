@@ -46,16 +46,10 @@ def _form_input(form) -> CharacterIn:
             character_note_depth=forms.optional_number(form, "character_note_depth", int),
             character_note_role=forms.text(form, "character_note_role") or None,
             talkativeness=forms.optional_number(form, "talkativeness"),
-            colour=_form_colour(form),
+            **forms.speech_colour(form),
         )
     except ValidationError as err:
         raise forms.refused(err, "A character needs a name.") from err
-
-
-def _form_colour(form) -> str:
-    """The speech colour picked, or "" (automatic) when "Automatic" is ticked: a colour input always
-    sends a colour, so the box says whether it counts."""
-    return "" if forms.checkbox(form, "colour_auto") else forms.text(form, "colour")
 
 
 @router.get("/characters")

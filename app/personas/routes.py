@@ -36,8 +36,7 @@ def _form_input(form) -> PersonaIn:
             form_of_address=forms.text(form, "form_of_address"),
             time_zone=forms.text(form, "time_zone"),
             deliberate_tools=forms.text(form, "deliberate_tools") or "",
-            # A colour input always sends a colour: "Automatic" ticked says it does not count.
-            colour="" if forms.checkbox(form, "colour_auto") else forms.text(form, "colour"),
+            **forms.speech_colour(form),
         )
     except ValidationError as err:
         raise forms.refused(err, "A persona needs a name.") from err

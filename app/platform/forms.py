@@ -33,6 +33,15 @@ def checkbox(form: FormData, name: str) -> bool:
     return text(form, name).lower() in {"true", "on", "1", "yes"}
 
 
+def speech_colour(form: FormData) -> dict[str, str]:
+    """A character's or persona's speech colour field as model keywords: {"colour": "#rrggbb"}, or
+    {"colour": ""} (automatic) when "Automatic" is ticked, since a colour input always sends a colour;
+    {} when the form has neither (a form from before speech colours), so the stored colour stays."""
+    if "colour" not in form and "colour_auto" not in form:
+        return {}
+    return {"colour": "" if checkbox(form, "colour_auto") else text(form, "colour")}
+
+
 def lines(form: FormData, name: str) -> list[str]:
     return [line for line in text(form, name).splitlines() if line.strip()]
 

@@ -125,7 +125,10 @@ def test_a_colour_set_in_the_character_form_shows_in_the_chat(api):
     form_data = _character_form(char, colour="#12ab34", colour_auto="true")
     assert api.post(f"/characters/{char['id']}", data=form_data, headers=HX).status_code == 200
     assert api.get(f"/api/characters/{char['id']}").json()["colour"] is None
-    # An API update that leaves the colour out keeps it.
+    # A form or an API update that leaves the colour out keeps it.
+    api.post(f"/characters/{char['id']}", data=_character_form(char, colour="#abcdef"), headers=HX)
+    assert api.post(f"/characters/{char['id']}", data=_character_form(char), headers=HX).status_code == 200
+    assert api.get(f"/api/characters/{char['id']}").json()["colour"] == "#abcdef"
     api.post(f"/characters/{char['id']}", data=_character_form(char, colour="#abcdef"), headers=HX)
     body = {
         k: v for k, v in api.get(f"/api/characters/{char['id']}").json().items() if k in _character_form(char)
@@ -156,6 +159,8 @@ def test_the_persona_form_sets_the_users_colour(api):
     r = api.post(f"/personas/{persona['id']}", data={"name": "Rowan", "colour": "#2255AA"}, headers=HX)
     assert r.status_code == 200, r.text[:300]
     assert api.get(f"/api/personas/{persona['id']}").json()["colour"] == "#2255aa"
+    assert api.post(f"/personas/{persona['id']}", data={"name": "Rowan"}, headers=HX).status_code == 200
+    assert api.get(f"/api/personas/{persona['id']}").json()["colour"] == "#2255aa"  # a form without it
     listed = lxml.html.fromstring(api.get("/personas").text)
     assert listed.xpath('//form[contains(@class, "persona-card")]//input[@name="colour"]/@value') == [
         "#2255aa"
