@@ -21,6 +21,7 @@ Decisions:
 
 from __future__ import annotations
 
+import functools
 import re
 import zlib
 from collections.abc import Sequence
@@ -98,9 +99,11 @@ def contrast(a: str, b: str) -> float:
     return (high + 0.05) / (low + 0.05)
 
 
-def readable(colour: str, surfaces: Sequence[str], *, toward: str) -> str:
+@functools.lru_cache(maxsize=1024)
+def readable(colour: str, surfaces: tuple[str, ...], *, toward: str) -> str:
     """`colour` if it reads at AA on every surface, else the least mix of it toward `toward` (white
-    on a dark theme, black on a light one) that does."""
+    on a dark theme, black on a light one) that does. Memoized: a chat page asks for its speakers'
+    colours on every view, and the search costs a hundred luminances."""
     r, g, b = _rgb(colour)
     tr, tg, tb = _rgb(toward)
     for step in range(21):
