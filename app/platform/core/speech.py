@@ -36,15 +36,15 @@ COLOUR = re.compile(r"^#[0-9a-fA-F]{6}$")
 AA = 4.5  # WCAG AA for body text
 
 # Twelve hues, a shade for each theme, each at 5.3:1 or more on every surface a message sits on there
-# (tests/unit/test_speech.py checks them against the surfaces below).
+# (tests/unit/test_dialogue.py checks them against the surfaces below).
 PALETTE_DARK = (
     "#eb8484", "#ebad84", "#ebcc84", "#ebeb84", "#afeb84", "#84eba6",
     "#84ebd6", "#84daeb", "#84b8eb", "#8d9aec", "#eb84d1", "#eb84a6",
-)  # fmt: skip
+)  # fmt: skip # a table: six hues a row, the same slots in both themes
 PALETTE_LIGHT = (
     "#9e1a1a", "#954a18", "#765913", "#606010", "#366911", "#126e30",
     "#116958", "#136676", "#1a5c9e", "#1a2b9e", "#9e1a7d", "#9e1a46",
-)  # fmt: skip
+)  # fmt: skip # a table: six hues a row, the same slots in both themes
 # What a message's text sits on, per theme (static/app.css: --bg, --bg-2, --surface, --surface-2 and
 # --user-bubble; a test keeps the two in step).
 SURFACES_DARK = ("#0f1015", "#16171f", "#1c1d27", "#242633", "#23253a")
