@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from app.platform.core.speech import SURFACES_LIGHT, readable
+from app.platform.core.speech import PALETTE_DARK, SURFACES_LIGHT, auto_slots, readable
+from tests.support.model_server import Reply
 
 CHARACTER_COLOUR = "#ff8800"  # reads on the dark theme as is; the light theme gets a darker shade
 PERSONA_COLOUR = "#5fa8ff"
@@ -101,3 +102,25 @@ def test_a_character_without_a_colour_gets_one_of_its_own(page: Page, live, shot
     )
     # Greetings: the first member's, plus the second's if the chat shows it; each differs from narration.
     assert narration not in colours and len(colours) == speech.count(), colours
+
+
+def test_a_streamed_reply_takes_its_speakers_colour_when_it_is_rendered(page: Page, live, models):
+    with live.client() as c:
+        c.post("/api/connections", json={"name": "Local", "base_url": models.base_url, "model": "test-model"})
+        char = c.post("/api/characters", json={"name": "Vex", "first_mes": "*Vex waits.*"}).json()
+        chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()
+    page.goto(f"{live.url}/chats/{chat['id']}")
+    models.script(Reply(text='*she nods* "Sure, *why* not." It\'s done.', chunk_size=5, delay_s=0.01))
+    page.fill("#composer-input", '"Will you?" I ask.')
+    page.click("#send-button")
+    reply = page.locator("article.msg-assistant").last
+    expect(page.locator("article.msg-assistant")).to_have_count(2)
+    expect(reply.locator(".msg-text span.dialogue")).to_have_text('"Sure, why not."')  # the server's render
+    seen = reply.locator(".msg-text").evaluate(COLOURS)
+    assert seen["speech"] == _rgb(PALETTE_DARK[auto_slots([char["id"]])[char["id"]]]) != seen["text"], seen
+    assert seen["em"] == "italic"
+    # Emphasis inside speech stays speech; the user's speech (no persona colour) takes the theme's own.
+    inner = reply.locator(".dialogue em").evaluate("(el) => getComputedStyle(el).color")
+    assert inner == seen["speech"]
+    mine = page.locator("article.msg-user .msg-text").evaluate(COLOURS)
+    assert mine["speech"] == "rgb(233, 181, 255)" != mine["text"], mine  # --dialogue, dark theme
