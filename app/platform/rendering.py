@@ -248,17 +248,29 @@ def render_with_speakers(text: str) -> str:
         return f"\u27e6{len(names) - 1}\u27e7"
 
     rendered = render_markdown(_SPEAKER_MARK.sub(token, text))
-
-    def span(match: re.Match) -> str:
-        index = int(match.group(1))
-        if index >= len(names):
-            return match.group(0)
-        name = names[index]
-        colour = zlib.crc32(name.lower().encode()) % SPEAKER_COLOURS
-        # data-name: the chat's speakers.css gives a member's mark its speech colour by it.
-        return f'<span class="speaker-mark speaker-c{colour}" data-name="{name_key(name)}">{html.escape(name)}</span>'
-
-    return _SPEAKER_TOKEN.sub(span, rendered)
+    parts = _SPEAKER_TOKEN.split(rendered)  # HTML, a mark's index, HTML, ...
+    out = [parts[0]]
+    key = ""
+    for at in range(1, len(parts), 2):
+        index = int(parts[at])
+        if index < len(names):
+            name = names[index]
+            key = name_key(name)
+            colour = zlib.crc32(name.lower().encode()) % SPEAKER_COLOURS
+            # data-name: the chat's speakers.css gives a member's mark its speech colour by it.
+            out.append(
+                f'<span class="speaker-mark speaker-c{colour}" data-name="{key}">{html.escape(name)}</span>'
+            )
+        else:
+            out.append(f"\u27e6{parts[at]}\u27e7")
+        # The speech after a mark is that speaker's (Marinara colours each part by its speaker): the
+        # dialogue spans, which only this module writes, carry the same fingerprint.
+        out.append(
+            parts[at + 1].replace(_DIALOGUE_OPEN, f'<span class="dialogue" data-name="{key}">')
+            if key
+            else parts[at + 1]
+        )
+    return "".join(out)
 
 
 def markdown_filter(text: str) -> Markup:

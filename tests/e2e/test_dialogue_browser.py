@@ -124,3 +124,31 @@ def test_a_streamed_reply_takes_its_speakers_colour_when_it_is_rendered(page: Pa
     assert inner == seen["speech"]
     mine = page.locator("article.msg-user .msg-text").evaluate(COLOURS)
     assert mine["speech"] == "rgb(233, 181, 255)" != mine["text"], mine  # --dialogue, dark theme
+
+
+def test_a_merged_reply_colours_each_speakers_part(page: Page, live, models, shot):
+    with live.client() as c:
+        c.post("/api/connections", json={"name": "T", "base_url": models.base_url, "model": "test-model"})
+        colours = {"Aria": "#ff8800", "Bram": "#33cc99"}
+        ids = [
+            c.post("/api/characters", json={"name": name, "first_mes": "", "colour": colour}).json()["id"]
+            for name, colour in colours.items()
+        ]
+        chat = c.post("/api/chats", json={"character_ids": ids}).json()
+        c.put(
+            f"/api/chats/{chat['id']}/options", json={"settings": {**chat["settings"], "group_merged": True}}
+        )
+    page.goto(f"{live.url}/chats/{chat['id']}")
+    models.script(
+        '<speaker="Aria">*tunes her lute* "A song?"\n\n<speaker="Bram">"Not *that* one," he groans.'
+    )
+    page.fill("#composer-input", "Play something!")
+    page.click("#send-button")
+    reply = page.locator("article.msg-assistant .msg-text")
+    expect(reply.locator(".speaker-mark")).to_have_text(["Aria", "Bram"])
+    speech = reply.locator(".dialogue")
+    expect(speech).to_have_text(['"A song?"', '"Not that one,"'])
+    seen = speech.evaluate_all("els => els.map(e => getComputedStyle(e).color)")
+    marks = reply.locator(".speaker-mark").evaluate_all("els => els.map(e => getComputedStyle(e).color)")
+    assert seen == marks == [_rgb(colours["Aria"]), _rgb(colours["Bram"])], (seen, marks)
+    shot("merged")

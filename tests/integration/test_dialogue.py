@@ -15,7 +15,8 @@ from tests.conftest import add_character, new_chat
 HX = {"HX-Request": "true"}
 RULE = re.compile(
     r'(\[data-theme="light"\] )?(\.msg\[data-speaker="(c\d+|u)"\]\{--speech'
-    r'|\.speaker-mark\[data-name="[0-9a-f]{8}"\]\{color):#[0-9a-f]{6}\}'
+    r'|\.speaker-mark\[data-name="[0-9a-f]{8}"\]\{color|\.dialogue\[data-name="[0-9a-f]{8}"\]\{--speech)'
+    r":#[0-9a-f]{6}\}"
 )
 
 

@@ -223,8 +223,15 @@ def test_the_users_colour_and_the_version():
 
 
 def test_a_members_speaker_mark_takes_its_colour_by_a_fingerprint_of_its_name():
-    html = rendering.render_with_speakers('<speaker="Aria">"Hi." <speaker="</style>x">"Yo."')
+    html = rendering.render_with_speakers('"Before." <speaker="Aria">"Hi." *"Mm."* <speaker="Bo">"Yo."')
     assert f'data-name="{name_key("aria")}">Aria</span>' in html and name_key(" ARIA ") == name_key("Aria")
+    # Each speaker's speech carries its fingerprint; speech before any mark stays the message's.
+    aria, bo = name_key("Aria"), name_key("Bo")
+    assert html.startswith('<p><span class="dialogue">"Before."</span> <span class="speaker-mark')
+    assert html.count(f'<span class="dialogue" data-name="{aria}">') == 2
+    assert f'<span class="dialogue" data-name="{bo}">"Yo."</span>' in html
+    events(html.replace(' data-name="', ' class2="'))  # still well formed
     css = speakers_css([Member(4, "#ff8800", "Aria"), Member(5, None, "</style>{}")], None)
     assert f'.speaker-mark[data-name="{name_key("Aria")}"]{{color:#ff8800}}' in css
+    assert f'.dialogue[data-name="{name_key("Aria")}"]{{--speech:#ff8800}}' in css
     assert "style" not in css.replace("/*", "").split("*/", 1)[1] and "{}" not in css

@@ -16,7 +16,8 @@ Decisions:
 - The user's speech without a colour keeps the theme's own dialogue colour (--dialogue).
 - A merged group reply's speaker marks (`<speaker="Aria">`, app/platform/rendering.py) carry a
   fingerprint of the name (`data-name`, crc32 in hex: never the name itself), and the stylesheet colours
-  a member's mark with its speech colour; a name no member has keeps its colour from the name.
+  a member's mark and the speech after it (until the next mark) with its speech colour; a name no
+  member has keeps its colour from the name, and its speech the message's.
 """
 
 from __future__ import annotations
@@ -142,8 +143,13 @@ def _rules(key: str, dark: str, light: str, name: str = "") -> list[str]:
         f'[data-theme="light"] .msg[data-speaker="{key}"]{{--speech:{light}}}',
     ]
     if name.strip():
-        mark = f'.speaker-mark[data-name="{name_key(name)}"]'
-        rules += [f"{mark}{{color:{dark}}}", f'[data-theme="light"] {mark}{{color:{light}}}']
+        mark, speech = (f'.{kind}[data-name="{name_key(name)}"]' for kind in ("speaker-mark", "dialogue"))
+        rules += [
+            f"{mark}{{color:{dark}}}",
+            f'[data-theme="light"] {mark}{{color:{light}}}',
+            f"{speech}{{--speech:{dark}}}",
+            f'[data-theme="light"] {speech}{{--speech:{light}}}',
+        ]
     return rules
 
 
