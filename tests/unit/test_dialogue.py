@@ -164,7 +164,16 @@ def test_each_pair_closes_with_its_own_mark():
 def test_colours_are_checked_and_normalised():
     assert checked_colour("#A0b1C2") == "#a0b1c2" and checked_colour(" #000000 ") == "#000000"
     assert checked_colour("") is None and checked_colour(None) is None
-    for bad in ("red", "#abc", "#abcdefg", "#ggg000", "#000000;}body{display:none", "url(x)", "#12345"):
+    for bad in (
+        "#abc\ndef",
+        "red",
+        "#abc",
+        "#abcdefg",
+        "#ggg000",
+        "#000000;}body{display:none",
+        "url(x)",
+        "#12345",
+    ):
         with pytest.raises(UserError):
             checked_colour(bad)
 

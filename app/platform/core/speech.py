@@ -5,7 +5,7 @@ Decisions:
 - The page's policy forbids inline styles, so colours reach the page as a small stylesheet
   (`/chats/{id}/speakers.css?v=<version>`) of rules keyed by each message's `data-speaker`
   ("c<character id>", "u" for the user) that set `--speech`; app.css colours `.dialogue` with it.
-- Only colours that pass `COLOUR` (#rrggbb) are ever written into CSS, rebuilt from their digits;
+- Only colours that match `COLOUR` (#rrggbb) whole are ever written into CSS, in lower case;
   anything else stored counts as "automatic". No user text reaches the stylesheet.
 - No single colour reads at 4.5:1 on both the dark theme's surfaces and the light theme's, so the
   automatic palette has a shade per theme, and a chosen colour is used as is in a theme where it reads
@@ -33,7 +33,7 @@ from pydantic import AfterValidator
 
 from app.platform.core.errors import UserError
 
-COLOUR = re.compile(r"^#[0-9a-fA-F]{6}$")
+COLOUR = re.compile(r"#[0-9a-fA-F]{6}")  # matched whole (fullmatch): "$" would let a newline through
 AA = 4.5  # WCAG AA for body text
 
 # Twelve hues, a shade for each theme, each at 5.3:1 or more on every surface a message sits on there
@@ -54,7 +54,8 @@ SURFACES_LIGHT = ("#f6f5fa", "#eeedf5", "#ffffff", "#f1eff8", "#ece8fb")
 
 @dataclass(frozen=True)
 class Member:
-    """A chat's character as the stylesheet needs it: its id and its chosen colour (None: automatic)."""
+    """A chat's character as the stylesheet needs it: its id, its chosen colour (None: automatic) and
+    its name (for a merged reply's speaker marks)."""
 
     id: int
     colour: str | None = None
@@ -72,7 +73,7 @@ def checked_colour(value: str | None) -> str | None:
     if value is None or not value.strip():
         return None
     value = value.strip()
-    if not COLOUR.match(value):
+    if not COLOUR.fullmatch(value):
         raise UserError("A speech colour is written #rrggbb (for example #e0a3ff), or left automatic.")
     return value.lower()
 
