@@ -1528,3 +1528,11 @@ document.addEventListener("input", (event) => {
   const auto = picker.closest(".speech-colour").querySelector('input[name="colour_auto"]');
   if (auto) auto.checked = false;
 });
+
+/* Dialogue (issue 29): Chat Settings can change who speaks (the persona, a narrator joining), so the
+   chat's speech colours are asked for again; an address the server does not know as current is answered
+   fresh and not kept (app/chats/routes.py show_speakers_css). */
+document.addEventListener("sugo:settings-saved", () => {
+  const link = document.getElementById("speakers-css");
+  if (link) link.href = link.href.replace(/([?&]v=)[^&]*/, "$1" + Date.now().toString(36));
+});

@@ -152,3 +152,19 @@ def test_a_merged_reply_colours_each_speakers_part(page: Page, live, models, sho
     marks = reply.locator(".speaker-mark").evaluate_all("els => els.map(e => getComputedStyle(e).color)")
     assert seen == marks == [_rgb(colours["Aria"]), _rgb(colours["Bram"])], (seen, marks)
     shot("merged")
+
+
+def test_a_persona_chosen_in_chat_settings_brings_its_colour_without_a_reload(page: Page, live):
+    with live.client() as c:
+        char = c.post("/api/characters", json={"name": "Vex", "first_mes": "*waits*"}).json()
+        c.post("/api/personas", json={"name": "Plain"})
+        other = c.post("/api/personas", json={"name": "Rowan", "colour": "#5fa8ff"}).json()
+        chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()
+        c.post(f"/api/chats/{chat['id']}/messages", json={"content": '"Hello."'})
+    page.goto(f"{live.url}/chats/{chat['id']}")
+    speech = page.locator("article.msg-user .dialogue")
+    expect(speech).to_have_css("color", "rgb(233, 181, 255)")  # the theme's own
+    page.get_by_role("button", name="Chat Settings").click()
+    page.locator('select[name="persona_id"]').select_option(str(other["id"]))
+    page.locator("#settings-panel").get_by_role("button", name="Save settings").click()
+    expect(speech).to_have_css("color", _rgb("#5fa8ff"))
