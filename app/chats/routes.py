@@ -17,6 +17,7 @@ from app.chats.history import message_count
 from app.chats.models import Chat, Message
 from app.chats.narrator import add_standalone_narrator, is_sugos_narrator
 from app.chats.settings import ChatSettings
+from app.commands import default_commands
 from app.connections.core.presets import LOCAL_PRESET_BY_PORT, PRESETS
 from app.connections.discovery import find_local_servers
 from app.connections.service import default_connection, list_connections
@@ -275,6 +276,7 @@ def show_chat_page(chat_id: int, request: Request, session: SessionDep) -> HTMLR
             "waiting": attachments.waiting_attachments(session, chat_id),  # uploads not sent yet
             # Here or on another server sharing the database: the page follows it either way.
             "generating": request.app.state.services.generations.writing(chat_id),
+            "commands": default_commands(),  # the `/` palette's list
         },
     )
 
