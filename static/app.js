@@ -1558,9 +1558,20 @@
     document.getElementById("slash-list").hidden = !shown.length;
     palette.open = true;
     el.hidden = false;
+    fitPalette();
     palette.active = filter && shown.length ? 0 : -1;
     markChosen();
   }
+  // The list fits between the top of what is visible and the message box: on a phone the keyboard takes
+  // the bottom of the screen (the visual viewport), and the list must not run off its top.
+  function fitPalette() {
+    const el = box(), composer = document.getElementById("composer");
+    if (!el || el.hidden || !composer) return;
+    const top = window.visualViewport ? window.visualViewport.offsetTop : 0;
+    const room = composer.getBoundingClientRect().top - top - 16;
+    el.style.maxHeight = Math.round(Math.max(120, Math.min(512, room))) + "px";
+  }
+  window.visualViewport?.addEventListener("resize", fitPalette);
   function closePalette() {
     if (!palette.open) return;
     palette.open = false;
@@ -1677,9 +1688,17 @@
   });
 
   const readingPanel = () => document.getElementById("reading-panel");
-  function openReading() {
+  let readingOpener = null;  // the header's button or the More menu's item: focus goes back to it
+  function openReading(opener) {
     const panel = readingPanel(), form = document.getElementById("reading-form");
     if (!panel || !form) return;
+    if (opener.closest("#composer-menu")) {
+      // Opened from the More menu, which then closes as it does after its other items.
+      document.getElementById("composer-menu").hidden = true;
+      document.getElementById("more-button")?.setAttribute("aria-expanded", "false");
+      opener = document.getElementById("more-button") || opener;
+    }
+    readingOpener = opener;
     fillReadingForm(form, readReading());
     panel.hidden = false;
     document.getElementById("reading-button")?.setAttribute("aria-expanded", "true");
@@ -1689,13 +1708,13 @@
     const panel = readingPanel();
     if (!panel || panel.hidden) return false;
     panel.hidden = true;
-    const button = document.getElementById("reading-button");
-    button?.setAttribute("aria-expanded", "false");
-    if (refocus) button?.focus();
+    document.getElementById("reading-button")?.setAttribute("aria-expanded", "false");
+    if (refocus) readingOpener?.focus();
     return true;
   }
   document.addEventListener("click", (e) => {
-    if (e.target.closest("#reading-button")) { if (readingPanel()?.hidden) openReading(); else closeReading(true); return; }
+    const opener = e.target.closest("[data-open-reading]");
+    if (opener) { if (readingPanel()?.hidden) openReading(opener); else closeReading(true); return; }
     if (e.target.closest("#reading-close")) { closeReading(true); return; }
     if (!e.target.closest("#reading-panel")) closeReading(false);
   });
