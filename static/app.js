@@ -1527,7 +1527,7 @@
 (function () {
   "use strict";
 
-  // The `/` palette. The chat page renders every registered command into #slash-list (app/commands.py);
+  // The `/` palette. The chat page renders every registered command into #slash-list (app/web/commands.py);
   // a message box holding only "/word" opens it, the word filters it. ↑/↓ choose, Enter runs (a command
   // that takes an argument is completed instead, for the user to go on typing), Tab completes, Esc
   // closes. With only "/" typed nothing is chosen yet, so a stray Enter runs nothing.

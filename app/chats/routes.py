@@ -17,7 +17,6 @@ from app.chats.history import message_count
 from app.chats.models import Chat, Message
 from app.chats.narrator import add_standalone_narrator, is_sugos_narrator
 from app.chats.settings import ChatSettings
-from app.commands import default_commands
 from app.connections.core.presets import LOCAL_PRESET_BY_PORT, PRESETS
 from app.connections.discovery import find_local_servers
 from app.connections.service import default_connection, list_connections
@@ -36,6 +35,7 @@ from app.prompt.core.blocks import GROUP_LABELS
 from app.prompt.core.inspect import message_counts
 from app.prompt.report import context_report
 from app.prompt.service import build_chat_prompt
+from app.web.commands import default_commands
 from app.web.deps import FormDep, ServicesDep, SessionDep, SettingsDep
 from app.web.templates import HxRequest, render
 

@@ -1,10 +1,10 @@
 """The `/` palette's registry: every command the message box understands is registered, once, with
-a usage and a one-line description (app/commands.py, app/chats/core/commands.py)."""
+a usage and a one-line description (app/web/commands.py, app/chats/core/commands.py)."""
 
 from __future__ import annotations
 
 from app.chats.core.commands import SlashCommand, check_commands
-from app.commands import default_commands
+from app.web.commands import default_commands
 
 
 def test_the_registered_commands_are_refresh_and_the_memory_commands_in_palette_order():

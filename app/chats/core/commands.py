@@ -1,7 +1,7 @@
 """The seam for the message box's slash commands: what a command tells the `/` palette.
 
 A command is declared by the feature that owns it (and handles it), as a `SlashCommand` beside its
-parser; `app/commands.py` lists them all, one line each, in the order the palette shows them. The
+parser; `app/web/commands.py` lists them all, one line each, in the order the palette shows them. The
 chat page renders the list into the composer, and the palette (static/app.js) reads it from there:
 adding a command adds it to the palette without touching the page or the script.
 

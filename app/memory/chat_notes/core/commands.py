@@ -38,7 +38,7 @@ _NUMBER = re.compile(r"#?([0-9]{1,9})")
 
 FORGET_HOW = "Say which note to forget: /forget 2 (the numbers are in /memory)."
 
-# What the `/` palette shows for each (app/commands.py registers them).
+# What the `/` palette shows for each (app/web/commands.py registers them).
 REMEMBER = SlashCommand(
     "remember", "/remember TEXT", "Keep a note in this chat's memory (also /lembrar).", ("lembrar",)
 )
