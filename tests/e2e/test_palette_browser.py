@@ -48,6 +48,11 @@ def test_slash_lists_the_commands_and_arrows_run_refresh(page: Page, live, model
     page.keyboard.press("Enter")
     expect(box).to_have_value("/")
     assert _violations(page) == set()
+    page.keyboard.press("ArrowDown")  # a chosen option, in both themes
+    for theme in ("light", "dark"):
+        page.evaluate("t => document.documentElement.dataset.theme = t", theme)
+        assert _violations(page) == set(), theme
+    page.keyboard.press("ArrowUp")
     shot("palette")
 
     # Down to /refresh, then Enter runs it: the mark lands at the end of the chat, in sight.

@@ -88,7 +88,9 @@ def test_reading_settings_apply_at_once_and_survive_a_reload(page: Page, live, m
     for label in ("Names", "Times", "Backgrounds and character art"):
         _pick(page, screen, label)
     expect(page.locator("html")).to_have_attribute("data-scenery", "off")
-    assert _violations(page) == set()
+    for theme in ("light", "dark"):
+        page.evaluate("t => document.documentElement.dataset.theme = t", theme)
+        assert _violations(page) == set(), theme
     shot("panel")
     page.keyboard.press("Escape")
     expect(page.locator("#reading-panel")).to_be_hidden()
