@@ -1549,9 +1549,9 @@
     const options = [...el.querySelectorAll(".slash-option")];
     // A word the filter starts is a match (the name or an alias: "/esq" finds /forget); past two
     // letters a word that merely contains it also is.
+    const starts = (o) => o.dataset.words.split(" ").some((w) => w.startsWith(filter));
     options.forEach((o) => {
-      const words = o.dataset.words.split(" ");
-      o.hidden = !words.some((w) => w.startsWith(filter) || (filter.length > 1 && w.includes(filter)));
+      o.hidden = !starts(o) && !(filter.length > 1 && o.dataset.words.split(" ").some((w) => w.includes(filter)));
     });
     const shown = shownOptions();
     document.getElementById("slash-empty").hidden = shown.length > 0;
@@ -1559,7 +1559,8 @@
     palette.open = true;
     el.hidden = false;
     fitPalette();
-    palette.active = filter && shown.length ? 0 : -1;
+    // The first command the filter starts is chosen ("/mem" is /memory, though /remember shows too).
+    palette.active = filter && shown.length ? Math.max(0, shown.findIndex(starts)) : -1;
     markChosen();
   }
   // The list fits between the top of what is visible and the message box: on a phone the keyboard takes

@@ -97,6 +97,14 @@ def test_typing_filters_and_enter_runs_the_first_match(page: Page, live, models,
     expect(page.locator("#message-list .local-notice")).to_have_count(1)
     expect(page.locator("#message-list .local-notice")).to_contain_text("note 1 of 30")
 
+    # A command the filter starts comes before one that merely contains it: "/mem" is /memory.
+    box.focus()
+    page.keyboard.type("/mem")
+    expect(options).to_have_count(2)
+    assert _chosen(page) == "memory"
+    page.keyboard.press("Escape")
+    box.fill("")
+
     # Nothing matches: the list says so, and Esc closes it.
     box.focus()
     page.keyboard.type("/zzz")
