@@ -1703,7 +1703,8 @@
     fillReadingForm(form, readReading());
     panel.hidden = false;
     document.getElementById("reading-button")?.setAttribute("aria-expanded", "true");
-    (form.querySelector("input:checked") || form.querySelector("input"))?.focus({ preventScroll: true });
+    // The first choice shown (on a phone the width's group is not).
+    [...form.querySelectorAll("input:checked")].find((i) => i.getClientRects().length)?.focus({ preventScroll: true });
   }
   function closeReading(refocus) {
     const panel = readingPanel();
