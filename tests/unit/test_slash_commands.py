@@ -3,7 +3,11 @@ a usage and a one-line description (app/web/commands.py, app/chats/core/commands
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from app.chats.core.commands import SlashCommand, check_commands
+from app.memory.chat_notes.core.commands import FORGET, MEMORY, REMEMBER
 from app.web.commands import default_commands
 
 
@@ -36,3 +40,14 @@ def test_check_commands_names_each_problem():
     assert check_commands([SlashCommand("roll", "/roll", "Roll\nthe dice.")]) == bad
     assert check_commands([SlashCommand("roll", "/roll", "")]) == bad
     assert check_commands([SlashCommand("roll", "/roll", "x" * 200 + ".")]) == bad
+
+
+def test_the_message_box_sends_every_word_of_the_memory_commands_to_them():
+    # static/app.js picks the memory commands out of a message by its own pattern: a word the palette
+    # offers but the pattern missed would go to the model as a message.
+    script = (Path(__file__).resolve().parents[2] / "static" / "app.js").read_text()
+    words = re.search(r"const MEMORY_COMMAND = /\^\\s\*\\/\(([^)]*)\)", script)
+    assert words is not None
+    assert set(words.group(1).split("|")) == {
+        w for c in (REMEMBER, MEMORY, FORGET) for w in (c.name, *c.aliases)
+    }
