@@ -35,6 +35,7 @@ from app.prompt.core.blocks import GROUP_LABELS
 from app.prompt.core.inspect import message_counts
 from app.prompt.report import context_report
 from app.prompt.service import build_chat_prompt
+from app.web.commands import default_commands
 from app.web.deps import FormDep, ServicesDep, SessionDep, SettingsDep
 from app.web.templates import HxRequest, render
 
@@ -275,6 +276,7 @@ def show_chat_page(chat_id: int, request: Request, session: SessionDep) -> HTMLR
             "waiting": attachments.waiting_attachments(session, chat_id),  # uploads not sent yet
             # Here or on another server sharing the database: the page follows it either way.
             "generating": request.app.state.services.generations.writing(chat_id),
+            "commands": default_commands(),  # the `/` palette's list
         },
     )
 
