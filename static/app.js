@@ -437,7 +437,9 @@
         // A new reply is new to the page; a regenerated one, or one followed after a reload, is there.
         // In a group one send may bring several replies, one stream each after the other: the later
         // ones come after what the page holds by then.
-        if (document.getElementById("msg-" + messageId)) await refreshMessage(messageId);
+        // A Continue goes on from what the page shows: fetching the message again could bring back the
+        // first words of the continuation the server has already stored, and they would show twice.
+        if (document.getElementById("msg-" + messageId)) { if (action !== "continue") await refreshMessage(messageId); }
         else await appendNewMessages(started ? lastMessageId() : beforeId);
         started = true;
         text = ""; thought = ""; thoughtEl = null;
