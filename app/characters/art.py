@@ -63,7 +63,7 @@ def _named(uploads: Sequence[Upload], chosen: str) -> list[tuple[str, Upload]]:
         if name is None:
             raise UserError(
                 f"“{upload.file_name[:80]}”: its name is not an expression name, so nothing was stored. "
-                f"Name files like joy.png, or pick the expression. Names: {', '.join(EXPRESSIONS)}."
+                "Name each file after one in the Expression list (joy.png, anger.webp), or pick it there."
             )
         named.append((name, upload))
     twice = sorted({n for n, _ in named if sum(1 for m, _ in named if m == n) > 1})

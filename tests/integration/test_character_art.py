@@ -104,7 +104,7 @@ class TestExpressionUpload:
         assert r.status_code == 400
         said = html.unescape(r.text)
         assert "“smug.png”: its name is not an expression name, so nothing was stored" in said
-        assert "admiration" in said  # the names it could have had
+        assert "Name each file after one in the Expression list" in said
         assert _images(sugo) == before and _character(sugo, char["id"])[1] == {}
 
     def test_a_bad_picture_in_a_batch_stores_none_of_it(self, api, sugo):
