@@ -184,3 +184,51 @@ class TestChatPage:
         panel = api.get(f"/chats/{chat['id']}/settings", headers=HX).text
         assert 'name="expressions"' in panel
         assert api.get(f"/api/chats/{chat['id']}").json()["settings"]["expressions"] is False
+
+
+class TestApi:
+    def test_the_json_twins(self, api, sugo):
+        char = add_character(api)
+        r = api.post(f"/api/characters/{char['id']}/art", files={"file": ("a.png", _png())})
+        assert r.status_code == 200 and r.json()["art_url"].startswith("/images/")
+        files = [("files", ("joy.png", _png())), ("files", ("fear.png", _png()))]
+        r = api.post(f"/api/characters/{char['id']}/expressions", files=files)
+        assert r.status_code == 200 and set(r.json()["expression_urls"]) == {"joy", "fear"}
+        r = api.post(f"/api/characters/{char['id']}/expressions", data={"name": "grief"}, files=[files[0]])
+        assert set(r.json()["expression_urls"]) == {"joy", "fear", "grief"}
+        before = _images(sugo)
+        r = api.post(f"/api/characters/{char['id']}/expressions", files=[("files", ("odd.png", _png()))])
+        assert r.status_code == 400 and "odd.png" in r.json()["detail"] and _images(sugo) == before
+        assert api.delete(f"/api/characters/{char['id']}/expressions/fear").json()[
+            "expression_urls"
+        ].keys() == {
+            "joy",
+            "grief",
+        }
+        assert api.delete(f"/api/characters/{char['id']}/art").json()["art_url"] is None
+
+
+class TestPromptUnchangedWhenOff:
+    def test_on_without_pictures_sends_the_same_prompt_as_off(self, api, models):
+        add_connection(api, models)
+        char = add_character(api)
+        chat = new_chat(api, [char["id"]])
+        off = api.get(f"/api/chats/{chat['id']}/prompt").json()["messages"]
+        api.put(f"/api/chats/{chat['id']}/options", json={"settings": {"expressions": True}})
+        assert api.get(f"/api/chats/{chat['id']}/prompt").json()["messages"] == off
+        files = [("files", ("joy.png", _png()))]
+        api.post(f"/characters/{char['id']}/expressions", files=files, headers=HX)
+        on = api.get(f"/api/chats/{chat['id']}/prompt").json()["messages"]
+        assert on != off and "one of: joy." in on[-1]["content"]
+        api.put(f"/api/chats/{chat['id']}/options", json={"settings": {"expressions": False}})
+        assert api.get(f"/api/chats/{chat['id']}/prompt").json()["messages"] == off
+
+    def test_the_settings_form_turns_it_on_and_off(self, api, models):
+        add_connection(api, models)
+        chat = new_chat(api, [add_character(api)["id"]])
+        form = {"name": "A chat", "expressions": "true"}
+        r = api.post(f"/chats/{chat['id']}/settings", data=form, headers=HX)
+        assert r.status_code == 200, r.text
+        assert api.get(f"/api/chats/{chat['id']}").json()["settings"]["expressions"] is True
+        api.post(f"/chats/{chat['id']}/settings", data={"name": "A chat"}, headers=HX)
+        assert api.get(f"/api/chats/{chat['id']}").json()["settings"]["expressions"] is False
