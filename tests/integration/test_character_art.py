@@ -155,6 +155,7 @@ class TestChatPage:
         assert "[expression" not in page
         assert f'src="/images/{pictures["anger"]}"' in _figure(page)  # the tag wins over the word rule
         assert f'data-art="/images/{pictures["anger"]}"' in page
+        assert "We made it!" in api.get("/").text and "[expression" not in api.get("/").text  # the chat list
         # The model never reads its tag back.
         models.script(Reply(text="Onwards."))
         _send(api, chat["id"], "And now?")
