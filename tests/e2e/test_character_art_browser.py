@@ -117,20 +117,18 @@ def test_art_beside_the_story_and_the_speaker_switch(page: Page, live, models, s
     shot("aria")
 
     # Bram answers: while his reply streams the picture is already his; at its end, his joy.
+    # The model pauses with the tag half-way in: "…[expression: jo".
+    toast = 'Bram grins and raises his mug. "To the road!"\n\n[expression: joy]'
     halfway = threading.Event()
-    models.script(
-        Reply(
-            text='Bram grins and raises his mug. "To the road!"\n\n[expression: joy]',
-            chunk_size=4,
-            hold=halfway,
-            hold_after_chunks=3,
-        )
-    )
+    models.script(Reply(text=toast, chunk_size=4, hold=halfway, hold_after_chunks=(len(toast) - 3) // 4))
     page.locator("#speaker-select").select_option(label="Bram")
     page.fill("#composer-input", "Bram, a toast?")
     page.click("#send-button")
     expect(page.locator("article.msg-assistant.is-streaming")).to_have_count(1)
     expect(art).to_have_attribute("src", _bram_art(live, chars))
+    streaming = page.locator("article.msg-assistant.is-streaming .msg-text")
+    expect(streaming).to_contain_text("To the road!")
+    assert "[" not in streaming.inner_text()  # the tag still arriving is out of sight too
     halfway.set()
     expect(page.locator("#stop-button")).to_be_hidden()
     expect(page.locator(".msg-text").last).to_contain_text("To the road!")
