@@ -184,3 +184,16 @@ def test_upload_art_and_expressions_on_the_character_page(page: Page, live, shot
     shot("pictures")
     page.get_by_role("button", name="Remove anger").click()
     expect(page.locator(".expression-item")).to_have_count(1)
+
+
+def test_the_devices_scenery_switch_hides_the_art(page: Page, live, models, screen):
+    chat_id, _ = _group(live, models)
+    page.goto(f"{live.url}/chats/{chat_id}")
+    expect(page.locator("#character-art img")).to_be_visible()
+    width = page.locator(".msg-text").last.bounding_box()["width"]
+    # The per-device switch (another part of issue 29) says so on an ancestor: no art, and the column
+    # gets back the room it gave it.
+    page.evaluate("document.documentElement.dataset.scenery = 'off'")
+    expect(page.locator("#character-art")).to_be_hidden()
+    if screen == "desktop":
+        assert page.locator(".msg-text").last.bounding_box()["width"] > width
