@@ -1727,3 +1727,37 @@
     if (e.key === "Escape" && e.target.closest?.("#reading-panel") && closeReading(true)) { e.preventDefault(); e.stopPropagation(); }
   }, true);
 })();
+
+// ---- Character art (issue 29) ------------------------------------------------------------------
+// The picture beside the story follows the replies: each assistant message carries the picture to show
+// after it (`data-art`, worked out by the server: its speaker's art, or the expression of its words;
+// "" for a speaker with none). Watching the list covers every way a reply arrives (a new one streaming
+// from another group member, its final render, a swipe, a delete) without hooks in the stream code.
+// While a reply streams as plain text its [expression: name] tag is kept out of sight too (the server's
+// render, which replaces it at the end, never shows it).
+(function () {
+  "use strict";
+  const TAG = /[ \t]*\[[ \t]*expression[ \t]*:[^\]\n]{0,40}\]/gi;
+  const OPEN_TAG = /\[[ \t]*(e(x(p(r(e(s(s(i(o(n([ \t]*:[^\]\n]{0,40})?)?)?)?)?)?)?)?)?)?)?$/i;  // a tag still arriving
+  function follow(list, figure) {
+    const img = figure.querySelector("img");
+    const streaming = list.querySelector(".msg.is-streaming .msg-text");
+    if (streaming && !streaming.querySelector("*") && /\[/.test(streaming.textContent)) {
+      const text = streaming.textContent;
+      const shown = text.replace(TAG, "").replace(OPEN_TAG, "");
+      if (shown !== text) streaming.textContent = shown;
+    }
+    const last = [...list.querySelectorAll("article.msg-assistant[data-art]")].pop();
+    if (!last) return;
+    const art = last.dataset.art;
+    if (art && img.getAttribute("src") !== art) img.setAttribute("src", art);
+    figure.hidden = !art;
+  }
+  document.addEventListener("DOMContentLoaded", () => {
+    const list = document.getElementById("message-list");
+    const figure = document.getElementById("character-art");
+    if (!list || !figure) return;
+    follow(list, figure);
+    new MutationObserver(() => follow(list, figure)).observe(list, { childList: true, subtree: true, characterData: true });
+  });
+})();

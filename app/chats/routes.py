@@ -9,6 +9,7 @@ from fastapi.responses import FileResponse, HTMLResponse, Response
 from sqlmodel import Session, col, select
 from starlette.concurrency import run_in_threadpool
 
+from app.characters.art import art_picker
 from app.characters.models import Character
 from app.characters.service import list_characters
 from app.chats import attachments, service, turn_taking
@@ -55,6 +56,8 @@ def _message_ctx(
         "chat": chat,
         "characters": characters,
         "avatars": {c.id: c.avatar_id for c in characters},
+        # The picture beside the story after each reply (issue 29): its speaker's art or expression.
+        "art_of": art_picker(characters, expressions_on=service.chat_settings(chat).expressions),
         # A group's members by id: who a message is hidden from or whispered to (app/chats/core/audience.py).
         "member_names": {c.id: c.name for c in characters},
         # Members' own new starts, by the message they start at: the message shows "new start for …".
@@ -277,8 +280,20 @@ def show_chat_page(chat_id: int, request: Request, session: SessionDep) -> HTMLR
             # Here or on another server sharing the database: the page follows it either way.
             "generating": request.app.state.services.generations.writing(chat_id),
             "commands": default_commands(),  # the `/` palette's list
+            "character_art": _character_art(ctx["art_of"], ctx["characters"], messages),
         },
     )
+
+
+def _character_art(art_of, characters: list[Character], messages: list[Message]) -> str:
+    """The picture the page opens with: the last reply's speaker's, else a 1:1 chat's character's
+    ("" for none). app.js follows the replies from there (their `data-art`)."""
+    for m in reversed(messages):
+        if m.role == "assistant" and (shown := art_of(m.character_id, m.content)) is not None:
+            return shown
+    if len(characters) == 1:
+        return art_of(characters[0].id, "") or ""
+    return ""
 
 
 def _game_master(chat: Chat, characters: list[Character]) -> Character | None:
