@@ -3,8 +3,11 @@
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import ValidationError
+from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
+from app.backgrounds import service as backgrounds
+from app.backgrounds.core.builtin import BUILTINS
 from app.characters import service
 from app.characters.schemas import CharacterIn
 from app.lore import card_books
@@ -51,6 +54,19 @@ def _form_input(form) -> CharacterIn:
         raise forms.refused(err, "A character needs a name.") from err
 
 
+def _background_choices(session: Session) -> dict:
+    """The Default background select's options: the shipped backgrounds and the uploaded ones."""
+    return {"bg_shipped": BUILTINS, "bg_uploaded": backgrounds.list_backgrounds(session)}
+
+
+def _set_background(session: Session, char, form) -> None:
+    # A form without the select (a script's) leaves the character's default as it was.
+    if "background" in form:
+        char.background = backgrounds.check_character_default(forms.text(form, "background"))
+        session.add(char)
+        session.flush()
+
+
 @router.get("/characters")
 def list_characters_page(
     request: Request, session: SessionDep, hx: HxRequest, q: str | None = None
@@ -65,12 +81,17 @@ def list_characters_page(
 
 
 @router.get("/characters/new")
-def new_character_page(request: Request) -> HTMLResponse:
+def new_character_page(request: Request, session: SessionDep) -> HTMLResponse:
     """Write a character from scratch."""
     return render(
         request,
         "characters/edit.html",
-        {"char": None, "note_of": service.character_note, "talkativeness_of": service.stated_talkativeness},
+        {
+            "char": None,
+            "note_of": service.character_note,
+            "talkativeness_of": service.stated_talkativeness,
+            **_background_choices(session),
+        },
     )
 
 
@@ -79,6 +100,7 @@ async def create_character_page(request: Request, session: SessionDep) -> Respon
     """Save a new character and open it."""
     form = await request.form()
     char = service.create_character(session, _form_input(form), avatar=await forms.upload(form, "avatar"))
+    _set_background(session, char, form)
     return Response(status_code=204, headers={"HX-Redirect": f"/characters/{char.id}"})
 
 
@@ -119,6 +141,7 @@ def edit_character_page(
             "talkativeness_of": service.stated_talkativeness,
             "lorebooks": lorebooks,
             "reused_book": reused,
+            **_background_choices(session),
         },
     )
 
@@ -134,12 +157,14 @@ async def update_character_page(
         session, character_id, _form_input(form), avatar=await forms.upload(form, "avatar")
     )
     character_renamed(session, character_id, old_name, char.name)  # its scenes know it by name
+    _set_background(session, char, form)
     ctx = {
         "char": char,
         "saved": True,
         "note_of": service.character_note,
         "talkativeness_of": service.stated_talkativeness,
         "lorebooks": books_of_character(session, character_id),
+        **_background_choices(session),
     }
     return (
         render_blocks(request, "characters/edit.html", ctx, ["content"])
