@@ -39,10 +39,10 @@ async def upload_background_page(
             session, raw, upload.filename if isinstance(upload, UploadFile) else None
         )
     except UserError as err:
-        ctx = backdrop.background_ctx(session, chat, chat=chat, background_error=str(err))
+        ctx = backdrop.background_ctx(session, chat, background_error=str(err))
         return _section(request, ctx, status_code=err.status_code)
     chat = backdrop.choose(session, chat, f"image:{added.id}")
-    return _section(request, backdrop.background_ctx(session, chat, chat=chat, background_added=added.name))
+    return _section(request, backdrop.background_ctx(session, chat, background_added=added.name))
 
 
 @router.post("/chats/{chat_id}/backgrounds/{background_id}/delete")
@@ -52,4 +52,4 @@ def delete_background_page(
     """Delete an uploaded background (every chat and character using it shows none)."""
     chat = chats.get_chat(session, chat_id)
     service.delete_background(session, background_id)
-    return _section(request, backdrop.background_ctx(session, chat, chat=chat))
+    return _section(request, backdrop.background_ctx(session, chat))

@@ -25,6 +25,7 @@ def background_ctx(session: Session, chat: Chat, **extra) -> dict:
     own = service.chat_settings(chat).background
     default = _character_default(session, chat)
     return {
+        "chat": chat,
         "bg": backgrounds.picker(session, own, default),
         "backdrop": backgrounds.chat_backdrop(session, own, default),
         **extra,

@@ -129,7 +129,9 @@ def merge_metadata(original: Mapping[str, Any], ours: Mapping[str, Any]) -> dict
         merged.pop("world_info", None)
     if BACKGROUND_KEY not in ours:
         merged.pop(BACKGROUND_KEY, None)
-    elif st_file_name(original.get(BACKGROUND_KEY)) == st_file_name(ours[BACKGROUND_KEY]):
+    elif (st_file_name(original.get(BACKGROUND_KEY)) or "").lower() == (
+        st_file_name(ours[BACKGROUND_KEY]) or ""
+    ).lower():  # names are matched without case on import (a Windows folder's), so here too
         merged[BACKGROUND_KEY] = original[BACKGROUND_KEY]
     return merged
 
