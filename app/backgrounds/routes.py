@@ -14,12 +14,17 @@ from app.web.deps import FormDep, SessionDep
 from app.web.templates import render_blocks
 
 router = APIRouter(include_in_schema=False)
-SECTION = "backgrounds/_section.html"
 
 
 def _section(request: Request, ctx: dict, status_code: int = 200) -> HTMLResponse:
+    """Chat Settings' Background block, and the chat's backdrop out of band."""
     return render_blocks(
-        request, SECTION, ctx, ["background_section"], oob=["chat_backdrop"], status_code=status_code
+        request,
+        "chats/settings.html",
+        ctx,
+        ["background_section"],
+        oob=["chat_backdrop"],
+        status_code=status_code,
     )
 
 
