@@ -209,3 +209,29 @@ def test_sillytavern_backgrounds_come_in_by_file_name_and_go_back_out(api):
     assert _exported_background(api, none) is None
     api.post(f"/chats/{none}/settings", data={**SETTINGS, "background": "none"})
     assert _exported_background(api, none) is None
+
+
+def test_the_json_twin_lists_uploads_refuses_and_deletes(api, sugo):
+    listed = api.get("/api/backgrounds").json()
+    assert [b["choice"] for b in listed][:2] == ["builtin:dusk", "builtin:forest"] and len(listed) == 6
+    r = api.post("/api/backgrounds", files={"file": ("Harbour.webp", _picture("WEBP"))})
+    assert r.status_code == 201, r.text
+    added = r.json()
+    assert added["name"] == "Harbour.webp" and added["choice"].startswith("image:") and not added["shipped"]
+    assert api.get(added["url"]).headers["content-type"] == "image/webp"
+    before = _counts(sugo)
+    huge = api.post(
+        "/api/backgrounds", files={"file": ("huge.png", _picture("PNG", (10_000, 5_000), mode="1"))}
+    )
+    assert huge.status_code == 400 and "40 megapixels" in huge.json()["detail"]
+    text = api.post("/api/backgrounds", files={"file": ("a.gif", b"GIF? no.")})
+    assert text.status_code == 400 and "not a picture" in text.json()["detail"]
+    assert _counts(sugo) == before
+    chat_id = _chat(api)
+    r = api.put(f"/api/chats/{chat_id}/options", json={"settings": {"background": added["choice"]}})
+    assert r.status_code == 200 and r.json()["settings"]["background"] == added["choice"]
+    bad = api.put(f"/api/chats/{chat_id}/options", json={"settings": {"background": "url(x)"}})
+    assert bad.status_code == 422
+    assert api.delete(f"/api/backgrounds/{added['choice'].removeprefix('image:')}").status_code == 204
+    assert _counts(sugo) == (0, 0)
+    assert api.delete("/api/backgrounds/999").status_code == 404
