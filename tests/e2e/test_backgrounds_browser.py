@@ -132,6 +132,7 @@ def test_a_shipped_background_by_keyboard_then_an_upload_behind_the_messages(
     expect(panel.get_by_role("radio", name="Striped wall.png")).to_be_checked()
     expect(panel.locator("#background-error")).to_have_count(0)
     shot("uploaded-settings")
+    assert _violations(page) == []  # the thumbnails, their labels and the delete buttons, over the chat
     # Saving the form now keeps the upload chosen (the radios were swapped in with it).
     panel.get_by_role("button", name="Save settings").click()
     expect(panel.get_by_text("Saved.")).to_be_visible()
