@@ -9,6 +9,7 @@ from starlette.concurrency import run_in_threadpool
 from app.backgrounds import service as backgrounds
 from app.backgrounds.core.builtin import BUILTINS
 from app.characters import service
+from app.characters.models import Character
 from app.characters.schemas import CharacterIn
 from app.lore import card_books
 from app.lore.service import books_of_character
@@ -59,8 +60,9 @@ def _background_choices(session: Session) -> dict:
     return {"bg_shipped": BUILTINS, "bg_uploaded": backgrounds.list_backgrounds(session)}
 
 
-def _set_background(session: Session, char, form) -> None:
-    # A form without the select (a script's) leaves the character's default as it was.
+def _set_background(session: Session, char: Character, form) -> None:
+    # A form without the select (a script's) leaves the character's default as it was. A refused value
+    # fails the request, whose transaction then keeps nothing of it (the character's other changes too).
     if "background" in form:
         char.background = backgrounds.check_character_default(forms.text(form, "background"))
         session.add(char)
