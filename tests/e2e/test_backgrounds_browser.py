@@ -74,6 +74,51 @@ def _behind_the_messages(page: Page, src: str) -> None:
     assert on_top == [True, True]
 
 
+# axe cannot measure text over a picture (it reports it "incomplete"), so the worst case is worked out
+# here: every text in the message list over the whitest and the blackest picture, under the scrim and
+# each translucent surface between the picture and the text, must keep 4.5:1.
+WORST_CONTRAST = """() => {
+  const rgba = (css) => {
+    const m = css.match(/^(rgba?|color)\\((.*)\\)$/);
+    if (!m) return null;
+    const srgb = m[1] === "color";
+    const parts = m[2].replace("srgb", "").split(/[\\s,/]+/).filter(Boolean).map(Number);
+    const k = srgb ? 255 : 1;
+    return [parts[0] * k, parts[1] * k, parts[2] * k, parts.length > 3 ? parts[3] : 1];
+  };
+  const over = (top, under) => top.slice(0, 3).map((v, i) => v * top[3] + under[i] * (1 - top[3]));
+  const lum = (c) => { const f = c.map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+                       return 0.2126 * f[0] + 0.7152 * f[1] + 0.0722 * f[2]; };
+  const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+  const list = document.getElementById("message-list");
+  const scrim = rgba(getComputedStyle(document.getElementById("chat-backdrop"), "::after").backgroundColor);
+  const worst = []; let texts = 0;
+  for (const el of list.querySelectorAll("*")) {
+    const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+    if (!own || !el.getClientRects().length || getComputedStyle(el).visibility === "hidden") continue;
+    const layers = [];
+    for (let a = el; a && a !== list; a = a.parentElement) {
+      const bg = rgba(getComputedStyle(a).backgroundColor);
+      if (bg && bg[3] > 0) layers.unshift(bg);
+    }
+    const text = rgba(getComputedStyle(el).color);
+    texts++;
+    for (const picture of [[255, 255, 255], [0, 0, 0]]) {
+      let under = over(scrim, picture);
+      for (const layer of layers) under = over(layer, under);
+      const r = ratio(over(text, under), under);
+      if (r < 4.5) worst.push(`${el.className || el.tagName} "${el.textContent.trim().slice(0, 30)}": ${r.toFixed(2)}`);
+    }
+  }
+  return [texts, worst];
+}"""
+
+
+def _contrast_over_any_picture(page: Page) -> None:
+    texts, worst = page.evaluate(WORST_CONTRAST)
+    assert texts >= len(LINES) * 2 and worst == []
+
+
 def _violations(page: Page) -> list[str]:
     if not page.evaluate("() => typeof axe !== 'undefined'"):
         page.evaluate(AXE)
@@ -115,6 +160,7 @@ def test_a_shipped_background_by_keyboard_then_an_upload_behind_the_messages(
     _behind_the_messages(page, "/static/backgrounds/night-city.svg")  # swapped in without a reload
     shot("shipped-dark")
     assert _violations(page) == []
+    _contrast_over_any_picture(page)
 
     panel = _open_settings(page)
     bad = tmp_path / "notes.png"
@@ -149,6 +195,7 @@ def test_a_shipped_background_by_keyboard_then_an_upload_behind_the_messages(
     _behind_the_messages(page, src)
     shot("uploaded-light")
     assert _violations(page) == []
+    _contrast_over_any_picture(page)
 
     # The per-device switch (html[data-scenery="off"]) hides every background.
     page.evaluate("() => document.documentElement.dataset.scenery = 'off'")
