@@ -203,6 +203,11 @@ def test_sillytavern_backgrounds_come_in_by_file_name_and_go_back_out(api):
     assert _one(api.get(f"/chats/{unknown}").text, BACKDROP + "/img").get("src").startswith("/images/")
     panel = api.get(f"/chats/{unknown}/settings", headers=HX).text
     assert _one(panel, "//*[@id='background-missing']") is None
+    assert (
+        _one(panel, "//label[input[@value='st:Castle Gate.png'][@checked]]/img")
+        .get("src")
+        .startswith("/images/")
+    )
 
     none = _import(api, _st_chat(None))
     assert _settings(api, none).get("background", "") == ""
