@@ -200,3 +200,21 @@ def test_a_shipped_background_by_keyboard_then_an_upload_behind_the_messages(
     # The per-device switch (html[data-scenery="off"]) hides every background.
     page.evaluate("() => document.documentElement.dataset.scenery = 'off'")
     expect(page.locator("#chat-backdrop")).to_be_hidden()
+
+
+def test_a_characters_default_background_shows_in_its_chat(page: Page, live, shot):
+    chat_id = _chat(live)
+    with live.client() as c:
+        aria = c.get(f"/api/chats/{chat_id}").json()["character_ids"][0]
+    page.goto(f"{live.url}/characters/{aria}")
+    page.locator("details").first.evaluate("d => d.open = true")
+    select = page.get_by_label("Default background")
+    select.select_option("builtin:tavern")
+    select.scroll_into_view_if_needed()
+    shot("character-default")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.get_by_text("Saved.")).to_be_visible()
+    expect(page.get_by_label("Default background")).to_have_value("builtin:tavern")
+    page.goto(f"{live.url}/chats/{chat_id}")
+    _behind_the_messages(page, "/static/backgrounds/tavern.svg")
+    shot("character-default-chat")
