@@ -1761,3 +1761,11 @@
     new MutationObserver(() => follow(list, figure)).observe(list, { childList: true, subtree: true, characterData: true });
   });
 })();
+// Backgrounds (issue 29): an upload in Chat Settings answers with the Background section again; what it
+// says (the refusal, or the picture added) is brought into view, clear of the panel's sticky Save bar.
+document.addEventListener("htmx:load", (e) => {
+  const section = e.detail.elt;
+  if (!(section instanceof Element) || section.id !== "background-section") return;
+  const status = section.querySelector("#background-status");
+  if (status && status.textContent.trim()) status.scrollIntoView({ block: "center", behavior: "instant" });
+});

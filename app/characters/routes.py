@@ -3,11 +3,15 @@
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import ValidationError
+from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
+from app.backgrounds import service as backgrounds
+from app.backgrounds.core.builtin import BUILTINS
 from app.characters import art, service
 from app.characters.core.expressions import EXPRESSIONS
+from app.characters.models import Character
 from app.characters.schemas import CharacterIn
 from app.lore import card_books
 from app.lore.service import books_of_character
@@ -55,6 +59,20 @@ def _form_input(form) -> CharacterIn:
         raise forms.refused(err, "A character needs a name.") from err
 
 
+def _background_choices(session: Session) -> dict:
+    """The Default background select's options: the shipped backgrounds and the uploaded ones."""
+    return {"bg_shipped": BUILTINS, "bg_uploaded": backgrounds.list_backgrounds(session)}
+
+
+def _set_background(session: Session, char: Character, form) -> None:
+    # A form without the select (a script's) leaves the character's default as it was. A refused value
+    # fails the request, whose transaction then keeps nothing of it (the character's other changes too).
+    if "background" in form:
+        char.background = backgrounds.check_character_default(forms.text(form, "background"))
+        session.add(char)
+        session.flush()
+
+
 @router.get("/characters")
 def list_characters_page(
     request: Request, session: SessionDep, hx: HxRequest, q: str | None = None
@@ -69,7 +87,7 @@ def list_characters_page(
 
 
 @router.get("/characters/new")
-def new_character_page(request: Request) -> HTMLResponse:
+def new_character_page(request: Request, session: SessionDep) -> HTMLResponse:
     """Write a character from scratch."""
     return render(
         request,
@@ -79,6 +97,7 @@ def new_character_page(request: Request) -> HTMLResponse:
             "note_of": service.character_note,
             "talkativeness_of": service.stated_talkativeness,
             **_PICTURES,
+            **_background_choices(session),
         },
     )
 
@@ -88,6 +107,7 @@ async def create_character_page(request: Request, session: SessionDep) -> Respon
     """Save a new character and open it."""
     form = await request.form()
     char = service.create_character(session, _form_input(form), avatar=await forms.upload(form, "avatar"))
+    _set_background(session, char, form)
     return Response(status_code=204, headers={"HX-Redirect": f"/characters/{char.id}"})
 
 
@@ -129,6 +149,7 @@ def edit_character_page(
             "lorebooks": lorebooks,
             "reused_book": reused,
             **_PICTURES,
+            **_background_choices(session),
         },
     )
 
@@ -144,6 +165,7 @@ async def update_character_page(
         session, character_id, _form_input(form), avatar=await forms.upload(form, "avatar")
     )
     character_renamed(session, character_id, old_name, char.name)  # its scenes know it by name
+    _set_background(session, char, form)
     ctx = {
         "char": char,
         "saved": True,
@@ -151,6 +173,7 @@ async def update_character_page(
         "talkativeness_of": service.stated_talkativeness,
         "lorebooks": books_of_character(session, character_id),
         **_PICTURES,
+        **_background_choices(session),
     }
     return (
         render_blocks(request, "characters/edit.html", ctx, ["content"])

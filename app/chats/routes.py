@@ -12,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from app.characters.art import art_picker
 from app.characters.models import Character
 from app.characters.service import list_characters
-from app.chats import attachments, service, turn_taking
+from app.chats import attachments, backdrop, service, turn_taking
 from app.chats.changes import chat_added, chat_deleted, messages_changed, settings_saved
 from app.chats.history import message_count
 from app.chats.models import Chat, Message
@@ -38,7 +38,7 @@ from app.prompt.report import context_report
 from app.prompt.service import build_chat_prompt
 from app.web.commands import default_commands
 from app.web.deps import FormDep, ServicesDep, SessionDep, SettingsDep
-from app.web.templates import HxRequest, render
+from app.web.templates import HxRequest, render, render_blocks
 
 router = APIRouter(include_in_schema=False)
 PAGE_SIZE = 60
@@ -281,6 +281,7 @@ def show_chat_page(chat_id: int, request: Request, session: SessionDep) -> HTMLR
             "generating": request.app.state.services.generations.writing(chat_id),
             "commands": default_commands(),  # the `/` palette's list
             "character_art": _character_art(ctx["art_of"], ctx["characters"], messages),
+            "backdrop": backdrop.chat_backdrop(session, chat),
         },
     )
 
@@ -499,6 +500,7 @@ def _settings_ctx(session: Session, chat: Chat, services, **extra) -> dict:
         "presets": presets.list_presets(session),
         "chat_preset": presets.chat_preset(session, service.chat_settings(chat)),
         "picks": service.chat_settings(chat).preset_picks,
+        **backdrop.background_ctx(session, chat),
         **extra,
     }
 
@@ -528,6 +530,8 @@ def _chat_settings_form(form, session: Session, chat: Chat, services) -> ChatSet
         # The group's section is shown to groups only: a chat of one keeps what it had.
         **_group_settings_form(form, service.chat_settings(chat)),
         **services.sources.read_settings_form(session, chat, form),
+        # A form without the Background section (a script's, an older page's) keeps the chat's choice.
+        "background": forms.text(form, "background", service.chat_settings(chat).background),
     }
     return forms.parse(ChatSettings, **values)
 
@@ -612,11 +616,13 @@ def save_chat_settings_page(
     if standalone_asked(form):
         add_standalone_narrator(session, chat)
     settings_saved(session, services, chat_id)
-    return render(
+    # The chat's backdrop comes along out of band: a new background shows without a reload.
+    return render_blocks(
         request,
         "chats/settings.html",
         _settings_ctx(session, chat, services, saved=True),
-        block="settings_panel",
+        ["settings_panel"],
+        oob=["chat_backdrop"],
         headers={"HX-Trigger": "sugo:settings-saved"},
     )
 
