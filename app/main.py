@@ -15,6 +15,7 @@ from fastapi.staticfiles import StaticFiles
 from sqlmodel import Session
 
 from app import pages
+from app.backgrounds.api import router as backgrounds_api
 from app.characters.api import router as characters_api
 from app.chats.api import router as chats_api
 from app.chats.service import finish_interrupted_replies
@@ -195,6 +196,7 @@ def create_app(settings: Settings | None = None, *, sources: PromptSources | Non
         connections_api,
         characters_api,
         personas_api,
+        backgrounds_api,
         chats_api,
         game_api,
         memory_api,

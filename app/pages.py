@@ -1,5 +1,6 @@
 """The HTML routers, in the order they are matched."""
 
+from app.backgrounds.routes import router as backgrounds
 from app.characters.routes import router as characters
 from app.chats.routes import router as chats
 from app.connections.routes import router as connections
@@ -30,6 +31,7 @@ routers = (
     chat_notes,
     summaries,
     chats,
+    backgrounds,
     game,
     characters,
     personas,

@@ -3,6 +3,7 @@ what a source may provide). A new one is its own folder plus one line here."""
 
 from __future__ import annotations
 
+from app.expressions.source import ExpressionsSource
 from app.game.source import GameSource
 from app.generation.reply import start as start_reply
 from app.lore.source import LoreSource
@@ -39,5 +40,6 @@ def default_sources() -> PromptSources:
             LongTermMemorySource(),
             ShortTermMemorySource(),
             ChatNotesSource(),
+            ExpressionsSource(),
         ]
     )

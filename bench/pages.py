@@ -18,6 +18,11 @@ minutes, and the memory job would run beside the measured pages. The summary ent
 - home_ms_p50: GET /, the home page, with HOME_CHATS more chats of HOME_MESSAGES messages each (and the
   three above) listed.
 - chat_page_growth_ratio: chat_page_ms_p50_20000 / chat_page_ms_p50_100 (target under 1.5).
+- chat_page_ms_p50_immersive_100: the same 100-message chat's page with the roleplay view on (issue 29):
+  an uploaded background for the chat, the character's full-size art, its speech colour and the
+  persona's; measured right after chat_page_ms_p50_100 (the messages hold quoted speech and *actions*
+  in both). chat_page_immersive_ratio_100: the two divided (target within 1.1). speakers_css_ms_p50: the
+  speech colours' stylesheet the page links (cached by the browser after the first page).
 
 Then background work: a 2,000-message SillyTavern .jsonl imported through the UI's import route
 (POST /chats/import, as the Import button sends it), "Hide summarised" turned on for it; the import
@@ -36,8 +41,11 @@ Run: .venv/bin/python bench/pages.py
 from __future__ import annotations
 
 import argparse
+import html
+import io
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -45,14 +53,19 @@ import time
 from pathlib import Path
 
 import httpx
+from PIL import Image as PILImage
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sqlmodel import Session  # noqa: E402
+from sqlmodel import Session, select  # noqa: E402
 
+from app.backgrounds.models import Background  # noqa: E402
+from app.characters.models import Character  # noqa: E402
 from app.chats.service import new_message  # noqa: E402
+from app.images.service import store_image  # noqa: E402
 from app.main import build_services  # noqa: E402
+from app.personas.models import Persona  # noqa: E402
 from app.platform.settings import Settings  # noqa: E402
 from bench.sugo_process import running_sugo  # noqa: E402
 
@@ -73,9 +86,9 @@ def message_text(i: int) -> str:
     """About 70 tokens, different for each message."""
     place = PLACES[(i // SUMMARY_EVERY) % len(PLACES)]
     return (
-        f"Day {i // 40 + 1}. We follow the river past the mill and the old bridge; the "
-        f"{['rain', 'wind', 'sun', 'fog'][i % 4]} keeps us company, step {i}. Near the {place} we talk "
-        f"about the people we met on the road, the supper we shared and the plans for tomorrow."
+        f'*Day {i // 40 + 1}. We follow the river past the mill and the old bridge.* "The '
+        f'{["rain", "wind", "sun", "fog"][i % 4]} keeps us company," step {i}. Near the {place} we talk '
+        f'about the people we met on the road, "the supper we shared and the plans for tomorrow."'
     )
 
 
@@ -194,11 +207,72 @@ def page_figures(client: httpx.Client, data_dir: Path, character_id: int, figure
         summarise(client, sized[n], n)
     for n in SIZES:
         figures[f"chat_page_ms_p50_{n}"] = statistics.median(times(client, f"/chats/{sized[n]}"))
+        if n == 100:
+            immersive_figures(client, data_dir, character_id, sized[n], figures)
     for n in (100, 20_000):
         figures[f"settings_ms_p50_{n}"] = statistics.median(times(client, f"/chats/{sized[n]}/settings"))
     figures["peek_ms_p50_20000"] = statistics.median(times(client, f"/chats/{sized[20_000]}/prompt"))
     figures["home_ms_p50"] = statistics.median(times(client, "/"))
     figures["chat_page_growth_ratio"] = figures["chat_page_ms_p50_20000"] / figures["chat_page_ms_p50_100"]
+
+
+def picture(width: int, height: int) -> bytes:
+    out = io.BytesIO()
+    PILImage.new("RGB", (width, height), (40, 30, 60)).save(out, "PNG")
+    return out.getvalue()
+
+
+def set_roleplay_view(data_dir: Path, character_id: int, *, on: bool) -> int | None:
+    """The character's art and speech colour and the persona's colour, set (or cleared) through a second
+    engine as `fill_messages` writes; the uploaded background's id when on."""
+    services = build_services(Settings(data_dir=data_dir, start_scheduler=False))
+    try:
+        with Session(services.engine) as session:
+            character = session.get(Character, character_id)
+            background_id = None
+            if on:
+                art = store_image(session, picture(800, 1200))
+                backdrop = store_image(session, picture(1920, 1080))
+                background = Background(name="harbour.png", image_id=backdrop.id)
+                session.add(background)
+                session.flush()
+                background_id = background.id
+            character.art_id = art.id if on else None
+            character.colour = "#e0a3ff" if on else None
+            for persona in session.exec(select(Persona)):
+                persona.colour = "#8fd3c7" if on else None
+            session.commit()
+            return background_id
+    finally:
+        services.close()
+
+
+def immersive_figures(
+    client: httpx.Client, data_dir: Path, character_id: int, chat_id: int, figures: dict
+) -> None:
+    background_id = set_roleplay_view(data_dir, character_id, on=True)
+    client.put(
+        f"/api/chats/{chat_id}/options",
+        json={
+            "settings": roleplay_settings(memory_chunking_paused=True, background=f"image:{background_id}"),
+            "mode": "roleplay",
+        },
+    ).raise_for_status()
+    page = client.get(f"/chats/{chat_id}").text
+    if "/images/" not in page or 'class="speech' not in page:
+        raise RuntimeError("the roleplay view is not on the measured page")
+    figures["chat_page_ms_p50_immersive_100"] = statistics.median(times(client, f"/chats/{chat_id}"))
+    figures["chat_page_immersive_ratio_100"] = (
+        figures["chat_page_ms_p50_immersive_100"] / figures["chat_page_ms_p50_100"]
+    )
+    css = re.search(r'href="(/chats/\d+/speakers\.css[^"]*)"', page)
+    if css:
+        figures["speakers_css_ms_p50"] = statistics.median(times(client, html.unescape(css.group(1))))
+    client.put(
+        f"/api/chats/{chat_id}/options",
+        json={"settings": roleplay_settings(memory_chunking_paused=True), "mode": "roleplay"},
+    ).raise_for_status()
+    set_roleplay_view(data_dir, character_id, on=False)
 
 
 def import_figures(client: httpx.Client, character_id: int, figures: dict) -> None:

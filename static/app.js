@@ -437,7 +437,9 @@
         // A new reply is new to the page; a regenerated one, or one followed after a reload, is there.
         // In a group one send may bring several replies, one stream each after the other: the later
         // ones come after what the page holds by then.
-        if (document.getElementById("msg-" + messageId)) await refreshMessage(messageId);
+        // A Continue goes on from what the page shows: fetching the message again could bring back the
+        // first words of the continuation the server has already stored, and they would show twice.
+        if (document.getElementById("msg-" + messageId)) { if (action !== "continue") await refreshMessage(messageId); }
         else await appendNewMessages(started ? lastMessageId() : beforeId);
         started = true;
         text = ""; thought = ""; thoughtEl = null;
@@ -1520,6 +1522,253 @@
     }
   });
 })();
+
+// ---- the `/` palette and reading comfort (issue 29) ----------------------------------------------
+// Its own block, talking to the rest only through the page: the palette fills the message box and
+// submits the composer, so /refresh and the memory commands run by the submit paths above.
+(function () {
+  "use strict";
+
+  // The `/` palette. The chat page renders every registered command into #slash-list (app/web/commands.py);
+  // a message box holding only "/word" opens it, the word filters it. ↑/↓ choose, Enter runs (a command
+  // that takes an argument is completed instead, for the user to go on typing), Tab completes, Esc
+  // closes. With only "/" typed nothing is chosen yet, so a stray Enter runs nothing.
+  const palette = { open: false, active: -1 };
+  const box = () => document.getElementById("slash-palette");
+  const input = () => document.getElementById("composer-input");
+  const shownOptions = () => [...document.querySelectorAll("#slash-list .slash-option:not([hidden])")];
+  const TOKEN = /^\/([^\s/]*)$/;
+
+  function slashFilter() {
+    const el = input();
+    if (!el || el.selectionStart !== el.selectionEnd || el.selectionEnd !== el.value.length) return null;
+    const m = TOKEN.exec(el.value);
+    return m ? m[1].normalize("NFC").toLowerCase() : null;
+  }
+  function showPalette(filter) {
+    const el = box();
+    if (!el) return;
+    const options = [...el.querySelectorAll(".slash-option")];
+    // A word the filter starts is a match (the name or an alias: "/esq" finds /forget); past two
+    // letters a word that merely contains it also is.
+    const starts = (o) => o.dataset.words.split(" ").some((w) => w.startsWith(filter));
+    options.forEach((o) => {
+      o.hidden = !starts(o) && !(filter.length > 1 && o.dataset.words.split(" ").some((w) => w.includes(filter)));
+    });
+    const shown = shownOptions();
+    document.getElementById("slash-empty").hidden = shown.length > 0;
+    document.getElementById("slash-list").hidden = !shown.length;
+    palette.open = true;
+    el.hidden = false;
+    fitPalette();
+    // The first command the filter starts is chosen ("/mem" is /memory, though /remember shows too).
+    palette.active = filter && shown.length ? Math.max(0, shown.findIndex(starts)) : -1;
+    markChosen();
+  }
+  // The list fits between the top of what is visible and the message box: on a phone the keyboard takes
+  // the bottom of the screen (the visual viewport), and the list must not run off its top.
+  function fitPalette() {
+    const el = box(), composer = document.getElementById("composer");
+    if (!el || el.hidden || !composer) return;
+    const top = window.visualViewport ? window.visualViewport.offsetTop : 0;
+    const room = composer.getBoundingClientRect().top - top - 16;
+    el.style.maxHeight = Math.round(Math.max(120, Math.min(512, room))) + "px";
+  }
+  window.visualViewport?.addEventListener("resize", fitPalette);
+  function closePalette() {
+    if (!palette.open) return;
+    palette.open = false;
+    palette.active = -1;
+    const el = box();
+    if (el) el.hidden = true;
+    const field = input();
+    if (field?.getAttribute("aria-controls") === "slash-list") {
+      field.removeAttribute("aria-controls");
+      field.removeAttribute("aria-activedescendant");
+    }
+  }
+  function markChosen() {
+    const shown = shownOptions();
+    document.querySelectorAll("#slash-list .slash-option").forEach((o) => o.setAttribute("aria-selected", "false"));
+    const chosen = shown[palette.active];
+    const field = input();
+    field?.setAttribute("aria-autocomplete", "list");
+    field?.setAttribute("aria-controls", "slash-list");
+    if (chosen) {
+      chosen.setAttribute("aria-selected", "true");
+      chosen.scrollIntoView({ block: "nearest" });
+      field?.setAttribute("aria-activedescendant", chosen.id);
+    } else field?.removeAttribute("aria-activedescendant");
+  }
+  function follow() {
+    const filter = slashFilter();
+    if (filter === null) closePalette(); else showPalette(filter);
+  }
+  // Choosing: the command goes into the message box; `run` sends it when it needs nothing more.
+  function choose(option, run) {
+    const field = input();
+    if (!option || !field) return;
+    const needsMore = option.hasAttribute("data-argument");
+    field.value = "/" + option.dataset.name + (needsMore ? " " : "");
+    field.setSelectionRange(field.value.length, field.value.length);
+    field.focus({ preventScroll: true });
+    field.dispatchEvent(new Event("input", { bubbles: true }));  // the box's height, and the palette, follow
+    if (run && !needsMore) { closePalette(); document.getElementById("composer")?.requestSubmit(); }
+  }
+
+  document.addEventListener("input", (e) => { if (e.target.id === "composer-input") follow(); });
+  document.addEventListener("keyup", (e) => {
+    if (e.target.id === "composer-input" && ["ArrowLeft", "ArrowRight", "Home", "End"].includes(e.key)) follow();
+  });
+  // Keys while the palette is open belong to it, before the composer's own (Enter sends, ↑ edits the
+  // last message, Esc stops a reply).
+  document.addEventListener("keydown", (e) => {
+    if (!palette.open || e.target.id !== "composer-input" || e.isComposing) return;
+    const shown = shownOptions();
+    const n = shown.length;
+    let handled = true;
+    if (e.key === "Escape") closePalette();
+    else if (e.key === "ArrowDown" && n) { palette.active = (palette.active + 1) % n; markChosen(); }
+    else if (e.key === "ArrowUp" && n) { palette.active = palette.active < 0 ? n - 1 : (palette.active + n - 1) % n; markChosen(); }
+    else if (e.key === "Tab" && !e.shiftKey && n) choose(shown[Math.max(palette.active, 0)], false);
+    else if (e.key === "Enter" && !e.shiftKey && palette.active >= 0) choose(shown[palette.active], true);
+    else if (e.key === "Enter" && !e.shiftKey && input().value === "/") { /* nothing chosen yet: a lone "/" is no message */ }
+    else handled = false;
+    if (handled) { e.preventDefault(); e.stopPropagation(); }
+  }, true);
+  // A tap or a click runs the command too; pressing an option leaves the focus (and a phone's keyboard) in the box.
+  document.addEventListener("mousedown", (e) => { if (e.target.closest("#slash-list .slash-option")) e.preventDefault(); });
+  document.addEventListener("click", (e) => {
+    const option = e.target.closest("#slash-list .slash-option");
+    if (option) { choose(option, true); return; }
+    if (palette.open && !e.target.closest("#slash-palette, #composer-input")) closePalette();
+  });
+  document.addEventListener("submit", (e) => { if (e.target.id === "composer") closePalette(); }, true);
+  // Focus leaving the box (Tab onwards) leaves the palette behind: it would hang over the chat.
+  document.addEventListener("focusout", (e) => { if (e.target.id === "composer-input" && !box()?.contains(e.relatedTarget)) closePalette(); });
+
+  // Reading comfort: text width and size, bubbles or a book page, names and times, and the scenery
+  // (backgrounds, character art), kept per device in localStorage "sugo.reading". base.html applies
+  // the same choices before the first paint; here they apply the moment one changes.
+  const READING_KEY = "sugo.reading";
+  function readReading() {
+    try { return JSON.parse(localStorage.getItem(READING_KEY) || "{}") || {}; } catch { return {}; }
+  }
+  // Keep the rules in step with base.html's bootstrap: defaults set no attribute at all.
+  function applyReading(r) {
+    const d = document.documentElement;
+    const set = (name, value) => { if (value === null) d.removeAttribute(name); else d.setAttribute(name, value); };
+    set("data-reading-width", ["narrow", "wide"].includes(r.width) ? r.width : null);
+    set("data-font-size", ["small", "large", "larger"].includes(r.size) ? r.size : null);
+    set("data-layout", r.layout === "book" ? "book" : null);
+    set("data-hide-names", r.names === false ? "" : null);
+    set("data-hide-times", r.times === false ? "" : null);
+    set("data-scenery", r.scenery === false ? "off" : null);
+  }
+  function fillReadingForm(form, r) {
+    const pick = (name, value, fallback) => {
+      const radio = form.querySelector(`input[name="${name}"][value="${value}"]`) || form.querySelector(`input[name="${name}"][value="${fallback}"]`);
+      if (radio) radio.checked = true;
+    };
+    pick("width", r.width, "normal");
+    pick("size", r.size, "normal");
+    pick("layout", r.layout, "bubbles");
+    for (const name of ["names", "times", "scenery"]) form.elements[name].checked = r[name] !== false;
+  }
+  document.addEventListener("change", (e) => {
+    const form = e.target.closest?.("#reading-form");
+    if (!form) return;
+    const r = {
+      width: form.elements.width.value, size: form.elements.size.value, layout: form.elements.layout.value,
+      names: form.elements.names.checked, times: form.elements.times.checked, scenery: form.elements.scenery.checked,
+    };
+    try { localStorage.setItem(READING_KEY, JSON.stringify(r)); } catch { /* private mode: applied for this page only */ }
+    // The newest message stays where the reader was: a wider or smaller text moves everything.
+    const list = document.getElementById("message-list");
+    const atEnd = list && list.scrollHeight - list.scrollTop - list.clientHeight < 40;
+    applyReading(r);
+    if (atEnd) list.scrollTop = list.scrollHeight;
+  });
+
+  const readingPanel = () => document.getElementById("reading-panel");
+  let readingOpener = null;  // the header's button or the More menu's item: focus goes back to it
+  function openReading(opener) {
+    const panel = readingPanel(), form = document.getElementById("reading-form");
+    if (!panel || !form) return;
+    if (opener.closest("#composer-menu")) {
+      // Opened from the More menu, which then closes as it does after its other items.
+      document.getElementById("composer-menu").hidden = true;
+      document.getElementById("more-button")?.setAttribute("aria-expanded", "false");
+      opener = document.getElementById("more-button") || opener;
+    }
+    readingOpener = opener;
+    fillReadingForm(form, readReading());
+    panel.hidden = false;
+    document.getElementById("reading-button")?.setAttribute("aria-expanded", "true");
+    // The first choice shown (on a phone the width's group is not).
+    [...form.querySelectorAll("input:checked")].find((i) => i.getClientRects().length)?.focus({ preventScroll: true });
+  }
+  function closeReading(refocus) {
+    const panel = readingPanel();
+    if (!panel || panel.hidden) return false;
+    panel.hidden = true;
+    document.getElementById("reading-button")?.setAttribute("aria-expanded", "false");
+    if (refocus) readingOpener?.focus();
+    return true;
+  }
+  document.addEventListener("click", (e) => {
+    const opener = e.target.closest("[data-open-reading]");
+    if (opener) { if (readingPanel()?.hidden) openReading(opener); else closeReading(true); return; }
+    if (e.target.closest("#reading-close")) { closeReading(true); return; }
+    if (!e.target.closest("#reading-panel")) closeReading(false);
+  });
+  // Esc closes the panel (and only the panel: a reply being written goes on).
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && e.target.closest?.("#reading-panel") && closeReading(true)) { e.preventDefault(); e.stopPropagation(); }
+  }, true);
+})();
+
+// ---- Character art (issue 29) ------------------------------------------------------------------
+// The picture beside the story follows the replies: each assistant message carries the picture to show
+// after it (`data-art`, worked out by the server: its speaker's art, or the expression of its words;
+// "" for a speaker with none). Watching the list covers every way a reply arrives (a new one streaming
+// from another group member, its final render, a swipe, a delete) without hooks in the stream code.
+// While a reply streams as plain text its [expression: name] tag is kept out of sight too (the server's
+// render, which replaces it at the end, never shows it).
+(function () {
+  "use strict";
+  const TAG = /[ \t]*\[[ \t]*expression[ \t]*:[^\]\n]{0,40}\]/gi;
+  const OPEN_TAG = /\[[ \t]*(e(x(p(r(e(s(s(i(o(n([ \t]*:[^\]\n]{0,40})?)?)?)?)?)?)?)?)?)?)?$/i;  // a tag still arriving
+  function follow(list, figure) {
+    const img = figure.querySelector("img");
+    const streaming = list.querySelector(".msg.is-streaming .msg-text");
+    if (streaming && !streaming.querySelector("*") && /\[/.test(streaming.textContent)) {
+      const text = streaming.textContent;
+      const shown = text.replace(TAG, "").replace(OPEN_TAG, "");
+      if (shown !== text) streaming.textContent = shown;
+    }
+    const last = [...list.querySelectorAll("article.msg-assistant[data-art]")].pop();
+    if (!last) return;
+    const art = last.dataset.art;
+    if (art && img.getAttribute("src") !== art) img.setAttribute("src", art);
+    figure.hidden = !art;
+  }
+  document.addEventListener("DOMContentLoaded", () => {
+    const list = document.getElementById("message-list");
+    const figure = document.getElementById("character-art");
+    if (!list || !figure) return;
+    follow(list, figure);
+    new MutationObserver(() => follow(list, figure)).observe(list, { childList: true, subtree: true, characterData: true });
+  });
+})();
+// Backgrounds (issue 29): an upload in Chat Settings answers with the Background section again; what it
+// says (the refusal, or the picture added) is brought into view, clear of the panel's sticky Save bar.
+document.addEventListener("htmx:load", (e) => {
+  const section = e.detail.elt;
+  if (!(section instanceof Element) || section.id !== "background-section") return;
+  const status = section.querySelector("#background-status");
+  if (status && status.textContent.trim()) status.scrollIntoView({ block: "center", behavior: "instant" });
+});
 
 /* Dialogue (issue 29): picking a speech colour means it should count, so "Automatic" beside it unticks. */
 document.addEventListener("input", (event) => {

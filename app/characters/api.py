@@ -1,9 +1,9 @@
 from typing import Literal
 
-from fastapi import APIRouter, File, UploadFile
+from fastapi import APIRouter, File, Form, UploadFile
 from fastapi.responses import Response
 
-from app.characters import service
+from app.characters import art, service
 from app.characters.schemas import CharacterIn, CharacterRead
 from app.lore import card_books
 from app.memory.scenes.renames import character_renamed
@@ -62,6 +62,38 @@ def upload_character_avatar(
     # As stored, not checked again: a new picture must not depend on an imported card's name.
     data = CharacterIn.model_construct(**service.to_read(char).model_dump())
     return service.to_read(service.update_character(session, character_id, data, avatar=file.file.read()))
+
+
+@router.post("/{character_id}/art", response_model=CharacterRead)
+def upload_character_art(
+    character_id: int, session: SessionDep, file: UploadFile = File(...)
+) -> CharacterRead:
+    """Set the full-size picture shown beside the story."""
+    return service.to_read(art.set_art(session, character_id, file.file.read()))
+
+
+@router.delete("/{character_id}/art", response_model=CharacterRead)
+def remove_character_art(character_id: int, session: SessionDep) -> CharacterRead:
+    """Remove the art: the card's picture stands in again."""
+    return service.to_read(art.remove_art(session, character_id))
+
+
+@router.post("/{character_id}/expressions", response_model=CharacterRead)
+def upload_character_expressions(
+    character_id: int,
+    session: SessionDep,
+    files: list[UploadFile] = File(...),
+    name: str = Form("", max_length=40),
+) -> CharacterRead:
+    """Store expression pictures: one for `name`, or several named by their files (joy.png); all or none."""
+    uploads = [art.Upload(f.filename or "", f.file.read()) for f in files]
+    return service.to_read(art.add_expressions(session, character_id, uploads, name=name))
+
+
+@router.delete("/{character_id}/expressions/{name}", response_model=CharacterRead)
+def remove_character_expression(character_id: int, name: str, session: SessionDep) -> CharacterRead:
+    """Remove one expression's picture."""
+    return service.to_read(art.remove_expression(session, character_id, name))
 
 
 @router.delete("/{character_id}", status_code=204)

@@ -39,6 +39,10 @@ class CharacterRead(CharacterIn):
     colour: str | None = None  # as stored, unchecked
     id: int
     avatar_url: str | None
+    # The roleplay view (issue 29): the picture beside the story (None: the card's picture stands in),
+    # and the expression pictures by name.
+    art_url: str | None = None
+    expression_urls: dict[str, str] = Field(default_factory=dict)
     extensions: dict
     has_character_book: bool
     card_spec: str

@@ -86,6 +86,8 @@ def to_read(char: Character) -> CharacterRead:
         character_note_role=role,
         talkativeness=card_talkativeness(char),
         avatar_url=avatar_url(char.avatar_id),
+        art_url=avatar_url(char.art_id),
+        expression_urls={n: f"/images/{i}" for n, i in (char.expressions or {}).items()},
         extensions=char.extensions,
         has_character_book=bool(char.character_book),
         card_spec=char.card_spec,

@@ -6,7 +6,7 @@ timed effects count messages) all read history through here, so they agree on wh
 A reply's reasoning is never sent back: new replies keep it apart from their text, and reasoning tags
 still inside a stored reply (written before Sugo read them, imported, typed in an edit) are left out
 here by the one reader of model answers. A reply that is only reasoning reads as empty, and the
-builder skips empty messages."""
+builder skips empty messages. A reply's expression tag is left out too (app/characters/core/expressions.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from sqlalchemy.engine import Connection
 from sqlmodel import Session
 
+from app.characters.core.expressions import without_expression_tag
 from app.chats.core.audience import Audience, Viewer, audience_of, sees
 from app.chats.core.quoting import message_for_model
 from app.chats.core.window import HistoryMessage, WindowPlan, plan_window
@@ -156,7 +157,10 @@ def history_window(
             i,
             role,
             name,
-            without_reasoning(text) if role == "assistant" else _with_extras(text, quote, refs),
+            # A reply's [expression: name] tag picks a picture; the model never reads it back.
+            without_expression_tag(without_reasoning(text))
+            if role == "assistant"
+            else _with_extras(text, quote, refs),
             tool_calls=_tool_calls(calls),
         )
         for i, role, name, text, calls, quote, refs in rows

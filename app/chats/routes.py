@@ -9,9 +9,10 @@ from fastapi.responses import FileResponse, HTMLResponse, Response
 from sqlmodel import Session, col, select
 from starlette.concurrency import run_in_threadpool
 
+from app.characters.art import art_picker
 from app.characters.models import Character
 from app.characters.service import list_characters
-from app.chats import attachments, service, turn_taking
+from app.chats import attachments, backdrop, service, turn_taking
 from app.chats.changes import chat_added, chat_deleted, messages_changed, settings_saved
 from app.chats.history import message_count
 from app.chats.models import Chat, Message
@@ -36,8 +37,9 @@ from app.prompt.core.blocks import GROUP_LABELS
 from app.prompt.core.inspect import message_counts
 from app.prompt.report import context_report
 from app.prompt.service import build_chat_prompt
+from app.web.commands import default_commands
 from app.web.deps import FormDep, ServicesDep, SessionDep, SettingsDep
-from app.web.templates import HxRequest, render
+from app.web.templates import HxRequest, render, render_blocks
 
 router = APIRouter(include_in_schema=False)
 PAGE_SIZE = 60
@@ -55,6 +57,8 @@ def _message_ctx(
         "chat": chat,
         "characters": characters,
         "avatars": {c.id: c.avatar_id for c in characters},
+        # The picture beside the story after each reply (issue 29): its speaker's art or expression.
+        "art_of": art_picker(characters, expressions_on=service.chat_settings(chat).expressions),
         # A group's members by id: who a message is hidden from or whispered to (app/chats/core/audience.py).
         "member_names": {c.id: c.name for c in characters},
         # Members' own new starts, by the message they start at: the message shows "new start for …".
@@ -278,6 +282,9 @@ def show_chat_page(chat_id: int, request: Request, session: SessionDep) -> HTMLR
             "waiting": attachments.waiting_attachments(session, chat_id),  # uploads not sent yet
             # Here or on another server sharing the database: the page follows it either way.
             "generating": request.app.state.services.generations.writing(chat_id),
+            "commands": default_commands(),  # the `/` palette's list
+            "character_art": _character_art(ctx["art_of"], ctx["characters"], messages),
+            "backdrop": backdrop.chat_backdrop(session, chat),
         },
     )
 
@@ -291,6 +298,17 @@ def show_speakers_css(chat_id: int, session: SessionDep, v: str = "") -> Respons
     )
     cache = "private, max-age=31536000, immutable" if v == css_version(css) else "no-cache"
     return Response(css, media_type="text/css", headers={"Cache-Control": cache})
+
+
+def _character_art(art_of, characters: list[Character], messages: list[Message]) -> str:
+    """The picture the page opens with: the last reply's speaker's, else a 1:1 chat's character's
+    ("" for none). app.js follows the replies from there (their `data-art`)."""
+    for m in reversed(messages):
+        if m.role == "assistant" and (shown := art_of(m.character_id, m.content)) is not None:
+            return shown
+    if len(characters) == 1:
+        return art_of(characters[0].id, "") or ""
+    return ""
 
 
 def _game_master(chat: Chat, characters: list[Character]) -> Character | None:
@@ -496,6 +514,7 @@ def _settings_ctx(session: Session, chat: Chat, services, **extra) -> dict:
         "presets": presets.list_presets(session),
         "chat_preset": presets.chat_preset(session, service.chat_settings(chat)),
         "picks": service.chat_settings(chat).preset_picks,
+        **backdrop.background_ctx(session, chat),
         **extra,
     }
 
@@ -525,6 +544,8 @@ def _chat_settings_form(form, session: Session, chat: Chat, services) -> ChatSet
         # The group's section is shown to groups only: a chat of one keeps what it had.
         **_group_settings_form(form, service.chat_settings(chat)),
         **services.sources.read_settings_form(session, chat, form),
+        # A form without the Background section (a script's, an older page's) keeps the chat's choice.
+        "background": forms.text(form, "background", service.chat_settings(chat).background),
     }
     return forms.parse(ChatSettings, **values)
 
@@ -609,11 +630,13 @@ def save_chat_settings_page(
     if standalone_asked(form):
         add_standalone_narrator(session, chat)
     settings_saved(session, services, chat_id)
-    return render(
+    # The chat's backdrop comes along out of band: a new background shows without a reload.
+    return render_blocks(
         request,
         "chats/settings.html",
         _settings_ctx(session, chat, services, saved=True),
-        block="settings_panel",
+        ["settings_panel"],
+        oob=["chat_backdrop"],
         headers={"HX-Trigger": "sugo:settings-saved"},
     )
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field, field_validator
 
+from app.backgrounds.core.choice import check_chat_choice
 from app.chats.core.window import DEFAULT_RECENT_LIMIT, MAX_RECENT_LIMIT, MIN_RECENT_LIMIT
 from app.chats.models import SCENE_MODES
 
@@ -62,6 +63,12 @@ class ChatSettings(BaseModel):
     # shipped one ("builtin:<name>"), an uploaded one ("image:<background id>"), or a SillyTavern file
     # name not uploaded yet ("st:<file name>", from an imported chat's custom_background).
     background: str = Field(default="", max_length=300)
+
+    @field_validator("background")
+    @classmethod
+    def _background_form(cls, value: str) -> str:
+        return check_chat_choice(value)
+
     # Expression images: the prompt asks for an [expression: name] tag, the speaker's art follows it.
     expressions: bool = False
 

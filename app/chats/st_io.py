@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
+from app.backgrounds import service as backgrounds
 from app.characters.models import Character
 from app.characters.service import avatar_key
 from app.chats import service as chats
@@ -97,8 +98,12 @@ def import_chat(
         with_greetings=False,
     )
     chat.st_header = parsed.header if group is None else {**parsed.header, ST_GROUP_KEY: group.group_raw}
+    found = {}
+    if meta.background_file and "background" not in meta.settings:
+        # The file names its background: an upload of that name, a shipped one, or kept for later.
+        found["background"] = backgrounds.imported_choice(session, meta.background_file)
     chat.settings = ChatSettings.model_validate(
-        {**meta.settings, **(group.settings if group else {})}
+        {**meta.settings, **found, **(group.settings if group else {})}
     ).model_dump(exclude_none=True)
     if group is not None:
         for member_id in group.muted:
@@ -222,8 +227,13 @@ def export_chat(
         header["character_name"] = characters[0].name if characters else header.get("character_name", "")
     header.setdefault("create_date", st_jsonl.format_send_date(as_utc(chat.created_at)))
     original = header.get("chat_metadata")
+    settings = chats.chat_settings(chat)
     ours = st_metadata.chat_metadata(
-        chats.chat_settings(chat), name=chat.name, mode=chat.mode, lorebooks=lorebooks
+        settings,
+        name=chat.name,
+        mode=chat.mode,
+        lorebooks=lorebooks,
+        background_file=backgrounds.exported_file_name(session, settings.background),
     )
     for key, value in (extra_metadata or {}).items():
         # A source's keys under `sugo` (the chat's notes) join Sugo's own block rather than replace it.

@@ -11,6 +11,10 @@ Sugo's context note → SillyTavern's Author's Note:
 - always among the messages → `note_position` 1 (IN_CHAT); 0 (after the story string) and 2
   (before it) have no place in Sugo, so such a note is kept at its depth with a note to the user
 - sent every reply → `note_interval` 1; another interval is noted on import (Sugo sends it always)
+
+The chat's background → `custom_background`, SillyTavern's CSS value naming a file
+(`url("backgrounds/Forest.jpg")`), read whether or not the `sugo` key is there: Sugo's own ids mean
+nothing on another install, a file name does. A chat set to no background says so under `sugo`.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from app.backgrounds.core.choice import NONE, st_css, st_file_name
 from app.chats.models import CHAT_MODES
 from app.chats.settings import ChatSettings
 
@@ -29,6 +34,7 @@ SUGO_VERSION = 1
 ROLE_CODES = {"system": 0, "user": 1, "assistant": 2}
 ROLE_NAMES = {code: name for name, code in ROLE_CODES.items()}
 NOTE_IN_CHAT = 1
+BACKGROUND_KEY = "custom_background"
 # How many lorebook names a file may ask for: more is not a real chat's list.
 MAX_LOREBOOKS = 100
 MAX_BOOK_NAME = 200
@@ -77,18 +83,27 @@ class ChatMetadata:
     mode: str | None = None
     name: str | None = None
     notes: list[str] = field(default_factory=list)
+    background_file: str | None = None  # the file SillyTavern's custom_background names
 
 
 def chat_metadata(
-    settings: ChatSettings, *, name: str, mode: str, lorebooks: Sequence[str]
+    settings: ChatSettings,
+    *,
+    name: str,
+    mode: str,
+    lorebooks: Sequence[str],
+    background_file: str | None = None,
 ) -> dict[str, Any]:
-    """The chat_metadata keys Sugo writes: SillyTavern's Author's Note and chat lorebook, and `sugo`."""
+    """The chat_metadata keys Sugo writes: SillyTavern's Author's Note, chat lorebook and background
+    (`background_file`: the file name of the chat's own choice), and `sugo`."""
     sugo: dict[str, Any] = {"version": SUGO_VERSION, "name": name, "mode": mode, "lorebooks": list(lorebooks)}
     for path, name in _SUGO_FIELDS:
         target = sugo
         for key in path[:-1]:
             target = target.setdefault(key, {})
         target[path[-1]] = getattr(settings, name)
+    if settings.background == NONE:
+        sugo["background"] = NONE
     meta: dict[str, Any] = {
         "note_prompt": settings.context_note,
         "note_interval": 1,
@@ -98,6 +113,8 @@ def chat_metadata(
     }
     if lorebooks:
         meta["world_info"] = lorebooks[0]
+    if background_file:
+        meta[BACKGROUND_KEY] = st_css(background_file)
     meta[SUGO_KEY] = sugo
     return meta
 
@@ -105,10 +122,17 @@ def chat_metadata(
 def merge_metadata(original: Mapping[str, Any], ours: Mapping[str, Any]) -> dict[str, Any]:
     """An imported file's chat_metadata with Sugo's keys written over it; keys SillyTavern wrote
     that Sugo does not model (variables, timedWorldInfo...) stay. A chat lorebook no longer attached
-    is dropped, so SillyTavern does not attach it again."""
+    is dropped, so SillyTavern does not attach it again; so is a background no longer chosen. A
+    background that names the file the original named keeps the original's spelling."""
     merged = {**original, **ours}
     if "world_info" not in ours:
         merged.pop("world_info", None)
+    if BACKGROUND_KEY not in ours:
+        merged.pop(BACKGROUND_KEY, None)
+    elif (st_file_name(original.get(BACKGROUND_KEY)) or "").lower() == (
+        st_file_name(ours[BACKGROUND_KEY]) or ""
+    ).lower():  # names are matched without case on import (a Windows folder's), so here too
+        merged[BACKGROUND_KEY] = original[BACKGROUND_KEY]
     return merged
 
 
@@ -148,6 +172,8 @@ def _read_sugo(sugo: Mapping[str, Any], out: ChatMetadata) -> None:
     books = sugo.get("lorebooks")
     if books is not None:
         out.lorebooks = _book_names(books, out)
+    if sugo.get("background") == NONE:
+        out.settings["background"] = NONE
 
 
 def _book_names(value: Any, out: ChatMetadata) -> list[str]:
@@ -209,6 +235,12 @@ def read_metadata(meta: Any) -> ChatMetadata:
                 "The file's chat_metadata is not an object; the chat starts with default settings."
             )
         return out
+    if meta.get(BACKGROUND_KEY) not in (None, ""):
+        out.background_file = st_file_name(meta[BACKGROUND_KEY])
+        if out.background_file is None:
+            out.notes.append(
+                "The chat's SillyTavern background in the file names no file; the chat has none."
+            )
     sugo = meta.get(SUGO_KEY)
     if isinstance(sugo, Mapping):
         _read_sugo(sugo, out)

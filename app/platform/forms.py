@@ -68,11 +68,16 @@ async def upload(form: FormData, name: str) -> bytes | None:
     is empty is refused here, by name: "choose a file" would be wrong, one was chosen."""
     value = form.get(name)
     if isinstance(value, UploadFile) and value.filename:
-        data = await value.read()
-        if not data:
-            raise UserError(f"The file “{value.filename}” is empty (0 bytes). Choose another file.")
-        return data
+        return await upload_data(value)
     return None
+
+
+async def upload_data(value: UploadFile) -> bytes:
+    """The bytes of one chosen file (of several in a field); an empty one is refused by name."""
+    data = await value.read()
+    if not data:
+        raise UserError(f"The file “{value.filename}” is empty (0 bytes). Choose another file.")
+    return data
 
 
 def invalid(err: ValidationError) -> UserError:

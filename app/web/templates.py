@@ -13,6 +13,7 @@ from fastapi import Depends, Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from app.characters.core.expressions import without_expression_tag
 from app.generation.reasoning import thought_label
 from app.platform.rendering import markdown_filter, middle_truncate, plain_text, plural
 from app.platform.timeutil import as_utc, same_minute
@@ -48,6 +49,8 @@ env.filters["plural"] = plural
 env.filters["plain"] = plain_text
 env.filters["middle_truncate"] = middle_truncate
 env.filters["thought_label"] = thought_label
+# A reply's [expression: name] tag picks the picture beside the story and is never shown.
+env.filters["without_expression_tag"] = without_expression_tag
 env.tests["same_minute"] = same_minute
 # A global rather than an import in each template: a block rendered on its own never runs the
 # template's top-level imports.

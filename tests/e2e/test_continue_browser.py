@@ -3,6 +3,7 @@ and their shortcuts on desktop. Desktop and phone."""
 
 import re
 import threading
+import time
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -178,3 +179,39 @@ def test_stop_keeps_a_partial_continuation_and_ends_an_impersonation(page: Page,
     kept = composer.input_value()
     assert 0 < len(kept) < len("I step back " * 300)
     assert len(_stored(live, chat_id)) == 3
+
+
+def test_continue_shows_its_words_once_while_the_server_has_stored_some(page: Page, live, models):
+    """Found by a run under load: Continue fetched the message again when its stream began, and the
+    answer already held the continuation's first words (the server stores a reply as it streams), so
+    they showed twice ("rises and fa and falls"). The page holds what is continued: nothing is fetched."""
+    _chat_with_a_reply(page, live, models)
+    halfway = threading.Event()
+    models.script(
+        Reply(
+            text="and falls, and the sparks fly across the dark forge.",
+            chunk_size=3,
+            delay_s=0.03,
+            hold=halfway,
+            hold_after_chunks=4,
+        )
+    )
+    fetched: list[str] = []
+
+    def slow_message(route) -> None:
+        # A loaded machine: the message's page part comes back after the server stored the first words.
+        fetched.append(route.request.url)
+        time.sleep(1.5)
+        route.continue_()
+
+    page.route(re.compile(r".*/chats/\d+/messages/\d+$"), slow_message)
+    page.click("#more-button")
+    page.locator("#composer-menu").get_by_role("menuitem", name="Continue").click()
+    reply = page.locator("article.msg-assistant").last
+    expect(reply.locator(".continuation")).to_have_text("and falls, a")
+    expect(reply.locator(".msg-text")).to_have_text("The hammer rises and falls, a")
+    assert fetched == []  # the server's render replaces the message at the end, not before
+    halfway.set()
+    expect(reply.locator(".msg-text")).to_have_text(
+        "The hammer rises and falls, and the sparks fly across the dark forge."
+    )

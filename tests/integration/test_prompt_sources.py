@@ -136,6 +136,7 @@ def test_the_registry_keeps_the_declared_order_and_refuses_a_second_name():
         "long_term_memory",
         "short_term_memory",
         "chat_notes",
+        "expressions",
     ]
     sources.register(Probe(), before="lore")
     assert sources.names()[2:5] == ["recall", "probe", "lore"]

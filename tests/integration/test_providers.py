@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -14,10 +14,10 @@ from app.connections.providers.base import (
     GenerationParams,
     ProviderConfig,
     ProviderError,
-    StreamEvent,
     Usage,
 )
 from tests.support.model_server import ModelServer, Reply, embed_text, estimate_tokens
+from tests.support.streams import collect, collect_until_error
 
 pytestmark = pytest.mark.anyio
 
@@ -104,18 +104,6 @@ def anthropic_config(base_url: str, **overrides: Any) -> ProviderConfig:
 
 
 USER_HI = [{"role": "user", "content": "Hi"}]
-
-
-async def collect(events: AsyncIterator[StreamEvent]) -> list[StreamEvent]:
-    return [event async for event in events]
-
-
-async def collect_until_error(events: AsyncIterator[StreamEvent]) -> tuple[str, ProviderError]:
-    text = ""
-    with pytest.raises(ProviderError) as caught:
-        async for event in events:
-            text += event.text
-    return text, caught.value
 
 
 def test_get_provider() -> None:

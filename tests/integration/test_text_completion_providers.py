@@ -4,7 +4,7 @@ and the chat provider meeting a text-completion answer."""
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,10 +15,10 @@ from app.connections.providers.base import (
     GenerationParams,
     ProviderConfig,
     ProviderError,
-    StreamEvent,
     Usage,
 )
 from tests.support.model_server import ModelServer, Reply
+from tests.support.streams import collect, collect_until_error
 
 pytestmark = pytest.mark.anyio
 
@@ -59,18 +59,6 @@ def text_config(server: ModelServer, api: str, **overrides: Any) -> ProviderConf
 
 def endpoint(server: ModelServer, api: str) -> str:
     return server.root_url + PATHS[api]
-
-
-async def collect(events: AsyncIterator[StreamEvent]) -> list[StreamEvent]:
-    return [event async for event in events]
-
-
-async def collect_until_error(events: AsyncIterator[StreamEvent]) -> tuple[str, ProviderError]:
-    text = ""
-    with pytest.raises(ProviderError) as caught:
-        async for event in events:
-            text += event.text
-    return text, caught.value
 
 
 async def failure(config: ProviderConfig, *, streaming: bool) -> ProviderError:

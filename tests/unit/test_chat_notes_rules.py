@@ -15,7 +15,9 @@ from app.chats.core.quoting import (
     reference_block,
 )
 from app.memory.chat_notes.core.commands import (
-    COMMAND_HELP,
+    FORGET,
+    MEMORY,
+    REMEMBER,
     MemoryCommand,
     is_memory_command,
     parse_memory_command,
@@ -521,10 +523,13 @@ def test_forget_without_a_number_is_refused_but_still_ours(text):
     assert is_memory_command(text)
 
 
-def test_command_help_names_each_command():
-    usages = [usage for usage, _ in COMMAND_HELP]
-    assert usages == ["/remember TEXT", "/memory", "/forget N"]
-    assert all(description.endswith(".") for _, description in COMMAND_HELP)
+def test_the_palette_names_each_command_and_its_aliases():
+    assert [c.usage for c in (REMEMBER, MEMORY, FORGET)] == ["/remember TEXT", "/memory", "/forget N"]
+    assert all(c.description.endswith(".") for c in (REMEMBER, MEMORY, FORGET))
+    # Every word the parser takes is in the palette, so an alias typed there finds its command.
+    for command in (REMEMBER, MEMORY, FORGET):
+        for word in (command.name, *command.aliases):
+            assert is_memory_command(f"/{word} 1")
 
 
 # --- quoting ---------------------------------------------------------------------------------------

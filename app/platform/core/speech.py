@@ -47,7 +47,9 @@ PALETTE_LIGHT = (
     "#116958", "#136676", "#1a5c9e", "#1a2b9e", "#9e1a7d", "#9e1a46",
 )  # fmt: skip # a table: six hues a row, the same slots in both themes
 # What a message's text sits on, per theme (static/app.css: --bg, --bg-2, --surface, --surface-2 and
-# --user-bubble; a test keeps the two in step).
+# --user-bubble; a test keeps the two in step). A chat's background picture changes nothing: each message
+# then sits on its own surface of 86-92% --bg/--surface over the scrim, at worst #23242d (dark, over white)
+# and #ebeaef (light, over black), no harsher than the darkest and lightest here.
 SURFACES_DARK = ("#0f1015", "#16171f", "#1c1d27", "#242633", "#23253a")
 SURFACES_LIGHT = ("#f6f5fa", "#eeedf5", "#ffffff", "#f1eff8", "#ece8fb")
 

@@ -87,6 +87,7 @@ LAYOUT: tuple[Slot, ...] = (
     Slot("tool_reminders", "at_depth", "Tool reminders"),
     Slot("time_awareness", "at_depth", "Time awareness"),
     Slot("group_nudge", "at_depth", "Group nudge"),
+    Slot("expression_request", "at_depth", "Expression tag request"),
     Slot("game_master_turn", "at_depth", "Game Master's turn instructions"),
     Slot("post_history", "at_depth", "Post-history instructions"),
     # last of all, only when asked for: Continue's nudge, or Impersonate's instruction

@@ -21,6 +21,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
+from app.chats.core.commands import SlashCommand
 from app.memory.chat_notes.core.notes import NoteRefused
 
 _KINDS: dict[str, Literal["remember", "memory", "forget"]] = {
@@ -37,10 +38,18 @@ _NUMBER = re.compile(r"#?([0-9]{1,9})")
 
 FORGET_HOW = "Say which note to forget: /forget 2 (the numbers are in /memory)."
 
-COMMAND_HELP: tuple[tuple[str, str], ...] = (
-    ("/remember TEXT", "Keep a note in this chat's memory (also /lembrar)."),
-    ("/memory", "Show this chat's memory and notes here, only to you (also /memoria)."),
-    ("/forget N", "Delete note N from this chat's memory (also /esquecer)."),
+# What the `/` palette shows for each (app/web/commands.py registers them).
+REMEMBER = SlashCommand(
+    "remember", "/remember TEXT", "Keep a note in this chat's memory (also /lembrar).", ("lembrar",)
+)
+MEMORY = SlashCommand(
+    "memory",
+    "/memory",
+    "Show this chat's memory and notes here, only to you (also /memoria).",
+    ("memoria", "memória"),
+)
+FORGET = SlashCommand(
+    "forget", "/forget N", "Delete note N from this chat's memory (also /esquecer).", ("esquecer",)
 )
 
 
