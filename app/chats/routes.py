@@ -454,11 +454,9 @@ def message_action_page(
         messages_changed(session, services, chat_id)
         return _render_message(request, session, chat, msg)
     if action == "delete":
-        was_last = service.last_message(session, chat_id)
-        service.delete_message(session, chat_id, message_id)
+        last = service.delete_message_from_page(session, chat_id, message_id)
         messages_changed(session, services, chat_id)
-        last = service.last_message(session, chat_id)
-        if last is None or was_last is None or was_last.id != message_id:
+        if last is None:
             return HTMLResponse("")
         # The message now last gets its "new version" arrow and Regenerate: sent out of band, while
         # the deleted one's place gets the empty rest of the answer.

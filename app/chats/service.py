@@ -408,6 +408,22 @@ def delete_message(session: Session, chat_id: int, message_id: int) -> None:
     session.flush()
 
 
+def delete_message_from_page(session: Session, chat_id: int, message_id: int) -> Message | None:
+    """Delete a message; the reply left last when the deleted message was the last (a reply's controls
+    change then: its new-version arrow, Regenerate), else None: the page re-renders only that one.
+    The chat's write lock comes first: two deletes sent together each read the chat before the other's
+    was written, and neither found the message left last. A user's message left last is not sent again:
+    its controls stay as they are, and re-rendering it would detach its Delete button from a request
+    already on its way (the message would stay on the page, deleted)."""
+    lock_for_write(session, chat_scope(chat_id))
+    was_last = last_message(session, chat_id)
+    delete_message(session, chat_id, message_id)
+    last = last_message(session, chat_id)
+    if last is None or last.role != "assistant" or was_last is None or was_last.id != message_id:
+        return None
+    return last
+
+
 def select_swipe(session: Session, chat_id: int, message_id: int, index: int) -> Message:
     lock_for_write(session, chat_scope(chat_id))  # a reply being written rewrites the versions too
     msg = get_message(session, chat_id, message_id, fresh=True)

@@ -333,5 +333,35 @@ def test_deleting_the_last_reply_gives_the_one_before_its_controls_back(page: Pa
         last.get_by_role("button", name="Delete message").click()
     expect(page.locator("article.msg")).to_have_count(1)
     expect(greeting.get_by_role("button", name="Generate another version")).to_be_enabled()
+    with live.client() as c:
+        assert [m["content"] for m in c.get(f"/api/chats/{chat['id']}/messages").json()] == ["Hello there."]
     expect(greeting.get_by_role("button", name="Regenerate")).to_have_count(1)
     shot("last-again")
+
+
+def test_two_deletes_in_quick_succession_leave_the_one_before_them_last(page: Page, live, models):
+    """Found by a run under load: two messages deleted one right after the other went to the server
+    together, each read the chat before the other's delete was written, and neither gave the greeting
+    its controls back. A delete takes the chat's write lock before it reads which message is last."""
+    with live.client() as c:
+        c.post("/api/connections", json={"name": "T", "base_url": models.base_url, "model": "test-model"})
+        char = c.post("/api/characters", json={"name": "Aria", "first_mes": "Hello there."}).json()
+        chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()
+    page.goto(f"{live.url}/chats/{chat['id']}")
+    page.fill("#composer-input", "Hi")
+    page.click("#send-button")
+    expect(page.locator("article.msg-assistant").last.locator(".msg-text")).to_have_text("Echo: Hi")
+    expect(page.locator("#send-button")).to_be_visible()
+    # Both Delete buttons pressed in one go (a person's double action, on a slow machine).
+    page.evaluate(
+        """() => {
+          window.confirm = () => true;
+          const buttons = [...document.querySelectorAll('article.msg button[aria-label="Delete message"]')];
+          for (const b of buttons.slice(-2).reverse()) b.click();
+        }"""
+    )
+    expect(page.locator("article.msg")).to_have_count(1)
+    greeting = page.locator("article.msg-assistant").first
+    expect(greeting.get_by_role("button", name="Generate another version")).to_be_enabled()
+    with live.client() as c:
+        assert [m["content"] for m in c.get(f"/api/chats/{chat['id']}/messages").json()] == ["Hello there."]
