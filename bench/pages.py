@@ -259,8 +259,9 @@ def immersive_figures(
         },
     ).raise_for_status()
     page = client.get(f"/chats/{chat_id}").text
-    if "/images/" not in page or 'class="speech' not in page:
-        raise RuntimeError("the roleplay view is not on the measured page")
+    shown = (r'id="chat-backdrop"[^>]*><img src="/images/', r'id="character-art"[^>]*><img src="/images/')
+    if not all(re.search(part, page) for part in shown) or 'class="dialogue"' not in page:
+        raise RuntimeError("the roleplay view (background, art, dialogue) is not on the measured page")
     figures["chat_page_ms_p50_immersive_100"] = statistics.median(times(client, f"/chats/{chat_id}"))
     figures["chat_page_immersive_ratio_100"] = (
         figures["chat_page_ms_p50_immersive_100"] / figures["chat_page_ms_p50_100"]

@@ -64,6 +64,10 @@ def prepare(live: LiveSugo, models: ModelServer) -> int:
         with open(FIXTURES / "Eldoria.json", "rb") as book:
             c.post("/api/lorebooks/import", files={"file": ("Eldoria.json", book, "application/json")})
         chat = c.post("/api/chats", json={"character_ids": [char["id"]]}).json()
+        # The roleplay view: a shipped scene behind the messages (the card's picture stands beside them).
+        c.put(
+            f"/api/chats/{chat['id']}/options", json={"settings": {"background": "builtin:forest"}}
+        ).raise_for_status()
     return chat["id"]
 
 

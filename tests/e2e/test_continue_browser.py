@@ -37,6 +37,17 @@ def _chat_with_a_reply(page: Page, live, models, reply: str = "The hammer rises"
     return chat["id"]
 
 
+def _continuation(halfway: threading.Event) -> Reply:
+    """The continuation of "The hammer rises", held after four deltas until the test sets `halfway`."""
+    return Reply(
+        text="and falls, and the sparks fly across the dark forge.",
+        chunk_size=3,
+        delay_s=0.03,
+        hold=halfway,
+        hold_after_chunks=4,
+    )
+
+
 def _stored(live, chat_id: int) -> list[dict]:
     with live.client() as c:
         return c.get(f"/api/chats/{chat_id}/messages").json()
@@ -76,15 +87,7 @@ def test_continue_extends_the_shown_reply_and_keeps_it(page: Page, live, models,
     shot("menu")
     # The model pauses after four deltas until the test has seen the continuation half-way.
     halfway = threading.Event()
-    models.script(
-        Reply(
-            text="and falls, and the sparks fly across the dark forge.",
-            chunk_size=3,
-            delay_s=0.03,
-            hold=halfway,
-            hold_after_chunks=4,
-        )
-    )
+    models.script(_continuation(halfway))
     menu.get_by_role("menuitem", name="Continue").click()
     expect(menu).to_be_hidden()
     reply = page.locator("article.msg-assistant").last
@@ -187,15 +190,7 @@ def test_continue_shows_its_words_once_while_the_server_has_stored_some(page: Pa
     they showed twice ("rises and fa and falls"). The page holds what is continued: nothing is fetched."""
     _chat_with_a_reply(page, live, models)
     halfway = threading.Event()
-    models.script(
-        Reply(
-            text="and falls, and the sparks fly across the dark forge.",
-            chunk_size=3,
-            delay_s=0.03,
-            hold=halfway,
-            hold_after_chunks=4,
-        )
-    )
+    models.script(_continuation(halfway))
     fetched: list[str] = []
 
     def slow_message(route) -> None:
