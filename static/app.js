@@ -180,6 +180,12 @@
       if (status && !inSight(status)) status.scrollIntoView({ block: "nearest" });
     }
   });
+  // A page form saved (the character page, whose pictures section follows the form): the page comes back
+  // scrolled where it was, and its "Saved." by the Save button may be above the screen: brought into view.
+  document.addEventListener("htmx:afterSettle", (e) => {
+    const status = e.detail.target?.querySelector?.(".sticky-actions [role=status]");
+    if (status && !inSight(status)) status.scrollIntoView({ block: "center" });  // clear of the sticky bars
+  });
 
   // A fold opened in the chat (the memory receipt under the last reply) unfolds downwards, below the list's
   // visible end and so behind the message box: the list scrolls just enough to show it whole.
